@@ -1,0 +1,1 @@
+"""memagg: memory aggregation for OpenStack clouds."""

@@ -1,0 +1,17 @@
+"""memagg configuration: one module per option group, registered here.
+
+Every process does ``from memagg import conf; CONF = conf.CONF``.
+"""
+from oslo_config import cfg
+
+from memagg.conf import api
+from memagg.conf import compute
+from memagg.conf import database
+from memagg.conf import default
+from memagg.conf import scheduler
+from memagg.conf import wss
+
+CONF = cfg.CONF
+
+for _module in (default, api, compute, database, scheduler, wss):
+    _module.register_opts(CONF)

@@ -1,0 +1,31 @@
+"""Options of the [api] group: the REST API service."""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('api', title='REST API options')
+
+opts = [
+    cfg.HostAddressOpt('host', default='127.0.0.1',
+                       help='Address memagg-api listens on.'),
+    cfg.PortOpt('port', default=8799, help='Port memagg-api listens on.'),
+    cfg.StrOpt('auth_strategy', default='keystone',
+               choices=[('keystone', 'Validate tokens with keystonemiddleware'),
+                        ('noauth', 'Development only: every request is an '
+                                   'admin of project "admin"')],
+               help='How requests are authenticated.'),
+    cfg.IntOpt('max_limit', default=1000, min=1,
+               help='Largest page a list request may ask for with limit.'),
+    cfg.IntOpt('default_limit', default=100, min=1,
+               help='Page size of a list request that gives no limit.'),
+    cfg.IntOpt('db_retry_after', default=5, min=1,
+               help='Seconds sent in Retry-After when the database cannot '
+                    'be reached (HTTP 503).'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}

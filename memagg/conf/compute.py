@@ -1,0 +1,27 @@
+"""Options of the [compute] group: memagg-compute, the local manager."""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('compute', title='memagg-compute options')
+
+opts = [
+    cfg.IntOpt('collect_interval', default=10, min=1,
+               help='Seconds between two collection periods (libvirt stats, '
+                    'WSS estimation, balloon targets, report).'),
+    cfg.StrOpt('hypervisor_driver', default='libvirt',
+               help='Hypervisor driver plug-in (memagg.hypervisor '
+                    'entry point).'),
+    cfg.StrOpt('libvirt_uri', default='qemu:///system',
+               help='libvirt connection URI. memagg-aio falls back to '
+                    'test:///default when no libvirtd answers.'),
+    cfg.IntOpt('reserved_host_memory_mb', default=512, min=0,
+               help='Host memory kept for the host itself; never lent.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}

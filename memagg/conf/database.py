@@ -1,0 +1,17 @@
+"""The [database] group: oslo.db's own options with memagg's defaults."""
+from oslo_db import options as db_options
+
+_DEFAULT_CONNECTION = 'sqlite:////var/lib/memagg/memagg.sqlite'
+
+
+def register_opts(conf):
+    db_options.set_defaults(conf, connection=_DEFAULT_CONNECTION)
+
+
+def set_lib_defaults():
+    from memagg.conf import CONF
+    db_options.set_defaults(CONF, connection=_DEFAULT_CONNECTION)
+
+
+def list_opts():
+    return {'database': db_options.database_opts}

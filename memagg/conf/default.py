@@ -1,0 +1,26 @@
+"""Options of the [DEFAULT] group shared by every memagg process."""
+import socket
+
+from oslo_config import cfg
+
+opts = [
+    cfg.StrOpt('host', default=socket.gethostname(), sample_default='<hostname>',
+               help='Name of this host as memagg and Nova know it. It is '
+                    'the RPC server name of memagg-compute on this node.'),
+    cfg.IntOpt('report_interval', default=10, min=1,
+               help='Seconds between two heartbeats a service writes.'),
+    cfg.IntOpt('service_down_time', default=60, min=1,
+               help='A service whose last heartbeat is older than this many '
+                    'seconds is reported down.'),
+    cfg.StrOpt('state_path', default='/var/lib/memagg',
+               help='Directory for memagg state (SQLite file in all-in-one '
+                    'mode, sockets).'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(opts)
+
+
+def list_opts():
+    return {'DEFAULT': opts}

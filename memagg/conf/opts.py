@@ -1,0 +1,22 @@
+"""Entry points for oslo-config-generator: every memagg option, by group."""
+from memagg.conf import api
+from memagg.conf import compute
+from memagg.conf import database
+from memagg.conf import default
+from memagg.conf import scheduler
+from memagg.conf import wss
+
+_MODULES = (default, api, compute, database, scheduler, wss)
+
+
+def list_opts():
+    """Return [(group, [opts])] for the sample config generator."""
+    result = []
+    for module in _MODULES:
+        result.extend(module.list_opts().items())
+    return result
+
+
+def set_lib_defaults():
+    """Apply memagg's defaults to library options (oslo.db)."""
+    database.set_lib_defaults()

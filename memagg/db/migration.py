@@ -1,0 +1,37 @@
+"""Schema migrations of memagg's database (alembic), for memagg-manage."""
+import os
+
+from alembic import command as alembic_command
+from alembic import config as alembic_config
+from alembic import migration as alembic_migration
+from alembic import script as alembic_script
+
+from memagg.db import api as db_api
+
+_INI = os.path.join(os.path.dirname(__file__), 'sqlalchemy', 'alembic.ini')
+
+
+def _config(connection=None):
+    config = alembic_config.Config(_INI)
+    config.attributes['connection'] = connection
+    return config
+
+
+def upgrade(revision='head', engine=None):
+    """Migrate the database up to ``revision``."""
+    engine = engine or db_api.get_engine()
+    with engine.begin() as connection:
+        alembic_command.upgrade(_config(connection), revision)
+
+
+def version(engine=None):
+    """The revision the database is at, or None when it has no schema."""
+    engine = engine or db_api.get_engine()
+    with engine.connect() as connection:
+        return alembic_migration.MigrationContext.configure(
+            connection).get_current_revision()
+
+
+def head():
+    """The newest revision this code knows."""
+    return alembic_script.ScriptDirectory.from_config(_config()).get_current_head()

@@ -1,0 +1,260 @@
+"""SQLAlchemy models of memagg's database.
+
+The alembic migrations under ``alembic/versions`` create exactly these tables;
+a test compares the two on SQLite, MariaDB and PostgreSQL.
+"""
+import datetime
+
+from oslo_utils import timeutils
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+
+def _now():
+    return timeutils.utcnow()
+
+
+class Base(orm.DeclarativeBase):
+    """Declarative base with the created_at/updated_at columns every table has."""
+
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, default=_now)
+    updated_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, nullable=True, onupdate=_now)
+
+    def to_dict(self):
+        """Return the row's columns as a plain dict."""
+        return {c.key: getattr(self, c.key) for c in self.__table__.columns}
+
+
+class Service(Base):
+    """A running memagg process and its last heartbeat."""
+
+    __tablename__ = 'services'
+    __table_args__ = (sa.UniqueConstraint('host', 'binary',
+                                          name='uniq_services0host0binary'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255), nullable=False)
+    binary: orm.Mapped[str] = orm.mapped_column(sa.String(64), nullable=False)
+    topic: orm.Mapped[str] = orm.mapped_column(sa.String(255), nullable=False)
+    report_count: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    last_seen_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, nullable=True)
+    disabled: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, nullable=False, default=False)
+
+
+class Host(Base):
+    """A compute node as memagg-compute last reported it."""
+
+    __tablename__ = 'hosts'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False, unique=True)
+    memory_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    reserved_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    vcpus: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    cpu_util: orm.Mapped[float] = orm.mapped_column(
+        sa.Float, nullable=False, default=0.0)
+    free_reservoir_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    lendable_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    state: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), nullable=False, default='active')
+    reported_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, nullable=True)
+
+
+class Instance(Base):
+    """A VM on a compute node, with its memory sizes and current WSS."""
+
+    __tablename__ = 'instances'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False, unique=True)
+    name: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False, default='')
+    host: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False, index=True)
+    project_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True, index=True)
+    status: orm.Mapped[str] = orm.mapped_column(
+        sa.String(32), nullable=False, default='active')
+    booked_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    current_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    target_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    wss_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    wss_maxavg_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    estimator: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64), nullable=True)
+    cpu_util: orm.Mapped[float] = orm.mapped_column(
+        sa.Float, nullable=False, default=0.0)
+    remote_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+
+
+class WssSample(Base):
+    """One period's working-set estimate of one instance."""
+
+    __tablename__ = 'wss_samples'
+    __table_args__ = (sa.Index('wss_samples_instance_uuid_sampled_at_idx',
+                               'instance_uuid', 'sampled_at'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.BigInteger().with_variant(
+        sa.Integer, 'sqlite'), primary_key=True)
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255), nullable=False)
+    sampled_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, index=True)
+    wss_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer, nullable=False)
+    wss_maxavg_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    current_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False)
+    target_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    estimator: orm.Mapped[str] = orm.mapped_column(
+        sa.String(64), nullable=False)
+
+
+class Grant(Base):
+    """Remote memory lent to one instance, as a fixed set of slabs."""
+
+    __tablename__ = 'grants'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False, unique=True)
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False, index=True)
+    consumer_host: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False, index=True)
+    requested_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False)
+    granted_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    status: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), nullable=False, default='pending')
+    # The grant's data-path key; never returned by the API.
+    secret: orm.Mapped[str] = orm.mapped_column(
+        sa.String(128), nullable=False)
+    slabs: orm.Mapped[list['Slab']] = orm.relationship(
+        back_populates='grant', order_by='Slab.index',
+        cascade='all, delete-orphan', lazy='selectin')
+
+
+class Slab(Base):
+    """One fixed-size piece of a grant, held in a donor host's RAM."""
+
+    __tablename__ = 'slabs'
+    __table_args__ = (sa.UniqueConstraint('grant_id', 'index',
+                                          name='uniq_slabs0grant_id0index'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    grant_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('grants.id', ondelete='CASCADE'), nullable=False)
+    index: orm.Mapped[int] = orm.mapped_column(sa.Integer, nullable=False)
+    donor_host: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False, index=True)
+    size_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer, nullable=False)
+    remote_addr: orm.Mapped[int | None] = orm.mapped_column(
+        sa.BigInteger, nullable=True)
+    replica_host: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True)
+    status: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), nullable=False, default='active')
+    grant: orm.Mapped[Grant] = orm.relationship(back_populates='slabs')
+
+
+class Audit(Base):
+    """A consolidation round and the action plan it produced."""
+
+    __tablename__ = 'audits'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False, unique=True)
+    state: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), nullable=False, default='pending')
+    memory_basis: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), nullable=False, default='wss')
+    parameters: orm.Mapped[dict | None] = orm.mapped_column(
+        sa.JSON, nullable=True)
+    reason: orm.Mapped[str | None] = orm.mapped_column(
+        sa.Text, nullable=True)
+    finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, nullable=True)
+    actions: orm.Mapped[list['AuditAction']] = orm.relationship(
+        back_populates='audit', order_by='AuditAction.sequence',
+        cascade='all, delete-orphan', lazy='selectin')
+
+
+class AuditAction(Base):
+    """One ordered step of an audit's plan: migrate a VM, power a host."""
+
+    __tablename__ = 'audit_actions'
+    __table_args__ = (sa.UniqueConstraint(
+        'audit_id', 'sequence', name='uniq_audit_actions0audit_id0sequence'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    audit_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('audits.id', ondelete='CASCADE'), nullable=False)
+    sequence: orm.Mapped[int] = orm.mapped_column(sa.Integer, nullable=False)
+    action_type: orm.Mapped[str] = orm.mapped_column(
+        sa.String(32), nullable=False)
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36), nullable=True)
+    source_host: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True)
+    dest_host: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True)
+    reason: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True)
+    state: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), nullable=False, default='pending')
+    audit: orm.Mapped[Audit] = orm.relationship(back_populates='actions')
+
+
+class Migration(Base):
+    """A live migration memagg asked Nova for, and what it cost."""
+
+    __tablename__ = 'migrations'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False, unique=True)
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False, index=True)
+    source_host: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False)
+    dest_host: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False)
+    status: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), nullable=False, default='queued')
+    audit_action_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('audit_actions.id', ondelete='SET NULL'), nullable=True)
+    attempts: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0)
+    bytes_transferred: orm.Mapped[int | None] = orm.mapped_column(
+        sa.BigInteger, nullable=True)
+    duration_s: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Float, nullable=True)
+    downtime_ms: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Float, nullable=True)
+    remote_share: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Float, nullable=True)
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text, nullable=True)
