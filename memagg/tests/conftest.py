@@ -1,0 +1,57 @@
+"""Shared pytest fixtures: configuration and migrated databases."""
+from oslo_config import fixture as config_fixture
+import pytest
+
+from memagg.common import context as memagg_context
+from memagg.conf import CONF
+from memagg.db import api as db_api
+from memagg.db import migration
+from memagg.tests import db_backends
+
+
+@pytest.fixture(autouse=True)
+def conf():
+    """memagg's CONF, parsed with no files; overrides undone after the test."""
+    fixture = config_fixture.Config(CONF)
+    fixture.setUp()
+    CONF([], project='memagg', default_config_files=[])
+    yield fixture
+    fixture.cleanUp()
+
+
+def _migrated(backend, conf, tmp_path):
+    with db_backends.provisioned(backend, tmp_path) as url:
+        conf.config(connection=url, group='database')
+        db_api.dispose()
+        migration.upgrade('head')
+        yield url
+        db_api.dispose()
+
+
+@pytest.fixture
+def sqlite_db(conf, tmp_path):
+    """A migrated SQLite database that memagg.db.api now uses; its URL."""
+    yield from _migrated('sqlite', conf, tmp_path)
+
+
+@pytest.fixture
+def mysql_db(conf, tmp_path):
+    """A migrated database on the real MariaDB server; its URL."""
+    yield from _migrated('mysql', conf, tmp_path)
+
+
+@pytest.fixture
+def postgresql_db(conf, tmp_path):
+    """A migrated database on the real PostgreSQL server; its URL."""
+    yield from _migrated('postgresql', conf, tmp_path)
+
+
+@pytest.fixture(params=['sqlite', 'mysql', 'postgresql'])
+def any_db(request, conf, tmp_path):
+    """Each of the three backends in turn, migrated; its URL."""
+    yield from _migrated(request.param, conf, tmp_path)
+
+
+@pytest.fixture
+def admin_context():
+    return memagg_context.get_admin_context()

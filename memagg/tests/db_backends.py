@@ -1,0 +1,46 @@
+"""Throw-away databases on the real servers the tests use.
+
+SQLite is a file in a temporary directory; MariaDB and PostgreSQL get a fresh
+database per use on the servers .ci/run starts (127.0.0.1, root / postgres,
+no password; override with MEMAGG_TEST_MYSQL_URL / MEMAGG_TEST_PG_URL, which
+name the server, not the database).
+"""
+import contextlib
+import os
+import uuid
+
+import sqlalchemy as sa
+
+SERVERS = {
+    'mysql': os.environ.get('MEMAGG_TEST_MYSQL_URL',
+                            'mysql+pymysql://root@127.0.0.1:3306'),
+    'postgresql': os.environ.get('MEMAGG_TEST_PG_URL',
+                                 'postgresql+psycopg2://postgres@127.0.0.1:5432'),
+}
+
+
+@contextlib.contextmanager
+def provisioned(backend, tmp_path):
+    """Yield the URL of a new empty database on ``backend``; drop it after."""
+    if backend == 'sqlite':
+        yield 'sqlite:///%s' % (tmp_path / 'memagg.sqlite')
+        return
+    server = SERVERS[backend]
+    name = 'memagg_test_%s' % uuid.uuid4().hex[:12]
+    admin_db = '/postgres' if backend == 'postgresql' else '/'
+    admin = sa.create_engine(server + admin_db, isolation_level='AUTOCOMMIT')
+    with admin.connect() as conn:
+        conn.execute(sa.text('CREATE DATABASE %s' % name))
+    try:
+        if backend == 'mysql':
+            yield '%s/%s?charset=utf8mb4' % (server, name)
+        else:
+            yield '%s/%s' % (server, name)
+    finally:
+        with admin.connect() as conn:
+            if backend == 'postgresql':
+                conn.execute(sa.text(
+                    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity '
+                    'WHERE datname = :n AND pid <> pg_backend_pid()'), {'n': name})
+            conn.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
+        admin.dispose()
