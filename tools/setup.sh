@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Prepare this Debian 12 machine to run and test memagg, from a clean clone.
+#
+#  1. apt-get installs what is missing (RabbitMQ, MariaDB, PostgreSQL,
+#     libvirt + QEMU, build tools); apt-get update only when something is.
+#  2. Starts RabbitMQ, MariaDB and PostgreSQL when their port does not
+#     answer, and makes root@127.0.0.1 (MariaDB, no password) and
+#     postgres@127.0.0.1 (PostgreSQL, trust) reachable, as the tests expect.
+#  3. Creates .venv (memagg, editable, with test requirements) and
+#     .venv-keystone (a real Keystone for the auth tests; its own venv so its
+#     pins do not fight memagg's).
+#
+# Idempotent: a second run checks and returns in seconds. Run as root (or a
+# user with sudo).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+KEYSTONE_VERSION=30.0.0
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+APT_PACKAGES=(
+    rabbitmq-server mariadb-server postgresql
+    libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-dev
+    qemu-system-x86 qemu-utils pkg-config cpio busybox-static
+    gcc python3-dev python3-venv
+)
+
+say() { echo "setup: $*"; }
+die() { echo "setup: ERROR: $*" >&2; exit 1; }
+
+install_packages() {
+    local missing=() pkg
+    for pkg in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null \
+            | grep -q 'install ok installed' || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    say "installing ${missing[*]}"
+    $SUDO apt-get update -q
+    $SUDO env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+}
+
+port_open() {
+    timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+}
+
+# wait_until SECONDS WHAT COMMAND...: poll COMMAND until it succeeds.
+wait_until() {
+    local limit=$1 what=$2
+    local deadline=$((SECONDS + limit))
+    shift 2
+    until "$@"; do
+        [ $SECONDS -lt $deadline ] || die "$what not ready after $limit s"
+        sleep 0.5
+    done
+}
+
+pg_ok() {
+    psql -h 127.0.0.1 -U postgres -w -d postgres -Atqc 'SELECT 1' \
+        >/dev/null 2>&1
+}
+
+start_postgresql() {
+    local version
+    version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+    [ -n "$version" ] || die "no PostgreSQL cluster in /etc/postgresql"
+    if ! port_open 5432; then
+        say "starting PostgreSQL $version"
+        $SUDO pg_ctlcluster --skip-systemctl-redirect "$version" main start
+        wait_until 60 PostgreSQL port_open 5432
+    fi
+    if ! pg_ok; then
+        # A fresh cluster asks for a password over TCP; the tests connect as
+        # postgres without one, from this machine only. First match wins.
+        say "allowing postgres@127.0.0.1 without password (pg_hba.conf)"
+        $SUDO sed -i '1i host all all 127.0.0.1/32 trust' \
+            "/etc/postgresql/$version/main/pg_hba.conf"
+        $SUDO pg_ctlcluster --skip-systemctl-redirect "$version" main reload
+        wait_until 30 "PostgreSQL login as postgres" pg_ok
+    fi
+}
+
+mysql_ok() {
+    mariadb --protocol=TCP -h 127.0.0.1 -u root -e 'SELECT 1' \
+        >/dev/null 2>&1
+}
+
+start_mariadb() {
+    if ! port_open 3306; then
+        say "starting MariaDB"
+        $SUDO install -d -o mysql -g mysql /run/mysqld
+        $SUDO start-stop-daemon --start --oknodo --background \
+            --exec /usr/sbin/mariadbd -- --user=mysql
+        wait_until 60 MariaDB port_open 3306
+    fi
+    if ! mysql_ok; then
+        # A fresh install lets root in only through the unix socket; the tests
+        # log in as root over TCP with no password, from this machine only.
+        say "allowing root@127.0.0.1 without password (MariaDB)"
+        $SUDO mariadb -u root -e "
+            ALTER USER root@localhost IDENTIFIED VIA unix_socket
+                OR mysql_native_password USING PASSWORD('');
+            CREATE USER IF NOT EXISTS root@'127.0.0.1' IDENTIFIED BY '';
+            GRANT ALL ON *.* TO root@'127.0.0.1' WITH GRANT OPTION;"
+        wait_until 10 "MariaDB login as root" mysql_ok
+    fi
+}
+
+start_rabbitmq() {
+    port_open 5672 && return
+    say "starting RabbitMQ"
+    $SUDO rabbitmq-server -detached
+    # The broker takes a while to boot its Erlang node.
+    wait_until 120 RabbitMQ port_open 5672
+}
+
+# pip, minus the warnings this machine's extra (local) indexes cause.
+pip_quiet() {
+    "$@" 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+    return "${PIPESTATUS[0]}"
+}
+
+# make_venv DIR STAMP PIP-ARGS...: (re)install into DIR unless STAMP matches.
+make_venv() {
+    local dir=$1 stamp=$2
+    shift 2
+    if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.setup-stamp" 2>/dev/null)" = "$stamp" ]; then
+        return
+    fi
+    say "installing $dir"
+    [ -x "$dir/bin/python" ] || "$PYTHON" -m venv "$dir"
+    pip_quiet "$dir/bin/pip" install -q --upgrade pip
+    pip_quiet "$dir/bin/pip" install -q "$@"
+    echo "$stamp" >"$dir/.setup-stamp"
+}
+
+install_packages
+start_postgresql
+start_mariadb
+start_rabbitmq
+make_venv .venv \
+    "$(cat setup.cfg requirements.txt test-requirements.txt | sha256sum)" \
+    -e . -r test-requirements.txt
+make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
+    "keystone==$KEYSTONE_VERSION"
+say "ready: RabbitMQ :5672, MariaDB :3306, PostgreSQL :5432, .venv, .venv-keystone"
