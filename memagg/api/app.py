@@ -1,0 +1,98 @@
+"""Build the API's WSGI application.
+
+``create_app(conf)`` returns the whole pipeline: oslo.middleware request_id,
+JSON error bodies for middleware errors, authentication ([api]
+auth_strategy) in front of everything but version discovery, and the Flask
+app whose routes come from memagg.api.controllers.
+"""
+import flask
+from keystonemiddleware import auth_token
+from oslo_middleware import request_id
+from werkzeug import exceptions as http_exc
+
+from memagg.api import controllers  # noqa: F401  (registers the routes)
+from memagg.api.controllers import base
+from memagg.api import errors
+from memagg.api import microversion
+from memagg.api import middleware
+from memagg.api import policy
+from memagg.api import validation
+from memagg.common import context as memagg_context
+
+
+def set_api_defaults(conf):
+    """Defaults of a process that serves the API.
+
+    oslo.db retries a failed first connection ([database] max_retries times,
+    [database] retry_interval apart): right for a daemon starting up, wrong
+    for a request, which must get 503 and Retry-After at once. A value in the
+    config file still wins.
+    """
+    conf.set_default('max_retries', 0, group='database')
+
+
+def _view(route, query_schema):
+    def view(**path_values):
+        for name, value in path_values.items():
+            validation.validate_path(name, value, route.path_params[name])
+        query = validation.validate_query(flask.request.args, query_schema)
+        return flask.jsonify(route.view(query=query, **path_values))
+    view.__name__ = route.operation_id
+    return view
+
+
+def _flask_app(conf):
+    app = flask.Flask('memagg.api')
+    app.config['memagg_conf'] = conf
+    app.config['enforcer'] = policy.make_enforcer(conf)
+    app.json.sort_keys = True
+    public = set()
+    for route in base.ROUTES:
+        app.add_url_rule(route.flask_rule, route.operation_id,
+                         _view(route, route.query_schema(conf.api.max_limit)),
+                         methods=['GET'], strict_slashes=False)
+        if route.public:
+            public.add(route.operation_id)
+
+    @app.before_request
+    def negotiate():
+        environ = flask.request.environ
+        environ[middleware.HANDLED_KEY] = True
+        flask.g.version = microversion.parse_header(
+            flask.request.headers.get(microversion.HEADER))
+        if flask.request.endpoint is None or flask.request.endpoint in public:
+            return
+        if environ.get('HTTP_X_IDENTITY_STATUS') != 'Confirmed':
+            raise http_exc.Unauthorized(
+                'The request you have made requires authentication.')
+        flask.g.context = memagg_context.RequestContext.from_environ(environ)
+
+    @app.after_request
+    def echo_version(response):
+        version = flask.g.get('version')
+        if version is not None:
+            response.headers[microversion.HEADER] = (
+                microversion.response_header(version))
+        response.vary.add(microversion.HEADER)
+        return response
+
+    errors.register(app, conf.api.db_retry_after)
+    return app
+
+
+def _authenticated(app, conf):
+    if conf.api.auth_strategy == 'noauth':
+        return middleware.NoAuth(app)
+    # keystonemiddleware reads [keystone_authtoken] from this conf object.
+    return auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+
+
+def create_app(conf=None):
+    """The full WSGI application for ``conf`` (default memagg.conf.CONF,
+    which must be parsed)."""
+    if conf is None:
+        from memagg.conf import CONF as conf
+    app = _flask_app(conf)
+    pipeline = middleware.PublicPaths(app, _authenticated(app, conf))
+    pipeline = middleware.JsonErrors(pipeline)
+    return request_id.RequestId(pipeline)

@@ -1,0 +1,125 @@
+"""The route registry and what every controller shares.
+
+A controller declares each route with ``@route``: its path (OpenAPI form),
+query and response schemas and the errors it may return. The Flask app is
+built from ROUTES and so is the OpenAPI document, so they cannot drift.
+"""
+import dataclasses
+import typing
+import urllib.parse
+
+import flask
+
+from memagg.api import policy
+from memagg.api import schemas
+from memagg.api import validation
+from memagg.common import exceptions
+from memagg.db import api as db_api
+
+
+@dataclasses.dataclass
+class Route:
+    """One GET route of the API."""
+
+    path: str
+    view: typing.Callable
+    summary: str
+    response: dict
+    query: typing.Callable = None
+    path_params: dict = dataclasses.field(default_factory=dict)
+    errors: tuple = ()
+    public: bool = False
+
+    @property
+    def operation_id(self):
+        return self.view.__module__.rsplit('.', 1)[-1] + '_' + \
+            self.view.__name__
+
+    @property
+    def flask_rule(self):
+        rule = self.path
+        for name in self.path_params:
+            rule = rule.replace('{%s}' % name, '<%s>' % name)
+        return rule
+
+    def query_schema(self, max_limit):
+        return (self.query(max_limit) if self.query
+                else schemas.NO_QUERY)
+
+
+ROUTES = []
+
+# Statuses every authenticated route may return.
+COMMON_ERRORS = (400, 401, 403, 406, 500, 503)
+
+
+def route(path, summary, response, query=None, path_params=None,
+          errors=(), public=False):
+    """Register a view for GET ``path``.
+
+    The view is called as ``view(**path_params, query=dict)`` with values
+    already validated, and returns the response body.
+    """
+    def decorator(view):
+        ROUTES.append(Route(path, view, summary, response, query,
+                            path_params or {}, tuple(errors), public))
+        return view
+    return decorator
+
+
+def list_query(collection):
+    """The ``query`` argument of @route for a paginated collection."""
+    return lambda max_limit: schemas.list_query(collection, max_limit)
+
+
+def context():
+    """The RequestContext of the current request."""
+    return flask.g.context
+
+
+def version():
+    """The microversion the current request asked for, e.g. (1, 1)."""
+    return flask.g.version
+
+
+def enforce(action, target=None):
+    """Apply policy ``action`` to the current request."""
+    policy.authorize(flask.current_app.config['enforcer'], context(),
+                     action, target)
+
+
+def paginate(collection, query, render, filters=None):
+    """One page of ``collection`` as a response body, with a next link when
+    the page is full.
+
+    ``query`` is the validated query string; ``filters`` adds filters the
+    caller may not choose (a project, an instance).
+    """
+    spec = schemas.COLLECTIONS[collection]
+    conf = flask.current_app.config['memagg_conf']
+    limit = query.get('limit', conf.api.default_limit)
+    wanted = dict(filters or {})
+    wanted.update({k: v for k, v in query.items() if k in spec['filters']})
+    since, until = query.get('since'), query.get('until')
+    since = since and validation.parse_datetime(since)
+    until = until and validation.parse_datetime(until)
+    if since and until and since > until:
+        raise exceptions.InvalidParameter(
+            field='until', reason='is before since: give an until later '
+                                  'than since')
+    listing = db_api.LISTINGS[spec['listing']]
+    sort_keys = ([query['sort_key']] if 'sort_key' in query
+                 else list(listing['sort']))
+    sort_dirs = [query.get('sort_dir', 'asc')] * len(sort_keys)
+    rows = db_api.list_resources(
+        context(), spec['listing'], filters=wanted, limit=limit,
+        marker=query.get('marker'), sort_keys=sort_keys,
+        sort_dirs=sort_dirs, since=since, until=until)
+    links = []
+    if len(rows) == limit:
+        key = listing['key']
+        args = dict(flask.request.args.items())
+        args.update(limit=limit, marker=getattr(rows[-1], key))
+        links.append({'rel': 'next', 'href': '%s?%s' % (
+            flask.request.base_url, urllib.parse.urlencode(args))})
+    return {collection: [render(row) for row in rows], 'links': links}

@@ -1,0 +1,23 @@
+"""/v1/hosts: compute nodes as memagg-compute reports them."""
+from memagg.api.controllers import base
+from memagg.api.policies import hosts as policy
+from memagg.api import schemas
+from memagg.api import views
+from memagg.db import api as db_api
+
+
+@base.route('/v1/hosts', 'List compute hosts.', schemas.list_response('hosts'),
+            query=base.list_query('hosts'))
+def list_hosts(query):
+    base.enforce(policy.LIST)
+    return base.paginate('hosts', query, lambda row: views.render(
+        'Host', row, base.version()))
+
+
+@base.route('/v1/hosts/{name}', 'Show a compute host.',
+            schemas.item_response('host', 'Host'),
+            path_params={'name': schemas.NAME}, errors=(404,))
+def get_host(name, query):
+    base.enforce(policy.GET)
+    return {'host': views.render('Host', db_api.host_get(base.context(), name),
+                                 base.version())}

@@ -1,0 +1,61 @@
+"""/v1/instances: VMs, their memory sizes and their WSS history.
+
+An instance's project may read it; only an admin sees every project's.
+"""
+from memagg.api.controllers import base
+from memagg.api.policies import instances as policy
+from memagg.api import schemas
+from memagg.api import views
+from memagg.common import exceptions
+from memagg.db import api as db_api
+
+
+@base.route('/v1/instances', 'List instances (a non-admin sees its own '
+            'project\'s only).', schemas.list_response('instances'),
+            query=base.list_query('instances'))
+def list_instances(query):
+    base.enforce(policy.LIST)
+    context = base.context()
+    filters = {}
+    if not _may_list_all_projects(context):
+        wanted = query.get('project_id', context.project_id)
+        if wanted != context.project_id:
+            raise exceptions.Forbidden(action=policy.LIST_ALL_PROJECTS)
+        filters['project_id'] = context.project_id
+    version = base.version()
+    return base.paginate('instances', query, lambda row: views.render(
+        'Instance', row, version), filters=filters)
+
+
+def _may_list_all_projects(context):
+    try:
+        base.enforce(policy.LIST_ALL_PROJECTS)
+    except exceptions.Forbidden:
+        return False
+    return True
+
+
+def _owned_instance(uuid, action):
+    instance = db_api.instance_get(base.context(), uuid)
+    base.enforce(action, {'project_id': instance.project_id})
+    return instance
+
+
+@base.route('/v1/instances/{uuid}', 'Show an instance.',
+            schemas.item_response('instance', 'Instance'),
+            path_params={'uuid': schemas.UUID}, errors=(404,))
+def get_instance(uuid, query):
+    instance = _owned_instance(uuid, policy.GET)
+    return {'instance': views.render('Instance', instance, base.version())}
+
+
+@base.route('/v1/instances/{uuid}/wss', 'List an instance\'s working-set '
+            'samples, oldest first, optionally in a time range.',
+            schemas.list_response('wss_samples'),
+            query=base.list_query('wss_samples'),
+            path_params={'uuid': schemas.UUID}, errors=(404,))
+def list_wss(uuid, query):
+    _owned_instance(uuid, policy.WSS)
+    version = base.version()
+    return base.paginate('wss_samples', query, lambda row: views.render(
+        'WssSample', row, version), filters={'instance_uuid': uuid})

@@ -1,0 +1,40 @@
+"""Version discovery (/, /v1/) and the OpenAPI document; no token needed."""
+import flask
+
+from memagg.api.controllers import base
+from memagg.api import microversion
+from memagg.api import openapi
+from memagg.api import schemas
+
+
+def _version_document():
+    return {
+        'id': 'v1.0',
+        'status': 'CURRENT',
+        'min_version': microversion.to_string(microversion.MIN_VERSION),
+        'max_version': microversion.to_string(microversion.MAX_VERSION),
+        'links': [{'rel': 'self', 'href': flask.request.host_url + 'v1/'}],
+    }
+
+
+_VERSIONS = schemas.closed_object({
+    'versions': {'type': 'array', 'items': schemas.ref('Version')}})
+
+
+@base.route('/', 'List API versions: v1 and its microversion range.',
+            _VERSIONS, public=True)
+def versions(query):
+    return {'versions': [_version_document()]}
+
+
+@base.route('/v1/', 'Show API v1 and its microversion range.',
+            schemas.item_response('version', 'Version'), public=True)
+def version_v1(query):
+    return {'version': _version_document()}
+
+
+@base.route('/v1/openapi.json', 'This API\'s OpenAPI 3.1 document.',
+            {'type': 'object', 'required': ['openapi', 'paths']},
+            public=True)
+def openapi_document(query):
+    return openapi.build(flask.current_app.config['memagg_conf'].api.max_limit)

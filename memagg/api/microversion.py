@@ -1,0 +1,76 @@
+"""API microversions: parse the request's version and gate features on it.
+
+A client asks for a version with ``OpenStack-API-Version: memory-aggregation
+1.1`` (or ``latest``). No header means the minimum version, so a client
+written against 1.0 never sees a change it did not ask for.
+"""
+import re
+
+SERVICE_TYPE = 'memory-aggregation'
+HEADER = 'OpenStack-API-Version'
+
+# Each version and what it changed; the last one is the maximum.
+VERSIONS = {
+    (1, 0): 'Initial version: services, hosts, instances and their WSS '
+            'history, reservoir, grants, audits, migrations.',
+    (1, 1): 'Instances show remote_mb and wss_maxavg_mb.',
+}
+MIN_VERSION = min(VERSIONS)
+MAX_VERSION = max(VERSIONS)
+
+_VERSION_RE = re.compile(r'^([1-9][0-9]*)\.(0|[1-9][0-9]*)$')
+
+
+class MalformedVersion(ValueError):
+    """The header's value for memagg is not ``X.Y`` nor ``latest`` (400)."""
+
+
+class UnsupportedVersion(ValueError):
+    """The requested version is outside [MIN_VERSION, MAX_VERSION] (406)."""
+
+
+def to_string(version):
+    """(1, 1) -> '1.1'."""
+    return '%d.%d' % version
+
+
+def parse_header(value):
+    """Return the version a header value asks memagg for.
+
+    ``value`` may list several services, comma-separated; entries for other
+    service types are ignored. Returns MIN_VERSION when memagg is not named.
+    Raises MalformedVersion or UnsupportedVersion.
+    """
+    if not value:
+        return MIN_VERSION
+    requested = None
+    for entry in value.split(','):
+        parts = entry.strip().split()
+        if not parts or parts[0].lower() != SERVICE_TYPE:
+            continue
+        if len(parts) != 2:
+            raise MalformedVersion(
+                "%s must be '%s X.Y' or '%s latest', got %r"
+                % (HEADER, SERVICE_TYPE, SERVICE_TYPE, entry.strip()))
+        requested = parts[1]
+    if requested is None:
+        return MIN_VERSION
+    if requested.lower() == 'latest':
+        return MAX_VERSION
+    match = _VERSION_RE.match(requested)
+    if not match:
+        raise MalformedVersion(
+            "%s: version %r is not of the form X.Y (e.g. %s) or 'latest'"
+            % (HEADER, requested, to_string(MAX_VERSION)))
+    version = (int(match.group(1)), int(match.group(2)))
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise UnsupportedVersion(
+            'Version %s is not supported by this API: ask for a version from '
+            '%s to %s, or latest' % (requested, to_string(MIN_VERSION),
+                                     to_string(MAX_VERSION)))
+    return version
+
+
+def response_header(version):
+    """The OpenStack-API-Version value that tells the client what it got."""
+    return '%s %s' % (SERVICE_TYPE, to_string(version))

@@ -1,0 +1,120 @@
+"""Build the API's OpenAPI 3.1 document from the route registry.
+
+The document is made from the same schemas that validate requests and build
+responses. api-ref/openapi.json holds it for the default configuration;
+regenerate it with ``python -m memagg.api.openapi > api-ref/openapi.json``
+(a test fails when the copy is stale).
+"""
+import http
+import json
+import sys
+
+from memagg.api import controllers  # noqa: F401  (registers the routes)
+from memagg.api.controllers import base
+from memagg.api import microversion
+from memagg.api import schemas
+
+_VERSION_PARAMETER = {
+    'name': microversion.HEADER, 'in': 'header', 'required': False,
+    'description': "'%s X.Y' or '%s latest'; without it the minimum version "
+                   '(%s) is used. Versions: %s.' % (
+                       microversion.SERVICE_TYPE, microversion.SERVICE_TYPE,
+                       microversion.to_string(microversion.MIN_VERSION),
+                       '; '.join('%s: %s' % (microversion.to_string(v), d)
+                                 for v, d in
+                                 sorted(microversion.VERSIONS.items()))),
+    'schema': {'type': 'string'},
+}
+
+_VERSION_HEADERS = {
+    microversion.HEADER: {
+        'description': 'The microversion that served the request.',
+        'schema': {'type': 'string'}},
+    'Vary': {'schema': {'type': 'string'}},
+}
+
+
+def _error_response(status):
+    response = {
+        'description': http.HTTPStatus(status).phrase,
+        'content': {'application/json': {'schema': schemas.ref('Error')}},
+    }
+    if status == 503:
+        response['headers'] = {'Retry-After': {
+            'description': 'Seconds to wait before retrying.',
+            'schema': {'type': 'integer'}}}
+    return response
+
+
+def _operation(route, max_limit):
+    parameters = [dict(name=name, required=True, schema=schema,
+                       **{'in': 'path'})
+                  for name, schema in route.path_params.items()]
+    for name, schema in route.query_schema(max_limit)['properties'].items():
+        parameters.append({'name': name, 'in': 'query', 'required': False,
+                           'schema': schema})
+    parameters.append(_VERSION_PARAMETER)
+    responses = {'200': {
+        'description': 'OK',
+        'headers': _VERSION_HEADERS,
+        'content': {'application/json': {'schema': route.response}},
+    }}
+    statuses = set(route.errors) | {400, 406, 500}
+    if not route.public:
+        statuses |= set(base.COMMON_ERRORS)
+    for status in sorted(statuses):
+        responses[str(status)] = _error_response(status)
+    operation = {
+        'operationId': route.operation_id,
+        'summary': route.summary,
+        'parameters': parameters,
+        'responses': responses,
+    }
+    if route.public:
+        operation['security'] = []
+    return operation
+
+
+def build(max_limit):
+    """The OpenAPI 3.1 document, for a deployment whose [api] max_limit is
+    ``max_limit``."""
+    paths = {}
+    for route in sorted(base.ROUTES, key=lambda r: r.path):
+        paths[route.path] = {'get': _operation(route, max_limit)}
+    return {
+        'openapi': '3.1.0',
+        'info': {
+            'title': 'memagg REST API',
+            'version': microversion.to_string(microversion.MAX_VERSION),
+            'description': (
+                'Memory aggregation for OpenStack. Every error body is '
+                'the Error schema; 404 for an unknown route and 405 for a '
+                'method other than GET have it too.'),
+        },
+        'jsonSchemaDialect': 'https://json-schema.org/draft/2020-12/schema',
+        'components': {
+            'schemas': schemas.COMPONENTS,
+            'securitySchemes': {'keystone': {
+                'type': 'apiKey', 'in': 'header', 'name': 'X-Auth-Token',
+                'description': 'A Keystone token ([api] auth_strategy = '
+                               'keystone).'}},
+        },
+        'security': [{'keystone': []}],
+        'paths': paths,
+    }
+
+
+def dumps(document):
+    """The document as the text kept in api-ref/openapi.json."""
+    return json.dumps(document, indent=2, sort_keys=True) + '\n'
+
+
+def main():
+    """Print the document for the default [api] max_limit."""
+    from memagg.conf import CONF
+    CONF([], project='memagg', default_config_files=[])
+    sys.stdout.write(dumps(build(CONF.api.max_limit)))
+
+
+if __name__ == '__main__':
+    main()

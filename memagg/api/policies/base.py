@@ -1,0 +1,23 @@
+"""Rules the resource policies are written in terms of."""
+from oslo_policy import policy
+
+ADMIN = 'rule:admin_api'
+ADMIN_OR_OWNER = 'rule:admin_or_owner'
+PROJECT_MEMBER = 'rule:project_member'
+
+rules = [
+    policy.RuleDefault(
+        'admin_api', 'role:admin',
+        description='A cloud administrator.'),
+    policy.RuleDefault(
+        'admin_or_owner', 'role:admin or project_id:%(project_id)s',
+        description='An administrator, or a user of the project that owns '
+                    'the target (an instance).'),
+    policy.RuleDefault(
+        'project_member', 'role:admin or role:member or role:reader',
+        description='Any user with a role on a project.'),
+]
+
+
+def list_rules():
+    return rules

@@ -1,0 +1,233 @@
+"""JSON Schemas of the API: query parameters and response bodies.
+
+These are the only definitions: memagg.api.validation checks requests
+against them, memagg.api.views builds responses from their properties, and
+memagg.api.openapi publishes them. Query schemas depend on [api] max_limit,
+so they are built by functions.
+"""
+import copy
+
+from memagg.db import api as db_api
+
+UUID = {'type': 'string', 'format': 'uuid',
+        'description': 'A UUID such as 2f1c5a5e-8d4b-4c1e-9d7e-3b7a1c2d4e5f.'}
+NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+DATETIME = {'type': 'string', 'format': 'date-time',
+            'description': 'ISO 8601 date-time, UTC unless an offset is '
+                           'given, e.g. 2024-05-01T12:00:00Z.'}
+BOOLEAN = {'type': 'boolean', 'description': 'true or false.'}
+INTEGER = {'type': 'integer'}
+
+
+def _nullable(schema):
+    schema = copy.deepcopy(schema)
+    schema['type'] = [schema['type'], 'null']
+    schema.pop('description', None)
+    return schema
+
+
+def closed_object(properties, optional=()):
+    """A closed object schema; every property is required but ``optional``."""
+    return {
+        'type': 'object',
+        'properties': properties,
+        'required': sorted(k for k in properties if k not in optional),
+        'additionalProperties': False,
+    }
+
+
+_TIMESTAMPS = {'created_at': DATETIME, 'updated_at': _nullable(DATETIME)}
+
+# Response fields that exist only from a microversion on (component ->
+# field -> version). Views drop them below that version.
+FIELDS_SINCE = {
+    'Instance': {'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1)},
+}
+
+COMPONENTS = {
+    'Link': closed_object({'rel': {'type': 'string'},
+                           'href': {'type': 'string', 'format': 'uri'}}),
+    'Service': closed_object(dict({
+        'id': INTEGER, 'host': NAME, 'binary': {'type': 'string'},
+        'topic': {'type': 'string'}, 'report_count': INTEGER,
+        'disabled': {'type': 'boolean'},
+        'last_seen_at': _nullable(DATETIME),
+        'state': {'type': 'string', 'enum': ['up', 'down'],
+                  'description': 'down when the last heartbeat is older '
+                                 'than [DEFAULT] service_down_time.'},
+    }, **_TIMESTAMPS)),
+    'Host': closed_object(dict({
+        'name': NAME, 'memory_mb': INTEGER, 'reserved_mb': INTEGER,
+        'vcpus': INTEGER, 'cpu_util': {'type': 'number'},
+        'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER,
+        'state': {'type': 'string'}, 'reported_at': _nullable(DATETIME),
+    }, **_TIMESTAMPS)),
+    'Instance': closed_object(dict({
+        'uuid': UUID, 'name': {'type': 'string'}, 'host': NAME,
+        'project_id': {'type': ['string', 'null']},
+        'status': {'type': 'string'}, 'booked_mb': INTEGER,
+        'current_mb': INTEGER, 'target_mb': _nullable(INTEGER),
+        'wss_mb': _nullable(INTEGER),
+        'wss_maxavg_mb': dict(_nullable(INTEGER), description=(
+            'Smoothed working set (WSS^maxavg), MiB. Since 1.1.')),
+        'estimator': {'type': ['string', 'null']},
+        'cpu_util': {'type': 'number'},
+        'remote_mb': dict(INTEGER, description=(
+            'Memory of the instance held remotely (grants), MiB. '
+            'Since 1.1.')),
+    }, **_TIMESTAMPS), optional=('remote_mb', 'wss_maxavg_mb')),
+    'WssSample': closed_object({
+        'id': INTEGER, 'host': NAME, 'sampled_at': DATETIME,
+        'wss_mb': INTEGER, 'wss_maxavg_mb': _nullable(INTEGER),
+        'current_mb': INTEGER, 'target_mb': _nullable(INTEGER),
+        'estimator': {'type': 'string'},
+    }),
+    'ReservoirHost': closed_object({
+        'host': NAME, 'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER,
+        'lent_mb': INTEGER, 'borrowed_mb': INTEGER,
+    }),
+    'Slab': closed_object({
+        'index': INTEGER, 'donor_host': NAME, 'size_mb': INTEGER,
+        'replica_host': {'type': ['string', 'null']},
+        'status': {'type': 'string'},
+    }),
+    'Grant': closed_object(dict({
+        'uuid': UUID, 'instance_uuid': UUID, 'consumer_host': NAME,
+        'requested_mb': INTEGER, 'granted_mb': INTEGER,
+        'status': {'type': 'string'},
+    }, **_TIMESTAMPS)),
+    'AuditAction': closed_object({
+        'sequence': INTEGER, 'action_type': {'type': 'string'},
+        'instance_uuid': {'type': ['string', 'null']},
+        'source_host': {'type': ['string', 'null']},
+        'dest_host': {'type': ['string', 'null']},
+        'reason': {'type': ['string', 'null']},
+        'state': {'type': 'string'},
+    }),
+    'Audit': closed_object(dict({
+        'uuid': UUID, 'state': {'type': 'string'},
+        'memory_basis': {'type': 'string'},
+        'parameters': {'type': ['object', 'null']},
+        'reason': {'type': ['string', 'null']},
+        'finished_at': _nullable(DATETIME),
+    }, **_TIMESTAMPS)),
+    'Migration': closed_object(dict({
+        'uuid': UUID, 'instance_uuid': UUID, 'source_host': NAME,
+        'dest_host': NAME, 'status': {'type': 'string'},
+        'attempts': INTEGER, 'bytes_transferred': _nullable(INTEGER),
+        'duration_s': _nullable({'type': 'number'}),
+        'downtime_ms': _nullable({'type': 'number'}),
+        'remote_share': _nullable({'type': 'number'}),
+        'error': {'type': ['string', 'null']},
+    }, **_TIMESTAMPS)),
+    'Version': closed_object({
+        'id': {'type': 'string'}, 'status': {'type': 'string',
+                                             'enum': ['CURRENT']},
+        'min_version': {'type': 'string'}, 'max_version': {'type': 'string'},
+        'links': {'type': 'array', 'items': {'$ref':
+                                             '#/components/schemas/Link'}},
+    }),
+    'Error': closed_object({
+        'errors': {'type': 'array', 'minItems': 1, 'items': closed_object({
+            'status': INTEGER, 'code': {'type': 'string'},
+            'title': {'type': 'string'}, 'detail': {'type': 'string'},
+            'request_id': {'type': ['string', 'null']},
+            'field': {'type': 'string',
+                      'description': 'The parameter at fault, if one is.'},
+        }, optional=('field',))},
+    }),
+}
+
+# Details only the single-item GET shows.
+COMPONENTS['GrantDetail'] = closed_object(dict(
+    COMPONENTS['Grant']['properties'],
+    slabs={'type': 'array', 'items': {'$ref': '#/components/schemas/Slab'}}))
+COMPONENTS['AuditDetail'] = closed_object(dict(
+    COMPONENTS['Audit']['properties'],
+    actions={'type': 'array',
+             'items': {'$ref': '#/components/schemas/AuditAction'}}))
+COMPONENTS['Reservoir'] = closed_object({
+    'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER, 'lent_mb': INTEGER,
+    'borrowed_mb': INTEGER,
+    'hosts': {'type': 'array',
+              'items': {'$ref': '#/components/schemas/ReservoirHost'}},
+})
+
+
+def ref(component):
+    """A $ref to a component schema."""
+    return {'$ref': '#/components/schemas/%s' % component}
+
+
+# Every paginated collection: the db listing behind it, its item component,
+# the type of its marker, its filters (typed) and whether it takes a
+# since/until time range.
+COLLECTIONS = {
+    'services': dict(listing='services', component='Service',
+                     marker=INTEGER,
+                     filters={'host': NAME, 'binary': NAME,
+                              'disabled': BOOLEAN}),
+    'hosts': dict(listing='hosts', component='Host', marker=NAME,
+                  filters={'state': NAME}),
+    'instances': dict(listing='instances', component='Instance',
+                      marker=UUID,
+                      filters={'host': NAME, 'project_id': NAME,
+                               'status': NAME}),
+    'wss_samples': dict(listing='wss_samples', component='WssSample',
+                        marker=INTEGER, filters={}, time_range=True),
+    'grants': dict(listing='grants', component='Grant', marker=UUID,
+                   filters={'instance_uuid': UUID, 'consumer_host': NAME,
+                            'status': NAME}),
+    'audits': dict(listing='audits', component='Audit', marker=UUID,
+                   filters={'state': NAME}, time_range=True),
+    'migrations': dict(listing='migrations', component='Migration',
+                       marker=UUID,
+                       filters={'instance_uuid': UUID, 'source_host': NAME,
+                                'dest_host': NAME, 'status': NAME},
+                       time_range=True),
+}
+
+
+def list_query(collection, max_limit):
+    """The schema of a collection's query string (values already typed)."""
+    spec = COLLECTIONS[collection]
+    listing = db_api.LISTINGS[spec['listing']]
+    properties = {
+        'limit': dict(INTEGER, minimum=1, maximum=max_limit,
+                      description='Page size, 1 to %d.' % max_limit),
+        'marker': dict(spec['marker'], description=(
+            'The %s of the last item of the previous page.'
+            % listing['key'])),
+        'sort_key': {'type': 'string', 'enum': list(listing['sort_keys'])},
+        'sort_dir': {'type': 'string', 'enum': ['asc', 'desc']},
+    }
+    for name, schema in spec['filters'].items():
+        properties[name] = dict(schema, description=(
+            'Only items whose %s is this value.' % name))
+    if spec.get('time_range'):
+        column = ('sampled_at' if spec['listing'] == 'wss_samples'
+                  else 'created_at')
+        properties['since'] = dict(DATETIME, description=(
+            'Only items with %s at or after this ISO 8601 time.' % column))
+        properties['until'] = dict(DATETIME, description=(
+            'Only items with %s at or before this ISO 8601 time.' % column))
+    return {'type': 'object', 'properties': properties,
+            'additionalProperties': False}
+
+
+NO_QUERY = {'type': 'object', 'properties': {}, 'additionalProperties': False}
+
+
+def list_response(collection):
+    """The schema of a page of a collection: items and links."""
+    spec = COLLECTIONS[collection]
+    return closed_object({
+        collection: {'type': 'array', 'items': ref(spec['component'])},
+        'links': {'type': 'array', 'items': ref('Link'),
+                  'description': 'rel "next" when the page is full.'},
+    })
+
+
+def item_response(key, component):
+    """The schema of a single-item body ``{key: component}``."""
+    return closed_object({key: ref(component)})

@@ -1,0 +1,129 @@
+"""Validate query strings and path parameters against JSON Schemas.
+
+Query values arrive as strings; each is converted to the type its schema
+names before validation, so the schemas state real types (integer, boolean)
+and the error says which parameter is wrong and how to write it.
+"""
+import datetime
+import re
+
+import jsonschema
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+
+from memagg.common import exceptions
+
+FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
+
+_INT_RE = re.compile(r'^-?[0-9]+$')
+_BOOLEANS = {'true': True, 'false': False}
+
+
+@FORMAT_CHECKER.checks('uuid')
+def _is_uuid(value):
+    return not isinstance(value, str) or uuidutils.is_uuid_like(value)
+
+
+@FORMAT_CHECKER.checks('date-time')
+def _is_datetime(value):
+    return not isinstance(value, str) or parse_datetime(value) is not None
+
+
+@FORMAT_CHECKER.checks('uri')
+def _is_uri(value):
+    return not isinstance(value, str) or '://' in value
+
+
+def parse_datetime(value):
+    """ISO 8601 string -> naive UTC datetime (the DB's form), or None."""
+    try:
+        # fromisoformat reads offsets; 'Z' needs Python 3.11, so map it.
+        parsed = datetime.datetime.fromisoformat(
+            value[:-1] + '+00:00' if value.endswith(('Z', 'z')) else value)
+    except ValueError:
+        return None
+    return timeutils.normalize_time(parsed)
+
+
+def _coerce(value, schema):
+    types = schema.get('type')
+    types = types if isinstance(types, list) else [types]
+    if 'integer' in types and _INT_RE.match(value):
+        return int(value)
+    if 'boolean' in types and value.lower() in _BOOLEANS:
+        return _BOOLEANS[value.lower()]
+    return value
+
+
+_HINTS = {
+    'integer': 'give a whole number',
+    'boolean': 'give true or false',
+    'uuid': 'give a UUID such as 2f1c5a5e-8d4b-4c1e-9d7e-3b7a1c2d4e5f',
+    'date-time': 'give an ISO 8601 date-time such as 2024-05-01T12:00:00Z',
+}
+
+
+def _describe(error, schema):
+    """Turn a jsonschema error into (field, reason with the fix)."""
+    field = error.path[0] if error.path else None
+    validator = error.validator
+    if validator == 'additionalProperties':
+        unknown = sorted(set(error.instance) - set(schema['properties']))
+        allowed = ', '.join(sorted(schema['properties'])) or 'none'
+        return unknown[0], ('unknown query parameter; this request accepts: '
+                            '%s' % allowed)
+    if validator == 'type':
+        expected = error.validator_value
+        expected = expected[0] if isinstance(expected, list) else expected
+        return field, 'got %r: %s' % (error.instance,
+                                      _HINTS.get(expected, 'give a '
+                                                 + expected))
+    if validator == 'format':
+        return field, 'got %r: %s' % (error.instance,
+                                      _HINTS[error.validator_value])
+    if validator in ('minimum', 'maximum'):
+        prop = error.schema
+        return field, 'got %s: give a value from %s to %s' % (
+            error.instance, prop.get('minimum', '-inf'),
+            prop.get('maximum', 'inf'))
+    if validator == 'enum':
+        return field, 'got %r: give one of %s' % (
+            error.instance, ', '.join(map(str, error.validator_value)))
+    if validator in ('minLength', 'maxLength'):
+        return field, 'length must be %s to %s characters' % (
+            error.schema.get('minLength', 0), error.schema.get('maxLength'))
+    return field, error.message
+
+
+def validate(instance, schema):
+    """Validate an already-typed dict; raise InvalidParameter on the first
+    error (the one jsonschema ranks most relevant)."""
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=FORMAT_CHECKER)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    if error is not None:
+        field, reason = _describe(error, schema)
+        raise exceptions.InvalidParameter(field=field, reason=reason)
+
+
+def validate_query(args, schema):
+    """Validate a request's query (a werkzeug MultiDict); return a dict of
+    typed values."""
+    values = {}
+    for name in args:
+        given = args.getlist(name)
+        if len(given) > 1:
+            raise exceptions.InvalidParameter(
+                field=name, reason='given %d times: give it once'
+                % len(given))
+        prop = schema['properties'].get(name, {})
+        values[name] = _coerce(given[0], prop)
+    validate(values, schema)
+    return values
+
+
+def validate_path(name, value, schema):
+    """Validate one path parameter, e.g. an instance's UUID."""
+    validate({name: value}, {'type': 'object',
+                             'properties': {name: schema}})
+    return value
