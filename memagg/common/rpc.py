@@ -1,0 +1,142 @@
+"""The one place memagg builds its oslo.messaging transport, clients and
+servers.
+
+Every process calls :func:`init` once after parsing its configuration. The
+transport comes from ``[DEFAULT] transport_url`` (``rabbit://...`` in
+production, ``fake://`` for in-process messaging in memagg-aio and tests).
+Servers use the ``threading`` executor: memagg runs no eventlet.
+"""
+import oslo_messaging as messaging
+
+from memagg.common import context as memagg_context
+from memagg.common import exceptions
+from memagg.conf import CONF
+from memagg import objects
+from memagg.objects import base as objects_base
+
+CONTROL_EXCHANGE = 'memagg'
+
+TRANSPORT = None
+_URL = None
+
+
+def set_defaults():
+    """memagg's default for oslo.messaging's control_exchange."""
+    messaging.set_transport_defaults(CONTROL_EXCHANGE)
+
+
+def init(conf=CONF, url=None):
+    """Build the process's transport; idempotent.
+
+    ``url`` overrides ``[DEFAULT] transport_url`` (memagg-aio passes
+    ``fake://``).
+    """
+    global TRANSPORT, _URL
+    if TRANSPORT is None:
+        objects.register_all()
+        set_defaults()
+        TRANSPORT = messaging.get_rpc_transport(conf, url=url)
+        _URL = messaging.TransportURL.parse(conf, url or conf.transport_url)
+    return TRANSPORT
+
+
+def cleanup():
+    """Close the transport (its connections); :func:`init` may run again."""
+    global TRANSPORT, _URL
+    if TRANSPORT is not None:
+        TRANSPORT.cleanup()
+        TRANSPORT = _URL = None
+
+
+def get_transport():
+    if TRANSPORT is None:
+        raise RuntimeError('memagg.common.rpc.init() has not been called')
+    return TRANSPORT
+
+
+def bus_description():
+    """The transport's ``driver://host:port`` without credentials (logs)."""
+    url = _URL
+    if url is None:
+        return 'none'
+    if not url.hosts:
+        return '%s://' % url.transport
+    return '%s://%s' % (url.transport, ','.join(
+        '%s:%s' % (h.hostname, h.port) if h.port else str(h.hostname)
+        for h in url.hosts))
+
+
+class RequestContextSerializer(messaging.Serializer):
+    """Carries the RequestContext and memagg's versioned objects."""
+
+    def __init__(self):
+        self._objects = objects_base.MemaggObjectSerializer()
+
+    def serialize_entity(self, context, entity):
+        return self._objects.serialize_entity(context, entity)
+
+    def deserialize_entity(self, context, entity):
+        return self._objects.deserialize_entity(context, entity)
+
+    def serialize_context(self, context):
+        return context.to_dict()
+
+    def deserialize_context(self, context):
+        return memagg_context.RequestContext.from_dict(context)
+
+
+class Client:
+    """An RPC client of one topic whose ``call`` raises RPCTimeout.
+
+    oslo.messaging's MessagingTimeout says nothing about which service did
+    not answer; RPCTimeout names the target, the method and the timeout.
+    """
+
+    def __init__(self, topic, version, version_cap=None):
+        self.topic = topic
+        self._client = messaging.get_rpc_client(
+            get_transport(), messaging.Target(topic=topic, version=version),
+            version_cap=version_cap, serializer=RequestContextSerializer())
+
+    def can_send_version(self, version):
+        return self._client.can_send_version(version)
+
+    def cast(self, ctxt, method, server=None, version=None, **kwargs):
+        """Send ``method`` without waiting for it (fire and forget)."""
+        self._prepare(server, version).cast(ctxt, method, **kwargs)
+
+    def call(self, ctxt, method, server=None, version=None, timeout=None,
+             **kwargs):
+        """Run ``method`` on a server and return its result.
+
+        Raises RPCTimeout when no reply comes within ``timeout`` seconds
+        (``[DEFAULT] rpc_response_timeout`` when None).
+        """
+        try:
+            return self._prepare(server, version, timeout).call(
+                ctxt, method, **kwargs)
+        except messaging.MessagingTimeout:
+            target = self.topic if server is None else '%s.%s' % (
+                self.topic, server)
+            raise exceptions.RPCTimeout(
+                target=target, method=method,
+                timeout=timeout or CONF.rpc_response_timeout)
+
+    def _prepare(self, server, version, timeout=None):
+        kwargs = {}
+        if server is not None:
+            kwargs['server'] = server
+        if version is not None:
+            kwargs['version'] = version
+        if timeout is not None:
+            kwargs['timeout'] = timeout
+        return self._client.prepare(**kwargs) if kwargs else self._client
+
+
+def get_server(topic, server, endpoints):
+    """An RPC server of ``topic`` named ``server`` (threading executor)."""
+    target = messaging.Target(topic=topic, server=server)
+    return messaging.get_rpc_server(
+        get_transport(), target, endpoints, executor='threading',
+        serializer=RequestContextSerializer(),
+        access_policy=messaging.DefaultRPCAccessPolicy)

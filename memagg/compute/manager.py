@@ -1,0 +1,48 @@
+"""memagg-compute's manager: the RPC endpoint of the local manager."""
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from memagg.compute import collector as collector_mod
+from memagg.conf import CONF
+from memagg.drivers.hypervisor import base as hypervisor
+from memagg.scheduler import rpcapi as scheduler_rpcapi
+from memagg import service
+
+LOG = logging.getLogger(__name__)
+
+BINARY = 'memagg-compute'
+
+
+class ComputeManager(service.Manager):
+    """Collects the host's state every [compute] collect_interval and
+    reports it to memagg-scheduler."""
+
+    target = messaging.Target(version='1.0')
+
+    def __init__(self, host=None, driver=None):
+        super().__init__(host)
+        self.driver = driver or hypervisor.load(
+            CONF.compute.hypervisor_driver, CONF.compute.libvirt_uri)
+        self.collector = collector_mod.Collector(self.driver, self.host)
+        self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
+
+    def collect_and_report(self):
+        """One collection period: read the hypervisor, cast the report."""
+        report = self.collector.collect()
+        self.scheduler_api.report(self.admin_context, report)
+        LOG.debug('Reported %d instances and %d WSS samples of %s',
+                  len(report.instances), len(report.samples), self.host)
+
+    def periodic_tasks(self):
+        return [service.PeriodicTask('collect', CONF.compute.collect_interval,
+                                     self.collect_and_report)]
+
+    def ping(self, ctxt):
+        return {'host': self.host, 'binary': BINARY}
+
+    def get_host_status(self, ctxt):
+        """A ComputeReport read from the hypervisor now (not stored)."""
+        return self.collector.collect()
+
+    def cleanup_host(self):
+        self.driver.close()

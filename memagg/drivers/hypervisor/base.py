@@ -1,0 +1,63 @@
+"""The hypervisor driver interface memagg-compute reads its host through."""
+import abc
+import dataclasses
+
+from stevedore import driver as stevedore_driver
+
+NAMESPACE = 'memagg.hypervisor'
+
+
+@dataclasses.dataclass
+class HostInfo:
+    """The hypervisor host. Memory in MiB; CPU time in nanoseconds since
+    boot summed over all CPUs (None when the hypervisor does not say).
+    """
+
+    hostname: str
+    memory_mb: int
+    free_memory_mb: int
+    vcpus: int
+    cpu_busy_ns: int | None = None
+    cpu_total_ns: int | None = None
+
+
+@dataclasses.dataclass
+class DomainInfo:
+    """One running guest. Memory in MiB; ``memory_stats`` is the balloon
+    driver's statistics in KiB as libvirt names them (empty when the guest
+    has no balloon statistics).
+    """
+
+    uuid: str
+    name: str
+    max_memory_mb: int
+    current_memory_mb: int
+    vcpus: int
+    cpu_time_ns: int
+    memory_stats: dict = dataclasses.field(default_factory=dict)
+
+
+class HypervisorDriver(metaclass=abc.ABCMeta):
+    """What memagg-compute needs from a hypervisor."""
+
+    @abc.abstractmethod
+    def get_host_info(self):
+        """Return the host's HostInfo."""
+
+    @abc.abstractmethod
+    def list_domains(self):
+        """Return a DomainInfo for each running guest.
+
+        A guest that disappears while it is being read is left out.
+        """
+
+    def close(self):
+        """Release the connection to the hypervisor."""
+
+
+def load(name, uri):
+    """The driver plug-in ``name`` of namespace memagg.hypervisor."""
+    manager = stevedore_driver.DriverManager(
+        namespace=NAMESPACE, name=name, invoke_on_load=True,
+        invoke_args=(uri,))
+    return manager.driver

@@ -1,0 +1,39 @@
+"""Base classes of memagg's versioned objects (the payloads of its RPC)."""
+from oslo_versionedobjects import base as ovo_base
+
+
+class MemaggObjectRegistry(ovo_base.VersionedObjectRegistry):
+    """The registry every memagg object class is added to."""
+
+
+class MemaggObject(ovo_base.VersionedObject,
+                   ovo_base.ComparableVersionedObject):
+    """Base of every memagg versioned object.
+
+    Objects are plain data carried over RPC; the database is written through
+    memagg.db.api, never by the objects themselves.
+    """
+
+    OBJ_SERIAL_NAMESPACE = 'memagg_object'
+    OBJ_PROJECT_NAMESPACE = 'memagg'
+
+    def as_dict(self):
+        """The fields that are set, as a plain dict (nested objects too)."""
+        result = {}
+        for name in self.fields:
+            if not self.obj_attr_is_set(name):
+                continue
+            value = getattr(self, name)
+            if isinstance(value, list):
+                value = [v.as_dict() if isinstance(v, MemaggObject) else v
+                         for v in value]
+            elif isinstance(value, MemaggObject):
+                value = value.as_dict()
+            result[name] = value
+        return result
+
+
+class MemaggObjectSerializer(ovo_base.VersionedObjectSerializer):
+    """Turns memagg objects into primitives on the wire and back."""
+
+    OBJ_BASE_CLASS = MemaggObject

@@ -1,0 +1,194 @@
+"""Thread-based service runner for memagg-scheduler and memagg-compute.
+
+A :class:`Service` serves its manager's RPC endpoints, writes a heartbeat to
+the services table every ``[DEFAULT] report_interval`` and runs the manager's
+periodic tasks, each on its own thread. Every loop waits on one stop Event,
+so :meth:`Service.stop` ends them at once. :func:`run` installs SIGTERM and
+SIGINT handlers and blocks until one arrives.
+
+When the message bus cannot be reached at start, oslo.messaging keeps
+reconnecting (with the backoff of ``[oslo_messaging_rabbit]
+rabbit_retry_interval``, ``rabbit_retry_backoff`` and ``rabbit_interval_max``)
+and the service logs that it is still retrying; heartbeats and periodic
+tasks begin once the RPC server is connected, so a service whose row is up
+is one that RPC can reach.
+"""
+import dataclasses
+import os
+import signal
+import sys
+import threading
+import time
+import typing
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from memagg.common import context as memagg_context
+from memagg.common import rpc
+from memagg.conf import CONF
+from memagg.db import api as db_api
+from memagg import objects
+
+LOG = logging.getLogger(__name__)
+
+# Seconds between two "still retrying" log lines: doubling, then capped.
+_CONNECT_LOG_FIRST = 1.0
+_CONNECT_LOG_MAX = 60.0
+
+
+@dataclasses.dataclass
+class PeriodicTask:
+    """A manager's job run every ``interval`` seconds on its own thread."""
+
+    name: str
+    interval: float
+    func: typing.Callable[[], None]
+
+
+class Manager:
+    """Base of the RPC managers: endpoints plus periodic tasks."""
+
+    def __init__(self, host=None):
+        self.host = host or CONF.host
+        self.admin_context = memagg_context.get_admin_context()
+
+    def periodic_tasks(self):
+        """The PeriodicTasks the service runs once RPC is connected."""
+        return []
+
+    def init_host(self):
+        """Called by the service before its RPC server starts."""
+
+    def cleanup_host(self):
+        """Called by the service after its RPC server stopped."""
+
+
+def prepare_service(argv, default_config_files=None):
+    """Parse ``argv`` into CONF, set up logging, objects and the transport."""
+    logging.register_options(CONF)
+    try:
+        CONF(argv[1:], project='memagg',
+             default_config_files=default_config_files)
+    except cfg.Error as exc:
+        # One line naming the problem, not a traceback.
+        sys.exit('%s: error: %s' % (os.path.basename(argv[0]), exc))
+    logging.setup(CONF, 'memagg')
+    objects.register_all()
+    db_api.configure()
+    rpc.init(CONF)
+
+
+class Service:
+    """One RPC service (binary, topic, manager) with heartbeats and tasks."""
+
+    def __init__(self, binary, topic, manager, host=None):
+        self.binary = binary
+        self.topic = topic
+        self.manager = manager
+        self.host = host or manager.host
+        self.connected = threading.Event()
+        self._stop = threading.Event()
+        self._threads = []
+        self._server = None
+
+    def start(self):
+        """Start serving in the background; return at once."""
+        self.manager.init_host()
+        self._server = rpc.get_server(self.topic, self.host, [self.manager])
+        self._spawn('%s-rpc' % self.binary, self._connect)
+        self._spawn('%s-connect-log' % self.binary, self._log_connecting)
+
+    def _spawn(self, name, target, *args):
+        thread = threading.Thread(target=target, args=args, name=name,
+                                  daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _connect(self):
+        # server.start() blocks inside oslo.messaging while it reconnects;
+        # this thread is a daemon so a stop during that wait does not hang.
+        self._server.start()
+        if self._stop.is_set():
+            self._server.stop()
+            self._server.wait()
+            return
+        self.connected.set()
+        LOG.info('%s connected to the message bus %s; serving topic %s '
+                 'as %s', self.binary, rpc.bus_description(), self.topic,
+                 self.host)
+        self._spawn('%s-heartbeat' % self.binary, self._loop, PeriodicTask(
+            'heartbeat', CONF.report_interval, self._heartbeat))
+        for task in self.manager.periodic_tasks():
+            self._spawn('%s-%s' % (self.binary, task.name), self._loop, task)
+
+    def _log_connecting(self):
+        waited = 0.0
+        delay = _CONNECT_LOG_FIRST
+        LOG.info('%s connecting to the message bus %s', self.binary,
+                 rpc.bus_description())
+        while not self._stop.wait(delay):
+            if self.connected.is_set():
+                return
+            waited += delay
+            LOG.warning('%s: message bus %s not reachable after %.0f s; '
+                        'retrying with backoff (the service keeps running)',
+                        self.binary, rpc.bus_description(), waited)
+            delay = min(delay * 2, _CONNECT_LOG_MAX)
+
+    def _heartbeat(self):
+        db_api.service_heartbeat(self.manager.admin_context, self.host,
+                                 self.binary, self.topic)
+
+    def _loop(self, task):
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                task.func()
+            except Exception:
+                # One failed period (DB or bus down) must not end the task.
+                LOG.exception('%s: periodic task %s failed; next run in '
+                              '%s s', self.binary, task.name, task.interval)
+            elapsed = time.monotonic() - started
+            if self._stop.wait(max(0.0, task.interval - elapsed)):
+                break
+
+    def stop(self):
+        """Stop the tasks and the RPC server; wait for the task threads."""
+        self._stop.set()
+        if self.connected.is_set():
+            self._server.stop()
+            self._server.wait()
+        for thread in list(self._threads):
+            # The RPC thread may still be inside oslo.messaging's reconnect
+            # loop, which cannot be interrupted; it is a daemon thread.
+            if thread.name != '%s-rpc' % self.binary or self.connected.is_set():
+                thread.join()
+        self.manager.cleanup_host()
+        LOG.info('%s on %s stopped', self.binary, self.host)
+
+
+def run(services, ready=None):
+    """Start ``services``, block until SIGTERM or SIGINT, then stop them.
+
+    ``ready`` (a callable) runs once every service has been started.
+    """
+    stop = threading.Event()
+
+    def _handler(signum, frame):
+        LOG.info('Received %s; stopping', signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _handler)
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for service in services:
+            service.start()
+        if ready is not None:
+            ready()
+        stop.wait()
+    finally:
+        for service in reversed(services):
+            service.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,75 @@
+"""memagg-compute over in-process RPC: calls answered, reports sent, and a
+call to a host with no memagg-compute failing with RPCTimeout."""
+import time
+
+import pytest
+
+from memagg.common import context
+from memagg.common import exceptions
+from memagg.compute import manager as compute_manager
+from memagg.compute import rpcapi as compute_rpcapi
+from memagg.db import api as db_api
+from memagg.scheduler import manager as scheduler_manager
+from memagg import service
+from memagg.tests import polling
+
+TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
+
+
+@pytest.fixture
+def services(conf, fake_rpc, sqlite_db):
+    conf.config(libvirt_uri='test:///default', collect_interval=1,
+                group='compute')
+    conf.config(report_interval=1)
+    started = [
+        service.Service('memagg-scheduler', conf.conf.scheduler.topic,
+                        scheduler_manager.SchedulerManager(host='ctl')),
+        service.Service('memagg-compute', compute_rpcapi.TOPIC,
+                        compute_manager.ComputeManager(host='node-a'),
+                        host='node-a'),
+    ]
+    for svc in started:
+        svc.start()
+    for svc in started:
+        assert svc.connected.wait(10)
+    yield started
+    for svc in started:
+        svc.stop()
+
+
+def test_compute_answers_ping_and_host_status(services):
+    api = compute_rpcapi.ComputeAPI()
+    ctxt = context.get_admin_context()
+    assert api.ping(ctxt, 'node-a') == {'host': 'node-a',
+                                        'binary': 'memagg-compute'}
+    status = api.get_host_status(ctxt, 'node-a')
+    assert status.host == 'node-a'
+    assert TEST_DOMAIN_UUID in [i.uuid for i in status.instances]
+
+
+def test_reports_reach_the_database(services, admin_context):
+    def stored():
+        rows = db_api.list_resources(admin_context, 'instances',
+                                     filters={'host': 'node-a'})
+        return [r for r in rows if r.uuid == TEST_DOMAIN_UUID]
+
+    inst = polling.wait_for(stored, 10, message='instance row of node-a')[0]
+    assert (inst.booked_mb, inst.wss_mb) == (8192, 1024)
+    assert db_api.host_get(admin_context, 'node-a').memory_mb == 3072
+    services_rows = polling.wait_for(
+        lambda: len(db_api.list_resources(admin_context, 'services')) == 2
+        and db_api.list_resources(admin_context, 'services'), 10,
+        message='two heartbeats')
+    assert {(s.host, s.binary) for s in services_rows} == {
+        ('ctl', 'memagg-scheduler'), ('node-a', 'memagg-compute')}
+
+
+def test_call_to_a_host_without_compute_times_out_clearly(services):
+    api = compute_rpcapi.ComputeAPI()
+    started = time.monotonic()
+    with pytest.raises(exceptions.RPCTimeout) as info:
+        api.ping(context.get_admin_context(), 'node-nobody', timeout=1)
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert 'memagg-compute.node-nobody' in message
+    assert 'ping' in message and '1 s' in message
