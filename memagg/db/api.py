@@ -6,9 +6,9 @@ memagg.common.exceptions.
 """
 import datetime
 
+from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
-from oslo_db.sqlalchemy import utils as db_utils
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
@@ -18,6 +18,7 @@ from memagg.db.sqlalchemy import models
 
 _context_manager = enginefacade.transaction_context()
 _configured = False
+_SORT_DIRS = ('asc', 'desc')
 
 # For every listable resource: its model, the column a marker names, the
 # default sort, and the columns a request may filter and sort on.
@@ -70,8 +71,11 @@ def get_engine():
 
 
 def dispose():
-    """Drop the engine facade so the next call builds a new one (tests)."""
+    """Close the engine's connections and drop the engine facade, so the
+    next call builds a new one on the [database] options then in force."""
     global _context_manager, _configured
+    if _configured:
+        _context_manager.dispose_pool()
     _context_manager = enginefacade.transaction_context()
     _configured = False
 
@@ -86,29 +90,116 @@ def _writer():
     return _context_manager.writer
 
 
+def _sort_params(resource, spec, sort_keys, sort_dirs):
+    """Validated sort keys and directions, ending with the unique ``id``."""
+    keys = list(sort_keys or spec['sort'])
+    dirs = list(sort_dirs or [])
+    for key in keys:
+        if key not in spec['sort_keys'] and key != 'id':
+            raise exceptions.InvalidParameter(
+                field='sort_key', reason='%s cannot be sorted by %s; use one '
+                'of %s' % (resource, key, ', '.join(spec['sort_keys'])))
+    for direction in dirs:
+        if direction not in _SORT_DIRS:
+            raise exceptions.InvalidParameter(
+                field='sort_dir', reason='%r is not a direction; use asc or '
+                'desc' % direction)
+    if len(dirs) > len(keys):
+        raise exceptions.InvalidParameter(
+            field='sort_dir', reason='%d directions for %d sort keys; give at '
+            'most one direction per key' % (len(dirs), len(keys)))
+    # Keys given no direction take the last one given (asc if none).
+    dirs += [dirs[-1] if dirs else 'asc'] * (len(keys) - len(dirs))
+    # A stable order, and so a marker that means one place, needs a unique
+    # last key.
+    if 'id' not in keys:
+        keys.append('id')
+        dirs.append(dirs[-1])
+    return keys, dirs
+
+
+def _paginate(query, model, keys, dirs, marker_row, limit):
+    """Order ``query`` by ``keys`` and keep the rows after ``marker_row``.
+
+    NULL sorts before every value in ascending order and after every value in
+    descending order on every backend (PostgreSQL's own default is the
+    opposite). oslo.db's paginate_query is not used because it skips a key
+    whose marker value is NULL and so loses rows after such a marker.
+    """
+    columns = [getattr(model, key) for key in keys]
+    for column, direction in zip(columns, dirs):
+        not_null = column.is_not(None)
+        if direction == 'asc':
+            query = query.order_by(not_null.asc(), column.asc())
+        else:
+            query = query.order_by(not_null.desc(), column.desc())
+    if marker_row is not None:
+        values = [getattr(marker_row, key) for key in keys]
+        after = []
+        for i, (column, direction) in enumerate(zip(columns, dirs)):
+            value = values[i]
+            if value is None:
+                if direction == 'desc':
+                    # Nothing sorts after NULL on a descending key.
+                    continue
+                beyond = column.is_not(None)
+            elif direction == 'asc':
+                beyond = column > value
+            else:
+                beyond = sa.or_(column < value, column.is_(None))
+            same = [c.is_(None) if v is None else c == v
+                    for c, v in zip(columns[:i], values[:i])]
+            after.append(sa.and_(*same, beyond))
+        query = query.filter(sa.or_(*after) if after else sa.false())
+    if limit is not None:
+        query = query.limit(limit)
+    return query
+
+
+def _marker_row(session, model, key, marker):
+    column = getattr(model, key)
+    if isinstance(column.type, sa.Integer):
+        # A non-numeric marker for an integer key names no row; comparing it
+        # would be a type error on PostgreSQL.
+        try:
+            marker = int(marker)
+        except (TypeError, ValueError):
+            raise exceptions.MarkerNotFound(marker)
+    row = session.query(model).filter(column == marker).first()
+    if row is None:
+        raise exceptions.MarkerNotFound(marker)
+    return row
+
+
 def list_resources(context, resource, filters=None, limit=None, marker=None,
                    sort_keys=None, sort_dirs=None, since=None, until=None):
     """Return one page of a resource's rows.
 
     ``resource`` is a key of LISTINGS. ``filters`` maps column to value;
     ``marker`` is the key of the last row of the previous page; ``since`` and
-    ``until`` bound created_at (sampled_at for WSS samples).
+    ``until`` bound created_at (sampled_at for WSS samples), both included.
+    ``sort_keys`` are columns of the listing's ``sort_keys``; ``sort_dirs``
+    are ``asc`` or ``desc``, one per key at most (missing ones repeat the
+    last). Raises InvalidParameter naming the bad argument, MarkerNotFound.
     """
+    if resource not in LISTINGS:
+        raise exceptions.InvalidParameter(
+            field='resource', reason='%s is not listable; use one of %s'
+            % (resource, ', '.join(sorted(LISTINGS))))
     spec = LISTINGS[resource]
     model = spec['model']
-    sort_keys = list(sort_keys or spec['sort'])
-    sort_dirs = list(sort_dirs or ['asc'] * len(sort_keys))
-    # A stable order needs a unique last key.
-    if 'id' not in sort_keys:
-        sort_keys.append('id')
-        sort_dirs.append(sort_dirs[-1])
+    for column in filters or {}:
+        if column not in spec['filters']:
+            raise exceptions.InvalidParameter(
+                field=column, reason='not a filter of %s; use one of %s'
+                % (resource, ', '.join(spec['filters'])))
+    if limit is not None and limit < 0:
+        raise exceptions.InvalidParameter(
+            field='limit', reason='%s is negative; give 0 or more' % limit)
+    keys, dirs = _sort_params(resource, spec, sort_keys, sort_dirs)
     with _reader().using(context) as session:
         query = session.query(model)
         for column, value in (filters or {}).items():
-            if column not in spec['filters']:
-                raise exceptions.InvalidParameter(
-                    field=column, reason='not a filter of %s; use one of %s'
-                    % (resource, ', '.join(spec['filters'])))
             query = query.filter(getattr(model, column) == value)
         time_column = (model.sampled_at if resource == 'wss_samples'
                        else model.created_at)
@@ -118,14 +209,8 @@ def list_resources(context, resource, filters=None, limit=None, marker=None,
             query = query.filter(time_column <= until)
         marker_row = None
         if marker is not None:
-            marker_row = session.query(model).filter(
-                getattr(model, spec['key']) == marker).first()
-            if marker_row is None:
-                raise exceptions.MarkerNotFound(marker)
-        query = db_utils.paginate_query(query, model, limit, sort_keys,
-                                        marker=marker_row,
-                                        sort_dirs=sort_dirs)
-        return query.all()
+            marker_row = _marker_row(session, model, spec['key'], marker)
+        return _paginate(query, model, keys, dirs, marker_row, limit).all()
 
 
 def _get(context, model, column, value, resource):
@@ -157,12 +242,33 @@ def migration_get(context, uuid):
     return _get(context, models.Migration, 'uuid', uuid, 'Migration')
 
 
+def _lost_race(error):
+    """Whether a write failed only because a concurrent one went first."""
+    if isinstance(error, db_exc.DBDuplicateEntry):
+        return True
+    # SQLite (all-in-one mode) fails at once, rather than wait, when two
+    # transactions that both read want to write; the loser can start again.
+    error = getattr(error, 'inner_exception', None) or error
+    return (isinstance(error, sa.exc.OperationalError)
+            and 'database is locked' in str(error))
+
+
+def _retry_on_race(func):
+    """Run ``func``'s transaction again when it lost a race with a
+    concurrent writer or the backend broke a deadlock."""
+    return oslo_db_api.wrap_db_retry(
+        max_retries=5, retry_interval=0.05, retry_on_deadlock=True,
+        exception_checker=_lost_race)(func)
+
+
+@_retry_on_race
 def service_heartbeat(context, host, binary, topic):
     """Create or refresh a service's row; return it."""
     now = timeutils.utcnow()
     with _writer().using(context) as session:
+        # Locked so that concurrent heartbeats of one service all count.
         row = session.query(models.Service).filter_by(
-            host=host, binary=binary).first()
+            host=host, binary=binary).with_for_update().first()
         if row is None:
             row = models.Service(host=host, binary=binary, topic=topic,
                                  report_count=0)
@@ -170,12 +276,6 @@ def service_heartbeat(context, host, binary, topic):
         row.topic = topic
         row.report_count += 1
         row.last_seen_at = now
-        try:
-            session.flush()
-        except db_exc.DBDuplicateEntry:
-            # Two heartbeats of a new service raced; the other one won.
-            session.rollback()
-            return service_heartbeat(context, host, binary, topic)
         return row
 
 
@@ -187,6 +287,15 @@ def service_is_up(service):
     return age.total_seconds() <= CONF.service_down_time
 
 
+def _check_columns(model, values, field):
+    unknown = sorted(set(values) - set(model.__table__.columns.keys()))
+    if unknown:
+        raise exceptions.InvalidParameter(
+            field=field, reason='unknown column(s) %s of %s'
+            % (', '.join(unknown), model.__tablename__))
+
+
+@_retry_on_race
 def report_ingest(context, host, instances, samples, reported_at=None):
     """Store one compute node's report in one transaction.
 
@@ -195,6 +304,11 @@ def report_ingest(context, host, instances, samples, reported_at=None):
     ``samples`` a list of dicts of WssSample columns. Instances the host
     reported before but not now are marked ``gone``.
     """
+    _check_columns(models.Host, host, 'host')
+    for values in instances:
+        _check_columns(models.Instance, values, 'instances')
+    for sample in samples:
+        _check_columns(models.WssSample, sample, 'samples')
     reported_at = reported_at or timeutils.utcnow()
     with _writer().using(context) as session:
         row = session.query(models.Host).filter_by(name=host['name']).first()
@@ -229,7 +343,11 @@ def report_ingest(context, host, instances, samples, reported_at=None):
 
 
 def reservoir_summary(context):
-    """Memory the cluster could lend and has lent, in MiB, per host and total."""
+    """Memory the cluster can lend and has lent, in MiB, per host and total.
+
+    ``lent_mb`` counts the slabs a host holds for active grants,
+    ``borrowed_mb`` the memory granted to a host's instances by active grants.
+    """
     with _reader().using(context) as session:
         hosts = session.query(models.Host).order_by(models.Host.name).all()
         lent = dict(session.query(models.Slab.donor_host,
@@ -253,8 +371,14 @@ def reservoir_summary(context):
 
 
 def purge_wss_samples(context, older_than_hours=None):
-    """Delete WSS samples older than the retention; return how many."""
-    hours = older_than_hours or CONF.wss.sample_retention_hours
+    """Delete WSS samples older than ``older_than_hours`` (default: [wss]
+    sample_retention_hours); return how many."""
+    hours = (CONF.wss.sample_retention_hours if older_than_hours is None
+             else older_than_hours)
+    if hours < 0:
+        raise exceptions.InvalidParameter(
+            field='older_than_hours', reason='%s is negative; give 0 or more'
+            % hours)
     cutoff = timeutils.utcnow() - datetime.timedelta(hours=hours)
     with _writer().using(context) as session:
         result = session.execute(sa.delete(models.WssSample).where(

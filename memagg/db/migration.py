@@ -34,4 +34,5 @@ def version(engine=None):
 
 def head():
     """The newest revision this code knows."""
-    return alembic_script.ScriptDirectory.from_config(_config()).get_current_head()
+    scripts = alembic_script.ScriptDirectory.from_config(_config())
+    return scripts.get_current_head()

@@ -15,7 +15,7 @@ def _now():
 
 
 class Base(orm.DeclarativeBase):
-    """Declarative base with the created_at/updated_at columns every table has."""
+    """Declarative base: created_at/updated_at columns on every table."""
 
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, nullable=False, default=_now)

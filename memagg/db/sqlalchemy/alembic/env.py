@@ -1,4 +1,4 @@
-"""Alembic environment: runs on the connection memagg.db.migration passes in."""
+"""Alembic environment: runs on the connection memagg.db.migration gives."""
 from alembic import context
 
 from memagg.db.sqlalchemy import models

@@ -1,0 +1,205 @@
+"""memagg.db.api on SQLite, MariaDB and PostgreSQL (real servers): the calls
+whose SQL differs between backends (ordering, NULLs, upserts, aggregates,
+bulk deletes)."""
+import threading
+
+import pytest
+
+from memagg.common import context as memagg_context
+from memagg.common import exceptions
+from memagg.db import api as db_api
+from memagg.db.sqlalchemy import models
+from memagg.tests.unit.db import rows
+
+pytestmark = pytest.mark.functional
+
+
+def _all_pages(context, resource, limit, **kwargs):
+    """Follow markers page by page; return the pages' keys."""
+    key = db_api.LISTINGS[resource]['key']
+    pages, marker = [], None
+    while True:
+        page = db_api.list_resources(context, resource, limit=limit,
+                                     marker=marker, **kwargs)
+        if not page:
+            return pages
+        assert len(page) <= limit
+        pages.append([getattr(row, key) for row in page])
+        marker = pages[-1][-1]
+
+
+@pytest.fixture
+def instances(any_db, admin_context):
+    """Nine instances with tied booked_mb, NULL wss_mb and one created_at."""
+    created = rows.ago(hours=1)
+    booked = [512, 256, 512, 1024, 256, 512, 2048, 256, 512]
+    wss = [None, 100, 300, None, 100, None, 50, 300, 200]
+    rows.insert(models.Instance, *[
+        dict(booked_mb=b, wss_mb=w, created_at=created)
+        for b, w in zip(booked, wss)])
+    everything = db_api.list_resources(admin_context, 'instances',
+                                       sort_keys=['id'])
+    return [(i.id, i.uuid, i.booked_mb, i.wss_mb) for i in everything]
+
+
+def _expected(instances, column, direction):
+    """Python's reading of the order: NULL lowest, ties by id."""
+    index = {'booked_mb': 2, 'wss_mb': 3}[column]
+    if direction == 'asc':
+        ordered = sorted(instances, key=lambda i: (
+            i[index] is not None, i[index] or 0, i[0]))
+    else:
+        ordered = sorted(instances, key=lambda i: (
+            i[index] is None, -(i[index] or 0), -i[0]))
+    return [i[1] for i in ordered]
+
+
+@pytest.mark.parametrize('column', ['booked_mb', 'wss_mb'])
+@pytest.mark.parametrize('direction', ['asc', 'desc'])
+@pytest.mark.parametrize('limit', [1, 2, 4])
+def test_pages_cover_every_row_once_in_order(admin_context, instances,
+                                             column, direction, limit):
+    pages = _all_pages(admin_context, 'instances', limit,
+                       sort_keys=[column], sort_dirs=[direction])
+
+    assert [len(p) for p in pages[:-1]] == [limit] * (len(pages) - 1)
+    assert sum(pages, []) == _expected(instances, column, direction)
+
+
+def test_default_order_breaks_created_at_ties_by_id(admin_context,
+                                                    instances):
+    pages = _all_pages(admin_context, 'instances', 4)
+
+    assert sum(pages, []) == [i[1] for i in sorted(instances)]
+
+
+def test_two_sort_keys_with_mixed_directions(admin_context, instances):
+    page = db_api.list_resources(admin_context, 'instances',
+                                 sort_keys=['booked_mb', 'wss_mb'],
+                                 sort_dirs=['desc', 'asc'])
+
+    got = [(i.booked_mb, i.wss_mb) for i in page]
+    assert got == [(2048, 50), (1024, None), (512, None), (512, None),
+                   (512, 200), (512, 300), (256, 100), (256, 100),
+                   (256, 300)]
+
+
+def test_filters_and_time_range(admin_context, any_db):
+    at = {minutes: rows.ago(minutes=minutes) for minutes in (30, 20, 10)}
+    rows.insert(models.WssSample, *[
+        dict(instance_uuid=uuid, sampled_at=at[minutes])
+        for uuid in ('a', 'b') for minutes in (30, 20, 10)])
+
+    got = db_api.list_resources(admin_context, 'wss_samples',
+                                filters={'instance_uuid': 'a'},
+                                since=at[20], until=at[10])
+
+    assert [(s.instance_uuid, s.sampled_at) for s in got] == [
+        ('a', at[20]), ('a', at[10])]
+
+
+def test_non_numeric_marker_of_integer_key_is_not_found(admin_context,
+                                                        any_db):
+    rows.insert(models.Service, {})
+
+    with pytest.raises(exceptions.MarkerNotFound) as error:
+        db_api.list_resources(admin_context, 'services', marker='abc')
+    assert "'marker'" in str(error.value)
+
+
+def test_report_ingest_upserts_and_marks_gone(admin_context, any_db):
+    a, b, c = ('00000000-0000-0000-0000-00000000000%d' % n for n in (1, 2, 3))
+    rows.insert(models.Instance, dict(uuid=c, host='host-2'))
+    sample = dict(instance_uuid=a, sampled_at=rows.ago(seconds=10),
+                  wss_mb=300, current_mb=1024, estimator='libvirt')
+
+    db_api.report_ingest(
+        admin_context, dict(name='host-1', memory_mb=8192),
+        [dict(uuid=a, booked_mb=1024, current_mb=1024),
+         dict(uuid=b, booked_mb=2048, current_mb=2048)], [sample],
+        reported_at=rows.ago(seconds=5))
+    db_api.report_ingest(
+        admin_context, dict(name='host-1', memory_mb=8192,
+                            free_reservoir_mb=512),
+        [dict(uuid=a, booked_mb=1024, current_mb=768, wss_mb=300),
+         dict(uuid=c, booked_mb=512, current_mb=512)],
+        [dict(sample, sampled_at=rows.ago(seconds=1))])
+
+    host = db_api.host_get(admin_context, 'host-1')
+    assert (host.memory_mb, host.free_reservoir_mb) == (8192, 512)
+    assert host.reported_at > rows.ago(seconds=5)
+    state = {u: (i.host, i.status, i.current_mb) for u, i in (
+        (u, db_api.instance_get(admin_context, u)) for u in (a, b, c))}
+    assert state == {a: ('host-1', 'active', 768),
+                     b: ('host-1', 'gone', 2048),
+                     c: ('host-1', 'active', 512)}
+    samples = db_api.list_resources(admin_context, 'wss_samples')
+    assert [(s.instance_uuid, s.host) for s in samples] == [
+        (a, 'host-1'), (a, 'host-1')]
+    assert len(db_api.list_resources(admin_context, 'hosts')) == 1
+
+
+def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
+    barrier = threading.Barrier(4)
+    errors = []
+
+    def beat():
+        context = memagg_context.get_admin_context()
+        barrier.wait()
+        try:
+            db_api.service_heartbeat(context, 'node', 'memagg-compute',
+                                     'memagg-compute.node')
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=beat) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert errors == []
+    services = db_api.list_resources(admin_context, 'services')
+    assert [(s.host, s.report_count) for s in services] == [('node', 4)]
+
+
+def test_reservoir_summary_counts_active_grants(admin_context, any_db):
+    rows.insert(models.Host,
+                dict(name='h1', free_reservoir_mb=1000, lendable_mb=800),
+                dict(name='h2', free_reservoir_mb=500, lendable_mb=300),
+                dict(name='h3'))
+    g1, g2, g3 = rows.insert(
+        models.Grant,
+        dict(consumer_host='h3', granted_mb=512),
+        dict(consumer_host='h3', granted_mb=256),
+        dict(consumer_host='h1', granted_mb=1024, status='released'))
+    rows.insert(models.Slab,
+                dict(grant_id=g1, index=0, donor_host='h1', size_mb=256),
+                dict(grant_id=g1, index=1, donor_host='h1', size_mb=256),
+                dict(grant_id=g2, index=0, donor_host='h2', size_mb=256),
+                dict(grant_id=g3, index=0, donor_host='h2', size_mb=1024))
+
+    summary = db_api.reservoir_summary(admin_context)
+
+    assert summary['hosts'] == [
+        dict(host='h1', free_reservoir_mb=1000, lendable_mb=800, lent_mb=512,
+             borrowed_mb=0),
+        dict(host='h2', free_reservoir_mb=500, lendable_mb=300, lent_mb=256,
+             borrowed_mb=0),
+        dict(host='h3', free_reservoir_mb=0, lendable_mb=0, lent_mb=0,
+             borrowed_mb=768)]
+    assert {k: v for k, v in summary.items() if k != 'hosts'} == dict(
+        free_reservoir_mb=1500, lendable_mb=1100, lent_mb=768,
+        borrowed_mb=768)
+
+
+def test_purge_respects_retention(admin_context, conf, any_db):
+    at = {hours: rows.ago(hours=hours) for hours in (200, 100, 1)}
+    rows.insert(models.WssSample, *[dict(sampled_at=t) for t in at.values()])
+
+    assert db_api.purge_wss_samples(admin_context) == 1
+    conf.config(sample_retention_hours=50, group='wss')
+    assert db_api.purge_wss_samples(admin_context) == 1
+    left = db_api.list_resources(admin_context, 'wss_samples')
+    assert [s.sampled_at for s in left] == [at[1]]
+    assert db_api.purge_wss_samples(admin_context, older_than_hours=0) == 1

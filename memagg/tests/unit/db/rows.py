@@ -1,0 +1,49 @@
+"""Rows for DB tests, written straight to the database memagg.db.api uses."""
+import datetime
+import uuid
+
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from memagg.db import api as db_api
+from memagg.db.sqlalchemy import models
+
+_DEFAULTS = {
+    models.Host: lambda n: dict(name='host-%d' % n),
+    models.Instance: lambda n: dict(uuid=str(uuid.uuid4()), name='vm-%d' % n,
+                                    host='host-1'),
+    models.Service: lambda n: dict(host='host-%d' % n,
+                                   binary='memagg-compute',
+                                   topic='memagg-compute', report_count=1),
+    models.WssSample: lambda n: dict(instance_uuid=str(uuid.UUID(int=n)),
+                                     host='host-1',
+                                     sampled_at=timeutils.utcnow(),
+                                     wss_mb=100, current_mb=200,
+                                     estimator='libvirt'),
+    models.Grant: lambda n: dict(uuid=str(uuid.uuid4()),
+                                 instance_uuid=str(uuid.uuid4()),
+                                 consumer_host='host-1', requested_mb=256,
+                                 granted_mb=256, status='active',
+                                 secret='s3cret'),
+    models.Audit: lambda n: dict(uuid=str(uuid.uuid4())),
+    models.Slab: lambda n: dict(index=n, donor_host='host-2', size_mb=256),
+}
+
+
+def insert(model, *rows):
+    """Insert ``rows`` (dicts overriding plausible defaults); return their
+    ids in order."""
+    ids = []
+    with db_api.get_engine().begin() as connection:
+        for n, row in enumerate(rows, 1):
+            values = dict(_DEFAULTS[model](n), **row)
+            result = connection.execute(sa.insert(model).values(**values))
+            ids.append(result.inserted_primary_key[0])
+    return ids
+
+
+def ago(**delta):
+    """A whole-second UTC time this far in the past (MariaDB's DATETIME
+    keeps no fraction)."""
+    now = timeutils.utcnow().replace(microsecond=0)
+    return now - datetime.timedelta(**delta)

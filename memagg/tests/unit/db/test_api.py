@@ -1,0 +1,203 @@
+"""memagg.db.api on SQLite: argument checks, lookups, heartbeats. The
+backend-sensitive calls also run on MariaDB and PostgreSQL in
+memagg/tests/functional/db/test_api.py."""
+import datetime
+
+from oslo_utils import timeutils
+import pytest
+
+from memagg.common import exceptions
+from memagg.db import api as db_api
+from memagg.db.sqlalchemy import models
+from memagg.tests.unit.db import rows
+
+
+@pytest.fixture
+def db(sqlite_db, admin_context):
+    """A migrated SQLite database; the admin context to call it with."""
+    return admin_context
+
+
+def _uuids(page):
+    return [row.uuid for row in page]
+
+
+def test_unknown_filter_names_the_field(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.list_resources(db, 'instances', filters={'flavor': 'm1'})
+
+    assert "'flavor'" in str(error.value)
+    assert 'host, project_id, status' in str(error.value)
+
+
+def test_filter_selects_matching_rows(db):
+    rows.insert(models.Instance, dict(uuid='a', project_id='p1'),
+                dict(uuid='b', project_id='p2'),
+                dict(uuid='c', project_id='p1', host='host-2'))
+
+    page = db_api.list_resources(db, 'instances',
+                                 filters={'project_id': 'p1',
+                                          'host': 'host-2'})
+
+    assert _uuids(page) == ['c']
+
+
+def test_unknown_marker_is_marker_not_found(db):
+    rows.insert(models.Instance, {})
+
+    with pytest.raises(exceptions.MarkerNotFound) as error:
+        db_api.list_resources(db, 'instances', marker='no-such-uuid')
+
+    assert "'marker'" in str(error.value)
+    assert 'no-such-uuid' in str(error.value)
+
+
+def test_marker_is_the_listing_key(db):
+    rows.insert(models.Host, dict(name='a'), dict(name='b'), dict(name='c'))
+
+    page = db_api.list_resources(db, 'hosts', marker='a', limit=1)
+
+    assert [h.name for h in page] == ['b']
+
+
+def test_last_page_is_empty_after_last_marker(db):
+    rows.insert(models.Host, dict(name='a'))
+
+    assert db_api.list_resources(db, 'hosts', marker='a') == []
+
+
+def test_unknown_sort_key_names_the_choices(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.list_resources(db, 'hosts', sort_keys=['secret'])
+
+    assert "'sort_key'" in str(error.value)
+    assert 'memory_mb' in str(error.value)
+
+
+def test_bad_sort_dir(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.list_resources(db, 'hosts', sort_keys=['name'],
+                              sort_dirs=['up'])
+
+    assert "'sort_dir'" in str(error.value)
+    assert 'asc or desc' in str(error.value)
+
+
+def test_more_sort_dirs_than_keys(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.list_resources(db, 'hosts', sort_keys=['name'],
+                              sort_dirs=['asc', 'desc'])
+
+    assert "'sort_dir'" in str(error.value)
+
+
+def test_missing_sort_dirs_repeat_the_last(db):
+    rows.insert(models.Host, dict(name='a', memory_mb=1),
+                dict(name='b', memory_mb=2), dict(name='c', memory_mb=2))
+
+    page = db_api.list_resources(db, 'hosts',
+                                 sort_keys=['memory_mb', 'name'],
+                                 sort_dirs=['desc'])
+
+    assert [h.name for h in page] == ['c', 'b', 'a']
+
+
+def test_negative_limit(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.list_resources(db, 'hosts', limit=-1)
+
+    assert "'limit'" in str(error.value)
+
+
+def test_limit_zero_returns_nothing(db):
+    rows.insert(models.Host, {})
+
+    assert db_api.list_resources(db, 'hosts', limit=0) == []
+
+
+def test_unknown_resource(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.list_resources(db, 'flavors')
+
+    assert "'resource'" in str(error.value)
+
+
+def test_time_range_bounds_created_at(db):
+    at = {hours: rows.ago(hours=hours) for hours in (5, 4, 3, 2, 1)}
+    rows.insert(models.Audit, *[
+        dict(uuid='a%d' % h, created_at=t) for h, t in at.items()])
+
+    page = db_api.list_resources(db, 'audits', since=at[4], until=at[2])
+
+    assert _uuids(page) == ['a4', 'a3', 'a2']
+
+
+def test_get_missing_row_is_not_found(db):
+    for get, resource in ((db_api.host_get, 'Host'),
+                          (db_api.instance_get, 'Instance'),
+                          (db_api.grant_get, 'Grant'),
+                          (db_api.audit_get, 'Audit'),
+                          (db_api.migration_get, 'Migration')):
+        with pytest.raises(exceptions.NotFound) as error:
+            get(db, 'missing')
+        assert str(error.value) == '%s missing could not be found.' % resource
+
+
+def test_grant_get_returns_its_slabs_in_order(db):
+    (grant_id,) = rows.insert(models.Grant, dict(uuid='g'))
+    rows.insert(models.Slab, dict(grant_id=grant_id, index=1),
+                dict(grant_id=grant_id, index=0))
+
+    grant = db_api.grant_get(db, 'g')
+
+    assert [s.index for s in grant.slabs] == [0, 1]
+
+
+def test_heartbeat_creates_then_refreshes(db):
+    first = db_api.service_heartbeat(db, 'node', 'memagg-compute', 't1')
+    second = db_api.service_heartbeat(db, 'node', 'memagg-compute', 't2')
+
+    assert first.report_count == 1
+    assert second.id == first.id
+    assert (second.report_count, second.topic) == (2, 't2')
+    assert second.last_seen_at >= first.last_seen_at
+    assert db_api.service_is_up(second)
+
+
+def test_service_is_up_follows_service_down_time(db, conf):
+    service = db_api.service_heartbeat(db, 'node', 'memagg-compute', 't')
+    conf.config(service_down_time=60)
+
+    service.last_seen_at = timeutils.utcnow() - datetime.timedelta(seconds=50)
+    assert db_api.service_is_up(service)
+    service.last_seen_at = timeutils.utcnow() - datetime.timedelta(seconds=70)
+    assert not db_api.service_is_up(service)
+    service.last_seen_at = None
+    assert not db_api.service_is_up(service)
+
+
+def test_report_with_unknown_column_names_it(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.report_ingest(db, dict(name='h'),
+                             [dict(uuid='a', colour='red')], [])
+
+    assert "'instances'" in str(error.value)
+    assert 'colour' in str(error.value)
+    assert db_api.list_resources(db, 'hosts') == []
+
+
+def test_gone_instance_comes_back_when_reported_again(db):
+    db_api.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
+    db_api.report_ingest(db, dict(name='h'), [], [])
+    assert db_api.instance_get(db, 'a').status == 'gone'
+
+    db_api.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
+
+    assert db_api.instance_get(db, 'a').status == 'active'
+
+
+def test_purge_rejects_negative_age(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.purge_wss_samples(db, older_than_hours=-1)
+
+    assert "'older_than_hours'" in str(error.value)
