@@ -44,12 +44,15 @@ def _view(route, query_schema):
 def _flask_app(conf):
     app = flask.Flask('memagg.api')
     app.config['memagg_conf'] = conf
+    # Validation and the served OpenAPI document must agree on this.
+    app.config['max_limit'] = conf.api.max_limit
     app.config['enforcer'] = policy.make_enforcer(conf)
     app.json.sort_keys = True
     public = set()
     for route in base.ROUTES:
+        query_schema = route.query_schema(app.config['max_limit'])
         app.add_url_rule(route.flask_rule, route.operation_id,
-                         _view(route, route.query_schema(conf.api.max_limit)),
+                         _view(route, query_schema),
                          methods=['GET'], strict_slashes=False)
         if route.public:
             public.add(route.operation_id)

@@ -69,7 +69,7 @@ def register(app, retry_after):
     def http_error(exc):
         headers = {}
         if exc.code == 405:
-            headers['Allow'] = ', '.join(exc.valid_methods or ())
+            headers['Allow'] = ', '.join(sorted(exc.valid_methods or ()))
             detail = ('%s is not allowed on %s: use %s'
                       % (flask.request.method, flask.request.path,
                          headers['Allow']))

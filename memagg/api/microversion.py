@@ -18,7 +18,7 @@ VERSIONS = {
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)
 
-_VERSION_RE = re.compile(r'^([1-9][0-9]*)\.(0|[1-9][0-9]*)$')
+_VERSION_RE = re.compile(r'^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$')
 
 
 class MalformedVersion(ValueError):

@@ -37,4 +37,4 @@ def version_v1(query):
             {'type': 'object', 'required': ['openapi', 'paths']},
             public=True)
 def openapi_document(query):
-    return openapi.build(flask.current_app.config['memagg_conf'].api.max_limit)
+    return openapi.build(flask.current_app.config['max_limit'])

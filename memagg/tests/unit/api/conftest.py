@@ -1,0 +1,26 @@
+"""Fixtures of the API unit tests: the full WSGI app on a migrated SQLite
+database, driven through Flask's test client (no server)."""
+import pytest
+from werkzeug import test as werkzeug_test
+
+from memagg.api import app as api_app
+from memagg.conf import CONF
+from memagg.tests.unit.api import data
+
+
+class Client(werkzeug_test.Client):
+    """A client of the API that acts as a given project and roles."""
+
+    def as_(self, project, roles, path, **kwargs):
+        headers = dict(kwargs.pop('headers', {}),
+                       **{'X-Project-Id': project, 'X-Roles': roles})
+        return self.get(path, headers=headers, **kwargs)
+
+
+@pytest.fixture
+def api(conf, sqlite_db):
+    """A noauth API client over a database holding memagg.tests.unit.api.data
+    (admin of project 'admin' unless the request says otherwise)."""
+    conf.config(auth_strategy='noauth', group='api')
+    data.load()
+    return Client(api_app.create_app(CONF))

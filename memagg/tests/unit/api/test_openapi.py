@@ -1,0 +1,53 @@
+"""The OpenAPI document: valid 3.1, complete, and the repo copy is fresh."""
+import json
+import pathlib
+
+from openapi_spec_validator import validate as validate_spec
+
+from memagg.api import app as api_app
+from memagg.api.controllers import base
+from memagg.api import openapi
+from memagg.api import schemas
+from memagg.conf import CONF
+from memagg.tests.unit.api import conftest
+
+REPO_COPY = pathlib.Path(__file__).resolve().parents[4] / 'api-ref' / \
+    'openapi.json'
+
+
+def test_repo_copy_is_current():
+    fresh = openapi.dumps(openapi.build(CONF.api.max_limit))
+    assert REPO_COPY.read_text() == fresh, (
+        'api-ref/openapi.json is stale: regenerate it with '
+        '"python -m memagg.api.openapi > api-ref/openapi.json"')
+
+
+def test_document_is_valid_openapi_3_1():
+    document = openapi.build(CONF.api.max_limit)
+    assert document['openapi'] == '3.1.0'
+    validate_spec(document)
+
+
+def test_every_route_is_documented_with_its_parameters():
+    document = openapi.build(CONF.api.max_limit)
+    assert set(document['paths']) == {r.path for r in base.ROUTES}
+    operation = document['paths']['/v1/instances']['get']
+    names = {p['name'] for p in operation['parameters']}
+    assert {'limit', 'marker', 'sort_key', 'sort_dir', 'host',
+            'OpenStack-API-Version'} <= names
+    limit = next(p for p in operation['parameters'] if p['name'] == 'limit')
+    assert limit['schema']['maximum'] == CONF.api.max_limit
+    assert '503' in operation['responses']
+    assert 'Retry-After' in operation['responses']['503']['headers']
+
+
+def test_served_document_follows_deployment(api, conf):
+    conf.config(max_limit=250, group='api')
+    client = conftest.Client(api_app.create_app(CONF))
+    served = client.get('/v1/openapi.json').json
+    assert client.get('/v1/hosts?limit=251').status_code == 400
+    params = served['paths']['/v1/hosts']['get']['parameters']
+    limit = next(p for p in params if p['name'] == 'limit')
+    assert limit['schema']['maximum'] == 250
+    assert served['components']['schemas'] == json.loads(json.dumps(
+        schemas.COMPONENTS))

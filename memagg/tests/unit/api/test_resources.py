@@ -1,0 +1,154 @@
+"""Every resource through the whole WSGI pipeline (noauth, SQLite)."""
+import urllib.parse
+
+import pytest
+
+from memagg.api import microversion
+from memagg.tests.unit.api import data
+
+LATEST = {microversion.HEADER: 'memory-aggregation latest'}
+
+
+def test_root_version_document(api):
+    response = api.get('/')
+    assert response.status_code == 200
+    (version,) = response.json['versions']
+    assert version['id'] == 'v1.0'
+    assert version['status'] == 'CURRENT'
+    assert (version['min_version'], version['max_version']) == ('1.0', '1.1')
+    assert version['links'][0]['href'].endswith('/v1/')
+    assert api.get('/v1').json['version'] == version
+
+
+def test_version_echoed_with_vary(api):
+    response = api.get('/v1/hosts', headers=LATEST)
+    assert response.headers[microversion.HEADER] == 'memory-aggregation 1.1'
+    assert microversion.HEADER in response.headers['Vary']
+    plain = api.get('/v1/hosts')
+    assert plain.headers[microversion.HEADER] == 'memory-aggregation 1.0'
+
+
+def test_instance_fields_gated_by_microversion(api):
+    old = api.get('/v1/instances/' + data.INSTANCE_A).json['instance']
+    new = api.get('/v1/instances/' + data.INSTANCE_A,
+                  headers=LATEST).json['instance']
+    assert 'remote_mb' not in old and 'wss_maxavg_mb' not in old
+    assert (new['remote_mb'], new['wss_maxavg_mb']) == (512, 1100)
+    assert {k: v for k, v in new.items()
+            if k not in ('remote_mb', 'wss_maxavg_mb')} == old
+
+
+def test_services_state_from_heartbeat(api):
+    services = api.get('/v1/services').json['services']
+    assert {(s['binary'], s['state']) for s in services} == {
+        ('memagg-compute', 'up'), ('memagg-scheduler', 'down')}
+    only = api.get('/v1/services?binary=memagg-scheduler').json['services']
+    assert [s['host'] for s in only] == ['ctl']
+
+
+def test_hosts(api):
+    hosts = api.get('/v1/hosts?sort_key=memory_mb&sort_dir=desc').json
+    assert [h['name'] for h in hosts['hosts']] == ['host-1', 'host-2']
+    host = api.get('/v1/hosts/host-2').json['host']
+    assert host['memory_mb'] == 32768 and host['reported_at'].endswith('Z')
+    assert api.get('/v1/hosts/nowhere').status_code == 404
+
+
+def test_wss_history_time_range(api):
+    url = '/v1/instances/%s/wss' % data.INSTANCE_A
+    everything = api.get(url).json['wss_samples']
+    assert [s['wss_mb'] for s in everything] == list(range(1000, 1006))
+    window = api.get(url, query_string={
+        'since': '2024-05-01T14:01:00+02:00',
+        'until': '2024-05-01T12:03:00Z'}).json['wss_samples']
+    assert [s['sampled_at'] for s in window] == [
+        '2024-05-01T12:01:00Z', '2024-05-01T12:02:00Z',
+        '2024-05-01T12:03:00Z']
+    newest = api.get(url + '?sort_dir=desc&limit=2').json['wss_samples']
+    assert [s['wss_mb'] for s in newest] == [1005, 1004]
+    assert api.get('/v1/instances/%s/wss' % data.MISSING).status_code == 404
+
+
+def test_since_after_until(api):
+    response = api.get('/v1/instances/%s/wss?since=2024-05-02T00:00:00Z'
+                       '&until=2024-05-01T00:00:00Z' % data.INSTANCE_A)
+    assert response.status_code == 400
+    assert response.json['errors'][0]['field'] == 'until'
+
+
+def test_reservoir(api):
+    reservoir = api.get('/v1/reservoir').json['reservoir']
+    assert reservoir['lendable_mb'] == 4096
+    assert reservoir['lent_mb'] == 512 and reservoir['borrowed_mb'] == 512
+    assert {h['host']: h['lent_mb'] for h in reservoir['hosts']} == {
+        'host-1': 0, 'host-2': 512}
+
+
+def test_grant_never_shows_secret(api):
+    listed = api.get('/v1/grants').get_data(as_text=True)
+    shown = api.get('/v1/grants/' + data.GRANT)
+    assert shown.status_code == 200
+    assert [s['donor_host'] for s in shown.json['grant']['slabs']] == [
+        'host-2', 'host-2']
+    for text in (listed, shown.get_data(as_text=True)):
+        assert data.GRANT_SECRET not in text and 'secret' not in text
+
+
+def test_audit_with_actions(api):
+    audit = api.get('/v1/audits/' + data.AUDIT).json['audit']
+    assert [a['action_type'] for a in audit['actions']] == [
+        'migrate', 'power_off']
+    assert audit['parameters'] == {'threshold': 0.8}
+    assert api.get('/v1/audits?state=succeeded').json['audits'][0][
+        'uuid'] == data.AUDIT
+    assert api.get('/v1/audits?state=pending').json['audits'] == []
+
+
+def test_migrations(api):
+    (migration,) = api.get('/v1/migrations?instance_uuid=' +
+                           data.INSTANCE_B).json['migrations']
+    assert migration['remote_share'] == 0.25
+    shown = api.get('/v1/migrations/' + data.MIGRATION).json['migration']
+    assert shown == migration
+    assert api.get('/v1/migrations/' + data.MISSING).status_code == 404
+
+
+def _pages(api, url):
+    """Follow next links from ``url``; return the pages' item keys."""
+    pages = []
+    while url:
+        body = api.get(url).json
+        pages.append([i['uuid'] for i in body['instances']])
+        nexts = [link['href'] for link in body['links']
+                 if link['rel'] == 'next']
+        url = nexts[0] if nexts else None
+        if url:
+            parsed = urllib.parse.urlsplit(url)
+            url = parsed.path + '?' + parsed.query
+    return pages
+
+
+@pytest.mark.parametrize('sort', ['', '&sort_key=booked_mb&sort_dir=desc'])
+def test_pagination_follows_next_links(api, sort):
+    uuids = data.load_instances(23)
+    pages = _pages(api, '/v1/instances?host=bulk-host&limit=10' + sort)
+    assert [len(p) for p in pages] == [10, 10, 3]
+    flat = [u for page in pages for u in page]
+    assert flat == (uuids[::-1] if sort else uuids)
+
+
+def test_default_page_size(api, conf):
+    conf.config(default_limit=5, group='api')
+    data.load_instances(7)
+    body = api.get('/v1/instances?host=bulk-host').json
+    assert len(body['instances']) == 5
+    assert 'limit=5' in body['links'][0]['href']
+
+
+def test_filters(api):
+    def uuids(query):
+        return [i['uuid'] for i in api.get('/v1/instances?' + query).json[
+            'instances']]
+    assert uuids('host=host-2') == [data.INSTANCE_B]
+    assert uuids('project_id=' + data.PROJECT_A) == [data.INSTANCE_A]
+    assert uuids('status=gone') == []

@@ -1,0 +1,67 @@
+import datetime
+
+import pytest
+from werkzeug import datastructures
+
+from memagg.api import schemas
+from memagg.api import validation
+from memagg.common import exceptions
+
+
+def _query(**args):
+    return validation.validate_query(
+        datastructures.MultiDict(args),
+        schemas.list_query('services', max_limit=50))
+
+
+def test_values_are_typed():
+    assert _query(limit='5', disabled='True', marker='7') == {
+        'limit': 5, 'disabled': True, 'marker': 7}
+
+
+@pytest.mark.parametrize('args, field, fragment', [
+    ({'limit': 'ten'}, 'limit', 'whole number'),
+    ({'limit': '51'}, 'limit', 'from 1 to 50'),
+    ({'limit': '-1'}, 'limit', 'from 1 to 50'),
+    ({'disabled': 'maybe'}, 'disabled', 'true or false'),
+    ({'sort_key': 'secret'}, 'sort_key', 'one of id, host'),
+    ({'sort_dir': 'up'}, 'sort_dir', 'asc, desc'),
+    ({'colour': 'red'}, 'colour', 'accepts: binary, disabled, host'),
+])
+def test_errors_name_field_and_fix(args, field, fragment):
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        _query(**args)
+    assert info.value.kwargs['field'] == field
+    assert fragment in info.value.message
+
+
+def test_repeated_parameter():
+    args = datastructures.MultiDict([('limit', '1'), ('limit', '2')])
+    with pytest.raises(exceptions.InvalidParameter, match='given 2 times'):
+        validation.validate_query(args, schemas.list_query('hosts', 10))
+
+
+def test_time_range_format():
+    schema = schemas.list_query('wss_samples', 10)
+    assert validation.validate_query(
+        datastructures.MultiDict({'since': '2024-05-01T12:00:00+02:00'}),
+        schema) == {'since': '2024-05-01T12:00:00+02:00'}
+    with pytest.raises(exceptions.InvalidParameter, match='ISO 8601'):
+        validation.validate_query(
+            datastructures.MultiDict({'until': 'yesterday'}), schema)
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('2024-05-01T12:00:00Z', datetime.datetime(2024, 5, 1, 12)),
+    ('2024-05-01T14:00:00+02:00', datetime.datetime(2024, 5, 1, 12)),
+    ('2024-05-01T12:00:00', datetime.datetime(2024, 5, 1, 12)),
+    ('2024-05-01', datetime.datetime(2024, 5, 1)),
+    ('not a date', None),
+])
+def test_parse_datetime_gives_naive_utc(text, expected):
+    assert validation.parse_datetime(text) == expected
+
+
+def test_path_uuid():
+    with pytest.raises(exceptions.InvalidParameter, match="'uuid'"):
+        validation.validate_path('uuid', 'abc', schemas.UUID)
