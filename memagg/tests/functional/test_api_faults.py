@@ -1,0 +1,160 @@
+"""Database faults against a real memagg-api process: 503 + Retry-After,
+fast, and recovery when the database comes back.
+
+The database is real MariaDB, reached through a TCP relay this test owns,
+so "the database went away" is a real loss of connectivity.
+"""
+import contextlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import requests
+
+from memagg.tests import polling
+from memagg.tests.unit.api import data
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+RETRY_AFTER = 7
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+class Relay:
+    """A TCP relay from a loopback port to ``upstream``; stop() cuts every
+    connection, start() accepts again on the same port."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.port = _free_port()
+        self._sockets = []
+        self._lock = threading.Lock()
+        self._listener = None
+
+    def start(self):
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(('127.0.0.1', self.port))
+        listener.listen(16)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,),
+                         daemon=True).start()
+
+    def stop(self):
+        with self._lock:
+            sockets, self._sockets = self._sockets + [self._listener], []
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets += [client, server]
+            for src, dst in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(src, dst),
+                                 daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst):
+        with contextlib.suppress(OSError):
+            while chunk := src.recv(65536):
+                dst.sendall(chunk)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+
+@contextlib.contextmanager
+def memagg_api(tmp_path, connection):
+    """Run memagg-api (python -m memagg.cmd.api) with a config file; yield
+    its base URL once it answers GET /."""
+    port = _free_port()
+    config = tmp_path / 'memagg.conf'
+    config.write_text(
+        '[api]\nhost = 127.0.0.1\nport = %d\nauth_strategy = noauth\n'
+        'db_retry_after = %d\n[database]\nconnection = %s\n'
+        % (port, RETRY_AFTER, connection))
+    log_path = tmp_path / 'memagg-api.log'
+    log = open(log_path, 'wb')
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'memagg.cmd.api', '--config-file',
+         str(config)], stdout=log, stderr=subprocess.STDOUT)
+    url = 'http://127.0.0.1:%d' % port
+
+    def answering():
+        assert process.poll() is None, (
+            'memagg-api exited: %s' % log_path.read_text())
+        with contextlib.suppress(requests.ConnectionError):
+            return requests.get(url + '/', timeout=5).status_code == 200
+    try:
+        polling.wait_for(answering, 60, message='memagg-api answering')
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def _assert_503(response):
+    assert response.status_code == 503, response.text
+    assert response.headers['Retry-After'] == str(RETRY_AFTER)
+    error = response.json()['errors'][0]
+    assert error['code'] == 'memagg.database_unavailable'
+    assert 'Traceback' not in response.text
+
+
+def test_database_down_at_start_is_503_at_once(tmp_path):
+    url_of_nothing = 'mysql+pymysql://root@127.0.0.1:%d/memagg' % (
+        _free_port())
+    with memagg_api(tmp_path, url_of_nothing) as url:
+        started = time.monotonic()
+        response = requests.get(url + '/v1/instances', timeout=30)
+        elapsed = time.monotonic() - started
+    _assert_503(response)
+    # oslo.db's default connection retries would take ~100 s.
+    assert elapsed < 5
+
+
+def test_database_lost_then_back(tmp_path, mysql_db):
+    data.load()
+    relay = Relay(('127.0.0.1', 3306))
+    relay.start()
+    via_relay = mysql_db.replace('@127.0.0.1:3306/',
+                                 '@127.0.0.1:%d/' % relay.port)
+    try:
+        with memagg_api(tmp_path, via_relay) as url:
+            hosts = requests.get(url + '/v1/hosts', timeout=30)
+            assert hosts.status_code == 200
+            assert len(hosts.json()['hosts']) == 2
+
+            relay.stop()
+            started = time.monotonic()
+            lost = requests.get(url + '/v1/hosts', timeout=30)
+            _assert_503(lost)
+            assert time.monotonic() - started < 5
+
+            relay.start()
+            polling.wait_for(
+                lambda: requests.get(url + '/v1/hosts',
+                                     timeout=30).status_code == 200,
+                30, interval=0.5, message='API serving again')
+    finally:
+        relay.stop()

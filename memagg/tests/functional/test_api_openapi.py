@@ -1,0 +1,130 @@
+"""The running API matches its OpenAPI document.
+
+memagg-api's HTTP server runs on a loopback port over a migrated database
+holding every kind of row; every route is called (successes and errors) and
+each status and body is checked against the document in api-ref/.
+"""
+import json
+import pathlib
+
+import jsonschema
+import pytest
+import referencing
+import referencing.jsonschema
+import requests
+
+from memagg.api import app as api_app
+from memagg.api.controllers import base
+from memagg.api import microversion
+from memagg.conf import CONF
+from memagg.tests.unit.api import data
+from memagg.tests.unit.api import live
+
+pytestmark = pytest.mark.functional
+
+DOCUMENT = json.loads((pathlib.Path(__file__).resolve().parents[3] /
+                       'api-ref' / 'openapi.json').read_text())
+_URI = 'urn:memagg:openapi'
+_REGISTRY = referencing.Registry().with_resource(
+    _URI, referencing.jsonschema.DRAFT202012.create_resource(DOCUMENT))
+
+LATEST = {microversion.HEADER: 'memory-aggregation latest'}
+MEMBER_A = {'X-Project-Id': data.PROJECT_A, 'X-Roles': 'member'}
+
+# (path template, concrete URL, headers, expected status)
+CALLS = [
+    ('/', '/', {}, 200),
+    ('/v1/', '/v1/', {}, 200),
+    ('/v1/openapi.json', '/v1/openapi.json', {}, 200),
+    ('/v1/services', '/v1/services', {}, 200),
+    ('/v1/services', '/v1/services?disabled=false&sort_key=host', {}, 200),
+    ('/v1/services', '/v1/services?disabled=sometimes', {}, 400),
+    ('/v1/hosts', '/v1/hosts?limit=1', {}, 200),
+    ('/v1/hosts', '/v1/hosts', MEMBER_A, 403),
+    ('/v1/hosts/{name}', '/v1/hosts/host-1', LATEST, 200),
+    ('/v1/hosts/{name}', '/v1/hosts/nowhere', {}, 404),
+    ('/v1/instances', '/v1/instances', {}, 200),
+    ('/v1/instances', '/v1/instances', LATEST, 200),
+    ('/v1/instances', '/v1/instances', MEMBER_A, 200),
+    ('/v1/instances', '/v1/instances?limit=0', {}, 400),
+    ('/v1/instances', '/v1/instances', {
+        microversion.HEADER: 'memory-aggregation 1.7'}, 406),
+    ('/v1/instances/{uuid}', '/v1/instances/' + data.INSTANCE_A, LATEST,
+     200),
+    ('/v1/instances/{uuid}', '/v1/instances/' + data.INSTANCE_B, MEMBER_A,
+     403),
+    ('/v1/instances/{uuid}', '/v1/instances/' + data.MISSING, {}, 404),
+    ('/v1/instances/{uuid}', '/v1/instances/bad-uuid', {}, 400),
+    ('/v1/instances/{uuid}/wss', '/v1/instances/%s/wss?since='
+     '2024-05-01T12:02:00Z&limit=2' % data.INSTANCE_A, MEMBER_A, 200),
+    ('/v1/instances/{uuid}/wss', '/v1/instances/%s/wss?since=x'
+     % data.INSTANCE_A, {}, 400),
+    ('/v1/reservoir', '/v1/reservoir', {}, 200),
+    ('/v1/grants', '/v1/grants?status=active', {}, 200),
+    ('/v1/grants/{uuid}', '/v1/grants/' + data.GRANT, {}, 200),
+    ('/v1/grants/{uuid}', '/v1/grants/' + data.MISSING, {}, 404),
+    ('/v1/audits', '/v1/audits?sort_key=finished_at&sort_dir=desc', {}, 200),
+    ('/v1/audits/{uuid}', '/v1/audits/' + data.AUDIT, {}, 200),
+    ('/v1/migrations', '/v1/migrations?since=2000-01-01T00:00:00Z', {}, 200),
+    ('/v1/migrations/{uuid}', '/v1/migrations/' + data.MIGRATION, {}, 200),
+    ('/v1/migrations/{uuid}', '/v1/migrations/' + data.MIGRATION, MEMBER_A,
+     403),
+]
+
+
+def _check(template, response):
+    operation = DOCUMENT['paths'][template]['get']
+    documented = operation['responses']
+    assert str(response.status_code) in documented, (
+        '%s returned undocumented status %s' % (template,
+                                                response.status_code))
+    spec = documented[str(response.status_code)]
+    schema = spec['content']['application/json']['schema']
+    if '$ref' in schema:
+        schema = {'$ref': _URI + schema['$ref']}
+    else:
+        schema = json.loads(json.dumps(schema).replace(
+            '"#/components', '"%s#/components' % _URI))
+    jsonschema.Draft202012Validator(
+        schema, registry=_REGISTRY,
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    ).validate(response.json())
+    for header in spec.get('headers', {}):
+        if header != 'Vary':
+            assert header in response.headers, (template, header)
+
+
+@pytest.fixture
+def api_url(conf, sqlite_db):
+    conf.config(auth_strategy='noauth', group='api')
+    data.load()
+    with live.serving(api_app.create_app(CONF)) as url:
+        yield url
+
+
+def test_every_route_matches_the_document(api_url):
+    assert {c[0] for c in CALLS} == {r.path for r in base.ROUTES}, (
+        'a route is not exercised here')
+    with requests.Session() as session:
+        for template, url, headers, status in CALLS:
+            response = session.get(api_url + url, headers=headers,
+                                   timeout=30)
+            assert response.status_code == status, (url, response.text)
+            assert response.headers['Content-Type'] == 'application/json'
+            _check(template, response)
+
+
+def test_served_document_is_the_repo_copy(api_url):
+    served = requests.get(api_url + '/v1/openapi.json', timeout=30).json()
+    assert served == DOCUMENT
+
+
+def test_unknown_route_and_method_are_json(api_url):
+    missing = requests.get(api_url + '/v1/flavors', timeout=30)
+    assert missing.status_code == 404
+    jsonschema.validate(missing.json(), DOCUMENT['components']['schemas'][
+        'Error'])
+    wrong = requests.delete(api_url + '/v1/hosts/host-1', timeout=30)
+    assert wrong.status_code == 405
+    assert wrong.headers['Allow'] == 'GET, HEAD, OPTIONS'
+    assert wrong.json()['errors'][0]['status'] == 405
