@@ -117,9 +117,10 @@ start_rabbitmq() {
     wait_until 120 RabbitMQ port_open 5672
 }
 
-# pip, minus the warnings this machine's extra (local) indexes cause.
+# pip, minus the noise: warnings about this machine's extra (local) indexes,
+# and setuptools' deprecation banners while it builds the editable install.
 pip_quiet() {
-    "$@" 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+    PYTHONWARNINGS=ignore "$@" 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
     return "${PIPESTATUS[0]}"
 }
 
