@@ -1,5 +1,6 @@
 """Turn DB rows into response bodies, field by field from the schemas."""
 import datetime
+import functools
 
 from memagg.api import schemas
 from memagg.db import api as db_api
@@ -19,14 +20,18 @@ def render(component, row, version, **computed):
     name (a grant's secret) can never leak; ``computed`` fills fields that
     are not columns.
     """
+    return {field: _value(computed[field] if field in computed
+                          else getattr(row, field))
+            for field in _fields(component, version)}
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(component, version):
+    """The fields ``component`` has at ``version`` (cached: every row of a
+    page asks)."""
     since = schemas.FIELDS_SINCE.get(component, {})
-    body = {}
-    for field in schemas.COMPONENTS[component]['properties']:
-        if since.get(field, version) > version:
-            continue
-        value = computed[field] if field in computed else getattr(row, field)
-        body[field] = _value(value)
-    return body
+    return tuple(field for field in schemas.COMPONENTS[component]['properties']
+                 if since.get(field, version) <= version)
 
 
 def service(row, version):
