@@ -384,3 +384,18 @@ def purge_wss_samples(context, older_than_hours=None):
         result = session.execute(sa.delete(models.WssSample).where(
             models.WssSample.sampled_at < cutoff))
         return result.rowcount
+
+
+def describe_error(error):
+    """One line for an operator about a failed database call: which
+    database (password hidden), the driver's reason, and where to fix it."""
+    # The driver's message can go on with the SQL and its parameters; its
+    # first line names the cause.
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    try:
+        url = sa.engine.make_url(CONF.database.connection).render_as_string(
+            hide_password=True)
+    except sa.exc.ArgumentError:
+        url = '(unparsable URL)'
+    return ('database %s failed: %s; check [database] connection and that '
+            'the server is running' % (url, reason))

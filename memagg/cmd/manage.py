@@ -1,0 +1,119 @@
+"""memagg-manage: administer memagg's database.
+
+    memagg-manage [--config-file FILE] db upgrade [--revision REV]
+    memagg-manage [--config-file FILE] db version
+    memagg-manage [--config-file FILE] db purge [--older-than-hours N]
+
+Exit status: 0 done, 1 the database failed, 2 bad arguments or
+configuration; every error is one line on stderr.
+"""
+import os
+import sys
+
+from alembic import util as alembic_util
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from memagg.common import cli
+from memagg.common import context as memagg_context
+from memagg.common import exceptions
+from memagg.conf import CONF
+from memagg.db import api as db_api
+from memagg.db import migration
+
+DB_ERROR = 1
+
+
+class DbCommands:
+    """``memagg-manage db ACTION``: schema migrations and purges."""
+
+    def upgrade(self, revision='head'):
+        """Migrate the schema up to ``revision``; print where it is now."""
+        try:
+            migration.upgrade(revision)
+        except alembic_util.CommandError as error:
+            raise cli.UsageError(
+                'argument --revision: %s; run "memagg-manage db version" to '
+                'see where the database is' % error)
+        print('Database schema at revision %s' % migration.version())
+
+    def version(self):
+        """Print the schema's revision, or None for an empty database."""
+        print(migration.version())
+
+    def purge(self, older_than_hours=None):
+        """Delete WSS samples older than ``older_than_hours`` (default:
+        [wss] sample_retention_hours); print how many."""
+        context = memagg_context.get_admin_context()
+        try:
+            count = db_api.purge_wss_samples(context, older_than_hours)
+        except exceptions.InvalidParameter:
+            raise cli.UsageError('argument --older-than-hours: %s is '
+                                 'negative; give 0 or more'
+                                 % older_than_hours)
+        hours = (CONF.wss.sample_retention_hours if older_than_hours is None
+                 else older_than_hours)
+        print('Deleted %d WSS samples older than %d hours' % (count, hours))
+
+
+def _add_command_parsers(subparsers):
+    subparsers.required = True
+    subparsers.metavar = 'COMMAND'
+    db = subparsers.add_parser('db', help='Database schema and data.')
+    actions = db.add_subparsers(dest='action', metavar='ACTION',
+                                title='actions')
+    actions.required = True
+    upgrade = actions.add_parser(
+        'upgrade', help='Migrate the schema up to a revision.')
+    upgrade.add_argument('--revision', default='head',
+                         help='Alembic revision to migrate to '
+                              '(default: head, the newest).')
+    actions.add_parser('version',
+                       help="Print the schema's revision (None: empty).")
+    purge = actions.add_parser(
+        'purge', help='Delete WSS samples past their retention.')
+    purge.add_argument('--older-than-hours', type=int, default=None,
+                       dest='older_than_hours', metavar='N',
+                       help='Delete samples older than N hours (default: '
+                            '[wss] sample_retention_hours).')
+
+
+category_opt = cfg.SubCommandOpt('category', title='Commands',
+                                 handler=_add_command_parsers,
+                                 help='Available categories')
+
+
+def _run():
+    command = DbCommands()
+    action = CONF.category.action
+    if action == 'upgrade':
+        command.upgrade(CONF.category.revision)
+    elif action == 'purge':
+        command.purge(CONF.category.older_than_hours)
+    else:
+        command.version()
+
+
+def main(argv=None):
+    """Entry point of memagg-manage; returns the exit status."""
+    prog = os.path.basename(sys.argv[0]) or 'memagg-manage'
+    CONF.register_cli_opt(category_opt)
+    logging.register_options(CONF)
+    # alembic narrates every step at INFO; the command prints the outcome.
+    logging.set_defaults(default_log_levels=logging.get_default_log_levels()
+                         + ['alembic=WARN'])
+    try:
+        cli.parse(CONF, sys.argv[1:] if argv is None else argv, prog)
+        logging.setup(CONF, 'memagg')
+        _run()
+    except cli.UsageError as error:
+        return cli.fail(prog, error)
+    except (db_exc.DBError, sa.exc.SQLAlchemyError) as error:
+        return cli.fail(prog, db_api.describe_error(error), DB_ERROR)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

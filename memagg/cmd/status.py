@@ -1,0 +1,103 @@
+"""memagg-status: is this deployment ready to run (or upgrade)?
+
+    memagg-status [--config-file FILE] upgrade check [--json]
+
+Runs the checks below with oslo.upgradecheck and exits with the worst
+result: 0 success, 1 warning, 2 failure (2 also for bad arguments, with one
+line on stderr).
+"""
+import os
+import sys
+
+from oslo_db import exception as db_exc
+from oslo_upgradecheck import upgradecheck
+import sqlalchemy as sa
+
+from memagg.common import cli
+from memagg.common import context as memagg_context
+from memagg.conf import CONF
+from memagg.db import api as db_api
+from memagg.db import migration
+
+# The services that must heartbeat for memagg to work.
+WATCHED_BINARIES = ('memagg-scheduler', 'memagg-compute')
+
+_DB_ERRORS = (db_exc.DBError, sa.exc.SQLAlchemyError)
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """memagg's upgrade checks."""
+
+    def _check_schema(self):
+        """The database schema is at the newest revision this code knows."""
+        fix = 'run "memagg-manage db upgrade"'
+        try:
+            current = migration.version()
+        except _DB_ERRORS as error:
+            return Result(Code.FAILURE, db_api.describe_error(error))
+        head = migration.head()
+        if current is None:
+            return Result(Code.FAILURE,
+                          'The database has no memagg schema: %s.' % fix)
+        if current != head:
+            return Result(Code.FAILURE,
+                          'The schema is at revision %s, this code needs %s: '
+                          '%s.' % (current, head, fix))
+        return Result(Code.SUCCESS, 'Schema at revision %s.' % current)
+
+    def _check_services(self):
+        """Every enabled scheduler and compute service heartbeats."""
+        context = memagg_context.get_admin_context()
+        try:
+            if migration.version() != migration.head():
+                return Result(Code.WARNING, 'Not checked: the services table '
+                              'needs the schema at head (see Database '
+                              'schema).')
+            services = [s for s in db_api.list_resources(context, 'services')
+                        if s.binary in WATCHED_BINARIES and not s.disabled]
+        except _DB_ERRORS as error:
+            return Result(Code.FAILURE, db_api.describe_error(error))
+        if not services:
+            return Result(Code.WARNING,
+                          'No %s service has registered yet: start them; each '
+                          'writes a heartbeat every [DEFAULT] report_interval '
+                          'seconds.' % ' or '.join(WATCHED_BINARIES))
+        down = ['%s on %s' % (s.binary, s.host) for s in services
+                if not db_api.service_is_up(s)]
+        if down:
+            return Result(Code.WARNING,
+                          '%d of %d services sent no heartbeat in the last '
+                          '[DEFAULT] service_down_time (%d s): %s. Check '
+                          'that they run and reach the database.'
+                          % (len(down), len(services), CONF.service_down_time,
+                             ', '.join(down)))
+        return Result(Code.SUCCESS, '%d services up.' % len(services))
+
+    _upgrade_checks = (
+        ('Database schema', _check_schema),
+        ('Services', _check_services),
+    )
+
+
+def main(argv=None):
+    """Entry point of memagg-status; returns the exit status."""
+    prog = os.path.basename(sys.argv[0]) or 'memagg-status'
+    checks = Checks()
+    upgradecheck.register_cli_options(CONF, checks)
+    try:
+        cli.parse(CONF, sys.argv[1:] if argv is None else argv, prog)
+        if CONF.command.check != 'check':
+            raise cli.UsageError(
+                'argument check: %r is not a command; use "%s upgrade check"'
+                % (CONF.command.check, prog))
+    except cli.UsageError as error:
+        return cli.fail(prog, error)
+    # oslo.upgradecheck reads --json from its module-level CONF.
+    upgradecheck.CONF = CONF
+    return upgradecheck.run(CONF)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Command-line parsing shared by the admin tools (memagg-manage,
+memagg-status): every mistake becomes one line on stderr."""
+import contextlib
+import io
+import sys
+
+from oslo_config import cfg
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """The command line asks for something that cannot be done."""
+
+
+def parse(conf, argv, prog, default_config_files=None):
+    """Parse ``argv`` into ``conf`` for ``prog``.
+
+    Raises UsageError with argparse's or oslo.config's complaint alone
+    (argparse would print the whole usage first); ``--help`` still prints
+    and exits.
+    """
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            conf(argv, project='memagg', prog=prog,
+                 default_config_files=default_config_files)
+    except SystemExit as done:
+        if done.code:
+            lines = captured.getvalue().strip().splitlines()
+            raise UsageError(lines[-1].split(': error: ', 1)[-1]
+                             if lines else 'bad arguments')
+        raise
+    except cfg.Error as error:
+        raise UsageError(str(error))
+
+
+def fail(prog, message, status=USAGE_ERROR):
+    """Write ``prog: error: message`` on stderr; return ``status``."""
+    sys.stderr.write('%s: error: %s\n' % (prog, message))
+    return status

@@ -1,0 +1,124 @@
+"""memagg-manage, run as a process against a SQLite file."""
+from concurrent import futures
+
+import pytest
+import sqlalchemy as sa
+
+from memagg.db import migration
+from memagg.db.sqlalchemy import models
+from memagg.tests.unit.cmd import tools
+from memagg.tests.unit.db import rows
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def sqlite_file(tmp_path):
+    """A config naming a SQLite file that does not exist yet; its URL."""
+    url = 'sqlite:///%s' % (tmp_path / 'memagg.sqlite')
+    return tools.write_config(tmp_path, url), url
+
+
+def _manage(config, *args):
+    return tools.run('memagg-manage', config, *args)
+
+
+def test_upgrade_from_empty_then_version(sqlite_file):
+    config, url = sqlite_file
+
+    before = _manage(config, 'db', 'version')
+    upgrade = _manage(config, 'db', 'upgrade')
+    after = _manage(config, 'db', 'version')
+
+    assert (before.returncode, before.stdout) == (0, 'None\n')
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert upgrade.stdout == 'Database schema at revision %s\n' % (
+        migration.head())
+    assert (after.returncode, after.stdout) == (0, migration.head() + '\n')
+    tables = sa.inspect(sa.create_engine(url)).get_table_names()
+    assert set(models.Base.metadata.tables) <= set(tables)
+
+
+def test_upgrade_to_named_revision(sqlite_file):
+    config, _ = sqlite_file
+
+    upgrade = _manage(config, 'db', 'upgrade', '--revision', '0001')
+
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert upgrade.stdout == 'Database schema at revision 0001\n'
+
+
+def test_purge_uses_retention_then_argument(sqlite_db, tmp_path, conf):
+    config = tools.write_config(tmp_path, sqlite_db)
+    rows.insert(models.WssSample, *[
+        dict(sampled_at=rows.ago(hours=hours)) for hours in (200, 30, 1)])
+
+    default = _manage(config, 'db', 'purge')
+    explicit = _manage(config, 'db', 'purge', '--older-than-hours', '24')
+
+    assert (default.returncode, default.stdout) == (
+        0, 'Deleted 1 WSS samples older than 168 hours\n'), default.stderr
+    assert (explicit.returncode, explicit.stdout) == (
+        0, 'Deleted 1 WSS samples older than 24 hours\n'), explicit.stderr
+    engine = sa.create_engine(sqlite_db)
+    with engine.connect() as connection:
+        left = connection.scalar(sa.select(sa.func.count()).select_from(
+            models.WssSample))
+    assert left == 1
+
+
+BAD_ARGUMENTS = [
+    ((), 'the following arguments are required: COMMAND'),
+    (('db',), 'the following arguments are required: ACTION'),
+    (('db', 'downgrade'), "argument ACTION: invalid choice: 'downgrade'"),
+    (('tables',), "argument COMMAND: invalid choice: 'tables'"),
+    (('db', 'purge', '--older-than-hours', 'x'),
+     "argument --older-than-hours: invalid int value: 'x'"),
+    (('db', 'purge', '--older-than-hours', '-1'),
+     'argument --older-than-hours: -1 is negative; give 0 or more'),
+    (('db', 'upgrade', '--revision', 'nope'),
+     "argument --revision: Can't locate revision identified by 'nope'"),
+    (('db', 'version', '--verbose-please'),
+     'unrecognized arguments: --verbose-please'),
+]
+
+
+def test_bad_arguments_give_one_line(sqlite_file):
+    config, _ = sqlite_file
+
+    # Side by side: each process spends its time importing.
+    with futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda case: _manage(config, *case[0]),
+                                BAD_ARGUMENTS))
+
+    for (args, message), result in zip(BAD_ARGUMENTS, results):
+        assert (result.returncode, result.stdout) == (2, ''), args
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, (args, result.stderr)
+        assert lines[0].startswith('memagg-manage: error: ' + message), args
+
+
+def test_missing_config_file(tmp_path):
+    result = _manage(tmp_path / 'absent.conf', 'db', 'version')
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        'memagg-manage: error: Failed to find some config files: %s'
+        % (tmp_path / 'absent.conf')]
+
+
+def test_unreachable_database_is_one_line(tmp_path):
+    # Port 1 on loopback: nothing listens, the connection is refused at once.
+    config = tools.write_config(
+        tmp_path, 'mysql+pymysql://memagg:secret@127.0.0.1:1/memagg')
+
+    result = _manage(config, 'db', 'upgrade')
+
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith('memagg-manage: error: database '
+                               'mysql+pymysql://memagg:***@127.0.0.1:1/memagg '
+                               'failed: ')
+    assert 'check [database] connection' in lines[0]
+    assert 'secret' not in result.stderr

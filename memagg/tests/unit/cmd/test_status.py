@@ -1,0 +1,146 @@
+"""memagg-status upgrade check: each check in-process on SQLite, and the
+command as a process for its exit codes (0 success, 1 warning, 2 failure)."""
+import json
+
+from oslo_upgradecheck import upgradecheck
+import pytest
+
+from memagg.cmd import status
+from memagg.db import api as db_api
+from memagg.db import migration
+from memagg.db.sqlalchemy import models
+from memagg.tests.unit.cmd import tools
+from memagg.tests.unit.db import rows
+
+Code = upgradecheck.Code
+
+
+@pytest.fixture
+def use_database(conf):
+    """Point memagg.db.api at a URL of the test's choosing."""
+    def use(url, **options):
+        conf.config(connection=url, group='database', **options)
+        db_api.dispose()
+    yield use
+    db_api.dispose()
+
+
+def _service(host, binary, seconds_ago, **values):
+    return dict(host=host, binary=binary, topic=binary,
+                last_seen_at=rows.ago(seconds=seconds_ago), **values)
+
+
+def test_schema_at_head_succeeds(sqlite_db):
+    result = status.Checks()._check_schema()
+
+    assert result.code == Code.SUCCESS
+    assert migration.head() in result.details
+
+
+def test_empty_database_fails_with_the_fix(use_database, tmp_path):
+    use_database('sqlite:///%s' % (tmp_path / 'empty.sqlite'))
+
+    schema = status.Checks()._check_schema()
+    services = status.Checks()._check_services()
+
+    assert schema.code == Code.FAILURE
+    assert 'run "memagg-manage db upgrade"' in schema.details
+    assert services.code == Code.WARNING
+    assert 'Not checked' in services.details
+
+
+def test_schema_behind_code_fails_with_the_fix(sqlite_db, monkeypatch):
+    monkeypatch.setattr(migration, 'head', lambda: '0002')
+
+    result = status.Checks()._check_schema()
+
+    assert result.code == Code.FAILURE
+    assert result.details == ('The schema is at revision 0001, this code '
+                              'needs 0002: run "memagg-manage db upgrade".')
+
+
+def test_no_services_is_a_warning(sqlite_db):
+    result = status.Checks()._check_services()
+
+    assert result.code == Code.WARNING
+    assert 'No memagg-scheduler or memagg-compute service' in result.details
+
+
+def test_all_services_up_succeeds(sqlite_db, conf):
+    conf.config(service_down_time=60)
+    rows.insert(models.Service,
+                _service('ctl', 'memagg-scheduler', 5),
+                _service('cn1', 'memagg-compute', 50),
+                # Neither a watched binary nor enabled: they do not count.
+                _service('ctl', 'memagg-api', 9999),
+                _service('cn2', 'memagg-compute', 9999, disabled=True))
+
+    result = status.Checks()._check_services()
+
+    assert (result.code, result.details) == (Code.SUCCESS, '2 services up.')
+
+
+def test_down_services_are_named(sqlite_db, conf):
+    conf.config(service_down_time=60)
+    rows.insert(models.Service,
+                _service('ctl', 'memagg-scheduler', 5),
+                _service('cn1', 'memagg-compute', 70),
+                _service('cn2', 'memagg-compute', 3600))
+
+    result = status.Checks()._check_services()
+
+    assert result.code == Code.WARNING
+    assert result.details.startswith(
+        '2 of 3 services sent no heartbeat in the last [DEFAULT] '
+        'service_down_time (60 s): memagg-compute on cn1, memagg-compute on '
+        'cn2.')
+
+
+def test_unreachable_database_fails(use_database):
+    use_database('mysql+pymysql://root@127.0.0.1:1/memagg', max_retries=0)
+
+    result = status.Checks()._check_schema()
+
+    assert result.code == Code.FAILURE
+    assert 'check [database] connection' in result.details
+
+
+@pytest.mark.slow
+def test_exit_codes_follow_the_worst_check(use_database, tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'memagg.sqlite')
+    config = tools.write_config(tmp_path, url, service_down_time=60)
+
+    def check():
+        return tools.run('memagg-status', config, 'upgrade', 'check',
+                         '--json')
+
+    empty = check()
+    tools.run('memagg-manage', config, 'db', 'upgrade')
+    no_services = check()
+    use_database(url)
+    rows.insert(models.Service, _service('ctl', 'memagg-scheduler', 1))
+    all_up = check()
+
+    for process, code in ((empty, 2), (no_services, 1), (all_up, 0)):
+        assert process.returncode == code, process.stderr
+        report = json.loads(process.stdout)
+        assert max(c['result'] for c in report['checks']) == code
+    assert [c['check'] for c in json.loads(all_up.stdout)['checks']] == [
+        'Database schema', 'Services']
+
+
+@pytest.mark.slow
+def test_table_output_and_bad_command(tmp_path):
+    config = tools.write_config(
+        tmp_path, 'sqlite:///%s' % (tmp_path / 'memagg.sqlite'))
+
+    table = tools.run('memagg-status', config, 'upgrade', 'check')
+    bad = tools.run('memagg-status', config, 'upgrade', 'chek')
+
+    assert table.returncode == 2
+    assert 'Check: Database schema' in table.stdout
+    assert 'Result: Failure' in table.stdout
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines() == [
+        "memagg-status: error: argument check: 'chek' is not a command; use "
+        '"memagg-status upgrade check"']
