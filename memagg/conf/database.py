@@ -1,4 +1,5 @@
 """The [database] group: oslo.db's own options with memagg's defaults."""
+from oslo_config import cfg
 from oslo_db import options as db_options
 
 _DEFAULT_CONNECTION = 'sqlite:////var/lib/memagg/memagg.sqlite'
@@ -9,8 +10,12 @@ def register_opts(conf):
 
 
 def set_lib_defaults():
+    """memagg's [database] defaults, on CONF and on the option objects
+    themselves (which is what oslo-config-generator reads)."""
     from memagg.conf import CONF
     db_options.set_defaults(CONF, connection=_DEFAULT_CONNECTION)
+    cfg.set_defaults(db_options.database_opts,
+                     connection=_DEFAULT_CONNECTION)
 
 
 def list_opts():
