@@ -91,12 +91,14 @@ class Service:
         self._stop = threading.Event()
         self._threads = []
         self._server = None
+        self._rpc_thread = None
 
     def start(self):
         """Start serving in the background; return at once."""
         self.manager.init_host()
-        self._server = rpc.get_server(self.topic, self.host, [self.manager])
-        self._spawn('%s-rpc' % self.binary, self._connect)
+        LOG.info('%s connecting to the message bus %s', self.binary,
+                 rpc.bus_description())
+        self._rpc_thread = self._spawn('%s-rpc' % self.binary, self._connect)
         self._spawn('%s-connect-log' % self.binary, self._log_connecting)
 
     def _spawn(self, name, target, *args):
@@ -104,14 +106,30 @@ class Service:
                                   daemon=True)
         thread.start()
         self._threads.append(thread)
+        return thread
 
     def _connect(self):
         # server.start() blocks inside oslo.messaging while it reconnects;
         # this thread is a daemon so a stop during that wait does not hang.
-        self._server.start()
+        delay = _CONNECT_LOG_FIRST
+        while True:
+            server = rpc.get_server(self.topic, self.host, [self.manager])
+            try:
+                server.start()
+                break
+            except Exception as exc:
+                # oslo.messaging gives up on errors other than an
+                # unreachable bus (e.g. a queue declared with other
+                # arguments); a new server is tried after a pause.
+                LOG.error('%s could not start its RPC server: %s; trying '
+                          'again in %.0f s', self.binary, exc, delay)
+                if self._stop.wait(delay):
+                    return
+                delay = min(delay * 2, _CONNECT_LOG_MAX)
+        self._server = server
         if self._stop.is_set():
-            self._server.stop()
-            self._server.wait()
+            server.stop()
+            server.wait()
             return
         self.connected.set()
         LOG.info('%s connected to the message bus %s; serving topic %s '
@@ -125,15 +143,14 @@ class Service:
     def _log_connecting(self):
         waited = 0.0
         delay = _CONNECT_LOG_FIRST
-        LOG.info('%s connecting to the message bus %s', self.binary,
-                 rpc.bus_description())
         while not self._stop.wait(delay):
             if self.connected.is_set():
                 return
             waited += delay
-            LOG.warning('%s: message bus %s not reachable after %.0f s; '
-                        'retrying with backoff (the service keeps running)',
-                        self.binary, rpc.bus_description(), waited)
+            LOG.warning('%s: not connected to the message bus %s after '
+                        '%.0f s; still retrying with backoff (the service '
+                        'keeps running)', self.binary, rpc.bus_description(),
+                        waited)
             delay = min(delay * 2, _CONNECT_LOG_MAX)
 
     def _heartbeat(self):
@@ -162,7 +179,7 @@ class Service:
         for thread in list(self._threads):
             # The RPC thread may still be inside oslo.messaging's reconnect
             # loop, which cannot be interrupted; it is a daemon thread.
-            if thread.name != '%s-rpc' % self.binary or self.connected.is_set():
+            if thread is not self._rpc_thread or self.connected.is_set():
                 thread.join()
         self.manager.cleanup_host()
         LOG.info('%s on %s stopped', self.binary, self.host)

@@ -14,15 +14,8 @@ from memagg.conf import CONF
 from memagg import objects
 from memagg.objects import base as objects_base
 
-CONTROL_EXCHANGE = 'memagg'
-
 TRANSPORT = None
 _URL = None
-
-
-def set_defaults():
-    """memagg's default for oslo.messaging's control_exchange."""
-    messaging.set_transport_defaults(CONTROL_EXCHANGE)
 
 
 def init(conf=CONF, url=None):
@@ -34,7 +27,6 @@ def init(conf=CONF, url=None):
     global TRANSPORT, _URL
     if TRANSPORT is None:
         objects.register_all()
-        set_defaults()
         TRANSPORT = messaging.get_rpc_transport(conf, url=url)
         _URL = messaging.TransportURL.parse(conf, url or conf.transport_url)
     return TRANSPORT

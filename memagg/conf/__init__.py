@@ -8,10 +8,12 @@ from memagg.conf import api
 from memagg.conf import compute
 from memagg.conf import database
 from memagg.conf import default
+from memagg.conf import messaging
 from memagg.conf import scheduler
 from memagg.conf import wss
 
 CONF = cfg.CONF
 
-for _module in (default, api, compute, database, scheduler, wss):
+for _module in (default, api, compute, database, messaging, scheduler,
+                wss):
     _module.register_opts(CONF)

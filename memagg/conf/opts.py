@@ -3,6 +3,7 @@ from memagg.conf import api
 from memagg.conf import compute
 from memagg.conf import database
 from memagg.conf import default
+from memagg.conf import messaging
 from memagg.conf import scheduler
 from memagg.conf import wss
 
@@ -18,5 +19,7 @@ def list_opts():
 
 
 def set_lib_defaults():
-    """Apply memagg's defaults to library options (oslo.db)."""
+    """Apply memagg's defaults to library options (oslo.db,
+    oslo.messaging)."""
     database.set_lib_defaults()
+    messaging.set_lib_defaults()

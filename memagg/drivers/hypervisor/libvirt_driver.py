@@ -28,6 +28,17 @@ def _quiet_error_handler(_ctx, _error):
 libvirt.registerErrorHandler(_quiet_error_handler, None)
 
 
+def answers(uri):
+    """Whether a libvirt connection to ``uri`` can be opened now."""
+    try:
+        libvirt.open(uri).close()
+    except libvirt.libvirtError as exc:
+        LOG.info('libvirt at %s does not answer: %s', uri,
+                 exc.get_error_message())
+        return False
+    return True
+
+
 class LibvirtDriver(base.HypervisorDriver):
     """Reads the host and its running domains from libvirt at ``uri``."""
 

@@ -82,6 +82,7 @@ def test_reconnects_when_the_connection_died(driver):
 
 
 def test_an_unreachable_uri_raises_libvirt_error():
-    drv = libvirt_driver.LibvirtDriver('qemu+unix:///system?socket=/nonexistent')
+    drv = libvirt_driver.LibvirtDriver(
+        'qemu+unix:///system?socket=/nonexistent')
     with pytest.raises(libvirt.libvirtError):
         drv.get_host_info()

@@ -85,8 +85,8 @@ def test_rpc_cast_and_call(scheduler, admin_context):
                      message='3 samples stored')
 
 
-def test_service_stops_promptly_and_runs_its_periodic_task(conf, fake_rpc,
-                                                            sqlite_db):
+def test_service_stops_promptly_and_runs_its_periodic_task(
+        conf, fake_rpc, sqlite_db):
     ran = []
     mgr = manager.SchedulerManager(host='ctl')
     mgr.periodic_tasks = lambda: [service.PeriodicTask(

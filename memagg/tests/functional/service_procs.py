@@ -1,0 +1,135 @@
+"""Real memagg processes for functional tests: a RabbitMQ virtual host,
+config files, start, stop."""
+import os
+import select
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import uuid
+
+import pytest
+
+# The RabbitMQ server the tests use, without a virtual host.
+RABBIT_SERVER = os.environ.get('MEMAGG_TEST_RABBIT_SERVER',
+                               'rabbit://guest:guest@127.0.0.1:5672')
+RABBIT_USER = 'guest'
+BIN_DIR = os.path.dirname(sys.executable)
+
+
+def _rabbitmqctl(*args):
+    subprocess.run(('rabbitmqctl', '-q') + args, check=True,
+                   stdout=subprocess.DEVNULL, timeout=120)
+
+
+@pytest.fixture(scope='session', name='rabbit_url')
+def rabbit_url_fixture():
+    """transport_url of a RabbitMQ virtual host of this test session.
+
+    RabbitMQ names queues after topic and server, whatever the exchange, so
+    a virtual host of its own keeps this run apart from any other; deleting
+    it drops every queue the run made.
+    """
+    vhost = 'memagg_test_%s' % uuid.uuid4().hex[:12]
+    _rabbitmqctl('add_vhost', vhost)
+    try:
+        _rabbitmqctl('set_permissions', '-p', vhost, RABBIT_USER,
+                     '.*', '.*', '.*')
+        yield '%s/%s' % (RABBIT_SERVER, vhost)
+    finally:
+        _rabbitmqctl('delete_vhost', vhost)
+
+
+def write_config(path, sections):
+    """Write ``{section: {option: value}}`` as an oslo.config INI file."""
+    with open(path, 'w') as f:
+        for section, options in sections.items():
+            f.write('[%s]\n' % section)
+            for key, value in options.items():
+                f.write('%s = %s\n' % (key, value))
+            f.write('\n')
+    return path
+
+
+class Process:
+    """A console script started with its output in a log file."""
+
+    def __init__(self, name, args, log_path):
+        self.name = name
+        self.log_path = log_path
+        self._log = open(log_path, 'wb')
+        self.proc = subprocess.Popen(
+            [os.path.join(BIN_DIR, name)] + list(args),
+            stdout=self._log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+
+    def log(self):
+        with open(self.log_path, errors='replace') as f:
+            return f.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=30):
+        """SIGTERM, then wait; kill and fail if it does not exit in time."""
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError('%s ignored SIGTERM for %s s; log:\n%s'
+                                     % (self.name, timeout, self.log()))
+            finally:
+                self._log.close()
+        return self.proc.returncode
+
+
+def free_port():
+    """A loopback TCP port nothing listens on (now)."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+class TcpForwarder:
+    """Listens on 127.0.0.1:``port`` and relays each connection to
+    ``upstream`` (host, port): makes a closed port reachable on demand."""
+
+    def __init__(self, port, upstream):
+        self.upstream = upstream
+        forwarder = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                forwarder._relay(self.request)
+
+        socketserver.ThreadingTCPServer.allow_reuse_address = True
+        self.server = socketserver.ThreadingTCPServer(('127.0.0.1', port),
+                                                      Handler)
+        self.server.daemon_threads = True
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self.server.serve_forever,
+                                        daemon=True)
+        self._thread.start()
+
+    def _relay(self, client):
+        with socket.create_connection(self.upstream, timeout=10) as up:
+            up.settimeout(None)
+            peers = {client: up, up: client}
+            while not self._stopped.is_set():
+                readable, _, _ = select.select(list(peers), [], [], 0.5)
+                for sock in readable:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    peers[sock].sendall(data)
+
+    def stop(self):
+        self._stopped.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join()
