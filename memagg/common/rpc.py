@@ -41,6 +41,7 @@ def cleanup():
 
 
 def get_transport():
+    """The process's transport (see :func:`init`)."""
     if TRANSPORT is None:
         raise RuntimeError('memagg.common.rpc.init() has not been called')
     return TRANSPORT
@@ -84,10 +85,11 @@ class Client:
     not answer; RPCTimeout names the target, the method and the timeout.
     """
 
-    def __init__(self, topic, version, version_cap=None):
+    def __init__(self, topic, version, version_cap=None, transport=None):
         self.topic = topic
         self._client = messaging.get_rpc_client(
-            get_transport(), messaging.Target(topic=topic, version=version),
+            transport or get_transport(),
+            messaging.Target(topic=topic, version=version),
             version_cap=version_cap, serializer=RequestContextSerializer())
 
     def can_send_version(self, version):
@@ -123,6 +125,13 @@ class Client:
         if timeout is not None:
             kwargs['timeout'] = timeout
         return self._client.prepare(**kwargs) if kwargs else self._client
+
+
+def new_transport(conf=CONF):
+    """A transport of its own (own connections), for a client that must
+    not share the process's, such as a simulated compute node."""
+    objects.register_all()
+    return messaging.get_rpc_transport(conf)
 
 
 def get_server(topic, server, endpoints):

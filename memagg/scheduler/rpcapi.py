@@ -13,8 +13,10 @@ class SchedulerAPI:
 
     VERSION = '1.0'
 
-    def __init__(self):
-        self.client = rpc.Client(CONF.scheduler.topic, self.VERSION)
+    def __init__(self, transport=None):
+        """``transport`` defaults to the process's (memagg.common.rpc)."""
+        self.client = rpc.Client(CONF.scheduler.topic, self.VERSION,
+                                 transport=transport)
 
     def report(self, ctxt, report):
         """Send one ComputeReport (cast: no reply is awaited)."""

@@ -74,17 +74,19 @@ class Process:
 
     def stop(self, timeout=30):
         """SIGTERM, then wait; kill and fail if it does not exit in time."""
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError('%s ignored SIGTERM for %s s; log:\n%s'
-                                     % (self.name, timeout, self.log()))
-            finally:
-                self._log.close()
+        try:
+            if self.alive():
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+                    raise AssertionError(
+                        '%s ignored SIGTERM for %s s; log:\n%s'
+                        % (self.name, timeout, self.log()))
+        finally:
+            self._log.close()
         return self.proc.returncode
 
 

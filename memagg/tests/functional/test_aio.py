@@ -1,0 +1,71 @@
+"""memagg-aio as a new user runs it: one process, API answering, this host
+and the libvirt test driver's domain listed, a clean exit on SIGTERM."""
+import json
+import os
+import re
+import socket
+import urllib.request
+
+import pytest
+
+from memagg.tests.functional import service_procs
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.status == 200
+        return json.load(response)
+
+
+def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
+    state = tmp_path / 'state'
+    # A new user's environment: state under $XDG_STATE_HOME by default.
+    monkeypatch.setenv('XDG_STATE_HOME', str(state))
+    config = service_procs.write_config(tmp_path / 'aio.conf', {
+        'DEFAULT': {'report_interval': 1},
+        'compute': {'collect_interval': 1},
+    })
+    proc = service_procs.Process(
+        'memagg-aio', ['--port', '0', '--config-file', str(config)],
+        tmp_path / 'aio.log')
+    try:
+        match = polling.wait_for(
+            lambda: (re.search(r'^API: (http://\S+?)/?$', proc.log(), re.M)
+                     or not proc.alive()), 60, message='the API URL line')
+        assert proc.alive(), proc.log()
+        url = match.group(1)
+        assert 'curl -s %s/v1/hosts' % url in proc.log()
+        assert os.path.exists(state / 'memagg' / 'memagg.sqlite')
+
+        hostname = socket.gethostname()
+        hosts = polling.wait_for(
+            lambda: [h for h in _get(url + '/v1/hosts')['hosts']
+                     if h['name'] == hostname], 60, message='this host')
+        assert hosts[0]['memory_mb'] > 0
+        instances = polling.wait_for(
+            lambda: [i for i in _get(url + '/v1/instances')['instances']
+                     if i['uuid'] == TEST_DOMAIN_UUID], 60,
+            message="the test driver's domain")
+        assert (instances[0]['host'], instances[0]['name']) == (hostname,
+                                                                'test')
+    finally:
+        code = proc.stop()
+    assert code == 0, proc.log()
+    assert 'memagg-compute on %s stopped' % socket.gethostname() in proc.log()
+
+
+def test_aio_refuses_an_unwritable_state_dir(tmp_path):
+    blocker = tmp_path / 'file'
+    blocker.write_text('not a directory')
+    proc = service_procs.Process(
+        'memagg-aio', ['--state-dir', str(blocker / 'state')],
+        tmp_path / 'aio.log')
+    proc.proc.wait(60)
+    assert proc.stop() != 0
+    lines = proc.log().strip().splitlines()
+    assert lines[-1].startswith('memagg-aio: error: cannot use --state-dir')
