@@ -125,8 +125,8 @@ def through_rpc(args, workdir, db_url, server):
         code = scheduler.stop()
         rpc.cleanup()
     if code != 0:
-        sys.exit('memagg-scheduler exited %s; see %s' % (code,
-                                                        scheduler.log_path))
+        sys.exit('memagg-scheduler exited %s; see %s'
+                 % (code, scheduler.log_path))
     return sent, elapsed
 
 
