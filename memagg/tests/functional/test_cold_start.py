@@ -1,0 +1,41 @@
+"""tools/setup.sh on a machine whose services were never started.
+
+tools/check-cold-start.sh gives setup.sh freshly installed, stopped
+RabbitMQ, MariaDB and PostgreSQL in private namespaces (the machine's own
+services are not touched), then runs the MariaDB and PostgreSQL database
+tests against the servers setup.sh started.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from memagg.tests.functional import keystone as keystone_fixture
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+SCRIPT = keystone_fixture.REPO_ROOT / 'tools' / 'check-cold-start.sh'
+
+
+def test_setup_starts_every_service_from_cold():
+    if os.geteuid() != 0 or not shutil.which('unshare'):
+        message = 'needs root and unshare(1) to give setup.sh cold services'
+        if os.environ.get('CI', '').lower() == 'true':
+            pytest.fail(message)
+        pytest.skip(message)
+    result = subprocess.run(
+        [str(SCRIPT), 'memagg/tests/functional/db', '-q', '-k',
+         'migrat and (mysql or postgresql)'],
+        cwd=keystone_fixture.REPO_ROOT, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=480)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:]
+    for started in ('starting PostgreSQL', 'allowing postgres@127.0.0.1',
+                    'starting MariaDB', 'allowing root@127.0.0.1',
+                    'starting RabbitMQ'):
+        assert 'setup: ' + started in output, output[-6000:]
+    summary = re.findall(r'^.*\d+ passed.*$', output, re.M)
+    assert summary and not re.search(r'\d+ (failed|error)', summary[-1]), (
+        output[-6000:])
