@@ -23,6 +23,7 @@ import typing
 
 from oslo_config import cfg
 from oslo_log import log as logging
+import oslo_messaging as messaging
 
 from memagg.common import context as memagg_context
 from memagg.common import rpc
@@ -76,7 +77,12 @@ def prepare_service(argv, default_config_files=None):
     logging.setup(CONF, 'memagg')
     objects.register_all()
     db_api.configure()
-    rpc.init(CONF)
+    try:
+        rpc.init(CONF)
+    except (messaging.InvalidTransportURL, messaging.DriverLoadFailure) as exc:
+        sys.exit('%s: error: [DEFAULT] transport_url: %s; use e.g. '
+                 'rabbit://USER:PASSWORD@HOST:5672/' % (
+                     os.path.basename(argv[0]), exc))
 
 
 class Service:

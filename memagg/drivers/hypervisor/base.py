@@ -3,6 +3,10 @@ import abc
 import dataclasses
 
 from stevedore import driver as stevedore_driver
+from stevedore import exception as stevedore_exc
+from stevedore import extension
+
+from memagg.common import exceptions
 
 NAMESPACE = 'memagg.hypervisor'
 
@@ -56,8 +60,19 @@ class HypervisorDriver(metaclass=abc.ABCMeta):
 
 
 def load(name, uri):
-    """The driver plug-in ``name`` of namespace memagg.hypervisor."""
-    manager = stevedore_driver.DriverManager(
-        namespace=NAMESPACE, name=name, invoke_on_load=True,
-        invoke_args=(uri,))
+    """The driver plug-in ``name`` of namespace memagg.hypervisor.
+
+    Raises InvalidParameter naming [compute] hypervisor_driver when no
+    plug-in has that name.
+    """
+    try:
+        manager = stevedore_driver.DriverManager(
+            namespace=NAMESPACE, name=name, invoke_on_load=True,
+            invoke_args=(uri,))
+    except stevedore_exc.NoMatches:
+        known = sorted(extension.ExtensionManager(NAMESPACE).names())
+        raise exceptions.InvalidParameter(
+            field='[compute] hypervisor_driver',
+            reason='no hypervisor driver %r; use one of %s'
+            % (name, ', '.join(known)))
     return manager.driver

@@ -2,6 +2,8 @@
 import libvirt
 import pytest
 
+from memagg.common import exceptions
+
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 
@@ -30,9 +32,12 @@ def test_stevedore_loads_the_libvirt_driver(driver):
     assert driver.uri == TEST_URI
 
 
-def test_an_unknown_driver_name_is_refused():
-    with pytest.raises(Exception, match='nosuch'):
+def test_an_unknown_driver_name_is_refused_naming_the_option():
+    with pytest.raises(exceptions.InvalidParameter) as info:
         base.load('nosuch', TEST_URI)
+    assert str(info.value) == (
+        "Invalid value for '[compute] hypervisor_driver': no hypervisor "
+        "driver 'nosuch'; use one of libvirt")
 
 
 def test_host_info(driver):

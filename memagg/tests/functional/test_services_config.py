@@ -1,0 +1,49 @@
+"""Bad configuration stops memagg-scheduler and memagg-compute with one
+line on stderr naming the problem, and a non-zero exit."""
+import subprocess
+
+import pytest
+
+from memagg.tests.functional import service_procs
+
+pytestmark = [pytest.mark.functional]
+
+
+def _run(name, args):
+    result = subprocess.run(
+        ['%s/%s' % (service_procs.BIN_DIR, name)] + args,
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return result.returncode, result.stderr.strip().splitlines()[-1]
+
+
+def test_missing_config_file(tmp_path):
+    code, line = _run('memagg-scheduler',
+                      ['--config-file', str(tmp_path / 'nope.conf')])
+    assert code != 0
+    assert line.startswith('memagg-scheduler: error: ')
+    assert 'nope.conf' in line
+
+
+def test_unknown_hypervisor_driver(tmp_path):
+    config = service_procs.write_config(tmp_path / 'memagg.conf', {
+        'DEFAULT': {'transport_url': 'fake://'},
+        'database': {'connection': 'sqlite:///%s' % (tmp_path / 'db')},
+        'compute': {'hypervisor_driver': 'vmware'},
+    })
+    code, line = _run('memagg-compute', ['--config-file', str(config)])
+    assert code != 0
+    assert line == ("memagg-compute: error: Invalid value for '[compute] "
+                    "hypervisor_driver': no hypervisor driver 'vmware'; use "
+                    "one of libvirt")
+
+
+def test_unusable_transport_url(tmp_path):
+    config = service_procs.write_config(tmp_path / 'memagg.conf', {
+        'DEFAULT': {'transport_url': 'carrier-pigeon://coop'},
+        'database': {'connection': 'sqlite:///%s' % (tmp_path / 'db')},
+    })
+    code, line = _run('memagg-scheduler', ['--config-file', str(config)])
+    assert code != 0
+    assert line.startswith(
+        'memagg-scheduler: error: [DEFAULT] transport_url: ')
+    assert 'carrier-pigeon' in line
