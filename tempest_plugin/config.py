@@ -1,0 +1,29 @@
+"""The tempest.conf options of memagg's tests."""
+from oslo_config import cfg
+
+service_available_group = cfg.OptGroup(
+    name='service_available', title='Available OpenStack services')
+
+ServiceAvailableGroup = [
+    cfg.BoolOpt('memagg', default=True,
+                help='Whether memagg (memory aggregation) is deployed; its '
+                     'tests are skipped when it is not.'),
+]
+
+memagg_group = cfg.OptGroup(name='memagg',
+                            title='Memory aggregation service options')
+
+MemaggGroup = [
+    cfg.StrOpt('catalog_type', default='memory-aggregation',
+               help='Service type of memagg-api in the service catalog.'),
+    cfg.StrOpt('endpoint_type', default='publicURL',
+               choices=['public', 'admin', 'internal', 'publicURL',
+                        'adminURL', 'internalURL'],
+               help='Endpoint type of memagg-api to use.'),
+    cfg.StrOpt('region', default='',
+               help='Region of memagg-api; empty means [identity] region.'),
+    cfg.StrOpt('min_microversion', default=None,
+               help='Lowest API microversion the tests may use (e.g. 1.0).'),
+    cfg.StrOpt('max_microversion', default='latest',
+               help='Highest API microversion the tests may use.'),
+]
