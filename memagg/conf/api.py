@@ -8,7 +8,8 @@ opts = [
                        help='Address memagg-api listens on.'),
     cfg.PortOpt('port', default=8799, help='Port memagg-api listens on.'),
     cfg.StrOpt('auth_strategy', default='keystone',
-               choices=[('keystone', 'Validate tokens with keystonemiddleware'),
+               choices=[('keystone',
+                         'Validate tokens with keystonemiddleware'),
                         ('noauth', 'Development only: every request is an '
                                    'admin of project "admin"')],
                help='How requests are authenticated.'),

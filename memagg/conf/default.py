@@ -4,7 +4,8 @@ import socket
 from oslo_config import cfg
 
 opts = [
-    cfg.StrOpt('host', default=socket.gethostname(), sample_default='<hostname>',
+    cfg.StrOpt('host', default=socket.gethostname(),
+               sample_default='<hostname>',
                help='Name of this host as memagg and Nova know it. It is '
                     'the RPC server name of memagg-compute on this node.'),
     cfg.IntOpt('report_interval', default=10, min=1,

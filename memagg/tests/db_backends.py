@@ -14,8 +14,8 @@ import sqlalchemy as sa
 SERVERS = {
     'mysql': os.environ.get('MEMAGG_TEST_MYSQL_URL',
                             'mysql+pymysql://root@127.0.0.1:3306'),
-    'postgresql': os.environ.get('MEMAGG_TEST_PG_URL',
-                                 'postgresql+psycopg2://postgres@127.0.0.1:5432'),
+    'postgresql': os.environ.get(
+        'MEMAGG_TEST_PG_URL', 'postgresql+psycopg2://postgres@127.0.0.1:5432'),
 }
 
 
@@ -41,6 +41,7 @@ def provisioned(backend, tmp_path):
             if backend == 'postgresql':
                 conn.execute(sa.text(
                     'SELECT pg_terminate_backend(pid) FROM pg_stat_activity '
-                    'WHERE datname = :n AND pid <> pg_backend_pid()'), {'n': name})
+                    'WHERE datname = :n AND pid <> pg_backend_pid()'),
+                    {'n': name})
             conn.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
         admin.dispose()
