@@ -52,7 +52,10 @@ def test_report_survives_the_rpc_serializer():
     assert primitive['memagg_object.name'] == 'ComputeReport'
     assert primitive['memagg_object.version'] == '1.0'
     again = serializer.deserialize_entity(ctxt, primitive)
-    assert again == _report()
+    # Field by field: ovo's == also compares the order of the changed-field
+    # list, which follows string hashing and so varies between runs.
+    assert isinstance(again, report.ComputeReport)
+    assert again.as_dict() == _report().as_dict()
     assert again.instances[0].uuid == UUID
     assert again.samples[0].sampled_at == NOW
 
