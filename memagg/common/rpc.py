@@ -135,9 +135,14 @@ def new_transport(conf=CONF):
 
 
 def get_server(topic, server, endpoints):
-    """An RPC server of ``topic`` named ``server`` (threading executor)."""
+    """An RPC server of ``topic`` named ``server`` (threading executor).
+
+    Only endpoint methods decorated with ``oslo_messaging.expose`` can be
+    called: a manager's other public methods (periodic tasks, set-up) are
+    not RPC.
+    """
     target = messaging.Target(topic=topic, server=server)
     return messaging.get_rpc_server(
         get_transport(), target, endpoints, executor='threading',
         serializer=RequestContextSerializer(),
-        access_policy=messaging.DefaultRPCAccessPolicy)
+        access_policy=messaging.ExplicitRPCAccessPolicy)

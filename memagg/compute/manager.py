@@ -37,9 +37,12 @@ class ComputeManager(service.Manager):
         return [service.PeriodicTask('collect', CONF.compute.collect_interval,
                                      self.collect_and_report)]
 
+    @messaging.expose
     def ping(self, ctxt):
+        """Prove this service answers RPC: its host and binary."""
         return {'host': self.host, 'binary': BINARY}
 
+    @messaging.expose
     def get_host_status(self, ctxt):
         """A ComputeReport read from the hypervisor now (not stored)."""
         return self.collector.collect()

@@ -16,18 +16,22 @@ class SchedulerManager(service.Manager):
 
     target = messaging.Target(version='1.0')
 
+    @messaging.expose
     def report(self, ctxt, report):
         """Store one ComputeReport (hosts, instances, wss_samples)."""
         host, instances, samples = report.to_db_values()
         db_api.report_ingest(ctxt, host, instances, samples,
                              reported_at=report.reported_at)
 
+    @messaging.expose
     def report_batch(self, ctxt, reports):
         """Store several ComputeReports, one transaction each."""
         for report in reports:
             self.report(ctxt, report)
 
+    @messaging.expose
     def ping(self, ctxt):
+        """Prove this service answers RPC: its host and binary."""
         return {'host': self.host, 'binary': BINARY}
 
     def purge_wss_samples(self):

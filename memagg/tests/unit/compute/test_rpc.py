@@ -73,3 +73,13 @@ def test_call_to_a_host_without_compute_times_out_clearly(services):
     message = str(info.value)
     assert 'memagg-compute.node-nobody' in message
     assert 'ping' in message and '1 s' in message
+
+
+def test_only_exposed_methods_are_rpc(services):
+    client = compute_rpcapi.ComputeAPI().client
+    # A public method of the manager that is not part of its RPC API.
+    with pytest.raises(Exception) as info:
+        client.call(context.get_admin_context(), 'cleanup_host',
+                    server='node-a', timeout=5)
+    assert 'cleanup_host' in str(info.value)
+    assert not isinstance(info.value, exceptions.RPCTimeout)
