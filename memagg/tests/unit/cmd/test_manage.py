@@ -48,7 +48,7 @@ def test_upgrade_to_named_revision(sqlite_file):
     assert upgrade.stdout == 'Database schema at revision 0001\n'
 
 
-def test_purge_uses_retention_then_argument(sqlite_db, tmp_path, conf):
+def test_purge_uses_retention_then_argument(sqlite_db, tmp_path):
     config = tools.write_config(tmp_path, sqlite_db)
     rows.insert(models.WssSample, *[
         dict(sampled_at=rows.ago(hours=hours)) for hours in (200, 30, 1)])
