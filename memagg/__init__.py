@@ -1,1 +1,16 @@
-"""memagg: memory aggregation for OpenStack clouds."""
+"""memagg: memory aggregation for OpenStack clouds.
+
+memagg runs on native threads, never eventlet. oslo.messaging imports
+oslo.service, whose default backend is eventlet, so the threading backend is
+chosen here, before any memagg module can import oslo.messaging.
+"""
+import warnings
+
+from oslo_service import backend as _service_backend
+
+# futurist imports eventlet merely because it is installed (oslo.service
+# depends on it); nothing in memagg uses it, so its deprecation notice is
+# noise on every command's stderr.
+warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+
+_service_backend.init_backend(_service_backend.BackendType.THREADING)
