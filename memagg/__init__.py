@@ -1,8 +1,10 @@
 """memagg: memory aggregation for OpenStack clouds.
 
 memagg runs on native threads, never eventlet. oslo.messaging imports
-oslo.service, whose default backend is eventlet, so the threading backend is
-chosen here, before any memagg module can import oslo.messaging.
+oslo.service, whose default backend is eventlet, so memagg makes threading
+the default here, before any memagg module can import oslo.messaging. A hook
+rather than init_backend(): a host program that already chose a backend (the
+sample config generator loads oslo.messaging first) keeps its choice.
 """
 import warnings
 
@@ -13,4 +15,5 @@ from oslo_service import backend as _service_backend
 # noise on every command's stderr.
 warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
 
-_service_backend.init_backend(_service_backend.BackendType.THREADING)
+_service_backend.register_backend_default_hook(
+    lambda: _service_backend.BackendType.THREADING)

@@ -135,7 +135,10 @@ def new_transport(conf=CONF):
 
 
 def get_server(topic, server, endpoints):
-    """An RPC server of ``topic`` named ``server`` (threading executor).
+    """An RPC server of ``topic`` named ``server``.
+
+    oslo.messaging picks its threading executor itself, as nothing in memagg
+    is monkey-patched.
 
     Only endpoint methods decorated with ``oslo_messaging.expose`` can be
     called: a manager's other public methods (periodic tasks, set-up) are
@@ -143,6 +146,6 @@ def get_server(topic, server, endpoints):
     """
     target = messaging.Target(topic=topic, server=server)
     return messaging.get_rpc_server(
-        get_transport(), target, endpoints, executor='threading',
+        get_transport(), target, endpoints,
         serializer=RequestContextSerializer(),
         access_policy=messaging.ExplicitRPCAccessPolicy)
