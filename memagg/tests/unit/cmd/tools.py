@@ -23,9 +23,6 @@ def run(tool, config, *args):
     ``args``; return the CompletedProcess (text output)."""
     script = os.path.join(os.path.dirname(sys.executable), tool)
     assert os.path.exists(script), '%s not installed: pip install -e .' % tool
-    # Libraries' deprecation warnings are not the tool's output, which the
-    # tests hold to one line on stderr for an error.
-    env = dict(os.environ, PYTHONWARNINGS='ignore')
     return subprocess.run([script, '--config-file', str(config), *args],
                           capture_output=True, text=True, timeout=TIMEOUT,
-                          stdin=subprocess.DEVNULL, env=env)
+                          stdin=subprocess.DEVNULL)
