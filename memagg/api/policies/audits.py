@@ -1,24 +1,18 @@
 """Policies of /v1/audits."""
-from oslo_policy import policy
-
 from memagg.api.policies import base
 
 LIST = 'memagg:audit:list'
 GET = 'memagg:audit:get'
 
 rules = [
-    policy.DocumentedRuleDefault(
-        name=LIST,
-        check_str=base.ADMIN,
-        description='List consolidation audits.',
-        operations=[{'method': 'GET', 'path': '/v1/audits'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=GET,
-        check_str=base.ADMIN,
-        description='Show an audit and its actions.',
-        operations=[{'method': 'GET', 'path': '/v1/audits/{uuid}'}],
-        scope_types=['project']),
+    base.get_rule(
+        LIST, base.ADMIN,
+        'List consolidation audits.',
+        '/v1/audits'),
+    base.get_rule(
+        GET, base.ADMIN,
+        'Show an audit and its actions.',
+        '/v1/audits/{uuid}'),
 ]
 
 

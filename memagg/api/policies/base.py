@@ -19,5 +19,14 @@ rules = [
 ]
 
 
+def get_rule(name, check_str, description, path):
+    """The documented rule guarding ``GET path``; memagg's rules are all
+    project-scoped."""
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=check_str, description=description,
+        operations=[{'method': 'GET', 'path': path}],
+        scope_types=['project'])
+
+
 def list_rules():
     return rules

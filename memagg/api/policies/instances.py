@@ -1,6 +1,4 @@
 """Policies of /v1/instances: an instance's project may read it."""
-from oslo_policy import policy
-
 from memagg.api.policies import base
 
 LIST = 'memagg:instance:list'
@@ -9,32 +7,24 @@ GET = 'memagg:instance:get'
 WSS = 'memagg:instance:wss'
 
 rules = [
-    policy.DocumentedRuleDefault(
-        name=LIST,
-        check_str=base.PROJECT_MEMBER,
-        description='List instances. Unless memagg:instance:list:'
-                    'all_projects also passes, only the caller\'s project\'s '
-                    'instances are listed.',
-        operations=[{'method': 'GET', 'path': '/v1/instances'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=LIST_ALL_PROJECTS,
-        check_str=base.ADMIN,
-        description='List the instances of every project.',
-        operations=[{'method': 'GET', 'path': '/v1/instances'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=GET,
-        check_str=base.ADMIN_OR_OWNER,
-        description='Show an instance.',
-        operations=[{'method': 'GET', 'path': '/v1/instances/{uuid}'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=WSS,
-        check_str=base.ADMIN_OR_OWNER,
-        description='List the working-set samples of an instance.',
-        operations=[{'method': 'GET', 'path': '/v1/instances/{uuid}/wss'}],
-        scope_types=['project']),
+    base.get_rule(
+        LIST, base.PROJECT_MEMBER,
+        'List instances. Unless memagg:instance:list:'
+        'all_projects also passes, only the caller\'s project\'s '
+        'instances are listed.',
+        '/v1/instances'),
+    base.get_rule(
+        LIST_ALL_PROJECTS, base.ADMIN,
+        'List the instances of every project.',
+        '/v1/instances'),
+    base.get_rule(
+        GET, base.ADMIN_OR_OWNER,
+        'Show an instance.',
+        '/v1/instances/{uuid}'),
+    base.get_rule(
+        WSS, base.ADMIN_OR_OWNER,
+        'List the working-set samples of an instance.',
+        '/v1/instances/{uuid}/wss'),
 ]
 
 

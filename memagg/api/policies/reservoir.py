@@ -1,18 +1,14 @@
 """Policies of /v1/reservoir."""
-from oslo_policy import policy
-
 from memagg.api.policies import base
 
 GET = 'memagg:reservoir:get'
 
 rules = [
-    policy.DocumentedRuleDefault(
-        name=GET,
-        check_str=base.ADMIN,
-        description='Show the memory reservoir: lendable, lent and '
-                    'borrowed memory.',
-        operations=[{'method': 'GET', 'path': '/v1/reservoir'}],
-        scope_types=['project']),
+    base.get_rule(
+        GET, base.ADMIN,
+        'Show the memory reservoir: lendable, lent and '
+        'borrowed memory.',
+        '/v1/reservoir'),
 ]
 
 

@@ -1,17 +1,13 @@
 """Policies of /v1/services."""
-from oslo_policy import policy
-
 from memagg.api.policies import base
 
 LIST = 'memagg:service:list'
 
 rules = [
-    policy.DocumentedRuleDefault(
-        name=LIST,
-        check_str=base.ADMIN,
-        description='List memagg services and whether each is up.',
-        operations=[{'method': 'GET', 'path': '/v1/services'}],
-        scope_types=['project']),
+    base.get_rule(
+        LIST, base.ADMIN,
+        'List memagg services and whether each is up.',
+        '/v1/services'),
 ]
 
 
