@@ -8,6 +8,7 @@ from memagg.conf import api
 from memagg.conf import compute
 from memagg.conf import database
 from memagg.conf import default
+from memagg.conf import local_policy
 from memagg.conf import messaging
 from memagg.conf import scheduler
 from memagg.conf import wss
@@ -15,5 +16,5 @@ from memagg.conf import wss
 CONF = cfg.CONF
 
 for _module in (default, api, compute, database, messaging, scheduler,
-                wss):
+                wss, local_policy):
     _module.register_opts(CONF)

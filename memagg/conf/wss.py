@@ -1,12 +1,67 @@
-"""Options of the [wss] group: working-set samples."""
+"""Options of the [wss] group: working-set estimation and its samples.
+
+The estimators and their parameters are specified in ALGORITHMS.md §1.
+"""
 from oslo_config import cfg
 
-GROUP = cfg.OptGroup('wss', title='Working-set sample options')
+GROUP = cfg.OptGroup('wss', title='Working-set estimation options')
 
 opts = [
     cfg.IntOpt('sample_retention_hours', default=168, min=1,
                help='WSS samples older than this are purged by '
                     'memagg-scheduler and by "memagg-manage db purge".'),
+    cfg.StrOpt('estimator', default='badis',
+               help='WSS estimator plug-in (memagg.wss entry point): '
+                    'stats (balloon statistics), sampler (sampled '
+                    'accessed bits), swap_ghost (distances of swap-ins '
+                    'in the eviction queue) or badis (sampler and '
+                    'swap-ghost combined by a state machine).'),
+    cfg.IntOpt('sampler_pages', default=1000, min=1,
+               help='Pages n sampled per VM and period by the native '
+                    'sampler; redrawn every period. WSS = (f / n) * m_cur.'),
+    cfg.StrOpt('sampler_backend', default='auto',
+               choices=['auto', 'page_idle', 'damon_paddr', 'damon_vaddr',
+                        'clear_refs'],
+               help='Kernel interface of the native sampler. auto picks '
+                    'the best one the kernel supports, in the order '
+                    'listed.'),
+    cfg.FloatOpt('shortage_swap_in_kb_s', default=0.0, min=0.0,
+                 help='A guest swapping in faster than this (KiB/s, from '
+                      'its balloon statistics) is short of memory.'),
+    cfg.FloatOpt('shortage_major_fault_rate', default=50.0, min=0.0,
+                 help='A guest taking more major page faults per second '
+                      'than this is short of memory.'),
+    cfg.IntOpt('ghost_bucket_mb', default=4, min=1,
+               help='Width in MiB of a bucket of the swap-ghost distance '
+                    'histogram.'),
+    cfg.IntOpt('ghost_buckets', default=100, min=1,
+               help='Buckets in the swap-ghost distance histogram; longer '
+                    'distances count in the last one.'),
+    cfg.FloatOpt('ghost_percentile', default=95.0, min=0.0, max=100.0,
+                 help='The swap-ghost estimate is the smallest distance '
+                      'covering this percentage of the period\'s '
+                      'swap-ins.'),
+    cfg.FloatOpt('badis_close_ratio', default=0.9, min=0.0, max=1.0,
+                 help='Badis moves from V (sampler only) to VG (sampler and '
+                      'ghost) when the sampler\'s estimate reaches this '
+                      'fraction of the current allocation.'),
+    cfg.IntOpt('badis_switch_periods', default=2, min=1,
+               help='Consecutive periods with swap-ins that move Badis from '
+                    'VG to G, and without swap-ins from G back to V.'),
+    cfg.IntOpt('min_margin_mb', default=64, min=0,
+               help='Floor of the Badis pinned-page correction added to '
+                    'the sampler\'s estimate, so a VM is never shrunk to '
+                    'the raw sampler value.'),
+    cfg.IntOpt('grow_step_mb', default=128, min=1,
+               help='With no remote-swap disk, Badis grows a VM whose '
+                    'balloon statistics show a shortage by this much per '
+                    'period.'),
+    cfg.IntOpt('maxavg_samples', default=5, min=1,
+               help='Estimates n averaged by the WSS max-average.'),
+    cfg.IntOpt('maxavg_slice_s', default=3600, min=1,
+               help='Sliding time slice (seconds) over which the WSS '
+                    'max-average keeps the largest average: an increase '
+                    'applies at once, a decrease after the slice.'),
 ]
 
 

@@ -1,0 +1,186 @@
+"""The local memory policy interface (ALGORITHMS.md §2) and its loader.
+
+A policy turns the node's VMs (sizes, WSS, max-average) into balloon
+targets. Every policy's raw targets then go through the same limits: never
+below min_guest_mb nor above the VM's maximum, moves capped at max_step_mb
+a period, changes under deadband_mb not applied. The node's free memory
+reservoir is what the targets leave of the host budget (host RAM minus
+reserved host memory). Sizes are MiB.
+"""
+import abc
+import dataclasses
+
+from oslo_config import cfg
+from stevedore import driver as stevedore_driver
+from stevedore import exception as stevedore_exc
+from stevedore import extension
+
+from memagg.common import exceptions
+from memagg.drivers.local import weights as weights_mod
+
+NAMESPACE = 'memagg.local_policy'
+GROUP = 'local_policy'
+
+
+@dataclasses.dataclass
+class VmMemory:
+    """One VM as the policy sees it.
+
+    ``wss_mb`` is this period's raw estimate and ``wss_maxavg_mb`` its
+    max-average; either may be None. ``weight`` is a number or a QoS class
+    name (memagg:weight), None for the default weight.
+    """
+
+    uuid: str
+    m_init_mb: int
+    m_cur_mb: int
+    wss_mb: int | None
+    wss_maxavg_mb: int | None
+    max_mb: int
+    weight: object = None
+    shortage: bool = False
+
+    @property
+    def demand_mb(self):
+        """What the VM needs: the max-average, or the raw WSS when that is
+        higher (growth applies at once); m_cur when neither is known."""
+        known = [w for w in (self.wss_maxavg_mb, self.wss_mb)
+                 if w is not None]
+        return max(known) if known else self.m_cur_mb
+
+
+@dataclasses.dataclass
+class PolicyResult:
+    """Balloon targets by VM uuid, and the node's free memory reservoir
+    (host budget - sum of targets; negative when overcommitted)."""
+
+    targets: dict
+    reservoir_mb: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyParams:
+    """Every policy's parameters; the defaults are the specification's."""
+
+    share_policy: str = 'equal'
+    tau_mode: str = 'dynamic'
+    tau: float = 0.75
+    tau_free_mb: int = 128
+    tau_decay: float = 10.0
+    weights: dict = dataclasses.field(
+        default_factory=lambda: {'gold': 4.0, 'silver': 2.0, 'bronze': 1.0})
+    default_weight: float = 1.0
+    reclaim_chunk_mb: int = 50
+    min_guest_mb: int = 256
+    deadband_mb: int = 10
+    max_step_mb: int = 512
+
+
+class LocalPolicy(metaclass=abc.ABCMeta):
+    """Computes a node's balloon targets every period."""
+
+    #: The plug-in's name in the memagg.local_policy namespace.
+    name = None
+
+    def __init__(self, params=None):
+        self.params = params or PolicyParams()
+
+    @abc.abstractmethod
+    def raw_targets(self, vms, host_budget_mb):
+        """{uuid: target MiB} before the common limits."""
+
+    def compute(self, vms, host_budget_mb):
+        """The PolicyResult for ``vms`` (VmMemory) on a node with
+        ``host_budget_mb`` of memory for guests."""
+        uuids = [vm.uuid for vm in vms]
+        if len(set(uuids)) != len(uuids):
+            raise ValueError('each VM must appear once in vms')
+        raw = self.raw_targets(vms, host_budget_mb) if vms else {}
+        targets = {vm.uuid: self.limit(vm, raw[vm.uuid]) for vm in vms}
+        return PolicyResult(targets=targets,
+                            reservoir_mb=host_budget_mb
+                            - sum(targets.values()))
+
+    def limit(self, vm, target):
+        """``target`` for ``vm`` after floor, ceiling, step cap, deadband."""
+        params = self.params
+        target = min(vm.max_mb, max(self.floor_mb(vm), int(round(target))))
+        step = params.max_step_mb
+        target = min(vm.m_cur_mb + step, max(vm.m_cur_mb - step, target))
+        if abs(target - vm.m_cur_mb) < params.deadband_mb:
+            return vm.m_cur_mb
+        return target
+
+    def floor_mb(self, vm):
+        """The lowest target ``vm`` may get."""
+        return min(self.params.min_guest_mb, vm.max_mb)
+
+
+def _opt(conf, name):
+    """conf.local_policy.<name>, a bad value reported as InvalidParameter."""
+    try:
+        return getattr(conf[GROUP], name)
+    except (cfg.ConfigFileValueError, ValueError) as exc:
+        raise exceptions.InvalidParameter(
+            field='[%s] %s' % (GROUP, name), reason=str(exc))
+
+
+def _check(ok, option, reason):
+    if not ok:
+        raise exceptions.InvalidParameter(field='[%s] %s' % (GROUP, option),
+                                          reason=reason)
+
+
+def params_from_conf(conf):
+    """The PolicyParams of ``conf``'s [local_policy] group, checked.
+
+    Raises InvalidParameter naming the option whose value is invalid.
+    """
+    values = {f.name: _opt(conf, f.name)
+              for f in dataclasses.fields(PolicyParams)}
+    _check(values['share_policy'] in ('equal', 'proportional'),
+           'share_policy', '%r is neither equal nor proportional'
+           % values['share_policy'])
+    _check(values['tau_mode'] in ('dynamic', 'static'), 'tau_mode',
+           '%r is neither dynamic nor static' % values['tau_mode'])
+    _check(0.0 <= values['tau'] <= 1.0, 'tau',
+           '%s is not in [0, 1]; the default is 0.75' % values['tau'])
+    _check(values['tau_decay'] >= 1.0, 'tau_decay',
+           '%s is below 1; the default is 10' % values['tau_decay'])
+    _check(values['default_weight'] > 0, 'default_weight',
+           '%s is not positive; the default is 1' % values['default_weight'])
+    for name in ('tau_free_mb', 'min_guest_mb', 'deadband_mb'):
+        _check(values[name] >= 0, name, '%s is negative' % values[name])
+    for name in ('reclaim_chunk_mb', 'max_step_mb'):
+        _check(values[name] >= 1, name, '%s is below 1' % values[name])
+    try:
+        values['weights'] = weights_mod.parse_weights(values['weights'])
+    except ValueError as exc:
+        raise exceptions.InvalidParameter(field='[%s] weights' % GROUP,
+                                          reason=str(exc))
+    return PolicyParams(**values)
+
+
+def available_policies():
+    """Names of the installed policy plug-ins, sorted."""
+    return sorted(extension.ExtensionManager(NAMESPACE).names())
+
+
+def load_policy(conf):
+    """The [local_policy] policy plug-in, with its checked parameters.
+
+    Raises InvalidParameter naming the option when the plug-in does not
+    exist or a parameter is invalid, so a bad configuration fails at start.
+    """
+    name = _opt(conf, 'policy')
+    params = params_from_conf(conf)
+    try:
+        manager = stevedore_driver.DriverManager(
+            namespace=NAMESPACE, name=name, invoke_on_load=True,
+            invoke_args=(params,))
+    except stevedore_exc.NoMatches:
+        raise exceptions.InvalidParameter(
+            field='[%s] policy' % GROUP,
+            reason='no local policy %r; use one of %s'
+            % (name, ', '.join(available_policies())))
+    return manager.driver

@@ -1,0 +1,42 @@
+"""Sampler estimator (ALGORITHMS.md §1.2): WSS = (f / n) * m_cur.
+
+memagg-compute runs the native Sampler (memagg._native) of each VM over
+the period and passes its collect() dict in the Observation; this module
+only turns those numbers into an estimate.
+"""
+from memagg.drivers.wss import base
+
+
+def accessed_fraction(sample):
+    """f / n of a Sampler.collect() dict, or None when nothing was
+    sampled."""
+    if not sample:
+        return None
+    sampled = sample.get('sampled') or 0
+    if sampled <= 0:
+        return None
+    fraction = sample.get('fraction')
+    if fraction is None:
+        fraction = sample.get('accessed', 0) / sampled
+    return min(1.0, max(0.0, float(fraction)))
+
+
+def sampler_mb(obs):
+    """(f / n) * m_cur in MiB (a float), or None without a sample."""
+    fraction = accessed_fraction(obs.sampler)
+    if fraction is None:
+        return None
+    return fraction * obs.m_cur_mb
+
+
+class SamplerEstimator(base.WssEstimator):
+    """Host-side sampled accessed bits; cannot see beyond m_cur."""
+
+    name = 'sampler'
+
+    def estimate(self, obs):
+        wss = sampler_mb(obs)
+        return base.Estimate(
+            wss_mb=None if wss is None else base.to_mb(wss),
+            source='sampler',
+            shortage=base.shortage_signal(obs, self.params))
