@@ -128,11 +128,13 @@ def _paginate(query, model, keys, dirs, marker_row, limit):
     """
     columns = [getattr(model, key) for key in keys]
     for column, direction in zip(columns, dirs):
-        not_null = column.is_not(None)
-        if direction == 'asc':
-            query = query.order_by(not_null.asc(), column.asc())
-        else:
-            query = query.order_by(not_null.desc(), column.desc())
+        order = column.asc() if direction == 'asc' else column.desc()
+        if column.nullable:
+            not_null = column.is_not(None)
+            query = query.order_by(
+                not_null.asc() if direction == 'asc' else not_null.desc())
+        # Only the column itself: an index on it can then serve the order.
+        query = query.order_by(order)
     if marker_row is not None:
         values = [getattr(marker_row, key) for key in keys]
         after = []

@@ -72,6 +72,8 @@ def upgrade():
     )
     op.create_index('ix_instances_host', 'instances', ['host'])
     op.create_index('ix_instances_project_id', 'instances', ['project_id'])
+    op.create_index('instances_created_at_id_idx', 'instances',
+                    ['created_at', 'id'])
 
     op.create_table(
         'wss_samples',
