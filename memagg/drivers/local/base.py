@@ -121,8 +121,11 @@ def _opt(conf, name):
     try:
         return getattr(conf[GROUP], name)
     except (cfg.ConfigFileValueError, ValueError) as exc:
+        # oslo.config's message leads with where the value came from; the
+        # field already says which option, keep what is wrong with it.
+        reason = str(exc).rsplit('is not valid: ', 1)[-1]
         raise exceptions.InvalidParameter(
-            field='[%s] %s' % (GROUP, name), reason=str(exc))
+            field='[%s] %s' % (GROUP, name), reason=reason)
 
 
 def _check(ok, option, reason):

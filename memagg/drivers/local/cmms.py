@@ -30,27 +30,20 @@ class CmmsPolicy(base.LocalPolicy):
                 pool += target - need[uuid]
                 targets[uuid] = need[uuid]
 
-        guarantee = {uuid: min(need[uuid], booked[uuid]) - target
-                     for uuid, target in targets.items()
-                     if need[uuid] > target and target < booked[uuid]}
-        short = sum(guarantee.values()) - pool
-        if short > 0:
-            excess = {uuid: target - booked[uuid]
-                      for uuid, target in targets.items()
-                      if target > booked[uuid]}
-            taken = share.proportional(short, excess)
-            for uuid, amount in taken.items():
-                targets[uuid] -= amount
-                pool += amount
-        for uuid, amount in share.proportional(pool, guarantee).items():
-            targets[uuid] += amount
-            pool -= amount
-
-        # Borrowers' holdings above m_init are shared anew with the pool.
+        # Borrowers go back to m_init first: the guarantee may use what
+        # they held, and what it leaves is shared anew among all.
         for uuid, target in targets.items():
             if target > booked[uuid]:
                 pool += target - booked[uuid]
                 targets[uuid] = booked[uuid]
+
+        guarantee = {uuid: min(need[uuid], booked[uuid]) - target
+                     for uuid, target in targets.items()
+                     if need[uuid] > target and target < booked[uuid]}
+        for uuid, amount in share.proportional(pool, guarantee).items():
+            targets[uuid] += amount
+            pool -= amount
+
         unmet = {uuid: need[uuid] - target
                  for uuid, target in targets.items() if need[uuid] > target}
         extra = share.by_mode(self.params.share_policy, pool, unmet)

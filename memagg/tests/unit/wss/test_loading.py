@@ -1,0 +1,88 @@
+"""[wss] options: the plug-ins load by name; bad values fail at start
+naming the option."""
+from oslo_config import cfg
+import pytest
+
+from memagg.common import exceptions
+from memagg.conf import CONF
+from memagg.conf import wss as wss_conf
+from memagg.drivers.wss import badis
+from memagg.drivers.wss import base
+from memagg.drivers.wss import sampler
+from memagg.drivers.wss import stats
+from memagg.drivers.wss import swap_ghost
+
+
+def test_default_is_one_badis_per_vm_with_the_spec_defaults(conf):
+    factory = base.load_estimator_factory(CONF)
+    first, second = factory(), factory()
+
+    assert isinstance(first, badis.BadisEstimator)
+    assert first is not second
+    assert first.params == base.WssParams()
+    assert (first.params.badis_close_ratio, first.params.min_margin_mb,
+            first.params.ghost_bucket_mb, first.params.ghost_buckets,
+            first.params.ghost_percentile) == (0.9, 64, 4, 100, 95.0)
+
+
+@pytest.mark.parametrize('name, cls', [
+    ('stats', stats.StatsEstimator),
+    ('sampler', sampler.SamplerEstimator),
+    ('swap_ghost', swap_ghost.SwapGhostEstimator),
+    ('badis', badis.BadisEstimator),
+])
+def test_each_plug_in_loads_by_name(conf, name, cls):
+    conf.config(estimator=name, min_margin_mb=32, group='wss')
+
+    estimator = base.load_estimator_factory(CONF)()
+
+    assert type(estimator) is cls and estimator.name == name
+    assert estimator.params.min_margin_mb == 32
+
+
+def test_unknown_estimator_names_the_option_and_the_choices(conf):
+    conf.config(estimator='vmware', group='wss')
+
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        base.load_estimator_factory(CONF)
+
+    assert info.value.kwargs['field'] == '[wss] estimator'
+    assert 'badis, sampler, stats, swap_ghost' in str(info.value)
+
+
+def _conf_from_file(tmp_path, text):
+    path = tmp_path / 'memagg.conf'
+    path.write_text('[wss]\n' + text + '\n')
+    conf = cfg.ConfigOpts()
+    wss_conf.register_opts(conf)
+    conf(['--config-file', str(path)], project='memagg',
+         default_config_files=[])
+    return conf
+
+
+@pytest.mark.parametrize('line, option', [
+    ('badis_close_ratio = 1.5', 'badis_close_ratio'),
+    ('badis_close_ratio = 0', 'badis_close_ratio'),
+    ('ghost_percentile = 0', 'ghost_percentile'),
+    ('ghost_buckets = 0', 'ghost_buckets'),
+    ('min_margin_mb = -1', 'min_margin_mb'),
+    ('badis_switch_periods = zero', 'badis_switch_periods'),
+])
+def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
+    conf = _conf_from_file(tmp_path, line)
+
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        base.load_estimator_factory(conf)
+
+    assert info.value.kwargs['field'] == '[wss] %s' % option
+    assert option in str(info.value)
+
+
+def test_options_from_a_file_reach_the_estimator(tmp_path):
+    conf = _conf_from_file(tmp_path, 'grow_step_mb = 256\n'
+                                     'badis_close_ratio = 0.8')
+
+    estimator = base.load_estimator_factory(conf)()
+
+    assert estimator.params.grow_step_mb == 256
+    assert estimator.params.badis_close_ratio == 0.8

@@ -1,0 +1,99 @@
+"""The stats (§1.1) and sampler (§1.2) estimators on hand-computed cases."""
+import pytest
+
+from memagg.drivers.wss import base
+from memagg.drivers.wss import sampler
+from memagg.drivers.wss import stats
+
+GIB_KIB = 1024 * 1024
+
+
+def _obs(**kwargs):
+    kwargs.setdefault('m_cur_mb', 1024)
+    return base.Observation(uuid='vm', m_init_mb=1024, max_mb=2048, **kwargs)
+
+
+def test_stats_used_is_available_minus_usable():
+    # 1 GiB available, 768 MiB usable: 1048576 - 786432 KiB = 256 MiB used.
+    obs = _obs(stats={'available': GIB_KIB, 'usable': 768 * 1024,
+                      'unused': 100 * 1024})
+
+    est = stats.StatsEstimator().estimate(obs)
+
+    assert est.wss_mb == 256
+    assert est.source == 'stats'
+    assert not est.shortage
+
+
+def test_stats_falls_back_to_unused():
+    # No usable: 1048576 - 524288 KiB unused = 512 MiB.
+    obs = _obs(stats={'available': GIB_KIB, 'unused': 512 * 1024})
+
+    assert stats.StatsEstimator().estimate(obs).wss_mb == 512
+
+
+@pytest.mark.parametrize('memory_stats', [None, {}, {'available': GIB_KIB},
+                                          {'usable': 1024}])
+def test_stats_without_what_the_formula_needs_is_invalid(memory_stats):
+    assert stats.StatsEstimator().estimate(
+        _obs(stats=memory_stats)).wss_mb is None
+
+
+@pytest.mark.parametrize('rates, shortage', [
+    (None, False),
+    ({'swap_in': 0.0, 'major_fault': 0.0}, False),
+    # Any swap-in above the default 0 KiB/s.
+    ({'swap_in': 4.0, 'major_fault': 0.0}, True),
+    # Major faults: 50/s is the threshold, strictly above counts.
+    ({'swap_in': 0.0, 'major_fault': 50.0}, False),
+    ({'swap_in': 0.0, 'major_fault': 60.0}, True),
+])
+def test_shortage_signal_from_rates(rates, shortage):
+    est = stats.StatsEstimator().estimate(_obs(stats_rates=rates))
+
+    assert est.shortage is shortage
+
+
+def test_shortage_thresholds_are_parameters():
+    params = base.WssParams(shortage_swap_in_kb_s=10.0)
+    obs = _obs(stats_rates={'swap_in': 8.0})
+
+    assert not stats.StatsEstimator(params).estimate(obs).shortage
+
+
+def test_sampler_is_fraction_times_current():
+    # f/n = 250/1000 of m_cur 1024 MiB = 256 MiB.
+    obs = _obs(sampler={'sampled': 1000, 'accessed': 250, 'present': 900,
+                        'fraction': 0.25})
+
+    est = sampler.SamplerEstimator().estimate(obs)
+
+    assert est.wss_mb == 256
+    assert est.source == 'sampler'
+
+
+def test_sampler_uses_accessed_over_sampled_without_fraction():
+    # 333/1000 of 1000 MiB = 333 MiB.
+    obs = _obs(m_cur_mb=1000, sampler={'sampled': 1000, 'accessed': 333})
+
+    assert sampler.SamplerEstimator().estimate(obs).wss_mb == 333
+
+
+def test_sampler_rounds_to_nearest_mib():
+    # 0.1236 * 1000 = 123.6 -> 124.
+    obs = _obs(m_cur_mb=1000, sampler={'sampled': 1000, 'accessed': 0,
+                                       'fraction': 0.1236})
+
+    assert sampler.SamplerEstimator().estimate(obs).wss_mb == 124
+
+
+def test_sampler_cannot_see_beyond_current_allocation():
+    obs = _obs(sampler={'sampled': 1000, 'accessed': 1000, 'fraction': 1.0})
+
+    assert sampler.SamplerEstimator().estimate(obs).wss_mb == 1024
+
+
+@pytest.mark.parametrize('sample', [None, {}, {'sampled': 0, 'accessed': 0}])
+def test_sampler_without_samples_is_invalid(sample):
+    assert sampler.SamplerEstimator().estimate(
+        _obs(sampler=sample)).wss_mb is None
