@@ -1,0 +1,97 @@
+"""[local_policy] options: the plug-ins load by name with the spec's
+defaults; bad values fail at start naming the option."""
+from oslo_config import cfg
+import pytest
+
+from memagg.common import exceptions
+from memagg.conf import CONF
+from memagg.conf import local_policy as local_policy_conf
+from memagg.drivers.local import base
+from memagg.drivers.local import cmms
+from memagg.drivers.local import idle_tax
+from memagg.drivers.local import weighted
+
+
+def test_default_is_cmms_with_the_spec_defaults():
+    policy = base.load_policy(CONF)
+
+    assert isinstance(policy, cmms.CmmsPolicy)
+    assert policy.params == base.PolicyParams()
+    params = policy.params
+    assert (params.share_policy, params.tau, params.tau_free_mb,
+            params.tau_decay, params.reclaim_chunk_mb, params.min_guest_mb,
+            params.deadband_mb, params.max_step_mb) == (
+        'equal', 0.75, 128, 10.0, 50, 256, 10, 512)
+    assert params.weights == {'gold': 4.0, 'silver': 2.0, 'bronze': 1.0}
+
+
+@pytest.mark.parametrize('name, cls', [
+    ('cmms', cmms.CmmsPolicy),
+    ('idle_tax', idle_tax.IdleTaxPolicy),
+    ('weighted', weighted.WeightedPolicy),
+])
+def test_each_plug_in_loads_by_name(conf, name, cls):
+    conf.config(policy=name, weights={'gold': '8', 'lead': '0.5'},
+                group='local_policy')
+
+    policy = base.load_policy(CONF)
+
+    assert type(policy) is cls and policy.name == name
+    assert policy.params.weights == {'gold': 8.0, 'lead': 0.5}
+
+
+def test_unknown_policy_names_the_option_and_the_choices(conf):
+    conf.config(policy='fifo', group='local_policy')
+
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        base.load_policy(CONF)
+
+    assert info.value.kwargs['field'] == '[local_policy] policy'
+    assert 'cmms, idle_tax, weighted' in str(info.value)
+
+
+def _conf_from_file(tmp_path, text):
+    path = tmp_path / 'memagg.conf'
+    path.write_text('[local_policy]\n' + text + '\n')
+    conf = cfg.ConfigOpts()
+    local_policy_conf.register_opts(conf)
+    conf(['--config-file', str(path)], project='memagg',
+         default_config_files=[])
+    return conf
+
+
+@pytest.mark.parametrize('line, option', [
+    ('tau = 1.5', 'tau'),
+    ('tau = -0.1', 'tau'),
+    ('share_policy = fair', 'share_policy'),
+    ('tau_mode = sometimes', 'tau_mode'),
+    ('tau_decay = 0.5', 'tau_decay'),
+    ('weights = gold:x,silver:2', 'weights'),
+    ('weights = gold:-4', 'weights'),
+    ('default_weight = 0', 'default_weight'),
+    ('min_guest_mb = -1', 'min_guest_mb'),
+    ('deadband_mb = -5', 'deadband_mb'),
+    ('max_step_mb = 0', 'max_step_mb'),
+    ('reclaim_chunk_mb = 0', 'reclaim_chunk_mb'),
+    ('policy = fifo', 'policy'),
+])
+def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
+    conf = _conf_from_file(tmp_path, line)
+
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        base.load_policy(conf)
+
+    assert info.value.kwargs['field'] == '[local_policy] %s' % option
+    assert str(info.value).startswith(
+        "Invalid value for '[local_policy] %s'" % option)
+
+
+def test_options_from_a_file_reach_the_policy(tmp_path):
+    conf = _conf_from_file(tmp_path, 'policy = idle_tax\ntau_mode = static\n'
+                                     'tau = 0.5\nmax_step_mb = 256')
+
+    policy = base.load_policy(conf)
+
+    assert isinstance(policy, idle_tax.IdleTaxPolicy)
+    assert (policy.params.tau_mode, policy.params.tau,
+            policy.params.max_step_mb) == ('static', 0.5, 256)
