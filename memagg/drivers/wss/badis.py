@@ -43,7 +43,7 @@ class BadisEstimator(base.WssEstimator):
 
     @property
     def needs_sampler(self):
-        """Whether the next period needs the sampler (not in G)."""
+        """The sampler is off in G."""
         return self.state != G
 
     def _enter(self, state):

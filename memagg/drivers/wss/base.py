@@ -100,6 +100,12 @@ class WssEstimator(metaclass=abc.ABCMeta):
     def __init__(self, params=None):
         self.params = params or WssParams()
 
+    @property
+    def needs_sampler(self):
+        """Whether the next period's Observation should carry a sample
+        (memagg-compute runs the native sampler only then)."""
+        return False
+
     @abc.abstractmethod
     def estimate(self, obs):
         """Return the Estimate of this period's Observation ``obs``."""

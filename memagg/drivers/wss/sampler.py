@@ -34,6 +34,10 @@ class SamplerEstimator(base.WssEstimator):
 
     name = 'sampler'
 
+    @property
+    def needs_sampler(self):
+        return True
+
     def estimate(self, obs):
         wss = sampler_mb(obs)
         return base.Estimate(

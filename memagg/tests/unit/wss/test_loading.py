@@ -25,19 +25,20 @@ def test_default_is_one_badis_per_vm_with_the_spec_defaults(conf):
             first.params.ghost_percentile) == (0.9, 64, 4, 100, 95.0)
 
 
-@pytest.mark.parametrize('name, cls', [
-    ('stats', stats.StatsEstimator),
-    ('sampler', sampler.SamplerEstimator),
-    ('swap_ghost', swap_ghost.SwapGhostEstimator),
-    ('badis', badis.BadisEstimator),
+@pytest.mark.parametrize('name, cls, needs_sampler', [
+    ('stats', stats.StatsEstimator, False),
+    ('sampler', sampler.SamplerEstimator, True),
+    ('swap_ghost', swap_ghost.SwapGhostEstimator, False),
+    ('badis', badis.BadisEstimator, True),
 ])
-def test_each_plug_in_loads_by_name(conf, name, cls):
+def test_each_plug_in_loads_by_name(conf, name, cls, needs_sampler):
     conf.config(estimator=name, min_margin_mb=32, group='wss')
 
     estimator = base.load_estimator_factory(CONF)()
 
     assert type(estimator) is cls and estimator.name == name
     assert estimator.params.min_margin_mb == 32
+    assert estimator.needs_sampler is needs_sampler
 
 
 def test_unknown_estimator_names_the_option_and_the_choices(conf):
