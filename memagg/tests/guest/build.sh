@@ -1,0 +1,87 @@
+#!/bin/sh
+# Build memagg's tiny test guest from Debian packages: the cloud kernel
+# (linux-image-6.1.0-*-cloud-amd64) and a busybox-static initramfs whose
+# /init is the workload (init.sh next to this script).
+#
+# Usage: build.sh [CACHE_DIR]   (default /var/cache/memagg-test-guest)
+# Prints the directory holding vmlinuz and initrd.img. The kernel package is
+# downloaded once per version; the initramfs is rebuilt only when init.sh or
+# busybox changed (the directory is keyed by the kernel package version and
+# a hash of both).
+set -eu
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+CACHE=${1:-/var/cache/memagg-test-guest}
+MODULES="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev
+virtio_pci virtio_balloon virtio_blk"
+
+die() { echo "build.sh: ERROR: $*" >&2; exit 1; }
+
+for tool in apt-cache apt-get dpkg cpio gzip sha256sum; do
+    command -v "$tool" >/dev/null || die "$tool missing (tools/setup.sh installs it)"
+done
+[ -x /bin/busybox ] || die "/bin/busybox missing: apt-get install busybox-static"
+file_is_static() { ! ldd "$1" >/dev/null 2>&1; }
+file_is_static /bin/busybox || die "/bin/busybox is not static: apt-get install busybox-static"
+
+# Newest signed 6.1 cloud kernel the archive offers (pinned by the caller
+# through MEMAGG_GUEST_KERNEL when needed).
+PKG=${MEMAGG_GUEST_KERNEL:-$(apt-cache pkgnames linux-image-6.1.0- \
+    | grep -E '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | sort -V | tail -1)}
+[ -n "$PKG" ] || die "no linux-image-6.1.0-*-cloud-amd64 in the apt lists (apt-get update?)"
+VERSION=$(apt-cache show --no-all-versions "$PKG" | sed -n 's/^Version: //p' | head -1)
+[ -n "$VERSION" ] || die "apt-cache knows no version of $PKG"
+KVER=${PKG#linux-image-}
+
+STAMP=$(cat "$HERE/init.sh" /bin/busybox | sha256sum | cut -c1-12)
+OUT="$CACHE/$KVER-$VERSION-$STAMP"
+if [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then
+    echo "$OUT"
+    exit 0
+fi
+
+mkdir -p "$CACHE"
+# One builder at a time (parallel test workers share the cache).
+exec 9>"$CACHE/.lock"
+flock 9
+if [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then
+    echo "$OUT"
+    exit 0
+fi
+
+KERNEL_DIR="$CACHE/kernel-$KVER-$VERSION"
+if [ ! -s "$KERNEL_DIR/.done" ]; then
+    WORK=$(mktemp -d "$CACHE/.download.XXXXXX")
+    (cd "$WORK" && apt-get download -q -o APT::Sandbox::User=root "$PKG=$VERSION" >&2) \
+        || die "apt-get download $PKG=$VERSION failed"
+    rm -rf "$KERNEL_DIR"
+    dpkg -x "$WORK"/*.deb "$WORK/root"
+    mkdir -p "$KERNEL_DIR/modules"
+    cp "$WORK/root/boot/vmlinuz-$KVER" "$KERNEL_DIR/vmlinuz"
+    for m in $MODULES; do
+        ko=$(find "$WORK/root/lib/modules/$KVER" -name "$m.ko" | head -1)
+        [ -n "$ko" ] || die "$m.ko not in $PKG"
+        cp "$ko" "$KERNEL_DIR/modules/"
+    done
+    rm -rf "$WORK"
+    echo "$PKG $VERSION" >"$KERNEL_DIR/.done"
+fi
+
+WORK=$(mktemp -d "$CACHE/.initrd.XXXXXX")
+ROOT="$WORK/root"
+mkdir -p "$ROOT/bin" "$ROOT/dev" "$ROOT/proc" "$ROOT/sys" "$ROOT/hot" \
+    "$ROOT/lib/modules"
+cp /bin/busybox "$ROOT/bin/busybox"
+for applet in $(/bin/busybox --list); do
+    [ -e "$ROOT/bin/$applet" ] || ln -s busybox "$ROOT/bin/$applet"
+done
+cp "$KERNEL_DIR"/modules/*.ko "$ROOT/lib/modules/"
+cp "$HERE/init.sh" "$ROOT/init"
+chmod 755 "$ROOT/init"
+(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$WORK/initrd.img"
+mkdir -p "$OUT"
+cp "$KERNEL_DIR/vmlinuz" "$OUT/vmlinuz"
+mv "$WORK/initrd.img" "$OUT/initrd.img"
+chmod 644 "$OUT/vmlinuz" "$OUT/initrd.img"
+rm -rf "$WORK"
+echo "$OUT"
