@@ -24,7 +24,7 @@ APT_PACKAGES=(
     rabbitmq-server mariadb-server postgresql
     libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-dev
     qemu-system-x86 qemu-utils pkg-config cpio busybox-static
-    gcc python3-dev python3-venv
+    gcc python3-dev python3-venv make clang libclang-rt-14-dev
 )
 
 say() { echo "setup: $*"; }

@@ -1,0 +1,564 @@
+/*
+ * DAMON through its sysfs interface, shared by every sampler of the process.
+ *
+ * The sysfs tree is global to the machine, so this file owns it while any
+ * sampler is open: a pool of MS_DAMON_SLOTS kdamonds, one slot per sampler,
+ * each with one context, one target and one "stat" scheme.  The pool is
+ * created on first use and torn down (every kdamond off, nr_kdamonds 0) when
+ * the last sampler closes and at process exit.  A lock file keeps two
+ * processes from fighting over the tree; whoever takes it turns off any
+ * kdamond a crashed run left on.
+ *
+ * Measuring a period: the kdamond's sampling interval is the sampler's
+ * sample_interval and its aggregation interval is an hour, so a region's
+ * access count keeps growing for the whole period instead of being reset
+ * every aggregation.  begin() turns the kdamond on, which clears the
+ * accessed bits at once.  The scheme is applied every sampling interval and
+ * matches regions with at least one access; collect() asks for the bytes it
+ * matched (update_schemes_tried_bytes, answered at the next sampling
+ * interval, so it blocks for at most one) and turns the kdamond off.  That
+ * is "accessed at least once between begin() and collect()", with one
+ * accessed-bit check per page per sampling interval: the kdamond's cost is
+ * n pages x period / sample_interval rmap walks, whatever the VM's size.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ms.h"
+
+#define MS_DAMON_SLOTS 64
+#define AGGR_US 3600000000ULL
+/* DAMON's sysfs refuses writes (EBUSY) while another command runs. */
+#define BUSY_RETRY_S 30.0
+
+struct slot {
+    int used;
+    int has_ctx;
+    int configured;
+    int running;
+    unsigned int nr_regions;
+    char ops[8];
+    uint64_t sample_us;
+    pid_t target;
+    int *fds;                   /* open start/end files of the regions */
+    unsigned int nr_fds;
+    int kdamond_pid;
+    uint64_t cpu0_ns;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    int users;
+    int lockfd;
+    pid_t owner;
+    int exit_hook;
+    char avail_ops[128];
+    struct slot slot[MS_DAMON_SLOTS];
+} pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .lockfd = -1 };
+
+static int kwrite(const char *path, const char *text, char *err,
+                  size_t errlen)
+{
+    double deadline = ms_now() + BUSY_RETRY_S;
+    struct timespec pause = { 0, 2000000 };
+    int ret;
+
+    while ((ret = ms_write_file(path, text, err, errlen)) == -EBUSY &&
+           ms_now() < deadline) {
+        nanosleep(&pause, NULL);
+    }
+    return ret;
+}
+
+static int kwritef(char *err, size_t errlen, const char *text,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int kwritef(char *err, size_t errlen, const char *text,
+                   const char *fmt, ...)
+{
+    char path[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof(path), fmt, ap);
+    va_end(ap);
+    return kwrite(path, text, err, errlen);
+}
+
+static int kwrite_u64(char *err, size_t errlen, uint64_t v, const char *path)
+{
+    char text[32];
+
+    snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
+    return kwrite(path, text, err, errlen);
+}
+
+static void slot_path(char *buf, size_t len, int slot, const char *rel)
+{
+    snprintf(buf, len, "%s/kdamonds/%d/%s", ms_paths.damon, slot, rel);
+}
+
+static int slot_is_on(int i)
+{
+    char path[512], *buf;
+    size_t len;
+    int on = 0;
+
+    snprintf(path, sizeof(path), "%s/kdamonds/%d/state", ms_paths.damon, i);
+    if (ms_read_file(path, &buf, &len, NULL, 0) == 0) {
+        on = len >= 2 && memcmp(buf, "on", 2) == 0;
+        free(buf);
+    }
+    return on;
+}
+
+static void all_off(int nr)
+{
+    char path[512];
+    int i;
+
+    for (i = 0; i < nr; i++) {
+        if (slot_is_on(i)) {
+            snprintf(path, sizeof(path), "%s/kdamonds/%d/state",
+                     ms_paths.damon, i);
+            kwrite(path, "off", NULL, 0);
+        }
+    }
+}
+
+/* Opening a sysfs file costs ten times the write: keep them open. */
+static void drop_fds(struct slot *s)
+{
+    unsigned int k;
+
+    for (k = 0; k < s->nr_fds; k++) {
+        if (s->fds[k] >= 0) {
+            close(s->fds[k]);
+        }
+    }
+    free(s->fds);
+    s->fds = NULL;
+    s->nr_fds = 0;
+}
+
+/* Let the cached region files use the headroom the hard limit allows. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max > (1 << 20) ? (1 << 20) : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* Half the descriptors the process may have, at most, hold region files. */
+static int fd_budget_left(unsigned int want)
+{
+    struct rlimit rl;
+    uint64_t cached = 0;
+    int i;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        return 0;
+    }
+    for (i = 0; i < MS_DAMON_SLOTS; i++) {
+        cached += pool.slot[i].nr_fds;
+    }
+    return cached + want <= (uint64_t)rl.rlim_cur / 2;
+}
+
+static void pool_teardown(void)
+{
+    int i;
+
+    char path[512];
+
+    all_off(MS_DAMON_SLOTS);
+    snprintf(path, sizeof(path), "%s/kdamonds/nr_kdamonds", ms_paths.damon);
+    kwrite(path, "0", NULL, 0);
+    for (i = 0; i < MS_DAMON_SLOTS; i++) {
+        drop_fds(&pool.slot[i]);
+    }
+    memset(pool.slot, 0, sizeof(pool.slot));
+    if (pool.lockfd >= 0) {
+        close(pool.lockfd);
+        pool.lockfd = -1;
+    }
+}
+
+static void pool_atexit(void)
+{
+    /* A forked child inherits the pool but must not tear down the parent's. */
+    if (pool.users > 0 && pool.owner == getpid()) {
+        pool_teardown();
+        pool.users = 0;
+    }
+}
+
+/* Called with pool.lock held. */
+static int pool_get(char *err, size_t errlen)
+{
+    char path[512];
+    uint64_t nr = 0;
+    int ret;
+
+    if (pool.users++ > 0) {
+        return 0;
+    }
+    snprintf(path, sizeof(path), "%s/kdamonds/nr_kdamonds", ms_paths.damon);
+    if (access(path, W_OK) != 0) {
+        ret = -errno;
+        ms_err(err, errlen, "DAMON sysfs interface unusable (%s: %s)", path,
+               strerror(errno));
+        goto fail;
+    }
+    pool.lockfd = open(ms_paths.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (pool.lockfd < 0) {
+        ret = -errno;
+        ms_err(err, errlen, "cannot open lock file %s: %s", ms_paths.lock,
+               strerror(errno));
+        goto fail;
+    }
+    if (flock(pool.lockfd, LOCK_EX | LOCK_NB) != 0) {
+        ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        ms_err(err, errlen, "DAMON is in use by another memagg process "
+               "(lock %s held)", ms_paths.lock);
+        goto fail;
+    }
+    /* Whatever a previous run left behind goes: it cannot be ours to keep. */
+    if (ms_read_u64_file(path, &nr, NULL, 0) == 0 && nr > 0) {
+        all_off(nr > MS_DAMON_SLOTS ? (int)nr : MS_DAMON_SLOTS);
+    }
+    ret = kwrite_u64(err, errlen, MS_DAMON_SLOTS, path);
+    if (ret) {
+        goto fail;
+    }
+    memset(pool.slot, 0, sizeof(pool.slot));
+    ret = kwritef(err, errlen, "1", "%s/kdamonds/0/contexts/nr_contexts",
+                  ms_paths.damon);
+    if (ret) {
+        goto fail;
+    }
+    pool.slot[0].has_ctx = 1;
+    pool.owner = getpid();
+    raise_nofile();
+    if (!pool.exit_hook) {
+        atexit(pool_atexit);
+        pool.exit_hook = 1;
+    }
+    return 0;
+fail:
+    pool.users--;
+    if (pool.lockfd >= 0) {
+        close(pool.lockfd);
+        pool.lockfd = -1;
+    }
+    return ret;
+}
+
+/* Called with pool.lock held. */
+static void pool_put(void)
+{
+    if (--pool.users == 0) {
+        pool_teardown();
+    }
+}
+
+int ms_damon_supported(const char *ops, char *reason, size_t len)
+{
+    char path[512], *buf;
+    size_t blen;
+    int ret = 0;
+
+    pthread_mutex_lock(&pool.lock);
+    if (!pool.avail_ops[0]) {
+        ret = pool_get(reason, len);
+        if (ret == 0) {
+            slot_path(path, sizeof(path), 0, "contexts/0/avail_operations");
+            ret = ms_read_file(path, &buf, &blen, reason, len);
+            if (ret == 0) {
+                snprintf(pool.avail_ops, sizeof(pool.avail_ops), "%.*s",
+                         (int)(blen < 127 ? blen : 127), buf);
+                free(buf);
+            }
+            pool_put();
+        }
+    }
+    pthread_mutex_unlock(&pool.lock);
+    if (ret) {
+        return 0;
+    }
+    if (!ms_word_list_has(pool.avail_ops, strlen(pool.avail_ops), ops)) {
+        ms_err(reason, len, "kernel DAMON lacks '%s' operations (has: %.*s)",
+               ops, (int)strcspn(pool.avail_ops, "\n"), pool.avail_ops);
+        return 0;
+    }
+    ms_err(reason, len, "DAMON sysfs with '%s' operations", ops);
+    return 1;
+}
+
+int ms_damon_acquire(int *slot, char *err, size_t errlen)
+{
+    int i, ret;
+
+    pthread_mutex_lock(&pool.lock);
+    ret = pool_get(err, errlen);
+    if (ret == 0) {
+        for (i = 0; i < MS_DAMON_SLOTS && pool.slot[i].used; i++) {
+        }
+        if (i == MS_DAMON_SLOTS) {
+            pool_put();
+            ms_err(err, errlen, "all %d DAMON slots are in use",
+                   MS_DAMON_SLOTS);
+            ret = -EBUSY;
+        } else {
+            pool.slot[i].used = 1;
+            *slot = i;
+        }
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return ret;
+}
+
+void ms_damon_release(int slot)
+{
+    ms_damon_stop(slot);
+    pthread_mutex_lock(&pool.lock);
+    drop_fds(&pool.slot[slot]);
+    pool.slot[slot].used = 0;
+    pool.slot[slot].configured = 0;
+    pool_put();
+    pthread_mutex_unlock(&pool.lock);
+}
+
+static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
+                     char *err, size_t errlen)
+{
+    struct slot *s = &pool.slot[i];
+    char p[512];
+    int ret = 0;
+
+    if (!s->has_ctx) {
+        slot_path(p, sizeof(p), i, "contexts/nr_contexts");
+        ret = kwrite(p, "1", err, errlen);
+        if (ret) {
+            return ret;
+        }
+        s->has_ctx = 1;
+        s->nr_regions = 0;
+        drop_fds(s);
+    }
+#define SET(rel, val) do { \
+        slot_path(p, sizeof(p), i, "contexts/0/" rel); \
+        ret = kwrite_u64(err, errlen, (val), p); \
+        if (ret) { \
+            return ret; \
+        } \
+    } while (0)
+    slot_path(p, sizeof(p), i, "contexts/0/operations");
+    ret = kwrite(p, ops, err, errlen);
+    if (ret) {
+        return ret;
+    }
+    SET("monitoring_attrs/intervals/sample_us", sample_us);
+    SET("monitoring_attrs/intervals/aggr_us",
+        sample_us > AGGR_US ? sample_us : AGGR_US);
+    /* vaddr would otherwise replace our regions with its own every update. */
+    SET("monitoring_attrs/intervals/update_us",
+        sample_us > AGGR_US ? sample_us : AGGR_US);
+    SET("targets/nr_targets", 1);
+    if (strcmp(ops, "vaddr") == 0) {
+        SET("targets/0/pid_target", (uint64_t)pid);
+    }
+    SET("schemes/nr_schemes", 1);
+    slot_path(p, sizeof(p), i, "contexts/0/schemes/0/action");
+    ret = kwrite(p, "stat", err, errlen);
+    if (ret) {
+        return ret;
+    }
+    SET("schemes/0/apply_interval_us", sample_us);
+    SET("schemes/0/access_pattern/nr_accesses/min", 1);
+    SET("schemes/0/access_pattern/nr_accesses/max", UINT32_MAX);
+    SET("schemes/0/access_pattern/sz/min", 0);
+    SET("schemes/0/access_pattern/sz/max", UINT64_MAX);
+    SET("schemes/0/access_pattern/age/min", 0);
+    SET("schemes/0/access_pattern/age/max", UINT32_MAX);
+#undef SET
+    snprintf(s->ops, sizeof(s->ops), "%s", ops);
+    s->sample_us = sample_us;
+    s->target = pid;
+    s->configured = 1;
+    return 0;
+}
+
+static int write_regions(int i, const uint64_t *starts, unsigned int n,
+                         uint64_t size, char *err, size_t errlen)
+{
+    struct slot *s = &pool.slot[i];
+    char p[512], rel[64], text[32];
+    unsigned int k;
+    int dirfd, ret = 0;
+
+    slot_path(p, sizeof(p), i, "contexts/0/targets/0/regions/nr_regions");
+    if (s->nr_regions != n) {
+        /* The kernel recreates the region directories: old files are stale. */
+        drop_fds(s);
+        ret = kwrite_u64(err, errlen, n, p);
+        if (ret) {
+            return ret;
+        }
+        s->nr_regions = n;
+    }
+    if (!s->fds && fd_budget_left(n * 2)) {
+        s->fds = malloc(sizeof(*s->fds) * n * 2);
+        if (s->fds) {
+            for (k = 0; k < n * 2; k++) {
+                s->fds[k] = -1;
+            }
+            s->nr_fds = n * 2;
+        }
+    }
+    slot_path(p, sizeof(p), i, "contexts/0/targets/0/regions");
+    dirfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        ret = -errno;
+        ms_err(err, errlen, "cannot open %s: %s", p, strerror(errno));
+        return ret;
+    }
+    for (k = 0; k < n * 2 && !ret; k++) {
+        uint64_t v = starts[k / 2] + (k % 2 ? size : 0);
+        int len = snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
+        int fd = s->fds ? s->fds[k] : -1;
+
+        if (fd < 0) {
+            snprintf(rel, sizeof(rel), "%u/%s", k / 2,
+                     k % 2 ? "end" : "start");
+            fd = openat(dirfd, rel, O_WRONLY | O_CLOEXEC);
+        }
+        if (fd < 0 || pwrite(fd, text, (size_t)len, 0) != len) {
+            ret = errno ? -errno : -EIO;
+            ms_err(err, errlen, "cannot set DAMON region %u of %s: %s",
+                   k / 2, p, strerror(errno));
+        }
+        if (s->fds && fd >= 0) {
+            s->fds[k] = fd;
+        } else if (fd >= 0) {
+            close(fd);
+        }
+    }
+    close(dirfd);
+    if (ret) {
+        return ret;
+    }
+    /* DAMON wants at least 3; it cannot split one-page regions anyway. */
+    slot_path(p, sizeof(p), i, "contexts/0/monitoring_attrs/nr_regions/min");
+    ret = kwrite_u64(err, errlen, n < 3 ? 3 : n, p);
+    if (ret) {
+        return ret;
+    }
+    slot_path(p, sizeof(p), i, "contexts/0/monitoring_attrs/nr_regions/max");
+    return kwrite_u64(err, errlen, n < 3 ? 3 : n, p);
+}
+
+/* Nanoseconds the thread has spent on a CPU, from /proc/PID/schedstat. */
+static uint64_t thread_cpu_ns(int pid)
+{
+    char path[160], *buf;
+    size_t len, i;
+    uint64_t ns = 0;
+
+    snprintf(path, sizeof(path), "%s/%d/schedstat", ms_paths.proc, pid);
+    if (ms_read_file(path, &buf, &len, NULL, 0) != 0) {
+        return 0;
+    }
+    for (i = 0; i < len && buf[i] != ' '; i++) {
+    }
+    if (ms_parse_u64(buf, i, &ns) != 0) {
+        ns = 0;
+    }
+    free(buf);
+    return ns;
+}
+
+int ms_damon_start(int i, const char *ops, pid_t pid,
+                   const uint64_t *starts, unsigned int n, uint64_t size,
+                   uint64_t sample_us, char *err, size_t errlen)
+{
+    struct slot *s = &pool.slot[i];
+    char p[512];
+    uint64_t kpid = 0;
+    int ret;
+
+    ms_damon_stop(i);
+    if (!s->configured || strcmp(s->ops, ops) != 0 ||
+        s->sample_us != sample_us || s->target != pid) {
+        ret = configure(i, ops, pid, sample_us, err, errlen);
+        if (ret) {
+            return ret;
+        }
+    }
+    ret = write_regions(i, starts, n, size, err, errlen);
+    if (ret) {
+        return ret;
+    }
+    slot_path(p, sizeof(p), i, "state");
+    ret = kwrite(p, "on", err, errlen);
+    if (ret) {
+        return ret;
+    }
+    s->running = 1;
+    slot_path(p, sizeof(p), i, "pid");
+    if (ms_read_u64_file(p, &kpid, NULL, 0) == 0) {
+        s->kdamond_pid = (int)kpid;
+        s->cpu0_ns = thread_cpu_ns(s->kdamond_pid);
+    }
+    return 0;
+}
+
+int ms_damon_collect(int i, struct ms_damon_result *res, char *err,
+                     size_t errlen)
+{
+    struct slot *s = &pool.slot[i];
+    char p[512];
+    uint64_t cpu_ns;
+    int ret;
+
+    if (!s->running) {
+        ms_err(err, errlen, "DAMON slot %d is not monitoring", i);
+        return -EINVAL;
+    }
+    slot_path(p, sizeof(p), i, "state");
+    ret = kwrite(p, "update_schemes_tried_bytes", err, errlen);
+    if (ret == 0) {
+        slot_path(p, sizeof(p), i,
+                  "contexts/0/schemes/0/tried_regions/total_bytes");
+        ret = ms_read_u64_file(p, &res->accessed_bytes, err, errlen);
+    }
+    res->kdamond_pid = s->kdamond_pid;
+    cpu_ns = thread_cpu_ns(s->kdamond_pid);
+    res->kdamond_cpu_s =
+        cpu_ns > s->cpu0_ns ? (double)(cpu_ns - s->cpu0_ns) / 1e9 : 0.0;
+    ms_damon_stop(i);
+    return ret;
+}
+
+void ms_damon_stop(int i)
+{
+    char p[512];
+
+    if (pool.slot[i].running) {
+        slot_path(p, sizeof(p), i, "state");
+        kwrite(p, "off", NULL, 0);
+        pool.slot[i].running = 0;
+    }
+}

@@ -1,0 +1,307 @@
+/*
+ * memagg._native: the sampler for Python.  Arguments are checked here so a
+ * bad one raises ValueError naming it; kernel failures raise OSError with
+ * errno and a message from the C layer.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "ms.h"
+
+typedef struct {
+    PyObject_HEAD
+    struct ms_sampler *s;
+} SamplerObject;
+
+static PyObject *raise_errno(int ret, const char *msg)
+{
+    PyObject *args = Py_BuildValue("(is)", -ret, msg);
+
+    if (args) {
+        PyErr_SetObject(PyExc_OSError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+static int backend_index(const char *name)
+{
+    int i;
+
+    if (strcmp(name, "auto") == 0) {
+        return -1;
+    }
+    for (i = 0; i < MS_NR_BACKENDS; i++) {
+        if (strcmp(name, ms_backend_names[i]) == 0) {
+            return i;
+        }
+    }
+    return -2;
+}
+
+static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "pid", "start", "length", "n", "backend",
+                              "seed", "sample_interval", NULL };
+    PyObject *seed_obj = Py_None;
+    long long pid, start, length, n = 1000;
+    const char *backend = "auto";
+    double interval = 1.0;
+    uint64_t seed;
+    char err[MS_ERRLEN] = "";
+    int b, ret;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLL|LsOd", kwlist, &pid,
+                                     &start, &length, &n, &backend,
+                                     &seed_obj, &interval)) {
+        return -1;
+    }
+    if (pid <= 0 || pid > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "pid must be a positive process id, "
+                     "not %lld", pid);
+        return -1;
+    }
+    if (start < 0 || start % MS_PAGE_SIZE) {
+        PyErr_Format(PyExc_ValueError, "start must be a page-aligned "
+                     "(4096) address >= 0, not %lld", start);
+        return -1;
+    }
+    if (length < (long long)MS_PAGE_SIZE || start + length < start) {
+        PyErr_Format(PyExc_ValueError, "length must be at least one page "
+                     "(4096 bytes), not %lld", length);
+        return -1;
+    }
+    if (n < 1 || n > MS_MAX_SAMPLES) {
+        PyErr_Format(PyExc_ValueError, "n must be between 1 and %u, not %lld",
+                     MS_MAX_SAMPLES, n);
+        return -1;
+    }
+    b = backend_index(backend);
+    if (b == -2) {
+        PyErr_Format(PyExc_ValueError, "backend must be 'auto', "
+                     "'page_idle', 'damon_paddr', 'damon_vaddr' or "
+                     "'clear_refs', not '%s'", backend);
+        return -1;
+    }
+    if (seed_obj != Py_None) {
+        seed = PyLong_AsUnsignedLongLong(seed_obj);
+        if (PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError,
+                             "seed must be None or an integer in [0, 2**64)");
+            return -1;
+        }
+    }
+    if (!(interval >= 0.001 && interval <= 3600)) {
+        PyErr_Format(PyExc_ValueError, "sample_interval must be between "
+                     "0.001 and 3600 seconds, not %g", interval);
+        return -1;
+    }
+    if (self->s) {
+        ms_sampler_close(self->s);
+        self->s = NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ret = ms_sampler_open(&self->s, (pid_t)pid, (uint64_t)start,
+                          (uint64_t)length, (unsigned int)n, b,
+                          seed_obj != Py_None ? &seed : NULL, interval,
+                          err, sizeof(err));
+    Py_END_ALLOW_THREADS
+    if (ret) {
+        raise_errno(ret, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_open(SamplerObject *self)
+{
+    if (!self->s) {
+        PyErr_SetString(PyExc_ValueError, "sampler is closed");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *Sampler_begin(SamplerObject *self, PyObject *unused)
+{
+    char err[MS_ERRLEN] = "";
+    int ret;
+
+    (void)unused;
+    if (check_open(self)) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ret = ms_sampler_begin(self->s, err, sizeof(err));
+    Py_END_ALLOW_THREADS
+    if (ret) {
+        return raise_errno(ret, err);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Sampler_collect(SamplerObject *self, PyObject *unused)
+{
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+    int ret;
+
+    (void)unused;
+    if (check_open(self)) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ret = ms_sampler_collect(self->s, &r, err, sizeof(err));
+    Py_END_ALLOW_THREADS
+    if (ret) {
+        return raise_errno(ret, err);
+    }
+    if (r.kdamond_cpu_s >= 0) {
+        return Py_BuildValue(
+            "{s:I,s:I,s:I,s:d,s:s,s:d,s:d,s:i}",
+            "sampled", r.sampled, "accessed", r.accessed,
+            "present", r.present,
+            "fraction", r.sampled ? (double)r.accessed / r.sampled : 0.0,
+            "backend", ms_backend_names[ms_sampler_backend(self->s)],
+            "window_s", r.window_s, "kdamond_cpu_s", r.kdamond_cpu_s,
+            "kdamond_pid", r.kdamond_pid);
+    }
+    return Py_BuildValue(
+        "{s:I,s:I,s:I,s:d,s:s,s:d}",
+        "sampled", r.sampled, "accessed", r.accessed, "present", r.present,
+        "fraction", r.sampled ? (double)r.accessed / r.sampled : 0.0,
+        "backend", ms_backend_names[ms_sampler_backend(self->s)],
+        "window_s", r.window_s);
+}
+
+static PyObject *Sampler_close(SamplerObject *self, PyObject *unused)
+{
+    struct ms_sampler *s = self->s;
+
+    (void)unused;
+    self->s = NULL;
+    if (s) {
+        Py_BEGIN_ALLOW_THREADS
+        ms_sampler_close(s);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Sampler_get_backend(SamplerObject *self, void *closure)
+{
+    (void)closure;
+    if (check_open(self)) {
+        return NULL;
+    }
+    return PyUnicode_FromString(ms_backend_names[ms_sampler_backend(self->s)]);
+}
+
+static void Sampler_dealloc(SamplerObject *self)
+{
+    if (self->s) {
+        ms_sampler_close(self->s);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Sampler_methods[] = {
+    { "begin", (PyCFunction)Sampler_begin, METH_NOARGS,
+      "Draw n random pages of the range and start watching them." },
+    { "collect", (PyCFunction)Sampler_collect, METH_NOARGS,
+      "Count the watched pages accessed since begin(): a dict with "
+      "sampled, accessed, present, fraction, backend, window_s (and "
+      "kdamond_cpu_s, kdamond_pid for DAMON)." },
+    { "close", (PyCFunction)Sampler_close, METH_NOARGS,
+      "Stop watching and give back kernel resources." },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef Sampler_getset[] = {
+    { "backend", (getter)Sampler_get_backend, NULL,
+      "Name of the backend in use.", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject SamplerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "memagg._native.Sampler",
+    .tp_doc = PyDoc_STR(
+        "Sampler(pid, start, length, n=1000, backend='auto', seed=None, "
+        "sample_interval=1.0)\n\n"
+        "Accessed-bit sampling of n random pages of [start, start+length) "
+        "in process pid.  sample_interval (s) is how often DAMON checks "
+        "each page's accessed bit during a period."),
+    .tp_basicsize = sizeof(SamplerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Sampler_init,
+    .tp_dealloc = (destructor)Sampler_dealloc,
+    .tp_methods = Sampler_methods,
+    .tp_getset = Sampler_getset,
+};
+
+static PyObject *native_backends(PyObject *mod, PyObject *unused)
+{
+    PyObject *d = PyDict_New();
+    int i;
+
+    (void)mod;
+    (void)unused;
+    if (!d) {
+        return NULL;
+    }
+    for (i = 0; i < MS_NR_BACKENDS; i++) {
+        char reason[MS_ERRLEN] = "";
+        PyObject *v;
+        int ok;
+
+        Py_BEGIN_ALLOW_THREADS
+        ok = ms_backend_supported((enum ms_backend)i, reason, sizeof(reason));
+        Py_END_ALLOW_THREADS
+        v = Py_BuildValue("(Os)", ok ? Py_True : Py_False, reason);
+        if (!v || PyDict_SetItemString(d, ms_backend_names[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyMethodDef native_methods[] = {
+    { "backends", native_backends, METH_NOARGS,
+      "backends() -> {name: (supported, reason)} for every sampler backend, "
+      "best first." },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "memagg._native",
+    .m_doc = "Native accessed-bit page sampler of memagg.",
+    .m_size = -1,
+    .m_methods = native_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    PyObject *m;
+
+    if (PyType_Ready(&SamplerType) < 0) {
+        return NULL;
+    }
+    m = PyModule_Create(&native_module);
+    if (!m) {
+        return NULL;
+    }
+    Py_INCREF(&SamplerType);
+    if (PyModule_AddObject(m, "Sampler", (PyObject *)&SamplerType) < 0) {
+        Py_DECREF(&SamplerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

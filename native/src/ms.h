@@ -1,0 +1,108 @@
+/*
+ * memagg native sampler: internal interfaces.
+ *
+ * Every function that can fail returns 0 on success or a negative errno
+ * value, and writes a one-line explanation into the caller's error buffer.
+ */
+#ifndef MEMAGG_MS_H
+#define MEMAGG_MS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MS_PAGE_SIZE 4096ULL
+#define MS_ERRLEN 256
+#define MS_MAX_SAMPLES 1000000U
+
+enum ms_backend {
+    MS_PAGE_IDLE,
+    MS_DAMON_PADDR,
+    MS_DAMON_VADDR,
+    MS_CLEAR_REFS,
+    MS_NR_BACKENDS,
+};
+
+/* Kernel interface locations; tests point them at fixtures. */
+struct ms_paths {
+    char proc[128];         /* "/proc" */
+    char page_idle[128];    /* "/sys/kernel/mm/page_idle/bitmap" */
+    char damon[128];        /* "/sys/kernel/mm/damon/admin" */
+    char lock[128];         /* lock file serialising DAMON between processes */
+};
+extern struct ms_paths ms_paths;
+
+/* ---- parse.c: pure parsers, fuzzed ---- */
+struct ms_pagemap_entry {
+    uint64_t pfn;           /* 0 when not present or hidden (no privilege) */
+    int present;
+    int swapped;
+};
+void ms_pagemap_decode(uint64_t raw, struct ms_pagemap_entry *e);
+int ms_parse_u64(const char *buf, size_t len, uint64_t *out);
+int ms_smaps_scan(const char *buf, size_t len, uint64_t start, uint64_t end,
+                  uint64_t *referenced_kb, uint64_t *rss_kb);
+int ms_word_list_has(const char *buf, size_t len, const char *word);
+
+/* ---- util.c: small file helpers ---- */
+int ms_write_file(const char *path, const char *text, char *err, size_t errlen);
+int ms_read_file(const char *path, char **buf, size_t *len,
+                 char *err, size_t errlen);
+int ms_read_u64_file(const char *path, uint64_t *out, char *err, size_t errlen);
+void ms_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+double ms_now(void);
+
+/* ---- draw.c: random page choice ---- */
+uint64_t ms_rand_next(uint64_t *state);
+int ms_draw_pages(uint64_t *state, uint64_t nr_pages, unsigned int n,
+                  uint64_t *out, unsigned int *nr_out);
+
+/* ---- pagemap.c: bulk pagemap lookups ---- */
+int ms_pagemap_read(int fd, const uint64_t *vpages, unsigned int n,
+                    struct ms_pagemap_entry *out);
+
+/* ---- page_idle.c ---- */
+int ms_idle_mark(int fd, const uint64_t *pfns, unsigned int n);
+int ms_idle_count_accessed(int fd, const uint64_t *pfns, unsigned int n,
+                           unsigned int *accessed);
+
+/* ---- damon.c: the DAMON sysfs slots shared by all samplers ---- */
+struct ms_damon_result {
+    uint64_t accessed_bytes;
+    double kdamond_cpu_s;
+    int kdamond_pid;
+};
+int ms_damon_supported(const char *ops, char *reason, size_t len);
+int ms_damon_acquire(int *slot, char *err, size_t errlen);
+void ms_damon_release(int slot);
+int ms_damon_start(int slot, const char *ops, pid_t pid,
+                   const uint64_t *starts, unsigned int n, uint64_t size,
+                   uint64_t sample_us, char *err, size_t errlen);
+int ms_damon_collect(int slot, struct ms_damon_result *res,
+                     char *err, size_t errlen);
+void ms_damon_stop(int slot);
+
+/* ---- sampler.c ---- */
+struct ms_result {
+    unsigned int sampled;
+    unsigned int accessed;
+    unsigned int present;
+    double window_s;
+    double kdamond_cpu_s;   /* < 0 when the backend has no kernel thread */
+    int kdamond_pid;
+};
+struct ms_sampler;
+extern const char *const ms_backend_names[MS_NR_BACKENDS];
+int ms_backend_supported(enum ms_backend b, char *reason, size_t len);
+int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
+                    uint64_t length, unsigned int n, int backend,
+                    const uint64_t *seed, double sample_interval,
+                    char *err, size_t errlen);
+enum ms_backend ms_sampler_backend(const struct ms_sampler *s);
+int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen);
+int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
+                       char *err, size_t errlen);
+void ms_sampler_close(struct ms_sampler *s);
+
+#endif

@@ -1,0 +1,430 @@
+/*
+ * The sampler: n random pages of a process's address range, their accessed
+ * state cleared at begin() and counted at collect(), through whichever
+ * kernel interface this machine has.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "ms.h"
+
+struct ms_paths ms_paths = {
+    .proc = "/proc",
+    .page_idle = "/sys/kernel/mm/page_idle/bitmap",
+    .damon = "/sys/kernel/mm/damon/admin",
+    .lock = "/run/memagg-damon.lock",
+};
+
+const char *const ms_backend_names[MS_NR_BACKENDS] = {
+    [MS_PAGE_IDLE] = "page_idle",
+    [MS_DAMON_PADDR] = "damon_paddr",
+    [MS_DAMON_VADDR] = "damon_vaddr",
+    [MS_CLEAR_REFS] = "clear_refs",
+};
+
+struct ms_sampler {
+    pid_t pid;
+    uint64_t start;
+    uint64_t nr_pages;
+    unsigned int n;
+    enum ms_backend backend;
+    uint64_t rng;
+    uint64_t sample_us;
+    int pagemap_fd;
+    int idle_fd;
+    int damon_slot;
+    int begun;
+    double t_begin;
+    uint64_t *pages;            /* sampled page indexes, then vpage numbers */
+    struct ms_pagemap_entry *entries;
+    uint64_t *keys;             /* sorted distinct PFNs or addresses */
+    unsigned int nr_sampled;
+    unsigned int nr_present;
+    unsigned int nr_keys;
+};
+
+int ms_backend_supported(enum ms_backend b, char *reason, size_t len)
+{
+    char path[160];
+
+    switch (b) {
+    case MS_PAGE_IDLE:
+        if (access(ms_paths.page_idle, R_OK | W_OK) != 0) {
+            ms_err(reason, len, "no idle page tracking (%s: %s)",
+                   ms_paths.page_idle, strerror(errno));
+            return 0;
+        }
+        ms_err(reason, len, "idle page tracking at %s", ms_paths.page_idle);
+        return 1;
+    case MS_DAMON_PADDR:
+        return ms_damon_supported("paddr", reason, len);
+    case MS_DAMON_VADDR:
+        return ms_damon_supported("vaddr", reason, len);
+    case MS_CLEAR_REFS:
+        snprintf(path, sizeof(path), "%s/self/clear_refs", ms_paths.proc);
+        if (access(path, W_OK) != 0) {
+            ms_err(reason, len, "cannot write %s: %s", path,
+                   strerror(errno));
+            return 0;
+        }
+        ms_err(reason, len, "clear_refs and smaps Referenced (whole range)");
+        return 1;
+    default:
+        ms_err(reason, len, "unknown backend %d", (int)b);
+        return 0;
+    }
+}
+
+/* Open /proc/PID/<name>, telling a vanished process from other failures. */
+static int open_proc(pid_t pid, const char *name, int flags, char *err,
+                     size_t errlen)
+{
+    char path[160];
+    int fd, e;
+
+    snprintf(path, sizeof(path), "%s/%d/%s", ms_paths.proc, (int)pid, name);
+    fd = open(path, flags | O_CLOEXEC);
+    if (fd >= 0) {
+        return fd;
+    }
+    e = errno;
+    if (e == ENOENT || e == ESRCH) {
+        ms_err(err, errlen, "process %d does not exist", (int)pid);
+        return -ESRCH;
+    }
+    ms_err(err, errlen, "cannot open %s: %s", path, strerror(e));
+    return -e;
+}
+
+void ms_sampler_close(struct ms_sampler *s)
+{
+    if (!s) {
+        return;
+    }
+    if (s->damon_slot >= 0) {
+        ms_damon_release(s->damon_slot);
+    }
+    if (s->pagemap_fd >= 0) {
+        close(s->pagemap_fd);
+    }
+    if (s->idle_fd >= 0) {
+        close(s->idle_fd);
+    }
+    free(s->pages);
+    free(s->entries);
+    free(s->keys);
+    free(s);
+}
+
+int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
+                    uint64_t length, unsigned int n, int backend,
+                    const uint64_t *seed, double sample_interval,
+                    char *err, size_t errlen)
+{
+    char reason[MS_ERRLEN];
+    struct ms_sampler *s;
+    int fd, ret;
+
+    if (pid <= 0 || n == 0 || n > MS_MAX_SAMPLES || length < MS_PAGE_SIZE ||
+        start % MS_PAGE_SIZE || start + length < start ||
+        sample_interval <= 0 || backend >= MS_NR_BACKENDS) {
+        ms_err(err, errlen, "invalid sampler arguments");
+        return -EINVAL;
+    }
+    if (backend < 0) {
+        for (backend = 0; backend < MS_NR_BACKENDS; backend++) {
+            if (ms_backend_supported((enum ms_backend)backend, NULL, 0)) {
+                break;
+            }
+        }
+        if (backend == MS_NR_BACKENDS) {
+            ms_err(err, errlen, "no sampler backend works on this kernel");
+            return -EOPNOTSUPP;
+        }
+    } else if (!ms_backend_supported((enum ms_backend)backend, reason,
+                                     sizeof(reason))) {
+        ms_err(err, errlen, "backend %s is not supported here: %s",
+               ms_backend_names[backend], reason);
+        return -EOPNOTSUPP;
+    }
+    fd = open_proc(pid, "pagemap", O_RDONLY, err, errlen);
+    if (fd < 0) {
+        return fd;
+    }
+    s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(fd);
+        ms_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    s->pagemap_fd = fd;
+    s->idle_fd = -1;
+    s->damon_slot = -1;
+    s->pid = pid;
+    s->start = start;
+    s->nr_pages = length / MS_PAGE_SIZE;
+    s->n = n;
+    s->backend = (enum ms_backend)backend;
+    s->sample_us = (uint64_t)(sample_interval * 1e6);
+    if (s->sample_us < 1000) {
+        s->sample_us = 1000;
+    }
+    if (seed) {
+        s->rng = *seed;
+    } else if (getrandom(&s->rng, sizeof(s->rng), 0) != sizeof(s->rng)) {
+        s->rng = (uint64_t)getpid() ^ (uint64_t)(ms_now() * 1e9);
+    }
+    s->pages = calloc(n, sizeof(*s->pages));
+    s->entries = calloc(n, sizeof(*s->entries));
+    s->keys = calloc(n, sizeof(*s->keys));
+    if (!s->pages || !s->entries || !s->keys) {
+        ms_sampler_close(s);
+        ms_err(err, errlen, "out of memory for %u samples", n);
+        return -ENOMEM;
+    }
+    ret = 0;
+    if (s->backend == MS_PAGE_IDLE) {
+        s->idle_fd = open(ms_paths.page_idle, O_RDWR | O_CLOEXEC);
+        if (s->idle_fd < 0) {
+            ret = -errno;
+            ms_err(err, errlen, "cannot open %s: %s", ms_paths.page_idle,
+                   strerror(errno));
+        }
+    } else if (s->backend == MS_DAMON_PADDR ||
+               s->backend == MS_DAMON_VADDR) {
+        ret = ms_damon_acquire(&s->damon_slot, err, errlen);
+    }
+    if (ret) {
+        ms_sampler_close(s);
+        return ret;
+    }
+    *out = s;
+    return 0;
+}
+
+enum ms_backend ms_sampler_backend(const struct ms_sampler *s)
+{
+    return s->backend;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Draw the pages and find which are resident, and where. */
+static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
+{
+    unsigned int i, hidden = 0;
+    int ret;
+
+    ret = ms_draw_pages(&s->rng, s->nr_pages, s->n, s->pages,
+                        &s->nr_sampled);
+    if (ret) {
+        ms_err(err, errlen, "cannot draw %u pages", s->n);
+        return ret;
+    }
+    for (i = 0; i < s->nr_sampled; i++) {
+        s->pages[i] += s->start / MS_PAGE_SIZE;
+    }
+    ret = ms_pagemap_read(s->pagemap_fd, s->pages, s->nr_sampled,
+                          s->entries);
+    if (ret) {
+        ms_err(err, errlen, "cannot read pagemap of process %d: %s",
+               (int)s->pid, strerror(-ret));
+        return ret == -ESRCH ? -ESRCH : ret;
+    }
+    s->nr_present = 0;
+    s->nr_keys = 0;
+    for (i = 0; i < s->nr_sampled; i++) {
+        const struct ms_pagemap_entry *e = &s->entries[i];
+
+        if (!e->present) {
+            continue;
+        }
+        s->nr_present++;
+        if (s->backend == MS_DAMON_VADDR) {
+            s->keys[s->nr_keys++] = s->pages[i] * MS_PAGE_SIZE;
+        } else if (e->pfn) {
+            s->keys[s->nr_keys++] = e->pfn;
+        } else {
+            hidden++;
+        }
+    }
+    if (hidden && s->backend != MS_CLEAR_REFS) {
+        ms_err(err, errlen, "pagemap of process %d hides PFNs: "
+               "CAP_SYS_ADMIN is needed", (int)s->pid);
+        return -EPERM;
+    }
+    /* Pages shared between samples (KSM, zero page) are watched once. */
+    qsort(s->keys, s->nr_keys, sizeof(*s->keys), cmp_u64);
+    for (i = 0, ret = 0; i < s->nr_keys; i++) {
+        if (!ret || s->keys[ret - 1] != s->keys[i]) {
+            s->keys[ret++] = s->keys[i];
+        }
+    }
+    s->nr_keys = (unsigned int)ret;
+    return 0;
+}
+
+int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
+{
+    char text[2] = "1";
+    uint64_t i;
+    int fd, ret = 0;
+
+    s->begun = 0;
+    if (s->damon_slot >= 0) {
+        ms_damon_stop(s->damon_slot);
+    }
+    switch (s->backend) {
+    case MS_CLEAR_REFS:
+        fd = open_proc(s->pid, "clear_refs", O_WRONLY, err, errlen);
+        if (fd < 0) {
+            return fd;
+        }
+        if (write(fd, text, 1) != 1) {
+            ret = -errno;
+            ms_err(err, errlen, "cannot clear referenced bits of %d: %s",
+                   (int)s->pid, strerror(errno));
+        }
+        close(fd);
+        break;
+    case MS_PAGE_IDLE:
+        ret = draw_and_locate(s, err, errlen);
+        if (!ret && (ret = ms_idle_mark(s->idle_fd, s->keys, s->nr_keys))) {
+            ms_err(err, errlen, "cannot mark pages idle: %s", strerror(-ret));
+        }
+        break;
+    case MS_DAMON_PADDR:
+    case MS_DAMON_VADDR:
+        ret = draw_and_locate(s, err, errlen);
+        if (ret || !s->nr_keys) {
+            break;
+        }
+        if (s->backend == MS_DAMON_PADDR) {
+            for (i = 0; i < s->nr_keys; i++) {
+                s->keys[i] *= MS_PAGE_SIZE;
+            }
+        }
+        ret = ms_damon_start(s->damon_slot,
+                             s->backend == MS_DAMON_PADDR ? "paddr" : "vaddr",
+                             s->pid, s->keys, s->nr_keys, MS_PAGE_SIZE,
+                             s->sample_us, err, errlen);
+        break;
+    default:
+        ret = -EINVAL;
+    }
+    if (ret == 0) {
+        s->begun = 1;
+        s->t_begin = ms_now();
+    }
+    return ret;
+}
+
+static int collect_clear_refs(struct ms_sampler *s, struct ms_result *r,
+                              char *err, size_t errlen)
+{
+    char path[160], *buf;
+    uint64_t ref_kb, rss_kb;
+    size_t len;
+    int ret;
+
+    snprintf(path, sizeof(path), "%s/%d/smaps", ms_paths.proc, (int)s->pid);
+    ret = ms_read_file(path, &buf, &len, err, errlen);
+    if (ret) {
+        if (ret == -ENOENT || ret == -ESRCH) {
+            ms_err(err, errlen, "process %d does not exist", (int)s->pid);
+            return -ESRCH;
+        }
+        return ret;
+    }
+    ms_smaps_scan(buf, len, s->start, s->start + s->nr_pages * MS_PAGE_SIZE,
+                  &ref_kb, &rss_kb);
+    free(buf);
+    r->sampled = s->nr_pages > UINT32_MAX ? UINT32_MAX
+                                          : (unsigned int)s->nr_pages;
+    r->accessed = (unsigned int)(ref_kb / 4);
+    r->present = (unsigned int)(rss_kb / 4);
+    if (r->accessed > r->sampled) {
+        r->accessed = r->sampled;
+    }
+    return 0;
+}
+
+/* Spread the distinct pages' count back over the samples that share them. */
+static unsigned int scale_to_samples(const struct ms_sampler *s,
+                                     unsigned int accessed_keys)
+{
+    if (!s->nr_keys) {
+        return 0;
+    }
+    return (unsigned int)(((uint64_t)accessed_keys * s->nr_present +
+                           s->nr_keys / 2) / s->nr_keys);
+}
+
+int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
+                       char *err, size_t errlen)
+{
+    struct ms_damon_result dr = { 0 };
+    unsigned int accessed = 0;
+    int ret = 0;
+
+    memset(r, 0, sizeof(*r));
+    r->kdamond_cpu_s = -1;
+    if (!s->begun) {
+        ms_err(err, errlen, "collect() called without begin()");
+        return -EINVAL;
+    }
+    if (kill(s->pid, 0) != 0 && errno == ESRCH) {
+        if (s->damon_slot >= 0) {
+            ms_damon_stop(s->damon_slot);
+        }
+        s->begun = 0;
+        ms_err(err, errlen, "process %d does not exist", (int)s->pid);
+        return -ESRCH;
+    }
+    switch (s->backend) {
+    case MS_CLEAR_REFS:
+        ret = collect_clear_refs(s, r, err, errlen);
+        break;
+    case MS_PAGE_IDLE:
+        ret = ms_idle_count_accessed(s->idle_fd, s->keys, s->nr_keys,
+                                     &accessed);
+        if (ret) {
+            ms_err(err, errlen, "cannot read idle bitmap: %s",
+                   strerror(-ret));
+        }
+        break;
+    case MS_DAMON_PADDR:
+    case MS_DAMON_VADDR:
+        r->kdamond_cpu_s = 0;
+        if (s->nr_keys) {
+            ret = ms_damon_collect(s->damon_slot, &dr, err, errlen);
+            accessed = (unsigned int)(dr.accessed_bytes / MS_PAGE_SIZE);
+            r->kdamond_cpu_s = dr.kdamond_cpu_s;
+            r->kdamond_pid = dr.kdamond_pid;
+        }
+        break;
+    default:
+        ret = -EINVAL;
+    }
+    r->window_s = ms_now() - s->t_begin;
+    s->begun = 0;
+    if (ret || s->backend == MS_CLEAR_REFS) {
+        return ret;
+    }
+    r->sampled = s->nr_sampled;
+    r->present = s->nr_present;
+    r->accessed = scale_to_samples(s, accessed > s->nr_keys ? s->nr_keys
+                                                            : accessed);
+    return 0;
+}

@@ -1,0 +1,131 @@
+/* Small helpers for /proc and sysfs files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ms.h"
+
+void ms_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || !errlen) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+double ms_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int ms_write_file(const char *path, const char *text, char *err,
+                  size_t errlen)
+{
+    size_t len = strlen(text);
+    ssize_t done;
+    int fd, ret = 0;
+
+    fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        ret = -errno;
+        ms_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return ret;
+    }
+    done = write(fd, text, len);
+    if (done < 0) {
+        ret = -errno;
+        ms_err(err, errlen, "cannot write '%s' to %s: %s", text, path,
+               strerror(errno));
+    } else if ((size_t)done != len) {
+        ret = -EIO;
+        ms_err(err, errlen, "short write to %s", path);
+    }
+    close(fd);
+    return ret;
+}
+
+int ms_read_file(const char *path, char **buf, size_t *len,
+                 char *err, size_t errlen)
+{
+    size_t cap = 65536, used = 0;
+    char *data = malloc(cap);
+    int fd, ret = 0;
+
+    if (!data) {
+        ms_err(err, errlen, "out of memory reading %s", path);
+        return -ENOMEM;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        ret = -errno;
+        ms_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        free(data);
+        return ret;
+    }
+    for (;;) {
+        ssize_t got;
+
+        if (used == cap) {
+            char *bigger = realloc(data, cap * 2);
+
+            if (!bigger) {
+                ret = -ENOMEM;
+                ms_err(err, errlen, "out of memory reading %s", path);
+                break;
+            }
+            data = bigger;
+            cap *= 2;
+        }
+        got = read(fd, data + used, cap - used);
+        if (got < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            ret = -errno;
+            ms_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            break;
+        }
+        if (got == 0) {
+            break;
+        }
+        used += (size_t)got;
+    }
+    close(fd);
+    if (ret) {
+        free(data);
+        return ret;
+    }
+    *buf = data;
+    *len = used;
+    return 0;
+}
+
+int ms_read_u64_file(const char *path, uint64_t *out, char *err,
+                     size_t errlen)
+{
+    char *buf;
+    size_t len;
+    int ret = ms_read_file(path, &buf, &len, err, errlen);
+
+    if (ret) {
+        return ret;
+    }
+    ret = ms_parse_u64(buf, len, out);
+    if (ret) {
+        ms_err(err, errlen, "%s does not hold a number", path);
+    }
+    free(buf);
+    return ret;
+}
