@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -240,18 +241,21 @@ static void test_clear_refs_self(void)
         fprintf(stderr, "skip clear_refs test: %s\n", strerror(errno));
         return;
     }
-    mem = aligned_alloc(4096, len);
-    CHECK(mem != NULL);
-    if (!mem) {
+    /* Its own VMA, no huge pages: smaps then counts exactly these pages. */
+    mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(mem != MAP_FAILED);
+    if (mem == MAP_FAILED) {
         return;
     }
+    madvise(mem, len, MADV_NOHUGEPAGE);
     memset(mem, 1, len);
     ret = ms_sampler_open(&s, getpid(), (uint64_t)(uintptr_t)mem, len, 100,
                           MS_CLEAR_REFS, NULL, 1.0, err, sizeof(err));
     CHECK(ret == 0);
     if (ret) {
         fprintf(stderr, "%s\n", err);
-        free(mem);
+        munmap(mem, len);
         return;
     }
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == -EINVAL);
@@ -261,9 +265,15 @@ static void test_clear_refs_self(void)
     }
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
     CHECK(r.sampled == len / 4096);
-    CHECK(r.accessed >= r.sampled / 4 - 64 && r.accessed <= r.sampled / 3);
+    /*
+     * The VMA may have merged with a neighbour, whose share smaps cannot
+     * tell apart: allow 1 %.
+     */
+    CHECK(r.accessed <= r.sampled / 4 &&
+          r.accessed >= r.sampled / 4 * 99 / 100);
+    CHECK(r.present == r.sampled);
     ms_sampler_close(s);
-    free(mem);
+    munmap(mem, len);
 }
 
 int main(void)

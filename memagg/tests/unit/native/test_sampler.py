@@ -1,0 +1,171 @@
+"""memagg._native.Sampler against a real process with a known hot set."""
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from memagg import _native
+from memagg.tests.polling import wait_for
+
+PAGE = 4096
+MIB = 1 << 20
+HOTSET = os.path.join(os.path.dirname(__file__), 'hotset.py')
+BACKENDS = ('page_idle', 'damon_paddr', 'damon_vaddr', 'clear_refs')
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason='PFNs in pagemap, clear_refs and DAMON need root')
+
+
+class HotChild:
+    def __init__(self, proc, addr, length, passes_path):
+        self.pid = proc.pid
+        self.addr = addr
+        self.length = length
+        self._passes_path = passes_path
+
+    def passes(self):
+        with open(self._passes_path, 'rb') as f:
+            return struct.unpack('Q', f.read(8))[0]
+
+    def wait_passes(self, count):
+        """Wait until the child has gone over its hot set count more times."""
+        target = self.passes() + count
+        wait_for(lambda: self.passes() >= target, timeout=30,
+                 interval=0.01, message='%d passes over the hot set' % count)
+
+
+@pytest.fixture(scope='module')
+def hot_child(tmp_path_factory):
+    """256 MiB mapped, the first 64 MiB kept hot: true fraction 0.25."""
+    passes = tmp_path_factory.mktemp('hot') / 'passes'
+    passes.write_bytes(bytes(8))
+    proc = subprocess.Popen([sys.executable, HOTSET, '256', '64',
+                             str(passes)], stdout=subprocess.PIPE, text=True)
+    addr = int(proc.stdout.readline())
+    yield HotChild(proc, addr, 256 * MIB, passes)
+    proc.kill()
+    proc.wait()
+
+
+def test_backends_report_support_and_reason():
+    backends = _native.backends()
+    assert tuple(backends) == BACKENDS
+    for name, (supported, reason) in backends.items():
+        assert isinstance(supported, bool)
+        assert reason, name
+    assert backends['clear_refs'][0]
+
+
+@needs_root
+@pytest.mark.slow
+@pytest.mark.parametrize('backend', BACKENDS)
+def test_fraction_matches_hot_set(hot_child, backend):
+    supported, reason = _native.backends()[backend]
+    pid, addr, length = hot_child.pid, hot_child.addr, hot_child.length
+    if not supported:
+        with pytest.raises(OSError) as exc:
+            _native.Sampler(pid, addr, length, backend=backend)
+        assert backend in str(exc.value)
+        assert 'not supported' in str(exc.value)
+        return
+    sampler = _native.Sampler(pid, addr, length, n=2000, backend=backend,
+                              seed=7, sample_interval=0.5)
+    try:
+        assert sampler.backend == backend
+        sampler.begin()
+        # The period: two whole passes over the hot set after begin().
+        hot_child.wait_passes(2)
+        result = sampler.collect()
+    finally:
+        sampler.close()
+    assert result['backend'] == backend
+    assert result['present'] == result['sampled']
+    assert result['fraction'] == pytest.approx(0.25, abs=0.05)
+    if backend.startswith('damon'):
+        assert result['sampled'] == 2000
+        assert result['kdamond_pid'] > 0
+        assert result['kdamond_cpu_s'] >= 0
+
+
+@needs_root
+@pytest.mark.slow
+def test_two_samplers_at_once_and_auto(hot_child):
+    pid, addr, length = hot_child.pid, hot_child.addr, hot_child.length
+    first = _native.Sampler(pid, addr, length // 2, n=500, seed=1,
+                            sample_interval=0.3)
+    second = _native.Sampler(pid, addr + length // 2, length // 2, n=500,
+                             seed=2, sample_interval=0.3)
+    try:
+        first.begin()
+        second.begin()
+        hot_child.wait_passes(2)
+        hot_half = first.collect()
+        cold_half = second.collect()
+    finally:
+        first.close()
+        second.close()
+    # 64 MiB hot is half of the first 128 MiB and none of the second.
+    assert hot_half['fraction'] == pytest.approx(0.5, abs=0.08)
+    assert cold_half['fraction'] < 0.05
+
+
+@needs_root
+def test_damon_left_off_after_close(hot_child):
+    if not _native.backends()['damon_paddr'][0]:
+        pytest.skip('no DAMON paddr on this kernel')
+    pid, addr, length = hot_child.pid, hot_child.addr, hot_child.length
+    sampler = _native.Sampler(pid, addr, length, n=100,
+                              backend='damon_paddr', sample_interval=0.1)
+    sampler.begin()
+    sampler.close()
+    with open('/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds') as f:
+        assert f.read().strip() == '0'
+
+
+@pytest.mark.parametrize('kwargs, name', [
+    (dict(pid=0), 'pid'),
+    (dict(pid=-5), 'pid'),
+    (dict(start=123), 'start'),
+    (dict(length=100), 'length'),
+    (dict(n=0), 'n'),
+    (dict(n=10 ** 7), 'n'),
+    (dict(backend='magic'), 'backend'),
+    (dict(seed=-1), 'seed'),
+    (dict(sample_interval=0.0), 'sample_interval'),
+])
+def test_bad_arguments_name_the_argument(kwargs, name):
+    args = dict(pid=os.getpid(), start=0, length=MIB)
+    args.update(kwargs)
+    with pytest.raises(ValueError) as exc:
+        _native.Sampler(**args)
+    assert str(exc.value).startswith(name + ' ')
+
+
+@needs_root
+def test_dead_process():
+    proc = subprocess.Popen([sys.executable, '-c', 'pass'])
+    proc.wait()
+    with pytest.raises(OSError) as exc:
+        _native.Sampler(proc.pid, 0, MIB, backend='clear_refs')
+    assert 'does not exist' in str(exc.value)
+
+
+@needs_root
+def test_process_dies_between_begin_and_collect():
+    proc = subprocess.Popen([sys.executable, HOTSET, '8', '4'],
+                            stdout=subprocess.PIPE, text=True)
+    addr = int(proc.stdout.readline())
+    sampler = _native.Sampler(proc.pid, addr, 8 * MIB, n=100,
+                              backend='clear_refs')
+    sampler.begin()
+    proc.kill()
+    proc.wait()
+    with pytest.raises(OSError) as exc:
+        sampler.collect()
+    assert 'does not exist' in str(exc.value)
+    sampler.close()
+    with pytest.raises(ValueError):
+        sampler.begin()
