@@ -1,11 +1,12 @@
-"""Builds a ComputeReport from what the hypervisor driver reads.
+"""Builds the ComputeReport memagg-compute sends every period.
 
-WSS here comes only from the balloon statistics libvirt reports
-(``memoryStats``): the guest's memory in use is ``available - usable``
-(``available - unused`` when the guest gives no ``usable``). Guests without
-balloon statistics get no WSS and no sample. CPU utilisation is a fraction
-(0..1) of the host's CPUs, or of the guest's vCPUs, over the time since the
-previous collection; the first collection reports 0.
+The periodic job (run_period) reads the host and its running guests, lets
+the MemoryManager estimate each VM's WSS and move the balloons, and reports
+the results with one WssSample per VM that has an estimate. A status read
+(collect) reads the host now and shows the last period's estimates and
+targets, without running a period. CPU utilisation is a fraction (0..1) of
+the host's CPUs, or of the guest's vCPUs, over the time since the previous
+read; the first read reports 0.
 """
 import threading
 import time
@@ -15,17 +16,6 @@ from oslo_utils import timeutils
 from memagg.conf import CONF
 from memagg.objects import report as report_obj
 
-ESTIMATOR = 'libvirt_stats'
-
-
-def balloon_wss_mb(stats):
-    """Memory in use inside the guest in MiB from balloon stats, or None."""
-    available = stats.get('available')
-    free = stats.get('usable', stats.get('unused'))
-    if available is None or free is None:
-        return None
-    return max(0, available - free) // 1024
-
 
 def _ratio(numerator, denominator):
     if denominator <= 0:
@@ -34,55 +24,79 @@ def _ratio(numerator, denominator):
 
 
 class Collector:
-    """Reads the host through ``driver`` and returns ComputeReports."""
+    """Reads the host through ``driver``; ``memory`` (a MemoryManager)
+    runs the estimation and balloon period."""
 
-    def __init__(self, driver, host):
+    def __init__(self, driver, host, memory):
         self.driver = driver
         self.host = host
+        self.memory = memory
         self._host_cpu = None
         self._domain_cpu = {}
-        # The periodic report and an RPC get_host_status may collect at once;
+        self._last = None
+        # The periodic report and an RPC get_host_status may run at once;
         # each must see the previous CPU counters of the other.
         self._lock = threading.Lock()
 
     def collect(self):
-        """Read the host and its running guests now; return a ComputeReport."""
+        """Read the host now; return a ComputeReport with the last period's
+        estimates and targets and no new samples."""
         with self._lock:
-            return self._collect()
+            now, info, domains = self._read()
+            return self._report(now, info, domains, self._last, samples=False)
 
-    def _collect(self):
-        now = timeutils.utcnow()
-        info = self.driver.get_host_info()
-        domains = self.driver.list_domains()
-        instances, samples = [], []
+    def run_period(self):
+        """Run one estimation and balloon period; return its ComputeReport
+        (with this period's WSS samples)."""
+        with self._lock:
+            now, info, domains = self._read()
+            self._last = self.memory.run_period(info, domains, now)
+            return self._report(now, info, domains, self._last, samples=True)
+
+    def _read(self):
+        return (timeutils.utcnow(), self.driver.get_host_info(),
+                self.driver.list_domains())
+
+    def _report(self, now, info, domains, period, samples):
+        results = period.vms if period is not None else {}
+        instances, wss_samples = [], []
         wall_ns = time.monotonic_ns()
         domain_cpu = {}
         for dom in domains:
             domain_cpu[dom.uuid] = (dom.cpu_time_ns, wall_ns)
-            wss = balloon_wss_mb(dom.memory_stats)
+            result = results.get(dom.uuid)
             current = dom.memory_stats.get('actual')
             current_mb = (current // 1024 if current is not None
                           else dom.current_memory_mb)
             instances.append(report_obj.InstanceReport(
                 uuid=dom.uuid, name=dom.name, project_id=None,
                 booked_mb=dom.max_memory_mb, current_mb=current_mb,
-                target_mb=None, wss_mb=wss, wss_maxavg_mb=None,
-                estimator=ESTIMATOR if wss is not None else None,
+                target_mb=result.target_mb if result else None,
+                wss_mb=result.wss_mb if result else None,
+                wss_maxavg_mb=result.wss_maxavg_mb if result else None,
+                estimator=result.estimator if result else None,
                 cpu_util=self._domain_util(dom, wall_ns)))
-            if wss is not None:
-                samples.append(report_obj.WssSample(
-                    instance_uuid=dom.uuid, sampled_at=now, wss_mb=wss,
-                    wss_maxavg_mb=None, current_mb=current_mb,
-                    target_mb=None, estimator=ESTIMATOR))
+            if samples and result is not None and result.wss_mb is not None:
+                wss_samples.append(report_obj.WssSample(
+                    instance_uuid=dom.uuid, sampled_at=now,
+                    wss_mb=result.wss_mb,
+                    wss_maxavg_mb=result.wss_maxavg_mb,
+                    current_mb=current_mb, target_mb=result.target_mb,
+                    estimator=result.estimator))
         self._domain_cpu = domain_cpu
         reserved = CONF.compute.reserved_host_memory_mb
+        if period is not None:
+            reservoir = period.reservoir_mb
+        else:
+            reservoir = info.free_memory_mb - reserved
         return report_obj.ComputeReport(
             host=self.host, reported_at=now, memory_mb=info.memory_mb,
             reserved_mb=reserved, vcpus=info.vcpus,
             cpu_util=self._host_util(info),
-            free_reservoir_mb=max(0, info.free_memory_mb - reserved),
+            # Overcommitted targets leave no reservoir, not a negative one.
+            free_reservoir_mb=max(0, reservoir),
             # Nothing is lent before the reservoir manager decides what may.
-            lendable_mb=0, instances=instances, samples=samples)
+            lendable_mb=0, instances=instances, samples=wss_samples)
 
     def _host_util(self, info):
         if info.cpu_busy_ns is None:

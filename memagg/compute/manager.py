@@ -3,6 +3,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from memagg.compute import collector as collector_mod
+from memagg.compute import memory as memory_mod
 from memagg.conf import CONF
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.scheduler import rpcapi as scheduler_rpcapi
@@ -14,8 +15,11 @@ BINARY = 'memagg-compute'
 
 
 class ComputeManager(service.Manager):
-    """Collects the host's state every [compute] collect_interval and
-    reports it to memagg-scheduler."""
+    """Every [compute] collect_interval: estimates each VM's WSS, moves
+    the balloons by the local policy and reports to memagg-scheduler.
+
+    Invalid [wss] or [local_policy] options raise InvalidParameter here,
+    at start, naming the option."""
 
     target = messaging.Target(version='1.0')
 
@@ -23,12 +27,14 @@ class ComputeManager(service.Manager):
         super().__init__(host)
         self.driver = driver or hypervisor.load(
             CONF.compute.hypervisor_driver, CONF.compute.libvirt_uri)
-        self.collector = collector_mod.Collector(self.driver, self.host)
+        self.memory = memory_mod.MemoryManager(self.driver, CONF)
+        self.collector = collector_mod.Collector(self.driver, self.host,
+                                                 self.memory)
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
 
     def collect_and_report(self):
-        """One collection period: read the hypervisor, cast the report."""
-        report = self.collector.collect()
+        """One period: estimate, balloon, cast the report."""
+        report = self.collector.run_period()
         self.scheduler_api.report(self.admin_context, report)
         LOG.debug('Reported %d instances and %d WSS samples of %s',
                   len(report.instances), len(report.samples), self.host)
@@ -48,4 +54,5 @@ class ComputeManager(service.Manager):
         return self.collector.collect()
 
     def cleanup_host(self):
+        self.memory.close()
         self.driver.close()

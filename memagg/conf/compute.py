@@ -13,6 +13,11 @@ opts = [
     cfg.StrOpt('libvirt_uri', default='qemu:///system',
                help='libvirt connection URI. memagg-aio falls back to '
                     'test:///default when no libvirtd answers.'),
+    cfg.IntOpt('balloon_stats_period', default=5, min=1,
+               help='Seconds between two refreshes of a guest\'s balloon '
+                    'statistics; memagg-compute sets it on every running '
+                    'guest with a balloon device. Keep it at most '
+                    'collect_interval.'),
     cfg.IntOpt('reserved_host_memory_mb', default=512, min=0,
                help='Host memory kept for the host itself; never lent.'),
 ]

@@ -29,7 +29,9 @@ class HostInfo:
 class DomainInfo:
     """One running guest. Memory in MiB; ``memory_stats`` is the balloon
     driver's statistics in KiB as libvirt names them (empty when the guest
-    has no balloon statistics).
+    has no balloon statistics). ``balloon``: whether the guest has a balloon
+    device at all; ``stats_period``: its statistics period in seconds (0:
+    none set).
     """
 
     uuid: str
@@ -39,6 +41,29 @@ class DomainInfo:
     vcpus: int
     cpu_time_ns: int
     memory_stats: dict = dataclasses.field(default_factory=dict)
+    balloon: bool = True
+    stats_period: int = 0
+
+
+@dataclasses.dataclass
+class GuestMemory:
+    """Where a guest's RAM lives in its hypervisor process: ``length`` bytes
+    from virtual address ``start`` in process ``pid``. ``method`` says how
+    it was found."""
+
+    pid: int
+    start: int
+    length: int
+    method: str
+
+
+class DomainGone(Exception):
+    """The domain disappeared (destroyed, undefined) while memagg used it."""
+
+
+class Unsupported(Exception):
+    """The hypervisor cannot do this for this domain; the message says
+    why."""
 
 
 class HypervisorDriver(metaclass=abc.ABCMeta):
@@ -54,6 +79,25 @@ class HypervisorDriver(metaclass=abc.ABCMeta):
 
         A guest that disappears while it is being read is left out.
         """
+
+    def guest_memory(self, uuid):
+        """Return the GuestMemory of running domain ``uuid``.
+
+        Raises DomainGone, or Unsupported when it cannot be found.
+        """
+        raise Unsupported('%s cannot locate guest memory'
+                          % type(self).__name__)
+
+    def set_stats_period(self, uuid, seconds):
+        """Make the guest's balloon driver refresh its statistics every
+        ``seconds`` s (live). Raises DomainGone or Unsupported."""
+        raise Unsupported('%s has no balloon statistics'
+                          % type(self).__name__)
+
+    def set_balloon(self, uuid, target_mb):
+        """Move the running guest's balloon so it has ``target_mb`` MiB
+        (live only). Raises DomainGone or Unsupported."""
+        raise Unsupported('%s cannot move balloons' % type(self).__name__)
 
     def close(self):
         """Release the connection to the hypervisor."""

@@ -1,0 +1,236 @@
+"""The local memory manager: one period of WSS estimation and ballooning.
+
+Every period and for each running VM: balloon statistics and their rates,
+the native sampler's window (begun the period before), the VM's own
+estimator (the [wss] estimator plug-in), its WSS max-average, then the
+[local_policy] plug-in over all managed VMs, and the balloon targets applied
+live. A VM without a balloon device or without balloon statistics is
+unmanaged: it gets no target and its memory counts as taken.
+"""
+import dataclasses
+import time
+
+from oslo_log import log as logging
+
+from memagg.compute import sampling
+from memagg.drivers.hypervisor import base as hypervisor
+from memagg.drivers.local import base as local_base
+from memagg.drivers.wss import base as wss_base
+from memagg.drivers.wss import maxavg as maxavg_mod
+
+LOG = logging.getLogger(__name__)
+
+NO_BALLOON = 'no balloon device'
+NO_STATS = 'no balloon statistics'
+
+
+@dataclasses.dataclass
+class VmResult:
+    """One VM's outcome of a period (MiB). ``estimator`` names what the
+    WSS came from ('badis/V/sampler'), or 'unmanaged: <reason>'."""
+
+    uuid: str
+    current_mb: int
+    wss_mb: int | None = None
+    wss_maxavg_mb: int | None = None
+    target_mb: int | None = None
+    estimator: str | None = None
+    managed: bool = True
+    shortage: bool = False
+    sampler_backend: str | None = None
+    sampler_error: str | None = None
+
+
+@dataclasses.dataclass
+class PeriodResult:
+    """The VMs' results by uuid and the node's free memory reservoir."""
+
+    vms: dict
+    reservoir_mb: int
+
+
+class _Vm:
+    """What the manager keeps about one VM between periods."""
+
+    def __init__(self, uuid, estimator, maxavg, sampler):
+        self.uuid = uuid
+        self.estimator = estimator
+        self.maxavg = maxavg
+        self.sampler = sampler
+        self.stats_period_set = False
+        self.counters = None  # (monotonic time, memoryStats) last period
+
+
+def stats_rates(previous, stats, elapsed_s):
+    """Per-second swap_in/swap_out (KiB/s) and major_fault (1/s) since
+    ``previous``; None without a previous reading or after a counter
+    reset (guest reboot)."""
+    if previous is None or elapsed_s <= 0:
+        return None
+    rates = {}
+    for key in ('swap_in', 'swap_out', 'major_fault'):
+        if key in stats and key in previous:
+            delta = stats[key] - previous[key]
+            if delta < 0:
+                return None
+            rates[key] = delta / elapsed_s
+    return rates or None
+
+
+def unmanaged_reason(dom):
+    """Why memagg must leave ``dom`` alone, or None."""
+    if not dom.balloon:
+        return NO_BALLOON
+    stats = dom.memory_stats
+    if 'actual' not in stats or 'available' not in stats:
+        return NO_STATS
+    return None
+
+
+class MemoryManager:
+    """Runs the estimation and balloon period of a compute node.
+
+    Loads the estimator and the policy at construction, so invalid [wss] or
+    [local_policy] options fail at start, naming the option.
+    """
+
+    def __init__(self, driver, conf):
+        self.driver = driver
+        self.conf = conf
+        self.new_estimator = wss_base.load_estimator_factory(conf)
+        self.estimator_name = conf.wss.estimator
+        self.policy = local_base.load_policy(conf)
+        self._vms = {}
+
+    def _vm(self, uuid):
+        vm = self._vms.get(uuid)
+        if vm is None:
+            wss = self.conf.wss
+            vm = _Vm(uuid, self.new_estimator(),
+                     maxavg_mod.MaxAverage(wss.maxavg_samples,
+                                           wss.maxavg_slice_s),
+                     sampling.VmSampler(self.driver, uuid,
+                                        wss.sampler_pages,
+                                        wss.sampler_backend))
+            self._vms[uuid] = vm
+        return vm
+
+    def _ensure_stats_period(self, vm, dom):
+        period = self.conf.compute.balloon_stats_period
+        if vm.stats_period_set or dom.stats_period == period:
+            vm.stats_period_set = True
+            return
+        try:
+            self.driver.set_stats_period(dom.uuid, period)
+        except hypervisor.Unsupported as exc:
+            LOG.warning('VM %s: cannot set its balloon statistics period: '
+                        '%s', dom.uuid, exc)
+        vm.stats_period_set = True
+
+    def run_period(self, host_info, domains, now):
+        """Estimate, decide and apply one period for ``domains``
+        (DomainInfo) on the host of ``host_info``; return a PeriodResult.
+        A domain that vanishes in the middle is dropped from the result."""
+        results, policy_vms = {}, []
+        taken_mb = 0
+        for dom in domains:
+            try:
+                result, vm_memory = self._observe(dom, now)
+            except hypervisor.DomainGone:
+                LOG.info('VM %s vanished during the period; skipped',
+                         dom.uuid)
+                self.forget(dom.uuid)
+                continue
+            results[dom.uuid] = result
+            if vm_memory is None:
+                taken_mb += result.current_mb
+            else:
+                policy_vms.append(vm_memory)
+        self._forget_gone(domains)
+
+        budget = (host_info.memory_mb
+                  - self.conf.compute.reserved_host_memory_mb - taken_mb)
+        decision = self.policy.compute(policy_vms, budget)
+        for vm_memory in policy_vms:
+            target = decision.targets[vm_memory.uuid]
+            result = results[vm_memory.uuid]
+            result.target_mb = target
+            if target == vm_memory.m_cur_mb:
+                continue
+            try:
+                self.driver.set_balloon(vm_memory.uuid, target)
+                LOG.debug('VM %s: balloon %d -> %d MiB', vm_memory.uuid,
+                          vm_memory.m_cur_mb, target)
+            except hypervisor.DomainGone:
+                LOG.info('VM %s vanished before its balloon moved',
+                         vm_memory.uuid)
+                self.forget(vm_memory.uuid)
+                del results[vm_memory.uuid]
+            except hypervisor.Unsupported as exc:
+                LOG.warning('VM %s: balloon not moved: %s', vm_memory.uuid,
+                            exc)
+        return PeriodResult(vms=results, reservoir_mb=decision.reservoir_mb)
+
+    def _observe(self, dom, now):
+        """(VmResult, VmMemory or None when unmanaged) of one domain."""
+        reason = unmanaged_reason(dom)
+        vm = self._vm(dom.uuid)
+        if dom.balloon:
+            self._ensure_stats_period(vm, dom)
+        if reason is not None:
+            vm.sampler.close()
+            return VmResult(uuid=dom.uuid, current_mb=dom.current_memory_mb,
+                            estimator='unmanaged: %s' % reason,
+                            managed=False), None
+
+        stats = dom.memory_stats
+        m_cur = stats['actual'] // 1024
+        clock = time.monotonic()
+        rates = None
+        if vm.counters is not None:
+            rates = stats_rates(vm.counters[1], stats, clock - vm.counters[0])
+        vm.counters = (clock, dict(stats))
+
+        sample = vm.sampler.collect(m_cur)
+        estimate = vm.estimator.estimate(wss_base.Observation(
+            uuid=dom.uuid, m_cur_mb=m_cur, m_init_mb=dom.max_memory_mb,
+            max_mb=dom.max_memory_mb, stats=dict(stats), stats_rates=rates,
+            sampler=sample, period_s=self.conf.compute.collect_interval,
+            now=now))
+        if vm.estimator.needs_sampler:
+            vm.sampler.begin()
+        else:
+            vm.sampler.close()
+        maxavg = vm.maxavg.add(now, estimate.wss_mb)
+        parts = [self.estimator_name, estimate.state]
+        if estimate.source != self.estimator_name:
+            parts.append(estimate.source)
+        label = '/'.join(p for p in parts if p)
+        result = VmResult(
+            uuid=dom.uuid, current_mb=m_cur, wss_mb=estimate.wss_mb,
+            wss_maxavg_mb=maxavg, estimator=label[:64],
+            shortage=estimate.shortage,
+            sampler_backend=vm.sampler.backend_name,
+            sampler_error=vm.sampler.error)
+        LOG.debug('VM %s: m_cur %d MiB, WSS %s (%s), max-average %s, '
+                  'sample %s', dom.uuid, m_cur, estimate.wss_mb, label,
+                  maxavg, sample)
+        return result, local_base.VmMemory(
+            uuid=dom.uuid, m_init_mb=dom.max_memory_mb, m_cur_mb=m_cur,
+            wss_mb=estimate.wss_mb, wss_maxavg_mb=maxavg,
+            max_mb=dom.max_memory_mb, shortage=estimate.shortage)
+
+    def forget(self, uuid):
+        """Drop what is kept about VM ``uuid`` (it is gone)."""
+        vm = self._vms.pop(uuid, None)
+        if vm is not None:
+            vm.sampler.close()
+
+    def _forget_gone(self, domains):
+        present = {dom.uuid for dom in domains}
+        for uuid in [u for u in self._vms if u not in present]:
+            self.forget(uuid)
+
+    def close(self):
+        for uuid in list(self._vms):
+            self.forget(uuid)

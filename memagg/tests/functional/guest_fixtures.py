@@ -1,0 +1,76 @@
+"""Helpers of the real-guest tests: libvirtd and virtlogd running, and
+memagg-compute's period loop in a thread."""
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from memagg.compute import collector as collector_mod
+from memagg.compute import memory as memory_mod
+from memagg.conf import CONF
+from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests import polling
+
+URI = 'qemu:///system'
+
+
+def _running(name):
+    return subprocess.run(['pidof', name], capture_output=True).returncode == 0
+
+
+def ensure_libvirtd():
+    """Make libvirtd answer at qemu:///system (start virtlogd and libvirtd
+    when they are not running); return the URI."""
+    if shutil.which('libvirtd') is None:
+        pytest.fail('libvirtd is not installed: run tools/setup.sh')
+    for daemon in ('virtlogd', 'libvirtd'):
+        if not _running(daemon):
+            subprocess.run([daemon, '-d'], check=True)
+    polling.wait_for(lambda: libvirt_driver.answers(URI), 30,
+                     interval=0.5, message='libvirtd answering')
+    return URI
+
+
+class PeriodLoop:
+    """memagg-compute's period (Collector.run_period) every ``interval`` s
+    in a thread, as its periodic task runs it; keeps every report."""
+
+    def __init__(self, interval):
+        self.driver = libvirt_driver.LibvirtDriver(URI)
+        self.memory = memory_mod.MemoryManager(self.driver, CONF)
+        self.collector = collector_mod.Collector(self.driver, 'guest-test',
+                                                 self.memory)
+        self.interval = interval
+        self.reports = []
+        self.errors = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while True:
+            try:
+                self.reports.append(self.collector.run_period())
+            except Exception as exc:  # noqa: BLE001 - the test reports it
+                self.errors.append(exc)
+            if self._stop.wait(self.interval):
+                return
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(60)
+        self.memory.close()
+        self.driver.close()
+
+    def instance(self, report, uuid):
+        return next((i for i in report.instances if i.uuid == uuid), None)
+
+    def history(self, uuid, since=0):
+        """[(report index, InstanceReport)] of ``uuid`` from ``since``."""
+        return [(n, self.instance(r, uuid))
+                for n, r in enumerate(self.reports[since:], since)
+                if self.instance(r, uuid) is not None]

@@ -1,0 +1,95 @@
+"""memagg-compute's loop on a real QEMU guest (TCG) under libvirt: the
+Badis estimate over the native sampler follows the guest's hot set phase by
+phase, the balloon follows the local policy, the guest stays alive; a guest
+squeezed below its hot set grows back to its booked size."""
+import libvirt
+import pytest
+
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional.guest_fixtures import PeriodLoop
+from memagg.tests.guest import vm
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+PERIOD = 3
+MEMORY_MB = 256
+
+
+def within(estimate, truth):
+    """The issue's tolerance: +-20 % or +-24 MiB, whichever is wider."""
+    return abs(estimate - truth) <= max(0.2 * truth, 24)
+
+
+@pytest.fixture(scope='module')
+def virt():
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def guest_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp('guests')
+
+
+@pytest.fixture
+def loop_conf(conf):
+    conf.config(collect_interval=PERIOD, balloon_stats_period=2,
+                group='compute')
+    conf.config(estimator='badis', sampler_backend='auto', group='wss')
+    return conf
+
+
+def _alive(guest, beats_before, timeout=30):
+    """The guest's heartbeat moves on past ``beats_before``."""
+    polling.wait_for(lambda: guest.heartbeats() > beats_before, timeout,
+                     interval=0.5, message='heartbeat of %s' % guest.name)
+
+
+def test_estimate_follows_the_phases_and_the_balloon_the_policy(
+        virt, guest_dir, loop_conf):
+    # Badis' pinned-page margin (64 MiB by default) is a safety cushion on
+    # top of the measurement; this test checks the measurement.
+    loop_conf.config(min_margin_mb=0, group='wss')
+    # A floor that leaves the guest room for the 150 MiB phase (and its
+    # kernel's ~40 MiB): shortage and growth are the next test's subject.
+    loop_conf.config(min_guest_mb=208, group='local_policy')
+    guest = vm.TestGuest(virt, str(guest_dir), 'memagg-wss-phases',
+                         memory_mb=MEMORY_MB)
+    loop = None
+    try:
+        guest.start()
+        loop = PeriodLoop(PERIOD).start()
+        measured = []
+        for hot in (60, 150, 40):
+            guest.set_hot(hot)
+            # The first window that opens after the phase is in place.
+            first = len(loop.reports) + 1
+
+            def settled():
+                assert not loop.errors, loop.errors
+                rows = loop.history(guest.uuid, first)
+                if len(rows) < 3:
+                    return None
+                return rows[:3]
+            rows = polling.wait_for(settled, 8 * PERIOD + 30, interval=0.5,
+                                    message='three periods of phase %d' % hot)
+            estimates = [r.wss_mb for _n, r in rows]
+            measured.append((hot, estimates, rows[-1][1].estimator))
+            assert within(estimates[-1], hot), measured
+            _alive(guest, guest.heartbeats())
+        # The balloon follows the policy: cmms shrank the guest to its
+        # floor (the WSS is below it) and the guest gave the memory back.
+        last = loop.history(guest.uuid)[-1][1]
+        assert last.target_mb == 208, last
+        polling.wait_for(
+            lambda: loop.history(guest.uuid)[-1][1].current_mb == 208,
+            6 * PERIOD, interval=0.5, message='balloon at its target')
+        # Growth applied at once, shrinking only after the slice (1 h).
+        assert last.wss_maxavg_mb >= measured[1][1][-1] * 0.8, last
+        print('phases (hot MiB, estimates, estimator):', measured)
+    finally:
+        if loop is not None:
+            loop.stop()
+        guest.destroy()
