@@ -2,6 +2,9 @@
 Badis estimate over the native sampler follows the guest's hot set phase by
 phase, the balloon follows the local policy, the guest stays alive; a guest
 squeezed below its hot set grows back to its booked size."""
+import shutil
+import tempfile
+
 import libvirt
 import pytest
 
@@ -29,8 +32,12 @@ def virt():
 
 
 @pytest.fixture
-def guest_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp('guests')
+def guest_dir():
+    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
+    # is out of its reach.
+    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -55,7 +62,7 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
     # A floor that leaves the guest room for the 150 MiB phase (and its
     # kernel's ~40 MiB): shortage and growth are the next test's subject.
     loop_conf.config(min_guest_mb=208, group='local_policy')
-    guest = vm.TestGuest(virt, str(guest_dir), 'memagg-wss-phases',
+    guest = vm.TestGuest(virt, guest_dir, 'memagg-wss-phases',
                          memory_mb=MEMORY_MB)
     loop = None
     try:
@@ -93,3 +100,52 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
         if loop is not None:
             loop.stop()
         guest.destroy()
+
+
+def test_a_squeezed_guest_grows_back_first_and_a_guest_without_balloon_is_left_alone(  # noqa: E501
+        virt, guest_dir, loop_conf):
+    # No floor to speak of: only the shortage signal may grow the guest.
+    loop_conf.config(min_guest_mb=64, group='local_policy')
+    squeezed = vm.TestGuest(virt, guest_dir, 'memagg-wss-squeezed',
+                            memory_mb=MEMORY_MB, swap_mb=256)
+    plain = vm.TestGuest(virt, guest_dir, 'memagg-wss-noballoon',
+                         memory_mb=MEMORY_MB, balloon='none')
+    loop = None
+    try:
+        squeezed.start()
+        plain.start()
+        squeezed.set_hot(150)
+        # Shrink it well below its hot set before memagg sees it: the guest
+        # swaps its hot set in and out.
+        squeezed.dom.setMemoryFlags(112 * 1024, 1)  # VIR_DOMAIN_AFFECT_LIVE
+        polling.wait_for(
+            lambda: squeezed.dom.memoryStats().get('actual', 0) <= 160 * 1024,
+            60, interval=0.5, message='balloon of the squeezed guest')
+        beats = squeezed.heartbeats()
+        loop = PeriodLoop(PERIOD).start()
+
+        def grown():
+            assert not loop.errors, loop.errors
+            rows = loop.history(squeezed.uuid)
+            return rows and rows[-1][1].current_mb >= MEMORY_MB - 1 and rows
+        rows = polling.wait_for(grown, 12 * PERIOD + 30, interval=0.5,
+                                message='squeezed guest back to 256 MiB')
+        seen = [(r.current_mb, r.wss_mb, r.target_mb, r.estimator)
+                for _n, r in rows]
+        print('squeezed guest (current, wss, target, estimator):', seen)
+        # It grew because Badis saw the shortage (not because of a floor).
+        assert any('grow' in r.estimator for _n, r in rows), seen
+        assert rows[0][1].current_mb <= 160, seen
+        _alive(squeezed, beats)
+
+        other = [r for _n, r in loop.history(plain.uuid)]
+        assert other and all(
+            r.estimator == 'unmanaged: no balloon device'
+            and r.target_mb is None and r.wss_mb is None
+            and r.current_mb == MEMORY_MB for r in other), other
+        _alive(plain, plain.heartbeats())
+    finally:
+        if loop is not None:
+            loop.stop()
+        squeezed.destroy()
+        plain.destroy()

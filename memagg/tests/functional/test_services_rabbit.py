@@ -36,6 +36,8 @@ def plane(conf, mysql_db, rabbit_url, tmp_path):
         'database': {'connection': mysql_db},
         'compute': {'libvirt_uri': 'test:///default',
                     'collect_interval': 1},
+        # The balloon stays put: this test follows the report, not sizing.
+        'local_policy': {'deadband_mb': 1000000},
         'scheduler': {'topic': 'memagg-scheduler-%s' % run},
     }
     config = service_procs.write_config(tmp_path / 'memagg.conf', options)
@@ -72,7 +74,8 @@ def test_compute_report_arrives_in_mariadb(plane, admin_context):
         instance_row, 60, interval=0.5,
         message='instance row reported by memagg-compute')[0]
     assert (inst.name, inst.booked_mb, inst.current_mb) == ('test', 8192, 2048)
-    assert (inst.wss_mb, inst.estimator) == (1024, 'libvirt_stats')
+    # Badis without a sampler: used memory (1024 MiB) + its 64 MiB margin.
+    assert (inst.wss_mb, inst.estimator) == (1088, 'badis/V/stats')
     host = db_api.host_get(admin_context, host_name)
     assert (host.memory_mb, host.vcpus) == (3072, 16)
     samples = db_api.list_resources(

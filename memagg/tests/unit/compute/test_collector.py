@@ -1,7 +1,10 @@
-"""The collector turns libvirt's view of the host into a ComputeReport."""
+"""The collector turns libvirt's view of the host and the memory manager's
+period into a ComputeReport."""
 import pytest
 
 from memagg.compute import collector
+from memagg.compute import memory
+from memagg.conf import CONF
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 
@@ -15,51 +18,64 @@ def driver():
     drv.close()
 
 
-@pytest.mark.parametrize('stats, expected', [
-    ({'available': 2097152, 'usable': 1048576, 'unused': 1572864}, 1024),
-    ({'available': 2097152, 'unused': 524288}, 1536),
-    ({'available': 1024, 'usable': 4096}, 0),
-    ({'actual': 2097152}, None),
-    ({}, None),
-])
-def test_balloon_wss(stats, expected):
-    assert collector.balloon_wss_mb(stats) == expected
-
-
-def test_report_of_the_libvirt_test_host(conf, driver):
+def test_a_period_of_the_libvirt_test_host(conf, driver):
     conf.config(reserved_host_memory_mb=256, group='compute')
-    report = collector.Collector(driver, 'node-a').collect()
+    coll = collector.Collector(driver, 'node-a',
+                               memory.MemoryManager(driver, CONF))
+    before = coll.collect()
+    assert before.instances[0].wss_mb is None and before.samples == []
+    report = coll.run_period()
     assert report.host == 'node-a'
     assert (report.memory_mb, report.vcpus, report.reserved_mb) == (
         3072, 16, 256)
     assert report.lendable_mb == 0
     inst = {i.uuid: i for i in report.instances}[TEST_DOMAIN_UUID]
     assert (inst.name, inst.booked_mb, inst.current_mb) == ('test', 8192, 2048)
-    # test:///default's balloon: available 2 GiB, usable 1 GiB.
-    assert (inst.wss_mb, inst.estimator) == (1024, 'libvirt_stats')
+    # No sampler on test:///default: Badis uses the guest's used memory
+    # (available 2 GiB - usable 1 GiB) plus its 64 MiB margin.
+    assert (inst.wss_mb, inst.estimator) == (1088, 'badis/V/stats')
+    # cmms shrinks toward the WSS, at most max_step_mb (512) a period.
+    assert inst.target_mb == 1536
+    assert report.free_reservoir_mb == 3072 - 256 - 1536
     sample = {s.instance_uuid: s for s in report.samples}[TEST_DOMAIN_UUID]
-    assert (sample.wss_mb, sample.current_mb) == (1024, 2048)
+    assert (sample.wss_mb, sample.current_mb, sample.target_mb) == (
+        1088, 2048, 1536)
     assert sample.sampled_at == report.reported_at
+    # A status read shows the last period without adding samples.
+    status = coll.collect()
+    assert status.samples == []
+    assert status.instances[0].current_mb == 1536
+    assert status.instances[0].target_mb == 1536
 
 
 class _Driver(base.HypervisorDriver):
     """A hypervisor whose counters the test moves."""
 
-    def __init__(self):
+    def __init__(self, stats=None, balloon=True):
         self.busy, self.total, self.guest_cpu = 0, 0, 0
-        self.stats = {}
+        self.stats = stats or {}
+        self.balloon = balloon
+        self.moves = []
 
     def get_host_info(self):
-        return base.HostInfo('h', 1024, 512, 2, self.busy, self.total)
+        return base.HostInfo('h', 4096, 2048, 2, self.busy, self.total)
 
     def list_domains(self):
         return [base.DomainInfo(TEST_DOMAIN_UUID, 'vm', 512, 256, 1,
-                                self.guest_cpu, dict(self.stats))]
+                                self.guest_cpu, dict(self.stats),
+                                balloon=self.balloon, stats_period=5)]
+
+    def set_balloon(self, uuid, target_mb):
+        self.moves.append((uuid, target_mb))
+
+
+def _collector(drv):
+    return collector.Collector(drv, 'h', memory.MemoryManager(drv, CONF))
 
 
 def test_cpu_util_is_the_fraction_since_the_last_collection():
     drv = _Driver()
-    coll = collector.Collector(drv, 'h')
+    coll = _collector(drv)
     first = coll.collect()
     assert first.cpu_util == 0.0 and first.instances[0].cpu_util == 0.0
     drv.busy, drv.total = 300, 1000
@@ -68,9 +84,20 @@ def test_cpu_util_is_the_fraction_since_the_last_collection():
     assert 0.0 <= second.instances[0].cpu_util <= 1.0
 
 
-def test_a_guest_without_balloon_stats_has_no_wss_and_no_sample():
-    report = collector.Collector(_Driver(), 'h').collect()
-    assert report.instances[0].wss_mb is None
-    assert report.instances[0].estimator is None
-    assert report.instances[0].current_mb == 256
+@pytest.mark.parametrize('stats, balloon, reason', [
+    ({}, True, 'no balloon statistics'),
+    ({'actual': 262144}, True, 'no balloon statistics'),
+    ({}, False, 'no balloon device'),
+])
+def test_a_guest_without_balloon_or_stats_is_marked_and_left_alone(
+        stats, balloon, reason):
+    drv = _Driver(stats, balloon)
+    report = _collector(drv).run_period()
+    inst = report.instances[0]
+    assert inst.wss_mb is None and inst.target_mb is None
+    assert inst.estimator == 'unmanaged: %s' % reason
+    assert inst.current_mb == 256
     assert report.samples == []
+    assert drv.moves == []
+    # Its memory is taken: the reservoir is what is left.
+    assert report.free_reservoir_mb == 4096 - 512 - 256
