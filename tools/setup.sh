@@ -119,6 +119,18 @@ start_rabbitmq() {
 
 # pip, minus the noise: warnings about this machine's extra (local) indexes,
 # and setuptools' deprecation banners while it builds the editable install.
+# libvirt for the real-guest tests: virtlogd (guest consoles) and libvirtd,
+# each started when it is not running.
+start_libvirt() {
+    local daemon
+    for daemon in virtlogd libvirtd; do
+        pidof "$daemon" >/dev/null && continue
+        say "starting $daemon"
+        $SUDO "$daemon" -d
+    done
+    wait_until 30 libvirtd virsh -q -c qemu:///system version
+}
+
 pip_quiet() {
     PYTHONWARNINGS=ignore "$@" 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
     return "${PIPESTATUS[0]}"
@@ -142,9 +154,10 @@ install_packages
 start_postgresql
 start_mariadb
 start_rabbitmq
+start_libvirt
 make_venv .venv \
     "$(cat setup.cfg requirements.txt test-requirements.txt | sha256sum)" \
     -e . -r test-requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"
-say "ready: RabbitMQ :5672, MariaDB :3306, PostgreSQL :5432, .venv, .venv-keystone"
+say "ready: RabbitMQ :5672, MariaDB :3306, PostgreSQL :5432, libvirtd, .venv, .venv-keystone"
