@@ -2,6 +2,7 @@
 period into a ComputeReport."""
 import pytest
 
+from memagg.common import exceptions
 from memagg.compute import collector
 from memagg.compute import memory
 from memagg.conf import CONF
@@ -101,3 +102,16 @@ def test_a_guest_without_balloon_or_stats_is_marked_and_left_alone(
     assert drv.moves == []
     # Its memory is taken: the reservoir is what is left.
     assert report.free_reservoir_mb == 4096 - 512 - 256
+
+
+@pytest.mark.parametrize('group, option, value', [
+    ('local_policy', 'policy', 'nosuch'),
+    ('wss', 'estimator', 'nosuch'),
+    ('local_policy', 'weights', 'gold:-1'),
+])
+def test_invalid_policy_or_estimator_options_fail_at_start(
+        conf, group, option, value):
+    conf.config(**{option: value, 'group': group})
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        memory.MemoryManager(_Driver(), CONF)
+    assert '[%s] %s' % (group, option) in str(info.value)
