@@ -59,11 +59,13 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
     # Badis' pinned-page margin (64 MiB by default) is a safety cushion on
     # top of the measurement; this test checks the measurement.
     loop_conf.config(min_margin_mb=0, group='wss')
-    # A floor that leaves the guest room for the 150 MiB phase (and its
-    # kernel's ~40 MiB): shortage and growth are the next test's subject.
-    loop_conf.config(min_guest_mb=208, group='local_policy')
+    # A floor that leaves the guest room for the 150 MiB phase: the
+    # balloon lowers the guest's MemTotal (223 MiB at 256), and at 208 MiB
+    # the phase did not fit (OOM). Shortage and growth are the next test's
+    # subject; swap is only a safety net here.
+    loop_conf.config(min_guest_mb=232, group='local_policy')
     guest = vm.TestGuest(virt, guest_dir, 'memagg-wss-phases',
-                         memory_mb=MEMORY_MB)
+                         memory_mb=MEMORY_MB, swap_mb=128)
     loop = None
     try:
         guest.start()
@@ -89,9 +91,9 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
         # The balloon follows the policy: cmms shrank the guest to its
         # floor (the WSS is below it) and the guest gave the memory back.
         last = loop.history(guest.uuid)[-1][1]
-        assert last.target_mb == 208, last
+        assert last.target_mb == 232, last
         polling.wait_for(
-            lambda: loop.history(guest.uuid)[-1][1].current_mb == 208,
+            lambda: loop.history(guest.uuid)[-1][1].current_mb == 232,
             6 * PERIOD, interval=0.5, message='balloon at its target')
         # Growth applied at once, shrinking only after the slice (1 h).
         assert last.wss_maxavg_mb >= measured[1][1][-1] * 0.8, last
@@ -128,8 +130,12 @@ def test_a_squeezed_guest_grows_back_first_and_a_guest_without_balloon_is_left_a
             assert not loop.errors, loop.errors
             rows = loop.history(squeezed.uuid)
             return rows and rows[-1][1].current_mb >= MEMORY_MB - 1 and rows
-        rows = polling.wait_for(grown, 12 * PERIOD + 30, interval=0.5,
-                                message='squeezed guest back to 256 MiB')
+        try:
+            rows = polling.wait_for(grown, 12 * PERIOD + 30, interval=0.5)
+        except AssertionError:
+            raise AssertionError('squeezed guest not back to 256 MiB: %s' % [
+                (r.current_mb, r.wss_mb, r.target_mb, r.estimator)
+                for _n, r in loop.history(squeezed.uuid)])
         seen = [(r.current_mb, r.wss_mb, r.target_mb, r.estimator)
                 for _n, r in rows]
         print('squeezed guest (current, wss, target, estimator):', seen)
