@@ -19,7 +19,10 @@
  * interval, so it blocks for at most one) and turns the kdamond off.  That
  * is "accessed at least once between begin() and collect()", with one
  * accessed-bit check per page per sampling interval: the kdamond's cost is
- * n pages x period / sample_interval rmap walks, whatever the VM's size.
+ * 2 n pages x period / sample_interval rmap walks, whatever the VM's size.
+ * Turning a kdamond on and off costs about 0.2 ms; writing the n regions'
+ * start and end files costs more (about 1.3 us each), so nothing that did
+ * not change is written again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +42,7 @@
 #define AGGR_US 3600000000ULL
 /* DAMON's sysfs refuses writes (EBUSY) while another command runs. */
 #define BUSY_RETRY_S 30.0
+#define BUSY_PAUSE_MAX_NS 64000000L
 
 struct slot {
     int used;
@@ -46,13 +50,13 @@ struct slot {
     int configured;
     int running;
     unsigned int nr_regions;
+    unsigned int nr_regions_minmax;
     char ops[8];
     uint64_t sample_us;
     pid_t target;
     int *fds;                   /* open start/end files of the regions */
     unsigned int nr_fds;
     int kdamond_pid;
-    uint64_t cpu0_ns;
 };
 
 static struct {
@@ -69,12 +73,19 @@ static int kwrite(const char *path, const char *text, char *err,
                   size_t errlen)
 {
     double deadline = ms_now() + BUSY_RETRY_S;
-    struct timespec pause = { 0, 2000000 };
+    struct timespec pause = { 0, 1000000 };
     int ret;
 
+    /*
+     * The other command may wait a whole sampling interval for its kdamond:
+     * back off (1 ms doubling to 64 ms) rather than retry at a fixed pace.
+     */
     while ((ret = ms_write_file(path, text, err, errlen)) == -EBUSY &&
            ms_now() < deadline) {
         nanosleep(&pause, NULL);
+        if (pause.tv_nsec < BUSY_PAUSE_MAX_NS) {
+            pause.tv_nsec *= 2;
+        }
     }
     return ret;
 }
@@ -341,6 +352,33 @@ void ms_damon_release(int slot)
     pthread_mutex_unlock(&pool.lock);
 }
 
+/* The sampling interval, and the scheme's, which must follow it. */
+static int set_intervals(int i, uint64_t sample_us, char *err, size_t errlen)
+{
+    char p[512];
+    int ret = 0;
+
+#define SET(rel, val) do { \
+        slot_path(p, sizeof(p), i, "contexts/0/" rel); \
+        ret = kwrite_u64(err, errlen, (val), p); \
+        if (ret) { \
+            return ret; \
+        } \
+    } while (0)
+    SET("monitoring_attrs/intervals/sample_us", sample_us);
+    SET("monitoring_attrs/intervals/aggr_us",
+        sample_us > AGGR_US ? sample_us : AGGR_US);
+    /* vaddr would otherwise replace our regions with its own every update. */
+    SET("monitoring_attrs/intervals/update_us",
+        sample_us > AGGR_US ? sample_us : AGGR_US);
+    if (pool.slot[i].configured) {
+        SET("schemes/0/apply_interval_us", sample_us);
+    }
+#undef SET
+    pool.slot[i].sample_us = sample_us;
+    return 0;
+}
+
 static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
                      char *err, size_t errlen)
 {
@@ -356,6 +394,7 @@ static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
         }
         s->has_ctx = 1;
         s->nr_regions = 0;
+        s->nr_regions_minmax = 0;
         drop_fds(s);
     }
 #define SET(rel, val) do { \
@@ -370,13 +409,15 @@ static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
     if (ret) {
         return ret;
     }
-    SET("monitoring_attrs/intervals/sample_us", sample_us);
-    SET("monitoring_attrs/intervals/aggr_us",
-        sample_us > AGGR_US ? sample_us : AGGR_US);
-    /* vaddr would otherwise replace our regions with its own every update. */
-    SET("monitoring_attrs/intervals/update_us",
-        sample_us > AGGR_US ? sample_us : AGGR_US);
+    ret = set_intervals(i, sample_us, err, errlen);
+    if (ret) {
+        return ret;
+    }
+    /* This recreates the target's directory: cached region files go. */
     SET("targets/nr_targets", 1);
+    s->nr_regions = 0;
+    s->nr_regions_minmax = 0;
+    drop_fds(s);
     if (strcmp(ops, "vaddr") == 0) {
         SET("targets/0/pid_target", (uint64_t)pid);
     }
@@ -386,6 +427,7 @@ static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
     if (ret) {
         return ret;
     }
+    /* tried_bytes is answered once the scheme was applied: do so often. */
     SET("schemes/0/apply_interval_us", sample_us);
     SET("schemes/0/access_pattern/nr_accesses/min", 1);
     SET("schemes/0/access_pattern/nr_accesses/max", UINT32_MAX);
@@ -461,13 +503,18 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
         return ret;
     }
     /* DAMON wants at least 3; it cannot split one-page regions anyway. */
+    if (s->nr_regions_minmax == (n < 3 ? 3 : n)) {
+        return 0;
+    }
     slot_path(p, sizeof(p), i, "contexts/0/monitoring_attrs/nr_regions/min");
     ret = kwrite_u64(err, errlen, n < 3 ? 3 : n, p);
     if (ret) {
         return ret;
     }
     slot_path(p, sizeof(p), i, "contexts/0/monitoring_attrs/nr_regions/max");
-    return kwrite_u64(err, errlen, n < 3 ? 3 : n, p);
+    ret = kwrite_u64(err, errlen, n < 3 ? 3 : n, p);
+    s->nr_regions_minmax = ret ? 0 : (n < 3 ? 3 : n);
+    return ret;
 }
 
 /* Nanoseconds the thread has spent on a CPU, from /proc/PID/schedstat. */
@@ -500,9 +547,13 @@ int ms_damon_start(int i, const char *ops, pid_t pid,
     int ret;
 
     ms_damon_stop(i);
-    if (!s->configured || strcmp(s->ops, ops) != 0 ||
-        s->sample_us != sample_us || s->target != pid) {
+    if (!s->configured || strcmp(s->ops, ops) != 0 || s->target != pid) {
         ret = configure(i, ops, pid, sample_us, err, errlen);
+        if (ret) {
+            return ret;
+        }
+    } else if (s->sample_us != sample_us) {
+        ret = set_intervals(i, sample_us, err, errlen);
         if (ret) {
             return ret;
         }
@@ -519,8 +570,8 @@ int ms_damon_start(int i, const char *ops, pid_t pid,
     s->running = 1;
     slot_path(p, sizeof(p), i, "pid");
     if (ms_read_u64_file(p, &kpid, NULL, 0) == 0) {
+        /* A new thread every "on": all its CPU time is this period's. */
         s->kdamond_pid = (int)kpid;
-        s->cpu0_ns = thread_cpu_ns(s->kdamond_pid);
     }
     return 0;
 }
@@ -546,8 +597,7 @@ int ms_damon_collect(int i, struct ms_damon_result *res, char *err,
     }
     res->kdamond_pid = s->kdamond_pid;
     cpu_ns = thread_cpu_ns(s->kdamond_pid);
-    res->kdamond_cpu_s =
-        cpu_ns > s->cpu0_ns ? (double)(cpu_ns - s->cpu0_ns) / 1e9 : 0.0;
+    res->kdamond_cpu_s = (double)cpu_ns / 1e9;
     ms_damon_stop(i);
     return ret;
 }

@@ -44,17 +44,17 @@ static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "pid", "start", "length", "n", "backend",
                               "seed", "sample_interval", NULL };
-    PyObject *seed_obj = Py_None;
+    PyObject *seed_obj = Py_None, *interval_obj = Py_None;
     long long pid, start, length, n = 1000;
     const char *backend = "auto";
-    double interval = 1.0;
+    double interval = 0;
     uint64_t seed;
     char err[MS_ERRLEN] = "";
     int b, ret;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLL|LsOd", kwlist, &pid,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLL|LsOO", kwlist, &pid,
                                      &start, &length, &n, &backend,
-                                     &seed_obj, &interval)) {
+                                     &seed_obj, &interval_obj)) {
         return -1;
     }
     if (pid <= 0 || pid > INT32_MAX) {
@@ -92,9 +92,17 @@ static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
             return -1;
         }
     }
-    if (!(interval >= 0.001 && interval <= 3600)) {
-        PyErr_Format(PyExc_ValueError, "sample_interval must be between "
-                     "0.001 and 3600 seconds, not %g", interval);
+    if (interval_obj != Py_None) {
+        interval = PyFloat_AsDouble(interval_obj);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            interval = -1;
+        }
+    }
+    if (interval_obj != Py_None && !(interval >= 0.001 && interval <= 3600)) {
+        PyErr_Format(PyExc_ValueError, "sample_interval must be None "
+                     "(automatic) or between 0.001 and 3600 seconds, not %R",
+                     interval_obj);
         return -1;
     }
     if (self->s) {
@@ -229,10 +237,12 @@ static PyTypeObject SamplerType = {
     .tp_name = "memagg._native.Sampler",
     .tp_doc = PyDoc_STR(
         "Sampler(pid, start, length, n=1000, backend='auto', seed=None, "
-        "sample_interval=1.0)\n\n"
+        "sample_interval=None)\n\n"
         "Accessed-bit sampling of n random pages of [start, start+length) "
-        "in process pid.  sample_interval (s) is how often DAMON checks "
-        "each page's accessed bit during a period."),
+        "in process pid, drawn one per n equal slices of the range.  "
+        "sample_interval (s) is how often DAMON checks each page's accessed "
+        "bit during a period; None sets it from the period, as the time "
+        "between begin() and collect() (half of it, 1 s at first)."),
     .tp_basicsize = sizeof(SamplerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

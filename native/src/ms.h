@@ -92,6 +92,7 @@ struct ms_result {
     double kdamond_cpu_s;   /* < 0 when the backend has no kernel thread */
     int kdamond_pid;
 };
+/* sample_interval: DAMON's, in seconds; 0 lets the sampler pace it. */
 struct ms_sampler;
 extern const char *const ms_backend_names[MS_NR_BACKENDS];
 int ms_backend_supported(enum ms_backend b, char *reason, size_t len);

@@ -28,6 +28,20 @@ const char *const ms_backend_names[MS_NR_BACKENDS] = {
     [MS_CLEAR_REFS] = "clear_refs",
 };
 
+/*
+ * Automatic DAMON sampling interval.  The accessed state is sticky between
+ * checks (the young bit, or the page's idle flag once reclaim took the bit),
+ * so one check at the end of the period would do; every check costs two
+ * rmap walks per page, and collect() waits for the next one.  So: m = 2
+ * checks per period as the caller paces it (more only for periods over a
+ * minute, to keep that wait short), the last one 5 % after the period's
+ * end so that collect() rarely waits long; the first period uses 1 s.
+ */
+#define AUTO_FIRST_US 1000000ULL
+#define AUTO_MIN_US 10000ULL
+#define AUTO_MAX_CHECK_S 30.0
+#define AUTO_SLACK 1.05
+
 struct ms_sampler {
     pid_t pid;
     uint64_t start;
@@ -36,6 +50,7 @@ struct ms_sampler {
     enum ms_backend backend;
     uint64_t rng;
     uint64_t sample_us;
+    int auto_interval;
     int pagemap_fd;
     int idle_fd;
     int damon_slot;
@@ -133,7 +148,7 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
 
     if (pid <= 0 || n == 0 || n > MS_MAX_SAMPLES || length < MS_PAGE_SIZE ||
         start % MS_PAGE_SIZE || start + length < start ||
-        sample_interval <= 0 || backend >= MS_NR_BACKENDS) {
+        sample_interval < 0 || backend >= MS_NR_BACKENDS) {
         ms_err(err, errlen, "invalid sampler arguments");
         return -EINVAL;
     }
@@ -171,7 +186,9 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
     s->nr_pages = length / MS_PAGE_SIZE;
     s->n = n;
     s->backend = (enum ms_backend)backend;
-    s->sample_us = (uint64_t)(sample_interval * 1e6);
+    s->auto_interval = sample_interval == 0;
+    s->sample_us = s->auto_interval ? AUTO_FIRST_US
+                                    : (uint64_t)(sample_interval * 1e6);
     if (s->sample_us < 1000) {
         s->sample_us = 1000;
     }
@@ -371,11 +388,21 @@ static unsigned int scale_to_samples(const struct ms_sampler *s,
                            s->nr_keys / 2) / s->nr_keys);
 }
 
+static void next_interval(struct ms_sampler *s, double period)
+{
+    uint64_t m = (uint64_t)(period / AUTO_MAX_CHECK_S) + 1;
+    double us;
+
+    us = period * AUTO_SLACK / (double)(m < 2 ? 2 : m) * 1e6;
+    s->sample_us = us < AUTO_MIN_US ? AUTO_MIN_US : (uint64_t)us;
+}
+
 int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
                        char *err, size_t errlen)
 {
     struct ms_damon_result dr = { 0 };
     unsigned int accessed = 0;
+    double t_asked = ms_now();
     int ret = 0;
 
     memset(r, 0, sizeof(*r));
@@ -418,6 +445,9 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
         ret = -EINVAL;
     }
     r->window_s = ms_now() - s->t_begin;
+    if (s->auto_interval) {
+        next_interval(s, t_asked - s->t_begin);
+    }
     s->begun = 0;
     if (ret || s->backend == MS_CLEAR_REFS) {
         return ret;
