@@ -2,7 +2,9 @@
 tool's method (clear_refs, wait, sum Referenced over smaps).
 
 For each size a child process maps SIZE GiB and keeps a quarter of it hot
-(memagg/tests/unit/native/hotset.py).  Per estimate:
+(memagg/tests/unit/native/hotset.py), in 64 KiB chunks scattered at random
+over the mapping: a contiguous hot set would line up with the sampler's
+strata and hide its statistical error.  Per estimate:
 
 - memagg: Sampler.begin(), wait the period, Sampler.collect(), with the
   sampler's defaults (the DAMON sampling interval paced from the period, as
@@ -67,7 +69,8 @@ def memagg_sampler(sampler, period):
 def run_size(gib, args):
     length = int(gib * GIB)
     proc = subprocess.Popen(
-        [sys.executable, HOTSET, str(length >> 20), str(length >> 22)],
+        [sys.executable, HOTSET, str(length >> 20), str(length >> 22),
+         '--scatter', str(args.seed)],
         stdout=subprocess.PIPE, text=True)
     try:
         start = int(proc.stdout.readline())
@@ -127,12 +130,15 @@ def main():
     parser.add_argument('--sample-interval', type=float, default=None,
                         help="DAMON's accessed-bit check interval, s "
                              "(default: the sampler's own, from the period)")
+    parser.add_argument('--seed', type=int, default=1,
+                        help='seed of the scattered hot set (default 1)')
     parser.add_argument('--backend', default='auto',
                         help='memagg sampler backend (default auto)')
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error('needs root: PFNs in pagemap, clear_refs and DAMON')
-    print('per estimate, period %.1f s, a quarter of the mapping hot; '
+    print('per estimate, period %.1f s, a quarter of the mapping hot '
+          '(scattered 64 KiB chunks); '
           'CPU = process + kernel threads; err vs truth (mean of %d)'
           % (args.period, args.rounds))
     for gib in args.sizes:

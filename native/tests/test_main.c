@@ -294,8 +294,14 @@ static void test_clear_refs_self(void)
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
     CHECK(r.sampled == len / 4096);
     CHECK(r.present == r.sampled);
-    /* Exactly the quarter touched: nothing else runs in this mapping. */
-    CHECK(r.accessed == r.sampled / 4);
+    /*
+     * Never more than the quarter touched: nothing else runs in this
+     * mapping. Possibly a few less: under memory pressure the kernel's page
+     * reclaim scan clears referenced bits (seen when the suite shared the
+     * machine with a 16 GiB benchmark), so allow 5 % of the quarter.
+     */
+    CHECK(r.accessed <= r.sampled / 4);
+    CHECK(r.accessed >= r.sampled / 4 - r.sampled / 80);
     if (r.accessed != r.sampled / 4) {
         fprintf(stderr, "clear_refs: %u of %u pages referenced, want %u\n",
                 r.accessed, r.sampled, r.sampled / 4);

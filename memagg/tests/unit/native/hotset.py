@@ -1,30 +1,58 @@
-"""Child process with a known hot set: maps TOTAL MiB, touches all of it
-once, prints the mapping's address, then writes one byte per page of the
-first HOT MiB forever, counting its passes over the hot set in the 8-byte
-file PASSES (optional) so a test can wait for whole passes."""
+"""Child process with a known hot set.
+
+    hotset.py TOTAL_MIB HOT_MIB [PASSES_FILE] [--scatter SEED]
+
+Maps TOTAL MiB, touches all of it once, prints the mapping's address, then
+writes one byte per page of the hot set forever, counting its passes over
+the hot set in the 8-byte file PASSES (optional) so a test can wait for
+whole passes.
+
+The hot set is the first HOT MiB, or with --scatter a random choice (seeded)
+of 64 KiB chunks adding up to HOT MiB spread over the whole mapping: a
+contiguous hot set lines up with a stratified sampler's strata and so hides
+its statistical error; a scattered one does not.
+"""
+import argparse
 import ctypes
 import mmap
+import random
 import struct
-import sys
 
 PAGE = 4096
+CHUNK = 16 * PAGE
+
+
+def hot_ranges(total, hot, scatter_seed):
+    """[(start, end)] byte ranges of the hot set."""
+    if scatter_seed is None:
+        return [(0, hot)]
+    chunks = random.Random(scatter_seed).sample(range(total // CHUNK),
+                                                hot // CHUNK)
+    return [(c * CHUNK, (c + 1) * CHUNK) for c in sorted(chunks)]
 
 
 def main():
-    total = int(sys.argv[1]) << 20
-    hot = int(sys.argv[2]) << 20
+    parser = argparse.ArgumentParser()
+    parser.add_argument('total_mib', type=int)
+    parser.add_argument('hot_mib', type=int)
+    parser.add_argument('passes', nargs='?')
+    parser.add_argument('--scatter', type=int, metavar='SEED')
+    args = parser.parse_args()
+    total = args.total_mib << 20
+    hot = args.hot_mib << 20
     mem = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     mem[0:total:PAGE] = b'\x01' * (total // PAGE)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
     print(addr, flush=True)
-    ones = b'\x02' * (hot // PAGE)
+    ranges = hot_ranges(total, hot, args.scatter)
     passes = None
-    if len(sys.argv) > 3:
-        with open(sys.argv[3], 'r+b') as f:
+    if args.passes:
+        with open(args.passes, 'r+b') as f:
             passes = mmap.mmap(f.fileno(), 8)
     count = 0
     while True:
-        mem[0:hot:PAGE] = ones
+        for start, end in ranges:
+            mem[start:end:PAGE] = b'\x02' * ((end - start) // PAGE)
         if passes is not None:
             count += 1
             passes[0:8] = struct.pack('Q', count)
