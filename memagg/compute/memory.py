@@ -12,6 +12,7 @@ import time
 
 from oslo_log import log as logging
 
+from memagg.compute import qos
 from memagg.compute import sampling
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.local import base as local_base
@@ -100,6 +101,7 @@ class MemoryManager:
         self.new_estimator = wss_base.load_estimator_factory(conf)
         self.estimator_name = conf.wss.estimator
         self.policy = local_base.load_policy(conf)
+        self.qos = qos.WeightResolver(conf)
         self._vms = {}
 
     def _vm(self, uuid):
@@ -218,10 +220,12 @@ class MemoryManager:
         return result, local_base.VmMemory(
             uuid=dom.uuid, m_init_mb=dom.max_memory_mb, m_cur_mb=m_cur,
             wss_mb=estimate.wss_mb, wss_maxavg_mb=maxavg,
-            max_mb=dom.max_memory_mb, shortage=estimate.shortage)
+            max_mb=dom.max_memory_mb, weight=self.qos.weight(dom.uuid),
+            shortage=estimate.shortage)
 
     def forget(self, uuid):
         """Drop what is kept about VM ``uuid`` (it is gone)."""
+        self.qos.forget(uuid)
         vm = self._vms.pop(uuid, None)
         if vm is not None:
             vm.sampler.close()

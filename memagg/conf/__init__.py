@@ -10,11 +10,12 @@ from memagg.conf import database
 from memagg.conf import default
 from memagg.conf import local_policy
 from memagg.conf import messaging
+from memagg.conf import nova
 from memagg.conf import scheduler
 from memagg.conf import wss
 
 CONF = cfg.CONF
 
 for _module in (default, api, compute, database, messaging, scheduler,
-                wss, local_policy):
+                wss, local_policy, nova):
     _module.register_opts(CONF)

@@ -5,10 +5,12 @@ from memagg.conf import database
 from memagg.conf import default
 from memagg.conf import local_policy
 from memagg.conf import messaging
+from memagg.conf import nova
 from memagg.conf import scheduler
 from memagg.conf import wss
 
-_MODULES = (default, api, compute, database, scheduler, wss, local_policy)
+_MODULES = (default, api, compute, database, scheduler, wss, local_policy,
+            nova)
 
 
 def list_opts():

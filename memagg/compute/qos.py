@@ -1,0 +1,80 @@
+"""VMs' QoS weights for the weighted local policy, cached per VM.
+
+Asking the compute API every period for every VM would load Nova for a
+value that changes only on resize or rebuild, so each VM's answer is kept
+for [nova] weight_cache_ttl seconds. A failure never stops the period: a VM
+Nova does not know gets the default weight; while Nova (or Glance) does not
+answer, every VM keeps the weight last read (the default if none was) and
+Nova is not asked again before the TTL has passed. Each failure is logged
+once, not every period.
+"""
+import dataclasses
+import time
+
+from oslo_log import log as logging
+
+from memagg.drivers.compute_api import base as compute_api
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _Entry:
+    weight: compute_api.QosWeight
+    expires: float
+
+
+class WeightResolver:
+    """A VM's memagg:weight from the [compute] compute_api_driver plug-in.
+
+    ``clock`` (seconds, monotonic) is injectable for tests.
+    """
+
+    def __init__(self, conf, clock=time.monotonic):
+        self.api = compute_api.load(conf)
+        self.ttl = conf.nova.weight_cache_ttl
+        self._clock = clock
+        self._cache = {}
+        self._not_found = set()
+        self._down_until = None
+
+    def weight(self, uuid):
+        """VM ``uuid``'s memagg:weight (a number or class name, unparsed:
+        VmMemory.weight), or None for the policy's default weight."""
+        now = self._clock()
+        entry = self._cache.get(uuid)
+        if entry is not None and now < entry.expires:
+            return entry.weight.value
+        if self._down_until is not None and now < self._down_until:
+            return entry.weight.value if entry is not None else None
+        try:
+            found = self.api.get_qos_weight(uuid)
+        except compute_api.InstanceNotFound as exc:
+            if uuid not in self._not_found:
+                LOG.warning('VM %s: %s; it gets the default weight, asked '
+                            'again every %d s', uuid, exc, self.ttl)
+                self._not_found.add(uuid)
+            found = compute_api.NO_WEIGHT
+        except compute_api.ComputeApiUnavailable as exc:
+            if self._down_until is None:
+                LOG.warning('QoS weights unavailable (%s); VMs keep the '
+                            'weight last read or get the default, retried '
+                            'in %d s', exc, self.ttl)
+            self._down_until = now + self.ttl
+            return entry.weight.value if entry is not None else None
+        else:
+            self._not_found.discard(uuid)
+        if self._down_until is not None:
+            LOG.info('QoS weights available again')
+            self._down_until = None
+        if entry is None or entry.weight != found:
+            LOG.info('VM %s: QoS weight %s', uuid,
+                     '%s (from its %s)' % (found.value, found.source)
+                     if found.value is not None else 'default')
+        self._cache[uuid] = _Entry(found, now + self.ttl)
+        return found.value
+
+    def forget(self, uuid):
+        """Drop what is cached about VM ``uuid`` (it left the node)."""
+        self._cache.pop(uuid, None)
+        self._not_found.discard(uuid)

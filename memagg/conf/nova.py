@@ -1,0 +1,61 @@
+"""Options of the [nova] group: how memagg reaches Nova (and Glance).
+
+The credentials and the HTTP session are keystoneauth1's own options,
+registered the way every OpenStack service registers them, so an operator
+writes the same lines as in nova.conf's [neutron] or [glance] sections:
+``auth_type = password``, ``auth_url``, ``username``, ... The account must
+be allowed to show any project's servers (the admin role, by Nova's default
+policy), since memagg looks up every VM on its node.
+"""
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('nova', title='Nova (compute API) options',
+                     help='Credentials and endpoint memagg uses to read '
+                          'servers from Nova and their images from Glance; '
+                          'used by the nova compute API driver ([compute] '
+                          'compute_api_driver = nova).')
+
+# The sample config documents the password plug-in, the usual choice.
+SAMPLE_AUTH_PLUGIN = 'password'
+
+opts = [
+    cfg.StrOpt('region_name',
+               help='Region of the Nova and Glance endpoints in the '
+                    'Keystone catalog; unset takes the catalog\'s only or '
+                    'first region.'),
+    cfg.StrOpt('interface', default='internal',
+               choices=['public', 'internal', 'admin'],
+               help='Which catalog endpoint of Nova and Glance to call.'),
+    cfg.URIOpt('endpoint_override', schemes=['http', 'https'],
+               help='Nova\'s URL (e.g. http://controller:8774/v2.1), used '
+                    'instead of the catalog\'s compute endpoint. Glance is '
+                    'still found in the catalog.'),
+    cfg.IntOpt('weight_cache_ttl', default=300, min=1,
+               help='Seconds a VM\'s QoS weight read from Nova is reused '
+                    'before memagg-compute asks again; also how long it '
+                    'waits before retrying after Nova failed to answer. '
+                    'A resize to a flavor with another memagg:weight '
+                    'takes effect within this time.'),
+]
+
+
+def _session_opts():
+    session_opts = ks_loading.get_session_conf_options()
+    # keystoneauth waits forever by default; a hung request would stall
+    # memagg-compute's whole period.
+    cfg.set_defaults(session_opts, timeout=30)
+    return session_opts
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts + _session_opts(), group=GROUP)
+    ks_loading.register_auth_conf_options(conf, GROUP.name)
+
+
+def list_opts():
+    auth = (ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_auth_plugin_conf_options(SAMPLE_AUTH_PLUGIN))
+    return {GROUP: (opts + _session_opts()
+                    + sorted(auth, key=lambda opt: opt.name))}
