@@ -61,6 +61,11 @@ class DomainGone(Exception):
     """The domain disappeared (destroyed, undefined) while memagg used it."""
 
 
+class HypervisorUnavailable(Exception):
+    """The hypervisor does not answer now (its daemon is down or
+    restarting); the next call tries again."""
+
+
 class Unsupported(Exception):
     """The hypervisor cannot do this for this domain; the message says
     why."""

@@ -151,6 +151,8 @@ class LibvirtDriver(base.HypervisorDriver):
         return self._conn
 
     def _with_reconnect(self, func):
+        """func(connection), reconnecting once when the connection is
+        dead; HypervisorUnavailable when libvirtd does not answer."""
         with self._lock:
             try:
                 return func(self._connection())
@@ -161,7 +163,15 @@ class LibvirtDriver(base.HypervisorDriver):
                 LOG.warning('libvirt connection to %s lost (%s); '
                             'reconnecting', self.uri, exc)
                 self._drop()
+            try:
                 return func(self._connection())
+            except libvirt.libvirtError as exc:
+                if self._alive():
+                    raise
+                self._drop()
+                raise base.HypervisorUnavailable(
+                    'libvirt at %s does not answer: %s'
+                    % (self.uri, exc.get_error_message())) from exc
 
     def _alive(self):
         try:

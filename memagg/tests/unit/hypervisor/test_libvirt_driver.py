@@ -1,5 +1,4 @@
 """The libvirt hypervisor driver against libvirt's test:///default driver."""
-import libvirt
 import pytest
 
 from memagg.common import exceptions
@@ -86,11 +85,15 @@ def test_reconnects_when_the_connection_died(driver):
     assert driver._conn is not first
 
 
-def test_an_unreachable_uri_raises_libvirt_error():
-    drv = libvirt_driver.LibvirtDriver(
-        'qemu+unix:///system?socket=/nonexistent')
-    with pytest.raises(libvirt.libvirtError):
+def test_an_unreachable_libvirtd_is_reported_as_unavailable():
+    # libvirtd down or restarting: memagg's own error, naming the URI.
+    uri = 'qemu+unix:///system?socket=/nonexistent'
+    drv = libvirt_driver.LibvirtDriver(uri)
+    with pytest.raises(base.HypervisorUnavailable) as info:
         drv.get_host_info()
+    assert uri in str(info.value)
+    with pytest.raises(base.HypervisorUnavailable):
+        drv.list_domains()
 
 
 GPA2HVA = 'Host virtual address for 0x0 (pc.ram) is 0x7f4e47e00000\r\n'
