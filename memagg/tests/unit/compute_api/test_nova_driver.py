@@ -1,0 +1,67 @@
+"""The nova driver's configuration checks and its error mapping.
+
+Each test has its own ConfigOpts and [nova] OptGroup: loading an auth
+plug-in registers its options (some required) in the group object, and
+they must not leak into the global CONF.
+"""
+import socket
+
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+import pytest
+
+from memagg.common import exceptions
+from memagg.conf import compute as compute_conf
+from memagg.conf import nova as nova_conf_mod
+from memagg.drivers.compute_api import base
+from memagg.drivers.compute_api import nova
+
+
+@pytest.fixture
+def nova_conf(monkeypatch):
+    monkeypatch.setattr(nova_conf_mod, 'GROUP',
+                        cfg.OptGroup(nova_conf_mod.GROUP.name))
+    conf = cfg.ConfigOpts()
+    compute_conf.register_opts(conf)
+    nova_conf_mod.register_opts(conf)
+    conf([], project='memagg', default_config_files=[])
+    fixture = config_fixture.Config(conf)
+    fixture.setUp()
+    fixture.config(compute_api_driver='nova', group='compute')
+    yield fixture
+    fixture.cleanUp()
+
+
+def test_missing_credentials_fail_at_start_naming_auth_type(nova_conf):
+    with pytest.raises(exceptions.InvalidParameter) as err:
+        base.load(nova_conf.conf)
+    assert '[nova] auth_type' in str(err.value)
+
+
+def test_unknown_auth_plugin_is_named(nova_conf):
+    nova_conf.config(auth_type='passwd', group='nova')
+    with pytest.raises(exceptions.InvalidParameter) as err:
+        base.load(nova_conf.conf)
+    assert '[nova] auth_type' in str(err.value)
+    assert 'password' in str(err.value)
+
+
+def test_incomplete_password_plugin_names_the_missing_option(nova_conf):
+    nova_conf.config(auth_type='password', group='nova')
+    with pytest.raises(exceptions.InvalidParameter) as err:
+        base.load(nova_conf.conf)
+    assert '[nova] auth_url' in str(err.value)
+
+
+def test_unreachable_nova_is_unavailable_not_a_crash(nova_conf):
+    with socket.socket() as sock:
+        # Bound but not listening: connections are refused at once.
+        sock.bind(('127.0.0.1', 0))
+        url = 'http://127.0.0.1:%d/v2.1' % sock.getsockname()[1]
+        nova_conf.config(auth_type='none', endpoint_override=url,
+                         group='nova')
+        driver = base.load(nova_conf.conf)
+        assert isinstance(driver, nova.NovaComputeApi)
+        with pytest.raises(base.ComputeApiUnavailable) as err:
+            driver.get_qos_weight('b5a2c2a4-1f0e-4a55-9d0e-3c4f1b9a0001')
+    assert str(err.value).startswith('Nova: ')
