@@ -1,0 +1,128 @@
+"""memagg-compute's period loop survives a libvirtd restart: the QEMU
+process of a running guest outlives the daemon, and once libvirtd answers
+again the loop reconnects and goes on estimating and ballooning that guest.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import libvirt
+import pytest
+
+from memagg.drivers.hypervisor import base
+from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional.guest_fixtures import PeriodLoop
+from memagg.tests.guest import vm
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+PERIOD = 3
+
+
+def _libvirtd_pids():
+    out = subprocess.run(['pidof', 'libvirtd'], capture_output=True,
+                         text=True)
+    return [int(pid) for pid in out.stdout.split()]
+
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def restart_libvirtd():
+    """Stop libvirtd (its guests keep running) and start it again the way
+    the real-guest tests do; return once it answers."""
+    pids = _libvirtd_pids()
+    assert pids, 'libvirtd is not running'
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    polling.wait_for(lambda: all(_gone(pid) for pid in pids), 60,
+                     interval=0.2, message='libvirtd exiting')
+    guest_fixtures.ensure_libvirtd()
+
+
+@pytest.fixture
+def guest_dir():
+    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
+    # is out of its reach.
+    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_loop_survives_a_libvirtd_restart(guest_dir, conf):
+    conf.config(collect_interval=PERIOD, balloon_stats_period=2,
+                group='compute')
+    conf.config(estimator='badis', group='wss')
+    uri = guest_fixtures.ensure_libvirtd()
+    conn = libvirt.open(uri)
+    guest = vm.TestGuest(conn, guest_dir, 'memagg-libvirtd-restart',
+                         memory_mb=256)
+    loop = None
+    try:
+        guest.start()
+        guest.set_hot(60)
+        qemu = libvirt_driver.qemu_pid(guest.name)
+        loop = PeriodLoop(PERIOD).start()
+
+        def sampled(since):
+            # A result from the sampler: the guest's RAM was found in its
+            # QEMU process and a window went through.
+            def check():
+                rows = loop.history(guest.uuid, since)
+                return any(r.wss_mb is not None and 'sampler' in r.estimator
+                           for _n, r in rows) and rows
+            return polling.wait_for(check, 10 * PERIOD + 30, interval=0.5,
+                                    message='a sampled estimate')
+        sampled(0)
+        assert not loop.errors, loop.errors
+        beats = guest.heartbeats()
+
+        restart_libvirtd()
+        conn.close()
+        conn = libvirt.open(uri)
+        # The first period that starts once libvirtd answers again.
+        since = len(loop.reports) + 1
+        sampled(since)
+        # Once the loop is back, two more periods go through cleanly.
+        failed = len(loop.errors)
+        reports = len(loop.reports)
+        polling.wait_for(lambda: len(loop.reports) >= reports + 2,
+                         4 * PERIOD + 30, interval=0.5,
+                         message='two more periods')
+        assert loop.errors[failed:] == [], loop.errors[failed:]
+        # Periods that fell in the outage failed with the driver's own
+        # error, nothing else.
+        outage = loop.errors[:failed]
+        assert all(isinstance(e, base.HypervisorUnavailable)
+                   for e in outage), outage
+        # The same QEMU process, still running its guest, estimated and
+        # given a balloon target.
+        assert libvirt_driver.qemu_pid(guest.name) == qemu
+        last = loop.history(guest.uuid)[-1][1]
+        assert last.target_mb is not None and last.wss_mb is not None, last
+        polling.wait_for(lambda: guest.heartbeats() > beats, 30,
+                         interval=0.5, message='heartbeat of the guest')
+        assert conn.lookupByUUIDString(guest.uuid).isActive() == 1
+        print('libvirtd restart: %d period(s) failed in the outage; after: '
+              '%s' % (len(outage), [(r.wss_mb, r.target_mb, r.estimator)
+                                    for _n, r in loop.history(guest.uuid,
+                                                              since)]))
+    finally:
+        if loop is not None:
+            loop.stop()
+        guest.dom = None  # of the connection before the restart
+        guest.destroy()
+        try:
+            conn.lookupByUUIDString(guest.uuid).destroy()
+        except libvirt.libvirtError:
+            pass  # not running (it never started, or it died)
+        conn.close()
