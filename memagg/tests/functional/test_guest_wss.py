@@ -120,9 +120,17 @@ def test_a_squeezed_guest_grows_back_first_and_a_guest_without_balloon_is_left_a
         # Shrink it well below its hot set before memagg sees it: the guest
         # swaps its hot set in and out.
         squeezed.dom.setMemoryFlags(112 * 1024, 1)  # VIR_DOMAIN_AFFECT_LIVE
+        # The squeeze must be complete and the guest swapping when memagg
+        # first looks: its first estimate (used memory + margin, no rates
+        # yet) of a half-squeezed guest (~145 MiB) gave it ~190 MiB, where
+        # the hot set fits, and no shortage was ever seen.
         polling.wait_for(
-            lambda: squeezed.dom.memoryStats().get('actual', 0) <= 160 * 1024,
-            60, interval=0.5, message='balloon of the squeezed guest')
+            lambda: squeezed.dom.memoryStats().get('actual', 0) <= 120 * 1024,
+            120, interval=0.5, message='balloon of the squeezed guest')
+        swapped = squeezed.dom.memoryStats().get('swap_in', 0)
+        polling.wait_for(
+            lambda: squeezed.dom.memoryStats().get('swap_in', 0) > swapped,
+            60, interval=0.5, message='the squeezed guest swapping')
         beats = squeezed.heartbeats()
         loop = PeriodLoop(PERIOD).start()
 
