@@ -6,7 +6,8 @@ swap-ghost estimator combined per VM by a state machine.
   estimate, otherwise the sampler's.
 - G: ghost only (the sampler is off); without swap-ins the VM holds.
 
-V -> VG when the sampler reaches badis_close_ratio of m_cur; VG -> V when it
+V -> VG when the sampler reaches badis_close_ratio of m_cur, or, for a VM
+without a remote-swap disk, when the stats show a shortage; VG -> V when it
 falls back below with no swap-ins; VG -> G after badis_switch_periods
 periods in a row with swap-ins; G -> V after as many without.
 
@@ -94,7 +95,12 @@ class BadisEstimator(base.WssEstimator):
         sample, sample_source = self._sample(obs)
         close = (sample is not None
                  and sample >= params.badis_close_ratio * obs.m_cur_mb)
-        if self.state == V and close:
+        # Without a remote-swap disk the stats' shortage signal stands in
+        # for the ghost and the VM grows (§1.4), however far below m_cur the
+        # sampler reads: a thrashing guest gets through little of its hot
+        # set per period, so the ratio alone would keep it squeezed in V.
+        if self.state == V and (close or (swapping
+                                          and not obs.has_remote_swap)):
             self._enter(VG)
         if self.state == VG:
             if swapping:

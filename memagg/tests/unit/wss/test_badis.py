@@ -157,6 +157,30 @@ def test_without_remote_swap_the_stats_signal_grows_the_vm():
     assert est.shortage
 
 
+def test_without_remote_swap_a_thrashing_vm_grows_from_v():
+    estimator = badis.BadisEstimator()
+    swapping = {'swap_in': 400.0, 'swap_out': 0.0, 'major_fault': 0.0}
+    # Thrashing: the guest got through half its hot set; 0.5 < 0.9 is V.
+    assert _step(estimator, 0.5, None, remote=False) == (564, 'sampler', 'V')
+
+    # The shortage takes it to VG at once and grows it: 1000 + 128.
+    est = estimator.estimate(_obs(0.5, None, remote=False,
+                                  stats_rates=swapping))
+    assert (est.wss_mb, est.source, est.state) == (1128, 'grow', 'VG')
+    # corr = 1000 * (1 - 0.5) = 500, recorded while VG swaps.
+    assert estimator.corr_mb == 500
+
+
+def test_with_remote_swap_v_waits_for_the_sampler_ratio():
+    estimator = badis.BadisEstimator()
+    swapping = {'swap_in': 400.0, 'swap_out': 0.0, 'major_fault': 0.0}
+
+    # The ghost, not the stats, is the signal for a VM with remote swap:
+    # no swap-ins there, 0.5 < 0.9, so V: 500 + 64.
+    est = estimator.estimate(_obs(0.5, QUIET, stats_rates=swapping))
+    assert (est.wss_mb, est.source, est.state) == (564, 'sampler', 'V')
+
+
 def test_remote_swap_ins_without_a_distance_grow_the_vm():
     estimator = badis.BadisEstimator()
     unmatched = ghost.GhostPeriod(swap_ins=0, unmatched_swap_ins=3,
