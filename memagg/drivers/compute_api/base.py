@@ -9,11 +9,7 @@ and the policy gives it [local_policy] default_weight.
 import abc
 import dataclasses
 
-from stevedore import driver as stevedore_driver
-from stevedore import exception as stevedore_exc
-from stevedore import extension
-
-from memagg.common import exceptions
+from memagg.common import plugins
 
 NAMESPACE = 'memagg.compute_api'
 OPTION = '[compute] compute_api_driver'
@@ -76,23 +72,10 @@ class ComputeApi(metaclass=abc.ABCMeta):
         """
 
 
-def available_drivers():
-    """Names of the installed compute API plug-ins, sorted."""
-    return sorted(extension.ExtensionManager(NAMESPACE).names())
-
-
 def load(conf):
     """The [compute] compute_api_driver plug-in, constructed with ``conf``.
 
     Raises InvalidParameter naming the option when no such plug-in exists.
     """
-    name = conf.compute.compute_api_driver
-    try:
-        manager = stevedore_driver.DriverManager(
-            namespace=NAMESPACE, name=name, invoke_on_load=True,
-            invoke_args=(conf,))
-    except stevedore_exc.NoMatches:
-        raise exceptions.InvalidParameter(
-            field=OPTION, reason='no compute API driver %r; use one of %s'
-            % (name, ', '.join(available_drivers())))
-    return manager.driver
+    return plugins.load(NAMESPACE, conf.compute.compute_api_driver, OPTION,
+                        'compute API driver', args=(conf,))

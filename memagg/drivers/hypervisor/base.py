@@ -2,11 +2,7 @@
 import abc
 import dataclasses
 
-from stevedore import driver as stevedore_driver
-from stevedore import exception as stevedore_exc
-from stevedore import extension
-
-from memagg.common import exceptions
+from memagg.common import plugins
 
 NAMESPACE = 'memagg.hypervisor'
 
@@ -114,14 +110,5 @@ def load(name, uri):
     Raises InvalidParameter naming [compute] hypervisor_driver when no
     plug-in has that name.
     """
-    try:
-        manager = stevedore_driver.DriverManager(
-            namespace=NAMESPACE, name=name, invoke_on_load=True,
-            invoke_args=(uri,))
-    except stevedore_exc.NoMatches:
-        known = sorted(extension.ExtensionManager(NAMESPACE).names())
-        raise exceptions.InvalidParameter(
-            field='[compute] hypervisor_driver',
-            reason='no hypervisor driver %r; use one of %s'
-            % (name, ', '.join(known)))
-    return manager.driver
+    return plugins.load(NAMESPACE, name, '[compute] hypervisor_driver',
+                        'hypervisor driver', args=(uri,))

@@ -10,12 +10,8 @@ reserved host memory). Sizes are MiB.
 import abc
 import dataclasses
 
-from oslo_config import cfg
-from stevedore import driver as stevedore_driver
-from stevedore import exception as stevedore_exc
-from stevedore import extension
-
 from memagg.common import exceptions
+from memagg.common import plugins
 from memagg.drivers.local import weights as weights_mod
 
 NAMESPACE = 'memagg.local_policy'
@@ -117,15 +113,7 @@ class LocalPolicy(metaclass=abc.ABCMeta):
 
 
 def _opt(conf, name):
-    """conf.local_policy.<name>, a bad value reported as InvalidParameter."""
-    try:
-        return getattr(conf[GROUP], name)
-    except (cfg.ConfigFileValueError, ValueError) as exc:
-        # oslo.config's message leads with where the value came from; the
-        # field already says which option, keep what is wrong with it.
-        reason = str(exc).rsplit('is not valid: ', 1)[-1]
-        raise exceptions.InvalidParameter(
-            field='[%s] %s' % (GROUP, name), reason=reason)
+    return plugins.option_value(conf, GROUP, name)
 
 
 def _check(ok, option, reason):
@@ -164,11 +152,6 @@ def params_from_conf(conf):
     return PolicyParams(**values)
 
 
-def available_policies():
-    """Names of the installed policy plug-ins, sorted."""
-    return sorted(extension.ExtensionManager(NAMESPACE).names())
-
-
 def load_policy(conf):
     """The [local_policy] policy plug-in, with its checked parameters.
 
@@ -177,13 +160,5 @@ def load_policy(conf):
     """
     name = _opt(conf, 'policy')
     params = params_from_conf(conf)
-    try:
-        manager = stevedore_driver.DriverManager(
-            namespace=NAMESPACE, name=name, invoke_on_load=True,
-            invoke_args=(params,))
-    except stevedore_exc.NoMatches:
-        raise exceptions.InvalidParameter(
-            field='[%s] policy' % GROUP,
-            reason='no local policy %r; use one of %s'
-            % (name, ', '.join(available_policies())))
-    return manager.driver
+    return plugins.load(NAMESPACE, name, '[%s] policy' % GROUP,
+                        'local policy', args=(params,))

@@ -9,12 +9,8 @@ import dataclasses
 import datetime
 import functools
 
-from oslo_config import cfg
-from stevedore import driver as stevedore_driver
-from stevedore import exception as stevedore_exc
-from stevedore import extension
-
 from memagg.common import exceptions
+from memagg.common import plugins
 
 NAMESPACE = 'memagg.wss'
 GROUP = 'wss'
@@ -112,15 +108,7 @@ class WssEstimator(metaclass=abc.ABCMeta):
 
 
 def _opt(conf, name):
-    """conf.wss.<name>, a bad value reported as InvalidParameter."""
-    try:
-        return getattr(conf[GROUP], name)
-    except (cfg.ConfigFileValueError, ValueError) as exc:
-        # oslo.config's message leads with where the value came from; the
-        # field already says which option, keep what is wrong with it.
-        reason = str(exc).rsplit('is not valid: ', 1)[-1]
-        raise exceptions.InvalidParameter(
-            field='[%s] %s' % (GROUP, name), reason=reason)
+    return plugins.option_value(conf, GROUP, name)
 
 
 def params_from_conf(conf):
@@ -143,11 +131,6 @@ def params_from_conf(conf):
     return WssParams(**values)
 
 
-def available_estimators():
-    """Names of the installed estimator plug-ins, sorted."""
-    return sorted(extension.ExtensionManager(NAMESPACE).names())
-
-
 def load_estimator_factory(conf):
     """A callable returning a new estimator for one VM, as [wss] says.
 
@@ -157,12 +140,6 @@ def load_estimator_factory(conf):
     """
     name = _opt(conf, 'estimator')
     params = params_from_conf(conf)
-    try:
-        manager = stevedore_driver.DriverManager(
-            namespace=NAMESPACE, name=name, invoke_on_load=False)
-    except stevedore_exc.NoMatches:
-        raise exceptions.InvalidParameter(
-            field='[wss] estimator',
-            reason='no estimator %r; use one of %s'
-            % (name, ', '.join(available_estimators())))
-    return functools.partial(manager.driver, params)
+    estimator_class = plugins.load(NAMESPACE, name, '[wss] estimator',
+                                   'estimator', invoke=False)
+    return functools.partial(estimator_class, params)
