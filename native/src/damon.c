@@ -118,6 +118,25 @@ static void slot_path(char *buf, size_t len, int slot, const char *rel)
     snprintf(buf, len, "%s/kdamonds/%d/%s", ms_paths.damon, slot, rel);
 }
 
+/* Write number v to contexts/0/<rel> of kdamond slot i. */
+static int ctx_write_u64(int i, const char *rel, uint64_t v, char *err,
+                         size_t errlen)
+{
+    char p[512], full[256];
+
+    snprintf(full, sizeof(full), "contexts/0/%s", rel);
+    slot_path(p, sizeof(p), i, full);
+    return kwrite_u64(err, errlen, v, p);
+}
+
+/* In a function with slot i, int ret, err and errlen: write or return. */
+#define CTX_SET(rel, val) do { \
+        ret = ctx_write_u64(i, (rel), (val), err, errlen); \
+        if (ret) { \
+            return ret; \
+        } \
+    } while (0)
+
 static int slot_is_on(int i)
 {
     char path[512], *buf;
@@ -355,26 +374,17 @@ void ms_damon_release(int slot)
 /* The sampling interval, and the scheme's, which must follow it. */
 static int set_intervals(int i, uint64_t sample_us, char *err, size_t errlen)
 {
-    char p[512];
     int ret = 0;
 
-#define SET(rel, val) do { \
-        slot_path(p, sizeof(p), i, "contexts/0/" rel); \
-        ret = kwrite_u64(err, errlen, (val), p); \
-        if (ret) { \
-            return ret; \
-        } \
-    } while (0)
-    SET("monitoring_attrs/intervals/sample_us", sample_us);
-    SET("monitoring_attrs/intervals/aggr_us",
+    CTX_SET("monitoring_attrs/intervals/sample_us", sample_us);
+    CTX_SET("monitoring_attrs/intervals/aggr_us",
         sample_us > AGGR_US ? sample_us : AGGR_US);
     /* vaddr would otherwise replace our regions with its own every update. */
-    SET("monitoring_attrs/intervals/update_us",
+    CTX_SET("monitoring_attrs/intervals/update_us",
         sample_us > AGGR_US ? sample_us : AGGR_US);
     if (pool.slot[i].configured) {
-        SET("schemes/0/apply_interval_us", sample_us);
+        CTX_SET("schemes/0/apply_interval_us", sample_us);
     }
-#undef SET
     pool.slot[i].sample_us = sample_us;
     return 0;
 }
@@ -397,13 +407,6 @@ static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
         s->nr_regions_minmax = 0;
         drop_fds(s);
     }
-#define SET(rel, val) do { \
-        slot_path(p, sizeof(p), i, "contexts/0/" rel); \
-        ret = kwrite_u64(err, errlen, (val), p); \
-        if (ret) { \
-            return ret; \
-        } \
-    } while (0)
     slot_path(p, sizeof(p), i, "contexts/0/operations");
     ret = kwrite(p, ops, err, errlen);
     if (ret) {
@@ -414,28 +417,27 @@ static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
         return ret;
     }
     /* This recreates the target's directory: cached region files go. */
-    SET("targets/nr_targets", 1);
+    CTX_SET("targets/nr_targets", 1);
     s->nr_regions = 0;
     s->nr_regions_minmax = 0;
     drop_fds(s);
     if (strcmp(ops, "vaddr") == 0) {
-        SET("targets/0/pid_target", (uint64_t)pid);
+        CTX_SET("targets/0/pid_target", (uint64_t)pid);
     }
-    SET("schemes/nr_schemes", 1);
+    CTX_SET("schemes/nr_schemes", 1);
     slot_path(p, sizeof(p), i, "contexts/0/schemes/0/action");
     ret = kwrite(p, "stat", err, errlen);
     if (ret) {
         return ret;
     }
     /* tried_bytes is answered once the scheme was applied: do so often. */
-    SET("schemes/0/apply_interval_us", sample_us);
-    SET("schemes/0/access_pattern/nr_accesses/min", 1);
-    SET("schemes/0/access_pattern/nr_accesses/max", UINT32_MAX);
-    SET("schemes/0/access_pattern/sz/min", 0);
-    SET("schemes/0/access_pattern/sz/max", UINT64_MAX);
-    SET("schemes/0/access_pattern/age/min", 0);
-    SET("schemes/0/access_pattern/age/max", UINT32_MAX);
-#undef SET
+    CTX_SET("schemes/0/apply_interval_us", sample_us);
+    CTX_SET("schemes/0/access_pattern/nr_accesses/min", 1);
+    CTX_SET("schemes/0/access_pattern/nr_accesses/max", UINT32_MAX);
+    CTX_SET("schemes/0/access_pattern/sz/min", 0);
+    CTX_SET("schemes/0/access_pattern/sz/max", UINT64_MAX);
+    CTX_SET("schemes/0/access_pattern/age/min", 0);
+    CTX_SET("schemes/0/access_pattern/age/max", UINT32_MAX);
     snprintf(s->ops, sizeof(s->ops), "%s", ops);
     s->sample_us = sample_us;
     s->target = pid;
