@@ -1,0 +1,1 @@
+"""Consolidation: Neat's algorithm families with memory (ALGORITHMS.md §3)."""
