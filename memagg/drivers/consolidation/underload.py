@@ -1,0 +1,57 @@
+"""Underload detection (ALGORITHMS.md §3.1): is a host idle enough to be
+emptied and powered off? Each detector judges one dimension's history;
+``host_underloaded`` combines cpu and mem.
+"""
+from memagg.common import exceptions
+from memagg.drivers.consolidation import base
+
+
+class Threshold(base.UnderloadDetector):
+    """Underloaded when the latest utilisation is at or below
+    ``threshold``."""
+
+    name = 'threshold'
+    PARAMS = {'threshold': (0.5, base.fraction)}
+
+    def is_underloaded(self, utilization):
+        if not utilization:
+            return False
+        return utilization[-1] <= self.params['threshold']
+
+
+class LastNAverage(base.UnderloadDetector):
+    """Underloaded when the mean of the last ``n`` values is at or below
+    ``threshold`` (fewer values are averaged while the history is short)."""
+
+    name = 'last_n_average'
+    PARAMS = {'threshold': (0.5, base.fraction),
+              'n': (2, base.positive_int)}
+
+    def is_underloaded(self, utilization):
+        window = utilization[-self.params['n']:]
+        if not window:
+            return False
+        return sum(window) / len(window) <= self.params['threshold']
+
+
+class Never(base.UnderloadDetector):
+    """Never reports an underload: hosts are only unloaded, not emptied."""
+
+    name = 'never'
+
+    def is_underloaded(self, utilization):
+        return False
+
+
+def host_underloaded(cpu_detector, mem_detector, host, require='both'):
+    """Whether ``host`` (a HostState) is underloaded: in both dimensions
+    (``require='both'``, the default) or in either (``'either'``)."""
+    cpu = cpu_detector.is_underloaded(host.cpu_history)
+    mem = mem_detector.is_underloaded(host.mem_history)
+    if require == 'both':
+        return cpu and mem
+    if require == 'either':
+        return cpu or mem
+    raise exceptions.InvalidParameter(
+        field='underload.require',
+        reason="must be 'both' or 'either', got %r" % (require,))
