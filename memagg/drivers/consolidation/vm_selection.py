@@ -1,0 +1,116 @@
+"""VM selection: which VM leaves an overloaded host (ALGORITHMS.md §3.3).
+
+Neat's selectors, with memory measured as what the VM really keeps
+resident: the migration cost of a VM is its WSS max-average
+(``wss_maxavg_mb``), not the RAM its flavour books, since only resident
+pages are copied. Every selector is deterministic given its inputs (ties go
+to the smallest uuid), except ``random``, which is reproducible with
+``seed``.
+"""
+import random
+
+from memagg.drivers.consolidation import base
+
+
+def _mean_last(history, last_n):
+    """Mean of the last ``last_n`` samples; a VM with no samples counts as
+    idle (0) rather than being skipped, so it can still be chosen."""
+    tail = history[-last_n:]
+    return sum(tail) / len(tail) if tail else 0.0
+
+
+def _last(history):
+    return history[-1] if history else 0.0
+
+
+def _optional_int(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError('must be an integer or null, got %r' % (value,))
+    return value
+
+
+class _Selector(base.VmSelector):
+
+    def select(self, host, vms):
+        """One VmState of ``vms`` to migrate off ``host``."""
+        if not vms:
+            raise ValueError('no candidate VM to select on host %s'
+                             % host.name)
+        return self._select(list(vms))
+
+
+class Random(_Selector):
+    """A VM chosen uniformly at random; ``seed`` (an integer) makes the
+    sequence of choices reproducible, null seeds from the system."""
+
+    name = 'random'
+    PARAMS = {'seed': (None, _optional_int)}
+
+    def __init__(self, params=None, dimension='cpu'):
+        super().__init__(params, dimension)
+        self._random = random.Random(self.params['seed'])
+
+    def _select(self, vms):
+        # Sorted so that the same seed gives the same VM whatever order the
+        # caller listed the candidates in.
+        return self._random.choice(sorted(vms, key=lambda vm: vm.uuid))
+
+
+class MinimumUtilization(_Selector):
+    """The VM with the lowest latest CPU use, as in Neat."""
+
+    name = 'minimum_utilization'
+
+    def _select(self, vms):
+        return min(vms, key=lambda vm: (_last(vm.cpu_history), vm.uuid))
+
+
+class MinimumMigrationTime(_Selector):
+    """The VM with the smallest resident memory (WSS max-average): the
+    fastest to live-migrate."""
+
+    name = 'minimum_migration_time'
+
+    def _select(self, vms):
+        return min(vms, key=lambda vm: (vm.wss_maxavg_mb, vm.uuid))
+
+
+class MinimumMigrationTimeMaxCpu(_Selector):
+    """Among the VMs with the smallest resident memory, the one with the
+    highest mean CPU over its last ``last_n`` samples (default 2).
+
+    "Among the smallest" means WSS max-average ≤ min · (1 + ``tolerance``)
+    where min is the smallest WSS max-average of the candidates. With the
+    default ``tolerance`` of 0 that is exactly the VMs at the minimum, as in
+    Neat; a small tolerance (e.g. 0.1) treats VMs within 10 % of it as
+    equally cheap to move, since WSS estimates are never that precise.
+    """
+
+    name = 'minimum_migration_time_max_cpu'
+    PARAMS = {'last_n': (2, base.positive_int),
+              'tolerance': (0.0, base.non_negative)}
+
+    def _select(self, vms):
+        smallest = min(vm.wss_maxavg_mb for vm in vms)
+        bound = smallest * (1 + self.params['tolerance'])
+        last_n = self.params['last_n']
+        cheap = [vm for vm in vms if vm.wss_maxavg_mb <= bound]
+        return min(cheap, key=lambda vm: (-_mean_last(vm.cpu_history, last_n),
+                                          vm.wss_maxavg_mb, vm.uuid))
+
+
+class MaximumRemote(_Selector):
+    """The VM with the largest share of its booked memory in remote swap:
+    those pages move with metadata only, so it leaves the most local
+    memory for the fewest copied pages. Ties go to the smaller resident
+    memory."""
+
+    name = 'maximum_remote'
+
+    def _select(self, vms):
+        def share(vm):
+            return vm.remote_mb / vm.booked_mb if vm.booked_mb > 0 else 0.0
+        return min(vms, key=lambda vm: (-share(vm), vm.wss_maxavg_mb,
+                                        vm.uuid))
