@@ -18,8 +18,6 @@ The history passed in stands for the host's whole record (since it was last
 emptied or started), as for ``otf``; only its last ``history_size`` values
 are used.
 """
-import statistics
-
 from memagg.drivers.consolidation import base
 from memagg.drivers.consolidation import overload
 
@@ -49,6 +47,13 @@ def _step(value):
     return value
 
 
+def _variance(values):
+    # Sample variance in floats: statistics.variance's exact arithmetic is
+    # far too slow for a decision taken every period on every host.
+    mean = sum(values) / len(values)
+    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+
+
 def estimate_p1(departures, window_sizes):
     """Estimated probability of moving to state 1 from a state whose
     departures (next states, oldest first) are ``departures``; 0 when it
@@ -71,7 +76,7 @@ def estimate_p1(departures, window_sizes):
             break
         recent = [estimate(k, w) for k in range(count - w + 1, count + 1)]
         p = recent[-1]
-        if statistics.variance(recent) > p * (1 - p) / w:
+        if _variance(recent) > p * (1 - p) / w:
             break
         selected = w
     return estimate(count, selected)
