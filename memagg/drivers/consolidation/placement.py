@@ -15,64 +15,109 @@ from Neat:
 * a VM no host can take is reported with the reason and the others are
   still placed (Neat returned an empty plan).
 
-Neat scanned every host for every VM (O(VMs × hosts)). Here the hosts sit
-at the leaves of a max-tree over that fixed order holding each host's free
-cpu and memory, so the first fitting host is found by descending only into
-subtrees whose maxima fit, and a placement updates one root path.
+Neat scanned every host for every VM (O(VMs x hosts)). Here VMs come in
+decreasing cpu, so the cpu a host needs to take the next VM only falls: the
+hosts with at least that much free cpu are "admitted" (a max-heap releases
+the others as the demand falls, and a host that a placement leaves short is
+sent back to it), and the admitted hosts' free memory sits at the leaves of
+a max-tree in the fixed host order. The first fitting host is then the
+leftmost admitted leaf with enough memory, found in O(log hosts) with no
+backtracking, and a placement updates one root path.
 """
+import heapq
+
 from memagg.drivers.consolidation import base
 
 _ABSENT = float('-inf')
 
 
-class _FitTree:
-    """First position, in a fixed order, whose free cpu and memory are both
-    at least a demand. Absent positions never fit."""
+class _Pool:
+    """Hosts at fixed positions; finds the first one, in position order,
+    with at least a given free cpu and memory.
+
+    Demands must be asked for in decreasing cpu (``admit`` then
+    ``first_fit``), which is what lets cpu be settled by the heap and only
+    memory searched in the tree.
+    """
 
     def __init__(self, size):
         width = 1
         while width < max(size, 1):
             width *= 2
         self.width = width
-        self.cpu = [_ABSENT] * (2 * width)
-        self.mem = [_ABSENT] * (2 * width)
+        # Free memory of admitted hosts; -inf for the others.
+        self.tree = [_ABSENT] * (2 * width)
+        self.cpu = {}
+        self.mem = {}
+        # (-free cpu, position) of hosts not admitted for the current cpu.
+        self.waiting = []
 
-    def set(self, pos, cpu, mem):
-        cpu_tree, mem_tree = self.cpu, self.mem
+    def add(self, pos, cpu, mem):
+        self.cpu[pos] = cpu
+        self.mem[pos] = mem
+        heapq.heappush(self.waiting, (-cpu, pos))
+
+    def admit(self, cpu):
+        """Admit every waiting host with at least ``cpu`` free."""
+        waiting = self.waiting
+        while waiting and -waiting[0][0] >= cpu:
+            pos = heapq.heappop(waiting)[1]
+            self._set(pos, self.mem[pos])
+
+    def _set(self, pos, value):
+        tree = self.tree
         node = pos + self.width
-        cpu_tree[node] = cpu
-        mem_tree[node] = mem
+        tree[node] = value
         node >>= 1
         while node:
-            left, right = 2 * node, 2 * node + 1
-            a, b = cpu_tree[left], cpu_tree[right]
-            cpu_tree[node] = a if a > b else b
-            a, b = mem_tree[left], mem_tree[right]
-            mem_tree[node] = a if a > b else b
+            a, b = tree[2 * node], tree[2 * node + 1]
+            tree[node] = a if a > b else b
             node >>= 1
 
-    def first_fit(self, cpu, mem, start=0):
-        """The smallest position >= ``start`` that fits, or None."""
-        cpu_tree, mem_tree, width = self.cpu, self.mem, self.width
-        # Depth-first, left child popped first; each entry is a node and
-        # the first position it covers, its span halving per level.
-        stack = [(1, 0, width)]
-        pop, push = stack.pop, stack.append
-        while stack:
-            node, low, span = pop()
-            if (cpu_tree[node] < cpu or mem_tree[node] < mem
-                    or low + span <= start):
-                continue
-            if node >= width:
-                return low
-            half = span >> 1
-            push((2 * node + 1, low + half, half))
-            push((2 * node, low, half))
-        return None
+    def first_fit(self, mem, start=0):
+        """The smallest admitted position >= ``start`` with ``mem`` free,
+        or None."""
+        tree, width = self.tree, self.width
+        if start >= width:
+            return None
+        node = start + width if start else 1
+        # Climb right until a subtree holding a fit is reached, then go
+        # down to its leftmost fitting leaf.
+        while tree[node] < mem:
+            while node & 1:
+                node >>= 1
+            if not node:
+                return None
+            node += 1
+        while node < width:
+            node *= 2
+            if tree[node] < mem:
+                node += 1
+        return node - width
 
-    def maxima(self):
-        """The largest free cpu and the largest free memory of any host."""
-        return self.cpu[1], self.mem[1]
+    def take(self, pos, cpu, mem):
+        """Use ``cpu`` and ``mem`` of host ``pos``; it stays admitted only
+        while another VM of the same cpu would fit (later ones need no
+        more)."""
+        self.cpu[pos] -= cpu
+        self.mem[pos] -= mem
+        if self.cpu[pos] >= cpu:
+            self._set(pos, self.mem[pos])
+        else:
+            self._set(pos, _ABSENT)
+            heapq.heappush(self.waiting, (-self.cpu[pos], pos))
+
+    def remove(self, pos):
+        """Forget an admitted host."""
+        self._set(pos, _ABSENT)
+
+    def most_cpu(self):
+        """The largest free cpu among waiting hosts (-inf if none)."""
+        return -self.waiting[0][0] if self.waiting else _ABSENT
+
+    def most_mem(self):
+        """The largest free memory among admitted hosts (-inf if none)."""
+        return self.tree[1]
 
 
 class BestFitDecreasing(base.Placement):
@@ -135,11 +180,11 @@ class BestFitDecreasing(base.Placement):
         position = {name: i for i, name in enumerate(order)}
         source = {vm.uuid: host.name for host in hosts for vm in host.vms}
 
-        active = _FitTree(len(order))
-        inactive = _FitTree(len(order))
+        active = _Pool(len(order))
+        inactive = _Pool(len(order))
         for host in hosts:
-            tree = active if host.active else inactive
-            tree.set(position[host.name], *free[host.name])
+            pool = active if host.active else inactive
+            pool.add(position[host.name], *free[host.name])
 
         demands = []
         for vm in vms:
@@ -148,44 +193,38 @@ class BestFitDecreasing(base.Placement):
                                             'unknown')
                 continue
             demands.append((_demand(vm, last_n), self._vm_mem(vm), vm.uuid))
+        # Decreasing cpu first: _Pool relies on it.
         demands.sort(reverse=True)
 
-        cpu_free = {name: free[name][0] for name in order}
-        mem_free = {name: free[name][1] for name in order}
         for cpu, mem, uuid in demands:
             skip = position.get(source.get(uuid), -1)
-            pos = _first_fit_except(active, cpu, mem, skip)
+            active.admit(cpu)
+            pos = _first_fit_except(active, mem, skip)
             if pos is None:
-                pos = _first_fit_except(inactive, cpu, mem, skip)
+                inactive.admit(cpu)
+                pos = _first_fit_except(inactive, mem, skip)
                 if pos is None:
                     result.unplaced[uuid] = self._reason(
                         cpu, mem, active, inactive)
                     continue
-                inactive.set(pos, _ABSENT, _ABSENT)
+                inactive.remove(pos)
+                active.add(pos, inactive.cpu[pos], inactive.mem[pos])
+                active.admit(cpu)
                 result.woken.append(order[pos])
-            name = order[pos]
-            cpu_free[name] -= cpu
-            mem_free[name] -= mem
-            active.set(pos, cpu_free[name], mem_free[name])
-            result.placements[uuid] = name
+            active.take(pos, cpu, mem)
+            result.placements[uuid] = order[pos]
         return result
 
     def _reason(self, cpu, mem, active, inactive):
-        max_cpu = max(active.maxima()[0], inactive.maxima()[0])
-        max_mem = max(active.maxima()[1], inactive.maxima()[1])
         basis = self.params['memory_basis']
-        need = 'needs %.1f cpu and %.1f MiB (%s)' % (cpu, mem, basis)
-        if max_cpu < cpu and max_mem < mem:
-            why = 'cpu and memory'
-        elif max_cpu < cpu:
-            why = 'cpu'
-        elif max_mem < mem:
-            why = 'memory'
-        else:
-            why = 'cpu and memory on the same host'
-        return ('no host has enough free %s: the VM %s; the most free is '
-                '%.1f cpu, %.1f MiB' % (why, need, max(max_cpu, 0.0),
-                                        max(max_mem, 0.0)))
+        admitted_mem = max(active.most_mem(), inactive.most_mem())
+        if admitted_mem == _ABSENT:
+            most = max(active.most_cpu(), inactive.most_cpu(), 0.0)
+            return ('cpu: no host has %.1f cpu free for it (the most free '
+                    'is %.1f)' % (cpu, most))
+        return ('memory: no host with %.1f cpu free has %.1f MiB (%s) free '
+                'for it (the most such a host has is %.1f MiB)'
+                % (cpu, mem, basis, max(admitted_mem, 0.0)))
 
 
 def _demand(vm, last_n):
@@ -193,9 +232,9 @@ def _demand(vm, last_n):
     return sum(tail) / len(tail)
 
 
-def _first_fit_except(tree, cpu, mem, skip):
+def _first_fit_except(pool, mem, skip):
     """First fitting position other than ``skip`` (the VM's own host)."""
-    pos = tree.first_fit(cpu, mem)
+    pos = pool.first_fit(mem)
     if pos is not None and pos == skip:
-        pos = tree.first_fit(cpu, mem, skip + 1)
+        pos = pool.first_fit(mem, skip + 1)
     return pos
