@@ -71,7 +71,11 @@ class _Pool:
         node >>= 1
         while node:
             a, b = tree[2 * node], tree[2 * node + 1]
-            tree[node] = a if a > b else b
+            top = a if a > b else b
+            if tree[node] == top:
+                # The maxima above cannot change either.
+                break
+            tree[node] = top
             node >>= 1
 
     def first_fit(self, mem, start=0):
@@ -130,8 +134,9 @@ class BestFitDecreasing(base.Placement):
     default; ``booked``: flavour RAM, for comparison).
 
     A host's used cpu is its latest utilisation × ``cpu_total`` less the
-    latest samples of its VMs being placed; its used memory is the sum over
-    the VMs that stay. A VM is never placed back on the host it is on.
+    latest samples of its VMs being placed (with no utilisation history,
+    the demand of the VMs that stay); its used memory is the sum over the
+    VMs that stay. A VM is never placed back on the host it is on.
     """
 
     name = 'best_fit_decreasing'
