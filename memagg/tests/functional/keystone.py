@@ -21,14 +21,15 @@ import grp
 import os
 import pathlib
 import pwd
-import socket
 import subprocess
-import time
 
 from keystoneauth1.identity import v3 as ks_identity
 from keystoneauth1 import session as ks_session
 import pytest
 import requests
+
+from memagg.tests.functional import service_procs
+from memagg.tests import polling
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 VENV = pathlib.Path(os.environ.get('MEMAGG_KEYSTONE_VENV',
@@ -119,25 +120,6 @@ class Keystone:
             'project_domain_id': 'default',
             'region_name': REGION,
         }
-
-
-def wait_for(predicate, timeout, what):
-    """Poll ``predicate`` until it returns true; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise TimeoutError('%s not within %s s' % (what, timeout))
-        time.sleep(0.1)
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 def _in_ci():
@@ -261,7 +243,7 @@ def keystone(tmp_path_factory):
     """
     _require_venv()
     directory = tmp_path_factory.mktemp('keystone')
-    port = free_port()
+    port = service_procs.free_port()
     ks = Keystone(
         url='http://127.0.0.1:%d' % port,
         admin=Account('admin', 'admin-secret', 'admin'),
@@ -272,8 +254,9 @@ def keystone(tmp_path_factory):
     with open(log_path, 'wb') as log:
         proc = _serve(conf, port, log)
     try:
-        wait_for(lambda: _answering(ks.url, proc, log_path), START_TIMEOUT,
-                 'Keystone answering on %s' % ks.url)
+        polling.wait_for(lambda: _answering(ks.url, proc, log_path),
+                         START_TIMEOUT,
+                         message='Keystone answering on %s' % ks.url)
         _populate(ks)
         yield ks
     finally:

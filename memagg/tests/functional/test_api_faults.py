@@ -14,6 +14,7 @@ import time
 import pytest
 import requests
 
+from memagg.tests.functional import service_procs
 from memagg.tests import polling
 from memagg.tests.unit.api import data
 
@@ -22,19 +23,13 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow]
 RETRY_AFTER = 7
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 class Relay:
     """A TCP relay from a loopback port to ``upstream``; stop() cuts every
     connection, start() accepts again on the same port."""
 
     def __init__(self, upstream):
         self.upstream = upstream
-        self.port = _free_port()
+        self.port = service_procs.free_port()
         self._sockets = []
         self._lock = threading.Lock()
         self._listener = None
@@ -86,7 +81,7 @@ class Relay:
 def memagg_api(tmp_path, connection):
     """Run memagg-api (python -m memagg.cmd.api) with a config file; yield
     its base URL once it answers GET /."""
-    port = _free_port()
+    port = service_procs.free_port()
     config = tmp_path / 'memagg.conf'
     config.write_text(
         '[api]\nhost = 127.0.0.1\nport = %d\nauth_strategy = noauth\n'
@@ -123,7 +118,7 @@ def _assert_503(response):
 
 def test_database_down_at_start_is_503_at_once(tmp_path):
     url_of_nothing = 'mysql+pymysql://root@127.0.0.1:%d/memagg' % (
-        _free_port())
+        service_procs.free_port())
     with memagg_api(tmp_path, url_of_nothing) as url:
         started = time.monotonic()
         response = requests.get(url + '/v1/instances', timeout=30)
