@@ -2,23 +2,18 @@
 
 The sampler runs from one period to the next: collect() ends the window
 begun the period before and begin() opens the next, over n pages redrawn in
-the VM's guest-RAM mapping. A kernel that lacks the chosen backend, or a
-package built without the extension, leaves the VM without samples: the
-reason is kept for the report and logged once, never raised.
+the VM's guest-RAM mapping. A kernel that lacks the chosen backend leaves
+the VM without samples: the reason is kept for the report and logged once,
+never raised.
 """
 from oslo_log import log as logging
 
+from memagg import _native
 from memagg.drivers.hypervisor import base as hypervisor
 
 LOG = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
-
-try:
-    from memagg import _native
-except ImportError as exc:  # a build without the C extension
-    _native = None
-    _IMPORT_ERROR = str(exc)
 
 
 def scaled_sample(sample, range_mb, m_cur_mb):
@@ -56,10 +51,6 @@ class VmSampler:
         return self._sampler.backend if self._sampler is not None else None
 
     def _open(self):
-        if _native is None:
-            self._fail('the native extension memagg._native is not built '
-                       '(%s)' % _IMPORT_ERROR)
-            return False
         try:
             memory = self.driver.guest_memory(self.uuid)
         except hypervisor.Unsupported as exc:
