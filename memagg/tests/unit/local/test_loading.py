@@ -1,6 +1,5 @@
 """[local_policy] options: the plug-ins load by name with the spec's
 defaults; bad values fail at start naming the option."""
-from oslo_config import cfg
 import pytest
 
 from memagg.common import exceptions
@@ -10,6 +9,7 @@ from memagg.drivers.local import base
 from memagg.drivers.local import cmms
 from memagg.drivers.local import idle_tax
 from memagg.drivers.local import weighted
+from memagg.tests import conf_files
 
 
 def test_default_is_cmms_with_the_spec_defaults():
@@ -50,16 +50,6 @@ def test_unknown_policy_names_the_option_and_the_choices(conf):
     assert 'cmms, idle_tax, weighted' in str(info.value)
 
 
-def _conf_from_file(tmp_path, text):
-    path = tmp_path / 'memagg.conf'
-    path.write_text('[local_policy]\n' + text + '\n')
-    conf = cfg.ConfigOpts()
-    local_policy_conf.register_opts(conf)
-    conf(['--config-file', str(path)], project='memagg',
-         default_config_files=[])
-    return conf
-
-
 @pytest.mark.parametrize('line, option', [
     ('tau = 1.5', 'tau'),
     ('tau = -0.1', 'tau'),
@@ -76,7 +66,7 @@ def _conf_from_file(tmp_path, text):
     ('policy = fifo', 'policy'),
 ])
 def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
-    conf = _conf_from_file(tmp_path, line)
+    conf = conf_files.group_from_file(tmp_path, local_policy_conf, line)
 
     with pytest.raises(exceptions.InvalidParameter) as info:
         base.load_policy(conf)
@@ -87,8 +77,9 @@ def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
 
 
 def test_options_from_a_file_reach_the_policy(tmp_path):
-    conf = _conf_from_file(tmp_path, 'policy = idle_tax\ntau_mode = static\n'
-                                     'tau = 0.5\nmax_step_mb = 256')
+    conf = conf_files.group_from_file(
+        tmp_path, local_policy_conf,
+        'policy = idle_tax\ntau_mode = static\ntau = 0.5\nmax_step_mb = 256')
 
     policy = base.load_policy(conf)
 

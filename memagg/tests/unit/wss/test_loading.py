@@ -1,6 +1,5 @@
 """[wss] options: the plug-ins load by name; bad values fail at start
 naming the option."""
-from oslo_config import cfg
 import pytest
 
 from memagg.common import exceptions
@@ -11,6 +10,7 @@ from memagg.drivers.wss import base
 from memagg.drivers.wss import sampler
 from memagg.drivers.wss import stats
 from memagg.drivers.wss import swap_ghost
+from memagg.tests import conf_files
 
 
 def test_default_is_one_badis_per_vm_with_the_spec_defaults(conf):
@@ -51,16 +51,6 @@ def test_unknown_estimator_names_the_option_and_the_choices(conf):
     assert 'badis, sampler, stats, swap_ghost' in str(info.value)
 
 
-def _conf_from_file(tmp_path, text):
-    path = tmp_path / 'memagg.conf'
-    path.write_text('[wss]\n' + text + '\n')
-    conf = cfg.ConfigOpts()
-    wss_conf.register_opts(conf)
-    conf(['--config-file', str(path)], project='memagg',
-         default_config_files=[])
-    return conf
-
-
 @pytest.mark.parametrize('line, option', [
     ('badis_close_ratio = 1.5', 'badis_close_ratio'),
     ('badis_close_ratio = 0', 'badis_close_ratio'),
@@ -70,7 +60,7 @@ def _conf_from_file(tmp_path, text):
     ('badis_switch_periods = zero', 'badis_switch_periods'),
 ])
 def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
-    conf = _conf_from_file(tmp_path, line)
+    conf = conf_files.group_from_file(tmp_path, wss_conf, line)
 
     with pytest.raises(exceptions.InvalidParameter) as info:
         base.load_estimator_factory(conf)
@@ -80,8 +70,8 @@ def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
 
 
 def test_options_from_a_file_reach_the_estimator(tmp_path):
-    conf = _conf_from_file(tmp_path, 'grow_step_mb = 256\n'
-                                     'badis_close_ratio = 0.8')
+    conf = conf_files.group_from_file(
+        tmp_path, wss_conf, 'grow_step_mb = 256\nbadis_close_ratio = 0.8')
 
     estimator = base.load_estimator_factory(conf)()
 
