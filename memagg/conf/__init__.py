@@ -6,6 +6,7 @@ from oslo_config import cfg
 
 from memagg.conf import api
 from memagg.conf import compute
+from memagg.conf import consolidation
 from memagg.conf import database
 from memagg.conf import default
 from memagg.conf import local_policy
@@ -17,5 +18,5 @@ from memagg.conf import wss
 CONF = cfg.CONF
 
 for _module in (default, api, compute, database, messaging, scheduler,
-                wss, local_policy, nova):
+                consolidation, wss, local_policy, nova):
     _module.register_opts(CONF)

@@ -1,6 +1,7 @@
 """Entry points for oslo-config-generator: every memagg option, by group."""
 from memagg.conf import api
 from memagg.conf import compute
+from memagg.conf import consolidation
 from memagg.conf import database
 from memagg.conf import default
 from memagg.conf import local_policy
@@ -9,8 +10,8 @@ from memagg.conf import nova
 from memagg.conf import scheduler
 from memagg.conf import wss
 
-_MODULES = (default, api, compute, database, scheduler, wss, local_policy,
-            nova)
+_MODULES = (default, api, compute, database, scheduler, consolidation,
+            wss, local_policy, nova)
 
 
 def list_opts():

@@ -1,0 +1,90 @@
+"""Options of the [consolidation] group: memagg-scheduler's rounds.
+
+The algorithm families and their parameters are specified in
+ALGORITHMS.md §3. Each family is a plug-in named here, with its parameters
+as a JSON object, as in OpenStack Neat; the defaults are Neat's.
+"""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('consolidation', title='Consolidation options')
+
+_PARAMS_HELP = (' Parameters of the plug-in, as a JSON object; keys the '
+                'plug-in does not take are an error.')
+
+
+def _family(name, default, family, what):
+    return [
+        cfg.StrOpt(name, default=default,
+                   help='%s plug-in (memagg.consolidation.%s entry point).'
+                        % (what, family)),
+        cfg.StrOpt(name + '_params', default='{}',
+                   help='%s.%s' % (what, _PARAMS_HELP)),
+    ]
+
+
+opts = (
+    _family('underload_cpu', 'last_n_average', 'underload',
+            'CPU underload detection: threshold, last_n_average or never')
+    + _family('underload_mem', 'last_n_average', 'underload',
+              'Memory underload detection: threshold, last_n_average or '
+              'never')
+    + [cfg.StrOpt('underload_require', default='both',
+                  choices=['both', 'either'],
+                  help='A host is underloaded (and emptied) when both its '
+                       'cpu and its memory are, or when either is.')]
+    + _family('overload_cpu', 'mhod', 'overload',
+              'CPU overload detection: threshold, last_n_average, mad, iqr, '
+              'lr, lrr, otf or mhod')
+    + _family('overload_mem', 'threshold', 'overload',
+              'Memory overload detection (same plug-ins as overload_cpu; '
+              'threshold defaults to 0.95 for memory)')
+    + _family('vm_selection', 'minimum_migration_time_max_cpu',
+              'vm_selection',
+              'VM selection on an overloaded host: random, '
+              'minimum_utilization, minimum_migration_time, '
+              'minimum_migration_time_max_cpu or maximum_remote')
+    + _family('placement', 'best_fit_decreasing', 'placement',
+              'VM placement: best_fit_decreasing')
+    + [
+        cfg.StrOpt('memory_basis', default='wss', choices=['wss', 'booked'],
+                   help='What a VM\'s memory counts as when packing: its '
+                        'working set max-average (wss) or its flavor RAM '
+                        '(booked, as Neat did, for comparison). An audit '
+                        'may choose its own.'),
+        cfg.FloatOpt('remote_weight', default=0.0, min=0.0, max=1.0,
+                     help='Share of the remote memory granted to a host\'s '
+                          'VMs that counts as usable host memory.'),
+        cfg.IntOpt('history_length', default=100, min=1,
+                   help='Utilisation samples per host and VM the detectors '
+                        'see (newest last).'),
+        cfg.IntOpt('interval', default=600, min=0,
+                   help='Seconds between two periodic consolidation '
+                        'rounds; 0 runs rounds only on demand '
+                        '(POST /v1/audits).'),
+        cfg.BoolOpt('auto_execute', default=False,
+                    help='Execute the plans of periodic rounds through Nova '
+                         'as soon as they are made, instead of leaving them '
+                         'recommended.'),
+        cfg.IntOpt('max_migrations_per_host', default=1, min=1,
+                   help='Live migrations a host takes part in at once, as '
+                        'source or destination.'),
+        cfg.IntOpt('max_retries', default=2, min=0,
+                   help='Times a failed live migration is tried again '
+                        'before its action fails.'),
+        cfg.IntOpt('migration_timeout', default=900, min=1,
+                   help='Seconds a live migration may take before its '
+                        'action fails.'),
+        cfg.FloatOpt('poll_interval', default=5.0, min=0.1,
+                     help='Seconds between two looks at a migrating '
+                          'server in Nova.'),
+    ]
+)
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}
