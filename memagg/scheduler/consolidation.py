@@ -271,6 +271,8 @@ def plan_round(hosts, algorithms):
         dims = _overload(host.cpu_history, host.mem_history, algorithms)
         if dims:
             plan.overloaded[host.name] = dims
+    if not under and not plan.overloaded:
+        return plan
 
     views = _Views(hosts)
     by_name = {host.name: host for host in hosts}
