@@ -66,6 +66,8 @@ class Host(Base):
         sa.Integer, nullable=False, default=0)
     lendable_mb: orm.Mapped[int] = orm.mapped_column(
         sa.Integer, nullable=False, default=0)
+    # 'active', or 'standby' once a plan powered it off: rounds count a
+    # standby host as one they may wake.
     state: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), nullable=False, default='active')
     reported_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
@@ -108,6 +110,8 @@ class Instance(Base):
         sa.Float, nullable=False, default=0.0)
     remote_mb: orm.Mapped[int] = orm.mapped_column(
         sa.Integer, nullable=False, default=0)
+    vcpus: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=0, server_default='0')
 
 
 class WssSample(Base):
@@ -133,6 +137,28 @@ class WssSample(Base):
         sa.Integer, nullable=True)
     estimator: orm.Mapped[str] = orm.mapped_column(
         sa.String(64), nullable=False)
+    # The VM's CPU use over the period, in cores (host cpu units).
+    cpu_util: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Float, nullable=True)
+
+
+class HostSample(Base):
+    """One period's utilisation of one compute host, as consolidation
+    rounds read it: ``cpu_util`` is the fraction (0..1) of the host's CPUs
+    in use, ``mem_used_mb`` the sum of its VMs' WSS max-average."""
+
+    __tablename__ = 'host_samples'
+    __table_args__ = (sa.Index('host_samples_host_sampled_at_idx',
+                               'host', 'sampled_at'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.BigInteger().with_variant(
+        sa.Integer, 'sqlite'), primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255), nullable=False)
+    sampled_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, index=True)
+    cpu_util: orm.Mapped[float] = orm.mapped_column(sa.Float, nullable=False)
+    mem_used_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False)
 
 
 class Grant(Base):
@@ -202,6 +228,13 @@ class Audit(Base):
         sa.Text, nullable=True)
     finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime, nullable=True)
+    # Whether the scheduler runs the plan as soon as it is made.
+    auto_execute: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, nullable=False, default=False, server_default='0')
+    # What a partial plan left out and why: {"instances": {uuid: reason},
+    # "hosts": {host: reason}}.
+    unplaced: orm.Mapped[dict | None] = orm.mapped_column(
+        sa.JSON, nullable=True)
     actions: orm.Mapped[list['AuditAction']] = orm.relationship(
         back_populates='audit', order_by='AuditAction.sequence',
         cascade='all, delete-orphan', lazy='selectin')

@@ -1,0 +1,49 @@
+"""Migration 0002 (consolidation rounds) on a database that already holds
+rows: existing instances and audits get the new columns' defaults, on
+SQLite, MariaDB and PostgreSQL."""
+import datetime
+
+import pytest
+import sqlalchemy as sa
+
+from memagg.common import context
+from memagg.db import api as db_api
+from memagg.db import migration
+from memagg.tests import db_backends
+
+pytestmark = pytest.mark.functional
+
+T0 = datetime.datetime(2024, 5, 1, 12, 0, 0)
+UUID = '11111111-1111-4111-8111-111111111111'
+AUDIT = '44444444-4444-4444-8444-444444444444'
+
+
+@pytest.fixture(params=['sqlite', 'mysql', 'postgresql'])
+def db_at_0001(request, conf, tmp_path):
+    with db_backends.provisioned(request.param, tmp_path) as url:
+        conf.config(connection=url, group='database')
+        db_api.dispose()
+        migration.upgrade('0001')
+        yield db_api.get_engine()
+        db_api.dispose()
+
+
+def test_rows_written_before_0002_read_back_after_it(db_at_0001):
+    with db_at_0001.begin() as connection:
+        connection.execute(sa.text(
+            "INSERT INTO instances (uuid, name, host, status, booked_mb, "
+            "current_mb, cpu_util, remote_mb, created_at) VALUES "
+            "(:uuid, 'vm', 'host-1', 'active', 2048, 1024, 0.5, 0, :t)"),
+            dict(uuid=UUID, t=T0))
+        connection.execute(sa.text(
+            "INSERT INTO audits (uuid, state, memory_basis, created_at) "
+            "VALUES (:uuid, 'succeeded', 'wss', :t)"),
+            dict(uuid=AUDIT, t=T0))
+
+    migration.upgrade('0002')
+
+    ctxt = context.get_admin_context()
+    assert db_api.instance_get(ctxt, UUID).vcpus == 0
+    audit = db_api.audit_get(ctxt, AUDIT)
+    assert (audit.auto_execute, audit.unplaced) == (False, None)
+    assert 'host_samples' in sa.inspect(db_at_0001).get_table_names()
