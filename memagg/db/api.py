@@ -10,6 +10,7 @@ from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from memagg.common import exceptions
@@ -298,19 +299,24 @@ def _check_columns(model, values, field):
 
 
 @_retry_on_race
-def report_ingest(context, host, instances, samples, reported_at=None):
+def report_ingest(context, host, instances, samples, reported_at=None,
+                  host_sample=None):
     """Store one compute node's report in one transaction.
 
     ``host`` is a dict of Host columns (``name`` required); ``instances`` a
     list of dicts of Instance columns (``uuid`` required) now on that host;
-    ``samples`` a list of dicts of WssSample columns. Instances the host
-    reported before but not now are marked ``gone``.
+    ``samples`` a list of dicts of WssSample columns; ``host_sample`` a dict
+    of HostSample columns (``cpu_util``, ``mem_used_mb``; ``sampled_at``
+    defaults to ``reported_at``), or None. Instances the host reported
+    before but not now are marked ``gone``.
     """
     _check_columns(models.Host, host, 'host')
     for values in instances:
         _check_columns(models.Instance, values, 'instances')
     for sample in samples:
         _check_columns(models.WssSample, sample, 'samples')
+    if host_sample is not None:
+        _check_columns(models.HostSample, host_sample, 'host_sample')
     reported_at = reported_at or timeutils.utcnow()
     with _writer().using(context) as session:
         row = session.query(models.Host).filter_by(name=host['name']).first()
@@ -341,6 +347,10 @@ def report_ingest(context, host, instances, samples, reported_at=None):
         if samples:
             session.execute(sa.insert(models.WssSample), [
                 dict(sample, host=host['name']) for sample in samples])
+        if host_sample is not None:
+            session.add(models.HostSample(**dict(
+                {'sampled_at': reported_at}, **host_sample,
+                host=host['name'])))
     return row
 
 
@@ -373,8 +383,8 @@ def reservoir_summary(context):
 
 
 def purge_wss_samples(context, older_than_hours=None):
-    """Delete WSS samples older than ``older_than_hours`` (default: [wss]
-    sample_retention_hours); return how many."""
+    """Delete WSS samples and host samples older than ``older_than_hours``
+    (default: [wss] sample_retention_hours); return how many."""
     hours = (CONF.wss.sample_retention_hours if older_than_hours is None
              else older_than_hours)
     if hours < 0:
@@ -383,9 +393,166 @@ def purge_wss_samples(context, older_than_hours=None):
             % hours)
     cutoff = timeutils.utcnow() - datetime.timedelta(hours=hours)
     with _writer().using(context) as session:
-        result = session.execute(sa.delete(models.WssSample).where(
-            models.WssSample.sampled_at < cutoff))
-        return result.rowcount
+        count = 0
+        for model in (models.WssSample, models.HostSample):
+            count += session.execute(sa.delete(model).where(
+                model.sampled_at < cutoff)).rowcount
+        return count
+
+
+def hosts_for_round(context, reported_since):
+    """The hosts a consolidation round considers: those that reported at or
+    after ``reported_since``, and standby hosts (powered off by a plan, so
+    silent) whatever their last report. Ordered by name."""
+    with _reader().using(context) as session:
+        return session.query(models.Host).filter(sa.or_(
+            models.Host.reported_at >= reported_since,
+            models.Host.state == 'standby')).order_by(models.Host.name).all()
+
+
+def instances_on_hosts(context, hosts):
+    """The instances ``hosts`` (names) last reported and still run (not
+    ``gone``), ordered by host and uuid."""
+    with _reader().using(context) as session:
+        return session.query(models.Instance).filter(
+            models.Instance.host.in_(list(hosts)),
+            models.Instance.status != 'gone').order_by(
+            models.Instance.host, models.Instance.uuid).all()
+
+
+def _latest(session, columns, key, order, where, count):
+    """Rows of ``columns`` with the ``count`` greatest ``order`` values per
+    ``key`` value, oldest first within each key."""
+    rank = sa.func.row_number().over(
+        partition_by=key, order_by=(order.desc(), columns[0].desc()))
+    ranked = sa.select(*columns, key.label('key'), order.label('at'),
+                       rank.label('rank')).where(*where).subquery()
+    return session.execute(
+        sa.select(ranked).where(ranked.c.rank <= count).order_by(
+            ranked.c.key, ranked.c.at, ranked.c.id)).all()
+
+
+def host_samples_latest(context, hosts, count):
+    """The last ``count`` host samples of each of ``hosts`` (names): a dict
+    host -> list of (cpu_util, mem_used_mb), oldest first."""
+    hosts = list(hosts)
+    result = {host: [] for host in hosts}
+    if not hosts or count < 1:
+        return result
+    model = models.HostSample
+    with _reader().using(context) as session:
+        for row in _latest(session, [model.id, model.cpu_util,
+                                     model.mem_used_mb],
+                           model.host, model.sampled_at,
+                           [model.host.in_(hosts)], count):
+            result[row.key].append((row.cpu_util, row.mem_used_mb))
+    return result
+
+
+def instance_cpu_latest(context, uuids, count):
+    """The last ``count`` CPU samples (cores) of each of ``uuids``: a dict
+    uuid -> list of floats, oldest first; samples without CPU are
+    skipped."""
+    uuids = list(uuids)
+    result = {uuid: [] for uuid in uuids}
+    if not uuids or count < 1:
+        return result
+    model = models.WssSample
+    with _reader().using(context) as session:
+        for row in _latest(session, [model.id, model.cpu_util],
+                           model.instance_uuid, model.sampled_at,
+                           [model.instance_uuid.in_(uuids),
+                            model.cpu_util.is_not(None)], count):
+            result[row.key].append(row.cpu_util)
+    return result
+
+
+def granted_mb_by_consumer(context):
+    """Memory granted by active grants, in MiB, per consumer host."""
+    with _reader().using(context) as session:
+        return {host: int(total or 0) for host, total in session.query(
+            models.Grant.consumer_host, sa.func.sum(models.Grant.granted_mb))
+            .filter(models.Grant.status == 'active')
+            .group_by(models.Grant.consumer_host).all()}
+
+
+AUDIT_FINAL_STATES = ('succeeded', 'failed')
+
+
+def audit_create(context, values):
+    """Create an audit from ``values`` (Audit columns; ``uuid`` generated
+    when absent, ``state`` pending by default); return it."""
+    _check_columns(models.Audit, values, 'audit')
+    values = dict(values)
+    values.setdefault('uuid', uuidutils.generate_uuid())
+    values.setdefault('state', 'pending')
+    with _writer().using(context) as session:
+        row = models.Audit(**values)
+        session.add(row)
+        session.flush()
+        return row
+
+
+def _audit_for_update(session, uuid, expected):
+    row = session.query(models.Audit).filter_by(
+        uuid=uuid).with_for_update().first()
+    if row is None:
+        raise exceptions.NotFound(resource='Audit', id=uuid)
+    if expected is not None and row.state not in expected:
+        raise exceptions.Conflict(reason='audit %s is %s, not %s' % (
+            uuid, row.state, ' or '.join(expected)))
+    return row
+
+
+def _set_audit_state(row, state, reason):
+    row.state = state
+    if reason is not None:
+        row.reason = reason
+    if state in AUDIT_FINAL_STATES:
+        row.finished_at = timeutils.utcnow()
+
+
+@_retry_on_race
+def audit_set_state(context, uuid, state, reason=None, expected=None):
+    """Move audit ``uuid`` to ``state`` (with ``reason`` when given);
+    ``finished_at`` is set on succeeded and failed. With ``expected`` (a
+    tuple of states), raise Conflict unless the audit is in one of them.
+    Returns the audit."""
+    with _writer().using(context) as session:
+        row = _audit_for_update(session, uuid, expected)
+        _set_audit_state(row, state, reason)
+        return row
+
+
+@_retry_on_race
+def audit_store_plan(context, uuid, actions, unplaced=None,
+                     state='recommended', reason=None, expected=None):
+    """Store a plan on audit ``uuid`` in one transaction: ``actions`` (dicts
+    of AuditAction columns, in execution order; their sequence is their
+    position, any earlier actions are replaced), ``unplaced`` (what the plan
+    left out and why) and the audit's new ``state`` and ``reason``. With
+    ``expected``, raise Conflict unless the audit is in one of those
+    states. Returns the audit with its actions."""
+    for values in actions:
+        _check_columns(models.AuditAction, values, 'actions')
+    with _writer().using(context) as session:
+        row = _audit_for_update(session, uuid, expected)
+        row.actions = []
+        session.flush()
+        row.actions = [models.AuditAction(**dict(values, sequence=i))
+                       for i, values in enumerate(actions)]
+        row.unplaced = unplaced
+        _set_audit_state(row, state, reason)
+        session.flush()
+        return row
+
+
+def audits_in_state(context, states):
+    """The audits whose state is one of ``states``, oldest first."""
+    with _reader().using(context) as session:
+        return session.query(models.Audit).filter(
+            models.Audit.state.in_(list(states))).order_by(
+            models.Audit.created_at, models.Audit.id).all()
 
 
 def describe_error(error):
