@@ -6,7 +6,10 @@ the results with one WssSample per VM that has an estimate. A status read
 (collect) reads the host now and shows the last period's estimates and
 targets, without running a period. CPU utilisation is a fraction (0..1) of
 the host's CPUs, or of the guest's vCPUs, over the time since the previous
-read; the first read reports 0.
+read; the first read reports 0. A WSS sample carries the VM's CPU use in
+cores (its utilisation times its vCPUs), the unit consolidation rounds
+weigh VMs in, and the report the sum of the VMs' resident memory (WSS
+max-average) as the host's memory use.
 """
 import threading
 import time
@@ -68,6 +71,7 @@ class Collector:
             current = dom.memory_stats.get('actual')
             current_mb = (current // 1024 if current is not None
                           else dom.current_memory_mb)
+            cpu_util = self._domain_util(dom, wall_ns)
             instances.append(report_obj.InstanceReport(
                 uuid=dom.uuid, name=dom.name, project_id=None,
                 booked_mb=dom.max_memory_mb, current_mb=current_mb,
@@ -75,14 +79,15 @@ class Collector:
                 wss_mb=result.wss_mb if result else None,
                 wss_maxavg_mb=result.wss_maxavg_mb if result else None,
                 estimator=result.estimator if result else None,
-                cpu_util=self._domain_util(dom, wall_ns)))
+                cpu_util=cpu_util, vcpus=dom.vcpus))
             if samples and result is not None and result.wss_mb is not None:
                 wss_samples.append(report_obj.WssSample(
                     instance_uuid=dom.uuid, sampled_at=now,
                     wss_mb=result.wss_mb,
                     wss_maxavg_mb=result.wss_maxavg_mb,
                     current_mb=current_mb, target_mb=result.target_mb,
-                    estimator=result.estimator))
+                    estimator=result.estimator,
+                    cpu_util=cpu_util * max(dom.vcpus, 0)))
         self._domain_cpu = domain_cpu
         reserved = CONF.compute.reserved_host_memory_mb
         if period is not None:
@@ -96,7 +101,8 @@ class Collector:
             # Overcommitted targets leave no reservoir, not a negative one.
             free_reservoir_mb=max(0, reservoir),
             # Nothing is lent before the reservoir manager decides what may.
-            lendable_mb=0, instances=instances, samples=wss_samples)
+            lendable_mb=0, instances=instances, samples=wss_samples,
+            mem_used_mb=sum(report_obj.resident_mb(i) for i in instances))
 
     def _host_util(self, info):
         if info.cpu_busy_ns is None:

@@ -1,8 +1,9 @@
 """What memagg-compute reports to memagg-scheduler every collection period.
 
-The fields mirror the columns of hosts, instances and wss_samples in
-memagg/db/sqlalchemy/models.py.
+The fields mirror the columns of hosts, instances, wss_samples and
+host_samples in memagg/db/sqlalchemy/models.py.
 """
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from memagg.objects import base
@@ -13,7 +14,8 @@ class InstanceReport(base.MemaggObject):
     """One VM on the reporting host, with its memory sizes in MiB."""
 
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: vcpus
+    VERSION = '1.1'
 
     fields = {
         'uuid': fields.UUIDField(),
@@ -26,15 +28,23 @@ class InstanceReport(base.MemaggObject):
         'wss_maxavg_mb': fields.IntegerField(nullable=True),
         'estimator': fields.StringField(nullable=True),
         'cpu_util': fields.FloatField(),
+        'vcpus': fields.IntegerField(default=0),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('vcpus', None)
 
 
 @base.MemaggObjectRegistry.register
 class WssSample(base.MemaggObject):
-    """One period's working-set estimate of one VM."""
+    """One period's working-set estimate of one VM, and its CPU use in
+    cores (the VM's utilisation times its vCPUs)."""
 
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: cpu_util
+    VERSION = '1.1'
 
     fields = {
         'instance_uuid': fields.UUIDField(),
@@ -44,15 +54,27 @@ class WssSample(base.MemaggObject):
         'current_mb': fields.IntegerField(),
         'target_mb': fields.IntegerField(nullable=True),
         'estimator': fields.StringField(),
+        'cpu_util': fields.FloatField(nullable=True, default=None),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('cpu_util', None)
 
 
 @base.MemaggObjectRegistry.register
 class ComputeReport(base.MemaggObject):
-    """A compute node's state, its VMs and their new WSS samples."""
+    """A compute node's state, its VMs and their new WSS samples.
+
+    ``cpu_util`` is the fraction (0..1) of the host's CPUs in use over the
+    period and ``mem_used_mb`` the sum of its VMs' WSS max-average (what a
+    VM without one has in RAM otherwise): together a host sample.
+    """
 
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: mem_used_mb; InstanceReport 1.1, WssSample 1.1
+    VERSION = '1.1'
 
     fields = {
         'host': fields.StringField(),
@@ -65,7 +87,18 @@ class ComputeReport(base.MemaggObject):
         'lendable_mb': fields.IntegerField(),
         'instances': fields.ListOfObjectsField('InstanceReport', default=[]),
         'samples': fields.ListOfObjectsField('WssSample', default=[]),
+        'mem_used_mb': fields.IntegerField(nullable=True, default=None),
     }
+
+    obj_relationships = {
+        'instances': [('1.0', '1.0'), ('1.1', '1.1')],
+        'samples': [('1.0', '1.0'), ('1.1', '1.1')],
+    }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('mem_used_mb', None)
 
     _HOST_COLUMNS = ('memory_mb', 'reserved_mb', 'vcpus', 'cpu_util',
                      'free_reservoir_mb', 'lendable_mb')
@@ -79,3 +112,23 @@ class ComputeReport(base.MemaggObject):
         instances = [i.as_dict() for i in self.instances]
         samples = [s.as_dict() for s in self.samples]
         return host, instances, samples
+
+    def host_sample(self):
+        """The host_samples row of this report (``host_sample`` of
+        memagg.db.api.report_ingest). A report from a 1.0 sender, which has
+        no ``mem_used_mb``, sums what its instances report instead."""
+        used = self.mem_used_mb if self.obj_attr_is_set(
+            'mem_used_mb') else None
+        if used is None:
+            used = sum(resident_mb(i) for i in self.instances)
+        return {'cpu_util': self.cpu_util, 'mem_used_mb': used}
+
+
+def resident_mb(instance):
+    """What ``instance`` (an InstanceReport) keeps in RAM, in MiB: its WSS
+    max-average, else its latest WSS, else its current size."""
+    for name in ('wss_maxavg_mb', 'wss_mb', 'current_mb'):
+        if instance.obj_attr_is_set(name) and getattr(instance,
+                                                      name) is not None:
+            return getattr(instance, name)
+    return 0

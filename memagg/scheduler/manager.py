@@ -18,10 +18,12 @@ class SchedulerManager(service.Manager):
 
     @messaging.expose
     def report(self, ctxt, report):
-        """Store one ComputeReport (hosts, instances, wss_samples)."""
+        """Store one ComputeReport (hosts, instances, wss_samples,
+        host_samples)."""
         host, instances, samples = report.to_db_values()
         db_api.report_ingest(ctxt, host, instances, samples,
-                             reported_at=report.reported_at)
+                             reported_at=report.reported_at,
+                             host_sample=report.host_sample())
 
     @messaging.expose
     def report_batch(self, ctxt, reports):

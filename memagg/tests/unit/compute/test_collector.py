@@ -115,3 +115,28 @@ def test_invalid_policy_or_estimator_options_fail_at_start(
     with pytest.raises(exceptions.InvalidParameter) as info:
         memory.MemoryManager(_Driver(), CONF)
     assert '[%s] %s' % (group, option) in str(info.value)
+
+
+class _TwoVcpuDriver(_Driver):
+    def list_domains(self):
+        return [base.DomainInfo(TEST_DOMAIN_UUID, 'vm', 512, 256, 2,
+                                self.guest_cpu, dict(self.stats),
+                                balloon=self.balloon, stats_period=5)]
+
+
+def test_samples_carry_cpu_in_cores_and_the_report_memory_in_use():
+    drv = _TwoVcpuDriver({'actual': 262144, 'available': 262144,
+                          'usable': 131072})
+    coll = _collector(drv)
+    coll.run_period()
+    # More guest CPU time than the wall time passed: the guest used both
+    # vCPUs for the whole period.
+    drv.guest_cpu = 10 ** 18
+    report = coll.run_period()
+    inst = report.instances[0]
+    assert (inst.cpu_util, inst.vcpus) == (1.0, 2)
+    assert report.samples[0].cpu_util == 2.0
+    assert inst.wss_mb is not None
+    assert report.mem_used_mb == (inst.wss_maxavg_mb or inst.wss_mb)
+    assert report.host_sample() == {'cpu_util': report.cpu_util,
+                                    'mem_used_mb': report.mem_used_mb}

@@ -12,9 +12,9 @@ from memagg.objects import report
 # Changing an object's fields changes its hash: bump its VERSION (and keep
 # the old version readable) before updating the hash here.
 EXPECTED_FINGERPRINTS = {
-    'ComputeReport': '1.0-56b9cbe8ba11e93555d50582d4b5d916',
-    'InstanceReport': '1.0-a5bae20e07e4be4f4473b35910b7a341',
-    'WssSample': '1.0-7ee9cf69e22fcc5d58935933288cc938',
+    'ComputeReport': '1.1-d16c7c9686fd9af4b7c4a40d9cc92663',
+    'InstanceReport': '1.1-6b464b536ba00c86a349b8893cc3f668',
+    'WssSample': '1.1-d6cb28112c9409b46f14aec532991e3b',
 }
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
@@ -28,11 +28,12 @@ def _report():
         instances=[report.InstanceReport(
             uuid=UUID, name='vm1', project_id='p1', booked_mb=2048,
             current_mb=1024, target_mb=None, wss_mb=700, wss_maxavg_mb=None,
-            estimator='libvirt_stats', cpu_util=0.5)],
+            estimator='libvirt_stats', cpu_util=0.5, vcpus=2)],
         samples=[report.WssSample(
             instance_uuid=UUID, sampled_at=NOW, wss_mb=700,
             wss_maxavg_mb=None, current_mb=1024, target_mb=None,
-            estimator='libvirt_stats')])
+            estimator='libvirt_stats', cpu_util=1.0)],
+        mem_used_mb=700)
 
 
 def test_object_versions_are_pinned():
@@ -50,7 +51,7 @@ def test_report_survives_the_rpc_serializer():
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     primitive = serializer.serialize_entity(ctxt, _report())
     assert primitive['memagg_object.name'] == 'ComputeReport'
-    assert primitive['memagg_object.version'] == '1.0'
+    assert primitive['memagg_object.version'] == '1.1'
     again = serializer.deserialize_entity(ctxt, primitive)
     # Field by field: ovo's == also compares the order of the changed-field
     # list, which follows string hashing and so varies between runs.
@@ -76,9 +77,35 @@ def test_to_db_values_names_only_columns():
                         vcpus=4, cpu_util=0.25, free_reservoir_mb=1000,
                         lendable_mb=0)
     assert instances[0]['uuid'] == UUID and instances[0]['wss_mb'] == 700
+    assert instances[0]['vcpus'] == 2
     assert samples == [dict(instance_uuid=UUID, sampled_at=NOW, wss_mb=700,
                             wss_maxavg_mb=None, current_mb=1024,
-                            target_mb=None, estimator='libvirt_stats')]
+                            target_mb=None, estimator='libvirt_stats',
+                            cpu_util=1.0)]
+    assert _report().host_sample() == {'cpu_util': 0.25, 'mem_used_mb': 700}
+
+
+def test_a_1_0_receiver_gets_a_1_0_report():
+    primitive = _report().obj_to_primitive(target_version='1.0')
+    data = primitive['memagg_object.data']
+    assert primitive['memagg_object.version'] == '1.0'
+    assert 'mem_used_mb' not in data
+    instance = data['instances'][0]
+    sample = data['samples'][0]
+    assert instance['memagg_object.version'] == '1.0'
+    assert 'vcpus' not in instance['memagg_object.data']
+    assert sample['memagg_object.version'] == '1.0'
+    assert 'cpu_util' not in sample['memagg_object.data']
+
+
+def test_a_1_0_report_still_gives_a_host_sample():
+    old = report.ComputeReport.obj_from_primitive(
+        _report().obj_to_primitive(target_version='1.0'))
+    assert not old.obj_attr_is_set('mem_used_mb')
+    # The instance's latest WSS stands in for its missing max-average.
+    assert old.host_sample() == {'cpu_util': 0.25, 'mem_used_mb': 700}
+    host, instances, samples = old.to_db_values()
+    assert 'vcpus' not in instances[0] and 'cpu_util' not in samples[0]
 
 
 def test_a_wrong_field_type_is_refused_with_its_name():
