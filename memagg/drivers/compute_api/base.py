@@ -1,10 +1,23 @@
 """The compute API interface (Nova, as memagg sees it) and its loader.
 
 A compute API driver answers questions about a VM that only the cloud's
-compute service knows. For the weighted local policy (ALGORITHMS.md §2.3)
-that is the VM's QoS weight ``memagg:weight``: the flavor extra spec wins
-over the image property; a VM that has neither has no weight of its own
-and the policy gives it [local_policy] default_weight.
+compute service knows, and carries out what memagg-scheduler decides:
+
+* For the weighted local policy (ALGORITHMS.md §2.3), the VM's QoS weight
+  ``memagg:weight``: the flavor extra spec wins over the image property; a
+  VM that has neither has no weight of its own and the policy gives it
+  [local_policy] default_weight.
+* For executing a consolidation plan (ALGORITHMS.md §3.5): live-migrate a
+  VM to a named host, follow the server's state and its migration's
+  progress, and enable or disable a host's compute service (memagg does not
+  cut physical power: a host on standby takes no new VMs).
+
+Errors fall into three kinds the caller treats differently: the VM or host
+is unknown (InstanceNotFound, HostNotFound), the service refused the
+request (ComputeApiRefused: asking again unchanged would be refused
+again), or the service could not answer (ComputeApiUnavailable: asking
+again later may work, except for its ComputeApiNotConfigured: the driver
+in use cannot do it).
 """
 import abc
 import dataclasses
@@ -44,13 +57,68 @@ def pick_weight(extra_specs, image_properties):
     return NO_WEIGHT
 
 
-class InstanceNotFound(Exception):
+@dataclasses.dataclass(frozen=True)
+class ServerState:
+    """A VM as the compute service last showed it.
+
+    ``status`` is Nova's server status (ACTIVE, MIGRATING, ERROR, ...),
+    ``task_state`` the task in progress (``migrating`` during a live
+    migration; None when no task runs), ``host`` the compute host the VM
+    runs on (None when unknown), ``vm_state`` Nova's VM state.
+    """
+
+    status: str
+    task_state: str | None
+    host: str | None
+    vm_state: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationProgress:
+    """A live migration in progress, as the compute service reports it.
+
+    ``status`` is the service's (e.g. queued, preparing, running);
+    ``bytes_processed`` the memory and disk bytes copied so far and
+    ``bytes_total`` those to copy, None where the service does not say.
+    """
+
+    status: str
+    bytes_processed: int | None = None
+    bytes_total: int | None = None
+
+
+class ComputeApiError(Exception):
+    """A call to the compute service did not do what was asked."""
+
+
+class InstanceNotFound(ComputeApiError):
     """The compute service does not know this VM."""
 
 
-class ComputeApiUnavailable(Exception):
+class HostNotFound(ComputeApiError):
+    """The compute service knows no compute service on this host."""
+
+
+class ComputeApiRefused(ComputeApiError):
+    """The compute service answered and refused the request (for Nova a
+    400 or 409: the VM is busy, the destination cannot take it, ...).
+
+    The message is the service's own; ``status`` its HTTP status, if any.
+    """
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class ComputeApiUnavailable(ComputeApiError):
     """The compute service (or the image service) did not answer usefully:
     unreachable, refused the credentials, or failed."""
+
+
+class ComputeApiNotConfigured(ComputeApiUnavailable):
+    """The configured driver cannot do this at all (the none driver cannot
+    migrate): asking again is useless until the configuration changes."""
 
 
 class ComputeApi(metaclass=abc.ABCMeta):
@@ -70,6 +138,50 @@ class ComputeApi(metaclass=abc.ABCMeta):
         Raises InstanceNotFound when the service does not know the VM and
         ComputeApiUnavailable when it cannot say.
         """
+
+    # Executing a plan. A driver without these (none) cannot execute one:
+    # the defaults say which option to set.
+
+    def live_migrate(self, instance_uuid, dest_host):
+        """Ask for VM ``instance_uuid`` to be live-migrated to compute host
+        ``dest_host``; return once the service has accepted the request
+        (the migration then runs on its own: follow it with
+        get_server_state).
+
+        Raises InstanceNotFound, ComputeApiRefused (the VM or the
+        destination cannot take part now) or ComputeApiUnavailable (the
+        request may or may not have been accepted).
+        """
+        raise self._cannot('live-migrate VM %s' % instance_uuid)
+
+    def get_server_state(self, instance_uuid):
+        """The ServerState of VM ``instance_uuid``.
+
+        Raises InstanceNotFound or ComputeApiUnavailable.
+        """
+        raise self._cannot('show VM %s' % instance_uuid)
+
+    def get_migration_progress(self, instance_uuid):
+        """The MigrationProgress of VM ``instance_uuid``'s live migration
+        in progress, or None when none is in progress.
+
+        Raises InstanceNotFound or ComputeApiUnavailable.
+        """
+        raise self._cannot('follow VM %s\'s migration' % instance_uuid)
+
+    def set_host_enabled(self, host, enabled, reason=None):
+        """Enable or disable the compute service of ``host``: a disabled
+        one is given no new VMs. ``reason`` says why it is disabled.
+
+        Raises HostNotFound, ComputeApiRefused or ComputeApiUnavailable.
+        """
+        raise self._cannot('%s host %s' % ('enable' if enabled else
+                                           'disable', host))
+
+    def _cannot(self, what):
+        return ComputeApiNotConfigured(
+            'the %s compute API driver cannot %s; set %s = nova and the '
+            '[nova] credentials' % (self.name, what, OPTION))
 
 
 def load(conf):

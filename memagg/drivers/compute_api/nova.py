@@ -7,11 +7,27 @@ names no weight is the image's properties asked from Glance
 (GET /v2/images/{id}). The connection authenticates with the [nova]
 keystoneauth1 options and finds both endpoints in the Keystone catalog
 ([nova] region_name, interface; endpoint_override replaces Nova's).
+
+Executing a consolidation plan uses, with an admin account:
+
+* POST /servers/{id}/action ``os-migrateLive`` at microversion 2.30
+  (openstacksdk's choice): the named destination is still checked by
+  Nova's scheduler (no ``force``) and ``block_migration`` is ``auto``, so
+  Nova decides between shared and block storage; the request is answered
+  once Nova's pre-checks passed, so a destination that cannot take the VM
+  is refused (400) at once.
+* GET /servers/{id} for status, OS-EXT-STS:task_state and
+  OS-EXT-SRV-ATTR:host (admin fields), and GET /servers/{id}/migrations
+  (2.23+) for the bytes a migration in progress has copied.
+* GET /os-services?host=...&binary=nova-compute, then
+  PUT /os-services/{id} (2.53+, services named by id) with the status and
+  the disabled reason.
 """
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from openstack import connection
 from openstack import exceptions as sdk_exc
+from openstack import utils as sdk_utils
 from oslo_log import log as logging
 
 from memagg.common import exceptions
@@ -22,6 +38,17 @@ LOG = logging.getLogger(__name__)
 GROUP = 'nova'
 # What keystoneauth or openstacksdk raise when a call fails.
 _CALL_ERRORS = (sdk_exc.SDKException, ks_exc.ClientException)
+
+COMPUTE_BINARY = 'nova-compute'
+# Live migration to a named host that Nova's scheduler still checks, with
+# block_migration 'auto' (2.25+) and no forcing (2.30+).
+LIVE_MIGRATE_VERSION = '2.30'
+# GET /servers/{id}/migrations: a migration in progress and its bytes.
+MIGRATIONS_VERSION = '2.23'
+# A service named by its id and updated with its reason in one PUT.
+SERVICES_VERSION = '2.53'
+_NOVA_TOO_OLD = ('Nova does not offer microversion %s, which %s needs; '
+                 'memagg needs Nova 16 (Pike) or later')
 
 
 def _auth(conf):
@@ -101,3 +128,103 @@ class NovaComputeApi(base.ComputeApi):
         except _CALL_ERRORS as exc:
             raise base.ComputeApiUnavailable('Glance: %s' % exc)
         return image.properties
+
+    def live_migrate(self, instance_uuid, dest_host):
+        self._require(LIVE_MIGRATE_VERSION, 'live migration to a named '
+                      'host checked by the scheduler')
+        self._call('live-migrate server %s to %s' % (instance_uuid,
+                                                     dest_host),
+                   self.connection.compute.live_migrate_server,
+                   instance_uuid, host=dest_host, force=False,
+                   block_migration='auto', not_found=instance_uuid)
+
+    def get_server_state(self, instance_uuid):
+        server = self._call('show server %s' % instance_uuid,
+                            self.connection.compute.get_server,
+                            instance_uuid, not_found=instance_uuid)
+        return base.ServerState(status=server.status,
+                                task_state=server.task_state,
+                                host=server.compute_host,
+                                vm_state=server.vm_state)
+
+    def get_migration_progress(self, instance_uuid):
+        if not self._supports(MIGRATIONS_VERSION):
+            return None
+        migrations = self._call(
+            'list the migrations of server %s' % instance_uuid,
+            lambda: list(self.connection.compute.server_migrations(
+                instance_uuid)), not_found=instance_uuid)
+        # Nova lists only the migrations in progress, one at most.
+        for migration in migrations:
+            return base.MigrationProgress(
+                status=migration.status,
+                bytes_processed=_add(migration.memory_processed_bytes,
+                                     migration.disk_processed_bytes),
+                bytes_total=_add(migration.memory_total_bytes,
+                                 migration.disk_total_bytes))
+        return None
+
+    def set_host_enabled(self, host, enabled, reason=None):
+        self._require(SERVICES_VERSION, 'enabling a compute service by id')
+        compute = self.connection.compute
+        what = '%s the %s service of host %s' % (
+            'enable' if enabled else 'disable', COMPUTE_BINARY, host)
+        services = self._call(what, lambda: list(compute.services(
+            host=host, binary=COMPUTE_BINARY)))
+        # Nova filters on host as it stores it; keep exact matches only.
+        services = [s for s in services if s.host == host]
+        if not services:
+            raise base.HostNotFound('Nova has no %s service on host %s'
+                                    % (COMPUTE_BINARY, host))
+        attrs = {'status': 'enabled' if enabled else 'disabled'}
+        if not enabled and reason:
+            attrs['disabled_reason'] = reason
+        self._call(what, compute.update_service, services[0], **attrs)
+
+    def _supports(self, version):
+        """Whether Nova offers microversion ``version`` (asked once, then
+        cached by keystoneauth)."""
+        try:
+            return sdk_utils.supports_microversion(self.connection.compute,
+                                                   version)
+        except _CALL_ERRORS as exc:
+            raise base.ComputeApiUnavailable('Nova: %s' % exc)
+
+    def _require(self, version, what):
+        """ComputeApiRefused unless Nova offers microversion ``version``."""
+        if not self._supports(version):
+            raise base.ComputeApiRefused(_NOVA_TOO_OLD % (version, what))
+
+    def _call(self, what, func, *args, not_found=None, **kwargs):
+        """``func(*args, **kwargs)`` with openstacksdk's errors mapped to
+        the interface's: 404 is InstanceNotFound (``not_found`` names the
+        server) or HostNotFound; another 4xx but 401 is ComputeApiRefused
+        carrying Nova's message; the rest is ComputeApiUnavailable."""
+        try:
+            return func(*args, **kwargs)
+        except sdk_exc.NotFoundException as exc:
+            if not_found is not None:
+                raise base.InstanceNotFound('Nova has no server %s'
+                                            % not_found)
+            raise base.HostNotFound('Nova could not %s: %s'
+                                    % (what, _nova_message(exc)))
+        except sdk_exc.HttpException as exc:
+            status = exc.status_code or 0
+            if 400 <= status < 500 and status != 401:
+                raise base.ComputeApiRefused(
+                    'Nova refused to %s (%d): %s'
+                    % (what, status, _nova_message(exc)), status=status)
+            raise base.ComputeApiUnavailable('Nova: %s' % exc)
+        except _CALL_ERRORS as exc:
+            raise base.ComputeApiUnavailable('Nova: %s' % exc)
+
+
+def _nova_message(exc):
+    """The message in Nova's error body, else openstacksdk's text."""
+    return (exc.details or str(exc)).strip()
+
+
+def _add(*counts):
+    """The sum of the counts Nova gave; None when it gave none."""
+    known = [c for c in counts if c is not None]
+    return sum(known) if known else None
