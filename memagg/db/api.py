@@ -290,6 +290,138 @@ def service_is_up(service):
     return age.total_seconds() <= CONF.service_down_time
 
 
+# Executing a plan (memagg.scheduler.migration): every step's state is
+# written here before the next step, so a restarted scheduler resumes it.
+
+def _action_for_update(session, action_id):
+    row = session.query(models.AuditAction).filter_by(
+        id=action_id).with_for_update().first()
+    if row is None:
+        raise exceptions.NotFound(resource='Audit action', id=action_id)
+    return row
+
+
+def _note_on_audit(session, action, note):
+    """Append ``note`` (an action's outcome) to its audit's reason."""
+    if note:
+        audit = session.get(models.Audit, action.audit_id)
+        audit.reason = '\n'.join(filter(None, [audit.reason, note]))
+
+
+@_retry_on_race
+def audit_action_set_state(context, action_id, state, note=None):
+    """Move audit action ``action_id`` to ``state``; ``note`` (why it
+    failed or was skipped) is appended to its audit's reason in the same
+    transaction. Returns the action."""
+    with _writer().using(context) as session:
+        row = _action_for_update(session, action_id)
+        row.state = state
+        _note_on_audit(session, row, note)
+        return row
+
+
+def migrations_of_audit(context, audit_uuid):
+    """The migrations of audit ``audit_uuid``'s actions: a dict action id
+    -> Migration."""
+    with _reader().using(context) as session:
+        rows = session.query(models.Migration).join(
+            models.AuditAction,
+            models.Migration.audit_action_id == models.AuditAction.id).join(
+            models.Audit).filter(models.Audit.uuid == audit_uuid).all()
+        return {row.audit_action_id: row for row in rows}
+
+
+@_retry_on_race
+def migration_queue(context, action_id):
+    """The migration of migrate action ``action_id``, created ``queued``
+    (from the action's VM and hosts) when it has none yet."""
+    with _writer().using(context) as session:
+        action = _action_for_update(session, action_id)
+        row = session.query(models.Migration).filter_by(
+            audit_action_id=action_id).first()
+        if row is None:
+            row = models.Migration(
+                uuid=uuidutils.generate_uuid(), status='queued',
+                instance_uuid=action.instance_uuid,
+                source_host=action.source_host, dest_host=action.dest_host,
+                audit_action_id=action_id, attempts=0)
+            session.add(row)
+            session.flush()
+        return row
+
+
+def _migration_for_update(session, migration_id):
+    row = session.query(models.Migration).filter_by(
+        id=migration_id).with_for_update().first()
+    if row is None:
+        raise exceptions.NotFound(resource='Migration', id=migration_id)
+    return row
+
+
+@_retry_on_race
+def migration_start_attempt(context, migration_id):
+    """Count one more attempt of migration ``migration_id`` and mark it and
+    its action running, before the compute service is asked. The row is
+    not written again until the attempt ends, so its ``updated_at`` tells
+    when the attempt started. Returns the migration."""
+    with _writer().using(context) as session:
+        row = _migration_for_update(session, migration_id)
+        row.status = 'running'
+        row.attempts += 1
+        if row.audit_action_id is not None:
+            _action_for_update(session, row.audit_action_id).state = (
+                'running')
+        return row
+
+
+@_retry_on_race
+def migration_attempt_failed(context, migration_id, error,
+                             bytes_transferred=None):
+    """Record why an attempt of migration ``migration_id`` failed (it stays
+    running: another attempt follows). Returns the migration."""
+    with _writer().using(context) as session:
+        row = _migration_for_update(session, migration_id)
+        row.error = error
+        if bytes_transferred is not None:
+            row.bytes_transferred = bytes_transferred
+        return row
+
+
+@_retry_on_race
+def migration_finish(context, migration_id, status, duration_s=None,
+                     error=None, bytes_transferred=None, note=None):
+    """End migration ``migration_id`` as ``status`` (succeeded or failed)
+    and its action likewise; ``duration_s``, ``error`` and
+    ``bytes_transferred`` are stored when given, and ``note`` is appended
+    to the audit's reason. Returns the migration."""
+    with _writer().using(context) as session:
+        row = _migration_for_update(session, migration_id)
+        row.status = status
+        for column, value in (('duration_s', duration_s), ('error', error),
+                              ('bytes_transferred', bytes_transferred)):
+            if value is not None:
+                setattr(row, column, value)
+        if row.audit_action_id is not None:
+            action = _action_for_update(session, row.audit_action_id)
+            action.state = status
+            _note_on_audit(session, action, note)
+        return row
+
+
+@_retry_on_race
+def host_set_state(context, name, state):
+    """Set host ``name``'s state (active, or standby when a plan has
+    disabled its compute service); NotFound when memagg has no such
+    host."""
+    with _writer().using(context) as session:
+        row = session.query(models.Host).filter_by(
+            name=name).with_for_update().first()
+        if row is None:
+            raise exceptions.NotFound(resource='Host', id=name)
+        row.state = state
+        return row
+
+
 def _check_columns(model, values, field):
     unknown = sorted(set(values) - set(model.__table__.columns.keys()))
     if unknown:
