@@ -1,0 +1,221 @@
+"""Consolidation rounds in memagg-scheduler: an audit is planned from what
+the compute nodes reported and its plan is stored (ALGORITHMS.md §3.5).
+
+:func:`collect` turns the DB into the HostStates the round planner
+(memagg.scheduler.consolidation) reads; :func:`run_audit` plans one audit
+and stores its ordered actions, or why it failed.
+
+What a round sees:
+
+* Hosts that reported within [DEFAULT] service_down_time seconds (an older
+  report means a compute node that is down, and neither its VMs nor its
+  capacity can be counted on), and standby hosts (powered off by a plan,
+  so silent) as inactive hosts a plan may wake, with no VMs.
+* A host's histories are its last [consolidation] history_length host
+  samples: cpu is the fraction of its CPUs in use, memory the sum of its
+  VMs' WSS max-average over its usable memory (memory_mb - reserved_mb +
+  the memory granted to its VMs x [consolidation] remote_weight).
+* A VM's cpu history is its last history_length samples in cores; its
+  memory is its WSS max-average (else its latest WSS, else its current
+  size).
+* With memory_basis ``booked`` the round sees memory as Neat did: a VM
+  weighs its booked memory everywhere (detection, selection, placement)
+  and a host's memory history is its VMs' booked memory, which is flat, as
+  no past of it is kept.
+"""
+import datetime
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from memagg.common import exceptions
+from memagg.conf import CONF
+from memagg.db import api as db_api
+from memagg.drivers.consolidation import base
+from memagg.scheduler import consolidation
+
+LOG = logging.getLogger(__name__)
+
+# audits.state
+PENDING = 'pending'
+PLANNING = 'planning'
+RECOMMENDED = 'recommended'
+FAILED = 'failed'
+
+WSS = 'wss'
+BOOKED = 'booked'
+
+_WORDS = {'mem': 'memory'}
+
+
+def _resident_mb(instance):
+    for value in (instance.wss_maxavg_mb, instance.wss_mb,
+                  instance.current_mb):
+        if value is not None:
+            return value
+    return 0
+
+
+def collect(context, group=None, memory_basis=WSS, now=None):
+    """The HostStates of a round, and the hosts left out of it.
+
+    ``group`` is the [consolidation] option group (default
+    CONF.consolidation). Returns ``(hosts, skipped)``: a list of HostState
+    ordered by name, and a dict host -> why it cannot take part (a host
+    that reported no CPUs or no usable memory).
+    """
+    group = group if group is not None else CONF.consolidation
+    now = now or timeutils.utcnow()
+    since = now - datetime.timedelta(seconds=CONF.service_down_time)
+    rows = db_api.hosts_for_round(context, since)
+    granted = db_api.granted_mb_by_consumer(context)
+    skipped = {}
+    hosts = []
+    for row in rows:
+        usable = (row.memory_mb - row.reserved_mb
+                  + granted.get(row.name, 0) * group.remote_weight)
+        if row.vcpus <= 0 or usable <= 0:
+            skipped[row.name] = (
+                'reported %d CPUs and %d MiB usable memory: it can neither '
+                'give nor take VMs' % (row.vcpus, usable))
+            continue
+        hosts.append((row, usable))
+
+    active = [row.name for row, _ in hosts if row.state != 'standby']
+    instances = db_api.instances_on_hosts(context, active)
+    samples = db_api.host_samples_latest(context, active,
+                                         group.history_length)
+    vm_cpu = db_api.instance_cpu_latest(
+        context, [i.uuid for i in instances], group.history_length)
+    vms_of = {name: [] for name in active}
+    for inst in instances:
+        # A VM without CPU samples (a 1.0 compute node) counts its last
+        # reported use.
+        cpu = vm_cpu[inst.uuid] or [inst.cpu_util * inst.vcpus]
+        booked = float(inst.booked_mb)
+        memory = booked if memory_basis == BOOKED else float(
+            _resident_mb(inst))
+        vms_of[inst.host].append(base.VmState(
+            uuid=inst.uuid, cpu_history=cpu, wss_maxavg_mb=memory,
+            booked_mb=booked, remote_mb=float(inst.remote_mb)))
+
+    states = []
+    for row, usable in hosts:
+        if row.state == 'standby':
+            states.append(base.HostState(
+                name=row.name, cpu_total=float(row.vcpus),
+                mem_usable_mb=float(usable), cpu_history=[], mem_history=[],
+                active=False))
+            continue
+        vms = vms_of[row.name]
+        history = samples[row.name]
+        if history:
+            cpu = [c for c, _ in history]
+            mem = [m / usable for _, m in history]
+        else:
+            # No host sample yet (a 1.0 compute node): its last report.
+            cpu = [row.cpu_util]
+            mem = [sum(vm.wss_maxavg_mb for vm in vms) / usable]
+        if memory_basis == BOOKED:
+            mem = [sum(vm.booked_mb for vm in vms) / usable] * len(cpu)
+        states.append(base.HostState(
+            name=row.name, cpu_total=float(row.vcpus),
+            mem_usable_mb=float(usable), cpu_history=cpu, mem_history=mem,
+            vms=vms))
+    return states, skipped
+
+
+def _actions(plan):
+    return [dict(action_type=a.action_type, reason=a.reason,
+                 instance_uuid=a.instance_uuid, source_host=a.source_host,
+                 dest_host=a.dest_host) for a in plan.actions]
+
+
+def _count(number, what):
+    return '%d %s%s' % (number, what, '' if number == 1 else 's')
+
+
+def summary(plan, skipped=None):
+    """One line for an operator: what a round found and planned."""
+    kinds = {}
+    for action in plan.actions:
+        kinds[action.action_type] = kinds.get(action.action_type, 0) + 1
+    overloaded = _count(len(plan.overloaded), 'overloaded host')
+    if plan.overloaded:
+        overloaded += ' (%s)' % ', '.join(
+            '%s: %s' % (host, '+'.join(_WORDS.get(d, d) for d in dims))
+            for host, dims in sorted(plan.overloaded.items()))
+    parts = [overloaded,
+             _count(len(plan.underloaded), 'underloaded host'),
+             _count(kinds.get(consolidation.MIGRATE, 0), 'migration'),
+             '%d power on' % kinds.get(consolidation.POWER_ON, 0),
+             '%d power off' % kinds.get(consolidation.POWER_OFF, 0)]
+    if plan.unplaced:
+        parts.append(_count(len(plan.unplaced), 'VM') + ' not placed')
+    if plan.kept:
+        parts.append(_count(len(plan.kept), 'underloaded host') + ' kept')
+    if skipped:
+        parts.append(_count(len(skipped), 'host') + ' left out')
+    return '; '.join(parts)
+
+
+def overrides(audit):
+    """The option overrides an audit's round runs with: its parameters
+    and its memory basis."""
+    return dict(audit.parameters or {}, memory_basis=audit.memory_basis)
+
+
+def run_audit(context, audit_uuid, group=None):
+    """Plan pending audit ``audit_uuid``: planning, then recommended with
+    its ordered actions and what the plan left out (``unplaced``), or
+    failed with the reason. Returns the audit, or None when it was not
+    pending (another round took it)."""
+    group = group if group is not None else CONF.consolidation
+    try:
+        audit = db_api.audit_set_state(context, audit_uuid, PLANNING,
+                                       expected=(PENDING,))
+    except exceptions.Conflict as exc:
+        LOG.info('Not planning audit %s: %s', audit_uuid, exc)
+        return None
+    try:
+        algorithms = consolidation.load_algorithms(group, overrides(audit))
+        hosts, skipped = collect(context, group, audit.memory_basis)
+        if not any(h.active for h in hosts):
+            raise _NoHosts(_no_hosts_reason(skipped))
+        plan = consolidation.plan_round(hosts, algorithms)
+    except (exceptions.InvalidParameter, _NoHosts) as exc:
+        return _fail(context, audit_uuid, str(exc))
+    except Exception as exc:
+        LOG.exception('Planning audit %s failed', audit_uuid)
+        return _fail(context, audit_uuid, 'planning failed: %s: %s' % (
+            type(exc).__name__, exc))
+    unplaced = None
+    if not plan.complete or skipped:
+        unplaced = {'instances': dict(plan.unplaced),
+                    'hosts': {**skipped, **plan.kept}}
+    line = summary(plan, skipped)
+    audit = db_api.audit_store_plan(context, audit_uuid, _actions(plan),
+                                    unplaced, state=RECOMMENDED, reason=line,
+                                    expected=(PLANNING,))
+    LOG.info('Audit %s recommended: %s', audit_uuid, line)
+    return audit
+
+
+class _NoHosts(Exception):
+    """No host can take part in the round."""
+
+
+def _no_hosts_reason(skipped):
+    reason = ('no compute host that can take part reported in the last '
+              '%d s ([DEFAULT] service_down_time); check that memagg-compute '
+              'runs on the compute nodes' % CONF.service_down_time)
+    if skipped:
+        reason += '; left out: ' + '; '.join(
+            '%s %s' % item for item in sorted(skipped.items()))
+    return reason
+
+
+def _fail(context, audit_uuid, reason):
+    LOG.warning('Audit %s failed: %s', audit_uuid, reason)
+    return db_api.audit_set_state(context, audit_uuid, FAILED,
+                                  reason=reason, expected=(PLANNING,))

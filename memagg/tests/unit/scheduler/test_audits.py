@@ -1,0 +1,220 @@
+"""Consolidation rounds on SQLite: hosts, VMs and samples written to the
+DB as memagg-compute reports them; the plan stored on the audit."""
+import datetime
+
+from oslo_utils import timeutils
+import pytest
+
+from memagg.common import context
+from memagg.db import api as db_api
+from memagg.db.sqlalchemy import models
+from memagg.scheduler import audits
+from memagg.tests.unit.db import rows
+
+HISTORY = 2
+
+
+def _vm(n):
+    return '00000000-0000-4000-8000-%012d' % n
+
+
+def _host(name, vcpus, memory_mb, cpu, vms, reserved_mb=0, state='active',
+          reported_at=None):
+    """Report host ``name`` with ``vms`` [(uuid, booked_mb, wss_maxavg_mb,
+    cores)], a host sample per value of ``cpu`` (its memory use is the sum
+    of the VMs' WSS) and a cpu sample per VM at the same times."""
+    now = reported_at or timeutils.utcnow()
+    db_api.report_ingest(
+        _ctxt(), dict(name=name, vcpus=vcpus, memory_mb=memory_mb,
+                      reserved_mb=reserved_mb, cpu_util=cpu[-1], state=state),
+        [dict(uuid=uuid, name=uuid[-4:], booked_mb=booked,
+              current_mb=booked, wss_mb=wss, wss_maxavg_mb=wss,
+              cpu_util=cores / 2, vcpus=2)
+         for uuid, booked, wss, cores in vms], [], reported_at=now)
+    used = sum(wss for _, _, wss, _ in vms)
+    times = [now - datetime.timedelta(minutes=len(cpu) - i)
+             for i in range(len(cpu))]
+    rows.insert(models.HostSample, *[
+        dict(host=name, sampled_at=at, cpu_util=c, mem_used_mb=used)
+        for at, c in zip(times, cpu)])
+    if vms:
+        rows.insert(models.WssSample, *[
+            dict(instance_uuid=uuid, host=name, sampled_at=at,
+                 wss_mb=wss, wss_maxavg_mb=wss, cpu_util=cores)
+            for uuid, _, wss, cores in vms for at in times])
+
+
+def _ctxt():
+    return context.get_admin_context()
+
+
+@pytest.fixture
+def rounds(conf, sqlite_db):
+    """Simple detectors whose decisions the tests can work out by hand."""
+    conf.config(group='consolidation', history_length=HISTORY,
+                overload_cpu='threshold',
+                overload_cpu_params='{"threshold": 0.8}',
+                underload_cpu='last_n_average', underload_mem='last_n_average',
+                vm_selection='minimum_migration_time')
+    return conf
+
+
+def _plan(memory_basis='wss', parameters=None):
+    audit = db_api.audit_create(_ctxt(), dict(memory_basis=memory_basis,
+                                              parameters=parameters))
+    result = audits.run_audit(_ctxt(), audit.uuid)
+    assert result is not None
+    return db_api.audit_get(_ctxt(), audit.uuid)
+
+
+def _actions(audit):
+    return [(a.sequence, a.action_type, a.instance_uuid, a.source_host,
+             a.dest_host, a.reason) for a in audit.actions]
+
+
+def test_an_overloaded_host_sheds_the_vm_that_relieves_it(rounds):
+    # busy: 7.6 of 8 cores in use (0.95 > 0.8). Its smallest VM (vm 2,
+    # 1000 MiB) takes 3.6 cores with it, which leaves 0.5: relieved.
+    _host('busy', 8, 16384, [0.95, 0.95],
+          [(_vm(1), 4096, 2000, 4.0), (_vm(2), 2048, 1000, 3.6)])
+    # spare: 1.6 cores used (0.2, not underloaded: its memory is 0.61),
+    # 4.8 free of its 0.8 x 8 = 6.4.
+    _host('spare', 8, 16384, [0.2, 0.2], [(_vm(3), 12288, 10000, 1.6)])
+
+    audit = _plan()
+
+    assert audit.state == 'recommended'
+    assert _actions(audit) == [
+        (0, 'migrate', _vm(2), 'busy', 'spare', 'overload:cpu')]
+    assert audit.unplaced is None
+    assert audit.reason.startswith('1 overloaded host (busy: cpu); '
+                                   '0 underloaded hosts; 1 migration')
+
+
+def test_an_underloaded_host_is_emptied_then_powered_off(rounds):
+    _host('idle', 8, 16384, [0.1, 0.1], [(_vm(1), 2048, 1000, 0.8)])
+    _host('work', 8, 16384, [0.6, 0.6], [(_vm(2), 8192, 8000, 4.8)])
+    # A standby host is a round's host it may wake, not one to empty; a
+    # host silent for longer than service_down_time is not in the round.
+    _host('asleep', 8, 16384, [0.0], [], state='standby',
+          reported_at=rows.ago(days=1))
+    _host('silent', 8, 16384, [0.05], [(_vm(3), 2048, 500, 0.1)],
+          reported_at=rows.ago(hours=1))
+
+    audit = _plan()
+
+    assert _actions(audit) == [
+        (0, 'migrate', _vm(1), 'idle', 'work', 'underload:cpu+memory'),
+        (1, 'power_off', None, 'idle', None, 'underload:cpu+memory')]
+    assert audit.unplaced is None
+    assert [a.state for a in audit.actions] == ['pending', 'pending']
+
+
+def test_a_partial_plan_says_what_it_left_and_why(rounds):
+    # hot: 7.6 of 8 cores; vm 2 (3.6 cores) must leave but no host has
+    # 3.6 cores free under 0.8 of its cpu.
+    _host('hot', 8, 16384, [0.95, 0.95],
+          [(_vm(1), 4096, 2000, 4.0), (_vm(2), 2048, 1500, 3.6)])
+    # big is underloaded (0.1 cpu, 0.43 memory), but its 6000 MiB VM fits
+    # nowhere else: it is kept.
+    _host('big', 4, 16384, [0.1, 0.1],
+          [(_vm(3), 8192, 6000, 0.2), (_vm(4), 2048, 1000, 0.2)])
+    _host('small', 8, 4096, [0.6, 0.6], [(_vm(5), 2048, 1000, 4.8)])
+    # A host that reported no CPUs cannot take part.
+    _host('broken', 0, 16384, [0.0], [])
+
+    audit = _plan()
+
+    assert audit.state == 'recommended'
+    assert audit.actions == []
+    assert set(audit.unplaced) == {'instances', 'hosts'}
+    assert list(audit.unplaced['instances']) == [_vm(2)]
+    assert 'cpu' in audit.unplaced['instances'][_vm(2)]
+    hosts = audit.unplaced['hosts']
+    assert sorted(hosts) == ['big', 'broken']
+    assert hosts['big'].startswith('VM %s fits on no other active host' %
+                                   _vm(3))
+    assert 'reported 0 CPUs' in hosts['broken']
+    assert audit.reason.endswith('1 VM not placed; 1 underloaded host kept; '
+                                 '1 host left out')
+
+
+def test_booked_memory_sees_the_flavors_not_the_working_sets(rounds):
+    # idle's VM uses 1000 MiB but booked 16000: by WSS the host is idle and
+    # emptied; by booked memory it is full (0.98 > 0.95) and its VM fits
+    # nowhere.
+    _host('idle', 8, 16384, [0.1, 0.1], [(_vm(1), 16000, 1000, 0.8)])
+    _host('work', 8, 16384, [0.6, 0.6], [(_vm(2), 8192, 8000, 4.8)])
+
+    by_wss = _plan('wss')
+    by_booked = _plan('booked')
+
+    assert [a[1] for a in _actions(by_wss)] == ['migrate', 'power_off']
+    assert by_booked.memory_basis == 'booked'
+    assert by_booked.actions == []
+    assert list(by_booked.unplaced['instances']) == [_vm(1)]
+    assert by_booked.reason.startswith('1 overloaded host (idle: memory)')
+
+
+def test_an_audit_parameters_override_the_options(rounds):
+    _host('idle', 8, 16384, [0.1, 0.1], [(_vm(1), 2048, 1000, 0.8)])
+    _host('work', 8, 16384, [0.6, 0.6], [(_vm(2), 8192, 8000, 4.8)])
+
+    audit = _plan(parameters={'underload_cpu': 'never'})
+
+    assert audit.actions == []
+    assert audit.state == 'recommended'
+
+
+def test_collect_reads_histories_capacity_and_grants(rounds):
+    rounds.config(remote_weight=0.5, history_length=3,
+                  group='consolidation')
+    _host('h1', 4, 8192, [0.1, 0.2, 0.3, 0.4], [(_vm(1), 4096, 2048, 1.5)],
+          reserved_mb=1024)
+    rows.insert(models.Grant, dict(consumer_host='h1', granted_mb=2048))
+    # A VM reported by a 1.0 compute node: no cpu samples.
+    db_api.report_ingest(_ctxt(), dict(name='h2', vcpus=2, memory_mb=4096,
+                                       cpu_util=0.25),
+                         [dict(uuid=_vm(2), booked_mb=1024, current_mb=900,
+                               cpu_util=0.5, vcpus=2)], [])
+
+    hosts, skipped = audits.collect(_ctxt())
+
+    assert skipped == {}
+    h1, h2 = hosts
+    # 8192 - 1024 reserved + 2048 granted x 0.5
+    assert (h1.cpu_total, h1.mem_usable_mb) == (4.0, 8192.0)
+    assert h1.cpu_history == [0.2, 0.3, 0.4]
+    assert h1.mem_history == [0.25] * 3
+    assert [(vm.uuid, vm.cpu_history, vm.wss_maxavg_mb, vm.booked_mb)
+            for vm in h1.vms] == [(_vm(1), [1.5] * 3, 2048.0, 4096.0)]
+    # No host sample yet: the host's last report and its VMs' memory.
+    assert (h2.cpu_history, h2.mem_history) == ([0.25], [900 / 4096])
+    assert h2.vms[0].cpu_history == [1.0]
+
+
+def test_no_reporting_host_fails_the_audit_with_the_reason(rounds):
+    _host('silent', 8, 16384, [0.05], [], reported_at=rows.ago(hours=1))
+
+    audit = _plan()
+
+    assert audit.state == 'failed'
+    assert 'no compute host that can take part reported in the last 60 s' \
+        in audit.reason
+    assert audit.finished_at is not None
+
+
+def test_bad_stored_parameters_fail_the_audit_naming_them(rounds):
+    _host('work', 8, 16384, [0.6, 0.6], [])
+
+    audit = _plan(parameters={'overload_mem_params': {'threshold': 7}})
+
+    assert audit.state == 'failed'
+    assert 'overload.threshold.threshold' in audit.reason
+
+
+def test_an_audit_already_taken_is_left_alone(rounds):
+    audit = db_api.audit_create(_ctxt(), dict(state='planning'))
+
+    assert audits.run_audit(_ctxt(), audit.uuid) is None
+    assert db_api.audit_get(_ctxt(), audit.uuid).state == 'planning'
