@@ -95,9 +95,16 @@ class Client:
     def can_send_version(self, version):
         return self._client.can_send_version(version)
 
-    def cast(self, ctxt, method, server=None, version=None, **kwargs):
-        """Send ``method`` without waiting for it (fire and forget)."""
-        self._prepare(server, version).cast(ctxt, method, **kwargs)
+    def cast(self, ctxt, method, server=None, version=None, retry=None,
+             **kwargs):
+        """Send ``method`` without waiting for it (fire and forget).
+
+        ``retry`` bounds the attempts to reach the bus (None: forever);
+        when they are spent, oslo.messaging's MessageDeliveryFailure is
+        raised.
+        """
+        self._prepare(server, version, retry=retry).cast(ctxt, method,
+                                                         **kwargs)
 
     def call(self, ctxt, method, server=None, version=None, timeout=None,
              **kwargs):
@@ -116,7 +123,7 @@ class Client:
                 target=target, method=method,
                 timeout=timeout or CONF.rpc_response_timeout)
 
-    def _prepare(self, server, version, timeout=None):
+    def _prepare(self, server, version, timeout=None, retry=None):
         kwargs = {}
         if server is not None:
             kwargs['server'] = server
@@ -124,6 +131,8 @@ class Client:
             kwargs['version'] = version
         if timeout is not None:
             kwargs['timeout'] = timeout
+        if retry is not None:
+            kwargs['retry'] = retry
         return self._client.prepare(**kwargs) if kwargs else self._client
 
 

@@ -1,9 +1,31 @@
-"""memagg-scheduler's manager: the RPC endpoint of the global manager."""
+"""memagg-scheduler's manager: the RPC endpoint of the global manager.
+
+Besides storing compute reports, it runs consolidation rounds: an audit is
+planned (memagg.scheduler.audits) when the API asks (run_audit), every
+[consolidation] interval seconds (0: only on demand), and its plan is
+executed through the compute API (memagg.scheduler.migration) when asked
+(execute_audit) or at once for an audit made with auto_execute.
+
+Rounds and executions run one after another on one worker thread, never in
+an RPC handler, so RPC (reports, pings) is answered while a plan executes
+for minutes; a round is never planned while a plan is being carried out,
+as hosts and VMs are then changing under it. The worker is a daemon
+thread: stopping the service does not wait for an execution, which the
+next start resumes from the DB.
+"""
+import queue
+import threading
+
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from memagg.common import exceptions
 from memagg.conf import CONF
 from memagg.db import api as db_api
+from memagg.drivers.compute_api import base as compute_api
+from memagg.scheduler import audits
+from memagg.scheduler import consolidation
+from memagg.scheduler import migration
 from memagg import service
 
 LOG = logging.getLogger(__name__)
@@ -11,10 +33,75 @@ LOG = logging.getLogger(__name__)
 BINARY = 'memagg-scheduler'
 
 
-class SchedulerManager(service.Manager):
-    """Stores compute reports and purges WSS samples past retention."""
+class _Worker:
+    """Runs submitted jobs in order on one daemon thread."""
 
-    target = messaging.Target(version='1.0')
+    def __init__(self, name):
+        self._jobs = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=name,
+                                        daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def submit(self, what, func, *args):
+        """Queue ``func(*args)``; ``what`` names it in the log."""
+        self._jobs.put((what, func, args))
+
+    def stop(self):
+        """End the thread after the job it runs now (not waited for)."""
+        self._jobs.put(None)
+
+    def _run(self):
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            what, func, args = job
+            try:
+                func(*args)
+            except Exception:
+                # One failed job must not end the worker.
+                LOG.exception('%s failed', what)
+
+
+class SchedulerManager(service.Manager):
+    """Stores compute reports, purges old samples, plans and executes
+    consolidation audits.
+
+    Invalid [consolidation] or [compute] compute_api_driver options raise
+    InvalidParameter here, at start, naming the option.
+    """
+
+    target = messaging.Target(version='1.1')
+
+    def __init__(self, host=None, executor=None):
+        super().__init__(host)
+        consolidation.load_algorithms(CONF.consolidation)
+        self.executor = executor or migration.Executor(
+            CONF, compute_api.load(CONF))
+        self._worker = _Worker('%s-rounds' % BINARY)
+        # Whether a periodic round is queued and not yet planned: rounds
+        # do not pile up behind a long execution.
+        self._periodic_queued = threading.Event()
+
+    def init_host(self):
+        """Start the worker and let it finish what a previous run left:
+        executions are resumed, audits left planning are marked failed by
+        the executor, and audits still pending are planned."""
+        self._worker.start()
+        self._worker.submit('Resuming audits', self._recover)
+
+    def cleanup_host(self):
+        self._worker.stop()
+
+    def _recover(self):
+        self.executor.resume(self.admin_context)
+        for audit in db_api.audits_in_state(self.admin_context,
+                                            (audits.PENDING,)):
+            LOG.info('Planning audit %s, pending since before this start',
+                     audit.uuid)
+            self._plan(audit.uuid)
 
     @messaging.expose
     def report(self, ctxt, report):
@@ -36,14 +123,65 @@ class SchedulerManager(service.Manager):
         """Prove this service answers RPC: its host and binary."""
         return {'host': self.host, 'binary': BINARY}
 
+    @messaging.expose
+    def run_audit(self, ctxt, audit_uuid):
+        """Plan pending audit ``audit_uuid`` (and execute its plan when it
+        was made with auto_execute), on the worker."""
+        self._worker.submit('Planning audit %s' % audit_uuid, self._plan,
+                            audit_uuid)
+
+    @messaging.expose
+    def execute_audit(self, ctxt, audit_uuid):
+        """Execute recommended audit ``audit_uuid``'s plan, on the
+        worker."""
+        self._worker.submit('Executing audit %s' % audit_uuid,
+                            self._execute, audit_uuid)
+
+    def _plan(self, audit_uuid):
+        audit = audits.run_audit(self.admin_context, audit_uuid)
+        if (audit is not None and audit.auto_execute
+                and audit.state == audits.RECOMMENDED):
+            self._execute(audit_uuid)
+
+    def _execute(self, audit_uuid):
+        try:
+            self.executor.execute(self.admin_context, audit_uuid)
+        except (exceptions.Conflict, exceptions.NotFound) as exc:
+            # Asked twice, or for an audit that is gone: nothing to do.
+            LOG.warning('Not executing audit %s: %s', audit_uuid, exc)
+
+    def periodic_round(self):
+        """Create an audit with the [consolidation] options and queue its
+        round, unless the previous periodic one still waits."""
+        if self._periodic_queued.is_set():
+            LOG.info('Skipping a periodic consolidation round: the '
+                     'previous one still waits for the worker')
+            return
+        audit = db_api.audit_create(self.admin_context, dict(
+            memory_basis=CONF.consolidation.memory_basis,
+            auto_execute=CONF.consolidation.auto_execute))
+        self._periodic_queued.set()
+        self._worker.submit('Planning periodic audit %s' % audit.uuid,
+                            self._periodic_plan, audit.uuid)
+
+    def _periodic_plan(self, audit_uuid):
+        self._periodic_queued.clear()
+        self._plan(audit_uuid)
+
     def purge_wss_samples(self):
-        """Delete the WSS samples older than [wss] sample_retention_hours."""
+        """Delete the WSS and host samples older than [wss]
+        sample_retention_hours."""
         count = db_api.purge_wss_samples(self.admin_context)
         if count:
-            LOG.info('Purged %d WSS samples older than %d hours', count,
+            LOG.info('Purged %d samples older than %d hours', count,
                      CONF.wss.sample_retention_hours)
 
     def periodic_tasks(self):
-        return [service.PeriodicTask('purge-wss-samples',
-                                     CONF.scheduler.purge_interval,
-                                     self.purge_wss_samples)]
+        tasks = [service.PeriodicTask('purge-wss-samples',
+                                      CONF.scheduler.purge_interval,
+                                      self.purge_wss_samples)]
+        if CONF.consolidation.interval > 0:
+            tasks.append(service.PeriodicTask(
+                'consolidation-round', CONF.consolidation.interval,
+                self.periodic_round))
+        return tasks

@@ -1,16 +1,22 @@
-"""The scheduler manager stores reports and purges old WSS samples."""
+"""The scheduler manager stores reports, purges old samples, and plans
+and executes consolidation audits on its worker while RPC stays
+answered."""
 import datetime
+import threading
 
 from oslo_utils import timeutils
 import pytest
 
 from memagg.common import context
+from memagg.common import exceptions
 from memagg.db import api as db_api
+from memagg.db.sqlalchemy import models
 from memagg.objects import report as report_obj
 from memagg.scheduler import manager
 from memagg.scheduler import rpcapi
 from memagg import service
 from memagg.tests import polling
+from memagg.tests.unit.db import rows
 
 UUIDS = ['00000000-0000-4000-8000-%012d' % i for i in range(3)]
 
@@ -100,3 +106,169 @@ def test_service_stops_promptly_and_runs_its_periodic_task(
     # stop Event.
     assert (timeutils.utcnow() - started).total_seconds() < 5
     assert ran == [1]
+
+
+class _Executor:
+    """Records what the manager asks of memagg.scheduler.migration's
+    Executor; ``gate``, while clear, holds an execution."""
+
+    def __init__(self):
+        self.executed = []
+        self.resumed = threading.Event()
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def resume(self, ctxt):
+        self.resumed.set()
+
+    def execute(self, ctxt, audit_uuid):
+        db_api.audit_set_state(ctxt, audit_uuid, 'executing',
+                               expected=('recommended',))
+        self.executed.append(audit_uuid)
+        assert self.gate.wait(30)
+        db_api.audit_set_state(ctxt, audit_uuid, 'succeeded')
+
+
+def _state(ctxt, uuid):
+    return db_api.audit_get(ctxt, uuid).state
+
+
+def _cluster(ctxt):
+    """An underloaded host and one that can take its VM."""
+    mgr = manager.SchedulerManager(host='ctl', executor=_Executor())
+    for host, cpu, uuids in (('idle', 0.1, UUIDS[:1]),
+                             ('work', 0.6, UUIDS[1:2])):
+        report = _report(host, uuids)
+        report.cpu_util = cpu
+        report.mem_used_mb = 300 if host == 'idle' else 2000
+        mgr.report(ctxt, report)
+
+
+@pytest.fixture
+def rounds(conf, fake_rpc, sqlite_db, admin_context):
+    """memagg-scheduler serving RPC with a recording executor, over a
+    cluster whose round empties one host."""
+    conf.config(interval=0, group='consolidation')
+    _cluster(admin_context)
+    executor = _Executor()
+    svc = service.Service('memagg-scheduler', conf.conf.scheduler.topic,
+                          manager.SchedulerManager(host='ctl',
+                                                   executor=executor))
+    svc.start()
+    assert svc.connected.wait(10)
+    yield svc, executor
+    executor.gate.set()
+    svc.stop()
+
+
+def test_an_audit_asked_for_is_planned(rounds, admin_context):
+    audit = db_api.audit_create(admin_context, {})
+
+    rpcapi.SchedulerAPI().run_audit(admin_context, audit.uuid)
+
+    polling.wait_for(lambda: _state(admin_context, audit.uuid) ==
+                     'recommended', 10, message='audit recommended')
+    actions = db_api.audit_get(admin_context, audit.uuid).actions
+    assert [(a.action_type, a.source_host, a.dest_host) for a in actions] \
+        == [('migrate', 'idle', 'work'), ('power_off', 'idle', None)]
+    assert rounds[1].executed == []
+
+
+def test_execution_runs_on_the_worker_while_rpc_answers(
+        rounds, admin_context):
+    _svc, executor = rounds
+    executor.gate.clear()
+    api = rpcapi.SchedulerAPI()
+    audit = db_api.audit_create(admin_context, dict(auto_execute=True))
+    api.run_audit(admin_context, audit.uuid)
+    polling.wait_for(lambda: executor.executed == [audit.uuid], 10,
+                     message='auto-executed after planning')
+
+    # The execution is held; RPC is still answered.
+    assert api.ping(admin_context, timeout=5)['binary'] == 'memagg-scheduler'
+    api.report(admin_context, _report('node-c', UUIDS[2:]))
+    polling.wait_for(lambda: any(h.name == 'node-c' for h in
+                                 db_api.list_resources(admin_context,
+                                                       'hosts')),
+                     10, message='report stored during the execution')
+    assert _state(admin_context, audit.uuid) == 'executing'
+
+    executor.gate.set()
+    polling.wait_for(lambda: _state(admin_context, audit.uuid) ==
+                     'succeeded', 10, message='execution ended')
+
+
+def test_execute_asked_for_twice_runs_once(rounds, admin_context):
+    _svc, executor = rounds
+    api = rpcapi.SchedulerAPI()
+    audit = db_api.audit_create(admin_context, {})
+    api.run_audit(admin_context, audit.uuid)
+    polling.wait_for(lambda: _state(admin_context, audit.uuid) ==
+                     'recommended', 10, message='audit recommended')
+
+    api.execute_audit(admin_context, audit.uuid)
+    api.execute_audit(admin_context, audit.uuid)
+    # A round queued behind them shows both executions were taken.
+    later = db_api.audit_create(admin_context, {})
+    api.run_audit(admin_context, later.uuid)
+
+    polling.wait_for(lambda: _state(admin_context, later.uuid) ==
+                     'recommended', 10, message='later audit planned')
+    assert executor.executed == [audit.uuid]
+    assert _state(admin_context, audit.uuid) == 'succeeded'
+
+
+def test_periodic_rounds_do_not_pile_up(rounds, admin_context):
+    svc, executor = rounds
+    executor.gate.clear()
+    busy = db_api.audit_create(admin_context, dict(auto_execute=True))
+    svc.manager.run_audit(admin_context, busy.uuid)
+    polling.wait_for(lambda: executor.executed, 10,
+                     message='an execution holding the worker')
+
+    svc.manager.periodic_round()
+    svc.manager.periodic_round()
+
+    waiting = db_api.audits_in_state(admin_context, ['pending'])
+    assert len(waiting) == 1 and waiting[0].memory_basis == 'wss'
+    executor.gate.set()
+    polling.wait_for(lambda: _state(admin_context, waiting[0].uuid) ==
+                     'recommended', 10, message='periodic audit planned')
+
+
+def test_start_resumes_executions_and_plans_pending_audits(
+        conf, fake_rpc, sqlite_db, admin_context):
+    _cluster(admin_context)
+    uuid = '44444444-4444-4444-8444-444444444444'
+    rows.insert(models.Audit, dict(uuid=uuid, state='pending'))
+    executor = _Executor()
+    svc = service.Service('memagg-scheduler', 'memagg-scheduler',
+                          manager.SchedulerManager(host='ctl',
+                                                   executor=executor))
+    svc.start()
+    try:
+        assert executor.resumed.wait(10)
+        polling.wait_for(lambda: _state(admin_context, uuid) ==
+                         'recommended', 10, message='pending audit planned')
+    finally:
+        svc.stop()
+
+
+def test_periodic_round_task_follows_the_interval(conf, sqlite_db):
+    conf.config(interval=0, group='consolidation')
+    names = [t.name for t in manager.SchedulerManager(
+        host='ctl', executor=_Executor()).periodic_tasks()]
+    assert names == ['purge-wss-samples']
+    conf.config(interval=300, group='consolidation')
+    tasks = manager.SchedulerManager(host='ctl',
+                                     executor=_Executor()).periodic_tasks()
+    assert [(t.name, t.interval) for t in tasks][1] == (
+        'consolidation-round', 300)
+
+
+def test_invalid_round_options_fail_at_start(conf, sqlite_db):
+    conf.config(overload_cpu='nosuch', group='consolidation')
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        manager.SchedulerManager(host='ctl', executor=_Executor())
+    assert '[consolidation] overload_cpu' in str(error.value)
+    assert 'mhod' in str(error.value)
