@@ -1,0 +1,643 @@
+"""A Nova compute API double served over real HTTP on loopback, held to
+Nova's own contract.
+
+Nova cannot run here. The double answers the calls memagg's nova compute
+API driver makes (through openstacksdk) and checks both directions against
+the JSON schemas that the installed ``nova`` package attaches to its API
+controllers, each for the microversion of the request, exactly as Nova
+picks them (``nova.api.validation``: the ``request_body_schemas``,
+``request_query_schemas`` and ``response_body_schemas`` of the controller
+method, with their microversion ranges):
+
+* GET /servers/{id}: the response against ``servers.show``
+  (nova/api/openstack/compute/schemas/servers.py ``show_response*``);
+* POST /servers/{id}/action os-migrateLive: the request body against
+  ``migrate_server._migrate_live`` (schemas/migrate_server.py
+  ``migrate_live*``);
+* GET /servers/{id}/migrations: the response against
+  ``server_migrations.index`` (schemas/server_migrations.py);
+* GET /os-services and PUT /os-services/{id}: query, request and response
+  against ``services.index`` and ``services.update`` (schemas/services.py).
+
+A request Nova would reject is answered 400 as Nova would, and a response
+real Nova could not send is answered 500; both are kept in ``violations``
+for the test to assert there are none.
+
+Importing nova registers nova's options in the global oslo.config CONF,
+where some clash with memagg's, so a child interpreter reads the schemas
+and passes them as JSON.
+
+Only tokens that Keystone (the real one of the ``keystone`` fixture)
+confirms are accepted. A live migration is simulated: once accepted the
+server is ``MIGRATING`` (task state ``migrating``) for ``polls`` looks at
+it, then ACTIVE on the destination; per server, the test can make calls
+fail back to the source, be refused (409, 400) or be held until released.
+"""
+import collections
+import contextlib
+import dataclasses
+import datetime
+import http.server
+import itertools
+import json
+import re
+import subprocess
+import sys
+import threading
+import urllib.parse
+import uuid
+
+import jsonschema
+import pytest
+import requests
+
+from memagg.tests.functional import keystone as keystone_fixture
+
+# Endpoint name -> (module of nova.api.openstack.compute, controller class,
+# method) whose schemas the double applies.
+ENDPOINTS = {
+    'servers.show': ('servers', 'ServersController', 'show'),
+    'migrate_server.migrate_live': (
+        'migrate_server', 'MigrateServerController', '_migrate_live'),
+    'server_migrations.index': (
+        'server_migrations', 'ServerMigrationsController', 'index'),
+    'services.index': ('services', 'ServiceController', 'index'),
+    'services.update': ('services', 'ServiceController', 'update'),
+}
+REQUEST_BODY = 'request_body'
+REQUEST_QUERY = 'request_query'
+RESPONSE_BODY = 'response_body'
+
+_DUMP_SCHEMAS = """
+import importlib, json, sys
+from nova.api.openstack import api_version_request
+
+
+def bound(version):
+    return None if version.is_null() else version.get_string()
+
+
+out = {}
+for name, (module, cls, method) in json.loads(sys.argv[1]).items():
+    func = getattr(getattr(importlib.import_module(
+        'nova.api.openstack.compute.' + module), cls), method)
+    out[name] = {}
+    for kind in ('request_body', 'request_query', 'response_body'):
+        schemas = getattr(func, kind + '_schemas', None)
+        if schemas is not None:
+            out[name][kind] = [[bound(low), bound(high), schema]
+                               for schema, low, high in schemas._schemas]
+json.dump({'max': api_version_request.max_api_version().get_string(),
+           'schemas': out}, sys.stdout)
+"""
+
+
+def version(text):
+    """(major, minor) of a microversion such as '2.53'."""
+    major, minor = text.split('.')
+    return int(major), int(minor)
+
+
+def version_text(value):
+    return '%d.%d' % value
+
+
+class NovaContract:
+    """Nova's newest microversion and its controllers' schemas, as the
+    installed nova package declares them."""
+
+    def __init__(self, max_version, schemas):
+        self.max_version = max_version
+        self.schemas = schemas
+
+    def schema(self, endpoint, kind, at):
+        """The ``kind`` schema of ``endpoint`` in force at microversion
+        ``at`` ((major, minor)), or None when Nova declares none."""
+        for low, high, schema in self.schemas[endpoint].get(kind, []):
+            if ((low is None or version(low) <= at)
+                    and (high is None or at <= version(high))):
+                return schema
+        return None
+
+    def check(self, endpoint, kind, at, document):
+        """Raise jsonschema.ValidationError when ``document`` breaks the
+        schema; AssertionError when Nova declares none for ``at``."""
+        schema = self.schema(endpoint, kind, at)
+        if schema is None:
+            raise AssertionError('Nova declares no %s schema of %s at %s'
+                                 % (kind, endpoint, version_text(at)))
+        jsonschema.Draft202012Validator(
+            schema, format_checker=jsonschema.FormatChecker()).validate(
+            document)
+
+
+def load_contract():
+    """The NovaContract of the installed nova package (read in a child
+    interpreter); skips when nova is not installed."""
+    pytest.importorskip('nova', reason='the nova package provides Nova\'s '
+                                       'API schemas')
+    endpoints = {name: list(spec) for name, spec in ENDPOINTS.items()}
+    out = subprocess.run(
+        [sys.executable, '-c', _DUMP_SCHEMAS, json.dumps(endpoints)],
+        capture_output=True, text=True, timeout=180, check=True,
+        stdin=subprocess.DEVNULL).stdout
+    contract = json.loads(out)
+    return NovaContract(contract['max'], contract['schemas'])
+
+
+@dataclasses.dataclass
+class Server:
+    """A server of the double: where it runs and what it is doing."""
+
+    id: str
+    host: str
+    status: str = 'ACTIVE'
+    task_state: str = None
+    vm_state: str = 'active'
+    extra_specs: dict = dataclasses.field(default_factory=dict)
+    image_id: str = None
+    image_properties: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Service:
+    """A nova-compute service of the double."""
+
+    host: str
+    id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
+    status: str = 'enabled'
+    disabled_reason: str = None
+
+
+@dataclasses.dataclass
+class Migration:
+    """A live migration in progress in the double."""
+
+    id: int
+    uuid: str
+    source: str
+    dest: str
+    outcome: str
+    looks_left: int
+    copied: int = 0
+    held: bool = False
+
+
+# What a live-migrate call of a server does, in turn (default: succeed):
+SUCCEED = 'succeed'      # accepted; on the destination after `polls` looks
+FAIL = 'fail'            # accepted; back on the source, ACTIVE
+HOLD = 'hold'            # accepted; migrating until release() is called
+CONFLICT = 'conflict'    # 409, as for a server locked or busy
+NO_VALID_HOST = 'no valid host'   # 400, as Nova's pre-checks refuse
+MIGRATION_TOTAL_BYTES = 1 << 30
+# Where the double serves Nova's API; its root lists the versions.
+COMPUTE_ROOT = '/compute'
+COMPUTE_PATH = COMPUTE_ROOT + '/v2.1'
+_TIME = '2024-05-01T12:00:00Z'
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
+
+
+def server_body(server, at, compute_url, project_id, user_id):
+    """The body of GET /servers/{id} that Nova's API gives an admin at
+    microversion ``at`` for ``server``."""
+    link = [{'rel': 'self',
+             'href': '%s/servers/%s' % (compute_url, server.id)}]
+    body = {
+        'accessIPv4': '', 'accessIPv6': '', 'addresses': {},
+        'config_drive': '', 'created': _TIME,
+        'flavor': {'id': '42', 'links': [{
+            'rel': 'bookmark', 'href': compute_url + '/flavors/42'}]},
+        'hostId': 'a' * 56, 'id': server.id,
+        'image': '' if not server.image_id else {
+            'id': server.image_id, 'links': [{
+                'rel': 'bookmark',
+                'href': compute_url + '/images/' + server.image_id}]},
+        'key_name': None, 'links': link, 'metadata': {},
+        'name': 'vm-' + server.id[:8],
+        'os-extended-volumes:volumes_attached': [],
+        'status': server.status, 'tenant_id': project_id,
+        'updated': _TIME, 'user_id': user_id,
+        'OS-DCF:diskConfig': 'MANUAL',
+        'OS-EXT-AZ:availability_zone': 'nova',
+        # Admin-only extended attributes, shown to memagg's account.
+        'OS-EXT-SRV-ATTR:host': server.host,
+        'OS-EXT-SRV-ATTR:hypervisor_hostname': server.host,
+        'OS-EXT-SRV-ATTR:instance_name': 'instance-00000001',
+        'OS-EXT-STS:power_state': 1,
+        'OS-EXT-STS:task_state': server.task_state,
+        'OS-EXT-STS:vm_state': server.vm_state,
+        'OS-SRV-USG:launched_at': _TIME, 'OS-SRV-USG:terminated_at': None,
+    }
+    if server.status in ('ACTIVE', 'MIGRATING'):
+        body['progress'] = 0
+    if server.status == 'ERROR':
+        body['fault'] = {'code': 500, 'created': _TIME,
+                         'message': 'live migration failed'}
+    additions = [
+        ((2, 3), {'OS-EXT-SRV-ATTR:reservation_id': 'r-00000001',
+                  'OS-EXT-SRV-ATTR:launch_index': 0,
+                  'OS-EXT-SRV-ATTR:root_device_name': '/dev/vda'}),
+        ((2, 9), {'locked': False}),
+        ((2, 16), {'host_status': 'UP'}),
+        ((2, 19), {'description': None}),
+        ((2, 26), {'tags': []}),
+        ((2, 63), {'trusted_image_certificates': None}),
+        ((2, 71), {'server_groups': []}),
+        ((2, 73), {'locked_reason': None}),
+        ((2, 90), {'OS-EXT-SRV-ATTR:hostname': 'vm'}),
+        ((2, 96), {'pinned_availability_zone': None}),
+        ((2, 100), {'scheduler_hints': {}}),
+    ]
+    for since, fields in additions:
+        if at >= since:
+            body.update(fields)
+    if at >= (2, 47):
+        body['flavor'] = {
+            'disk': 1, 'ephemeral': 0, 'original_name': 'm1.small',
+            'ram': 2048, 'swap': 0, 'vcpus': 1,
+            'extra_specs': dict(server.extra_specs)}
+    if at >= (2, 98) and server.image_id:
+        body['image']['properties'] = dict(server.image_properties)
+    return body
+
+
+_FAULT_KEYS = {400: 'badRequest', 404: 'itemNotFound',
+               409: 'conflictingRequest'}
+
+
+def _error(status, message):
+    """(status, body) of a Nova error answer."""
+    key = _FAULT_KEYS.get(status, 'computeFault')
+    return status, {key: {'code': status, 'message': message}}
+
+
+class NovaDouble:
+    """Nova's compute API on loopback; see the module's docstring.
+
+    Subclasses serve more (Glance, for one) by overriding public() and
+    other().
+    """
+
+    def __init__(self, keystone, contract, project_id, user_id, polls=2):
+        self.keystone = keystone
+        self.contract = contract
+        self.max_version = contract.max_version
+        self.project_id = project_id
+        self.user_id = user_id
+        self.polls = polls
+        self.lock = threading.Lock()
+        self.servers = {}
+        self.services = {}
+        self.behaviours = collections.defaultdict(list)
+        self.migrations = {}
+        self.requests = []
+        self.served_versions = set()
+        self.violations = []
+        self.actions = []
+        self.service_updates = []
+        self.accepted = collections.Counter()
+        self.looks = collections.Counter()
+        self.refusals = collections.Counter()
+        self.failing = False
+        self._ids = itertools.count(1)
+        self._valid_tokens = set()
+        self._admin_token = keystone.token(keystone.admin)
+        self.server = http.server.ThreadingHTTPServer(
+            ('127.0.0.1', 0), self._handler())
+        self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       daemon=True)
+        self.thread.start()
+
+    @property
+    def compute_url(self):
+        return self.url + COMPUTE_PATH
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+    def add_server(self, server_id, host, **fields):
+        with self.lock:
+            self.servers[server_id] = Server(server_id, host, **fields)
+
+    def add_service(self, host, **fields):
+        with self.lock:
+            self.services[host] = Service(host, **fields)
+
+    def release(self, server_id):
+        """Let a held migration of ``server_id`` end (on its
+        destination)."""
+        with self.lock:
+            self.migrations[server_id].held = False
+
+    def token_valid(self, token):
+        """Whether Keystone confirms ``token``, as keystonemiddleware
+        would ask it."""
+        if token in self._valid_tokens:
+            return True
+        resp = requests.get(
+            self.keystone.auth_url + '/auth/tokens', timeout=30,
+            headers={'X-Auth-Token': self._admin_token,
+                     'X-Subject-Token': token or ''})
+        if resp.status_code == 200:
+            self._valid_tokens.add(token)
+            return True
+        return False
+
+    def _handler(self):
+        double = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _serve(self):
+                length = int(self.headers.get('Content-Length') or 0)
+                raw = self.rfile.read(length) if length else b''
+                status, body, headers = double.answer(
+                    self.command, self.path, self.headers, raw)
+                data = b'' if body is None else json.dumps(body).encode()
+                self.send_response(status)
+                if body is not None:
+                    self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+        return Handler
+
+    def answer(self, method, target, headers, raw):
+        """(status, JSON body or None, extra headers) of a request."""
+        parsed = urllib.parse.urlsplit(target)
+        path = parsed.path.rstrip('/')
+        query = urllib.parse.parse_qs(parsed.query)
+        self.requests.append((method, path))
+        public = self.public(method, path)
+        if public is not None:
+            return public
+        if not self.token_valid(headers.get('X-Auth-Token')):
+            return 401, {'error': {'code': 401,
+                                   'message': 'token not valid'}}, {}
+        if self.failing:
+            return (*_error(503, 'down'), {})
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            return (*_error(400, 'body is not JSON'), {})
+        if path.startswith(COMPUTE_PATH + '/'):
+            at = self._microversion(headers)
+            answered = {'OpenStack-API-Version': 'compute '
+                        + version_text(at),
+                        'Vary': 'OpenStack-API-Version'}
+            status, body = self._nova(method, path[len(COMPUTE_PATH):],
+                                      query, body, at)
+            return status, body, answered
+        return self.other(method, path, query, headers, body)
+
+    def public(self, method, path):
+        """A response needing no token (version documents), or None."""
+        if method == 'GET' and path in (COMPUTE_ROOT, COMPUTE_PATH):
+            doc = {'id': 'v2.1', 'status': 'CURRENT',
+                   'version': self.max_version, 'min_version': '2.1',
+                   'updated': '2013-07-23T11:33:21Z',
+                   'links': [{'rel': 'self',
+                              'href': self.compute_url + '/'}],
+                   'media-types': [{
+                       'base': 'application/json',
+                       'type': 'application/vnd.openstack.compute+json;'
+                               'version=2.1'}]}
+            if path == COMPUTE_ROOT:
+                return 200, {'versions': [doc]}, {}
+            return 200, {'version': doc}, {}
+        return None
+
+    def other(self, method, path, query, headers, body):
+        """A response to a request outside Nova's API."""
+        return (*_error(404, 'no route %s %s' % (method, path)), {})
+
+    def _microversion(self, headers):
+        requested = headers.get('OpenStack-API-Version', '')
+        text = requested.replace('compute', '').strip() or '2.1'
+        return min(version(text), version(self.max_version))
+
+    def _checked(self, endpoint, kind, at, document):
+        """None, or the error answer when ``document`` breaks Nova's
+        schema (recorded in ``violations``)."""
+        try:
+            self.contract.check(endpoint, kind, at, document)
+        except (jsonschema.ValidationError, AssertionError) as exc:
+            message = getattr(exc, 'message', str(exc))
+            self.violations.append((endpoint, kind, version_text(at),
+                                    message))
+            if kind == RESPONSE_BODY:
+                return _error(500, 'the double broke Nova\'s contract: %s'
+                              % message)
+            return _error(400, 'Invalid input for %s: %s'
+                          % (endpoint, message))
+        return None
+
+    def _respond(self, endpoint, at, status, body):
+        return self._checked(endpoint, RESPONSE_BODY, at, body) or (
+            status, body)
+
+    def _nova(self, method, path, query, body, at):
+        match = re.fullmatch(r'/servers/([0-9a-f-]+)(/action|/migrations)?',
+                             path)
+        if match:
+            server_id, tail = match.groups()
+            with self.lock:
+                if server_id not in self.servers:
+                    return _error(404, 'Instance %s could not be found.'
+                                  % server_id)
+                if method == 'GET' and tail is None:
+                    return self._show(server_id, at)
+                if method == 'POST' and tail == '/action':
+                    return self._action(server_id, body, at)
+                if method == 'GET' and tail == '/migrations':
+                    return self._server_migrations(server_id, at)
+        if path == '/os-services' and method == 'GET':
+            return self._services(query, at)
+        match = re.fullmatch(r'/os-services/([0-9a-f-]+)', path)
+        if match and method == 'PUT':
+            return self._update_service(match.group(1), body, at)
+        return _error(404, 'no route %s %s' % (method, path))
+
+    def _show(self, server_id, at):
+        self.looks[server_id] += 1
+        move = self.migrations.get(server_id)
+        if move is not None:
+            move.looks_left -= 1
+            move.copied = min(MIGRATION_TOTAL_BYTES,
+                              move.copied + MIGRATION_TOTAL_BYTES // 4)
+            if move.looks_left <= 0 and not move.held:
+                self._end_migration(server_id)
+        self.served_versions.add(at)
+        return self._respond('servers.show', at, 200, {
+            'server': server_body(self.servers[server_id], at,
+                                  self.compute_url, self.project_id,
+                                  self.user_id)})
+
+    def _action(self, server_id, body, at):
+        self.actions.append((server_id, version_text(at), body))
+        if not isinstance(body, dict) or list(body) != ['os-migrateLive']:
+            return _error(400, 'the double serves os-migrateLive only')
+        error = self._checked('migrate_server.migrate_live', REQUEST_BODY,
+                              at, body)
+        if error:
+            return error
+        server = self.servers[server_id]
+        dest = body['os-migrateLive']['host']
+        if server.task_state is not None:
+            self.refusals[server_id] += 1
+            return _error(409, 'Cannot \'os-migrateLive\' instance %s '
+                          'while it is in task_state %s'
+                          % (server_id, server.task_state))
+        queue = self.behaviours[server_id]
+        outcome = queue.pop(0) if queue else SUCCEED
+        if outcome == CONFLICT:
+            self.refusals[server_id] += 1
+            return _error(409, 'Instance %s is locked' % server_id)
+        if outcome == NO_VALID_HOST or dest == server.host:
+            self.refusals[server_id] += 1
+            return _error(400, 'No valid host was found. Host %s cannot '
+                          'take the instance.' % dest)
+        self.accepted[server_id] += 1
+        self.migrations[server_id] = Migration(
+            id=next(self._ids), uuid=str(uuid.uuid4()), source=server.host,
+            dest=dest, outcome=outcome, looks_left=self.polls,
+            held=outcome == HOLD)
+        server.status, server.task_state = 'MIGRATING', 'migrating'
+        return self._respond('migrate_server.migrate_live', at, 202, None)
+
+    def _end_migration(self, server_id):
+        move = self.migrations.pop(server_id)
+        server = self.servers[server_id]
+        server.status, server.task_state = 'ACTIVE', None
+        if move.outcome != FAIL:
+            server.host = move.dest
+
+    def _server_migrations(self, server_id, at):
+        move = self.migrations.get(server_id)
+        items = []
+        if move is not None:
+            remaining = max(1, MIGRATION_TOTAL_BYTES - move.copied)
+            item = {
+                'created_at': _TIME, 'updated_at': _now(),
+                'dest_compute': move.dest, 'dest_host': None,
+                'dest_node': move.dest, 'id': move.id,
+                'server_uuid': server_id, 'source_compute': move.source,
+                'source_node': move.source, 'status': 'running',
+                'memory_total_bytes': MIGRATION_TOTAL_BYTES,
+                'memory_processed_bytes': move.copied or None,
+                'memory_remaining_bytes': remaining,
+                'disk_total_bytes': None, 'disk_processed_bytes': None,
+                'disk_remaining_bytes': None}
+            if at >= (2, 59):
+                item['uuid'] = move.uuid
+            if at >= (2, 80):
+                item.update(project_id=self.project_id,
+                            user_id=self.user_id)
+            items.append(item)
+        return self._respond('server_migrations.index', at, 200,
+                             {'migrations': items})
+
+    def _service_body(self, service, at):
+        body = {'binary': 'nova-compute', 'host': service.host,
+                'id': service.id, 'state': 'up', 'status': service.status,
+                'disabled_reason': service.disabled_reason,
+                'updated_at': _now(), 'zone': 'nova', 'forced_down': False}
+        if at < (2, 53):
+            body['id'] = 1 + sorted(self.services).index(service.host)
+        return body
+
+    def _services(self, query, at):
+        error = self._checked('services.index', REQUEST_QUERY, at, query)
+        if error:
+            return error
+        with self.lock:
+            found = [s for s in self.services.values()
+                     if s.host in query.get('host', [s.host])
+                     and 'nova-compute' in query.get('binary',
+                                                     ['nova-compute'])]
+            body = {'services': [self._service_body(s, at) for s in found]}
+        return self._respond('services.index', at, 200, body)
+
+    def _update_service(self, service_id, body, at):
+        with self.lock:
+            self.service_updates.append((service_id, version_text(at),
+                                         body))
+            error = self._checked('services.update', REQUEST_BODY, at, body)
+            if error:
+                return error
+            found = [s for s in self.services.values() if s.id == service_id]
+            if not found:
+                return _error(404, 'Service %s could not be found.'
+                              % service_id)
+            service = found[0]
+            if body.get('status') == 'enabled' and 'disabled_reason' in body:
+                return _error(400, 'Specifying \'disabled_reason\' with '
+                              'status \'enabled\' is invalid.')
+            if 'status' in body:
+                service.status = body['status']
+                service.disabled_reason = (
+                    body.get('disabled_reason')
+                    if body['status'] == 'disabled' else None)
+            return self._respond('services.update', at, 200, {
+                'service': self._service_body(service, at)})
+
+
+@contextlib.contextmanager
+def in_catalog(keystone, entries):
+    """Register ``entries`` ((service type, name, URL)) in Keystone's
+    catalog, public and internal, in the fixture's region; remove them on
+    exit."""
+    admin = keystone_fixture._Admin(keystone)
+    services = []
+    try:
+        for service_type, name, url in entries:
+            service = admin._call('POST', '/services', json={'service': {
+                'type': service_type, 'name': name}})['service']['id']
+            services.append(service)
+            for interface in ('public', 'internal'):
+                admin._call('POST', '/endpoints', json={'endpoint': {
+                    'service_id': service, 'interface': interface,
+                    'url': url, 'region_id': keystone_fixture.REGION}})
+        yield
+    finally:
+        for service in services:
+            for endpoint in admin._call(
+                    'GET', '/endpoints',
+                    params={'service_id': service})['endpoints']:
+                admin._call('DELETE', '/endpoints/' + endpoint['id'])
+            admin._call('DELETE', '/services/' + service)
+
+
+def admin_ids(keystone):
+    """(project id, user id) of the fixture's admin."""
+    admin = keystone_fixture._Admin(keystone)
+    account = keystone.admin
+    return (account.project_id or admin.find('project',
+                                             account.project_name),
+            account.user_id or admin.find('user', account.username))
+
+
+def nova_options(keystone):
+    """The [nova] options of memagg authenticating as Keystone's admin
+    (Nova's default policy lets admins show any project's servers,
+    live-migrate them and update services)."""
+    account = keystone.admin
+    return {'auth_type': 'password', 'region_name': keystone_fixture.REGION,
+            'timeout': 10, 'auth_url': keystone.auth_url,
+            'username': account.username, 'password': account.password,
+            'project_name': account.project_name,
+            'user_domain_id': 'default', 'project_domain_id': 'default'}
