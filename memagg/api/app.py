@@ -31,12 +31,34 @@ def set_api_defaults(conf):
     conf.set_default('max_retries', 0, group='database')
 
 
+def _check_version(route):
+    """404, or 405 when other methods serve the path, for a route asked for
+    below the microversion it appeared in."""
+    version = flask.g.version
+    if version >= route.min_version:
+        return
+    methods = base.methods_at(route.path, version)
+    if not methods:
+        raise http_exc.NotFound()
+    allowed = set(methods) | {'OPTIONS'}
+    if 'GET' in allowed:
+        allowed.add('HEAD')
+    raise http_exc.MethodNotAllowed(valid_methods=sorted(allowed))
+
+
 def _view(route, query_schema):
     def view(**path_values):
+        _check_version(route)
         for name, value in path_values.items():
             validation.validate_path(name, value, route.path_params[name])
         query = validation.validate_query(flask.request.args, query_schema)
-        return flask.jsonify(route.view(query=query, **path_values))
+        kwargs = dict(path_values, query=query)
+        if route.body is not None:
+            kwargs['body'] = validation.validate_body(
+                flask.request.get_data(), route.body)
+        response = flask.jsonify(route.view(**kwargs))
+        response.status_code = route.status
+        return response
     view.__name__ = route.operation_id
     return view
 
@@ -53,7 +75,7 @@ def _flask_app(conf):
         query_schema = route.query_schema(app.config['max_limit'])
         app.add_url_rule(route.flask_rule, route.operation_id,
                          _view(route, query_schema),
-                         methods=['GET'], strict_slashes=False)
+                         methods=[route.method], strict_slashes=False)
         if route.public:
             public.add(route.operation_id)
 

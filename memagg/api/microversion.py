@@ -14,6 +14,9 @@ VERSIONS = {
     (1, 0): 'Initial version: services, hosts, instances and their WSS '
             'history, reservoir, grants, audits, migrations.',
     (1, 1): 'Instances show remote_mb and wss_maxavg_mb.',
+    (1, 2): 'Consolidation rounds on demand: POST /v1/audits and POST '
+            '/v1/audits/{uuid}/execute; audits show auto_execute and '
+            'unplaced.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

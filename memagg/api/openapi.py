@@ -54,14 +54,19 @@ def _operation(route, max_limit):
         parameters.append({'name': name, 'in': 'query', 'required': False,
                            'schema': schema})
     parameters.append(_VERSION_PARAMETER)
-    responses = {'200': {
-        'description': 'OK',
+    responses = {str(route.status): {
+        'description': http.HTTPStatus(route.status).phrase,
         'headers': _VERSION_HEADERS,
         'content': {'application/json': {'schema': route.response}},
     }}
     statuses = set(route.errors) | {400, 406, 500}
     if not route.public:
         statuses |= set(base.COMMON_ERRORS)
+    if route.min_version > microversion.MIN_VERSION:
+        # Asked for below the version it appeared in.
+        statuses.add(405 if base.methods_at(route.path,
+                                            microversion.MIN_VERSION)
+                     else 404)
     for status in sorted(statuses):
         responses[str(status)] = _error_response(status)
     operation = {
@@ -70,6 +75,11 @@ def _operation(route, max_limit):
         'parameters': parameters,
         'responses': responses,
     }
+    if route.body is not None:
+        operation['requestBody'] = {
+            'required': False,
+            'description': 'A JSON object; an empty body is {}.',
+            'content': {'application/json': {'schema': route.body}}}
     if route.public:
         operation['security'] = []
     return operation
@@ -80,7 +90,8 @@ def build(max_limit):
     ``max_limit``."""
     paths = {}
     for route in sorted(base.ROUTES, key=lambda r: r.path):
-        paths[route.path] = {'get': _operation(route, max_limit)}
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(
+            route, max_limit)
     return {
         'openapi': '3.1.0',
         'info': {
@@ -89,7 +100,7 @@ def build(max_limit):
             'description': (
                 'Memory aggregation for OpenStack. Every error body is '
                 'the Error schema; 404 for an unknown route and 405 for a '
-                'method other than GET have it too.'),
+                'method a route does not serve have it too.'),
         },
         'jsonSchemaDialect': 'https://json-schema.org/draft/2020-12/schema',
         'components': {

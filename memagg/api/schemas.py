@@ -8,6 +8,7 @@ so they are built by functions.
 import copy
 
 from memagg.db import api as db_api
+from memagg.scheduler import consolidation
 
 UUID = {'type': 'string', 'format': 'uuid',
         'description': 'A UUID such as 2f1c5a5e-8d4b-4c1e-9d7e-3b7a1c2d4e5f.'}
@@ -40,9 +41,14 @@ _TIMESTAMPS = {'created_at': DATETIME, 'updated_at': _nullable(DATETIME)}
 
 # Response fields that exist only from a microversion on (component ->
 # field -> version). Views drop them below that version.
+_AUDIT_SINCE = {'auto_execute': (1, 2), 'unplaced': (1, 2)}
 FIELDS_SINCE = {
     'Instance': {'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1)},
+    'Audit': _AUDIT_SINCE,
+    'AuditDetail': _AUDIT_SINCE,
 }
+
+_REASONS = {'type': 'object', 'additionalProperties': {'type': 'string'}}
 
 COMPONENTS = {
     'Link': closed_object({'rel': {'type': 'string'},
@@ -105,12 +111,29 @@ COMPONENTS = {
         'state': {'type': 'string'},
     }),
     'Audit': closed_object(dict({
-        'uuid': UUID, 'state': {'type': 'string'},
+        'uuid': UUID,
+        'state': {'type': 'string', 'description': (
+            'pending, planning, recommended, executing, succeeded or '
+            'failed.')},
         'memory_basis': {'type': 'string'},
         'parameters': {'type': ['object', 'null']},
-        'reason': {'type': ['string', 'null']},
+        'reason': {'type': ['string', 'null'], 'description': (
+            'What the round found and planned, or why it failed.')},
         'finished_at': _nullable(DATETIME),
-    }, **_TIMESTAMPS)),
+        'auto_execute': {'type': 'boolean', 'description': (
+            'Whether the plan is executed as soon as it is made. '
+            'Since 1.2.')},
+        'unplaced': {
+            'type': ['object', 'null'],
+            'properties': {'instances': _REASONS, 'hosts': _REASONS},
+            'required': ['instances', 'hosts'],
+            'additionalProperties': False,
+            'description': (
+                'What a partial plan left as it is and why: VMs (by UUID) '
+                'that fit on no host, and hosts (by name) that are '
+                'underloaded but kept, or left out of the round; null when '
+                'the plan is complete. Since 1.2.')},
+    }, **_TIMESTAMPS), optional=tuple(_AUDIT_SINCE)),
     'Migration': closed_object(dict({
         'uuid': UUID, 'instance_uuid': UUID, 'source_host': NAME,
         'dest_host': NAME, 'status': {'type': 'string'},
@@ -145,7 +168,10 @@ COMPONENTS['GrantDetail'] = closed_object(dict(
 COMPONENTS['AuditDetail'] = closed_object(dict(
     COMPONENTS['Audit']['properties'],
     actions={'type': 'array',
-             'items': {'$ref': '#/components/schemas/AuditAction'}}))
+             'items': {'$ref': '#/components/schemas/AuditAction'},
+             'description': 'The plan in execution order: power on, '
+                            'migrations, power off.'}),
+    optional=tuple(_AUDIT_SINCE))
 COMPONENTS['Reservoir'] = closed_object({
     'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER, 'lent_mb': INTEGER,
     'borrowed_mb': INTEGER,
@@ -216,6 +242,39 @@ def list_query(collection, max_limit):
 
 
 NO_QUERY = {'type': 'object', 'properties': {}, 'additionalProperties': False}
+
+#: A body that must be empty or ``{}``.
+NO_BODY = {'type': 'object', 'properties': {}, 'additionalProperties': False}
+
+
+def _audit_parameters():
+    properties = {'underload_require': {
+        'type': 'string', 'enum': ['both', 'either'],
+        'description': 'A host is emptied when both its cpu and memory '
+                       'are underloaded, or either.'}}
+    for name, (family, _dimension) in consolidation.FAMILIES.items():
+        properties[name] = {
+            'type': 'string', 'minLength': 1,
+            'description': 'The %s plug-in (memagg.consolidation.%s).'
+                           % (family, family)}
+        properties[name + '_params'] = {
+            'type': 'object',
+            'description': 'Parameters of the %s plug-in, as in [%s] %s_'
+                           'params.' % (name, consolidation.GROUP, name)}
+    return closed_object(properties, optional=tuple(properties))
+
+
+AUDIT_CREATE = closed_object({
+    'memory_basis': {
+        'type': 'string', 'enum': ['wss', 'booked'],
+        'description': 'Pack VMs by their working set (wss) or their '
+                       'booked memory; default [consolidation] '
+                       'memory_basis.'},
+    'auto_execute': dict(BOOLEAN, description=(
+        'Execute the plan as soon as it is made; default false.')),
+    'parameters': dict(_audit_parameters(), description=(
+        'Overrides of [consolidation] options for this round.')),
+}, optional=('memory_basis', 'auto_execute', 'parameters'))
 
 
 def list_response(collection):

@@ -1,10 +1,14 @@
-"""Validate query strings and path parameters against JSON Schemas.
+"""Validate query strings, path parameters and request bodies against JSON
+Schemas.
 
 Query values arrive as strings; each is converted to the type its schema
 names before validation, so the schemas state real types (integer, boolean)
-and the error says which parameter is wrong and how to write it.
+and the error says which parameter is wrong and how to write it. A body
+field deeper in the body is named by its dotted path
+(``parameters.overload_cpu_params``).
 """
 import datetime
+import json
 import re
 
 import jsonschema
@@ -60,18 +64,24 @@ _HINTS = {
     'boolean': 'give true or false',
     'uuid': 'give a UUID such as 2f1c5a5e-8d4b-4c1e-9d7e-3b7a1c2d4e5f',
     'date-time': 'give an ISO 8601 date-time such as 2024-05-01T12:00:00Z',
+    'object': 'give a JSON object',
+    'string': 'give a string',
 }
 
 
-def _describe(error, schema):
-    """Turn a jsonschema error into (field, reason with the fix)."""
-    field = error.path[0] if error.path else None
+def _describe(error, what):
+    """Turn a jsonschema error into (field, reason with the fix); ``what``
+    names an unknown member (query parameter, field)."""
+    path = [str(part) for part in error.path]
+    field = '.'.join(path) or None
     validator = error.validator
     if validator == 'additionalProperties':
-        unknown = sorted(set(error.instance) - set(schema['properties']))
-        allowed = ', '.join(sorted(schema['properties'])) or 'none'
-        return unknown[0], ('unknown query parameter; this request accepts: '
-                            '%s' % allowed)
+        properties = error.schema.get('properties', {})
+        unknown = sorted(set(error.instance) - set(properties))
+        allowed = ', '.join(sorted(properties)) or 'none'
+        return '.'.join(path + [unknown[0]]), (
+            'unknown %s; %s accepts: %s' % (
+                what, field or 'this request', allowed))
     if validator == 'type':
         expected = error.validator_value
         expected = expected[0] if isinstance(expected, list) else expected
@@ -95,15 +105,35 @@ def _describe(error, schema):
     return field, error.message
 
 
-def validate(instance, schema):
+def validate(instance, schema, what='query parameter'):
     """Validate an already-typed dict; raise InvalidParameter on the first
     error (the one jsonschema ranks most relevant)."""
     validator = jsonschema.Draft202012Validator(
         schema, format_checker=FORMAT_CHECKER)
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is not None:
-        field, reason = _describe(error, schema)
+        field, reason = _describe(error, what)
         raise exceptions.InvalidParameter(field=field, reason=reason)
+
+
+def validate_body(raw, schema):
+    """Parse a request body (bytes of JSON; empty means ``{}``) and
+    validate it; return the dict."""
+    if not raw.strip():
+        body = {}
+    else:
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise exceptions.InvalidParameter(
+                field='body', reason='not valid JSON (%s); send a JSON '
+                                     'object' % exc)
+    if not isinstance(body, dict):
+        raise exceptions.InvalidParameter(
+            field='body', reason='got %s: send a JSON object' % (
+                type(body).__name__))
+    validate(body, schema, what='field')
+    return body
 
 
 def validate_query(args, schema):

@@ -6,6 +6,7 @@ transport comes from ``[DEFAULT] transport_url`` (``rabbit://...`` in
 production, ``fake://`` for in-process messaging in memagg-aio and tests).
 Servers use the ``threading`` executor: memagg runs no eventlet.
 """
+from kombu import exceptions as kombu_exc
 import oslo_messaging as messaging
 
 from memagg.common import context as memagg_context
@@ -100,11 +101,18 @@ class Client:
         """Send ``method`` without waiting for it (fire and forget).
 
         ``retry`` bounds the attempts to reach the bus (None: forever);
-        when they are spent, oslo.messaging's MessageDeliveryFailure is
-        raised.
+        when they are spent, ServiceUnavailable is raised.
         """
-        self._prepare(server, version, retry=retry).cast(ctxt, method,
-                                                         **kwargs)
+        try:
+            self._prepare(server, version, retry=retry).cast(
+                ctxt, method, **kwargs)
+        except (messaging.MessagingException, kombu_exc.KombuError,
+                OSError) as exc:
+            # The rabbit driver raises kombu's error when it cannot even
+            # connect within ``retry`` attempts.
+            raise exceptions.ServiceUnavailable(
+                reason='the message bus %s did not take %s for %s: %s' % (
+                    bus_description(), method, self.topic, exc))
 
     def call(self, ctxt, method, server=None, version=None, timeout=None,
              **kwargs):

@@ -39,8 +39,8 @@ class SchedulerAPI:
     def run_audit(self, ctxt, audit_uuid, retry=API_CAST_RETRY):
         """Ask for pending audit ``audit_uuid`` to be planned (cast).
 
-        Raises oslo.messaging's MessageDeliveryFailure when the bus cannot
-        be reached in ``retry`` attempts (None: keep trying).
+        Raises ServiceUnavailable when the bus cannot be reached in
+        ``retry`` attempts (None: keep trying).
         """
         self.client.cast(ctxt, 'run_audit', version='1.1', retry=retry,
                          audit_uuid=audit_uuid)

@@ -1,9 +1,26 @@
-"""/v1/audits: consolidation rounds and their action plans."""
+"""/v1/audits: consolidation rounds and their action plans.
+
+From microversion 1.2 an audit can be asked for (POST /v1/audits): the API
+checks its options, stores it pending and casts it to memagg-scheduler,
+which plans it; a recommended audit's plan is executed on request (POST
+/v1/audits/{uuid}/execute).
+"""
+import re
+
+from oslo_log import log as logging
+
 from memagg.api.controllers import base
 from memagg.api.policies import audits as policy
 from memagg.api import schemas
 from memagg.api import views
+from memagg.common import exceptions
 from memagg.db import api as db_api
+from memagg.scheduler import consolidation
+
+LOG = logging.getLogger(__name__)
+
+_SINCE = (1, 2)
+_CONF_FIELD = re.compile(r'^\[%s\] (.+)$' % consolidation.GROUP)
 
 
 @base.route('/v1/audits', 'List consolidation audits.',
@@ -22,3 +39,95 @@ def get_audit(uuid, query):
     base.enforce(policy.GET)
     return {'audit': views.audit_detail(
         db_api.audit_get(base.context(), uuid), base.version())}
+
+
+def _request_field(field, parameters):
+    """The request's name for a field load_algorithms named: its
+    ``[consolidation] <option>`` or ``<family>.<plugin>.<key>``."""
+    match = _CONF_FIELD.match(field or '')
+    name = match.group(1) if match else field
+    if name == 'memory_basis':
+        return name
+    option = name.split('.')[0]
+    if option in consolidation.OPTIONS:
+        return 'parameters.' + name
+    parts = (field or '').split('.')
+    if len(parts) == 3:
+        family, plugin, key = parts
+        group = base.conf().consolidation
+        for option, (option_family, _dim) in consolidation.FAMILIES.items():
+            chosen = parameters.get(option, getattr(group, option))
+            given = parameters.get(option + '_params', {})
+            if option_family == family and chosen == plugin and (
+                    key in given or option + '_params' not in parameters):
+                return 'parameters.%s_params.%s' % (option, key)
+    return field
+
+
+def _check_parameters(memory_basis, parameters):
+    """Build the round's plug-ins as memagg-scheduler will, so that a bad
+    option is refused now (400) rather than fail the audit later."""
+    try:
+        consolidation.load_algorithms(
+            base.conf().consolidation,
+            dict(parameters, memory_basis=memory_basis))
+    except exceptions.InvalidParameter as exc:
+        raise exceptions.InvalidParameter(
+            field=_request_field(exc.kwargs.get('field'), parameters),
+            reason=exc.kwargs.get('reason', exc.message))
+
+
+def _cast(method, audit_uuid):
+    """Cast ``method`` (run_audit, execute_audit) about an audit to
+    memagg-scheduler; 503 when the bus cannot take it."""
+    try:
+        getattr(base.scheduler_api(), method)(base.context(), audit_uuid)
+    except exceptions.ServiceUnavailable as exc:
+        LOG.error('Could not reach memagg-scheduler about audit %s: %s',
+                  audit_uuid, exc)
+        raise exceptions.ServiceUnavailable(
+            reason='memagg-scheduler could not be reached over the message '
+                   'bus; retry later')
+
+
+@base.route('/v1/audits', 'Start a consolidation round: the audit is '
+            'planned by memagg-scheduler (pending, planning, then '
+            'recommended or failed). Since 1.2.',
+            schemas.item_response('audit', 'AuditDetail'), method='POST',
+            body=schemas.AUDIT_CREATE, status=202, min_version=_SINCE)
+def create_audit(query, body):
+    base.enforce(policy.CREATE)
+    ctxt = base.context()
+    memory_basis = body.get('memory_basis',
+                            base.conf().consolidation.memory_basis)
+    parameters = body.get('parameters', {})
+    _check_parameters(memory_basis, parameters)
+    audit = db_api.audit_create(ctxt, dict(
+        memory_basis=memory_basis, parameters=parameters or None,
+        auto_execute=body.get('auto_execute', False)))
+    try:
+        _cast('run_audit', audit.uuid)
+    except exceptions.ServiceUnavailable as exc:
+        db_api.audit_set_state(ctxt, audit.uuid, 'failed',
+                               reason=exc.message, expected=('pending',))
+        raise
+    return {'audit': views.audit_detail(db_api.audit_get(ctxt, audit.uuid),
+                                        base.version())}
+
+
+@base.route('/v1/audits/{uuid}/execute', 'Execute a recommended audit\'s '
+            'plan through Nova (executing, then succeeded or failed). '
+            'Since 1.2.',
+            schemas.item_response('audit', 'AuditDetail'), method='POST',
+            path_params={'uuid': schemas.UUID}, body=schemas.NO_BODY,
+            status=202, errors=(404, 409), min_version=_SINCE)
+def execute_audit(uuid, query, body):
+    base.enforce(policy.EXECUTE)
+    ctxt = base.context()
+    audit = db_api.audit_get(ctxt, uuid)
+    if audit.state != 'recommended':
+        raise exceptions.Conflict(
+            reason='audit %s is %s: only a recommended audit can be '
+                   'executed' % (uuid, audit.state))
+    _cast('execute_audit', uuid)
+    return {'audit': views.audit_detail(audit, base.version())}

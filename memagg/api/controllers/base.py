@@ -1,25 +1,37 @@
 """The route registry and what every controller shares.
 
-A controller declares each route with ``@route``: its path (OpenAPI form),
-query and response schemas and the errors it may return. The Flask app is
-built from ROUTES and so is the OpenAPI document, so they cannot drift.
+A controller declares each route with ``@route``: its method and path
+(OpenAPI form), query, request body and response schemas, its success
+status, the microversion it appeared in and the errors it may return. The
+Flask app is built from ROUTES and so is the OpenAPI document, so they
+cannot drift.
 """
 import dataclasses
+import threading
 import typing
 import urllib.parse
 
 import flask
 
+from memagg.api import microversion
 from memagg.api import policy
 from memagg.api import schemas
 from memagg.api import validation
 from memagg.common import exceptions
+from memagg.common import rpc
 from memagg.db import api as db_api
+from memagg.scheduler import rpcapi as scheduler_rpcapi
 
 
 @dataclasses.dataclass
 class Route:
-    """One GET route of the API."""
+    """One route (method and path) of the API.
+
+    ``body`` is the request body's schema (None: the route takes no body);
+    ``status`` the status of a success; ``min_version`` the microversion
+    the route appeared in: below it, the path is unknown (404) or, when
+    other methods serve it, the method is not allowed (405).
+    """
 
     path: str
     view: typing.Callable
@@ -29,6 +41,10 @@ class Route:
     path_params: dict = dataclasses.field(default_factory=dict)
     errors: tuple = ()
     public: bool = False
+    method: str = 'GET'
+    body: dict = None
+    status: int = 200
+    min_version: tuple = microversion.MIN_VERSION
 
     @property
     def operation_id(self):
@@ -54,17 +70,26 @@ COMMON_ERRORS = (400, 401, 403, 406, 500, 503)
 
 
 def route(path, summary, response, query=None, path_params=None,
-          errors=(), public=False):
-    """Register a view for GET ``path``.
+          errors=(), public=False, method='GET', body=None, status=200,
+          min_version=microversion.MIN_VERSION):
+    """Register a view for ``method`` ``path``.
 
-    The view is called as ``view(**path_params, query=dict)`` with values
-    already validated, and returns the response body.
+    The view is called as ``view(**path_params, query=dict)``, plus
+    ``body=dict`` when the route takes a body, with values already
+    validated, and returns the response body.
     """
     def decorator(view):
         ROUTES.append(Route(path, view, summary, response, query,
-                            path_params or {}, tuple(errors), public))
+                            path_params or {}, tuple(errors), public,
+                            method, body, status, min_version))
         return view
     return decorator
+
+
+def methods_at(path, version):
+    """The methods that serve ``path`` at microversion ``version``."""
+    return sorted(r.method for r in ROUTES
+                  if r.path == path and r.min_version <= version)
 
 
 def list_query(collection):
@@ -80,6 +105,25 @@ def context():
 def version():
     """The microversion the current request asked for, e.g. (1, 1)."""
     return flask.g.version
+
+
+def conf():
+    """The configuration the app was built with."""
+    return flask.current_app.config['memagg_conf']
+
+
+_SCHEDULER_LOCK = threading.Lock()
+
+
+def scheduler_api():
+    """The app's RPC client of memagg-scheduler, made on first use (the
+    transport comes from [DEFAULT] transport_url)."""
+    config = flask.current_app.config
+    with _SCHEDULER_LOCK:
+        if config.get('scheduler_api') is None:
+            rpc.init(config['memagg_conf'])
+            config['scheduler_api'] = scheduler_rpcapi.SchedulerAPI()
+        return config['scheduler_api']
 
 
 def enforce(action, target=None):

@@ -19,13 +19,18 @@ rules = [
 ]
 
 
-def get_rule(name, check_str, description, path):
-    """The documented rule guarding ``GET path``; memagg's rules are all
+def rule(name, check_str, description, method, path):
+    """The documented rule guarding ``method path``; memagg's rules are all
     project-scoped."""
     return policy.DocumentedRuleDefault(
         name=name, check_str=check_str, description=description,
-        operations=[{'method': 'GET', 'path': path}],
+        operations=[{'method': method, 'path': path}],
         scope_types=['project'])
+
+
+def get_rule(name, check_str, description, path):
+    """The documented rule guarding ``GET path``."""
+    return rule(name, check_str, description, 'GET', path)
 
 
 def list_rules():

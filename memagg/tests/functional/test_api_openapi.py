@@ -2,7 +2,8 @@
 
 memagg-api's HTTP server runs on a loopback port over a migrated database
 holding every kind of row; every route is called (successes and errors) and
-each status and body is checked against the document in api-ref/.
+each status and body is checked against the document in api-ref/. Casts to
+memagg-scheduler go over oslo.messaging's in-process fake driver.
 """
 import json
 import pathlib
@@ -17,8 +18,11 @@ from memagg.api import app as api_app
 from memagg.api.controllers import base
 from memagg.api import microversion
 from memagg.conf import CONF
+from memagg.db.sqlalchemy import models
+from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
 from memagg.tests.unit.api import data
 from memagg.tests.unit.api import live
+from memagg.tests.unit.db import rows
 
 pytestmark = pytest.mark.functional
 
@@ -29,7 +33,9 @@ _REGISTRY = referencing.Registry().with_resource(
     _URI, referencing.jsonschema.DRAFT202012.create_resource(DOCUMENT))
 
 LATEST = {microversion.HEADER: 'memory-aggregation latest'}
+V1_1 = {microversion.HEADER: 'memory-aggregation 1.1'}
 MEMBER_A = {'X-Project-Id': data.PROJECT_A, 'X-Roles': 'member'}
+RECOMMENDED = '66666666-6666-4666-8666-666666666666'
 
 # (path template, concrete URL, headers, expected status)
 CALLS = [
@@ -71,9 +77,30 @@ CALLS = [
      403),
 ]
 
+_EXECUTE = '/v1/audits/{uuid}/execute'
 
-def _check(template, response):
-    operation = DOCUMENT['paths'][template]['get']
+# (path template, concrete URL, headers, JSON body, expected status)
+POSTS = [
+    ('/v1/audits', '/v1/audits', LATEST, {}, 202),
+    ('/v1/audits', '/v1/audits', LATEST, {
+        'memory_basis': 'booked', 'auto_execute': True,
+        'parameters': {'overload_cpu': 'threshold',
+                       'overload_cpu_params': {'threshold': 0.8}}}, 202),
+    ('/v1/audits', '/v1/audits', LATEST,
+     {'parameters': {'overload_cpu': 'nosuch'}}, 400),
+    ('/v1/audits', '/v1/audits', dict(LATEST, **MEMBER_A), {}, 403),
+    ('/v1/audits', '/v1/audits', V1_1, {}, 405),
+    (_EXECUTE, '/v1/audits/%s/execute' % RECOMMENDED, LATEST, {}, 202),
+    (_EXECUTE, '/v1/audits/%s/execute' % data.AUDIT, LATEST, {}, 409),
+    (_EXECUTE, '/v1/audits/%s/execute' % data.MISSING, LATEST, {}, 404),
+    (_EXECUTE, '/v1/audits/%s/execute' % RECOMMENDED, V1_1, {}, 404),
+    (_EXECUTE, '/v1/audits/%s/execute' % RECOMMENDED, LATEST,
+     {'force': True}, 400),
+]
+
+
+def _check(template, response, method='get'):
+    operation = DOCUMENT['paths'][template][method]
     documented = operation['responses']
     assert str(response.status_code) in documented, (
         '%s returned undocumented status %s' % (template,
@@ -95,15 +122,18 @@ def _check(template, response):
 
 
 @pytest.fixture
-def api_url(conf, sqlite_db):
+def api_url(conf, sqlite_db, fake_rpc):  # noqa: F811
     conf.config(auth_strategy='noauth', group='api')
     data.load()
+    rows.insert(models.Audit, dict(uuid=RECOMMENDED, state='recommended'))
     with live.serving(api_app.create_app(CONF)) as url:
         yield url
 
 
 def test_every_route_matches_the_document(api_url):
-    assert {c[0] for c in CALLS} == {r.path for r in base.ROUTES}, (
+    exercised = {('GET', c[0]) for c in CALLS} | {('POST', c[0])
+                                                  for c in POSTS}
+    assert exercised == {(r.method, r.path) for r in base.ROUTES}, (
         'a route is not exercised here')
     with requests.Session() as session:
         for template, url, headers, status in CALLS:
@@ -112,6 +142,12 @@ def test_every_route_matches_the_document(api_url):
             assert response.status_code == status, (url, response.text)
             assert response.headers['Content-Type'] == 'application/json'
             _check(template, response)
+        for template, url, headers, body, status in POSTS:
+            response = session.post(api_url + url, headers=headers,
+                                    json=body, timeout=30)
+            assert response.status_code == status, (url, response.text)
+            assert response.headers['Content-Type'] == 'application/json'
+            _check(template, response, 'post')
 
 
 def test_served_document_is_the_repo_copy(api_url):

@@ -5,6 +5,7 @@ from werkzeug import test as werkzeug_test
 
 from memagg.api import app as api_app
 from memagg.conf import CONF
+from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
 from memagg.tests.unit.api import data
 
 
