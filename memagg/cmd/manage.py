@@ -44,8 +44,8 @@ class DbCommands:
         print(migration.version())
 
     def purge(self, older_than_hours=None):
-        """Delete WSS samples older than ``older_than_hours`` (default:
-        [wss] sample_retention_hours); print how many."""
+        """Delete WSS and host samples older than ``older_than_hours``
+        (default: [wss] sample_retention_hours); print how many."""
         context = memagg_context.get_admin_context()
         try:
             count = db_api.purge_wss_samples(context, older_than_hours)
@@ -55,7 +55,8 @@ class DbCommands:
                                  % older_than_hours)
         hours = (CONF.wss.sample_retention_hours if older_than_hours is None
                  else older_than_hours)
-        print('Deleted %d WSS samples older than %d hours' % (count, hours))
+        print('Deleted %d WSS and host samples older than %d hours'
+              % (count, hours))
 
 
 def _add_command_parsers(subparsers):
@@ -73,7 +74,7 @@ def _add_command_parsers(subparsers):
     actions.add_parser('version',
                        help="Print the schema's revision (None: empty).")
     purge = actions.add_parser(
-        'purge', help='Delete WSS samples past their retention.')
+        'purge', help='Delete WSS and host samples past their retention.')
     purge.add_argument('--older-than-hours', type=int, default=None,
                        dest='older_than_hours', metavar='N',
                        help='Delete samples older than N hours (default: '

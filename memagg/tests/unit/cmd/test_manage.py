@@ -57,9 +57,11 @@ def test_purge_uses_retention_then_argument(sqlite_db, tmp_path):
     explicit = _manage(config, 'db', 'purge', '--older-than-hours', '24')
 
     assert (default.returncode, default.stdout) == (
-        0, 'Deleted 1 WSS samples older than 168 hours\n'), default.stderr
+        0, 'Deleted 1 WSS and host samples older than 168 hours\n'), \
+        default.stderr
     assert (explicit.returncode, explicit.stdout) == (
-        0, 'Deleted 1 WSS samples older than 24 hours\n'), explicit.stderr
+        0, 'Deleted 1 WSS and host samples older than 24 hours\n'), \
+        explicit.stderr
     engine = sa.create_engine(sqlite_db)
     with engine.connect() as connection:
         left = connection.scalar(sa.select(sa.func.count()).select_from(
