@@ -48,9 +48,13 @@ import urllib.parse
 import uuid
 
 import jsonschema
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
 import pytest
 import requests
 
+from memagg.conf import compute as compute_conf
+from memagg.conf import nova as nova_conf_module
 from memagg.tests.functional import keystone as keystone_fixture
 
 # Endpoint name -> (module of nova.api.openstack.compute, controller class,
@@ -641,3 +645,22 @@ def nova_options(keystone):
             'username': account.username, 'password': account.password,
             'project_name': account.project_name,
             'user_domain_id': 'default', 'project_domain_id': 'default'}
+
+
+def nova_conf(monkeypatch, keystone, modules):
+    """A ConfigOpts with [compute] compute_api_driver = nova and [nova]
+    from nova_options(), plus the groups of ``modules`` (memagg.conf
+    modules). Private, with its own [nova] OptGroup, since loading the
+    password plug-in registers required options there."""
+    monkeypatch.setattr(nova_conf_module, 'GROUP', cfg.OptGroup('nova'))
+    conf = cfg.ConfigOpts()
+    for module in (compute_conf, nova_conf_module) + tuple(modules):
+        module.register_opts(conf)
+    conf([], project='memagg', default_config_files=[])
+    conf.set_override('compute_api_driver', 'nova', group='compute')
+    # The plug-in's options exist once it is loaded; register them to set.
+    conf.register_opts(
+        ks_loading.get_auth_plugin_conf_options('password'), group='nova')
+    for name, value in nova_options(keystone).items():
+        conf.set_override(name, value, group='nova')
+    return conf

@@ -19,16 +19,12 @@ import datetime
 import re
 import uuid
 
-from keystoneauth1 import loading as ks_loading
-from oslo_config import cfg
 import pytest
 import requests
 
 from memagg.compute import memory
 from memagg.compute import qos
-from memagg.conf import compute as compute_conf
 from memagg.conf import local_policy as local_policy_conf
-from memagg.conf import nova as nova_conf
 from memagg.conf import wss as wss_conf
 from memagg.drivers.compute_api import base
 from memagg.drivers.compute_api import nova as nova_driver
@@ -131,21 +127,9 @@ def double(keystone, contract):
 @pytest.fixture
 def nova_conf_opts(monkeypatch, keystone):
     """A ConfigOpts of memagg-compute with [nova] pointing at the real
-    Keystone as its admin (Nova's default policy lets admins show any
-    project's server). Private, with its own [nova] OptGroup, since loading
-    the password plug-in registers required options there."""
-    monkeypatch.setattr(nova_conf, 'GROUP', cfg.OptGroup('nova'))
-    conf = cfg.ConfigOpts()
-    for module in (compute_conf, nova_conf, wss_conf, local_policy_conf):
-        module.register_opts(conf)
-    conf([], project='memagg', default_config_files=[])
-    conf.set_override('compute_api_driver', 'nova', group='compute')
-    # The plug-in's options exist once it is loaded; register them to set.
-    conf.register_opts(
-        ks_loading.get_auth_plugin_conf_options('password'), group='nova')
-    for name, value in nova_double.nova_options(keystone).items():
-        conf.set_override(name, value, group='nova')
-    return conf
+    Keystone as its admin."""
+    return nova_double.nova_conf(monkeypatch, keystone,
+                                 (wss_conf, local_policy_conf))
 
 
 @pytest.mark.parametrize('max_version', [None, '2.60'])
