@@ -134,14 +134,14 @@ class NovaComputeApi(base.ComputeApi):
                       'host checked by the scheduler')
         self._call('live-migrate server %s to %s' % (instance_uuid,
                                                      dest_host),
-                   self.connection.compute.live_migrate_server,
-                   instance_uuid, host=dest_host, force=False,
-                   block_migration='auto', not_found=instance_uuid)
+                   lambda compute: compute.live_migrate_server(
+                       instance_uuid, host=dest_host, force=False,
+                       block_migration='auto'), not_found=instance_uuid)
 
     def get_server_state(self, instance_uuid):
         server = self._call('show server %s' % instance_uuid,
-                            self.connection.compute.get_server,
-                            instance_uuid, not_found=instance_uuid)
+                            lambda compute: compute.get_server(
+                                instance_uuid), not_found=instance_uuid)
         return base.ServerState(status=server.status,
                                 task_state=server.task_state,
                                 host=server.compute_host,
@@ -152,8 +152,8 @@ class NovaComputeApi(base.ComputeApi):
             return None
         migrations = self._call(
             'list the migrations of server %s' % instance_uuid,
-            lambda: list(self.connection.compute.server_migrations(
-                instance_uuid)), not_found=instance_uuid)
+            lambda compute: list(compute.server_migrations(instance_uuid)),
+            not_found=instance_uuid)
         # Nova lists only the migrations in progress, one at most.
         for migration in migrations:
             return base.MigrationProgress(
@@ -166,10 +166,9 @@ class NovaComputeApi(base.ComputeApi):
 
     def set_host_enabled(self, host, enabled, reason=None):
         self._require(SERVICES_VERSION, 'enabling a compute service by id')
-        compute = self.connection.compute
         what = '%s the %s service of host %s' % (
             'enable' if enabled else 'disable', COMPUTE_BINARY, host)
-        services = self._call(what, lambda: list(compute.services(
+        services = self._call(what, lambda compute: list(compute.services(
             host=host, binary=COMPUTE_BINARY)))
         # Nova filters on host as it stores it; keep exact matches only.
         services = [s for s in services if s.host == host]
@@ -179,7 +178,8 @@ class NovaComputeApi(base.ComputeApi):
         attrs = {'status': 'enabled' if enabled else 'disabled'}
         if not enabled and reason:
             attrs['disabled_reason'] = reason
-        self._call(what, compute.update_service, services[0], **attrs)
+        self._call(what, lambda compute: compute.update_service(
+            services[0], **attrs))
 
     def _supports(self, version):
         """Whether Nova offers microversion ``version`` (asked once, then
@@ -195,13 +195,14 @@ class NovaComputeApi(base.ComputeApi):
         if not self._supports(version):
             raise base.ComputeApiRefused(_NOVA_TOO_OLD % (version, what))
 
-    def _call(self, what, func, *args, not_found=None, **kwargs):
-        """``func(*args, **kwargs)`` with openstacksdk's errors mapped to
-        the interface's: 404 is InstanceNotFound (``not_found`` names the
-        server) or HostNotFound; another 4xx but 401 is ComputeApiRefused
-        carrying Nova's message; the rest is ComputeApiUnavailable."""
+    def _call(self, what, func, not_found=None):
+        """``func(compute proxy)``, with openstacksdk's errors (finding the
+        proxy's endpoint included) mapped to the interface's: 404 is
+        InstanceNotFound (``not_found`` names the server) or HostNotFound;
+        another 4xx but 401 is ComputeApiRefused carrying Nova's message;
+        the rest is ComputeApiUnavailable."""
         try:
-            return func(*args, **kwargs)
+            return func(self.connection.compute)
         except sdk_exc.NotFoundException as exc:
             if not_found is not None:
                 raise base.InstanceNotFound('Nova has no server %s'
