@@ -50,13 +50,15 @@ def test_empty_database_fails_with_the_fix(use_database, tmp_path):
 
 
 def test_schema_behind_code_fails_with_the_fix(sqlite_db, monkeypatch):
-    monkeypatch.setattr(migration, 'head', lambda: '0002')
+    current = migration.version()
+    monkeypatch.setattr(migration, 'head', lambda: '9999')
 
     result = status.Checks()._check_schema()
 
     assert result.code == Code.FAILURE
-    assert result.details == ('The schema is at revision 0001, this code '
-                              'needs 0002: run "memagg-manage db upgrade".')
+    assert result.details == ('The schema is at revision %s, this code '
+                              'needs 9999: run "memagg-manage db upgrade".'
+                              % current)
 
 
 def test_no_services_is_a_warning(sqlite_db):
