@@ -304,7 +304,9 @@ def _action_for_update(session, action_id):
 def _note_on_audit(session, action, note):
     """Append ``note`` (an action's outcome) to its audit's reason."""
     if note:
-        audit = session.get(models.Audit, action.audit_id)
+        # Locked: the notes of actions ending at once must all be kept.
+        audit = session.query(models.Audit).filter_by(
+            id=action.audit_id).with_for_update().one()
         audit.reason = '\n'.join(filter(None, [audit.reason, note]))
 
 
