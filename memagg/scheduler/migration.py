@@ -342,8 +342,9 @@ class _MigrationRun:
     def _resumed(self):
         """The outcome of the attempt the DB says was running when the
         scheduler stopped: follow it if Nova still migrates the VM."""
-        elapsed = (timeutils.utcnow()
-                   - self.migration.updated_at).total_seconds()
+        # The row was last written when the attempt started, or failed.
+        written = self.migration.updated_at or self.migration.created_at
+        elapsed = (timeutils.utcnow() - written).total_seconds()
         self.started = time.monotonic() - max(0.0, elapsed)
         LOG.info('Following the live migration of %s to %s, attempt %d, '
                  'left running %.0f s ago', self.vm, self.action.dest_host,
