@@ -13,10 +13,13 @@ opts = [
     cfg.StrOpt('compute_api_driver', default='none',
                help='Compute API plug-in (memagg.compute_api entry point) '
                     'that tells a VM\'s QoS weight for the weighted local '
-                    'policy: none knows no weights (every VM gets '
-                    '[local_policy] default_weight; no Nova needed), nova '
-                    'reads memagg:weight from the VM\'s flavor extra specs '
-                    'or image properties with the [nova] credentials.'),
+                    'policy and that memagg-scheduler executes '
+                    'consolidation plans through: none knows no weights '
+                    '(every VM gets [local_policy] default_weight) and '
+                    'cannot execute plans (no Nova needed); nova reads '
+                    'memagg:weight from the VM\'s flavor extra specs or '
+                    'image properties and live-migrates VMs with the [nova] '
+                    'credentials.'),
     cfg.StrOpt('libvirt_uri', default='qemu:///system',
                help='libvirt connection URI. memagg-aio falls back to '
                     'test:///default when no libvirtd answers.'),

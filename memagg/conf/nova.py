@@ -4,17 +4,21 @@ The credentials and the HTTP session are keystoneauth1's own options,
 registered the way every OpenStack service registers them, so an operator
 writes the same lines as in nova.conf's [neutron] or [glance] sections:
 ``auth_type = password``, ``auth_url``, ``username``, ... The account must
-be allowed to show any project's servers (the admin role, by Nova's default
-policy), since memagg looks up every VM on its node.
+be allowed to show any project's servers, and for memagg-scheduler to
+live-migrate them and to enable and disable compute services: the admin
+role, by Nova's default policy.
 """
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup('nova', title='Nova (compute API) options',
                      help='Credentials and endpoint memagg uses to read '
-                          'servers from Nova and their images from Glance; '
-                          'used by the nova compute API driver ([compute] '
-                          'compute_api_driver = nova).')
+                          'servers from Nova and their images from Glance, '
+                          'and to execute consolidation plans (live '
+                          'migrations, compute services disabled and '
+                          'enabled); used by the nova compute API driver '
+                          '([compute] compute_api_driver = nova). The '
+                          'account needs the admin role.')
 
 # The sample config documents the password plug-in, the usual choice.
 SAMPLE_AUTH_PLUGIN = 'password'
