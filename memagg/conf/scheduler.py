@@ -7,8 +7,8 @@ opts = [
     cfg.StrOpt('topic', default='memagg-scheduler',
                help='RPC topic memagg-scheduler listens on.'),
     cfg.IntOpt('purge_interval', default=3600, min=60,
-               help='Seconds between two purges of WSS samples older than '
-                    '[wss] sample_retention_hours.'),
+               help='Seconds between two purges of WSS and host samples '
+                    'older than [wss] sample_retention_hours.'),
 ]
 
 

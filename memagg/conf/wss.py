@@ -8,7 +8,7 @@ GROUP = cfg.OptGroup('wss', title='Working-set estimation options')
 
 opts = [
     cfg.IntOpt('sample_retention_hours', default=168, min=1,
-               help='WSS samples older than this are purged by '
+               help='WSS and host samples older than this are purged by '
                     'memagg-scheduler and by "memagg-manage db purge".'),
     cfg.StrOpt('estimator', default='badis',
                help='WSS estimator plug-in (memagg.wss entry point): '
