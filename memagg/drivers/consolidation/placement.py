@@ -119,9 +119,16 @@ class _Pool:
         """The largest free cpu among waiting hosts (-inf if none)."""
         return -self.waiting[0][0] if self.waiting else _ABSENT
 
-    def most_mem(self):
-        """The largest free memory among admitted hosts (-inf if none)."""
-        return self.tree[1]
+    def most_mem(self, skip=-1):
+        """The largest free memory among admitted hosts other than
+        position ``skip`` (-inf if none)."""
+        if not 0 <= skip < self.width:
+            return self.tree[1]
+        saved = self.tree[skip + self.width]
+        self._set(skip, _ABSENT)
+        most = self.tree[1]
+        self._set(skip, saved)
+        return most
 
 
 class BestFitDecreasing(base.Placement):
@@ -210,7 +217,7 @@ class BestFitDecreasing(base.Placement):
                 pos = _first_fit_except(inactive, mem, skip)
                 if pos is None:
                     result.unplaced[uuid] = self._reason(
-                        cpu, mem, active, inactive)
+                        cpu, mem, active, inactive, skip)
                     continue
                 inactive.remove(pos)
                 active.add(pos, inactive.cpu[pos], inactive.mem[pos])
@@ -220,9 +227,10 @@ class BestFitDecreasing(base.Placement):
             result.placements[uuid] = order[pos]
         return result
 
-    def _reason(self, cpu, mem, active, inactive):
+    def _reason(self, cpu, mem, active, inactive, skip):
+        """Why no host but the VM's own (position ``skip``) takes it."""
         basis = self.params['memory_basis']
-        admitted_mem = max(active.most_mem(), inactive.most_mem())
+        admitted_mem = max(active.most_mem(skip), inactive.most_mem(skip))
         if admitted_mem == _ABSENT:
             most = max(active.most_cpu(), inactive.most_cpu(), 0.0)
             return ('cpu: no host has %.1f cpu free for it (the most free '

@@ -102,6 +102,16 @@ def test_cpu_and_memory_never_together():
     assert 'the most such a host has is 950.0 MiB' in result.unplaced['v']
 
 
+def test_reason_leaves_out_the_vms_own_host():
+    # x may not go back to A, which would have the most memory free once
+    # it left (0.95 * 20000 = 19000); B has 0.95 * 2000 = 1900 MiB.
+    x = vm('x', [10.0], 5000.0)
+    hosts = [host('A', 1000, 20000, 0.01, [x]), host('B', 1000, 2000, 0.0)]
+    result = bfd().place(hosts, [x])
+    assert result.unplaced['x'].endswith(
+        '(the most such a host has is 1900.0 MiB)')
+
+
 def test_moving_vm_leaves_its_host_and_frees_it():
     # A: used 0.9*1000 = 900 including x's latest 400 -> 500 used,
     # free cpu 800 - 500 = 300; x's memory no longer counts on A.
