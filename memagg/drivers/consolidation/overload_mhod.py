@@ -18,6 +18,8 @@ The history passed in stands for the host's whole record (since it was last
 emptied or started), as for ``otf``; only its last ``history_size`` values
 are used.
 """
+import itertools
+
 from memagg.drivers.consolidation import base
 from memagg.drivers.consolidation import overload
 
@@ -51,35 +53,40 @@ def _variance(values):
     # Sample variance in floats: statistics.variance's exact arithmetic is
     # far too slow for a decision taken every period on every host.
     mean = sum(values) / len(values)
-    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return sum([(v - mean) ** 2 for v in values]) / (len(values) - 1)
 
 
 def estimate_p1(departures, window_sizes):
     """Estimated probability of moving to state 1 from a state whose
     departures (next states, oldest first) are ``departures``; 0 when it
-    was never left."""
+    was never left.
+
+    The estimate of window w after k departures is the fraction of 1s in
+    the last min(k, w) of them; a window is kept while its last w
+    estimates vary no more than p(1 - p) / w.
+    """
     count = len(departures)
     if not count:
         return 0.0
-    ones = [0]
-    for state in departures:
-        ones.append(ones[-1] + state)
-
-    def estimate(k, w):
-        # Fraction of 1s in the last min(k, w) of the first k departures.
-        start = max(0, k - w)
-        return (ones[k] - ones[start]) / (k - start)
-
+    # ones[k]: 1s among the first k departures.
+    ones = list(itertools.accumulate(departures, initial=0))
     selected = window_sizes[0]
     for w in window_sizes:
         if count < w:
             break
-        recent = [estimate(k, w) for k in range(count - w + 1, count + 1)]
+        # Estimates after departures count - w + 1 .. count: those before
+        # the w-th cover all departures so far, the others the last w.
+        first = count - w + 1
+        recent = [ones[k] / k for k in range(first, w)]
+        full = max(first, w)
+        recent += [(new - old) / w for new, old in
+                   zip(ones[full:], ones[full - w:count + 1 - w])]
         p = recent[-1]
         if _variance(recent) > p * (1 - p) / w:
             break
         selected = w
-    return estimate(count, selected)
+    start = max(0, count - selected)
+    return (ones[count] - ones[start]) / (count - start)
 
 
 def transition_matrix(states, window_sizes):
@@ -145,9 +152,10 @@ class Mhod(base.OverloadDetector):
         params = self.params
         history = utilization[-params['history_size']:]
         threshold = params['state_config'][0]
-        states = [int(u >= threshold) for u in history]
-        if len(states) < params['learning_steps'] or not states[-1]:
+        # Most calls end here: decide before mapping the whole history.
+        if len(history) < params['learning_steps'] or history[-1] < threshold:
             return False
+        states = [int(u >= threshold) for u in history]
         p = transition_matrix(states, params['window_sizes'])
         if p[1][1] == 0:
             # Every overload so far ended after one step: let it pass.
