@@ -1,0 +1,446 @@
+"""memagg-sim's virtual-time loop: one memory basis replayed over a trace
+through the consolidation round planner (memagg.scheduler.consolidation,
+the one memagg-scheduler runs).
+
+At every step t, in this order:
+
+1. Migrations due at t land (the VM now runs on its destination) and
+   hosts emptied by a round are powered off once their VMs have left.
+2. VMs whose last step was t - 1 leave; VMs whose first step is t arrive:
+   on the trace's initial host (powered on if it was off), else where the
+   placement plug-in puts them among the hosts not busy with a migration
+   (waking one if none fits); a VM no host can take is rejected and not
+   simulated.
+3. Each active host's utilisation: cpu = cores its VMs use / its cores;
+   mem = what its VMs' memory counts as in the basis (wss: their WSS
+   max-average; booked: their booked memory) / its memory. Appended to
+   the host's histories, which start empty when it is powered on and keep
+   the last ``history_length`` samples. Counting booked memory in the
+   detectors too makes the booked basis Neat with booked RAM as its
+   memory: with WSS there, every host packed full by booked memory but
+   using little of it would be found underloaded, and kept, every
+   round.
+4. Accounting: hosts on, hosts whose VMs' working sets (the trace's
+   wss_mb, not the max-average) exceed their memory (memory overload) and
+   hosts whose VMs use more cores than they have (cpu overload).
+5. Every ``round_steps`` steps, a round: plan_round over the hosts not
+   busy with a migration (a host with one in flight, as source,
+   destination or waiting to power off, sits the round out, as memagg-
+   scheduler runs one migration per host at a time); its power-ons apply
+   at once, its migrations land ``migration_steps`` later (at least one:
+   the VM runs on its source for the rest of the step), its power-offs
+   when the host's migrations have landed.
+
+Speed: the trace is numpy arrays (steps x VMs) and per-host sums are
+bincounts. Hosts keep their histories as lists, which the detectors read
+as they are. Before a round the engine runs the round's own detection on
+each host (recording the overload detectors' answers, which the planner
+then reads back instead of computing them again); only the hosts found
+under- or overloaded get a VmState per VM. Every other host gets one
+VmState standing for all its VMs (their sums), which is all placement reads
+of a host whose VMs stay; if the planner ever moved one, the run stops.
+"""
+import collections
+from collections import abc
+import dataclasses
+import time
+
+import numpy as np
+
+from memagg.drivers.consolidation import base
+from memagg.scheduler import consolidation
+
+# No trace VM can have this name: Python's csv refuses NUL characters.
+_STANDIN = '\x00'
+
+#: Inactive hosts of each capacity a round is shown (see _states).
+SPARE_INACTIVE = 4
+
+
+@dataclasses.dataclass
+class Settings:
+    """How the loop runs: history kept, migration time and round period
+    (both in steps)."""
+
+    history_length: int = 100
+    migration_steps: int = 1
+    round_steps: int = 1
+
+
+@dataclasses.dataclass
+class Result:
+    """What one basis did. Per step (arrays of the trace's length): hosts
+    on, hosts in memory overload, hosts in cpu overload, migrations
+    started. Totals: migrations by the plan's reason, power actions that
+    took effect, rounds (and those whose plan was partial, with the VMs it
+    could not place and the underloaded hosts it kept), VMs rejected on
+    arrival, the loop's wall time."""
+
+    basis: str
+    step_s: float
+    active_hosts: np.ndarray
+    mem_overloaded: np.ndarray
+    cpu_overloaded: np.ndarray
+    migrations: np.ndarray
+    by_trigger: dict
+    power_on: int = 0
+    power_off: int = 0
+    rounds: int = 0
+    partial_rounds: int = 0
+    unplaced: int = 0
+    kept: int = 0
+    rejected: list = dataclasses.field(default_factory=list)
+    wall_s: float = 0.0
+
+
+class _History(abc.Sequence):
+    """A VM's cpu samples ``row[start:stop]`` (oldest first), made into
+    Python floats only when read: of the many VMs on an unloaded host,
+    selection and placement read a few samples of a few."""
+
+    __slots__ = ('_row', '_start', '_len')
+
+    def __init__(self, row, start, stop):
+        self._row, self._start, self._len = row, start, max(stop - start, 0)
+
+    def __len__(self):
+        return self._len
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._row[self._start:self._start + self._len][
+                index].tolist()
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError('history index out of range')
+        return float(self._row[self._start + index])
+
+
+class _Remembered:
+    """An overload detector whose answers for given history lists (the
+    very objects) are known; others are computed."""
+
+    def __init__(self, detector):
+        self.detector = detector
+        self.known = {}
+
+    def remember(self, history, overloaded):
+        self.known[id(history)] = (history, overloaded)
+
+    def is_overloaded(self, utilization):
+        entry = self.known.get(id(utilization))
+        if entry is not None and entry[0] is utilization:
+            return entry[1]
+        return self.detector.is_overloaded(utilization)
+
+
+class Simulation:
+    """One basis over one trace; ``run()`` returns a Result.
+
+    ``initial``: each VM's initial host index (-1: to be placed);
+    ``wss_maxavg``: steps x VMs WSS max-average (memagg.sim.maxavg);
+    ``algorithms``: from consolidation.load_algorithms with this basis.
+    """
+
+    def __init__(self, trace, hosts, initial, wss_maxavg, algorithms,
+                 basis, settings):
+        self.trace, self.hosts = trace, hosts
+        self.initial = initial
+        self.maxavg = wss_maxavg
+        self.basis = basis
+        self.settings = settings
+        self.cpu_mem = [_Remembered(algorithms.overload_cpu),
+                        _Remembered(algorithms.overload_mem)]
+        self.raw = algorithms
+        self.algorithms = dataclasses.replace(
+            algorithms, overload_cpu=self.cpu_mem[0],
+            overload_mem=self.cpu_mem[1])
+        n_hosts, n_vms = len(hosts), trace.vms
+        self.host_index = {name: h for h, name in enumerate(hosts.names)}
+        self.vm_index = {vm: v for v, vm in enumerate(trace.vm_ids)}
+        self._cpu_by_vm = None
+        # Hosts of each capacity (cores, memory), in name order.
+        self._capacity_of = list(zip(hosts.cpus.tolist(),
+                                     hosts.memory_mb.tolist()))
+        by_capacity = collections.defaultdict(list)
+        for h in sorted(range(n_hosts), key=lambda h: hosts.names[h]):
+            by_capacity[self._capacity_of[h]].append(h)
+        self._capacities = {c: np.array(members)
+                            for c, members in by_capacity.items()}
+        self.host_of = np.full(n_vms, -1)
+        self.rejected = np.zeros(n_vms, dtype=bool)
+        self.active = np.ones(n_hosts, dtype=bool)
+        self.cpu_hist = [[] for _ in range(n_hosts)]
+        self.mem_hist = [[] for _ in range(n_hosts)]
+        # Migrations (and pending power-offs) each host takes part in.
+        self.busy = np.zeros(n_hosts, dtype=int)
+        self.landing = collections.defaultdict(list)
+        self.power_off_at = collections.defaultdict(list)
+        steps = trace.steps
+        self.result = Result(
+            basis=basis, step_s=trace.step_s,
+            active_hosts=np.zeros(steps, dtype=int),
+            mem_overloaded=np.zeros(steps, dtype=int),
+            cpu_overloaded=np.zeros(steps, dtype=int),
+            migrations=np.zeros(steps, dtype=int),
+            by_trigger=collections.Counter())
+        order = np.argsort(trace.first, kind='stable')
+        self._arrivals = np.split(order, np.searchsorted(
+            trace.first[order], np.arange(1, steps)))
+        order = np.argsort(trace.last, kind='stable')
+        self._departures = np.split(order, np.searchsorted(
+            trace.last[order], np.arange(0, steps - 1), side='right'))
+
+    def run(self, progress=None):
+        """Replay every step; ``progress(steps_done)`` after each."""
+        started = time.perf_counter()
+        for t in range(self.trace.steps):
+            self.step(t)
+            if progress is not None:
+                progress(t + 1)
+        self.result.rejected = [self.trace.vm_ids[v]
+                                for v in np.flatnonzero(self.rejected)]
+        self.result.by_trigger = dict(sorted(self.result.by_trigger.items()))
+        self.result.wall_s = time.perf_counter() - started
+        return self.result
+
+    def step(self, t):
+        """Simulate step ``t`` (steps must be taken in order)."""
+        self._land(t)
+        if t:
+            self.host_of[self._departures[t - 1]] = -1
+        self._arrive(t, self._arrivals[t])
+        sums = self._sums(t)
+        self._account(t, sums)
+        self._record(sums)
+        if t % self.settings.round_steps == 0:
+            self._round(t, sums)
+
+    def _land(self, t):
+        for v, src, dst in self.landing.pop(t, ()):
+            self.busy[src] -= 1
+            self.busy[dst] -= 1
+            if self.host_of[v] == src:
+                self.host_of[v] = dst
+        for h in self.power_off_at.pop(t, ()):
+            self.busy[h] -= 1
+            if not self.active[h] or (self.host_of == h).any():
+                continue
+            self._power(h, False)
+
+    def _power(self, h, on):
+        self.active[h] = on
+        self.cpu_hist[h] = []
+        self.mem_hist[h] = []
+        if on:
+            self.result.power_on += 1
+        else:
+            self.result.power_off += 1
+
+    def _arrive(self, t, vms):
+        if not len(vms):
+            return
+        given = self.initial[vms]
+        for v, h in zip(vms[given >= 0], given[given >= 0]):
+            if not self.active[h]:
+                self._power(h, True)
+            self.host_of[v] = h
+        unplaced = vms[given < 0]
+        if not len(unplaced):
+            return
+        sums = self._sums(t, previous=True)
+        states, classes = self._states(t, sums, set())
+        vm_states = self._vm_states(t, unplaced)
+        result = self.raw.placement.place(states, vm_states)
+        if self._exhausted(result.woken, classes):
+            states, _ = self._states(t, sums, set(), spare=None)
+            result = self.raw.placement.place(states, vm_states)
+        for name in result.woken:
+            self._power(self.host_index[name], True)
+        for v in unplaced:
+            dest = result.placements.get(self.trace.vm_ids[v])
+            if dest is None:
+                self.rejected[v] = True
+            else:
+                self.host_of[v] = self.host_index[dest]
+
+    def _sums(self, t, previous=False):
+        """Per host: cores used, WSS, WSS max-average and booked MiB of
+        its VMs at step ``t`` (cpu at t - 1 if ``previous``, for placing
+        arrivals before t's use is known)."""
+        placed = np.flatnonzero(self.host_of >= 0)
+        where = self.host_of[placed]
+        n = len(self.hosts)
+        cpu_t = max(t - 1, 0) if previous else t
+        return dict(
+            count=np.bincount(where, minlength=n),
+            cpu=np.bincount(where, self.trace.cpu[cpu_t, placed], n),
+            wss=np.bincount(where, self.trace.wss_mb[t, placed], n),
+            maxavg=np.bincount(where, self.maxavg[t, placed], n),
+            booked=np.bincount(where, self.trace.booked_mb[placed], n))
+
+    def _account(self, t, sums):
+        active = self.active
+        result = self.result
+        result.active_hosts[t] = active.sum()
+        result.mem_overloaded[t] = (
+            active & (sums['wss'] > self.hosts.memory_mb)).sum()
+        result.cpu_overloaded[t] = (
+            active & (sums['cpu'] > self.hosts.cpus)).sum()
+
+    def _record(self, sums):
+        cpu = (sums['cpu'] / self.hosts.cpus).tolist()
+        used = sums['booked' if self.basis == 'booked' else 'maxavg']
+        mem = (used / self.hosts.memory_mb).tolist()
+        keep = self.settings.history_length
+        for h in np.flatnonzero(self.active).tolist():
+            for history, value in ((self.cpu_hist[h], cpu[h]),
+                                   (self.mem_hist[h], mem[h])):
+                history.append(value)
+                if len(history) > keep:
+                    del history[0]
+
+    def _detect(self, candidates):
+        """Hosts of ``candidates`` the round will unload, by the round's
+        own detection (underload first, then overload), with the overload
+        detectors' answers remembered for the planner."""
+        alg = self.raw
+        cpu_memo, mem_memo = self.cpu_mem
+        cpu_memo.known.clear()
+        mem_memo.known.clear()
+        both = alg.underload_require == 'both'
+        involved = set()
+        for h in candidates:
+            cpu, mem = self.cpu_hist[h], self.mem_hist[h]
+            low_cpu = alg.underload_cpu.is_underloaded(cpu)
+            low_mem = alg.underload_mem.is_underloaded(mem)
+            if (low_cpu and low_mem) if both else (low_cpu or low_mem):
+                involved.add(h)
+                continue
+            high_cpu = alg.overload_cpu.is_overloaded(cpu)
+            high_mem = alg.overload_mem.is_overloaded(mem)
+            cpu_memo.remember(cpu, high_cpu)
+            mem_memo.remember(mem, high_mem)
+            if high_cpu or high_mem:
+                involved.add(h)
+        return involved
+
+    def _vm_states(self, t, vms):
+        """VmStates of VMs ``vms`` (indices) at step ``t``: cpu histories
+        of up to ``history_length`` samples since each started, read from
+        the trace when a plug-in looks at them."""
+        trace = self.trace
+        if self._cpu_by_vm is None:
+            # Each VM's samples side by side: its history is one slice.
+            # Made where the loop runs, not copied to it.
+            self._cpu_by_vm = np.ascontiguousarray(trace.cpu.T)
+        rows = self._cpu_by_vm
+        lo = max(0, t - self.settings.history_length + 1)
+        indices = vms.tolist()
+        starts = np.maximum(trace.first[vms], lo).tolist()
+        return [base.VmState(trace.vm_ids[v], _History(rows[v], start, t + 1),
+                             wss, booked)
+                for v, start, wss, booked in zip(
+                    indices, starts, self.maxavg[t, vms].tolist(),
+                    trace.booked_mb[vms].tolist())]
+
+    def _states(self, t, sums, involved, spare=SPARE_INACTIVE):
+        """HostStates of the hosts not busy: a VmState per VM on
+        ``involved`` hosts, one standing for all on the others; of the
+        inactive hosts, the first ``spare`` by name of each capacity (all
+        if None).
+
+        Placement wakes the first fitting inactive host in (capacity,
+        name) order, so leaving out later hosts of a capacity changes
+        nothing unless the round wakes every one given of it; the second
+        value says how many of each capacity were given and left out, for
+        the caller to check that.
+        """
+        names, cpus, memory = (self.hosts.names, self.hosts.cpus.tolist(),
+                               self.hosts.memory_mb.tolist())
+        count = sums['count'].tolist()
+        cpu, maxavg, booked = (sums['cpu'].tolist(), sums['maxavg'].tolist(),
+                               sums['booked'].tolist())
+        real = {}
+        if involved:
+            on = np.flatnonzero(np.isin(self.host_of, list(involved)))
+            on = on[np.argsort(self.host_of[on], kind='stable')]
+            where = self.host_of[on].tolist()
+            for h, vm in zip(where, self._vm_states(t, on)):
+                real.setdefault(h, []).append(vm)
+        states = []
+        free = self.busy == 0
+        given = collections.Counter()
+        omitted = collections.Counter()
+        for h in np.flatnonzero(free & self.active).tolist():
+            if not count[h]:
+                vms = []
+            elif h in involved:
+                vms = real[h]
+            else:
+                vms = [base.VmState(_STANDIN + names[h], [cpu[h]], maxavg[h],
+                                    booked[h])]
+            states.append(base.HostState(
+                names[h], cpus[h], memory[h], self.cpu_hist[h],
+                self.mem_hist[h], vms, True))
+        off = free & ~self.active
+        for capacity, members in self._capacities.items():
+            members = members[off[members]].tolist()
+            chosen = members if spare is None else members[:spare]
+            given[capacity] = len(chosen)
+            omitted[capacity] = len(members) - len(chosen)
+            states.extend(base.HostState(names[h], cpus[h], memory[h], [],
+                                         [], [], False) for h in chosen)
+        return states, {c: (given[c], omitted[c]) for c in given}
+
+    def _exhausted(self, woken, classes):
+        """Whether ``woken`` (host names) took every inactive host of a
+        capacity that _states gave while leaving others out."""
+        count = collections.Counter(self._capacity_of[self.host_index[name]]
+                                    for name in woken)
+        return any(count[c] >= given and omitted
+                   for c, (given, omitted) in classes.items())
+
+    def _round(self, t, sums):
+        free = np.flatnonzero(self.active & (self.busy == 0)).tolist()
+        involved = self._detect(free)
+        self.result.rounds += 1
+        if not involved:
+            return
+        states, classes = self._states(t, sums, involved)
+        plan = consolidation.plan_round(states, self.algorithms)
+        woken = [a.source_host for a in plan.actions
+                 if a.action_type == consolidation.POWER_ON]
+        if self._exhausted(woken, classes):
+            states, _ = self._states(t, sums, involved, spare=None)
+            plan = consolidation.plan_round(states, self.algorithms)
+        self._apply(t, plan)
+
+    def _apply(self, t, plan):
+        result = self.result
+        if not plan.complete:
+            result.partial_rounds += 1
+            result.unplaced += len(plan.unplaced)
+            result.kept += len(plan.kept)
+        land = t + self.settings.migration_steps
+        for action in plan.actions:
+            h = self.host_index[action.source_host]
+            if action.action_type == consolidation.POWER_ON:
+                self._power(h, True)
+            elif action.action_type == consolidation.POWER_OFF:
+                self.busy[h] += 1
+                self.power_off_at[land].append(h)
+            else:
+                v = self.vm_index.get(action.instance_uuid)
+                if v is None:
+                    raise RuntimeError(
+                        'plan_round moved the VMs of host %s, which the '
+                        'simulator\'s detection found neither under- nor '
+                        'overloaded' % action.source_host)
+                dst = self.host_index[action.dest_host]
+                self.busy[h] += 1
+                self.busy[dst] += 1
+                self.landing[land].append((v, h, dst))
+                result.migrations[t] += 1
+                result.by_trigger[action.reason] += 1

@@ -1,0 +1,98 @@
+"""memagg-sim's JSON summary: per memory basis, hosts on, migrations by
+trigger, power actions, memory and cpu overload time; and how many hosts
+packing by working set saves over packing by booked memory.
+
+Overload time is counted in host-seconds (a host in overload during one
+step counts the step's seconds) and as a fraction of the host-seconds
+hosts were on.
+"""
+import json
+
+SCHEMA_VERSION = 1
+
+
+def _overload(host_steps, active_host_steps, step_s):
+    return {'host_seconds': float(host_steps * step_s),
+            'fraction': (host_steps / active_host_steps
+                         if active_host_steps else 0.0)}
+
+
+def basis_summary(result):
+    """The summary of one Result (memagg.sim.engine)."""
+    step_s = result.step_s
+    active = result.active_hosts
+    active_steps = int(active.sum())
+    return {
+        'active_hosts': {
+            'mean': float(active.mean()),
+            'min': int(active.min()),
+            'max': int(active.max()),
+            'first': int(active[0]),
+            'last': int(active[-1]),
+            'host_seconds': float(active_steps * step_s),
+        },
+        'migrations': {
+            'total': int(result.migrations.sum()),
+            'by_trigger': {reason: int(count) for reason, count
+                           in sorted(result.by_trigger.items())},
+        },
+        'power_on': result.power_on,
+        'power_off': result.power_off,
+        'memory_overload': _overload(int(result.mem_overloaded.sum()),
+                                     active_steps, step_s),
+        'cpu_overload': _overload(int(result.cpu_overloaded.sum()),
+                                  active_steps, step_s),
+        'rounds': {
+            'total': result.rounds,
+            'partial': result.partial_rounds,
+            'unplaced_vms': result.unplaced,
+            'kept_hosts': result.kept,
+        },
+        'rejected_vms': list(result.rejected),
+        'wall_time_s': round(result.wall_s, 3),
+    }
+
+
+def summary(results, trace_info, settings_info):
+    """The whole summary: ``results`` maps basis -> Result; the trace's
+    and the run's settings are copied in as given."""
+    bases = {basis: basis_summary(result)
+             for basis, result in sorted(results.items())}
+    out = {'version': SCHEMA_VERSION, 'trace': trace_info,
+           'settings': settings_info, 'bases': bases}
+    if 'booked' in bases and 'wss' in bases:
+        booked = bases['booked']['active_hosts']['mean']
+        wss = bases['wss']['active_hosts']['mean']
+        out['comparison'] = {
+            'active_hosts_mean_booked': booked,
+            'active_hosts_mean_wss': wss,
+            # Share of booked packing's hosts that wss packing leaves off.
+            'hosts_saved_ratio': (1 - wss / booked) if booked else 0.0,
+        }
+    return out
+
+
+def write(summary_dict, path):
+    """Write the summary as indented JSON."""
+    with open(path, 'w') as stream:
+        json.dump(summary_dict, stream, indent=2, sort_keys=True)
+        stream.write('\n')
+
+
+def text(summary_dict):
+    """A few lines for a terminal."""
+    lines = []
+    for basis, s in summary_dict['bases'].items():
+        hosts = s['active_hosts']
+        lines.append(
+            '%-6s active hosts mean %.1f (min %d, max %d); migrations %d; '
+            'memory overload %.2f%%, cpu overload %.2f%% of host time'
+            % (basis, hosts['mean'], hosts['min'], hosts['max'],
+               s['migrations']['total'],
+               100 * s['memory_overload']['fraction'],
+               100 * s['cpu_overload']['fraction']))
+    comparison = summary_dict.get('comparison')
+    if comparison:
+        lines.append('wss packing keeps %.1f%% fewer hosts on than booked '
+                     'packing' % (100 * comparison['hosts_saved_ratio']))
+    return '\n'.join(lines)
