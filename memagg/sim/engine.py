@@ -160,6 +160,7 @@ class Simulation:
         self.host_index = {name: h for h, name in enumerate(hosts.names)}
         self.vm_index = {vm: v for v, vm in enumerate(trace.vm_ids)}
         self._cpu_by_vm = None
+        self.spare_inactive = SPARE_INACTIVE
         # Hosts of each capacity (cores, memory), in name order.
         self._capacity_of = list(zip(hosts.cpus.tolist(),
                                      hosts.memory_mb.tolist()))
@@ -250,7 +251,7 @@ class Simulation:
         if not len(unplaced):
             return
         sums = self._sums(t, previous=True)
-        states, classes = self._states(t, sums, set())
+        states, classes = self._states(t, sums, set(), self.spare_inactive)
         vm_states = self._vm_states(t, unplaced)
         result = self.raw.placement.place(states, vm_states)
         if self._exhausted(result.woken, classes):
@@ -345,7 +346,7 @@ class Simulation:
                     indices, starts, self.maxavg[t, vms].tolist(),
                     trace.booked_mb[vms].tolist())]
 
-    def _states(self, t, sums, involved, spare=SPARE_INACTIVE):
+    def _states(self, t, sums, involved, spare):
         """HostStates of the hosts not busy: a VmState per VM on
         ``involved`` hosts, one standing for all on the others; of the
         inactive hosts, the first ``spare`` by name of each capacity (all
@@ -408,7 +409,8 @@ class Simulation:
         self.result.rounds += 1
         if not involved:
             return
-        states, classes = self._states(t, sums, involved)
+        states, classes = self._states(t, sums, involved,
+                                       self.spare_inactive)
         plan = consolidation.plan_round(states, self.algorithms)
         woken = [a.source_host for a in plan.actions
                  if a.action_type == consolidation.POWER_ON]

@@ -387,9 +387,12 @@ def write_trace(trace, path):
                                    & (trace.last >= step))
             for v in alive:
                 host = trace.initial_host[v]
+                # repr: the shortest text that reads back as the same
+                # float, so a written trace replays exactly.
                 out.writerow([
-                    '%g' % time, trace.vm_ids[v], '%g' % trace.booked_mb[v],
-                    int(trace.vcpus[v]), '%.6g' % trace.cpu[step, v],
-                    '%.6g' % trace.wss_mb[step, v],
+                    repr(time), trace.vm_ids[v],
+                    repr(float(trace.booked_mb[v])), int(trace.vcpus[v]),
+                    repr(float(trace.cpu[step, v])),
+                    repr(float(trace.wss_mb[step, v])),
                     names[host] if host >= 0 and step == trace.first[v]
                     else ''])

@@ -1,0 +1,147 @@
+"""The virtual-time loop on traces small enough to follow by hand, with the
+default [consolidation] algorithms (the real plan_round and plug-ins)."""
+import numpy as np
+from oslo_config import cfg
+import pytest
+
+from memagg.conf import consolidation as conf_consolidation
+from memagg.scheduler import consolidation
+from memagg.sim import engine
+from memagg.sim import maxavg
+from memagg.sim import synthetic
+from memagg.sim import trace as sim_trace
+
+
+def _algorithms(basis, **overrides):
+    conf = cfg.ConfigOpts()
+    conf_consolidation.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    return consolidation.load_algorithms(
+        conf.consolidation, dict(overrides, memory_basis=basis))
+
+
+def _simulate(trace, hosts, basis, samples=1, **settings):
+    initial = sim_trace.initial_hosts(trace, hosts)
+    wss = maxavg.maxavg(trace.wss_mb, trace.first, samples, 3600,
+                        trace.step_s)
+    sim = engine.Simulation(trace, hosts, initial, wss, _algorithms(basis),
+                            basis, engine.Settings(**settings))
+    return sim.run()
+
+
+def _csv(tmp_path, rows):
+    path = tmp_path / 'trace.csv'
+    path.write_text('time,vm,booked_mb,vcpus,cpu,wss_mb,host\n'
+                    + ''.join('%s\n' % ','.join(map(str, row))
+                              for row in rows))
+    return sim_trace.read_trace(path)
+
+
+@pytest.fixture
+def three_hosts(tmp_path):
+    """Three hosts of 4 cores and 1000 MiB, one VM each booking 600 MiB
+    and using 300 MiB (400 MiB from step 4) and 0.2 cores, 8 steps."""
+    rows = []
+    for t in range(8):
+        for vm, host in (('v1', 'h-a'), ('v2', 'h-b'), ('v3', 'h-c')):
+            rows.append((t * 300, vm, 600, 1, 0.2, 300 if t < 4 else 400,
+                         host if t == 0 else ''))
+    trace = _csv(tmp_path, rows)
+    return trace, sim_trace.make_hosts(None, 4, 1000, trace.host_names)
+
+
+def test_booked_packing_keeps_every_host(three_hosts):
+    result = _simulate(*three_hosts, 'booked')
+
+    # Booked memory is 0.6 of each host: not underloaded, never overloaded.
+    assert result.active_hosts.tolist() == [3] * 8
+    assert result.migrations.sum() == 0
+    assert result.mem_overloaded.sum() == result.cpu_overloaded.sum() == 0
+    assert (result.power_on, result.power_off) == (0, 0)
+
+
+def test_wss_packing_empties_two_hosts_then_counts_memory_overload(
+        three_hosts):
+    result = _simulate(*three_hosts, 'wss')
+
+    # Step 0: working sets are 0.3 of each host, all underloaded; h-a's VM
+    # goes to h-b (first by name), h-b having received one stays, h-c's
+    # goes to h-b too (300 more MiB fit under 0.95 x 1000). Both land and
+    # h-a, h-c power off at step 1.
+    # Step 4: the working sets grow to 400 MiB: h-b's add up to 1200 MiB
+    # > 1000 (memory overload, one host-step); its memory utilisation 1.2
+    # is above the 0.95 threshold, one VM (v1, the smallest uuid among
+    # equals) leaves for h-a, woken for it, and lands at step 5.
+    # Steps 5-7: h-a (400 MiB) is underloaded, but h-b has no room for
+    # its VM: kept, a partial plan each round.
+    assert result.active_hosts.tolist() == [3, 1, 1, 1, 1, 2, 2, 2]
+    assert result.mem_overloaded.tolist() == [0, 0, 0, 0, 1, 0, 0, 0]
+    assert result.cpu_overloaded.sum() == 0
+    assert result.migrations.tolist() == [2, 0, 0, 0, 1, 0, 0, 0]
+    assert result.by_trigger == {'overload:memory': 1,
+                                 'underload:cpu+memory': 2}
+    assert (result.power_on, result.power_off) == (1, 2)
+    assert (result.partial_rounds, result.kept, result.unplaced) == (3, 3, 0)
+    assert result.rounds == 8
+
+
+def test_longer_migration_time_keeps_hosts_busy(three_hosts):
+    result = _simulate(*three_hosts, 'wss', migration_steps=3)
+
+    # The step-0 moves land at step 3; meanwhile the hosts are on and sit
+    # out the rounds.
+    assert result.active_hosts.tolist()[:4] == [3, 3, 3, 1]
+    assert result.migrations.tolist()[:3] == [2, 0, 0]
+
+
+def test_cpu_overload_is_counted_from_use(tmp_path):
+    # A 4-vCPU VM using 3 cores on a 2-core host; too few samples for MHOD
+    # to act.
+    trace = _csv(tmp_path, [(t * 60, 'big', 512, 4, 3, 100,
+                             'h' if t == 0 else '') for t in range(3)])
+    hosts = sim_trace.make_hosts(None, 2, 1000, trace.host_names)
+
+    result = _simulate(trace, hosts, 'wss')
+
+    assert result.cpu_overloaded.tolist() == [1, 1, 1]
+    assert result.mem_overloaded.sum() == 0
+    assert result.migrations.sum() == 0
+
+
+def test_vms_without_host_are_placed_and_too_big_ones_rejected(tmp_path):
+    rows = []
+    for t in range(3):
+        rows.append((t * 60, 'small', 500, 1, 0.5, 100, ''))
+        rows.append((t * 60, 'huge', 4000, 1, 0.5, 200, ''))
+    # A VM arriving at step 1 and leaving after step 1.
+    rows.append((60, 'late', 500, 1, 0.5, 100, ''))
+    trace = _csv(tmp_path, rows)
+    hosts = sim_trace.make_hosts(3, 4, 1000)
+
+    booked = _simulate(trace, hosts, 'booked')
+    wss = _simulate(trace, hosts, 'wss')
+
+    # Booked, 4000 MiB fits on no 1000 MiB host; by working set it does.
+    assert booked.rejected == ['huge']
+    assert wss.rejected == []
+    assert booked.active_hosts[0] == 3
+
+
+def test_leaving_out_spare_inactive_hosts_changes_nothing():
+    trace, hosts = synthetic.generate(synthetic.Params(
+        hosts=30, days=1, seed=5))
+    wss = maxavg.maxavg(trace.wss_mb, trace.first, 5, 3600, trace.step_s)
+    results = []
+    for spare in (1, None):
+        sim = engine.Simulation(trace, hosts, trace.initial_host, wss,
+                                _algorithms('wss'), 'wss', engine.Settings())
+        sim.spare_inactive = spare
+        results.append(sim.run())
+    pruned, full = results
+
+    assert pruned.power_on > 0
+    for name in ('active_hosts', 'migrations', 'mem_overloaded',
+                 'cpu_overloaded'):
+        np.testing.assert_array_equal(getattr(pruned, name),
+                                      getattr(full, name))
+    assert pruned.by_trigger == full.by_trigger

@@ -1,0 +1,105 @@
+"""The JSON summary's figures and the PNG plots, from results built by
+hand."""
+import json
+
+import numpy as np
+import pytest
+
+from memagg.sim import engine
+from memagg.sim import plots
+from memagg.sim import progress
+from memagg.sim import report
+
+
+def _result(basis, active, mem, cpu, migrations, by_trigger, **totals):
+    return engine.Result(
+        basis=basis, step_s=300.0, active_hosts=np.array(active),
+        mem_overloaded=np.array(mem), cpu_overloaded=np.array(cpu),
+        migrations=np.array(migrations), by_trigger=by_trigger, **totals)
+
+
+@pytest.fixture
+def results():
+    return {
+        'booked': _result('booked', [4, 4, 4, 4], [0, 0, 0, 0],
+                          [0, 1, 0, 0], [0, 0, 0, 0], {}, rounds=4),
+        'wss': _result('wss', [4, 2, 2, 2], [0, 1, 2, 0], [0, 0, 0, 1],
+                       [3, 0, 1, 0],
+                       {'underload:cpu+memory': 3, 'overload:memory': 1},
+                       power_on=1, power_off=2, rounds=4, partial_rounds=1,
+                       unplaced=2, kept=1, rejected=['x'], wall_s=1.23456),
+    }
+
+
+def test_summary_fields(results, tmp_path):
+    summary = report.summary(results, {'source': 'synthetic'},
+                             {'history_length': 100})
+    path = tmp_path / 'summary.json'
+    report.write(summary, path)
+    wss = json.loads(path.read_text())['bases']['wss']
+
+    assert wss['active_hosts'] == {'mean': 2.5, 'min': 2, 'max': 4,
+                                   'first': 4, 'last': 2,
+                                   'host_seconds': 3000.0}
+    assert wss['migrations'] == {'total': 4, 'by_trigger': {
+        'overload:memory': 1, 'underload:cpu+memory': 3}}
+    # 3 host-steps of 300 s overloaded out of 10 host-steps on.
+    assert wss['memory_overload'] == {'host_seconds': 900.0,
+                                      'fraction': 0.3}
+    assert wss['cpu_overload'] == {'host_seconds': 300.0, 'fraction': 0.1}
+    assert (wss['power_on'], wss['power_off']) == (1, 2)
+    assert wss['rounds'] == {'total': 4, 'partial': 1, 'unplaced_vms': 2,
+                             'kept_hosts': 1}
+    assert wss['rejected_vms'] == ['x']
+    assert wss['wall_time_s'] == 1.235
+    assert summary['comparison'] == {
+        'active_hosts_mean_booked': 4.0, 'active_hosts_mean_wss': 2.5,
+        'hosts_saved_ratio': 0.375}
+    assert summary['trace'] == {'source': 'synthetic'}
+    assert summary['settings'] == {'history_length': 100}
+    assert summary['bases']['booked']['cpu_overload']['fraction'] == 1 / 16
+
+
+def test_text_summary(results):
+    text = report.text(report.summary(results, {}, {}))
+
+    assert 'wss    active hosts mean 2.5 (min 2, max 4); migrations 4; ' \
+           'memory overload 30.00%, cpu overload 10.00%' in text
+    assert 'wss packing keeps 37.5% fewer hosts on' in text
+
+
+def test_plots_are_png_files(results, tmp_path):
+    paths = plots.write_all(results, str(tmp_path))
+
+    assert [p.rsplit('/', 1)[-1] for p in paths] == list(plots.FILES)
+    for path in paths:
+        with open(path, 'rb') as stream:
+            data = stream.read()
+        assert data.startswith(b'\x89PNG\r\n\x1a\n')
+        assert len(data) > 5000
+
+
+def test_progress_bar_draws_and_ends_the_line(tmp_path):
+    out = tmp_path / 'err'
+    with open(out, 'w') as stream:
+        bar = progress.Progress(4, stream, enabled=True, interval=0)
+        for done in range(1, 5):
+            bar.update(done)
+        bar.close()
+    with open(out, newline='') as stream:
+        text = stream.read()
+
+    assert '\r[' + '#' * 15 + '.' * 15 + ']  50% 2/4 steps' in text
+    # Redrawn in place, the last state ending the line.
+    assert '\n' not in text[:-1]
+    assert text.endswith('] 100% 4/4 steps, 0 s, 0 s left \n')
+
+
+def test_progress_bar_silent_when_disabled(tmp_path):
+    out = tmp_path / 'err'
+    with open(out, 'w') as stream:
+        bar = progress.Progress(4, stream, enabled=False)
+        bar.update(4)
+        bar.close()
+
+    assert out.read_text() == ''
