@@ -136,6 +136,9 @@ _SYNTHETIC = (
      'the working set changes level at each phase (default %(d)s).'),
     ('mem_phase_change', _FRACTION, 'A phase multiplies the working set by '
      'a factor drawn in 1 +- this (default %(d)s).'),
+    ('mem_phase_sync', _FRACTION, 'Share of VMs that follow cloud-wide '
+     'memory phases (same switch times and factors), so that working sets '
+     'rise together (default %(d)s).'),
     ('noise', _NON_NEGATIVE, 'Relative noise on every CPU and working-set '
      'sample (default %(d)s).'),
     ('seed', _INT, 'Random seed; the same seed and parameters give the '

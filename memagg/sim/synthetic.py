@@ -7,6 +7,9 @@ working set is ``used_ratio`` of its booked memory on average (normal
 spread ``used_spread`` across VMs, clipped to 0.05..1), multiplied in each
 memory phase by a factor drawn uniformly in 1 +- ``mem_phase_change``;
 phases last ``mem_phase_hours`` on average (exponentially distributed).
+A share ``mem_phase_sync`` of the VMs follow cloud-wide phases instead
+(the same switch times and factors for all of them), so working sets
+also rise together.
 Its CPU use is ``cpu_mean`` of its vCPUs on average (spread
 ``cpu_spread``), times 1 + ``diurnal_amplitude`` * cos(2 pi (h - peak) /
 24) where h is the hour of the day and peak is ``diurnal_peak_hour`` plus a
@@ -41,13 +44,14 @@ class Params:
     host_memory_mb: float = 131072.0
     used_ratio: float = 0.4
     used_spread: float = 0.15
-    cpu_mean: float = 0.3
+    cpu_mean: float = 0.15
     cpu_spread: float = 0.15
     diurnal_amplitude: float = 0.5
     diurnal_peak_hour: float = 14.0
     diurnal_phase_spread_hours: float = 2.0
     mem_phase_hours: float = 8.0
     mem_phase_change: float = 0.3
+    mem_phase_sync: float = 0.2
     noise: float = 0.05
     seed: int = 0
 
@@ -81,7 +85,8 @@ class Params:
         for name in ('used_spread', 'cpu_spread', 'noise',
                      'diurnal_phase_spread_hours'):
             need(name, getattr(self, name) >= 0, '>= 0')
-        for name in ('diurnal_amplitude', 'mem_phase_change'):
+        for name in ('diurnal_amplitude', 'mem_phase_change',
+                     'mem_phase_sync'):
             need(name, 0 <= getattr(self, name) <= 1, 'between 0 and 1')
         need('days', self.days * 86400 >= 2 * self.step,
              'at least two steps long')
@@ -123,15 +128,21 @@ def generate(params):
     np.clip(cpu, 0.0, 1.0, out=cpu)
     cpu *= vcpus
 
-    switch = rng.random((steps, count)) < (
-        params.step / (params.mem_phase_hours * 3600))
+    chance = params.step / (params.mem_phase_hours * 3600)
+    change = params.mem_phase_change
+    switch = rng.random((steps, count)) < chance
     phase = np.cumsum(switch, axis=0)
     del switch
-    change = params.mem_phase_change
     factors = rng.uniform(1 - change, 1 + change,
                           (int(phase.max()) + 1, count))
     wss = factors[phase, np.arange(count)]
     del phase, factors
+    # VMs in step with the cloud-wide phases (batch windows, caches
+    # warming together) share their switch times and factors.
+    shared = np.cumsum(rng.random(steps) < chance)
+    shared_factors = rng.uniform(1 - change, 1 + change, shared[-1] + 1)
+    synced = rng.random(count) < params.mem_phase_sync
+    wss[:, synced] = shared_factors[shared][:, None]
     wss *= ratio
     wss *= 1.0 + params.noise * rng.standard_normal((steps, count))
     np.clip(wss, 0.01, 1.0, out=wss)
