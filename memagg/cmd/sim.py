@@ -71,12 +71,14 @@ between. Example:
 hosts CSV (--hosts-file): host,cpus,memory_mb (memory VMs may use, MiB).
 
 Simulation: each step, migrations of the last round land, VMs arrive and
-leave, each host's cpu (cores used / cores) and memory (sum of its VMs' WSS
-max-average / memory, as in [wss] maxavg_*) are appended to its histories
-(last history_length samples, reset when the host powers on), overload is
-counted, and every --round-interval a round plans over the hosts not busy
-with a migration. A migration lands --migration-time later (at least one
-step), a host emptied by a round powers off when its VMs have left.
+leave, each host's cpu (cores used / cores) and memory (its VMs' WSS
+max-average as in [wss] maxavg_*, or their booked memory for the booked
+basis, over its memory) are appended to its histories (last history_length
+samples, reset when the host powers on), overload is counted (from the
+trace's cpu and wss_mb), and every --round-interval a round plans over the
+hosts not busy with a migration. A migration lands --migration-time later
+(at least one step), a host emptied by a round powers off when its VMs
+have left.
 
 Exit status: 0 done, 1 the simulation failed, 2 bad input."""
 
@@ -201,7 +203,8 @@ def build_parser():
 
     rounds = parser.add_argument_group(
         'consolidation', 'Each option overrides the [consolidation] or '
-        '[wss] option of the same name of --config-file (or its default).')
+        '[wss] option of the same name\nof --config-file (or its '
+        'default); both bases use the same.')
     rounds.add_argument(
         '--config-file', metavar='FILE',
         help='memagg configuration file whose [consolidation] and [wss] '

@@ -35,10 +35,13 @@ Speed: the trace is numpy arrays (steps x VMs) and per-host sums are
 bincounts. Hosts keep their histories as lists, which the detectors read
 as they are. Before a round the engine runs the round's own detection on
 each host (recording the overload detectors' answers, which the planner
-then reads back instead of computing them again); only the hosts found
-under- or overloaded get a VmState per VM. Every other host gets one
-VmState standing for all its VMs (their sums), which is all placement reads
-of a host whose VMs stay; if the planner ever moved one, the run stops.
+then reads back instead of computing them again) and skips the round when
+no host is under- or overloaded. Only the hosts found so get a VmState
+per VM, whose cpu history is a sequence read from the trace when a
+plug-in looks at it. Every other host gets one VmState standing for all
+its VMs (their sums), which is all placement reads of a host whose VMs
+stay; if the planner ever moved one, the run stops. Of the inactive hosts
+a round sees only the first few of each capacity (see _states).
 """
 import collections
 from collections import abc
@@ -49,9 +52,6 @@ import numpy as np
 
 from memagg.drivers.consolidation import base
 from memagg.scheduler import consolidation
-
-# No trace VM can have this name: Python's csv refuses NUL characters.
-_STANDIN = '\x00'
 
 #: Inactive hosts of each capacity a round is shown (see _states).
 SPARE_INACTIVE = 4
@@ -159,6 +159,10 @@ class Simulation:
         n_hosts, n_vms = len(hosts), trace.vms
         self.host_index = {name: h for h, name in enumerate(hosts.names)}
         self.vm_index = {vm: v for v, vm in enumerate(trace.vm_ids)}
+        # Stand-ins' uuids start with a prefix no VM name starts with.
+        self._standin = '\x00'
+        while any(vm.startswith(self._standin) for vm in trace.vm_ids):
+            self._standin += '\x00'
         self._cpu_by_vm = None
         self.spare_inactive = SPARE_INACTIVE
         # Hosts of each capacity (cores, memory), in name order.
@@ -380,8 +384,8 @@ class Simulation:
             elif h in involved:
                 vms = real[h]
             else:
-                vms = [base.VmState(_STANDIN + names[h], [cpu[h]], maxavg[h],
-                                    booked[h])]
+                vms = [base.VmState(self._standin + names[h], [cpu[h]],
+                                    maxavg[h], booked[h])]
             states.append(base.HostState(
                 names[h], cpus[h], memory[h], self.cpu_hist[h],
                 self.mem_hist[h], vms, True))
