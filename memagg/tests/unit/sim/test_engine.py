@@ -145,3 +145,16 @@ def test_leaving_out_spare_inactive_hosts_changes_nothing():
         np.testing.assert_array_equal(getattr(pruned, name),
                                       getattr(full, name))
     assert pruned.by_trigger == full.by_trigger
+
+
+def test_run_stops_if_the_planner_moves_a_stand_in(three_hosts,
+                                                   monkeypatch):
+    # Pretend the engine's detection found only h-a underloaded: h-c, also
+    # underloaded for the planner, is shown with one VmState standing for
+    # its VMs, which must never be migrated.
+    monkeypatch.setattr(engine.Simulation, '_detect',
+                        lambda self, candidates: {0})
+
+    with pytest.raises(RuntimeError, match='plan_round moved the VMs of '
+                                           'host h-c'):
+        _simulate(*three_hosts, 'wss')
