@@ -101,7 +101,12 @@ class _History(abc.Sequence):
     __slots__ = ('_row', '_start', '_len')
 
     def __init__(self, row, start, stop):
-        self._row, self._start, self._len = row, start, max(stop - start, 0)
+        self._row = row
+        self.reslice(start, stop)
+
+    def reslice(self, start, stop):
+        """Cover ``row[start:stop]`` instead."""
+        self._start, self._len = start, max(stop - start, 0)
 
     def __len__(self):
         return self._len
@@ -164,6 +169,7 @@ class Simulation:
         while any(vm.startswith(self._standin) for vm in trace.vm_ids):
             self._standin += '\x00'
         self._cpu_by_vm = None
+        self._vm_made = {}
         self.spare_inactive = SPARE_INACTIVE
         # Hosts of each capacity (cores, memory), in name order.
         self._capacity_of = list(zip(hosts.cpus.tolist(),
@@ -334,21 +340,34 @@ class Simulation:
     def _vm_states(self, t, vms):
         """VmStates of VMs ``vms`` (indices) at step ``t``: cpu histories
         of up to ``history_length`` samples since each started, read from
-        the trace when a plug-in looks at them."""
+        the trace when a plug-in looks at them.
+
+        A VM's VmState is made once and brought up to date in later rounds
+        (the planner keeps none past its round): far cheaper than new
+        objects for the thousands of VMs on the hosts a round unloads.
+        """
         trace = self.trace
         if self._cpu_by_vm is None:
             # Each VM's samples side by side: its history is one slice.
             # Made where the loop runs, not copied to it.
             self._cpu_by_vm = np.ascontiguousarray(trace.cpu.T)
-        rows = self._cpu_by_vm
+        rows, made, ids = self._cpu_by_vm, self._vm_made, trace.vm_ids
         lo = max(0, t - self.settings.history_length + 1)
-        indices = vms.tolist()
-        starts = np.maximum(trace.first[vms], lo).tolist()
-        return [base.VmState(trace.vm_ids[v], _History(rows[v], start, t + 1),
-                             wss, booked)
-                for v, start, wss, booked in zip(
-                    indices, starts, self.maxavg[t, vms].tolist(),
-                    trace.booked_mb[vms].tolist())]
+        stop = t + 1
+        states = []
+        for v, start, wss in zip(vms.tolist(),
+                                 np.maximum(trace.first[vms], lo).tolist(),
+                                 self.maxavg[t, vms].tolist()):
+            vm = made.get(v)
+            if vm is None:
+                vm = made[v] = base.VmState(
+                    ids[v], _History(rows[v], start, stop), wss,
+                    float(trace.booked_mb[v]))
+            else:
+                vm.cpu_history.reslice(start, stop)
+                vm.wss_maxavg_mb = wss
+            states.append(vm)
+        return states
 
     def _states(self, t, sums, involved, spare):
         """HostStates of the hosts not busy: a VmState per VM on
