@@ -100,6 +100,12 @@ class Algorithms:
     placement: base.Placement
     underload_require: str = 'both'
 
+    @property
+    def memory_basis(self):
+        """What a VM's memory counts as: 'wss' (its WSS max-average) or
+        'booked'; hosts' memory histories are expected in the same terms."""
+        return self.placement.params.get('memory_basis', 'wss')
+
 
 def _params(name, value):
     """A plug-in's parameters: a JSON object, given as text (config) or
@@ -198,9 +204,11 @@ def _select(host, algorithms):
     its histories, without them, are no longer overloaded.
 
     A leaving VM's cpu samples are subtracted from the host's, aligned on
-    the newest; its WSS max-average is subtracted from every memory sample,
-    as that is all that is known of its past memory.
+    the newest; its memory in the round's basis (WSS max-average, or
+    booked) is subtracted from every memory sample, as that is all that is
+    known of its past memory.
     """
+    booked = algorithms.memory_basis == 'booked'
     cpu = list(host.cpu_history)
     mem = list(host.mem_history)
     remaining = list(host.vms)
@@ -216,7 +224,8 @@ def _select(host, algorithms):
                                                  if cpu else []), 1):
                 cpu[-back] = max(0.0, cpu[-back] - used / host.cpu_total)
         if host.mem_usable_mb > 0:
-            share = vm.wss_maxavg_mb / host.mem_usable_mb
+            share = ((vm.booked_mb if booked else vm.wss_maxavg_mb)
+                     / host.mem_usable_mb)
             mem = [max(0.0, m - share) for m in mem]
         if not _overload(cpu, mem, algorithms):
             break

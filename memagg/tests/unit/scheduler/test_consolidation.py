@@ -172,6 +172,22 @@ def test_booked_basis_packs_by_flavor_memory(conf):
     assert 'a' in cons.plan_round([a, b], booked).kept
 
 
+def test_booked_basis_relieves_memory_by_booked_size(conf):
+    booked = cons.load_algorithms(CONF.consolidation,
+                                  dict(SIMPLE, memory_basis='booked'))
+    # Memory history by booked size: 700 + 300 of 1000. Taking a2 (wss
+    # 30, booked 300) off leaves 0.7 by booked memory; subtracting its wss
+    # would leave 0.97, still overloaded, and move a1 too.
+    a1 = vm('a1', 1, 100, booked=700)
+    a2 = vm('a2', 2, 30, booked=300)
+    a = base.HostState(name='a', cpu_total=10.0, mem_usable_mb=1000.0,
+                       cpu_history=[0.3], mem_history=[1.0], vms=[a1, a2])
+    b = host('b', [], mem=4000)
+    b.cpu_history = b.mem_history = [0.5]
+    plan = cons.plan_round([a, b], booked)
+    assert migrations(plan) == [('a2', 'a', 'b', 'overload:memory')]
+
+
 def test_callers_states_are_left_as_they_were(algorithms):
     hosts = [host('a', [vm('a1', 1, 600), vm('a2', 1, 400)]),
              host('b', [vm('b1', 1, 100)])]
