@@ -293,12 +293,17 @@ def service_is_up(service):
 # Executing a plan (memagg.scheduler.migration): every step's state is
 # written here before the next step, so a restarted scheduler resumes it.
 
-def _action_for_update(session, action_id):
-    row = session.query(models.AuditAction).filter_by(
-        id=action_id).with_for_update().first()
+def _locked(session, model, resource, row_id):
+    """Row ``row_id`` of ``model``, locked until the transaction ends;
+    NotFound naming ``resource`` when it is gone."""
+    row = session.query(model).filter_by(id=row_id).with_for_update().first()
     if row is None:
-        raise exceptions.NotFound(resource='Audit action', id=action_id)
+        raise exceptions.NotFound(resource=resource, id=row_id)
     return row
+
+
+def _action_for_update(session, action_id):
+    return _locked(session, models.AuditAction, 'Audit action', action_id)
 
 
 def _note_on_audit(session, action, note):
@@ -353,11 +358,7 @@ def migration_queue(context, action_id):
 
 
 def _migration_for_update(session, migration_id):
-    row = session.query(models.Migration).filter_by(
-        id=migration_id).with_for_update().first()
-    if row is None:
-        raise exceptions.NotFound(resource='Migration', id=migration_id)
-    return row
+    return _locked(session, models.Migration, 'Migration', migration_id)
 
 
 @_retry_on_race
