@@ -319,6 +319,12 @@ def plan_round(hosts, algorithms):
             continue
         why = 'underload:' + _words(under[name])
         vms = list(views.hosts[name].vms)
+        if not any(view.active and view.name != name
+                   and view.name not in emptied
+                   for view in views.hosts.values()):
+            plan.kept[name] = ('it is the last active host; one stays on '
+                               'to take VMs')
+            continue
         if vms:
             targets = [view for view in views.hosts.values()
                        if view.active and view.name != name

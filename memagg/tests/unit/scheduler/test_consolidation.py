@@ -106,6 +106,19 @@ def test_empty_active_host_is_powered_off(algorithms):
         ('power_off', 'idle')]
 
 
+def test_last_active_host_stays_on(algorithms):
+    # Both idle: 'a' (less used) is emptied onto 'b'; 'b' received a VM.
+    # Alone and empty, 'c' is not powered off either.
+    a = host('a', [vm('a1', 0.5, 50)])
+    b = host('b', [vm('b1', 1, 100)])
+    plan = cons.plan_round([a, b], algorithms)
+    assert [x.action_type for x in plan.actions] == ['migrate', 'power_off']
+    plan = cons.plan_round([host('c', []),
+                            host('spare', [], active=False)], algorithms)
+    assert plan.actions == []
+    assert 'last active host' in plan.kept['c']
+
+
 def test_underloaded_host_that_cannot_be_emptied_is_kept_whole(algorithms):
     # a's 150 MiB VM fits on b, its 190 MiB VM fits nowhere (b has 950-800
     # = 150 MiB room): nothing moves, and the reason says which VM.
@@ -139,8 +152,10 @@ def test_inactive_host_is_woken_for_an_overload_but_not_to_empty_a_host(
         ('power_on', 'spare', None, 'overload:memory'),
         ('migrate', 'a', 'spare', 'overload:memory')]
 
+    # 'full' has 950 - 940 = 10 MiB of room: i1 would need the spare.
     idle = host('idle', [vm('i1', 0.5, 50)])
-    plan = cons.plan_round([idle, spare], algorithms)
+    full = host('full', [vm('f1', 5, 940)])
+    plan = cons.plan_round([idle, full, spare], algorithms)
     assert plan.actions == []
     assert 'i1' in plan.kept['idle']
 
