@@ -25,6 +25,8 @@ import json
 
 from memagg.common import exceptions
 from memagg.drivers.consolidation import base
+from memagg.drivers.consolidation import overload
+from memagg.drivers.consolidation import underload
 
 MIGRATE = 'migrate'
 POWER_ON = 'power_on'
@@ -181,22 +183,14 @@ def _words(dims):
 
 
 def _underload(host, algorithms):
-    """The dimensions that make ``host`` underloaded; empty when it is
-    not."""
-    dims = [d for d, detector in (('cpu', algorithms.underload_cpu),
-                                  ('mem', algorithms.underload_mem))
-            if detector.is_underloaded(host.cpu_history if d == 'cpu'
-                                       else host.mem_history)]
-    if algorithms.underload_require == 'both' and len(dims) < 2:
-        return []
-    return dims
+    return underload.host_underloaded(
+        algorithms.underload_cpu, algorithms.underload_mem, host,
+        algorithms.underload_require)
 
 
-def _overload(cpu_history, mem_history, algorithms):
-    return [d for d, detector, history in (
-        ('cpu', algorithms.overload_cpu, cpu_history),
-        ('mem', algorithms.overload_mem, mem_history))
-        if detector.is_overloaded(history)]
+def _overload(host, algorithms):
+    return overload.host_overloaded(algorithms.overload_cpu,
+                                    algorithms.overload_mem, host)
 
 
 def _select(host, algorithms):
@@ -209,15 +203,15 @@ def _select(host, algorithms):
     known of its past memory.
     """
     booked = algorithms.memory_basis == 'booked'
-    cpu = list(host.cpu_history)
-    mem = list(host.mem_history)
-    remaining = list(host.vms)
+    # The host as it would be without the VMs chosen so far.
+    probe = dataclasses.replace(host, cpu_history=list(host.cpu_history),
+                                mem_history=list(host.mem_history),
+                                vms=list(host.vms))
+    cpu = probe.cpu_history
     chosen = []
-    while remaining:
-        probe = dataclasses.replace(host, cpu_history=cpu, mem_history=mem,
-                                    vms=remaining)
-        vm = algorithms.vm_selection.select(probe, remaining)
-        remaining = [other for other in remaining if other is not vm]
+    while probe.vms:
+        vm = algorithms.vm_selection.select(probe, probe.vms)
+        probe.vms = [other for other in probe.vms if other is not vm]
         chosen.append(vm)
         if host.cpu_total > 0:
             for back, used in enumerate(reversed(vm.cpu_history[-len(cpu):]
@@ -226,8 +220,9 @@ def _select(host, algorithms):
         if host.mem_usable_mb > 0:
             share = ((vm.booked_mb if booked else vm.wss_maxavg_mb)
                      / host.mem_usable_mb)
-            mem = [max(0.0, m - share) for m in mem]
-        if not _overload(cpu, mem, algorithms):
+            probe.mem_history = [max(0.0, m - share)
+                                 for m in probe.mem_history]
+        if not _overload(probe, algorithms):
             break
     return chosen
 
@@ -277,7 +272,7 @@ def plan_round(hosts, algorithms):
             under[host.name] = dims
             plan.underloaded.append(host.name)
             continue
-        dims = _overload(host.cpu_history, host.mem_history, algorithms)
+        dims = _overload(host, algorithms)
         if dims:
             plan.overloaded[host.name] = dims
     if not under and not plan.overloaded:

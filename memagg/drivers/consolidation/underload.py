@@ -1,6 +1,6 @@
 """Underload detection (ALGORITHMS.md §3.1): is a host idle enough to be
 emptied and powered off? Each detector judges one dimension's history;
-``host_underloaded`` combines cpu and mem.
+``host_underloaded`` combines cpu and mem and names the dimensions.
 """
 from memagg.common import exceptions
 from memagg.drivers.consolidation import base
@@ -44,14 +44,16 @@ class Never(base.UnderloadDetector):
 
 
 def host_underloaded(cpu_detector, mem_detector, host, require='both'):
-    """Whether ``host`` (a HostState) is underloaded: in both dimensions
-    (``require='both'``, the default) or in either (``'either'``)."""
-    cpu = cpu_detector.is_underloaded(host.cpu_history)
-    mem = mem_detector.is_underloaded(host.mem_history)
-    if require == 'both':
-        return cpu and mem
-    if require == 'either':
-        return cpu or mem
-    raise exceptions.InvalidParameter(
-        field='underload.require',
-        reason="must be 'both' or 'either', got %r" % (require,))
+    """The dimensions ('cpu', 'mem') that make ``host`` (a HostState)
+    underloaded: both are needed with ``require='both'`` (the default), one
+    is enough with ``'either'``; empty when it is not underloaded."""
+    if require not in ('both', 'either'):
+        raise exceptions.InvalidParameter(
+            field='underload.require',
+            reason="must be 'both' or 'either', got %r" % (require,))
+    dims = [dim for dim, low in (
+        ('cpu', cpu_detector.is_underloaded(host.cpu_history)),
+        ('mem', mem_detector.is_underloaded(host.mem_history))) if low]
+    if require == 'both' and len(dims) < 2:
+        return []
+    return dims
