@@ -25,6 +25,8 @@ APT_PACKAGES=(
     libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-dev
     qemu-system-x86 qemu-utils pkg-config cpio busybox-static
     gcc python3-dev python3-venv make clang libclang-rt-14-dev
+    rdma-core libibverbs-dev librdmacm-dev ibverbs-providers
+    fio nbdkit libnbd-bin iproute2
 )
 
 say() { echo "setup: $*"; }

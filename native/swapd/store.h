@@ -1,0 +1,56 @@
+/*
+ * This host's donated slabs (the donor side): memory lent to other hosts'
+ * VMs, by grant.  A grant's slabs on this donor live in one region (for
+ * RDMA: one memory region and rkey per grant).  Every access names the
+ * grant and carries its key; a wrong key, or the key of a grant already
+ * freed, is refused with -EACCES and logged.
+ */
+#ifndef MEMAGG_SWAPD_STORE_H
+#define MEMAGG_SWAPD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swapd.h"
+
+struct sd_store;
+
+/* A store that lends at most capacity bytes. */
+int sd_store_new(uint64_t capacity, struct sd_store **out);
+void sd_store_free(struct sd_store *store);
+
+/* Allocate the slabs idx[0..n) of size slab_size for grant, keyed by key.
+ * As many as capacity allows, in order: *done of them, with their
+ * addresses in addrs[] (and *rkey for RDMA, 0 for TCP).  0 when at least
+ * one was allocated; -ENOMEM when none; -EEXIST when the grant already has
+ * slabs here; -EINVAL for a zero or non-page-multiple slab_size. */
+int sd_store_alloc(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
+                   const uint8_t key[SD_KEY_LEN], uint64_t slab_size,
+                   const uint32_t *idx, size_t n, uint64_t *addrs,
+                   size_t *done, uint32_t *rkey);
+
+/* Free the listed slabs of grant (n == 0: all of them, and forget the
+ * grant and its key).  Their memory goes back to the host at once.
+ * -ENOENT when the grant is unknown. */
+int sd_store_release(struct sd_store *store,
+                     const uint8_t grant[SD_UUID_LEN],
+                     const uint32_t *idx, size_t n);
+
+/* Read (op SD_OP_READ, into buf) or write (from buf) len bytes at offset of
+ * slab of grant.  -EACCES: unknown grant or wrong key; -ENOENT: slab not
+ * allocated or released; -ERANGE: outside the slab. */
+int sd_store_access(struct sd_store *store, int op,
+                    const uint8_t grant[SD_UUID_LEN],
+                    const uint8_t key[SD_KEY_LEN], uint32_t slab,
+                    uint64_t offset, void *buf, uint32_t len);
+
+struct sd_store_stats {
+    uint64_t capacity;      /* bytes */
+    uint64_t used;          /* bytes held by slabs */
+    uint32_t grants;
+    uint32_t slabs;
+    uint64_t refused;       /* accesses refused for their key */
+};
+void sd_store_stats(struct sd_store *store, struct sd_store_stats *out);
+
+#endif

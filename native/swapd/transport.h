@@ -1,0 +1,77 @@
+/*
+ * The transport interface: how a consumer's swapd reaches the slabs a donor
+ * holds.  Two implementations share it: tcp.c (length-prefixed frames with
+ * request ids, one connection per consumer/donor pair multiplexing every
+ * grant) and rdma.c (rdma_cm, an RC queue pair per pair of hosts, one-sided
+ * READ/WRITE into the donor's memory region of the grant).
+ *
+ * All calls are thread-safe.  An I/O is asynchronous: submit() queues it
+ * and returns; done() runs exactly once, on any thread, with 0 or -errno
+ * (-EACCES: the donor refused the key; -ENOENT: the slab is gone;
+ * -ECONNRESET/-EPIPE/-ETIMEDOUT: the donor is unreachable).
+ */
+#ifndef MEMAGG_SWAPD_TRANSPORT_H
+#define MEMAGG_SWAPD_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swapd.h"
+
+struct sd_io {
+    int op;                         /* SD_OP_READ or SD_OP_WRITE */
+    uint8_t grant[SD_UUID_LEN];
+    uint8_t key[SD_KEY_LEN];        /* the grant's secret (TCP) */
+    uint32_t slab;                  /* slab index within the grant */
+    uint64_t remote_addr;           /* the slab's address on the donor */
+    uint32_t rkey;                  /* RDMA: the grant region's rkey */
+    uint64_t offset;                /* byte offset inside the slab */
+    uint32_t len;                   /* bytes; offset + len <= slab size */
+    void *buf;                      /* READ: filled; WRITE: sent */
+    void (*done)(struct sd_io *io, int status);
+    void *priv;                     /* the submitter's */
+};
+
+struct sd_peer;                     /* a connection to one donor */
+
+struct sd_transport {
+    const char *scheme;             /* "tcp" or "rdma", as in endpoints */
+    /* 0 when usable here, else -errno and why (e.g. no RDMA device). */
+    int (*probe)(char *why, size_t len);
+    /* Connect to the donor at host:port; *out on success. */
+    int (*connect)(const char *host, uint16_t port, struct sd_peer **out,
+                   char *err, size_t errlen);
+    /* Queue io; 0, or -errno when it was not queued (done() not called). */
+    int (*submit)(struct sd_peer *peer, struct sd_io *io);
+    /* 1 while the connection is up. */
+    int (*alive)(struct sd_peer *peer);
+    /* Fail in-flight I/O with -ECONNRESET, then free the peer. */
+    void (*close)(struct sd_peer *peer);
+};
+
+extern const struct sd_transport sd_tcp_transport;
+extern const struct sd_transport sd_rdma_transport;
+
+/* The transport of an endpoint "scheme://host:port", its host and port;
+ * -EINVAL when malformed, -EPROTONOSUPPORT for an unknown scheme. */
+int sd_endpoint_parse(const char *endpoint, const struct sd_transport **t,
+                      char *host, size_t hostlen, uint16_t *port);
+
+struct sd_store;
+
+/* The donor side of a transport: accept consumers on host:port and serve
+ * their frames from store (every access checks the grant's key).  Runs
+ * its own threads; sd_server_stop closes the socket and joins them. */
+struct sd_server;
+int sd_tcp_server_start(struct sd_store *store, const char *host,
+                        uint16_t port, struct sd_server **out,
+                        char *err, size_t errlen);
+void sd_server_stop(struct sd_server *server);
+/* The port actually bound (port 0 asks the kernel for one). */
+uint16_t sd_server_port(const struct sd_server *server);
+
+int sd_rdma_server_start(struct sd_store *store, const char *host,
+                         uint16_t port, struct sd_server **out,
+                         char *err, size_t errlen);
+
+#endif
