@@ -19,6 +19,9 @@ never below min_margin_mb, so a VM is never shrunk to the raw sampler value.
 "Swap-ins" are the ghost's when the VM has a remote-swap disk; otherwise
 the balloon statistics' swap-in / major-fault rates stand in, and a VM
 short of memory grows by grow_step_mb a period.
+
+Without a sampler window the guest's used memory (balloon statistics)
+stands in, except for a single window lost between two (see _sample).
 """
 from memagg.drivers.wss import base
 from memagg.drivers.wss import sampler as sampler_mod
@@ -41,6 +44,8 @@ class BadisEstimator(base.WssEstimator):
         self.corr_mb = float(self.params.min_margin_mb)
         self._swap_periods = 0
         self._quiet_periods = 0
+        # The last window's (f / n) * m_cur, kept for one lost window.
+        self._last_sample = None
 
     @property
     def needs_sampler(self):
@@ -58,12 +63,22 @@ class BadisEstimator(base.WssEstimator):
             return bool(ghost.swap_ins or ghost.unmatched_swap_ins)
         return base.shortage_signal(obs, self.params)
 
-    @staticmethod
-    def _sample(obs):
-        """The sampler's (f / n) * m_cur, else the guest's used memory."""
+    def _sample(self, obs):
+        """The sampler's (f / n) * m_cur; when this period's window is lost
+        right after one that was not, that one's ('held'); else the
+        guest's used memory."""
         sample = sampler_mod.sampler_mb(obs)
+        held, self._last_sample = self._last_sample, sample
         if sample is not None:
             return sample, 'sampler'
+        # V and VG are the sampler's states (§1.4). The stats' used memory
+        # counts page cache (§1.1): for a guest sampled a period ago it is
+        # no WSS, and one such value raises WSS^maxavg at once and for the
+        # whole slice (§1.5). The last window, a period old, is the best
+        # measurement there is; a second lost window in a row means no
+        # sampler, and the stats stand in as for a VM without one.
+        if held is not None:
+            return held, 'held'
         used = stats_mod.used_mb(obs.stats)
         if used is not None:
             return float(used), 'stats'
@@ -81,6 +96,8 @@ class BadisEstimator(base.WssEstimator):
         shortage = swapping or base.shortage_signal(obs, params)
         wss, source = None, 'sampler'
         if self.state == G:
+            # The sampler is off: nothing of its to hold once back in V.
+            self._last_sample = None
             if swapping:
                 self._quiet_periods = 0
                 wss, source = self._grow(obs)

@@ -205,3 +205,45 @@ def test_nothing_to_go_on_is_invalid():
 
     assert est.wss_mb is None
     assert est.state == 'V'
+
+
+# The guest's used memory by its balloon statistics: 800 MiB, page cache
+# included, far above what the sampler measures (and below the ratio).
+USED_800 = {'available': 1000 * 1024, 'usable': 200 * 1024}
+
+
+def test_one_lost_window_holds_the_last_sampler_estimate_not_the_stats():
+    estimator = badis.BadisEstimator()
+    assert _step(estimator, 0.5, stats=USED_800) == (564, 'sampler', 'V')
+
+    # The window of this period was lost (the sampler could not re-arm):
+    # the last window's 500 + 64, not the stats' 800 + 64.
+    assert _step(estimator, None, stats=USED_800) == (564, 'held', 'V')
+    # The sampler is back.
+    assert _step(estimator, 0.3, stats=USED_800) == (364, 'sampler', 'V')
+
+
+def test_a_held_sample_keeps_vg_and_its_raw_value():
+    estimator = badis.BadisEstimator()
+    _step(estimator, 0.95)
+
+    assert _step(estimator, None, stats=USED_800) == (950, 'held', 'VG')
+
+
+def test_two_lost_windows_in_a_row_fall_back_to_the_stats():
+    estimator = badis.BadisEstimator()
+    _step(estimator, 0.5, stats=USED_800)
+    _step(estimator, None, stats=USED_800)
+
+    # No sampler two periods running: as for a VM without one.
+    assert _step(estimator, None, stats=USED_800) == (864, 'stats', 'V')
+
+
+def test_nothing_is_held_across_g():
+    estimator = badis.BadisEstimator()
+    _to_g(estimator)
+    _step(estimator, None, QUIET)
+    assert _step(estimator, None, QUIET)[2] == 'V'
+
+    # Back in V, the first window lost: the sample from before G is stale.
+    assert _step(estimator, None, stats=USED_800) == (864, 'stats', 'V')
