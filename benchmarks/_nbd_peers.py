@@ -1,0 +1,299 @@
+"""NBD servers for benchmarks/swap_nbd_fio.py: memagg-swapd (a donor and a
+consumer over loopback TCP), nbdkit's memory plugin and qemu-nbd on a tmpfs
+file.
+
+Each server is started by ``start()``, which returns once it answers (an
+NBD greeting on its TCP port, or PING on swapd's control socket) or raises
+``ServerError`` with the tail of its log; ``uri`` is what fio's nbd engine
+connects to; ``pids`` the processes whose CPU the benchmark counts;
+``stop()`` ends them (SIGTERM, then SIGKILL) and is safe to call twice or
+after a failed start.
+"""
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+MIB = 1 << 20
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+
+class ServerError(Exception):
+    """A server did not start, did not answer, or refused a request."""
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    with open('/proc/%d/stat' % pid) as f:
+        # The command name may hold spaces and parentheses: fields are
+        # counted from the last ')'.
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def _wait(predicate, proc_list, what, timeout=READY_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        for proc in proc_list:
+            if proc.poll() is not None:
+                raise ServerError('%s exited with %s before it answered'
+                                  % (what, proc.returncode))
+        if predicate():
+            return
+        if time.monotonic() >= deadline:
+            raise ServerError('%s did not answer within %.0f s'
+                              % (what, timeout))
+        time.sleep(0.05)
+
+
+def _log_tails(paths, lines=10):
+    out = []
+    for path in paths:
+        try:
+            with open(path, errors='replace') as f:
+                tail = f.read().splitlines()[-lines:]
+        except OSError:
+            continue
+        if tail:
+            out.append('\n--- %s ---\n%s' % (path, '\n'.join(tail)))
+    return ''.join(out)
+
+
+def _nbd_greets(port):
+    """True when an NBD server on the port sends its greeting."""
+    try:
+        with socket.create_connection(('127.0.0.1', port), timeout=1) as s:
+            greeting = b''
+            while len(greeting) < 8:
+                chunk = s.recv(8 - len(greeting))
+                if not chunk:
+                    return False
+                greeting += chunk
+            return greeting == b'NBDMAGIC'
+    except OSError:
+        return False
+
+
+class _Server:
+    """Processes started with their output in log files under ``workdir``."""
+
+    name = None
+
+    def __init__(self, workdir, size):
+        self.workdir = workdir
+        self.size = size
+        self.uri = None
+        self._procs = []
+        self._logs = []
+
+    @property
+    def pids(self):
+        return [p.pid for p in self._procs]
+
+    def _spawn(self, label, argv):
+        log_path = os.path.join(self.workdir, '%s.log' % label)
+        with open(log_path, 'wb') as log:
+            proc = subprocess.Popen(argv, stdout=log,
+                                    stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+        self._procs.append(proc)
+        self._logs.append(log_path)
+        return proc
+
+    def log_tails(self):
+        return _log_tails(self._logs)
+
+    def stop(self):
+        """SIGTERM every process, then SIGKILL what is left after a while."""
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self._procs:
+            try:
+                proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+class NbdkitMemory(_Server):
+    """nbdkit's memory plugin (a sparse array in RAM) over TCP."""
+
+    name = 'nbdkit'
+    description = 'nbdkit memory plugin, TCP'
+
+    def start(self):
+        port = free_port()
+        proc = self._spawn('nbdkit', [
+            'nbdkit', '--foreground', '--ipaddr', '127.0.0.1',
+            '--port', str(port), 'memory', str(self.size)])
+        _wait(lambda: _nbd_greets(port), [proc], 'nbdkit')
+        self.uri = 'nbd://127.0.0.1:%d/' % port
+
+
+class QemuNbdTmpfs(_Server):
+    """qemu-nbd serving a raw file on /dev/shm over TCP."""
+
+    name = 'qemu-nbd'
+    description = 'qemu-nbd, raw file on /dev/shm, TCP'
+
+    def start(self):
+        fd, self._image = _shm_file('memagg-bench-qemu-nbd-')
+        os.ftruncate(fd, self.size)
+        os.close(fd)
+        port = free_port()
+        # -t: keep serving after the readiness probe disconnects; -e 2: the
+        # probe and fio may overlap while the probe's socket closes.
+        proc = self._spawn('qemu-nbd', [
+            'qemu-nbd', '--format=raw', '--persistent', '--shared=2',
+            '--bind=127.0.0.1', '--port=%d' % port, '--export-name=',
+            self._image])
+        _wait(lambda: _nbd_greets(port), [proc], 'qemu-nbd')
+        self.uri = 'nbd://127.0.0.1:%d/' % port
+
+    def stop(self):
+        super().stop()
+        if getattr(self, '_image', None):
+            os.unlink(self._image)
+            self._image = None
+
+
+def _shm_file(prefix):
+    path = '/dev/shm/%s%s' % (prefix, uuid.uuid4().hex)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), path
+
+
+def swapd_command():
+    """memagg-swapd's console script, or its module where not installed."""
+    script = os.path.join(os.path.dirname(sys.executable), 'memagg-swapd')
+    if os.access(script, os.X_OK):
+        return [script]
+    return [sys.executable, '-m', 'memagg.cmd.swapd']
+
+
+def control(path, line, timeout=30.0):
+    """One request on a swapd control socket; the reply's key=values.
+
+    Raises ServerError on an ERR reply or a closed connection.
+    """
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(line.encode() + b'\n')
+        reply = b''
+        while not reply.endswith(b'\n'):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    text = reply.decode(errors='replace').strip()
+    verb = line.split(None, 1)[0]
+    if not text.startswith('OK'):
+        raise ServerError('swapd %s: %s' % (verb, text or 'no reply'))
+    return dict(item.split('=', 1) for item in text.split()[1:]
+                if '=' in item)
+
+
+def _pings(path):
+    try:
+        control(path, 'PING', timeout=1)
+        return True
+    except (OSError, ServerError):
+        return False
+
+
+class MemaggSwapd(_Server):
+    """memagg-swapd: a donor holding the slabs and a consumer serving the
+    export over NBD on a unix socket, with loopback TCP between them.
+
+    The grant is made as memagg-compute makes it: GRANT_ALLOC on the donor,
+    then EXPORT_CREATE on the consumer with the slabs' endpoint, address
+    and rkey. The consumer's local durability copy lives in ``local_dir``.
+    """
+
+    name = 'memagg'
+    description = 'memagg-swapd, donor over loopback TCP'
+
+    def __init__(self, workdir, size, slab_size, local_dir):
+        super().__init__(workdir, size)
+        self.slab_size = slab_size
+        self.local_dir = local_dir
+        self.grant = str(uuid.uuid4())
+        self._consumer_control = None
+
+    def _start_swapd(self, role, capacity):
+        base = os.path.join(self.workdir, role)
+        control_path = os.path.join(base, 'control.sock')
+        for sub in ('exports', 'state'):
+            os.makedirs(os.path.join(base, sub), exist_ok=True)
+        port = free_port()
+        proc = self._spawn('swapd-%s' % role, swapd_command() + [
+            '--control', control_path,
+            '--export-dir', os.path.join(base, 'exports'),
+            '--state-dir', os.path.join(base, 'state'),
+            '--listen', 'tcp://127.0.0.1:%d' % port,
+            '--capacity-mb', str(capacity // MIB),
+            '--transport', 'tcp', '--log-level', 'warning'])
+        _wait(lambda: _pings(control_path), [proc],
+              'memagg-swapd (%s)' % role)
+        return control_path
+
+    def start(self):
+        if self.size % self.slab_size:
+            raise ServerError('size %d is not a multiple of the slab size %d'
+                              % (self.size, self.slab_size))
+        n_slabs = self.size // self.slab_size
+        donor = self._start_swapd('donor', self.size)
+        consumer = self._start_swapd('consumer', 0)
+        self._consumer_control = consumer
+        key = secrets.token_hex(32)
+        granted = control(donor, 'GRANT_ALLOC grant=%s key=%s slab_size=%d '
+                          'slabs=%s' % (self.grant, key, self.slab_size,
+                                        ','.join(map(str, range(n_slabs)))))
+        addrs = dict(item.split(':', 1)
+                     for item in granted['slabs'].split(','))
+        if len(addrs) != n_slabs:
+            raise ServerError('the donor granted %d of %d slabs'
+                              % (len(addrs), n_slabs))
+        self._local = os.path.join(self.local_dir,
+                                   'memagg-bench-%s.img' % self.grant)
+        slabs = ','.join('%s@%s@%s@%s' % (i, granted['endpoint'],
+                                          addrs[str(i)], granted['rkey'])
+                         for i in range(n_slabs))
+        export = control(consumer, 'EXPORT_CREATE grant=%s key=%s size=%d '
+                         'slab_size=%d local=%s slabs=%s'
+                         % (self.grant, key, self.size, self.slab_size,
+                            self._local, slabs))
+        self.uri = 'nbd+unix:///%s?socket=%s' % (
+            export['name'], export['socket'])
+
+    def stats(self):
+        """The export's EXPORT_STATS reply."""
+        return control(self._consumer_control,
+                       'EXPORT_STATS grant=%s' % self.grant)
+
+    def stop(self):
+        try:
+            if self._consumer_control and self._procs[-1].poll() is None:
+                control(self._consumer_control,
+                        'EXPORT_DROP grant=%s delete=1' % self.grant)
+        except (OSError, ServerError):
+            # Stopping anyway; the local copy is removed below.
+            pass
+        finally:
+            super().stop()
+            local = getattr(self, '_local', None)
+            if local and os.path.exists(local):
+                os.unlink(local)

@@ -1,0 +1,250 @@
+"""Remote swap through NBD: memagg-swapd against nbdkit and qemu-nbd, 4 KiB
+random read and write with fio's nbd engine at queue depth 1 and 32.
+
+The servers, one at a time, each on a free port or a fresh socket:
+
+- memagg: a donor memagg-swapd and a consumer memagg-swapd, loopback TCP
+  between them; the grant made over their control sockets (GRANT_ALLOC on
+  the donor, EXPORT_CREATE on the consumer); fio on the consumer's export
+  socket.  The consumer keeps its local durability copy in --local-dir.
+- nbdkit: its memory plugin over TCP.
+- qemu-nbd: a raw file on /dev/shm over TCP, its default cache mode.
+
+Per server: start, prefill the whole export with 1 MiB sequential writes
+(memagg reads a never-written page as zeros with no network trip and
+nbdkit's sparse array has nothing to read there either, so without it the
+reads would not be comparable), then the four cells, each a time-based
+fio run of --runtime seconds with the same seed (the same offsets for every
+server):
+
+- IOPS and latency p50/p99 from submission to completion (fio's lat, not
+  clat: the nbd engine sends the request while submitting, so at queue
+  depth 1 clat leaves out about half of each request's time);
+- CPU per GiB: utime + stime of every server process (both swapds for
+  memagg) from /proc/PID/stat, before and after the cell, over the bytes
+  the cell moved.  fio's own CPU is not counted.
+
+Prints a table, the ratios memagg / strongest peer (the peer with the most
+IOPS in that cell) for IOPS and p99, and a verdict against the target: at
+least the strongest peer's IOPS and no worse p99.  Exits non-zero only when
+something failed to run, never on the figures.
+
+Run: .venv/bin/python benchmarks/swap_nbd_fio.py [--size-mb 512]
+         [--runtime 5] [--servers memagg nbdkit qemu-nbd] [--local-dir DIR]
+         [--quick]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _nbd_peers as peers  # noqa: E402
+
+MIB = 1 << 20
+GIB = 1 << 30
+SLAB_SIZE = 64 * MIB
+SERVERS = ('memagg', 'nbdkit', 'qemu-nbd')
+CELLS = [('randread', 1), ('randread', 32), ('randwrite', 1),
+         ('randwrite', 32)]
+
+
+class RunError(Exception):
+    """fio or a server failed: the benchmark could not run."""
+
+
+def fio(uri, args, rw, bs, qd, runtime_ms=None):
+    """One fio run on the nbd engine; fio's JSON job result."""
+    # The nbd engine prints to stdout too: the JSON goes to a file.
+    out = os.path.join(args.workdir, 'fio-%s-qd%d.json' % (rw, qd))
+    argv = ['fio', '--name=%s-qd%d' % (rw, qd), '--ioengine=nbd',
+            '--uri=' + uri, '--rw=' + rw, '--bs=' + bs,
+            '--iodepth=%d' % qd, '--size=%d' % args.size,
+            '--randseed=%d' % args.seed, '--lat_percentiles=1',
+            '--percentile_list=50:99',
+            '--output-format=json', '--output=' + out]
+    if runtime_ms:
+        argv += ['--time_based', '--runtime=%dms' % runtime_ms]
+    timeout = (runtime_ms or 0) / 1000 + 300
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise RunError('fio %s qd %d did not finish within %.0f s'
+                       % (rw, qd, timeout))
+    if done.returncode:
+        raise RunError('fio %s qd %d exited with %d: %s'
+                       % (rw, qd, done.returncode,
+                          done.stderr.strip()[-2000:]))
+    try:
+        with open(out) as f:
+            job = json.load(f)['jobs'][0]
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        raise RunError('fio %s qd %d: no JSON result in %s (%s)'
+                       % (rw, qd, out, exc))
+    if job['error']:
+        raise RunError('fio %s qd %d: job error %d'
+                       % (rw, qd, job['error']))
+    return job
+
+
+def cell(server, args, rw, qd):
+    """Run one cell; (iops, p50 us, p99 us, server CPU s per GiB)."""
+    before = sum(peers.cpu_seconds(pid) for pid in server.pids)
+    job = fio(server.uri, args, rw, '4k', qd, int(args.runtime * 1000))
+    after = sum(peers.cpu_seconds(pid) for pid in server.pids)
+    side = job['read' if rw == 'randread' else 'write']
+    if not side['io_bytes']:
+        raise RunError('%s %s qd %d moved no data' % (server.name, rw, qd))
+    pct = side['lat_ns']['percentile']
+    return (side['iops'], pct['50.000000'] / 1e3, pct['99.000000'] / 1e3,
+            (after - before) / (side['io_bytes'] / GIB))
+
+
+def make_server(name, workdir, args):
+    if name == 'memagg':
+        return peers.MemaggSwapd(workdir, args.size, SLAB_SIZE,
+                                 args.local_dir)
+    if name == 'nbdkit':
+        return peers.NbdkitMemory(workdir, args.size)
+    return peers.QemuNbdTmpfs(workdir, args.size)
+
+
+def run_server(name, args):
+    """Start the server, prefill, run every cell, stop; {cell: figures}."""
+    workdir = tempfile.mkdtemp(prefix='memagg-bench-%s-' % name)
+    args.workdir = workdir
+    server = make_server(name, workdir, args)
+    try:
+        server.start()
+        fio(server.uri, args, 'write', '1m', 8)
+        results = {(rw, qd): cell(server, args, rw, qd) for rw, qd in CELLS}
+        if name == 'memagg':
+            stats = server.stats()
+            print('memagg export after the run: %s'
+                  % ' '.join('%s=%s' % kv for kv in sorted(stats.items())),
+                  flush=True)
+        return results
+    except (peers.ServerError, RunError, OSError) as exc:
+        raise RunError('%s: %s%s' % (name, exc, server.log_tails()))
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def strongest_peer(results, key):
+    peers_here = [(results[n][key][0], n) for n in results
+                  if n != 'memagg']
+    return max(peers_here)[1] if peers_here else None
+
+
+def print_table(results, names):
+    width = 30
+    head = '%-9s %3s' % ('workload', 'qd')
+    sub = '%13s' % ''
+    for n in names:
+        head += ' | %-*s' % (width, n)
+        sub += ' | %8s %6s %6s %7s' % ('IOPS', 'p50us', 'p99us', 'cpus/G')
+    compare = 'memagg' in names and len(names) > 1
+    if compare:
+        head += ' | memagg / strongest peer'
+        sub += ' | %-6s %5s %5s' % ('peer', 'IOPS', 'p99')
+    print(head)
+    print(sub)
+    for key in CELLS:
+        line = '%-9s %3d' % key
+        for n in names:
+            iops, p50, p99, cpu = results[n][key]
+            line += ' | %8.0f %6.1f %6.1f %7.2f' % (iops, p50, p99, cpu)
+        if compare:
+            peer = strongest_peer(results, key)
+            line += ' | %-6s %4.2fx %4.2fx' % (
+                peer[:6], results['memagg'][key][0] / results[peer][key][0],
+                results['memagg'][key][2] / results[peer][key][2])
+        print(line)
+
+
+def verdict(results):
+    """One line: the target met or not, and where not."""
+    misses = []
+    for key in CELLS:
+        peer = strongest_peer(results, key)
+        m_iops, _, m_p99, _ = results['memagg'][key]
+        p_iops, _, p_p99, _ = results[peer][key]
+        why = []
+        if m_iops < p_iops:
+            why.append('IOPS %.2fx' % (m_iops / p_iops))
+        if m_p99 > p_p99:
+            why.append('p99 %.2fx' % (m_p99 / p_p99))
+        if why:
+            misses.append('%s qd%d vs %s: %s'
+                          % (key[0], key[1], peer, ', '.join(why)))
+    target = "target (>= strongest peer's IOPS, <= its p99)"
+    if not misses:
+        return 'verdict: %s met in all %d cells' % (target, len(CELLS))
+    return 'verdict: %s met in %d of %d cells; missed: %s' % (
+        target, len(CELLS) - len(misses), len(CELLS), '; '.join(misses))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--size-mb', type=int, default=512,
+                        help='export size in MiB, a multiple of the 64 MiB '
+                             'slab (default 512)')
+    parser.add_argument('--runtime', type=float, default=5.0,
+                        help='seconds per cell (default 5)')
+    parser.add_argument('--servers', nargs='+', choices=SERVERS,
+                        default=list(SERVERS),
+                        help='servers to run (default all three)')
+    parser.add_argument('--local-dir', default=tempfile.gettempdir(),
+                        help="directory of memagg's local durability copy "
+                             '(default %(default)s; /dev/shm for tmpfs)')
+    parser.add_argument('--seed', type=int, default=1,
+                        help="fio's random seed (default 1)")
+    parser.add_argument('--quick', action='store_true',
+                        help='a smoke run for CI: 64 MiB, 1 s per cell')
+    args = parser.parse_args()
+    if args.quick:
+        args.size_mb, args.runtime = 64, 1.0
+    if args.size_mb <= 0 or args.size_mb * MIB % SLAB_SIZE:
+        parser.error('--size-mb: must be a positive multiple of 64 (the '
+                     'slab size), got %d' % args.size_mb)
+    if args.runtime <= 0:
+        parser.error('--runtime: must be positive, got %g' % args.runtime)
+    for tool in ('fio', 'nbdkit', 'qemu-nbd'):
+        if shutil.which(tool) is None:
+            parser.error('%s not found: install it (tools/setup.sh does)'
+                         % tool)
+    args.size = args.size_mb * MIB
+    names = [n for n in SERVERS if n in args.servers]
+
+    print('4 KiB random I/O through NBD, fio nbd engine; %d MiB export '
+          'prefilled with 1 MiB writes; %g s per cell; %d CPUs; CPU = '
+          'server processes only (memagg: donor + consumer swapd); '
+          "memagg's local copy in %s"
+          % (args.size_mb, args.runtime, os.cpu_count(), args.local_dir),
+          flush=True)
+    results, failures = {}, []
+    for name in names:
+        try:
+            results[name] = run_server(name, args)
+        except RunError as exc:
+            failures.append(str(exc))
+            print('FAILED %s' % exc, file=sys.stderr, flush=True)
+    ran = [n for n in names if n in results]
+    if ran:
+        print_table(results, ran)
+    if 'memagg' in results and len(ran) > 1:
+        print(verdict(results))
+    if failures:
+        print('could not run: %s' % ', '.join(
+            n for n in names if n not in results), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""benchmarks/swap_nbd_fio.py as CI runs it: --quick, every server (two real
+memagg-swapd processes, nbdkit, qemu-nbd) under real fio.  The figures are
+not asserted (they depend on the machine), only that each server ran every
+cell and moved data."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.functional]
+
+SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
+                      os.pardir, 'benchmarks', 'swap_nbd_fio.py')
+SERVERS = ['memagg', 'nbdkit', 'qemu-nbd']
+CELLS = [('randread', '1'), ('randread', '32'), ('randwrite', '1'),
+         ('randwrite', '32')]
+
+
+def _bench(*args, timeout=600):
+    return subprocess.run([sys.executable, SCRIPT, *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.slow
+def test_quick_run_has_every_server_and_cell():
+    run = _bench('--quick')
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    header = next(line for line in lines if line.startswith('workload'))
+    assert [col.strip() for col in header.split('|')[1:4]] == SERVERS
+    rows = {tuple(line.split('|')[0].split()): line.split('|')
+            for line in lines
+            if line.split('|')[0].split()[:1] in (['randread'],
+                                                  ['randwrite'])}
+    assert sorted(rows) == sorted(CELLS)
+    for cell, columns in rows.items():
+        for server, column in zip(SERVERS, columns[1:4]):
+            iops = float(column.split()[0])
+            assert iops > 0, (cell, server, run.stdout)
+    assert any(line.startswith('verdict: ') for line in lines), run.stdout
+
+
+def test_bad_size_is_one_line_and_exit_2():
+    run = _bench('--size-mb', '100', timeout=60)
+
+    assert run.returncode == 2
+    assert run.stderr.splitlines()[-1].endswith(
+        'error: --size-mb: must be a positive multiple of 64 (the slab '
+        'size), got 100')
