@@ -539,16 +539,29 @@ static uint64_t thread_cpu_ns(int pid)
     return ns;
 }
 
-int ms_damon_start(int i, const char *ops, pid_t pid,
-                   const uint64_t *starts, unsigned int n, uint64_t size,
-                   uint64_t sample_us, char *err, size_t errlen)
+/*
+ * What the slot remembers of its sysfs tree may be wrong after a failure:
+ * region files whose directories were recreated (ENODEV on every write),
+ * a half-written setup.  Forget it all, so the next start rebuilds the
+ * context, its target and its regions from scratch.
+ */
+static void slot_forget(struct slot *s)
+{
+    drop_fds(s);
+    s->has_ctx = 0;
+    s->configured = 0;
+    s->nr_regions = 0;
+    s->nr_regions_minmax = 0;
+}
+
+static int start_slot(int i, const char *ops, pid_t pid,
+                      const uint64_t *starts, unsigned int n, uint64_t size,
+                      uint64_t sample_us, char *err, size_t errlen)
 {
     struct slot *s = &pool.slot[i];
     char p[512];
-    uint64_t kpid = 0;
     int ret;
 
-    ms_damon_stop(i);
     if (!s->configured || strcmp(s->ops, ops) != 0 || s->target != pid) {
         ret = configure(i, ops, pid, sample_us, err, errlen);
         if (ret) {
@@ -565,8 +578,22 @@ int ms_damon_start(int i, const char *ops, pid_t pid,
         return ret;
     }
     slot_path(p, sizeof(p), i, "state");
-    ret = kwrite(p, "on", err, errlen);
+    return kwrite(p, "on", err, errlen);
+}
+
+int ms_damon_start(int i, const char *ops, pid_t pid,
+                   const uint64_t *starts, unsigned int n, uint64_t size,
+                   uint64_t sample_us, char *err, size_t errlen)
+{
+    struct slot *s = &pool.slot[i];
+    char p[512];
+    uint64_t kpid = 0;
+    int ret;
+
+    ms_damon_stop(i);
+    ret = start_slot(i, ops, pid, starts, n, size, sample_us, err, errlen);
     if (ret) {
+        slot_forget(s);
         return ret;
     }
     s->running = 1;

@@ -292,10 +292,30 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
     return 0;
 }
 
+/* Draw the pages and point the slot's kdamond at them. */
+static int damon_arm(struct ms_sampler *s, char *err, size_t errlen)
+{
+    unsigned int i;
+    int ret;
+
+    ret = draw_and_locate(s, err, errlen);
+    if (ret || !s->nr_keys) {
+        return ret;
+    }
+    if (s->backend == MS_DAMON_PADDR) {
+        for (i = 0; i < s->nr_keys; i++) {
+            s->keys[i] *= MS_PAGE_SIZE;
+        }
+    }
+    return ms_damon_start(s->damon_slot,
+                          s->backend == MS_DAMON_PADDR ? "paddr" : "vaddr",
+                          s->pid, s->keys, s->nr_keys, MS_PAGE_SIZE,
+                          s->sample_us, err, errlen);
+}
+
 int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
 {
     char text[2] = "1";
-    uint64_t i;
     int fd, ret = 0;
 
     s->begun = 0;
@@ -323,19 +343,18 @@ int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
         break;
     case MS_DAMON_PADDR:
     case MS_DAMON_VADDR:
-        ret = draw_and_locate(s, err, errlen);
-        if (ret || !s->nr_keys) {
-            break;
+        ret = damon_arm(s, err, errlen);
+        /*
+         * DAMON refused the regions: their sysfs files went stale under us
+         * (ENODEV, ENOENT: the directories were recreated) or the kernel
+         * rejected the setup (EINVAL), e.g. for a page the balloon freed or
+         * moved since pagemap was read.  ms_damon_start() has forgotten the
+         * slot's setup: draw again and rebuild it, once, rather than lose
+         * the period.
+         */
+        if (ret == -ENODEV || ret == -ENOENT || ret == -EINVAL) {
+            ret = damon_arm(s, err, errlen);
         }
-        if (s->backend == MS_DAMON_PADDR) {
-            for (i = 0; i < s->nr_keys; i++) {
-                s->keys[i] *= MS_PAGE_SIZE;
-            }
-        }
-        ret = ms_damon_start(s->damon_slot,
-                             s->backend == MS_DAMON_PADDR ? "paddr" : "vaddr",
-                             s->pid, s->keys, s->nr_keys, MS_PAGE_SIZE,
-                             s->sample_us, err, errlen);
         break;
     default:
         ret = -EINVAL;

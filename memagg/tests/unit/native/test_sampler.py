@@ -194,3 +194,56 @@ def test_process_dies_between_begin_and_collect():
     sampler.close()
     with pytest.raises(ValueError):
         sampler.begin()
+
+
+DAMON_ADMIN = '/sys/kernel/mm/damon/admin'
+
+
+def _running_kdamonds():
+    with open(DAMON_ADMIN + '/kdamonds/nr_kdamonds') as f:
+        nr = int(f.read())
+    running = []
+    for i in range(nr):
+        with open('%s/kdamonds/%d/state' % (DAMON_ADMIN, i)) as f:
+            if f.read().strip() == 'on':
+                running.append(i)
+    return running
+
+
+@needs_root
+@pytest.mark.slow
+def test_damon_rearms_when_its_region_files_went_stale(hot_child):
+    """The sampler keeps its DAMON region files open between periods; when
+    their directories are recreated (what a real-guest run met as ENODEV,
+    'cannot set DAMON region 0'), begin() sets DAMON up again and draws
+    again instead of failing the period."""
+    if not _native.backends()['damon_paddr'][0]:
+        pytest.skip('no DAMON paddr on this kernel')
+    pid, addr, length = hot_child.pid, hot_child.addr, hot_child.length
+    try:
+        sampler = _native.Sampler(pid, addr, length, n=500,
+                                  backend='damon_paddr', sample_interval=0.1)
+    except OSError as exc:
+        pytest.skip('DAMON is held by another process: %s' % exc)
+    try:
+        sampler.begin()
+        # This sampler holds the DAMON lock: the one kdamond on is its own.
+        (slot,) = _running_kdamonds()
+        hot_child.wait_passes(2)
+        assert sampler.collect()['fraction'] == pytest.approx(0.25, abs=0.06)
+        regions = ('%s/kdamonds/%d/contexts/0/targets/0/regions/nr_regions'
+                   % (DAMON_ADMIN, slot))
+        with open(regions) as f:
+            nr_regions = f.read().strip()
+        # Recreate the region directories behind the sampler's back.
+        for value in ('0', nr_regions):
+            with open(regions, 'w') as f:
+                f.write(value)
+
+        sampler.begin()
+        hot_child.wait_passes(2)
+        result = sampler.collect()
+    finally:
+        sampler.close()
+    assert result['sampled'] == 500
+    assert result['fraction'] == pytest.approx(0.25, abs=0.06)
