@@ -1,7 +1,8 @@
 """Remote swap through NBD: memagg-swapd against nbdkit and qemu-nbd, 4 KiB
 random read and write with fio's nbd engine at queue depth 1 and 32.
 
-The servers, one at a time, each on a free port or a fresh socket:
+The servers, all up for the whole run, each on a free port or a fresh
+socket:
 
 - memagg: a donor memagg-swapd and a consumer memagg-swapd, loopback TCP
   between them; the grant made over their control sockets (GRANT_ALLOC on
@@ -10,19 +11,21 @@ The servers, one at a time, each on a free port or a fresh socket:
 - nbdkit: its memory plugin over TCP.
 - qemu-nbd: a raw file on /dev/shm over TCP, its default cache mode.
 
-Per server: start, prefill the whole export with 1 MiB sequential writes
-(memagg reads a never-written page as zeros with no network trip and
+Each server's export is first prefilled whole with 1 MiB sequential
+writes (memagg reads a never-written page as zeros with no network trip and
 nbdkit's sparse array has nothing to read there either, so without it the
-reads would not be comparable), then the four cells, each a time-based
-fio run of --runtime seconds with the same seed (the same offsets for every
-server):
+reads would not be comparable).  Then each cell runs --repeat times per
+server, the servers in a rotated order each time (load from elsewhere on
+the machine falls on all alike), each run a time-based fio run of
+--runtime seconds with the same seed (the same offsets for every server).
+Medians over the repeats of:
 
 - IOPS and latency p50/p99 from submission to completion (fio's lat, not
   clat: the nbd engine sends the request while submitting, so at queue
   depth 1 clat leaves out about half of each request's time);
-- CPU per GiB: utime + stime of every server process (both swapds for
-  memagg) from /proc/PID/stat, before and after the cell, over the bytes
-  the cell moved.  fio's own CPU is not counted.
+- CPU per GiB (over all the repeats): utime + stime of every server
+  process (both swapds for memagg) from /proc/PID/stat, before and after
+  each run, over the bytes moved.  fio's own CPU is not counted.
 
 Prints a table, the ratios memagg / strongest peer (the peer with the most
 IOPS in that cell) for IOPS and p99, and a verdict against the target: at
@@ -30,13 +33,14 @@ least the strongest peer's IOPS and no worse p99.  Exits non-zero only when
 something failed to run, never on the figures.
 
 Run: .venv/bin/python benchmarks/swap_nbd_fio.py [--size-mb 512]
-         [--runtime 5] [--servers memagg nbdkit qemu-nbd] [--local-dir DIR]
-         [--quick]
+         [--runtime 5] [--repeat 3] [--servers memagg nbdkit qemu-nbd]
+         [--local-dir DIR] [--seed 1] [--quick]
 """
 import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,12 +60,12 @@ class RunError(Exception):
     """fio or a server failed: the benchmark could not run."""
 
 
-def fio(uri, args, rw, bs, qd, runtime_ms=None):
-    """One fio run on the nbd engine; fio's JSON job result."""
+def fio(server, args, rw, bs, qd, runtime_ms=None):
+    """One fio run on the nbd engine against the server; fio's JSON job."""
     # The nbd engine prints to stdout too: the JSON goes to a file.
-    out = os.path.join(args.workdir, 'fio-%s-qd%d.json' % (rw, qd))
+    out = os.path.join(server.workdir, 'fio-%s-qd%d.json' % (rw, qd))
     argv = ['fio', '--name=%s-qd%d' % (rw, qd), '--ioengine=nbd',
-            '--uri=' + uri, '--rw=' + rw, '--bs=' + bs,
+            '--uri=' + server.uri, '--rw=' + rw, '--bs=' + bs,
             '--iodepth=%d' % qd, '--size=%d' % args.size,
             '--randseed=%d' % args.seed, '--lat_percentiles=1',
             '--percentile_list=50:99',
@@ -69,39 +73,44 @@ def fio(uri, args, rw, bs, qd, runtime_ms=None):
     if runtime_ms:
         argv += ['--time_based', '--runtime=%dms' % runtime_ms]
     timeout = (runtime_ms or 0) / 1000 + 300
+    what = 'fio %s qd %d' % (rw, qd)
     try:
         done = subprocess.run(argv, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise RunError('fio %s qd %d did not finish within %.0f s'
-                       % (rw, qd, timeout))
+        raise RunError('%s did not finish within %.0f s' % (what, timeout))
     if done.returncode:
-        raise RunError('fio %s qd %d exited with %d: %s'
-                       % (rw, qd, done.returncode,
-                          done.stderr.strip()[-2000:]))
+        raise RunError('%s exited with %d: %s' % (
+            what, done.returncode, done.stderr.strip()[-2000:]))
     try:
         with open(out) as f:
             job = json.load(f)['jobs'][0]
     except (OSError, ValueError, KeyError, IndexError) as exc:
-        raise RunError('fio %s qd %d: no JSON result in %s (%s)'
-                       % (rw, qd, out, exc))
+        raise RunError('%s: no JSON result in %s (%s)' % (what, out, exc))
     if job['error']:
-        raise RunError('fio %s qd %d: job error %d'
-                       % (rw, qd, job['error']))
+        raise RunError('%s: job error %d' % (what, job['error']))
     return job
 
 
 def cell(server, args, rw, qd):
-    """Run one cell; (iops, p50 us, p99 us, server CPU s per GiB)."""
+    """Run one cell once; (iops, p50 us, p99 us, server CPU s, bytes)."""
     before = sum(peers.cpu_seconds(pid) for pid in server.pids)
-    job = fio(server.uri, args, rw, '4k', qd, int(args.runtime * 1000))
+    job = fio(server, args, rw, '4k', qd, int(args.runtime * 1000))
     after = sum(peers.cpu_seconds(pid) for pid in server.pids)
     side = job['read' if rw == 'randread' else 'write']
     if not side['io_bytes']:
-        raise RunError('%s %s qd %d moved no data' % (server.name, rw, qd))
+        raise RunError('fio %s qd %d moved no data' % (rw, qd))
     pct = side['lat_ns']['percentile']
     return (side['iops'], pct['50.000000'] / 1e3, pct['99.000000'] / 1e3,
-            (after - before) / (side['io_bytes'] / GIB))
+            after - before, side['io_bytes'])
+
+
+def summarise(runs):
+    """Median IOPS, p50 and p99 over the repeats; CPU per GiB over all."""
+    return (statistics.median(r[0] for r in runs),
+            statistics.median(r[1] for r in runs),
+            statistics.median(r[2] for r in runs),
+            sum(r[3] for r in runs) / (sum(r[4] for r in runs) / GIB))
 
 
 def make_server(name, workdir, args):
@@ -113,26 +122,59 @@ def make_server(name, workdir, args):
     return peers.QemuNbdTmpfs(workdir, args.size)
 
 
-def run_server(name, args):
-    """Start the server, prefill, run every cell, stop; {cell: figures}."""
-    workdir = tempfile.mkdtemp(prefix='memagg-bench-%s-' % name)
-    args.workdir = workdir
-    server = make_server(name, workdir, args)
-    try:
-        server.start()
-        fio(server.uri, args, 'write', '1m', 8)
-        results = {(rw, qd): cell(server, args, rw, qd) for rw, qd in CELLS}
-        if name == 'memagg':
-            stats = server.stats()
-            print('memagg export after the run: %s'
-                  % ' '.join('%s=%s' % kv for kv in sorted(stats.items())),
-                  flush=True)
-        return results
-    except (peers.ServerError, RunError, OSError) as exc:
-        raise RunError('%s: %s%s' % (name, exc, server.log_tails()))
-    finally:
+def run(names, args):
+    """Start the servers, prefill each, run the cells; (results, failures).
+
+    Every server is up for the whole run, idle but for its own cells, and
+    each repeat of a cell visits the servers in a rotated order: load from
+    elsewhere on the machine then falls on all of them alike, not on
+    whichever ran last.  A server that fails is reported and left out of
+    the later cells; the others go on.
+    """
+    servers, failures = {}, {}
+
+    def fail(name, exc):
+        server = servers.pop(name)
         server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        failures[name] = '%s: %s%s' % (name, exc, server.log_tails())
+        shutil.rmtree(server.workdir, ignore_errors=True)
+        print('FAILED %s' % failures[name], file=sys.stderr, flush=True)
+
+    try:
+        for name in names:
+            servers[name] = make_server(
+                name, tempfile.mkdtemp(prefix='memagg-bench-%s-' % name),
+                args)
+            try:
+                servers[name].start()
+                fio(servers[name], args, 'write', '1m', 8)
+            except (peers.ServerError, RunError, OSError) as exc:
+                fail(name, exc)
+        runs = {name: {key: [] for key in CELLS} for name in servers}
+        for key in CELLS:
+            for r in range(args.repeat):
+                order = list(servers)
+                for name in order[r % len(order):] + order[:r % len(order)]:
+                    try:
+                        runs[name][key].append(
+                            cell(servers[name], args, *key))
+                    except (RunError, OSError) as exc:
+                        fail(name, exc)
+        if 'memagg' in servers:
+            try:
+                stats = servers['memagg'].stats()
+                print('memagg export after the run: %s' % ' '.join(
+                    '%s=%s' % kv for kv in sorted(stats.items())),
+                    flush=True)
+            except (peers.ServerError, OSError) as exc:
+                fail('memagg', exc)
+    finally:
+        for server in servers.values():
+            server.stop()
+            shutil.rmtree(server.workdir, ignore_errors=True)
+    results = {name: {key: summarise(runs[name][key]) for key in CELLS}
+               for name in servers}
+    return results, failures
 
 
 def strongest_peer(results, key):
@@ -151,7 +193,7 @@ def print_table(results, names):
     compare = 'memagg' in names and len(names) > 1
     if compare:
         head += ' | memagg / strongest peer'
-        sub += ' | %-6s %5s %5s' % ('peer', 'IOPS', 'p99')
+        sub += ' | %-8s %5s %5s' % ('peer', 'IOPS', 'p99')
     print(head)
     print(sub)
     for key in CELLS:
@@ -161,8 +203,8 @@ def print_table(results, names):
             line += ' | %8.0f %6.1f %6.1f %7.2f' % (iops, p50, p99, cpu)
         if compare:
             peer = strongest_peer(results, key)
-            line += ' | %-6s %4.2fx %4.2fx' % (
-                peer[:6], results['memagg'][key][0] / results[peer][key][0],
+            line += ' | %-8s %4.2fx %4.2fx' % (
+                peer, results['memagg'][key][0] / results[peer][key][0],
                 results['memagg'][key][2] / results[peer][key][2])
         print(line)
 
@@ -202,18 +244,23 @@ def main():
     parser.add_argument('--local-dir', default=tempfile.gettempdir(),
                         help="directory of memagg's local durability copy "
                              '(default %(default)s; /dev/shm for tmpfs)')
+    parser.add_argument('--repeat', type=int, default=3,
+                        help='runs of each cell per server, medians '
+                             'reported (default 3)')
     parser.add_argument('--seed', type=int, default=1,
                         help="fio's random seed (default 1)")
     parser.add_argument('--quick', action='store_true',
-                        help='a smoke run for CI: 64 MiB, 1 s per cell')
+                        help='a smoke run for CI: 64 MiB, 1 s per cell, once')
     args = parser.parse_args()
     if args.quick:
-        args.size_mb, args.runtime = 64, 1.0
+        args.size_mb, args.runtime, args.repeat = 64, 1.0, 1
     if args.size_mb <= 0 or args.size_mb * MIB % SLAB_SIZE:
         parser.error('--size-mb: must be a positive multiple of 64 (the '
                      'slab size), got %d' % args.size_mb)
     if args.runtime <= 0:
         parser.error('--runtime: must be positive, got %g' % args.runtime)
+    if args.repeat <= 0:
+        parser.error('--repeat: must be positive, got %d' % args.repeat)
     for tool in ('fio', 'nbdkit', 'qemu-nbd'):
         if shutil.which(tool) is None:
             parser.error('%s not found: install it (tools/setup.sh does)'
@@ -222,26 +269,19 @@ def main():
     names = [n for n in SERVERS if n in args.servers]
 
     print('4 KiB random I/O through NBD, fio nbd engine; %d MiB export '
-          'prefilled with 1 MiB writes; %g s per cell; %d CPUs; CPU = '
-          'server processes only (memagg: donor + consumer swapd); '
-          "memagg's local copy in %s"
-          % (args.size_mb, args.runtime, os.cpu_count(), args.local_dir),
-          flush=True)
-    results, failures = {}, []
-    for name in names:
-        try:
-            results[name] = run_server(name, args)
-        except RunError as exc:
-            failures.append(str(exc))
-            print('FAILED %s' % exc, file=sys.stderr, flush=True)
+          'prefilled with 1 MiB writes; %g s per run, median of %d runs; '
+          'latency submit to completion; %d CPUs; CPU = server processes '
+          "only (memagg: donor + consumer swapd); memagg's local copy in %s"
+          % (args.size_mb, args.runtime, args.repeat, os.cpu_count(),
+             args.local_dir), flush=True)
+    results, failures = run(names, args)
     ran = [n for n in names if n in results]
     if ran:
         print_table(results, ran)
     if 'memagg' in results and len(ran) > 1:
         print(verdict(results))
     if failures:
-        print('could not run: %s' % ', '.join(
-            n for n in names if n not in results), file=sys.stderr)
+        print('could not run: %s' % ', '.join(failures), file=sys.stderr)
         return 1
     return 0
 
