@@ -262,22 +262,30 @@ class MemaggSwapd(_Server):
         granted = control(donor, 'GRANT_ALLOC grant=%s key=%s slab_size=%d '
                           'slabs=%s' % (self.grant, key, self.slab_size,
                                         ','.join(map(str, range(n_slabs)))))
-        addrs = dict(item.split(':', 1)
-                     for item in granted['slabs'].split(','))
+        try:
+            addrs = dict(item.split(':', 1)
+                         for item in granted['slabs'].split(','))
+            endpoint, rkey = granted['endpoint'], granted['rkey']
+        except (KeyError, ValueError):
+            raise ServerError('swapd GRANT_ALLOC: unexpected reply %r'
+                              % granted)
         if len(addrs) != n_slabs:
             raise ServerError('the donor granted %d of %d slabs'
                               % (len(addrs), n_slabs))
         self._local = os.path.join(self.local_dir,
                                    'memagg-bench-%s.img' % self.grant)
-        slabs = ','.join('%s@%s@%s@%s' % (i, granted['endpoint'],
-                                          addrs[str(i)], granted['rkey'])
+        slabs = ','.join('%d@%s@%s@%s' % (i, endpoint, addrs[str(i)], rkey)
                          for i in range(n_slabs))
         export = control(consumer, 'EXPORT_CREATE grant=%s key=%s size=%d '
                          'slab_size=%d local=%s slabs=%s'
                          % (self.grant, key, self.size, self.slab_size,
                             self._local, slabs))
-        self.uri = 'nbd+unix:///%s?socket=%s' % (
-            export['name'], export['socket'])
+        try:
+            self.uri = 'nbd+unix:///%s?socket=%s' % (
+                export['name'], export['socket'])
+        except KeyError:
+            raise ServerError('swapd EXPORT_CREATE: unexpected reply %r'
+                              % export)
 
     def stats(self):
         """The export's EXPORT_STATS reply."""

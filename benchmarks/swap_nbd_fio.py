@@ -184,12 +184,13 @@ def strongest_peer(results, key):
 
 
 def print_table(results, names):
-    width = 30
+    width = 32
     head = '%-9s %3s' % ('workload', 'qd')
     sub = '%13s' % ''
     for n in names:
         head += ' | %-*s' % (width, n)
-        sub += ' | %8s %6s %6s %7s' % ('IOPS', 'p50us', 'p99us', 'cpus/G')
+        sub += ' | %8s %6s %6s %9s' % ('IOPS', 'p50 us', 'p99 us',
+                                       'cpu s/GiB')
     compare = 'memagg' in names and len(names) > 1
     if compare:
         head += ' | memagg / strongest peer'
@@ -200,7 +201,7 @@ def print_table(results, names):
         line = '%-9s %3d' % key
         for n in names:
             iops, p50, p99, cpu = results[n][key]
-            line += ' | %8.0f %6.1f %6.1f %7.2f' % (iops, p50, p99, cpu)
+            line += ' | %8.0f %6.1f %6.1f %9.2f' % (iops, p50, p99, cpu)
         if compare:
             peer = strongest_peer(results, key)
             line += ' | %-8s %4.2fx %4.2fx' % (
@@ -237,7 +238,7 @@ def main():
                         help='export size in MiB, a multiple of the 64 MiB '
                              'slab (default 512)')
     parser.add_argument('--runtime', type=float, default=5.0,
-                        help='seconds per cell (default 5)')
+                        help='seconds per fio run (default 5)')
     parser.add_argument('--servers', nargs='+', choices=SERVERS,
                         default=list(SERVERS),
                         help='servers to run (default all three)')
@@ -250,7 +251,7 @@ def main():
     parser.add_argument('--seed', type=int, default=1,
                         help="fio's random seed (default 1)")
     parser.add_argument('--quick', action='store_true',
-                        help='a smoke run for CI: 64 MiB, 1 s per cell, once')
+                        help='a smoke run for CI: 64 MiB, 1 s per run, once')
     args = parser.parse_args()
     if args.quick:
         args.size_mb, args.runtime, args.repeat = 64, 1.0, 1
@@ -269,7 +270,7 @@ def main():
     names = [n for n in SERVERS if n in args.servers]
 
     print('4 KiB random I/O through NBD, fio nbd engine; %d MiB export '
-          'prefilled with 1 MiB writes; %g s per run, median of %d runs; '
+          'prefilled with 1 MiB writes; %g s per run, median of %d run(s); '
           'latency submit to completion; %d CPUs; CPU = server processes '
           "only (memagg: donor + consumer swapd); memagg's local copy in %s"
           % (args.size_mb, args.runtime, args.repeat, os.cpu_count(),
