@@ -4,8 +4,12 @@ The sampler runs from one period to the next: collect() ends the window
 begun the period before and begin() opens the next, over n pages redrawn in
 the VM's guest-RAM mapping. A kernel that lacks the chosen backend leaves
 the VM without samples: the reason is kept for the report and logged once,
-never raised.
+never raised. A window that fails (the kernel refused to arm or read it) is
+lost, but the sampler is kept for the next period; it is opened again only
+when its process is gone or when two windows in a row failed.
 """
+import errno
+
 from oslo_log import log as logging
 
 from memagg import _native
@@ -44,6 +48,7 @@ class VmSampler:
         self.error = None
         self._sampler = None
         self._begun = False
+        self._failed = False
 
     @property
     def backend_name(self):
@@ -72,10 +77,21 @@ class VmSampler:
                  memory.pid, memory.method)
         return True
 
-    def _fail(self, reason):
+    def _fail(self, reason, what='no sampler'):
         if reason != self.error:
-            LOG.warning('VM %s: no sampler: %s', self.uuid, reason)
+            LOG.warning('VM %s: %s: %s', self.uuid, what, reason)
         self.error = reason
+
+    def _lost(self, exc):
+        """A window failed: keep the sampler unless it cannot recover."""
+        self._fail('sampling failed: %s' % exc, 'sampler window lost')
+        # The native sampler has already retried what a retry can save
+        # (a refused DAMON re-arm); the next period may well succeed with
+        # the same sampler. QEMU restarted or exited, or a second failure
+        # in a row: find the guest's RAM again next period.
+        if exc.errno == errno.ESRCH or self._failed:
+            self.close()
+        self._failed = True
 
     def collect(self, m_cur_mb):
         """The sample of the window begun last period (fraction relative
@@ -86,10 +102,10 @@ class VmSampler:
         try:
             sample = self._sampler.collect()
         except OSError as exc:
-            # QEMU restarted or exited: find its RAM again next period.
-            self._fail('sampling failed: %s' % exc)
-            self.close()
+            self._lost(exc)
             return None
+        self._failed = False
+        self.error = None
         return scaled_sample(sample, self.memory.length / MIB, m_cur_mb)
 
     def begin(self):
@@ -102,11 +118,12 @@ class VmSampler:
             self._sampler.begin()
             self._begun = True
         except OSError as exc:
-            self._fail('sampling failed: %s' % exc)
-            self.close()
+            self._lost(exc)
 
     def close(self):
+        """Stop sampling and give the kernel resources back."""
         if self._sampler is not None:
             self._sampler.close()
             self._sampler = None
         self._begun = False
+        self._failed = False

@@ -8,6 +8,7 @@ clear_refs backend is used where a backend must work: DAMON is global to
 the host and a real-guest test may hold it.
 """
 import ctypes
+import errno
 import datetime
 import logging
 import mmap
@@ -172,3 +173,108 @@ def test_a_backend_the_kernel_lacks_is_reported_not_fatal(
     logged = [r for r in caplog.records if 'page_idle' in r.getMessage()]
     assert len(logged) == 1, caplog.text
     assert 'vm' in logged[0].getMessage()
+
+
+REAL_SAMPLER = _native.Sampler
+
+
+class FailingSampler:
+    """The real memagg._native.Sampler, except that the begin() calls
+    numbered in ``fail`` (from 1, over every instance) raise ``error``: the kernel refusing a
+    window cannot be provoked on demand here (the DAMON case is tested for
+    real in tests/unit/native/test_sampler.py)."""
+
+    fail = ()
+    error = OSError(errno.ENODEV, 'cannot set DAMON region 0 of ...: '
+                    'No such device')
+    opened = 0
+    begins = 0
+
+    def __init__(self, *args, **kwargs):
+        type(self).opened += 1
+        self._real = REAL_SAMPLER(*args, **kwargs)
+
+    @property
+    def backend(self):
+        return self._real.backend
+
+    def begin(self):
+        type(self).begins += 1
+        if self.begins in self.fail:
+            raise self.error
+        self._real.begin()
+
+    def collect(self):
+        return self._real.collect()
+
+    def close(self):
+        self._real.close()
+
+
+@pytest.fixture
+def failing_sampler(monkeypatch, conf):
+    conf.config(estimator='badis', sampler_backend='clear_refs',
+                min_margin_mb=0, group='wss')
+
+    def make(fail, error=None):
+        attrs = {'fail': fail, 'opened': 0, 'begins': 0}
+        if error is not None:
+            attrs['error'] = error
+        cls = type('Sampler', (FailingSampler,), attrs)
+        monkeypatch.setattr(sampling._native, 'Sampler', cls)
+        return cls
+    return make
+
+
+def test_a_lost_window_keeps_the_sampler_and_the_last_estimate(
+        failing_sampler, guest_ram, caplog):
+    sampler_class = failing_sampler(fail=(2,))
+    address, ram = guest_ram
+    # The guest's stats say 20 MiB used; 40 MiB are touched every window.
+    drv = Driver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        with caplog.at_level(logging.WARNING, logger='memagg.compute'):
+            results = []
+            for _ in range(4):
+                touch(ram, 40)
+                results.append(period(manager, drv))
+    finally:
+        manager.close()
+    labels = [(r.estimator, r.wss_mb) for r in results]
+    # 1: no window yet; 2: window 1; 3: window 2 was not armed (begin()
+    # failed in period 2): window 1's estimate held, not the stats' 20;
+    # 4: window 3, armed by the same sampler.
+    assert [label for label, _wss in labels] == [
+        'badis/V/stats', 'badis/V/sampler', 'badis/V/held',
+        'badis/V/sampler'], labels
+    for _label, wss in labels[1:]:
+        assert wss == pytest.approx(40, abs=3), labels
+    assert drv.lookups == 1 and sampler_class.opened == 1
+    assert 'No such device' in results[2].sampler_error
+    assert results[3].sampler_error is None
+    assert results[3].sampler_backend == 'clear_refs'
+    logged = [r for r in caplog.records if 'No such device' in r.message]
+    assert len(logged) == 1, caplog.text
+    assert 'vm' in logged[0].message
+
+
+@pytest.mark.parametrize('fail, error', [
+    # Two windows in a row.
+    ((2, 3), None),
+    # QEMU is gone: its RAM must be found again.
+    ((2,), OSError(errno.ESRCH, 'process 42 does not exist')),
+])
+def test_the_sampler_is_opened_again_when_it_cannot_recover(
+        failing_sampler, guest_ram, fail, error):
+    sampler_class = failing_sampler(fail=fail, error=error)
+    address, ram = guest_ram
+    drv = Driver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        results = [period(manager, drv) for _ in range(len(fail) + 3)]
+    finally:
+        manager.close()
+    assert drv.lookups == 2 and sampler_class.opened == 2
+    assert results[-1].estimator == 'badis/V/sampler'
+    assert results[-1].sampler_error is None
