@@ -180,9 +180,9 @@ REAL_SAMPLER = _native.Sampler
 
 class FailingSampler:
     """The real memagg._native.Sampler, except that the begin() calls
-    numbered in ``fail`` (from 1, over every instance) raise ``error``: the kernel refusing a
-    window cannot be provoked on demand here (the DAMON case is tested for
-    real in tests/unit/native/test_sampler.py)."""
+    numbered in ``fail`` (from 1, over every instance) raise ``error``:
+    the kernel refusing a window cannot be provoked on demand here (the
+    DAMON case is tested for real in tests/unit/native/test_sampler.py)."""
 
     fail = ()
     error = OSError(errno.ENODEV, 'cannot set DAMON region 0 of ...: '
