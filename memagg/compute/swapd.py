@@ -1,0 +1,246 @@
+"""Client of memagg-swapd's control socket (one text line each way).
+
+Every request opens its own connection, so a restarted memagg-swapd (or
+memagg-compute) needs nothing re-established. Replies are ``OK key=value...``
+or ``ERR <ERRNO-NAME> <message>``; each method returns the reply parsed
+into Python values.
+"""
+import socket
+
+# A GHOST reply of the default 65536 events exceeds the 64 KiB request
+# limit many times; replies are read up to this size.
+MAX_REPLY = 16 * 1024 * 1024
+
+#: Events drained by one GHOST request: their reply stays well under 64 KiB.
+GHOST_BATCH = 4096
+
+SWAP_OUT = 'o'
+SWAP_IN = 'i'
+
+
+class SwapdUnavailable(Exception):
+    """Nothing answers on the control socket (not running, restarting)."""
+
+
+class SwapdError(Exception):
+    """memagg-swapd refused a request: ``errno_name`` (e.g. ENOMEM,
+    ENOENT, EINVAL) and its one-line ``message``."""
+
+    def __init__(self, errno_name, message):
+        self.errno_name = errno_name
+        self.message = message
+        super().__init__('%s %s' % (errno_name, message))
+
+
+class ProtocolError(SwapdUnavailable):
+    """memagg-swapd's reply could not be understood."""
+
+
+def _ints(value):
+    return [int(v) for v in value.split(',') if v]
+
+
+def _list(value):
+    return [v for v in value.split(',') if v]
+
+
+def parse_reply(line):
+    """The key=value pairs of an ``OK`` reply line; raise SwapdError for an
+    ``ERR`` line and ProtocolError for anything else."""
+    text = line.rstrip('\n')
+    word, _, rest = text.partition(' ')
+    if word == 'ERR':
+        errno_name, _, message = rest.partition(' ')
+        raise SwapdError(errno_name or 'EIO', message)
+    if word != 'OK':
+        raise ProtocolError('memagg-swapd replied %r' % text[:200])
+    values = {}
+    for token in rest.split():
+        key, sep, value = token.partition('=')
+        if not sep:
+            raise ProtocolError('memagg-swapd replied a field without "=": '
+                                '%r' % token[:200])
+        values[key] = value
+    return values
+
+
+def format_request(verb, args):
+    """``VERB key=value...`` (with the newline) of ``args``; a list value
+    is joined with commas. Values must not hold spaces or newlines."""
+    parts = [verb]
+    for key, value in args.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ','.join(str(v) for v in value)
+        value = str(value)
+        if not value or any(c.isspace() for c in value):
+            raise ValueError('%s: value %r is empty or holds white space'
+                             % (key, value))
+        parts.append('%s=%s' % (key, value))
+    return ' '.join(parts) + '\n'
+
+
+def slab_spec(slab):
+    """``<i>@<endpoint>@<addr>@<rkey>`` of a slab dict (index, endpoint,
+    remote_addr, rkey) as EXPORT_CREATE takes it."""
+    return '%d@%s@%d@%d' % (slab['index'], slab['endpoint'],
+                            slab['remote_addr'], slab['rkey'])
+
+
+def parse_slab_spec(spec):
+    """The slab dict of an EXPORT_CREATE/EXPORT_DESCRIBE slab entry."""
+    # The endpoint (tcp://h:p) holds no '@': split from both ends.
+    index, rest = spec.split('@', 1)
+    endpoint, addr, rkey = rest.rsplit('@', 2)
+    return {'index': int(index), 'endpoint': endpoint,
+            'remote_addr': int(addr), 'rkey': int(rkey)}
+
+
+def parse_events(value):
+    """[(SWAP_OUT or SWAP_IN, page)] of a GHOST ``events`` value."""
+    events = []
+    for item in _list(value):
+        kind, page = item[0], item[1:]
+        if kind not in (SWAP_OUT, SWAP_IN) or not page.isdigit():
+            raise ProtocolError('GHOST event %r is not o<page> or i<page>'
+                                % item[:40])
+        events.append((kind, int(page)))
+    return events
+
+
+class SwapdClient:
+    """memagg-swapd's control socket at ``path``; ``timeout`` s per
+    request."""
+
+    def __init__(self, path, timeout=10.0):
+        self.path = path
+        self.timeout = timeout
+
+    def request(self, verb, **args):
+        """Send one request; return the reply's fields (strings)."""
+        line = format_request(verb, args).encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            try:
+                sock.connect(self.path)
+                sock.sendall(line)
+                reply = self._read_line(sock)
+            except OSError as exc:
+                raise SwapdUnavailable(
+                    'memagg-swapd does not answer on %s: %s'
+                    % (self.path, exc)) from exc
+        finally:
+            sock.close()
+        return parse_reply(reply)
+
+    def _read_line(self, sock):
+        chunks, size = [], 0
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ProtocolError('memagg-swapd on %s closed the '
+                                    'connection before a full reply'
+                                    % self.path)
+            chunks.append(chunk)
+            size += len(chunk)
+            if chunk.endswith(b'\n') or b'\n' in chunk:
+                break
+            if size > MAX_REPLY:
+                raise ProtocolError('memagg-swapd\'s reply exceeds %d bytes'
+                                    % MAX_REPLY)
+        data = b''.join(chunks)
+        return data[:data.index(b'\n') + 1].decode('utf-8', 'replace')
+
+    def ping(self):
+        """{version (int), transport, rdma, endpoint}."""
+        reply = self.request('PING')
+        reply['version'] = int(reply.get('version', 0))
+        return reply
+
+    def grant_alloc(self, grant, key, slab_size, slabs):
+        """Allocate donated slabs ``slabs`` (indexes) of ``slab_size``
+        bytes for ``grant``: {endpoint, rkey, slabs: [{index,
+        remote_addr}]}, only those allocated. SwapdError ENOMEM when none
+        could be."""
+        reply = self.request('GRANT_ALLOC', grant=grant, key=key,
+                             slab_size=slab_size, slabs=list(slabs))
+        allocated = []
+        for item in _list(reply.get('slabs', '')):
+            index, _, addr = item.partition(':')
+            allocated.append({'index': int(index), 'remote_addr': int(addr)})
+        return {'endpoint': reply['endpoint'], 'rkey': int(reply['rkey']),
+                'slabs': allocated}
+
+    def grant_free(self, grant, slabs=None):
+        """Free ``grant``'s donated slabs (all when None); the number
+        freed."""
+        reply = self.request('GRANT_FREE', grant=grant,
+                             slabs=None if slabs is None else list(slabs))
+        return int(reply['freed'])
+
+    def donor_stats(self):
+        """{capacity, used (bytes), grants, slabs, refused}."""
+        return {k: int(v) for k, v in self.request('DONOR_STATS').items()}
+
+    def export_create(self, grant, key, size, slab_size, local, slabs):
+        """Create ``grant``'s export over ``slabs`` (dicts of index,
+        endpoint, remote_addr, rkey) with its durability copy at
+        ``local``: {name, socket}."""
+        reply = self.request('EXPORT_CREATE', grant=grant, key=key,
+                             size=size, slab_size=slab_size, local=local,
+                             slabs=[slab_spec(s) for s in slabs])
+        return {'name': reply['name'], 'socket': reply['socket']}
+
+    def export_describe(self, grant):
+        """What EXPORT_CREATE took for ``grant``: {grant, key, size,
+        slab_size, local, slabs: [slab dicts]}."""
+        reply = self.request('EXPORT_DESCRIBE', grant=grant)
+        for key in ('size', 'slab_size'):
+            if key in reply:
+                reply[key] = int(reply[key])
+        reply['slabs'] = [parse_slab_spec(s)
+                          for s in _list(reply.get('slabs', ''))]
+        return reply
+
+    def export_reclaim(self, grant, slabs=None):
+        """Serve ``grant``'s slabs (indexes; all when None) from the local
+        copy from now on; the number reclaimed."""
+        reply = self.request('EXPORT_RECLAIM', grant=grant,
+                             slabs='all' if slabs is None else list(slabs))
+        return int(reply['reclaimed'])
+
+    def export_drop(self, grant, delete=False):
+        """Drop ``grant``'s export (its NBD clients are disconnected); the
+        local copy is deleted only with ``delete``."""
+        self.request('EXPORT_DROP', grant=grant, delete=1 if delete else None)
+
+    def export_list(self):
+        """The grant uuids with an export."""
+        return _list(self.request('EXPORT_LIST').get('grants', ''))
+
+    def export_stats(self, grant):
+        """``grant``'s export counters (ints)."""
+        return {k: int(v) for k, v in
+                self.request('EXPORT_STATS', grant=grant).items()}
+
+    def ghost(self, grant, max_events=None):
+        """Drain up to ``max_events`` swap events of ``grant``'s export:
+        ([(SWAP_OUT or SWAP_IN, page)], dropped)."""
+        reply = self.request('GHOST', grant=grant, max=max_events)
+        return (parse_events(reply.get('events', '')),
+                int(reply.get('dropped', 0)))
+
+    def ghost_all(self, grant, batch=GHOST_BATCH, limit=1 << 20):
+        """Drain ``grant``'s events in batches until fewer than ``batch``
+        come (at most ``limit``, the daemon's ring size): (events,
+        dropped)."""
+        events, dropped = [], 0
+        while len(events) < limit:
+            more, lost = self.ghost(grant, batch)
+            events.extend(more)
+            dropped += lost
+            if len(more) < batch:
+                break
+        return events, dropped

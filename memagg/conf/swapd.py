@@ -1,0 +1,73 @@
+"""Options of the [swapd] group: this host's memagg-swapd and remote memory.
+
+memagg-compute talks to memagg-swapd over its control socket: it donates
+slabs of this host's memory, creates the exports its VMs swap to, hot-plugs
+them and reads their swap-ghost stream. memagg-aio also starts memagg-swapd
+with these options when none answers.
+"""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('swapd', title='memagg-swapd and remote memory options')
+
+opts = [
+    cfg.BoolOpt('enabled', default=True,
+                help='Use remote memory on this host: lend slabs to other '
+                     'hosts\' VMs and give this host\'s VMs remote swap. '
+                     'False: memagg-compute never talks to memagg-swapd '
+                     'and reports nothing lendable.'),
+    cfg.StrOpt('control_socket', default='/run/memagg/swapd/control.sock',
+               help='Unix socket of memagg-swapd\'s control protocol.'),
+    cfg.StrOpt('export_dir', default='/run/memagg/swapd/exports',
+               help='Directory of the per-VM NBD sockets memagg-swapd '
+                    'serves; QEMU\'s user must be able to reach it.'),
+    cfg.StrOpt('state_dir', default='/var/lib/memagg/swapd',
+               help='memagg-swapd\'s export tables and the local '
+                    'durability copies of this host\'s remote-swap disks '
+                    '(local/<instance>/<grant>.img). Needs as much disk as '
+                    'the VMs\' grants.'),
+    cfg.StrOpt('listen', default='tcp://0.0.0.0:7450',
+               help='Where memagg-swapd serves this host\'s donated slabs '
+                    '(passed by memagg-aio when it starts memagg-swapd).'),
+    cfg.StrOpt('advertise',
+               help='Endpoint other hosts reach the donated slabs at, as '
+                    'tcp://HOST:PORT. Default: listen\'s, with 127.0.0.1 '
+                    'for 0.0.0.0 (one-host set-ups only).'),
+    cfg.IntOpt('capacity_mb', default=0, min=0,
+               help='Memory this host\'s memagg-swapd may lend to others '
+                    '(MiB; 0: none), passed at its start by memagg-aio. '
+                    'memagg-compute reports as lendable at most what '
+                    'memagg-swapd says its capacity is.'),
+    cfg.StrOpt('transport', default='auto', choices=['auto', 'tcp', 'rdma'],
+               help='Transport to donors (passed by memagg-aio): auto uses '
+                    'RDMA when a device exists, else TCP.'),
+    cfg.StrOpt('socket_user',
+               help='User the export sockets are given to (QEMU\'s user, '
+                    'e.g. libvirt-qemu); passed by memagg-aio.'),
+    cfg.BoolOpt('auto_grant', default=True,
+                help='Ask memagg-scheduler for remote memory for a VM that '
+                     'is short of memory when this host has none left for '
+                     'it. False: grants are made only by the operator.'),
+    cfg.FloatOpt('control_timeout', default=10.0, min=0.1,
+                 help='Seconds to wait for memagg-swapd\'s answer to one '
+                      'control request.'),
+    cfg.IntOpt('scheduler_timeout', default=180, min=1,
+               help='Seconds memagg-compute waits for memagg-scheduler to '
+                    'allocate, release or reclaim remote memory (each '
+                    'involves calls to other hosts).'),
+    cfg.IntOpt('attach_timeout', default=60, min=1,
+               help='Seconds an attach of a grant (export creation and '
+                    'hot-plug into the guest) may take.'),
+    cfg.IntOpt('retry_interval', default=60, min=1,
+               help='Seconds before a failed request to memagg-scheduler '
+                    'for a VM or a donation is tried again; doubles with '
+                    'each failure in a row, up to ten times this.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}
