@@ -53,6 +53,15 @@ class GuestMemory:
     method: str
 
 
+SWAP_SERIAL_PREFIX = 'memagg-swap-'
+
+
+def swap_serial(grant_uuid):
+    """The serial of grant ``grant_uuid``'s disk: 'memagg-swap-' and the
+    uuid's first 8 hex digits (virtio-blk serials hold 20 bytes)."""
+    return SWAP_SERIAL_PREFIX + grant_uuid.replace('-', '')[:8].lower()
+
+
 class DomainGone(Exception):
     """The domain disappeared (destroyed, undefined) while memagg used it."""
 
@@ -99,6 +108,21 @@ class HypervisorDriver(metaclass=abc.ABCMeta):
         """Move the running guest's balloon so it has ``target_mb`` MiB
         (live only). Raises DomainGone or Unsupported."""
         raise Unsupported('%s cannot move balloons' % type(self).__name__)
+
+    def attach_swap_disk(self, uuid, socket_path, export_name, serial):
+        """Hot-plug NBD export ``export_name`` served on unix socket
+        ``socket_path`` into running domain ``uuid`` as a virtio disk with
+        ``serial`` (kept in the domain's persistent definition too, when it
+        has one). Return its target device (e.g. 'vdb'). A disk with that
+        serial already there is not plugged twice: its target is returned.
+        Raises DomainGone or Unsupported."""
+        raise Unsupported('%s cannot hot-plug disks' % type(self).__name__)
+
+    def detach_swap_disk(self, uuid, serial):
+        """Remove the disk with ``serial`` from domain ``uuid``: live when
+        it runs, and from its persistent definition. Return whether a disk
+        was found. Raises DomainGone or Unsupported."""
+        raise Unsupported('%s cannot unplug disks' % type(self).__name__)
 
     def close(self):
         """Release the connection to the hypervisor."""

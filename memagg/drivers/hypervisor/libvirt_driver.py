@@ -125,6 +125,53 @@ def qemu_pid(name, pid_dirs=PID_DIRS, proc='/proc'):
     return None
 
 
+def swap_disk_xml(socket_path, export_name, serial, target):
+    """The <disk> of a remote-swap export: NBD over a unix socket, raw,
+    no host cache (memagg-swapd keeps the data), virtio, ``serial``."""
+    disk = ElementTree.Element('disk', type='network', device='disk')
+    ElementTree.SubElement(disk, 'driver', name='qemu', type='raw',
+                           cache='none')
+    source = ElementTree.SubElement(disk, 'source', protocol='nbd',
+                                    name=export_name)
+    ElementTree.SubElement(source, 'host', transport='unix',
+                           socket=socket_path)
+    ElementTree.SubElement(disk, 'target', dev=target, bus='virtio')
+    ElementTree.SubElement(disk, 'serial').text = serial
+    return ElementTree.tostring(disk, encoding='unicode')
+
+
+def disk_targets(domain):
+    """The target devs of every disk of ``domain`` (an Element)."""
+    return {target.get('dev') for target in
+            domain.findall('./devices/disk/target')}
+
+
+def _disk_name(index):
+    """vda, ..., vdz, vdaa, vdab, ...: libvirt's names of virtio disks."""
+    letters = ''
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(ord('a') + rest) + letters
+    return 'vd' + letters
+
+
+def free_virtio_target(used):
+    """The first virtio disk name (vda, vdb, ...) not in ``used``."""
+    index = 0
+    while _disk_name(index) in used:
+        index += 1
+    return _disk_name(index)
+
+
+def find_disk(domain, serial):
+    """The <disk> of ``domain`` (an Element) with ``serial``, or None."""
+    for disk in domain.findall('./devices/disk'):
+        if (disk.findtext('serial') or '').strip() == serial:
+            return disk
+    return None
+
+
 def answers(uri):
     """Whether a libvirt connection to ``uri`` can be opened now."""
     try:
@@ -272,6 +319,59 @@ class LibvirtDriver(base.HypervisorDriver):
 
     def guest_memory(self, uuid):
         return self._on_domain(uuid, self._guest_memory)
+
+    def attach_swap_disk(self, uuid, socket_path, export_name, serial):
+        return self._on_domain(uuid, lambda dom: self._attach_swap_disk(
+            dom, socket_path, export_name, serial))
+
+    @staticmethod
+    def _attach_swap_disk(dom, socket_path, export_name, serial):
+        live = ElementTree.fromstring(dom.XMLDesc())
+        plugged = find_disk(live, serial)
+        if plugged is not None:
+            return plugged.find('target').get('dev')
+        used = disk_targets(live)
+        flags = libvirt.VIR_DOMAIN_AFFECT_LIVE
+        if dom.isPersistent():
+            config = ElementTree.fromstring(
+                dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE))
+            used |= disk_targets(config)
+            # Kept in the definition so the guest finds its swap after a
+            # restart of its QEMU; a copy already there is not doubled.
+            if find_disk(config, serial) is None:
+                flags |= libvirt.VIR_DOMAIN_AFFECT_CONFIG
+        target = free_virtio_target(used)
+        dom.attachDeviceFlags(
+            swap_disk_xml(socket_path, export_name, serial, target), flags)
+        LOG.info('Attached NBD export %s (%s) to %s as %s (serial %s)',
+                 export_name, socket_path, dom.name(), target, serial)
+        return target
+
+    def detach_swap_disk(self, uuid, serial):
+        return self._on_domain(uuid, lambda dom: self._detach_swap_disk(
+            dom, serial))
+
+    @staticmethod
+    def _detach_swap_disk(dom, serial):
+        found = False
+        views = []
+        if dom.isActive():
+            views.append((libvirt.VIR_DOMAIN_AFFECT_LIVE, 0))
+        if dom.isPersistent():
+            views.append((libvirt.VIR_DOMAIN_AFFECT_CONFIG,
+                          libvirt.VIR_DOMAIN_XML_INACTIVE))
+        for flag, xml_flags in views:
+            disk = find_disk(ElementTree.fromstring(dom.XMLDesc(xml_flags)),
+                             serial)
+            if disk is None:
+                continue
+            dom.detachDeviceFlags(
+                ElementTree.tostring(disk, encoding='unicode'), flag)
+            found = True
+        if found:
+            LOG.info('Detached the disk with serial %s from %s', serial,
+                     dom.name())
+        return found
 
     @staticmethod
     def _hmp(dom, command):

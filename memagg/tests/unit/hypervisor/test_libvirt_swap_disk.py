@@ -1,0 +1,176 @@
+"""The remote-swap disk of the libvirt driver: its XML, the target it
+takes, and the flags of attach and detach.
+
+libvirt's test:///default driver cannot hot-plug devices (it answers
+VIR_ERR_NO_SUPPORT): a test checks that this comes out as Unsupported;
+the flags and idempotency are checked against a small in-test domain
+standing in for virDomain (what the driver calls on it), and the real
+hot-plug into a QEMU guest is test_libvirt_swap_disk_guest.py.
+"""
+import xml.etree.ElementTree as ElementTree
+
+import libvirt
+import pytest
+
+from memagg.drivers.hypervisor import base
+from memagg.drivers.hypervisor import libvirt_driver
+
+GRANT = '0b4f7e0c-8d7a-4f3b-9a51-3c2d1e0f9a8b'
+SERIAL = 'memagg-swap-0b4f7e0c'
+TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
+
+DOMAIN = """<domain type='qemu'><name>vm</name><devices>
+%s
+</devices></domain>"""
+FILE_DISK = ("<disk type='file' device='disk'><source file='/a'/>"
+             "<target dev='%s' bus='virtio'/></disk>")
+
+
+def test_serial_is_the_prefix_and_eight_hex_digits():
+    assert base.swap_serial(GRANT) == SERIAL
+    assert base.swap_serial(GRANT.upper()) == SERIAL
+    assert len(SERIAL) <= 20
+
+
+def test_disk_xml_is_the_testbed_nbd_disk():
+    disk = ElementTree.fromstring(libvirt_driver.swap_disk_xml(
+        '/run/memagg/swapd/exports/%s.sock' % GRANT, 'memagg-swap-' + GRANT,
+        SERIAL, 'vdc'))
+    assert (disk.get('type'), disk.get('device')) == ('network', 'disk')
+    assert disk.find('driver').attrib == {'name': 'qemu', 'type': 'raw',
+                                          'cache': 'none'}
+    source = disk.find('source')
+    assert source.attrib == {'protocol': 'nbd',
+                             'name': 'memagg-swap-' + GRANT}
+    assert source.find('host').attrib == {
+        'transport': 'unix',
+        'socket': '/run/memagg/swapd/exports/%s.sock' % GRANT}
+    assert disk.find('target').attrib == {'dev': 'vdc', 'bus': 'virtio'}
+    assert disk.findtext('serial') == SERIAL
+
+
+@pytest.mark.parametrize('used, expected', [
+    (set(), 'vda'),
+    ({'vda'}, 'vdb'),
+    ({'vda', 'vdc', 'hda'}, 'vdb'),
+    ({'vd' + chr(c) for c in range(ord('a'), ord('z') + 1)}, 'vdaa'),
+])
+def test_first_free_virtio_target(used, expected):
+    assert libvirt_driver.free_virtio_target(used) == expected
+
+
+class Domain:
+    """Stands in for a virDomain: its live and inactive XML, and the
+    attach/detach calls with their flags."""
+
+    def __init__(self, live, config=None, active=True):
+        self.live = live
+        self.config = config
+        self.active = active
+        self.calls = []
+
+    def name(self):
+        return 'vm'
+
+    def isPersistent(self):
+        return self.config is not None
+
+    def isActive(self):
+        return self.active
+
+    def XMLDesc(self, flags=0):
+        if flags & libvirt.VIR_DOMAIN_XML_INACTIVE:
+            return self.config
+        return self.live
+
+    def attachDeviceFlags(self, xml, flags):
+        self.calls.append(('attach', xml, flags))
+
+    def detachDeviceFlags(self, xml, flags):
+        self.calls.append(('detach', xml, flags))
+
+
+class Conn:
+    def __init__(self, dom):
+        self.dom = dom
+
+    def lookupByUUIDString(self, uuid):
+        return self.dom
+
+    def close(self):
+        pass
+
+
+def driver_with(dom):
+    driver = libvirt_driver.LibvirtDriver('test:///default')
+    driver._conn = Conn(dom)
+    return driver
+
+
+def test_transient_domain_gets_a_live_disk_on_the_first_free_target():
+    dom = Domain(DOMAIN % (FILE_DISK % 'vda'))
+    target = driver_with(dom).attach_swap_disk(
+        'u', '/s.sock', 'memagg-swap-' + GRANT, SERIAL)
+    assert target == 'vdb'
+    [(call, xml, flags)] = dom.calls
+    assert call == 'attach' and flags == libvirt.VIR_DOMAIN_AFFECT_LIVE
+    disk = ElementTree.fromstring(xml)
+    assert disk.find('target').get('dev') == 'vdb'
+    assert disk.findtext('serial') == SERIAL
+
+
+def test_persistent_domain_gets_it_in_its_definition_too():
+    # vdb is free live but taken in the definition: neither may clash.
+    dom = Domain(DOMAIN % (FILE_DISK % 'vda'),
+                 config=DOMAIN % (FILE_DISK % 'vda' + FILE_DISK % 'vdb'))
+    target = driver_with(dom).attach_swap_disk('u', '/s.sock', 'e', SERIAL)
+    assert target == 'vdc'
+    assert dom.calls[0][2] == (libvirt.VIR_DOMAIN_AFFECT_LIVE
+                               | libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+
+
+def test_attach_is_idempotent_by_serial():
+    plugged = libvirt_driver.swap_disk_xml('/s.sock', 'e', SERIAL, 'vdd')
+    dom = Domain(DOMAIN % plugged)
+    assert driver_with(dom).attach_swap_disk('u', '/s.sock', 'e',
+                                             SERIAL) == 'vdd'
+    assert dom.calls == []
+
+
+def test_detach_removes_it_live_and_from_the_definition():
+    plugged = libvirt_driver.swap_disk_xml('/s.sock', 'e', SERIAL, 'vdb')
+    dom = Domain(DOMAIN % (FILE_DISK % 'vda' + plugged),
+                 config=DOMAIN % plugged)
+    assert driver_with(dom).detach_swap_disk('u', SERIAL) is True
+    assert [(c, f) for c, _, f in dom.calls] == [
+        ('detach', libvirt.VIR_DOMAIN_AFFECT_LIVE),
+        ('detach', libvirt.VIR_DOMAIN_AFFECT_CONFIG)]
+    assert all(ElementTree.fromstring(xml).findtext('serial') == SERIAL
+               for _, xml, _ in dom.calls)
+
+
+def test_detach_of_a_shut_off_domain_edits_only_its_definition():
+    plugged = libvirt_driver.swap_disk_xml('/s.sock', 'e', SERIAL, 'vdb')
+    dom = Domain(None, config=DOMAIN % plugged, active=False)
+    assert driver_with(dom).detach_swap_disk('u', SERIAL) is True
+    assert [(c, f) for c, _, f in dom.calls] == [
+        ('detach', libvirt.VIR_DOMAIN_AFFECT_CONFIG)]
+
+
+def test_detach_without_such_disk_changes_nothing():
+    dom = Domain(DOMAIN % (FILE_DISK % 'vda'))
+    assert driver_with(dom).detach_swap_disk('u', SERIAL) is False
+    assert dom.calls == []
+
+
+def test_the_test_driver_cannot_hot_plug_and_says_so():
+    driver = libvirt_driver.LibvirtDriver('test:///default')
+    try:
+        with pytest.raises(base.Unsupported) as info:
+            driver.attach_swap_disk(TEST_DOMAIN_UUID, '/s.sock', 'e', SERIAL)
+        assert 'not supported' in str(info.value)
+        with pytest.raises(base.DomainGone):
+            driver.attach_swap_disk('00000000-0000-0000-0000-000000000001',
+                                    '/s.sock', 'e', SERIAL)
+    finally:
+        driver.close()
