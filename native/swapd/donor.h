@@ -1,0 +1,43 @@
+/*
+ * Internal to the donor side (store.c, tcp.c, rdma.c).
+ *
+ * The servers of both transports: sd_server_stop and sd_server_port work
+ * on either through this common head.
+ */
+#ifndef MEMAGG_SWAPD_DONOR_H
+#define MEMAGG_SWAPD_DONOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sd_store;
+
+struct sd_server {
+    void (*stop)(struct sd_server *server);    /* stop, join, free */
+    uint16_t port;
+};
+
+/*
+ * How the RDMA server registers each grant's region with the NIC without
+ * store.c calling verbs itself.
+ *
+ * While a hook is set, every grant's region is registered through it (the
+ * ones that exist when it is set, and each new one), and sd_store_alloc
+ * returns the registration's rkey.  A region is deregistered before it is
+ * unmapped.
+ */
+struct sd_store_mr_hook {
+    /* Register [addr, addr + len); 0 with *rkey and *handle, or -errno. */
+    int (*reg)(void *ctx, void *addr, size_t len, uint32_t *rkey,
+               void **handle);
+    void (*dereg)(void *ctx, void *handle);
+    void *ctx;
+};
+
+/* Set (hook != NULL) or clear the hook.  Setting registers the regions of
+ * the grants already there (-errno, and no hook, if one fails); clearing
+ * deregisters them all.  Only one hook at a time: -EBUSY. */
+int sd_store_set_mr_hook(struct sd_store *store,
+                         const struct sd_store_mr_hook *hook);
+
+#endif

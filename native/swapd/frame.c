@@ -1,0 +1,126 @@
+/* The TCP frame header: encoder and parser (see frame.h for the layout). */
+#include <errno.h>
+#include <string.h>
+
+#include "frame.h"
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    put16(p, (uint16_t)v);
+    put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return get16(p) | (uint32_t)get16(p + 2) << 16;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+void sd_frame_encode(const struct sd_frame *f, uint8_t out[SD_FRAME_HDR_LEN])
+{
+    put32(out, SD_FRAME_MAGIC);
+    out[4] = SD_FRAME_VERSION;
+    out[5] = f->op;
+    put16(out + 6, f->flags);
+    put64(out + 8, f->id);
+    memcpy(out + 16, f->grant, SD_UUID_LEN);
+    memcpy(out + 32, f->key, SD_KEY_LEN);
+    put32(out + 64, f->slab);
+    put32(out + 68, f->len);
+    put64(out + 72, f->offset);
+    put32(out + 80, (uint32_t)f->status);
+    put32(out + 84, 0);
+}
+
+static int reject(const char **why, const char *reason, int err)
+{
+    *why = reason;
+    return err;
+}
+
+int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
+                   const char **why)
+{
+    int reply;
+
+    *why = NULL;
+    if (len < SD_FRAME_HDR_LEN) {
+        return reject(why, "short header", -EINVAL);
+    }
+    if (get32(buf) != SD_FRAME_MAGIC) {
+        return reject(why, "bad magic", -EPROTO);
+    }
+    if (buf[4] != SD_FRAME_VERSION) {
+        return reject(why, "unsupported version", -EPROTO);
+    }
+    f->op = buf[5];
+    f->flags = get16(buf + 6);
+    if (f->flags & ~SD_FRAME_REPLY) {
+        return reject(why, "unknown flags", -EPROTO);
+    }
+    if (get32(buf + 84) != 0) {
+        return reject(why, "reserved field not zero", -EPROTO);
+    }
+    reply = f->flags & SD_FRAME_REPLY;
+    if (f->op != SD_OP_READ && f->op != SD_OP_WRITE &&
+        !(f->op == SD_FRAME_OP_ERROR && reply)) {
+        return reject(why, "unknown op", -EPROTO);
+    }
+    f->id = get64(buf + 8);
+    memcpy(f->grant, buf + 16, SD_UUID_LEN);
+    memcpy(f->key, buf + 32, SD_KEY_LEN);
+    f->slab = get32(buf + 64);
+    f->len = get32(buf + 68);
+    f->offset = get64(buf + 72);
+    f->status = (int32_t)get32(buf + 80);
+    if (f->len > SD_FRAME_MAX_LEN) {
+        return reject(why, "length above the maximum", -EINVAL);
+    }
+    if (f->offset > UINT64_MAX - f->len) {
+        return reject(why, "offset + length overflows", -EINVAL);
+    }
+    if (!reply && f->status != 0) {
+        return reject(why, "status set in a request", -EINVAL);
+    }
+    if (reply && (f->status > 0 || f->status < -4095)) {
+        return reject(why, "status not 0 or -errno", -EINVAL);
+    }
+    if (f->op == SD_FRAME_OP_ERROR && f->status == 0) {
+        return reject(why, "error reply without an error", -EINVAL);
+    }
+    return 0;
+}
+
+uint32_t sd_frame_payload_len(const struct sd_frame *f)
+{
+    int reply = f->flags & SD_FRAME_REPLY;
+
+    if (f->op == SD_OP_WRITE && !reply) {
+        return f->len;
+    }
+    if (f->op == SD_OP_READ && reply && f->status == 0) {
+        return f->len;
+    }
+    return 0;
+}
