@@ -703,3 +703,237 @@ def describe_error(error):
         url = '(unparsable URL)'
     return ('database %s failed: %s; check [database] connection and that '
             'the server is running' % (url, reason))
+
+
+# The global memory reservoir (memagg.scheduler.reservoir). A grant is
+# reserved, with its slabs on their donors, in one transaction that locks
+# the instance and the donor hosts' rows, so that two allocations at once
+# can neither exceed a VM's cap nor lend a donor's memory twice.
+
+#: Slab states that hold memory on the donor.
+SLAB_HOLDING = ('pending', 'active', 'releasing')
+#: Grant states whose memory counts against the VM's cap.
+GRANT_HOLDING = ('pending', 'active')
+
+
+def _donors_available(session, consumer_host, reported_since, exclude):
+    """Lock the rows of the hosts that may lend now (reported at or after
+    ``reported_since``, active, not ``consumer_host`` nor in ``exclude``)
+    in name order; return ``[(name, available_mb)]``, where available is
+    the reported lendable memory less the slabs the host holds."""
+    hosts = session.query(models.Host).filter(
+        models.Host.name != consumer_host,
+        models.Host.name.not_in(list(exclude)),
+        models.Host.state == 'active',
+        models.Host.reported_at >= reported_since).order_by(
+        models.Host.name).with_for_update().all()
+    if not hosts:
+        return []
+    held = dict(session.query(models.Slab.donor_host,
+                              sa.func.sum(models.Slab.size_mb)).filter(
+        models.Slab.donor_host.in_([h.name for h in hosts]),
+        models.Slab.status.in_(SLAB_HOLDING)).group_by(
+        models.Slab.donor_host).all())
+    return [(h.name, h.lendable_mb - int(held.get(h.name) or 0))
+            for h in hosts]
+
+
+def _slab_rows(assignments, indexes, size_mb):
+    """Slab rows for ``assignments`` [(donor, n)], numbered by
+    ``indexes`` in order."""
+    indexes = iter(indexes)
+    return [models.Slab(index=next(indexes), donor_host=host,
+                        size_mb=size_mb, status='pending')
+            for host, count in assignments for _ in range(count)]
+
+
+@_retry_on_race
+def grant_reserve(context, values, reported_since, plan):
+    """Reserve a new grant, pending, and its slabs on their donors.
+
+    ``values`` are Grant columns (``uuid``, ``instance_uuid``,
+    ``consumer_host``, ``requested_mb``, ``slab_size_mb``, ``secret``).
+    With the instance's and the donors' rows locked, ``plan(instance,
+    held_mb, donors)`` is called — ``held_mb`` is what the instance's
+    pending and active grants hold, ``donors`` ``[(host, available_mb)]``
+    as in :func:`_donors_available` — and returns ``(assignments, reason)``:
+    ``[(host, n_slabs)]`` and why it is less than requested (or None); it
+    raises to store nothing. May run again when a concurrent writer wins.
+    Returns the grant with its slabs (indexes from 0 in assignment order);
+    NotFound when the instance is unknown.
+    """
+    _check_columns(models.Grant, values, 'grant')
+    with _writer().using(context) as session:
+        instance = session.query(models.Instance).filter_by(
+            uuid=values['instance_uuid']).with_for_update().first()
+        if instance is None:
+            raise exceptions.NotFound(resource='Instance',
+                                      id=values['instance_uuid'])
+        held = session.query(sa.func.sum(models.Grant.granted_mb)).filter(
+            models.Grant.instance_uuid == instance.uuid,
+            models.Grant.status.in_(GRANT_HOLDING)).scalar()
+        donors = _donors_available(session, values['consumer_host'],
+                                   reported_since, ())
+        assignments, reason = plan(instance, int(held or 0), donors)
+        count = sum(n for _, n in assignments)
+        grant = models.Grant(**dict(values, status='pending',
+                                    granted_mb=count * values[
+                                        'slab_size_mb'],
+                                    reason=reason))
+        grant.slabs = _slab_rows(assignments, range(count),
+                                 values['slab_size_mb'])
+        session.add(grant)
+        session.flush()
+        return grant
+
+
+@_retry_on_race
+def grant_move_slabs(context, grant_uuid, indexes, reported_since, exclude,
+                     select):
+    """Give the slabs ``indexes`` of pending grant ``grant_uuid`` other
+    donors: with the donors' rows locked (not the consumer, not those in
+    ``exclude``), ``select(n_slabs, donors)`` returns ``[(host, n)]``; the
+    indexes, in order, go to those hosts and the rest are deleted. Returns
+    the grant."""
+    with _writer().using(context) as session:
+        grant = session.query(models.Grant).filter_by(
+            uuid=grant_uuid).with_for_update().first()
+        if grant is None:
+            raise exceptions.NotFound(resource='Grant', id=grant_uuid)
+        indexes = sorted(indexes)
+        for slab in list(grant.slabs):
+            if slab.index in indexes:
+                grant.slabs.remove(slab)
+        session.flush()
+        donors = _donors_available(session, grant.consumer_host,
+                                   reported_since, exclude)
+        assignments = select(len(indexes), donors) if donors else []
+        grant.slabs.extend(_slab_rows(assignments, indexes,
+                                      grant.slab_size_mb))
+        grant.granted_mb = sum(s.size_mb for s in grant.slabs)
+        session.flush()
+        return grant
+
+
+def _grant_for_update(session, uuid):
+    grant = session.query(models.Grant).filter_by(
+        uuid=uuid).with_for_update().first()
+    if grant is None:
+        raise exceptions.NotFound(resource='Grant', id=uuid)
+    return grant
+
+
+@_retry_on_race
+def grant_prepared(context, grant_uuid, prepared, partial, reason):
+    """Record what the donors of pending grant ``grant_uuid`` set up:
+    ``prepared`` maps slab index -> ``(endpoint, remote_addr, rkey)``;
+    slabs not in it are deleted, ``granted_mb`` is what remains. Returns
+    the grant."""
+    with _writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        for slab in list(grant.slabs):
+            if slab.index not in prepared:
+                grant.slabs.remove(slab)
+                continue
+            slab.endpoint, slab.remote_addr, slab.rkey = prepared[slab.index]
+        grant.granted_mb = sum(s.size_mb for s in grant.slabs)
+        grant.partial = partial
+        grant.reason = reason
+        session.flush()
+        return grant
+
+
+@_retry_on_race
+def grant_set_status(context, grant_uuid, status, slab_status,
+                     reason=None, expected=None, unfreed=()):
+    """Move grant ``grant_uuid`` to ``status`` and its slabs that hold
+    memory to ``slab_status`` — but those of the donors in ``unfreed``,
+    which did not confirm they freed them, to ``releasing``. ``reason``
+    replaces the grant's when given. With ``expected`` (states), raise
+    Conflict unless the grant is in one of them. Returns the grant."""
+    with _writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        if expected is not None and grant.status not in expected:
+            raise exceptions.Conflict(reason='grant %s is %s, not %s' % (
+                grant_uuid, grant.status, ' or '.join(expected)))
+        grant.status = status
+        if reason is not None:
+            grant.reason = reason
+        for slab in grant.slabs:
+            if slab.status in SLAB_HOLDING:
+                slab.status = ('releasing' if slab.donor_host in unfreed
+                               else slab_status)
+        session.flush()
+        return grant
+
+
+@_retry_on_race
+def grant_delete(context, grant_uuid):
+    """Delete grant ``grant_uuid`` and its slabs (one that granted
+    nothing)."""
+    with _writer().using(context) as session:
+        session.delete(_grant_for_update(session, grant_uuid))
+
+
+def grants_in_status(context, statuses):
+    """The grants whose status is one of ``statuses``, oldest first."""
+    with _reader().using(context) as session:
+        return session.query(models.Grant).filter(
+            models.Grant.status.in_(list(statuses))).order_by(
+            models.Grant.created_at, models.Grant.id).all()
+
+
+def slabs_lent_by(context, donor_host):
+    """The active slabs ``donor_host`` holds for active grants, the newest
+    grants' first (their highest indexes first): ``[(grant, slab)]``."""
+    with _reader().using(context) as session:
+        rows = session.query(models.Slab, models.Grant).join(
+            models.Grant).filter(
+            models.Slab.donor_host == donor_host,
+            models.Slab.status == 'active',
+            models.Grant.status == 'active').order_by(
+            models.Grant.created_at.desc(), models.Grant.id.desc(),
+            models.Slab.index.desc()).all()
+        return [(grant, slab) for slab, grant in rows]
+
+
+@_retry_on_race
+def grant_slabs_reclaimed(context, grant_uuid, indexes, status='reclaimed'):
+    """Move the active slabs ``indexes`` of grant ``grant_uuid`` to
+    ``status`` (reclaimed, or releasing when the donor did not confirm it
+    freed them) and take their memory off the grant's ``granted_mb``;
+    return the MiB taken."""
+    with _writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        taken = 0
+        for slab in grant.slabs:
+            if slab.index in indexes and slab.status == 'active':
+                slab.status = status
+                taken += slab.size_mb
+        grant.granted_mb -= taken
+        return taken
+
+
+def slabs_releasing(context):
+    """Slabs whose donor has not confirmed it freed them: ``{(grant uuid,
+    donor host): [index, ...]}``."""
+    with _reader().using(context) as session:
+        rows = session.query(models.Grant.uuid, models.Slab.donor_host,
+                             models.Slab.index).join(models.Grant).filter(
+            models.Slab.status == 'releasing').order_by(
+            models.Slab.index).all()
+    result = {}
+    for uuid, host, index in rows:
+        result.setdefault((uuid, host), []).append(index)
+    return result
+
+
+@_retry_on_race
+def slabs_released(context, grant_uuid, donor_host):
+    """Mark the releasing slabs of ``grant_uuid`` on ``donor_host``
+    released (the donor freed them)."""
+    with _writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        for slab in grant.slabs:
+            if slab.donor_host == donor_host and slab.status == 'releasing':
+                slab.status = 'released'

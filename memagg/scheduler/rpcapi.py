@@ -1,6 +1,25 @@
 """Client side of memagg-scheduler's RPC API."""
+import oslo_messaging as messaging
+
+from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.conf import CONF
+
+
+class RemoteMemoryUnavailable(exceptions.Conflict):
+    """No remote memory can be granted (or it could not be set up); the
+    reason says why. Nothing is left allocated."""
+
+    msg_fmt = 'No remote memory can be granted: %(reason)s'
+
+
+#: The exceptions calls of this API raise, by class name: how they are
+#: rebuilt when oslo.messaging hands over a RemoteError (the transport does
+#: not rebuild memagg's exceptions itself).
+_REMOTE_ERRORS = {cls.__name__: cls for cls in (
+    RemoteMemoryUnavailable, exceptions.InvalidParameter, exceptions.Invalid,
+    exceptions.NotFound, exceptions.Conflict,
+    exceptions.ServiceUnavailable)}
 
 
 class SchedulerAPI:
@@ -10,9 +29,11 @@ class SchedulerAPI:
 
     * 1.0 - Initial version: report, report_batch, ping
     * 1.1 - run_audit, execute_audit
+    * 1.2 - allocate_remote, release_grant, reclaim (the global memory
+      reservoir)
     """
 
-    VERSION = '1.1'
+    VERSION = '1.2'
 
     #: Attempts to reach the bus before a cast of the API gives up, so that
     #: a request fails (503) rather than hang while RabbitMQ is down.
@@ -50,3 +71,44 @@ class SchedulerAPI:
         (cast); raises like run_audit."""
         self.client.cast(ctxt, 'execute_audit', version='1.1', retry=retry,
                          audit_uuid=audit_uuid)
+
+    def _call(self, ctxt, method, timeout, **kwargs):
+        try:
+            return self.client.call(ctxt, method, version='1.2',
+                                    timeout=timeout, **kwargs)
+        except messaging.RemoteError as exc:
+            cls = _REMOTE_ERRORS.get(exc.exc_type)
+            if cls is None:
+                raise
+            raise cls(exc.value) from None
+
+    def allocate_remote(self, ctxt, instance_uuid, consumer_host, size_mb,
+                        timeout=None):
+        """Grant ``size_mb`` MiB of remote memory to instance
+        ``instance_uuid`` on ``consumer_host``, set up on the donors and
+        attached on the consumer; return the grant dict (its ``secret``
+        included: never show it to users).
+
+        Less than asked is a grant with ``partial`` true and a ``reason``.
+        Raises RemoteMemoryUnavailable (nothing granted, with the reason),
+        NotFound (unknown instance), InvalidParameter, or RPCTimeout when
+        no scheduler answers within ``timeout`` s.
+        """
+        return self._call(ctxt, 'allocate_remote', timeout,
+                          instance_uuid=instance_uuid,
+                          consumer_host=consumer_host, size_mb=size_mb)
+
+    def release_grant(self, ctxt, grant_uuid, timeout=None):
+        """Give grant ``grant_uuid``'s memory back: the consumer moves its
+        pages to its local copy, the donors free the slabs. Returns the
+        grant dict; releasing a released grant does nothing. Raises
+        NotFound for an unknown grant."""
+        return self._call(ctxt, 'release_grant', timeout,
+                          grant_uuid=grant_uuid)
+
+    def reclaim(self, ctxt, donor_host, size_mb, timeout=None):
+        """Take up to ``size_mb`` MiB lent by ``donor_host`` back (whole
+        slabs, newest grants first); return the MiB reclaimed. Raises
+        NotFound for an unknown host."""
+        return self._call(ctxt, 'reclaim', timeout, donor_host=donor_host,
+                          size_mb=size_mb)

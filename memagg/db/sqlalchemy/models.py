@@ -177,11 +177,20 @@ class Grant(Base):
         sa.Integer, nullable=False)
     granted_mb: orm.Mapped[int] = orm.mapped_column(
         sa.Integer, nullable=False, default=0)
+    # pending (being set up), active, released or failed.
     status: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), nullable=False, default='pending')
     # The grant's data-path key; never returned by the API.
     secret: orm.Mapped[str] = orm.mapped_column(
         sa.String(128), nullable=False)
+    slab_size_mb: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, nullable=False, default=64, server_default='64')
+    # Whether less than requested was granted; ``reason`` says why (and
+    # why a failed grant failed).
+    partial: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, nullable=False, default=False, server_default='0')
+    reason: orm.Mapped[str | None] = orm.mapped_column(
+        sa.Text, nullable=True)
     slabs: orm.Mapped[list['Slab']] = orm.relationship(
         back_populates='grant', order_by='Slab.index',
         cascade='all, delete-orphan', lazy='selectin')
@@ -205,6 +214,15 @@ class Slab(Base):
         sa.BigInteger, nullable=True)
     replica_host: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255), nullable=True)
+    # The donor's data-path endpoint (tcp://host:port) and the slab's key
+    # there (an RDMA rkey; the TCP transport checks the grant's secret).
+    endpoint: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True)
+    rkey: orm.Mapped[int | None] = orm.mapped_column(
+        sa.BigInteger, nullable=True)
+    # pending (reserved on the donor, being set up), active, releasing
+    # (the donor has not confirmed it freed it), released, reclaimed or
+    # failed. Pending, active and releasing slabs hold donor memory.
     status: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), nullable=False, default='active')
     grant: orm.Mapped[Grant] = orm.relationship(back_populates='slabs')

@@ -1,0 +1,2 @@
+"""Donor selection plug-ins of the global memory reservoir (ALGORITHMS.md
+§4), entry-point namespace ``memagg.reservoir``."""

@@ -1,0 +1,53 @@
+"""Options of the [reservoir] group: the global memory reservoir that
+memagg-scheduler runs (ALGORITHMS.md §4) and the donor reserve every
+compute node keeps.
+
+Remote memory is granted in fixed slabs held in donor hosts' RAM; the
+donors of a grant are picked by a plug-in (memagg.reservoir entry point).
+"""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('reservoir', title='Global memory reservoir options')
+
+opts = [
+    cfg.StrOpt('donor_selection', default='power_of_two',
+               help='Donor selection plug-in (memagg.reservoir entry '
+                    'point): power_of_two (sample two donors at random, '
+                    'take the one with more lendable memory), '
+                    'largest_first (split the request over the donors '
+                    'with the most lendable memory first) or best_fit '
+                    '(the donor with the least lendable memory that holds '
+                    'the whole request, else largest_first). The '
+                    'consumer\'s own host is never a donor.'),
+    cfg.StrOpt('donor_selection_params', default='{}',
+               help='Parameters of the donor selection plug-in, as a JSON '
+                    'object; keys the plug-in does not take are an error. '
+                    'power_of_two takes chunk_slabs (slabs given per draw, '
+                    'default 1).'),
+    cfg.IntOpt('slab_size_mb', default=64, min=1,
+               help='Size of one slab, MiB: remote memory is granted, '
+                    'lent and reclaimed in whole slabs.'),
+    cfg.IntOpt('donor_reserve_mb', default=1024, min=0,
+               help='Memory, MiB, a compute node keeps out of what it '
+                    'lends: its lendable memory is its free memory '
+                    'reservoir minus this, and nothing while one of its '
+                    'own VMs is short of memory.'),
+    cfg.FloatOpt('max_remote_ratio', default=0.5, min=0.0, max=1.0,
+                 help='Largest share of a VM\'s booked memory that may be '
+                      'held remotely (the per-VM cap); 0 grants no remote '
+                      'memory at all.'),
+    cfg.IntOpt('prepare_timeout', default=30, min=1,
+               help='Seconds memagg-scheduler waits for a compute host to '
+                    'answer one call of a grant\'s set-up or tear-down '
+                    '(prepare, attach, free, reclaim slabs) before it '
+                    'counts that host as failed.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}

@@ -1,0 +1,463 @@
+"""The global memory reservoir (GMC) in memagg-scheduler: grants of remote
+memory, lent in slabs by donor hosts (ALGORITHMS.md §4, ARCHITECTURE.md data
+flow 4).
+
+Allocation (:meth:`Reservoir.allocate`):
+
+1. The request, in whole slabs of [reservoir] slab_size_mb, is cut to the
+   VM's cap: [reservoir] max_remote_ratio of its booked memory less what
+   its pending and active grants hold.
+2. The slabs are reserved on donors in one transaction that locks the
+   instance's and the donors' rows (memagg.db.api.grant_reserve), so two
+   allocations at once cannot lend the same memory. A donor is a host
+   other than the consumer that reported within [DEFAULT]
+   service_down_time; its available memory is the lendable memory it
+   reported less the slabs it holds. The [reservoir] donor_selection
+   plug-in splits the slabs over the donors. The grant is stored pending.
+3. Each donor prepares its slabs (compute RPC ``prepare_slabs``, within
+   [reservoir] prepare_timeout). A donor that fails, or prepares fewer
+   slabs than asked (out of memory), is not asked again: the slabs it did
+   not prepare go to other donors while any is left, and what stays
+   unprepared makes the grant partial, with the reason.
+4. The consumer attaches the grant (``attach_grant``): the grant and its
+   slabs become active.
+
+Whatever fails after donors prepared slabs frees them. A grant of nothing
+is deleted, and RemoteMemoryUnavailable says why; a grant the consumer
+could not attach is kept, failed, with the reason. A scheduler stopped in
+the middle finds the grant pending at its next start and cleans it up
+(:meth:`Reservoir.recover`).
+"""
+import datetime
+import json
+import math
+import random
+import secrets
+import threading
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+
+from memagg.common import exceptions
+from memagg.compute import rpcapi as compute_rpcapi
+from memagg.db import api as db_api
+from memagg.drivers.reservoir import base as selection_base
+from memagg.scheduler import rpcapi
+
+LOG = logging.getLogger(__name__)
+
+RemoteMemoryUnavailable = rpcapi.RemoteMemoryUnavailable
+
+
+def load_selection(group):
+    """The donor selection plug-in [reservoir] (``group``) names, with its
+    parameters; InvalidParameter naming the option when either is
+    wrong."""
+    params = group.donor_selection_params
+    try:
+        params = json.loads(params)
+    except ValueError as exc:
+        raise exceptions.InvalidParameter(
+            field=selection_base.PARAMS_OPTION,
+            reason='not valid JSON (%s); write a JSON object such as '
+                   '{"chunk_slabs": 4}' % exc)
+    return selection_base.load(group.donor_selection, params)
+
+
+def grant_dict(grant):
+    """The grant as the RPC API returns it (with its secret)."""
+    return dict(
+        uuid=grant.uuid, instance_uuid=grant.instance_uuid,
+        consumer_host=grant.consumer_host, requested_mb=grant.requested_mb,
+        granted_mb=grant.granted_mb, partial=grant.partial,
+        reason=grant.reason, status=grant.status, secret=grant.secret,
+        slab_size_mb=grant.slab_size_mb,
+        slabs=[dict(index=s.index, donor_host=s.donor_host,
+                    endpoint=s.endpoint, remote_addr=s.remote_addr,
+                    rkey=s.rkey, size_mb=s.size_mb, status=s.status)
+               for s in grant.slabs])
+
+
+def _check_size(size_mb):
+    if isinstance(size_mb, bool) or not isinstance(size_mb, int) \
+            or size_mb < 1:
+        raise exceptions.InvalidParameter(
+            field='size_mb', reason='got %r: give a whole number of MiB, '
+                                    '1 or more' % (size_mb,))
+
+
+def _by_donor(slabs):
+    """``{donor: [index, ...]}`` of ``slabs`` (rows), donors in the order
+    of their first slab."""
+    result = {}
+    for slab in slabs:
+        result.setdefault(slab.donor_host, []).append(slab.index)
+    return result
+
+
+def _prepared_slabs(reply, indexes):
+    """``{index: (endpoint, remote_addr, rkey)}`` from a prepare_slabs
+    reply, keeping only slabs that were asked for; ValueError when the
+    reply does not follow the contract."""
+    try:
+        endpoint = reply['endpoint']
+        slabs = reply['slabs']
+        result = {}
+        for slab in slabs:
+            index = int(slab['index'])
+            if index in indexes:
+                result[index] = (str(endpoint), int(slab['remote_addr']),
+                                 int(slab['rkey']))
+        return result
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError('malformed prepare_slabs reply %r: %s' % (
+            reply, exc))
+
+
+class Reservoir:
+    """Allocates, releases and reclaims grants (the Scheduler RPC API 1.2
+    calls) with [reservoir]'s options.
+
+    ``compute_api`` is the memagg-compute RPC client (made on first use by
+    default); ``selection`` the donor selection plug-in (default: the one
+    [reservoir] names, loaded now, so a bad option fails the service's
+    start); ``rng`` the random.Random it draws with.
+    """
+
+    def __init__(self, conf, compute_api=None, selection=None, rng=None):
+        self.conf = conf
+        self.group = conf.reservoir
+        self.selection = selection or load_selection(self.group)
+        self._compute = compute_api
+        self._compute_lock = threading.Lock()
+        self.rng = rng or random.Random()
+
+    @property
+    def compute(self):
+        with self._compute_lock:
+            if self._compute is None:
+                self._compute = compute_rpcapi.ComputeAPI()
+            return self._compute
+
+    def _call(self, method, ctxt, host, *args):
+        """Compute RPC ``method`` on ``host``, bounded by [reservoir]
+        prepare_timeout."""
+        return getattr(self.compute, method)(
+            ctxt, host, *args, timeout=self.group.prepare_timeout)
+
+    def _free(self, ctxt, host, grant_uuid, indexes=None):
+        """Ask ``host`` to free slabs of a grant; False (logged) when it
+        could not be told."""
+        try:
+            self._call('free_slabs', ctxt, host, grant_uuid, indexes)
+            return True
+        except Exception as exc:
+            LOG.warning('Donor %s did not free slabs %s of grant %s: %s',
+                        host, 'all' if indexes is None else indexes,
+                        grant_uuid, exc)
+            return False
+
+    def _reported_since(self):
+        return timeutils.utcnow() - datetime.timedelta(
+            seconds=self.conf.service_down_time)
+
+    def _select(self, consumer_host):
+        slab_mb = self.group.slab_size_mb
+
+        def select(count, donors):
+            return self.selection.select(count, slab_mb, donors,
+                                         consumer_host, self.rng)
+        return select
+
+    # -- allocate ---------------------------------------------------------
+
+    def allocate(self, ctxt, instance_uuid, consumer_host, size_mb):
+        """Grant up to ``size_mb`` MiB to ``instance_uuid`` on
+        ``consumer_host``; return the grant dict (see the RPC API)."""
+        _check_size(size_mb)
+        slab_mb = self.group.slab_size_mb
+        wanted = math.ceil(size_mb / slab_mb)
+        select = self._select(consumer_host)
+
+        def plan(instance, held_mb, donors):
+            return self._plan(instance, held_mb, donors, wanted, select)
+
+        grant = db_api.grant_reserve(ctxt, dict(
+            uuid=uuidutils.generate_uuid(), instance_uuid=instance_uuid,
+            consumer_host=consumer_host, requested_mb=size_mb,
+            slab_size_mb=slab_mb, secret=secrets.token_hex(32)),
+            self._reported_since(), plan)
+        prepared = {}
+        try:
+            grant = self._prepare(ctxt, grant, wanted, select, prepared)
+        except RemoteMemoryUnavailable:
+            raise
+        except BaseException as exc:
+            # Whatever went wrong, no prepared slab may stay behind.
+            self._abandon(ctxt, grant.uuid, prepared, 'setting it up '
+                          'failed: %s: %s' % (type(exc).__name__, exc))
+            raise
+        return self._attach(ctxt, grant)
+
+    def _plan(self, instance, held_mb, donors, wanted, select):
+        """The reservation of a grant (see memagg.db.api.grant_reserve)."""
+        slab_mb = self.group.slab_size_mb
+        ratio = self.group.max_remote_ratio
+        if instance.status == 'gone':
+            raise RemoteMemoryUnavailable(reason=(
+                'instance %s is gone from %s' % (instance.uuid,
+                                                 instance.host)))
+        cap_mb = int(ratio * instance.booked_mb) - held_mb
+        cap_slabs = max(0, cap_mb) // slab_mb
+        cap_text = (
+            'instance %s may hold [reservoir] max_remote_ratio %s x its '
+            'booked %d MiB = %d MiB remotely and holds %d MiB' % (
+                instance.uuid, ratio, instance.booked_mb,
+                int(ratio * instance.booked_mb), held_mb))
+        if cap_slabs < 1:
+            raise RemoteMemoryUnavailable(reason='%s: not a slab (%d MiB) '
+                                          'more' % (cap_text, slab_mb))
+        count = min(wanted, cap_slabs)
+        reasons = []
+        if count < wanted:
+            reasons.append('cut to %d MiB by the cap: %s' % (
+                count * slab_mb, cap_text))
+        assignments = select(count, donors)
+        placed = sum(n for _, n in assignments)
+        if placed == 0:
+            raise RemoteMemoryUnavailable(reason=self._no_donor(
+                instance.host, donors))
+        if placed < count:
+            reasons.append('the donors had room for %d of %d slabs (%s)' % (
+                placed, count, self._describe(donors)))
+        return assignments, '; '.join(reasons) or None
+
+    def _describe(self, donors):
+        return ', '.join('%s: %d MiB available' % d for d in donors)
+
+    def _no_donor(self, consumer_host, donors):
+        if not donors:
+            return ('no compute host other than %s reported lendable memory '
+                    'in the last %d s ([DEFAULT] service_down_time)' % (
+                        consumer_host, self.conf.service_down_time))
+        return 'no donor has room for a slab of %d MiB (%s)' % (
+            self.group.slab_size_mb, self._describe(donors))
+
+    def _prepare(self, ctxt, grant, wanted, select, prepared):
+        """Have the donors prepare the grant's slabs, moving what a donor
+        does not prepare to donors not tried yet. Fills ``prepared``
+        (donor -> {index: (endpoint, remote_addr, rkey)}) as replies come;
+        returns the grant with what was prepared, or raises
+        RemoteMemoryUnavailable (after freeing) when nothing was."""
+        notes = [grant.reason] if grant.reason else []
+        tried = set()
+        pending = _by_donor(grant.slabs)
+        while pending:
+            unmet = []
+            for host, indexes in pending.items():
+                tried.add(host)
+                got = self._prepare_on(ctxt, grant, host, indexes, notes)
+                if got:
+                    prepared.setdefault(host, {}).update(got)
+                unmet += [i for i in indexes if i not in got]
+            pending = {}
+            if unmet:
+                moved = db_api.grant_move_slabs(
+                    ctxt, grant.uuid, unmet, self._reported_since(), tried,
+                    select)
+                pending = _by_donor(s for s in moved.slabs
+                                    if s.index in unmet)
+        kept = self._keep_contiguous(ctxt, grant.uuid, prepared, notes)
+        if not kept:
+            reason = '; '.join(notes) or 'no donor prepared a slab'
+            self._abandon(ctxt, grant.uuid, prepared, reason)
+            raise RemoteMemoryUnavailable(reason=reason)
+        partial = len(kept) < wanted
+        return db_api.grant_prepared(ctxt, grant.uuid, kept, partial,
+                                     '; '.join(notes) or None)
+
+    def _prepare_on(self, ctxt, grant, host, indexes, notes):
+        """One donor's prepare_slabs: the slabs it prepared."""
+        try:
+            reply = self._call('prepare_slabs', ctxt, host, grant.uuid,
+                               grant.secret, grant.slab_size_mb, indexes)
+            got = _prepared_slabs(reply, set(indexes))
+        except Exception as exc:
+            LOG.warning('Donor %s failed to prepare %d slabs of grant %s: '
+                        '%s', host, len(indexes), grant.uuid, exc)
+            notes.append('%s failed to prepare %d slabs: %s' % (
+                host, len(indexes), exc))
+            # It may have set slabs up before the failure (a lost reply).
+            self._free(ctxt, host, grant.uuid)
+            return {}
+        if len(got) < len(indexes):
+            LOG.warning('Donor %s prepared %d of %d slabs of grant %s',
+                        host, len(got), len(indexes), grant.uuid)
+            notes.append('%s prepared %d of %d slabs (out of memory)' % (
+                host, len(got), len(indexes)))
+        return got
+
+    def _keep_contiguous(self, ctxt, grant_uuid, prepared, notes):
+        """The prepared slabs 0..k-1 (a grant maps offsets to slabs by
+        division, so it has no holes); prepared slabs past a hole are
+        freed. Returns {index: (endpoint, remote_addr, rkey)}."""
+        every = {i: v for slabs in prepared.values() for i, v in slabs.items()}
+        count = 0
+        while count in every:
+            count += 1
+        for host, slabs in prepared.items():
+            beyond = sorted(i for i in slabs if i >= count)
+            if beyond:
+                notes.append('slabs %s of %s freed: slab %d could not be '
+                             'set up' % (beyond, host, count))
+                self._free(ctxt, host, grant_uuid, beyond)
+                for index in beyond:
+                    del slabs[index]
+        return {i: every[i] for i in range(count)}
+
+    def _abandon(self, ctxt, grant_uuid, prepared, reason):
+        """Free what donors prepared and delete the grant."""
+        for host in prepared:
+            self._free(ctxt, host, grant_uuid)
+        try:
+            db_api.grant_delete(ctxt, grant_uuid)
+        except exceptions.NotFound:
+            pass
+        LOG.warning('No remote memory granted (grant %s): %s', grant_uuid,
+                    reason)
+
+    def _attach(self, ctxt, grant):
+        """Have the consumer attach the grant; then it is active."""
+        try:
+            self._call('attach_grant', ctxt, grant.consumer_host,
+                       grant_dict(grant))
+        except Exception as exc:
+            reason = '%s could not attach it: %s' % (grant.consumer_host,
+                                                     exc)
+            LOG.warning('Grant %s failed: %s', grant.uuid, reason)
+            unfreed = {host for host in _by_donor(grant.slabs)
+                       if not self._free(ctxt, host, grant.uuid)}
+            db_api.grant_set_status(ctxt, grant.uuid, 'failed', 'released',
+                                    reason=reason, unfreed=unfreed)
+            raise RemoteMemoryUnavailable(reason=reason)
+        grant = db_api.grant_set_status(ctxt, grant.uuid, 'active', 'active',
+                                        expected=('pending',))
+        LOG.info('Grant %s: %d MiB on %s for instance %s on %s%s',
+                 grant.uuid, grant.granted_mb,
+                 ', '.join('%s (%d slabs)' % (h, len(i)) for h, i in
+                           _by_donor(grant.slabs).items()),
+                 grant.instance_uuid, grant.consumer_host,
+                 ' (partial: %s)' % grant.reason if grant.partial else '')
+        return grant_dict(grant)
+
+    # -- release ----------------------------------------------------------
+
+    def release(self, ctxt, grant_uuid):
+        """Release active grant ``grant_uuid``: the consumer reclaims every
+        slab (its pages go to its local copy), the donors free them.
+        Releasing a released or failed grant changes nothing. Returns the
+        grant dict; Conflict while the grant is still being set up."""
+        grant = db_api.grant_get(ctxt, grant_uuid)
+        if grant.status in ('released', 'failed'):
+            return grant_dict(grant)
+        if grant.status != 'active':
+            raise exceptions.Conflict(reason=(
+                'grant %s is %s: it can be released once it is active'
+                % (grant_uuid, grant.status)))
+        try:
+            self._call('reclaim_slabs', ctxt, grant.consumer_host,
+                       grant_uuid, None)
+        except Exception as exc:
+            # Its local copy holds every page written: freeing the donors
+            # loses nothing even when the consumer did not hear of it.
+            LOG.warning('Consumer %s did not reclaim grant %s before its '
+                        'release: %s', grant.consumer_host, grant_uuid, exc)
+        holding = [s for s in grant.slabs
+                   if s.status in db_api.SLAB_HOLDING]
+        unfreed = {host for host in _by_donor(holding)
+                   if not self._free(ctxt, host, grant_uuid)}
+        try:
+            grant = db_api.grant_set_status(
+                ctxt, grant_uuid, 'released', 'released',
+                expected=('active',), unfreed=unfreed)
+        except exceptions.Conflict:
+            # Released by a concurrent call meanwhile.
+            grant = db_api.grant_get(ctxt, grant_uuid)
+        LOG.info('Grant %s released', grant_uuid)
+        return grant_dict(grant)
+
+    # -- reclaim ----------------------------------------------------------
+
+    def reclaim(self, ctxt, donor_host, size_mb):
+        """Take back at least ``size_mb`` MiB (whole slabs) that
+        ``donor_host`` lends, newest grants first: each consumer reclaims
+        its slabs, then the donor frees them. Returns the MiB reclaimed
+        (less when the host lends less, or a consumer failed)."""
+        _check_size(size_mb)
+        db_api.host_get(ctxt, donor_host)
+        groups = {}
+        for grant, slab in db_api.slabs_lent_by(ctxt, donor_host):
+            groups.setdefault(grant.uuid, (grant, []))[1].append(slab)
+        reclaimed = 0
+        for grant, slabs in groups.values():
+            indexes = []
+            planned = reclaimed
+            for slab in slabs:
+                if planned >= size_mb:
+                    break
+                indexes.append(slab.index)
+                planned += slab.size_mb
+            if not indexes:
+                break
+            reclaimed += self._reclaim_grant(ctxt, donor_host, grant,
+                                             sorted(indexes))
+        LOG.info('Reclaimed %d MiB of %d MiB asked for by %s', reclaimed,
+                 size_mb, donor_host)
+        return reclaimed
+
+    def _reclaim_grant(self, ctxt, donor_host, grant, indexes):
+        try:
+            self._call('reclaim_slabs', ctxt, grant.consumer_host,
+                       grant.uuid, indexes)
+        except Exception as exc:
+            LOG.warning('Consumer %s did not reclaim slabs %s of grant %s: '
+                        '%s', grant.consumer_host, indexes, grant.uuid, exc)
+            return 0
+        freed = self._free(ctxt, donor_host, grant.uuid, indexes)
+        taken = db_api.grant_slabs_reclaimed(
+            ctxt, grant.uuid, indexes,
+            status='reclaimed' if freed else 'releasing')
+        # Slabs the donor did not free are freed again at the next start.
+        return taken if freed else 0
+
+    # -- recovery ---------------------------------------------------------
+
+    def pending_grants(self, ctxt):
+        """The uuids of the grants pending now: at a start, those a
+        previous run left half set up."""
+        return [g.uuid for g in db_api.grants_in_status(ctxt, ('pending',))]
+
+    def recover(self, ctxt, grant_uuids):
+        """Clean up the pending grants ``grant_uuids`` a previous run left
+        (free their slabs, mark them failed), and free again the slabs
+        whose donors did not confirm they freed them."""
+        for uuid in grant_uuids:
+            grant = db_api.grant_get(ctxt, uuid)
+            if grant.status != 'pending':
+                continue
+            unfreed = {host for host in _by_donor(grant.slabs)
+                       if not self._free(ctxt, host, uuid)}
+            try:
+                db_api.grant_set_status(
+                    ctxt, uuid, 'failed', 'released', expected=('pending',),
+                    unfreed=unfreed, reason=(
+                        'memagg-scheduler stopped while setting it up; its '
+                        'slabs were freed'))
+            except exceptions.Conflict:
+                continue
+            LOG.warning('Grant %s was left pending by a previous run: '
+                        'failed, slabs freed', uuid)
+        for (uuid, host), indexes in db_api.slabs_releasing(ctxt).items():
+            if self._free(ctxt, host, uuid, indexes):
+                db_api.slabs_released(ctxt, uuid, host)
