@@ -1,0 +1,24 @@
+"""Compute hosts and VMs in the DB as memagg-compute reports them, for the
+reservoir's tests."""
+import datetime
+
+from oslo_utils import timeutils
+
+from memagg.db import api as db_api
+
+VM_1 = '10000000-0000-4000-8000-000000000001'
+VM_2 = '10000000-0000-4000-8000-000000000002'
+VM_3 = '10000000-0000-4000-8000-000000000003'
+
+
+def host(ctxt, name, lendable_mb, vms=(), age_s=0):
+    """Host ``name`` lending ``lendable_mb``, reported ``age_s`` seconds
+    ago, with ``vms`` [(uuid, booked_mb)]."""
+    at = timeutils.utcnow() - datetime.timedelta(seconds=age_s)
+    db_api.report_ingest(
+        ctxt, dict(name=name, memory_mb=65536, vcpus=8,
+                   free_reservoir_mb=lendable_mb + 1024,
+                   lendable_mb=lendable_mb),
+        [dict(uuid=uuid, name='vm-' + uuid[-1], booked_mb=booked,
+              current_mb=booked) for uuid, booked in vms], [],
+        reported_at=at)

@@ -1,0 +1,99 @@
+"""A stand-in for memagg-compute's RPC client (memagg.compute.rpcapi
+ComputeAPI) at the boundary the reservoir calls: prepare_slabs,
+free_slabs, attach_grant and reclaim_slabs, with the contract's arguments
+and replies. Each donor host keeps the slabs it set up, so a test can see
+that nothing leaked."""
+import threading
+
+from memagg.common import exceptions
+
+
+class ComputeDouble:
+    """``behaviour`` maps a host to how it answers prepare_slabs: ``ok``
+    (every slab), an int (that many slabs: out of memory), ``fail``
+    (RPCTimeout) or ``malformed`` (a reply without slabs).
+    ``attach_fails`` / ``reclaim_fails`` are sets of hosts whose
+    attach_grant / reclaim_slabs raise."""
+
+    def __init__(self, behaviour=None):
+        self.behaviour = dict(behaviour or {})
+        self.attach_fails = set()
+        self.reclaim_fails = set()
+        self.free_fails = set()
+        self.calls = []
+        self.held = {}      # host -> {(grant, index)}
+        self.attached = {}  # grant uuid -> grant dict
+        self.hook = None    # called with (method, host) before answering
+        self._lock = threading.Lock()
+
+    def _record(self, method, host, *args, timeout=None):
+        assert timeout is not None, 'calls to a host must be bounded'
+        with self._lock:
+            self.calls.append((method, host) + args)
+        if self.hook is not None:
+            self.hook(method, host)
+
+    def _timeout(self, method, host):
+        raise exceptions.RPCTimeout(target='memagg-compute.%s' % host,
+                                    method=method, timeout=30)
+
+    def prepare_slabs(self, ctxt, host, grant_uuid, secret, slab_size_mb,
+                      indexes, timeout=None):
+        self._record('prepare_slabs', host, grant_uuid, slab_size_mb,
+                     list(indexes), timeout=timeout)
+        assert len(secret) == 64 and int(secret, 16) >= 0
+        how = self.behaviour.get(host, 'ok')
+        if how == 'fail':
+            self._timeout('prepare_slabs', host)
+        if how == 'malformed':
+            return {'endpoint': 'tcp://%s:7450' % host}
+        given = list(indexes) if how == 'ok' else list(indexes)[:how]
+        with self._lock:
+            self.held.setdefault(host, set()).update(
+                (grant_uuid, i) for i in given)
+        return {'endpoint': 'tcp://%s:7450' % host,
+                'slabs': [{'index': i, 'remote_addr': 0x10000000 * (i + 1),
+                           'rkey': 1000 + i} for i in given]}
+
+    def free_slabs(self, ctxt, host, grant_uuid, indexes=None,
+                   timeout=None):
+        self._record('free_slabs', host, grant_uuid,
+                     None if indexes is None else list(indexes),
+                     timeout=timeout)
+        if host in self.free_fails:
+            self._timeout('free_slabs', host)
+        with self._lock:
+            mine = self.held.get(host, set())
+            gone = {(g, i) for g, i in mine if g == grant_uuid
+                    and (indexes is None or i in indexes)}
+            mine -= gone
+        return {'freed': len(gone)}
+
+    def attach_grant(self, ctxt, host, grant, timeout=None):
+        self._record('attach_grant', host, grant['uuid'], timeout=timeout)
+        if host in self.attach_fails:
+            raise exceptions.ServiceUnavailable(reason='libvirt is down')
+        self.attached[grant['uuid']] = grant
+        return {'socket': '/run/memagg/swapd/exports/%s.sock'
+                % grant['uuid'],
+                'serial': 'memagg-swap-' + grant['uuid'][:8],
+                'target_dev': 'vdb'}
+
+    def reclaim_slabs(self, ctxt, host, grant_uuid, indexes=None,
+                      timeout=None):
+        self._record('reclaim_slabs', host, grant_uuid,
+                     None if indexes is None else list(indexes),
+                     timeout=timeout)
+        if host in self.reclaim_fails:
+            self._timeout('reclaim_slabs', host)
+        return {'reclaimed': len(indexes or [])}
+
+    def holding(self, host=None):
+        """Slabs set up and not freed, on ``host`` or everywhere."""
+        with self._lock:
+            if host is not None:
+                return set(self.held.get(host, set()))
+            return set().union(*self.held.values()) if self.held else set()
+
+    def called(self, method):
+        return [c[1:] for c in self.calls if c[0] == method]
