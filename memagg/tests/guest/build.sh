@@ -1,28 +1,33 @@
 #!/bin/sh
 # Build memagg's tiny test guest from Debian packages: the cloud kernel
 # (linux-image-6.1.0-*-cloud-amd64) and a busybox-static initramfs whose
-# /init is the workload (init.sh next to this script).
+# /init is the workload (init.sh next to this script). The initramfs also
+# holds memagg's guest rule script (etc/memagg/guest/memagg-swap-enable),
+# which init runs for memagg's remote-swap disks, and a static /sbin/swapon
+# with -p (swapon.c: busybox's has no priorities).
 #
 # Usage: build.sh [CACHE_DIR]   (default /var/cache/memagg-test-guest)
 # Prints the directory holding vmlinuz and initrd.img. The kernel package is
-# downloaded once per version; the initramfs is rebuilt only when init.sh or
-# busybox changed (the directory is keyed by the kernel package version and
-# a hash of both).
+# downloaded once per version; the initramfs is rebuilt only when one of its
+# sources changed (the directory is keyed by the kernel package version and
+# a hash of init.sh, swapon.c, the rule script and busybox).
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+ENABLE="$HERE/../../../etc/memagg/guest/memagg-swap-enable"
 CACHE=${1:-/var/cache/memagg-test-guest}
 MODULES="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev
 virtio_pci virtio_balloon virtio_blk"
 
 die() { echo "build.sh: ERROR: $*" >&2; exit 1; }
 
-for tool in apt-cache apt-get dpkg cpio gzip sha256sum; do
+for tool in apt-cache apt-get dpkg cpio gzip sha256sum gcc; do
     command -v "$tool" >/dev/null || die "$tool missing (tools/setup.sh installs it)"
 done
 [ -x /bin/busybox ] || die "/bin/busybox missing: apt-get install busybox-static"
 file_is_static() { ! ldd "$1" >/dev/null 2>&1; }
 file_is_static /bin/busybox || die "/bin/busybox is not static: apt-get install busybox-static"
+[ -r "$ENABLE" ] || die "$ENABLE missing (run from memagg's source tree)"
 
 # Newest signed 6.1 cloud kernel the archive offers (pinned by the caller
 # through MEMAGG_GUEST_KERNEL when needed).
@@ -33,7 +38,8 @@ VERSION=$(apt-cache show --no-all-versions "$PKG" | sed -n 's/^Version: //p' | h
 [ -n "$VERSION" ] || die "apt-cache knows no version of $PKG"
 KVER=${PKG#linux-image-}
 
-STAMP=$(cat "$HERE/init.sh" /bin/busybox | sha256sum | cut -c1-12)
+STAMP=$(cat "$HERE/init.sh" "$HERE/swapon.c" "$ENABLE" /bin/busybox \
+    | sha256sum | cut -c1-12)
 OUT="$CACHE/$KVER-$VERSION-$STAMP"
 if [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then
     echo "$OUT"
@@ -69,12 +75,18 @@ fi
 
 WORK=$(mktemp -d "$CACHE/.initrd.XXXXXX")
 ROOT="$WORK/root"
-mkdir -p "$ROOT/bin" "$ROOT/dev" "$ROOT/proc" "$ROOT/sys" "$ROOT/hot" \
+mkdir -p "$ROOT/bin" "$ROOT/sbin" "$ROOT/dev" "$ROOT/proc" "$ROOT/sys" "$ROOT/hot" \
     "$ROOT/lib/modules"
 cp /bin/busybox "$ROOT/bin/busybox"
 for applet in $(/bin/busybox --list); do
     [ -e "$ROOT/bin/$applet" ] || ln -s busybox "$ROOT/bin/$applet"
 done
+# /sbin/swapon, where the rule script looks for util-linux's (busybox's
+# shell runs its own applet for a bare "swapon").
+gcc -std=gnu11 -Wall -Wextra -Werror -Os -static -o "$ROOT/sbin/swapon" \
+    "$HERE/swapon.c" || die "cannot link swapon.c statically (libc6-dev?)"
+cp "$ENABLE" "$ROOT/bin/memagg-swap-enable"
+chmod 755 "$ROOT/bin/memagg-swap-enable"
 cp "$KERNEL_DIR"/modules/*.ko "$ROOT/lib/modules/"
 cp "$HERE/init.sh" "$ROOT/init"
 chmod 755 "$ROOT/init"

@@ -9,6 +9,18 @@
 # two seconds it prints "MEMAGG HEARTBEAT <n>" and its memory counters so the
 # test can tell it is alive. Kernel command line "memagg.noballoon" leaves
 # the balloon driver out (a guest memagg must leave alone).
+#
+# Remote swap: disks whose serial starts with "memagg-swap-" (memagg's
+# hot-plugged remote-swap disks) are turned into swap by memagg's guest rule
+# script, /bin/memagg-swap-enable (etc/memagg/guest/), run as soon as such a
+# disk appears under /sys/block (polled: busybox has no udev). The console
+# says "MEMAGG SWAPDISK <dev> serial=<serial> on" (or "failed: <why>").
+# Data whose loss would show: "fill N" writes N MiB of random data to a
+# tmpfs file that the reader then re-reads with the hot set (so under memory
+# pressure it goes out to swap and back in, again and again); the guest
+# answers "MEMAGG FILLED <seq> mb=<N> md5=<sum>". "check" answers
+# "MEMAGG CHECK <seq> mb=<N> md5=<sum>" of the same file read again (md5:
+# 3.5 times faster than sha256 in busybox, and the guest is emulated).
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -32,19 +44,69 @@ while [ ! -b /dev/vda ] && [ $i -lt 50 ] \
     usleep 100000
     i=$((i + 1))
 done
-if [ -b /dev/vda ]; then
+# A plain swap disk of the harness (not one of memagg's: the disk watcher
+# below enables those with memagg's own script).
+if [ -b /dev/vda ] && ! grep -qs '^memagg-swap-' /sys/block/vda/serial; then
     mkswap /dev/vda >/dev/null && swapon /dev/vda && say "SWAP on"
 fi
 
 mount -t tmpfs -o size=90% hot /hot
 : >/hot/data
+# The random data: may outgrow the guest's RAM (its pages go to swap).
+mkdir -p /data
+mount -t tmpfs -o size=1g data /data
+
+# memagg's remote-swap disks, as udev would run the guest rule: each disk
+# once per serial (a disk that failed is not retried in a loop; one
+# unplugged and plugged again under the same name is).
+diskwatch() {
+    done_keys=" "
+    while :; do
+        for attr in /sys/block/vd*/serial; do
+            [ -r "$attr" ] || continue
+            serial=$(cat "$attr" 2>/dev/null)
+            case "$serial" in memagg-swap-*) ;; *) continue ;; esac
+            dir=${attr%/serial}
+            dev=${dir##*/}
+            key="$dev=$serial"
+            case "$done_keys" in *" $key "*) continue ;; esac
+            done_keys="$done_keys$key "
+            if out=$(memagg-swap-enable "/dev/$dev" 2>&1); then
+                say "SWAPDISK $dev serial=$serial on"
+            else
+                say "SWAPDISK $dev serial=$serial failed: $(echo $out)"
+            fi
+        done
+        # Forget disks that are gone.
+        kept=" "
+        for key in $done_keys; do
+            [ -e "/sys/block/${key%%=*}" ] && kept="$kept$key "
+        done
+        done_keys=$kept
+        usleep 500000
+    done
+}
+
+# "dev:size_kb:used_kb:priority,..." of the active swap areas.
+swaps() {
+    awk 'NR > 1 { sub("^/dev/", "", $1)
+        printf "%s%s:%s:%s:%s", sep, $1, $3, $4, $5; sep = "," }' /proc/swaps
+}
+
+# "mb=<N> md5=<sum>" of the random data (N: its size in whole MiB).
+data_sum() {
+    size=$(wc -c </data/blob)
+    set -- $(md5sum </data/blob)
+    echo "mb=$((size / 1048576)) md5=$1"
+}
 
 heartbeat() {
     n=0
     while :; do
         n=$((n + 1))
-        set -- $(awk '/^MemTotal:|^MemFree:|^SwapTotal:|^SwapFree:/ {print $2}' /proc/meminfo)
-        say "HEARTBEAT $n passes=$(cat /run-passes 2>/dev/null) total_kb=$1 free_kb=$2 swap_used_kb=$(($3 - $4))"
+        set -- $(awk '/^MemTotal:|^MemFree:|^SwapTotal:|^SwapFree:/ {print $2}' /proc/meminfo) \
+            $(awk '/^pswpin |^pswpout / {print $2}' /proc/vmstat)
+        say "HEARTBEAT $n passes=$(cat /run-passes 2>/dev/null) total_kb=$1 free_kb=$2 swap_used_kb=$(($3 - $4)) pswpin=$5 pswpout=$6 swaps=$(swaps)"
         sleep 2
     done
 }
@@ -55,8 +117,10 @@ reader() {
     passes=0
     while :; do
         # No hot set: idle rather than spin.
-        [ -s /hot/data ] || { sleep 1; continue; }
-        dd if=/hot/data of=/dev/null bs=1M 2>/dev/null
+        [ -s /hot/data ] || [ -s /data/blob ] || { sleep 1; continue; }
+        for f in /hot/data /data/blob; do
+            [ -s $f ] && dd if=$f of=/dev/null bs=1M 2>/dev/null
+        done
         passes=$((passes + 1))
         echo $passes >/run-passes
     done
@@ -64,6 +128,7 @@ reader() {
 
 heartbeat &
 reader &
+diskwatch &
 # Open the command port before saying READY: bytes that reach a closed
 # serial port are dropped.
 exec 3</dev/ttyS1
@@ -79,6 +144,26 @@ while :; do
             dd if=/dev/zero of=/hot/data bs=1M count="$arg" 2>/dev/null \
                 || say "HOT-FAILED $arg"
             say "PHASE $seq hot=$arg"
+            ;;
+        fill)
+            seq=$((seq + 1))
+            # Written aside and renamed: the reader never sees a part.
+            if dd if=/dev/urandom of=/data/blob.new bs=1M count="$arg" \
+                    iflag=fullblock 2>/dev/null \
+                    && mv /data/blob.new /data/blob; then
+                say "FILLED $seq $(data_sum)"
+            else
+                rm -f /data/blob.new
+                say "FILL-FAILED $seq $arg"
+            fi
+            ;;
+        check)
+            seq=$((seq + 1))
+            if [ -f /data/blob ]; then
+                say "CHECK $seq $(data_sum)"
+            else
+                say "CHECK-FAILED $seq no data (fill first)"
+            fi
             ;;
         "") ;;
         *) say "UNKNOWN $cmd" ;;

@@ -3,7 +3,7 @@
 The guest is built by build.sh from Debian packages and cached in
 /var/cache/memagg-test-guest (MEMAGG_GUEST_CACHE overrides). Its console
 (ttyS0) goes to a file the test reads; its second serial port (ttyS1) is a
-unix socket the test writes commands to ("hot N").
+unix socket the test writes commands to ("hot N", "fill N", "check").
 """
 import os
 import re
@@ -54,6 +54,23 @@ DISK_XML = """<disk type='file' device='disk'>
       <source file='%s'/>
       <target dev='vda' bus='virtio'/>
     </disk>"""
+
+# A remote-swap disk as memagg-compute hot-plugs it (TESTBED.md): QEMU's own
+# NBD client on a unix socket, the serial the guest rule matches.
+NBD_DISK_XML = """<disk type='network' device='disk'>
+  <driver name='qemu' type='raw' cache='none'/>
+  <source protocol='nbd' name='%(export)s'>
+    <host transport='unix' socket='%(socket)s'/>
+  </source>
+  <target dev='%(target)s' bus='virtio'/>
+  <serial>%(serial)s</serial>
+</disk>"""
+
+HEARTBEAT_RE = re.compile(
+    r'MEMAGG HEARTBEAT (?P<n>\d+) passes=(?P<passes>\d*) '
+    r'total_kb=(?P<total_kb>\d+) free_kb=(?P<free_kb>\d+) '
+    r'swap_used_kb=(?P<swap_used_kb>-?\d+) pswpin=(?P<pswpin>\d+) '
+    r'pswpout=(?P<pswpout>\d+) swaps=(?P<swaps>\S*)\r?\n')
 
 BALLOON_XML = ("<memballoon model='virtio'><stats period='%d'/>"
                "</memballoon>")
@@ -166,6 +183,62 @@ class TestGuest:
         """The number of the last heartbeat the guest printed (0: none)."""
         beats = re.findall(r'MEMAGG HEARTBEAT (\d+)', self.console_text())
         return int(beats[-1]) if beats else 0
+
+    def heartbeat(self):
+        """The guest's last full heartbeat as a dict: n, passes, total_kb,
+        free_kb, swap_used_kb, pswpin, pswpout (pages) and swaps
+        ({dev: {size_kb, used_kb, priority}}); None before the first."""
+        beats = list(HEARTBEAT_RE.finditer(self.console_text()))
+        if not beats:
+            return None
+        beat = beats[-1].groupdict()
+        out = {k: int(v or 0) for k, v in beat.items() if k != 'swaps'}
+        out['swaps'] = {}
+        for area in filter(None, beat['swaps'].split(',')):
+            dev, size, used, prio = area.split(':')
+            out['swaps'][dev] = {'size_kb': int(size), 'used_kb': int(used),
+                                 'priority': int(prio)}
+        return out
+
+    def wait_swap_disk(self, serial, timeout=60, after=0):
+        """Wait until the guest turned the disk of ``serial`` into swap
+        (its "SWAPDISK dev serial=... on" line); return the device name.
+        Fails at once on the guest's "failed" line."""
+        match = self.wait_console(
+            r'MEMAGG SWAPDISK (\S+) serial=%s (on|failed[^\r\n]*)\r?$'
+            % re.escape(serial), timeout, after)
+        assert match.group(2) == 'on', match.group(0)
+        return match.group(1)
+
+    def fill(self, mb, timeout=300):
+        """Write ``mb`` MiB of random data in the guest; its md5 sum."""
+        mark = len(self.console_text())
+        self.send('fill %d' % mb)
+        match = self.wait_console(
+            r'MEMAGG (?:FILLED \d+ mb=(\d+) md5=([0-9a-f]{32})'
+            r'|FILL-FAILED[^\r\n]*)',
+            timeout, after=mark)
+        assert match.group(1) == str(mb), match.group(0)
+        return match.group(2)
+
+    def check(self, timeout=300):
+        """The md5 sum of the guest's random data, read again now."""
+        mark = len(self.console_text())
+        self.send('check')
+        match = self.wait_console(
+            r'MEMAGG (?:CHECK \d+ mb=\d+ md5=([0-9a-f]{32})'
+            r'|CHECK-FAILED[^\r\n]*)',
+            timeout, after=mark)
+        assert match.group(1), match.group(0)
+        return match.group(1)
+
+    def attach_nbd_disk(self, socket_path, export, serial, target='vdb'):
+        """Hot-plug an NBD export on a unix socket as a virtio disk (live),
+        as memagg-compute does for a grant."""
+        self.dom.attachDeviceFlags(
+            NBD_DISK_XML % {'export': export, 'socket': socket_path,
+                            'target': target, 'serial': serial},
+            1)  # VIR_DOMAIN_AFFECT_LIVE
 
     def destroy(self):
         if self._sock is not None:
