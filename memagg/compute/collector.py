@@ -28,12 +28,15 @@ def _ratio(numerator, denominator):
 
 class Collector:
     """Reads the host through ``driver``; ``memory`` (a MemoryManager)
-    runs the estimation and balloon period."""
+    runs the estimation and balloon period; ``remote`` (a RemoteMemory,
+    optional) feeds it the VMs' swap ghosts and says what this host may
+    lend."""
 
-    def __init__(self, driver, host, memory):
+    def __init__(self, driver, host, memory, remote=None):
         self.driver = driver
         self.host = host
         self.memory = memory
+        self.remote = remote
         self._host_cpu = None
         self._domain_cpu = {}
         self._last = None
@@ -53,7 +56,11 @@ class Collector:
         (with this period's WSS samples)."""
         with self._lock:
             now, info, domains = self._read()
-            self._last = self.memory.run_period(info, domains, now)
+            ghosts = (self.remote.ghost_periods(domains)
+                      if self.remote is not None else None)
+            self._last = self.memory.run_period(info, domains, now, ghosts)
+            if self.remote is not None:
+                self.remote.plan_period(self._last, domains)
             return self._report(now, info, domains, self._last, samples=True)
 
     def _read(self):
@@ -100,8 +107,11 @@ class Collector:
             cpu_util=self._host_util(info),
             # Overcommitted targets leave no reservoir, not a negative one.
             free_reservoir_mb=max(0, reservoir),
-            # Nothing is lent before the reservoir manager decides what may.
-            lendable_mb=0, instances=instances, samples=wss_samples,
+            # What the last period decided may be lent (nothing without
+            # remote memory).
+            lendable_mb=(self.remote.lendable_mb
+                         if self.remote is not None else 0),
+            instances=instances, samples=wss_samples,
             mem_used_mb=sum(report_obj.resident_mb(i) for i in instances))
 
     def _host_util(self, info):

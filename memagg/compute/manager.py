@@ -4,6 +4,7 @@ from oslo_log import log as logging
 
 from memagg.compute import collector as collector_mod
 from memagg.compute import memory as memory_mod
+from memagg.compute import remote as remote_mod
 from memagg.conf import CONF
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.scheduler import rpcapi as scheduler_rpcapi
@@ -15,29 +16,44 @@ BINARY = 'memagg-compute'
 
 
 class ComputeManager(service.Manager):
-    """Every [compute] collect_interval: estimates each VM's WSS, moves
-    the balloons by the local policy and reports to memagg-scheduler.
+    """Every [compute] collect_interval: estimates each VM's WSS (with the
+    swap ghost of VMs with remote swap), moves the balloons by the local
+    policy, reports to memagg-scheduler, then asks it for the remote
+    memory the period called for (memagg.compute.remote).
+
+    Its RPC endpoints run on the RPC server's thread pool, so the
+    scheduler's calls back (attach_grant while the periodic thread waits
+    on allocate_remote) are answered meanwhile.
 
     Invalid [wss] or [local_policy] options raise InvalidParameter here,
     at start, naming the option."""
 
-    target = messaging.Target(version='1.0')
+    target = messaging.Target(version='1.1')
 
-    def __init__(self, host=None, driver=None):
+    def __init__(self, host=None, driver=None, swapd_client=None):
         super().__init__(host)
         self.driver = driver or hypervisor.load(
             CONF.compute.hypervisor_driver, CONF.compute.libvirt_uri)
         self.memory = memory_mod.MemoryManager(self.driver, CONF)
-        self.collector = collector_mod.Collector(self.driver, self.host,
-                                                 self.memory)
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
+        self.remote = remote_mod.RemoteMemory(
+            self.driver, self.host, CONF, self.scheduler_api,
+            client=swapd_client)
+        self.collector = collector_mod.Collector(self.driver, self.host,
+                                                 self.memory, self.remote)
+
+    def init_host(self):
+        # The exports memagg-swapd kept while this service was down.
+        self.remote.recover()
 
     def collect_and_report(self):
-        """One period: estimate, balloon, cast the report."""
+        """One period: estimate, balloon, cast the report, then the
+        remote-memory requests (which may wait on memagg-scheduler)."""
         report = self.collector.run_period()
         self.scheduler_api.report(self.admin_context, report)
         LOG.debug('Reported %d instances and %d WSS samples of %s',
                   len(report.instances), len(report.samples), self.host)
+        self.remote.act(self.admin_context)
 
     def periodic_tasks(self):
         return [service.PeriodicTask('collect', CONF.compute.collect_interval,
@@ -53,6 +69,33 @@ class ComputeManager(service.Manager):
         """A ComputeReport read from the hypervisor now (not stored)."""
         return self.collector.collect()
 
+    @messaging.expose
+    def prepare_slabs(self, ctxt, grant_uuid, secret, slab_size_mb,
+                      indexes):
+        """Lend slabs ``indexes`` for a grant (donor side):
+        {endpoint, slabs: [{index, remote_addr, rkey}]}, fewer when out of
+        memory."""
+        return self.remote.prepare_slabs(grant_uuid, secret, slab_size_mb,
+                                         indexes)
+
+    @messaging.expose
+    def free_slabs(self, ctxt, grant_uuid, indexes=None):
+        """Free lent slabs of a grant (all when None): {freed}."""
+        return self.remote.free_slabs(grant_uuid, indexes)
+
+    @messaging.expose
+    def attach_grant(self, ctxt, grant):
+        """Create the grant's export and hot-plug it into its VM:
+        {socket, serial, target_dev}."""
+        return self.remote.attach_grant(grant)
+
+    @messaging.expose
+    def reclaim_slabs(self, ctxt, grant_uuid, indexes=None):
+        """Serve a grant's slabs (all when None) from the local copy from
+        now on, so their donors may free them: {reclaimed}."""
+        return self.remote.reclaim_slabs(grant_uuid, indexes)
+
     def cleanup_host(self):
+        # memagg-swapd's exports stay: the guests keep swapping to them.
         self.memory.close()
         self.driver.close()

@@ -129,15 +129,19 @@ class MemoryManager:
                         '%s', dom.uuid, exc)
         vm.stats_period_set = True
 
-    def run_period(self, host_info, domains, now):
+    def run_period(self, host_info, domains, now, ghosts=None):
         """Estimate, decide and apply one period for ``domains``
         (DomainInfo) on the host of ``host_info``; return a PeriodResult.
-        A domain that vanishes in the middle is dropped from the result."""
+        ``ghosts``: {uuid: GhostPeriod} of the VMs with a remote-swap disk
+        (their swap ghost this period). A domain that vanishes in the
+        middle is dropped from the result."""
         results, policy_vms = {}, []
         taken_mb = 0
+        ghosts = ghosts or {}
         for dom in domains:
             try:
-                result, vm_memory = self._observe(dom, now)
+                result, vm_memory = self._observe(dom, now,
+                                                  ghosts.get(dom.uuid))
             except hypervisor.DomainGone:
                 LOG.info('VM %s vanished during the period; skipped',
                          dom.uuid)
@@ -173,8 +177,9 @@ class MemoryManager:
                             exc)
         return PeriodResult(vms=results, reservoir_mb=decision.reservoir_mb)
 
-    def _observe(self, dom, now):
-        """(VmResult, VmMemory or None when unmanaged) of one domain."""
+    def _observe(self, dom, now, ghost=None):
+        """(VmResult, VmMemory or None when unmanaged) of one domain;
+        ``ghost``: its GhostPeriod when it has a remote-swap disk."""
         reason = unmanaged_reason(dom)
         vm = self._vm(dom.uuid)
         if dom.balloon:
@@ -197,8 +202,8 @@ class MemoryManager:
         estimate = vm.estimator.estimate(wss_base.Observation(
             uuid=dom.uuid, m_cur_mb=m_cur, m_init_mb=dom.max_memory_mb,
             max_mb=dom.max_memory_mb, stats=dict(stats), stats_rates=rates,
-            sampler=sample, period_s=self.conf.compute.collect_interval,
-            now=now))
+            sampler=sample, ghost=ghost, has_remote_swap=ghost is not None,
+            period_s=self.conf.compute.collect_interval, now=now))
         if vm.estimator.needs_sampler:
             vm.sampler.begin()
         else:

@@ -11,9 +11,11 @@ class ComputeAPI:
     API version history:
 
     * 1.0 - Initial version: ping, get_host_status
+    * 1.1 - prepare_slabs, free_slabs, attach_grant, reclaim_slabs (remote
+      memory)
     """
 
-    VERSION = '1.0'
+    VERSION = '1.1'
 
     def __init__(self):
         self.client = rpc.Client(TOPIC, self.VERSION)
@@ -27,3 +29,38 @@ class ComputeAPI:
         """Return a ComputeReport of ``host`` read from its hypervisor now."""
         return self.client.call(ctxt, 'get_host_status', server=host,
                                 timeout=timeout)
+
+    def prepare_slabs(self, ctxt, host, grant_uuid, secret, slab_size_mb,
+                      indexes, timeout=None):
+        """Have donor ``host`` lend slabs ``indexes`` of ``slab_size_mb``
+        MiB for grant ``grant_uuid``, keyed by ``secret`` (64 hex): return
+        {endpoint, slabs: [{index, remote_addr, rkey}]} for the slabs it
+        could lend (fewer than asked: partial; none: out of memory)."""
+        return self.client.call(ctxt, 'prepare_slabs', server=host,
+                                version='1.1', timeout=timeout,
+                                grant_uuid=grant_uuid, secret=secret,
+                                slab_size_mb=slab_size_mb, indexes=indexes)
+
+    def free_slabs(self, ctxt, host, grant_uuid, indexes=None,
+                   timeout=None):
+        """Have donor ``host`` free grant ``grant_uuid``'s slabs
+        ``indexes`` (all when None): return {freed}."""
+        return self.client.call(ctxt, 'free_slabs', server=host,
+                                version='1.1', timeout=timeout,
+                                grant_uuid=grant_uuid, indexes=indexes)
+
+    def attach_grant(self, ctxt, host, grant, timeout=None):
+        """Have consumer ``host`` create ``grant``'s export (the grant
+        dict, secret and slabs included) and hot-plug it into the VM:
+        return {socket, serial, target_dev}."""
+        return self.client.call(ctxt, 'attach_grant', server=host,
+                                version='1.1', timeout=timeout, grant=grant)
+
+    def reclaim_slabs(self, ctxt, host, grant_uuid, indexes=None,
+                      timeout=None):
+        """Have consumer ``host`` serve grant ``grant_uuid``'s slabs
+        ``indexes`` (all when None) from its local copy from now on:
+        return {reclaimed}."""
+        return self.client.call(ctxt, 'reclaim_slabs', server=host,
+                                version='1.1', timeout=timeout,
+                                grant_uuid=grant_uuid, indexes=indexes)

@@ -1,0 +1,541 @@
+"""memagg-compute's remote memory (memagg/compute/remote.py): the period's
+decisions on hand-made periods, the swap ghost fed into the estimators,
+the requests to memagg-scheduler with their back-off, and the endpoints
+memagg-scheduler calls.
+
+memagg-swapd is replaced at its boundary by FakeSwapd, an in-test object
+with SwapdClient's methods (the client itself is tested against a socket
+in test_swapd_client.py and against the real daemon in
+memagg/tests/functional/test_compute_remote_swapd.py); memagg-scheduler by
+an object with SchedulerAPI's three remote-memory calls; the hypervisor by
+a small HypervisorDriver.
+"""
+import datetime
+import logging
+
+import pytest
+
+from memagg.common import exceptions
+from memagg.compute import collector as collector_mod
+from memagg.compute import memory as memory_mod
+from memagg.compute import remote
+from memagg.compute import swapd
+from memagg.drivers.hypervisor import base
+
+VM = '11111111-2222-3333-4444-555555555555'
+VM2 = '66666666-7777-8888-9999-aaaaaaaaaaaa'
+GRANT = '0b4f7e0c-8d7a-4f3b-9a51-3c2d1e0f9a8b'
+SECRET = 'ab' * 32
+MIB = 1024 * 1024
+NOW = datetime.datetime(2024, 1, 1)
+
+
+def result(uuid, wss, target, shortage=True, managed=True):
+    return memory_mod.VmResult(uuid=uuid, current_mb=target, wss_mb=wss,
+                               target_mb=target, shortage=shortage,
+                               managed=managed)
+
+
+def dom(uuid, booked=2048, stats=None):
+    return base.DomainInfo(uuid=uuid, name=uuid[:8], max_memory_mb=booked,
+                           current_memory_mb=booked, vcpus=1, cpu_time_ns=0,
+                           memory_stats=stats or {})
+
+
+def donor(capacity_mb=4096, used_mb=0):
+    return {'capacity': capacity_mb * MIB, 'used': used_mb * MIB,
+            'grants': 0, 'slabs': 0, 'refused': 0}
+
+
+def period(reservoir_mb, *results):
+    return memory_mod.PeriodResult(vms={r.uuid: r for r in results},
+                                   reservoir_mb=reservoir_mb)
+
+
+# -- plan_period: hand-made periods ----------------------------------------
+
+def test_lendable_is_the_reservoir_less_the_reserve_when_no_vm_is_short():
+    plan = remote.plan_period(
+        period(3000, result(VM, 900, 1000, shortage=False)), [dom(VM)], {},
+        donor(), reserve_mb=1024, max_ratio=0.5)
+    assert (plan.lendable_mb, plan.allocate, plan.reclaim_mb) == (1976, [], 0)
+
+
+def test_lendable_is_capped_by_swapd_capacity_and_never_negative():
+    calm = period(3000, result(VM, 900, 1000, shortage=False))
+    assert remote.plan_period(calm, [dom(VM)], {}, donor(capacity_mb=512),
+                              1024, 0.5).lendable_mb == 512
+    assert remote.plan_period(period(500), [], {}, donor(), 1024,
+                              0.5).lendable_mb == 0
+
+
+def test_a_short_vm_lends_nothing_and_asks_for_its_cap():
+    # WSS 1500 above the 1200 the policy could give: the host is spent.
+    plan = remote.plan_period(
+        period(3000, result(VM, 1500, 1200), result(VM2, 500, 600,
+                                                    shortage=False)),
+        [dom(VM, booked=2048), dom(VM2)], {}, donor(used_mb=256), 1024, 0.5)
+    assert plan.lendable_mb == 0
+    assert plan.allocate == [(VM, 1024)]
+    # Local needs first: what it lends comes back.
+    assert plan.reclaim_mb == 256
+
+
+def test_a_vm_the_host_can_still_grow_or_an_unmanaged_one_is_not_short():
+    plan = remote.plan_period(
+        period(3000, result(VM, 1500, 1500),
+               result(VM2, 1500, 1000, managed=False)),
+        [dom(VM), dom(VM2)], {}, donor(), 1024, 0.5)
+    assert plan.allocate == [] and plan.lendable_mb == 1976
+
+
+def test_a_short_vm_with_a_grant_asks_for_nothing_more():
+    grants = {VM: remote.Grant(uuid=GRANT, instance_uuid=VM)}
+    plan = remote.plan_period(period(0, result(VM, 1500, 1200)), [dom(VM)],
+                              grants, donor(), 1024, 0.5)
+    assert plan.allocate == []
+
+
+def test_auto_grant_off_or_a_zero_ratio_asks_for_nothing():
+    short = period(0, result(VM, 1500, 1200))
+    assert remote.plan_period(short, [dom(VM)], {}, donor(), 1024, 0.5,
+                              auto_grant=False).allocate == []
+    assert remote.plan_period(short, [dom(VM)], {}, donor(), 1024,
+                              0.0).allocate == []
+
+
+def test_swapd_lending_more_than_lendable_asks_for_the_excess():
+    plan = remote.plan_period(
+        period(1024 + 300, result(VM, 900, 1000, shortage=False)),
+        [dom(VM)], {}, donor(used_mb=512), 1024, 0.5)
+    assert (plan.lendable_mb, plan.reclaim_mb) == (300, 212)
+    # Part of a MiB in use counts as a whole one.
+    plan = remote.plan_period(period(0), [], {},
+                              {'capacity': MIB, 'used': 1}, 1024, 0.5)
+    assert plan.reclaim_mb == 1
+
+
+def test_without_swapd_nothing_is_lent_or_reclaimed():
+    plan = remote.plan_period(period(5000, result(VM, 1500, 1200)),
+                              [dom(VM)], {}, None, 1024, 0.5)
+    assert (plan.lendable_mb, plan.reclaim_mb) == (0, 0)
+
+
+def test_backoff_doubles_up_to_ten_intervals_and_resets():
+    now = [0.0]
+    backoff = remote.Backoff(60, clock=lambda: now[0])
+    assert backoff.ready('k')
+    assert [backoff.failed('k') for _ in range(6)] == [60, 120, 240, 480,
+                                                       600, 600]
+    assert not backoff.ready('k')
+    now[0] = 599
+    assert not backoff.ready('k')
+    now[0] = 600
+    assert backoff.ready('k')
+    backoff.succeeded('k')
+    assert backoff.failed('k') == 60
+
+
+def test_local_copy_path_names_the_instance():
+    path = remote.local_copy_path('/var/lib/memagg/swapd', VM, GRANT)
+    assert path == '/var/lib/memagg/swapd/local/%s/%s.img' % (VM, GRANT)
+    assert remote.instance_of_local_copy(path) == VM
+    assert remote.instance_of_local_copy('/elsewhere/x.img') is None
+    assert remote.instance_of_local_copy(None) is None
+
+
+# -- RemoteMemory with its boundaries replaced ----------------------------
+
+class FakeSwapd:
+    """SwapdClient's methods over an in-test state; ``down`` makes every
+    call raise SwapdUnavailable, ``errors[method]`` raise that SwapdError.
+    """
+
+    def __init__(self):
+        self.down = False
+        self.errors = {}
+        self.calls = []
+        self.exports = {}       # grant -> describe dict
+        self.events = {}        # grant -> [(kind, page)]
+        self.stats = donor()
+
+    def _call(self, name, *args):
+        self.calls.append((name,) + args)
+        if self.down:
+            raise swapd.SwapdUnavailable('no such file (test)')
+        if name in self.errors:
+            raise self.errors[name]
+
+    def export_list(self):
+        self._call('export_list')
+        return list(self.exports)
+
+    def export_describe(self, grant):
+        self._call('export_describe', grant)
+        return self.exports[grant]
+
+    def export_create(self, grant, key, size, slab_size, local, slabs):
+        self._call('export_create', grant, key, size, slab_size, local,
+                   slabs)
+        self.exports[grant] = {'grant': grant, 'local': local}
+        return {'name': 'memagg-swap-' + grant,
+                'socket': '/run/exports/%s.sock' % grant}
+
+    def export_drop(self, grant, delete=False):
+        self._call('export_drop', grant, delete)
+        self.exports.pop(grant, None)
+
+    def export_reclaim(self, grant, slabs=None):
+        self._call('export_reclaim', grant, slabs)
+        return 2
+
+    def grant_alloc(self, grant, key, slab_size, slabs):
+        self._call('grant_alloc', grant, key, slab_size, slabs)
+        return {'endpoint': 'tcp://10.0.0.2:7450', 'rkey': 77,
+                'slabs': [{'index': i, 'remote_addr': 4096 * (i + 1)}
+                          for i in slabs[:2]]}
+
+    def grant_free(self, grant, slabs=None):
+        self._call('grant_free', grant, slabs)
+        return 3
+
+    def donor_stats(self):
+        self._call('donor_stats')
+        return dict(self.stats)
+
+    def ghost_all(self, grant):
+        self._call('ghost_all', grant)
+        return self.events.pop(grant, []), 0
+
+
+class FakeScheduler:
+    """SchedulerAPI's remote-memory calls; ``fail[method]`` raises."""
+
+    def __init__(self):
+        self.calls = []
+        self.fail = {}
+
+    def _call(self, name, *args, timeout=None):
+        self.calls.append((name,) + args + (timeout,))
+        if name in self.fail:
+            raise self.fail[name]
+
+    def allocate_remote(self, ctxt, instance_uuid, host, size_mb,
+                        timeout=None):
+        self._call('allocate_remote', instance_uuid, host, size_mb,
+                   timeout=timeout)
+        return {'uuid': GRANT, 'instance_uuid': instance_uuid,
+                'granted_mb': size_mb, 'requested_mb': size_mb,
+                'partial': False}
+
+    def release_grant(self, ctxt, grant_uuid, timeout=None):
+        self._call('release_grant', grant_uuid, timeout=timeout)
+
+    def reclaim(self, ctxt, host, size_mb, timeout=None):
+        self._call('reclaim', host, size_mb, timeout=timeout)
+        return size_mb
+
+
+class Driver(base.HypervisorDriver):
+    def __init__(self):
+        self.domains = {}
+        self.attached = []
+        self.detached = []
+        self.attach_error = None
+
+    def get_host_info(self):
+        return base.HostInfo('node', 8192, 8192, 2)
+
+    def list_domains(self):
+        return list(self.domains.values())
+
+    def attach_swap_disk(self, uuid, socket_path, export_name, serial):
+        if self.attach_error is not None:
+            raise self.attach_error
+        self.attached.append((uuid, socket_path, export_name, serial))
+        return 'vdb'
+
+    def detach_swap_disk(self, uuid, serial):
+        self.detached.append((uuid, serial))
+        raise base.DomainGone(uuid)
+
+
+@pytest.fixture
+def clock():
+    return [1000.0]
+
+
+@pytest.fixture
+def lmc(conf, tmp_path, clock):
+    conf.config(state_dir=str(tmp_path / 'state'),
+                export_dir=str(tmp_path / 'exports'), retry_interval=60,
+                scheduler_timeout=33, group='swapd')
+    conf.config(donor_reserve_mb=1024, max_remote_ratio=0.5,
+                group='reservoir')
+    return remote.RemoteMemory(Driver(), 'node-a', conf.conf,
+                               FakeScheduler(), client=FakeSwapd(),
+                               clock=lambda: clock[0])
+
+
+def grant_dict(**changes):
+    grant = {'uuid': GRANT, 'instance_uuid': VM, 'secret': SECRET,
+             'slab_size_mb': 64, 'granted_mb': 128,
+             'slabs': [{'index': 1, 'endpoint': 'tcp://h2:7450',
+                        'remote_addr': 8192, 'rkey': 9, 'size_mb': 64,
+                        'status': 'prepared', 'donor_host': 'h2'},
+                       {'index': 0, 'endpoint': 'tcp://h1:7450',
+                        'remote_addr': 4096, 'rkey': 7, 'size_mb': 64,
+                        'status': 'prepared', 'donor_host': 'h1'}]}
+    grant.update(changes)
+    return grant
+
+
+def test_ghost_events_feed_the_vms_tracker(lmc):
+    lmc.client.exports[GRANT] = {'local': remote.local_copy_path(
+        '/s', VM, GRANT)}
+    lmc.client.events[GRANT] = [('o', 1), ('o', 2), ('o', 3), ('i', 1),
+                                ('i', 9)]
+    ghosts = lmc.ghost_periods([dom(VM), dom(VM2)])
+    assert list(ghosts) == [VM]
+    ghost = ghosts[VM]
+    assert (ghost.swap_outs, ghost.swap_ins, ghost.unmatched_swap_ins) == (
+        3, 1, 1)
+    # Page 1 had 2 pages evicted after it: distance 3, in the first bucket.
+    assert ghost.distance_pages == 1024
+    # The queue stays across periods: page 2 swapped in next period.
+    lmc.client.events[GRANT] = [('i', 2)]
+    assert lmc.ghost_periods([dom(VM)])[VM].swap_ins == 1
+
+
+def test_swapd_down_leaves_the_estimators_without_ghost_logged_once(
+        lmc, caplog):
+    lmc.client.down = True
+    with caplog.at_level(logging.WARNING, logger='memagg.compute.remote'):
+        assert lmc.ghost_periods([dom(VM)]) == {}
+        assert lmc.ghost_periods([dom(VM)]) == {}
+        lmc.plan_period(period(3000), [dom(VM)])
+    warnings = [r for r in caplog.records if 'does not answer' in
+                r.getMessage()]
+    assert len(warnings) == 1
+    assert lmc.lendable_mb == 0
+
+
+def test_recover_finds_exports_and_their_vms_without_dropping_any(lmc):
+    lmc.client.exports = {
+        GRANT: {'local': remote.local_copy_path('/s', VM, GRANT)},
+        VM2: {'local': '/elsewhere/x.img'}}
+    lmc.client.down = True
+    lmc.recover()
+    assert lmc.grants_by_instance() == {}
+    lmc.client.down = False
+    # Recovered on the next period once memagg-swapd answers.
+    lmc.ghost_periods([dom(VM)])
+    assert lmc.grants_by_instance()[VM].uuid == GRANT
+    assert not [c for c in lmc.client.calls if c[0] == 'export_drop']
+
+
+def test_a_short_vm_gets_a_grant_asked_once_and_retried_with_backoff(
+        lmc, clock):
+    lmc.scheduler_api.fail['allocate_remote'] = exceptions.RPCTimeout(
+        target='memagg-scheduler', method='allocate_remote', timeout=33)
+    short = period(0, result(VM, 1500, 1200))
+    lmc.plan_period(short, [dom(VM)])
+    lmc.act(None)
+    assert lmc.scheduler_api.calls == [
+        ('allocate_remote', VM, 'node-a', 1024, 33)]
+    # The next periods come before the retry is due: no hot loop.
+    for _ in range(3):
+        lmc.plan_period(short, [dom(VM)])
+        lmc.act(None)
+    assert len(lmc.scheduler_api.calls) == 1
+    clock[0] += 60
+    del lmc.scheduler_api.fail['allocate_remote']
+    lmc.plan_period(short, [dom(VM)])
+    lmc.act(None)
+    assert len(lmc.scheduler_api.calls) == 2
+    # Now it has a grant: nothing more is asked.
+    lmc.plan_period(short, [dom(VM)])
+    lmc.act(None)
+    assert len(lmc.scheduler_api.calls) == 2
+
+
+def test_excess_lent_memory_is_reclaimed(lmc):
+    lmc.client.stats = donor(used_mb=512)
+    lmc.plan_period(period(1024 + 100), [])
+    lmc.act(None)
+    assert lmc.scheduler_api.calls == [('reclaim', 'node-a', 412, 33)]
+
+
+def test_a_gone_vm_is_released_and_its_export_dropped_after_two_periods(
+        lmc):
+    lmc.attach_grant(grant_dict())
+    lmc.plan_period(period(0), [])
+    lmc.act(None)
+    assert lmc.scheduler_api.calls == []
+    lmc.plan_period(period(0), [])
+    lmc.act(None)
+    assert lmc.scheduler_api.calls == [('release_grant', GRANT, 33)]
+    assert ('export_drop', GRANT, True) in lmc.client.calls
+    assert lmc.driver.detached == [(VM, 'memagg-swap-0b4f7e0c')]
+    assert lmc.grants_by_instance() == {}
+
+
+def test_a_vm_missing_for_one_period_keeps_its_grant(lmc):
+    lmc.attach_grant(grant_dict())
+    lmc.plan_period(period(0), [])
+    lmc.plan_period(period(0), [dom(VM)])
+    lmc.plan_period(period(0), [])
+    assert lmc.plan.release == []
+
+
+def test_release_of_a_grant_the_scheduler_does_not_know_still_drops(lmc):
+    lmc.attach_grant(grant_dict())
+    lmc.scheduler_api.fail['release_grant'] = exceptions.NotFound(
+        resource='grant', id=GRANT)
+    for _ in range(2):
+        lmc.plan_period(period(0), [])
+    lmc.act(None)
+    assert ('export_drop', GRANT, True) in lmc.client.calls
+
+
+def test_a_failed_release_keeps_the_export_for_a_later_try(lmc, clock):
+    lmc.attach_grant(grant_dict())
+    lmc.scheduler_api.fail['release_grant'] = exceptions.ServiceUnavailable(
+        reason='bus down')
+    for _ in range(2):
+        lmc.plan_period(period(0), [])
+    lmc.act(None)
+    assert GRANT in lmc.client.exports
+    del lmc.scheduler_api.fail['release_grant']
+    clock[0] += 60
+    lmc.plan_period(period(0), [])
+    lmc.act(None)
+    assert GRANT not in lmc.client.exports
+
+
+def test_prepare_slabs_asks_swapd_in_bytes_and_reports_partial(lmc):
+    reply = lmc.prepare_slabs(GRANT, SECRET, 64, [0, 1, 2])
+    assert lmc.client.calls[-1] == ('grant_alloc', GRANT, SECRET, 64 * MIB,
+                                    [0, 1, 2])
+    assert reply == {'endpoint': 'tcp://10.0.0.2:7450',
+                     'slabs': [{'index': 0, 'remote_addr': 4096, 'rkey': 77},
+                               {'index': 1, 'remote_addr': 8192,
+                                'rkey': 77}]}
+
+
+def test_prepare_slabs_out_of_memory_is_an_empty_list(lmc):
+    lmc.client.errors['grant_alloc'] = swapd.SwapdError('ENOMEM',
+                                                        'slabs: no capacity')
+    assert lmc.prepare_slabs(GRANT, SECRET, 64, [0]) == {'endpoint': None,
+                                                         'slabs': []}
+
+
+@pytest.mark.parametrize('args, field', [
+    ((GRANT, 'xyz', 64, [0]), 'secret'),
+    ((GRANT, SECRET, 0, [0]), 'slab_size_mb'),
+    ((GRANT, SECRET, 64, []), 'indexes'),
+    ((GRANT, SECRET, 64, [-1]), 'indexes'),
+    (('not-a-uuid', SECRET, 64, [0]), 'grant_uuid'),
+])
+def test_prepare_slabs_refuses_bad_arguments_naming_them(lmc, args, field):
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        lmc.prepare_slabs(*args)
+    assert "'%s'" % field in str(info.value)
+    assert not lmc.client.calls
+
+
+def test_prepare_slabs_without_swapd_is_service_unavailable(lmc):
+    lmc.client.down = True
+    with pytest.raises(exceptions.ServiceUnavailable) as info:
+        lmc.prepare_slabs(GRANT, SECRET, 64, [0])
+    assert 'node-a' in str(info.value)
+
+
+def test_free_and_reclaim_slabs_of_unknown_grants_do_nothing(lmc):
+    assert lmc.free_slabs(GRANT) == {'freed': 3}
+    assert lmc.reclaim_slabs(GRANT, [1]) == {'reclaimed': 2}
+    assert lmc.client.calls[-1] == ('export_reclaim', GRANT, [1])
+    lmc.client.errors['grant_free'] = swapd.SwapdError('ENOENT', 'grant')
+    lmc.client.errors['export_reclaim'] = swapd.SwapdError('ENOENT', 'grant')
+    assert lmc.free_slabs(GRANT) == {'freed': 0}
+    assert lmc.reclaim_slabs(GRANT) == {'reclaimed': 0}
+
+
+def test_attach_grant_creates_the_export_and_hot_plugs_it(lmc, tmp_path):
+    reply = lmc.attach_grant(grant_dict())
+    local = str(tmp_path / 'state' / 'local' / VM / (GRANT + '.img'))
+    create = [c for c in lmc.client.calls if c[0] == 'export_create'][0]
+    assert create[1:6] == (GRANT, SECRET, 128 * MIB, 64 * MIB, local)
+    assert [s['index'] for s in create[6]] == [0, 1]
+    assert create[6][0] == {'index': 0, 'endpoint': 'tcp://h1:7450',
+                            'remote_addr': 4096, 'rkey': 7}
+    assert (tmp_path / 'state' / 'local' / VM).is_dir()
+    assert lmc.driver.attached == [(VM, '/run/exports/%s.sock' % GRANT,
+                                    'memagg-swap-' + GRANT,
+                                    'memagg-swap-0b4f7e0c')]
+    assert reply == {'socket': '/run/exports/%s.sock' % GRANT,
+                     'serial': 'memagg-swap-0b4f7e0c', 'target_dev': 'vdb'}
+    assert lmc.grants_by_instance()[VM].target_dev == 'vdb'
+
+
+def test_attach_grant_again_reuses_the_export(lmc, tmp_path):
+    lmc.attach_grant(grant_dict())
+    reply = lmc.attach_grant(grant_dict())
+    assert len([c for c in lmc.client.calls if c[0] == 'export_create']) == 1
+    assert reply['socket'] == str(tmp_path / 'exports' / (GRANT + '.sock'))
+
+
+def test_attach_grant_drops_its_export_when_the_hot_plug_fails(lmc):
+    lmc.driver.attach_error = base.Unsupported('no hot-plug here')
+    with pytest.raises(base.Unsupported):
+        lmc.attach_grant(grant_dict())
+    assert ('export_drop', GRANT, True) in lmc.client.calls
+    assert lmc.grants_by_instance() == {}
+
+
+@pytest.mark.parametrize('changes, field', [
+    ({'secret': 'short'}, 'grant.secret'),
+    ({'instance_uuid': 'x'}, 'grant.instance_uuid'),
+    ({'slabs': []}, 'grant.slabs'),
+    ({'slabs': [{'index': 0}]}, 'grant.slabs[0]'),
+])
+def test_attach_grant_refuses_a_bad_grant_naming_the_field(lmc, changes,
+                                                           field):
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        lmc.attach_grant(grant_dict(**changes))
+    assert "'%s'" % field in str(info.value)
+
+
+def test_disabled_host_lends_nothing_and_refuses_slabs(lmc, conf):
+    conf.config(enabled=False, group='swapd')
+    assert lmc.ghost_periods([dom(VM)]) == {}
+    assert lmc.plan_period(period(5000), []) == 0
+    with pytest.raises(exceptions.ServiceUnavailable) as info:
+        lmc.prepare_slabs(GRANT, SECRET, 64, [0])
+    assert 'enabled' in str(info.value)
+    assert lmc.client.calls == []
+
+
+# -- through the MemoryManager and the Collector -------------------------
+
+def test_the_ghost_reaches_the_estimator_and_lendable_the_report(lmc, conf):
+    conf.config(estimator='swap_ghost', group='wss')
+    conf.config(reserved_host_memory_mb=0, group='compute')
+    stats = {'actual': 1024 * 1024, 'available': 1024 * 1024,
+             'usable': 512 * 1024}
+    lmc.driver.domains[VM] = dom(VM, booked=1024, stats=stats)
+    lmc.attach_grant(grant_dict())
+    # 300 pages evicted, then the oldest swapped back in: D = 300 pages,
+    # within the first 4 MiB bucket.
+    lmc.client.events[GRANT] = ([('o', p) for p in range(300)]
+                                + [('i', 0)])
+    lmc.client.stats = donor(capacity_mb=100000)
+    memory = memory_mod.MemoryManager(lmc.driver, conf.conf)
+    collector = collector_mod.Collector(lmc.driver, 'node-a', memory, lmc)
+    report = collector.run_period()
+    [instance] = report.instances
+    assert instance.wss_mb == 1024 + 4
+    assert instance.estimator.startswith('swap_ghost')
+    # The VM is short (WSS above its maximum): nothing lendable.
+    assert report.lendable_mb == 0
+    assert lmc.plan.allocate == []      # it has a grant already
