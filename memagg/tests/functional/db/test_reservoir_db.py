@@ -1,0 +1,103 @@
+"""The reservoir's DB calls on SQLite, MariaDB and PostgreSQL (real
+servers): two allocations at once never lend a donor's memory twice nor
+pass a VM's cap, because the reservation locks the instance's and the
+donors' rows (memagg-compute is stood in for at its RPC client: the
+point here is the database)."""
+import concurrent.futures
+import threading
+
+import pytest
+
+from memagg.db import api as db_api
+from memagg.drivers.reservoir import donors
+from memagg.scheduler import reservoir
+from memagg.scheduler import rpcapi
+from memagg.tests.unit.reservoir import cluster
+from memagg.tests.unit.reservoir import compute_double
+from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
+
+pytestmark = pytest.mark.functional
+
+VMS = ['20000000-0000-4000-8000-00000000000%d' % i for i in range(4)]
+
+
+class _Rendezvous(donors.LargestFirst):
+    """largest_first that waits (up to 2 s) for the other allocation to
+    reach the same point: without the row locks both would then see the
+    donor's memory free."""
+
+    def __init__(self, parties):
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=2)
+
+    def _pick(self, request_slabs, room, rng):
+        try:
+            self.barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
+        return super()._pick(request_slabs, room, rng)
+
+
+@pytest.fixture
+def ctxt(reservoir_opts, any_db, admin_context):  # noqa: F811
+    cluster.host(admin_context, 'c', 0, [(vm, 4096) for vm in VMS])
+    # Room for 8 slabs of 64 MiB.
+    cluster.host(admin_context, 'a', 512)
+    return admin_context
+
+
+def _allocate_at_once(conf, ctxt, requests):
+    compute = compute_double.ComputeDouble()
+    gmc = reservoir.Reservoir(conf.conf, compute_api=compute,
+                              selection=_Rendezvous(len(requests)))
+
+    def allocate(request):
+        try:
+            return gmc.allocate(ctxt, request[0], 'c', request[1])
+        except rpcapi.RemoteMemoryUnavailable as exc:
+            return exc
+
+    with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+        return compute, list(pool.map(allocate, requests))
+
+
+def test_two_allocations_at_once_do_not_overcommit_a_donor(conf, ctxt):
+    compute, results = _allocate_at_once(conf, ctxt, [(VMS[0], 384),
+                                                      (VMS[1], 384)])
+
+    granted = [r['granted_mb'] for r in results if isinstance(r, dict)]
+    assert sorted(granted) == [128, 384]
+    lent = db_api.reservoir_summary(ctxt)['hosts']
+    assert [h['lent_mb'] for h in lent if h['host'] == 'a'] == [512]
+    assert len(compute.holding('a')) == 8
+
+
+def test_two_allocations_for_one_vm_at_once_keep_its_cap(conf, ctxt):
+    conf.config(max_remote_ratio=0.1, group='reservoir')
+    # Cap 409 MiB: 6 slabs in all, whatever the interleaving.
+    _compute, results = _allocate_at_once(conf, ctxt, [(VMS[2], 256),
+                                                       (VMS[2], 256)])
+
+    granted = sorted(r['granted_mb'] for r in results
+                     if isinstance(r, dict))
+    assert granted == [128, 256]
+    assert sum(g.granted_mb for g in db_api.list_resources(
+        ctxt, 'grants', filters={'instance_uuid': VMS[2]})) == 384
+
+
+def test_grant_rows_round_trip(conf, ctxt):
+    compute = compute_double.ComputeDouble()
+    gmc = reservoir.Reservoir(conf.conf, compute_api=compute,
+                              selection=donors.LargestFirst())
+    grant = gmc.allocate(ctxt, VMS[3], 'c', 192)
+
+    stored = db_api.grant_get(ctxt, grant['uuid'])
+    assert (stored.slab_size_mb, stored.partial, stored.status) == (
+        64, False, 'active')
+    assert [(s.endpoint, s.remote_addr, s.rkey) for s in stored.slabs] == [
+        ('tcp://a:7450', 0x10000000 * (i + 1), 1000 + i) for i in range(3)]
+    assert db_api.slabs_lent_by(ctxt, 'a')[0][1].index == 2
+    assert gmc.reclaim(ctxt, 'a', 64) == 64
+    assert db_api.grant_get(ctxt, grant['uuid']).granted_mb == 128
+    assert gmc.release(ctxt, grant['uuid'])['status'] == 'released'
+    assert db_api.grants_in_status(ctxt, ('active', 'pending')) == []
