@@ -4,7 +4,10 @@ Besides storing compute reports, it runs consolidation rounds: an audit is
 planned (memagg.scheduler.audits) when the API asks (run_audit), every
 [consolidation] interval seconds (0: only on demand), and its plan is
 executed through the compute API (memagg.scheduler.migration) when asked
-(execute_audit) or at once for an audit made with auto_execute.
+(execute_audit) or at once for an audit made with auto_execute. It also runs
+the global memory reservoir (memagg.scheduler.reservoir): grants of remote
+memory are allocated, released and reclaimed in the RPC handlers, which
+the threading executor runs side by side.
 
 Rounds and executions run one after another on one worker thread, never in
 an RPC handler, so RPC (reports, pings) is answered while a plan executes
@@ -26,6 +29,7 @@ from memagg.drivers.compute_api import base as compute_api
 from memagg.scheduler import audits
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
+from memagg.scheduler import reservoir as reservoir_mod
 from memagg import service
 
 LOG = logging.getLogger(__name__)
@@ -67,19 +71,23 @@ class _Worker:
 
 class SchedulerManager(service.Manager):
     """Stores compute reports, purges old samples, plans and executes
-    consolidation audits.
+    consolidation audits, grants remote memory.
 
-    Invalid [consolidation] or [compute] compute_api_driver options raise
-    InvalidParameter here, at start, naming the option.
+    Invalid [consolidation], [reservoir] or [compute] compute_api_driver
+    options raise InvalidParameter here, at start, naming the option.
     """
 
-    target = messaging.Target(version='1.1')
+    target = messaging.Target(version='1.2')
 
-    def __init__(self, host=None, executor=None):
+    def __init__(self, host=None, executor=None, reservoir=None):
         super().__init__(host)
         consolidation.load_algorithms(CONF.consolidation)
         self.executor = executor or migration.Executor(
             CONF, compute_api.load(CONF))
+        self.reservoir = reservoir or reservoir_mod.Reservoir(CONF)
+        # Grant clean-up has a thread of its own: it must not wait behind
+        # a plan's execution.
+        self._grants_worker = _Worker('%s-grants' % BINARY)
         self._worker = _Worker('%s-rounds' % BINARY)
         # Whether a periodic round is queued and not yet planned: rounds
         # do not pile up behind a long execution.
@@ -91,9 +99,17 @@ class SchedulerManager(service.Manager):
         the executor, and audits still pending are planned."""
         self._worker.start()
         self._worker.submit('Resuming audits', self._recover)
+        # Read before RPC is served: a grant pending now was left half set
+        # up by a previous run, not started by this one.
+        pending = self.reservoir.pending_grants(self.admin_context)
+        self._grants_worker.start()
+        self._grants_worker.submit('Cleaning up grants left pending',
+                                   self.reservoir.recover,
+                                   self.admin_context, pending)
 
     def cleanup_host(self):
         self._worker.stop()
+        self._grants_worker.stop()
 
     def _recover(self):
         self.executor.resume(self.admin_context)
@@ -136,6 +152,27 @@ class SchedulerManager(service.Manager):
         worker."""
         self._worker.submit('Executing audit %s' % audit_uuid,
                             self._execute, audit_uuid)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exceptions.MemaggException)
+    def allocate_remote(self, ctxt, instance_uuid, consumer_host, size_mb):
+        """Grant remote memory to an instance; the grant dict (with its
+        secret). Raises RemoteMemoryUnavailable when nothing can be
+        granted."""
+        return self.reservoir.allocate(ctxt, instance_uuid, consumer_host,
+                                       size_mb)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exceptions.MemaggException)
+    def release_grant(self, ctxt, grant_uuid):
+        """Release a grant (idempotent); the grant dict."""
+        return self.reservoir.release(ctxt, grant_uuid)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exceptions.MemaggException)
+    def reclaim(self, ctxt, donor_host, size_mb):
+        """Take memory a donor lends back; the MiB reclaimed."""
+        return self.reservoir.reclaim(ctxt, donor_host, size_mb)
 
     def _plan(self, audit_uuid):
         audit = audits.run_audit(self.admin_context, audit_uuid)
