@@ -5,10 +5,21 @@ For a first run and for development: SQLite under a state directory
 without authentication, and libvirt at qemu:///system when a libvirtd
 answers (libvirt's test:///default driver otherwise). It prints the API URL
 and an example request, then runs until Ctrl-C or SIGTERM.
+
+With [swapd] enabled and no memagg-swapd answering on [swapd]
+control_socket, it starts one (the remote-swap data path) as a detached
+process with its own session and log file (swapd.log in the state
+directory, its pid in swapd.pid). memagg-aio does not stop it when it
+stops: its exports are the guests' swap disks, and killing it would fail
+their swap I/O in the middle of a run. The next memagg-aio finds it
+answering and uses it; ``kill $(cat STATE_DIR/swapd.pid)`` stops it (it
+shuts down cleanly on SIGTERM).
 """
 import os
+import subprocess
 import sys
 import threading
+import time
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -18,6 +29,7 @@ from memagg.api import server as api_server
 from memagg.common import rpc
 from memagg.compute import manager as compute_manager
 from memagg.compute import rpcapi as compute_rpcapi
+from memagg.compute import swapd as swapd_client
 from memagg.conf import CONF
 from memagg.db import api as db_api
 from memagg.db import migration
@@ -42,6 +54,14 @@ cli_opts = [
 ]
 
 
+#: How memagg-aio runs memagg-swapd: the console script's module, with
+#: this interpreter (no PATH needed).
+SWAPD_COMMAND = (sys.executable, '-m', 'memagg.cmd.swapd')
+
+#: Seconds memagg-swapd has to answer PING after its start.
+SWAPD_START_TIMEOUT = 15
+
+
 def default_state_dir():
     """Per-user state directory (XDG base directory specification)."""
     base = os.environ.get('XDG_STATE_HOME') or os.path.join(
@@ -52,6 +72,104 @@ def default_state_dir():
 def libvirt_uri():
     """qemu:///system when a libvirtd answers there, else test:///default."""
     return SYSTEM_URI if libvirt_driver.answers(SYSTEM_URI) else TEST_URI
+
+
+def swapd_arguments(conf):
+    """memagg-swapd's command line from ``conf``'s [swapd] options."""
+    group = conf.swapd
+    args = ['--control', group.control_socket,
+            '--export-dir', group.export_dir,
+            '--state-dir', group.state_dir,
+            '--listen', group.listen,
+            '--capacity-mb', str(group.capacity_mb),
+            '--transport', group.transport]
+    if group.advertise:
+        args += ['--advertise', group.advertise]
+    if group.socket_user:
+        args += ['--socket-user', group.socket_user]
+    if 'debug' in conf and conf.debug:
+        args += ['--log-level', 'debug']
+    return args
+
+
+def _usable_dir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def place_swapd_dirs(conf, state_dir):
+    """Keep [swapd]'s directories where they are when they can be made;
+    otherwise (a user without root: /run and /var/lib are not theirs) put
+    them under ``state_dir``/swapd, for memagg-swapd and memagg-compute
+    alike."""
+    group = conf.swapd
+    wanted = (os.path.dirname(group.control_socket), group.export_dir,
+              group.state_dir)
+    if all(_usable_dir(path) for path in wanted):
+        return
+    base = os.path.join(state_dir, 'swapd')
+    conf.set_override('control_socket', os.path.join(base, 'control.sock'),
+                      group='swapd')
+    conf.set_override('export_dir', os.path.join(base, 'exports'),
+                      group='swapd')
+    conf.set_override('state_dir', os.path.join(base, 'state'),
+                      group='swapd')
+    LOG.info('memagg-swapd\'s directories go under %s (those of [swapd] '
+             'cannot be made by this user)', base)
+
+
+def _answers(client):
+    try:
+        client.ping()
+    except swapd_client.SwapdUnavailable:
+        return False
+    return True
+
+
+def ensure_swapd(conf, state_dir, command=SWAPD_COMMAND,
+                 timeout=SWAPD_START_TIMEOUT):
+    """Start memagg-swapd when [swapd] is enabled and none answers; return
+    its Popen (None when one answered already, when disabled, or when it
+    did not come up: then this host has no remote memory, said in the
+    log)."""
+    if not conf.swapd.enabled:
+        return None
+    if _answers(swapd_client.SwapdClient(conf.swapd.control_socket,
+                                         timeout=2)):
+        LOG.info('memagg-swapd already answers on %s',
+                 conf.swapd.control_socket)
+        return None
+    place_swapd_dirs(conf, state_dir)
+    client = swapd_client.SwapdClient(conf.swapd.control_socket, timeout=2)
+    log_path = os.path.join(state_dir, 'swapd.log')
+    argv = list(command) + swapd_arguments(conf)
+    with open(log_path, 'ab') as log:
+        # Its own session: Ctrl-C on memagg-aio's terminal does not reach
+        # it, and it outlives memagg-aio (see the module's docstring).
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + timeout
+    while not _answers(client):
+        if proc.poll() is not None:
+            LOG.warning('memagg-swapd exited at start (status %s); no '
+                        'remote memory on this host. Its log: %s',
+                        proc.returncode, log_path)
+            return None
+        if time.monotonic() >= deadline:
+            LOG.warning('memagg-swapd (pid %d) did not answer on %s within '
+                        '%d s; its log: %s', proc.pid,
+                        conf.swapd.control_socket, timeout, log_path)
+            break
+        time.sleep(0.1)
+    with open(os.path.join(state_dir, 'swapd.pid'), 'w') as f:
+        f.write('%d\n' % proc.pid)
+    LOG.info('Started memagg-swapd (pid %d, log %s) on %s', proc.pid,
+             log_path, conf.swapd.control_socket)
+    return proc
 
 
 class ApiService:
@@ -105,6 +223,7 @@ def main(argv=None):
     db_api.configure()
     migration.upgrade('head')
     rpc.init(url='fake://')
+    swapd_proc = ensure_swapd(CONF, state_dir)
     api = ApiService(CONF.bind_host, CONF.port)
     services = [
         api,
@@ -121,6 +240,11 @@ def main(argv=None):
               'Stop with Ctrl-C.' % (CONF.host, state_dir,
                                      CONF.compute.libvirt_uri, api.url,
                                      api.url), flush=True)
+        if swapd_proc is not None:
+            print('memagg-swapd: pid %d, log %s; it keeps running after '
+                  'memagg-aio stops (kill $(cat %s) stops it)' % (
+                      swapd_proc.pid, os.path.join(state_dir, 'swapd.log'),
+                      os.path.join(state_dir, 'swapd.pid')), flush=True)
 
     service.run(services, ready=ready)
     return 0
