@@ -1,0 +1,221 @@
+"""Remote swap end to end, with a real guest and two memagg hosts on one
+machine (two_hosts.py): the consumer (libvirtd, qemu:///system, TCG) and a
+donor (a second memagg-swapd lending memory over loopback TCP, its own
+memagg-compute), memagg-scheduler on RabbitMQ and MariaDB.
+
+A 256 MiB guest under memory pressure (memagg's local policy holds it to a
+small host budget while it keeps 180 MiB of random data in a tmpfs, which
+it re-reads in a loop) swaps to a small local disk; memagg-compute sees it
+short of memory with nothing left on its host and asks memagg-scheduler for
+remote memory; the scheduler has the donor prepare slabs and the consumer
+attach the grant; the guest finds a disk with serial memagg-swap-<grant>
+and makes it its highest-priority swap (etc/memagg/guest's script). Then:
+at least 100 MiB go through memagg-swapd, the data's checksum matches;
+the donor's memagg-swapd is killed while the guest reads its data back: the
+guest goes on and nothing is lost (the consumer's local copy serves); reclaim
+and release give the donor's memory back.
+
+Fakes: none. The donor runs no guest, so its memagg-compute's hypervisor is
+libvirt's test driver; its memory is real memagg-swapd memory.
+"""
+import shutil
+import tempfile
+import time
+
+import libvirt
+import pytest
+
+from memagg.common import context
+from memagg.db import api as db_api
+from memagg.scheduler import rpcapi as scheduler_rpcapi
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
+from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
+from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
+from memagg.tests.guest import vm
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+MIB = 1024 * 1024
+MEMORY_MB = 256
+# What memagg's local policy may give the consumer's guests in all: the
+# guest is held near it, well below its 180 MiB of data.
+BUDGET_MB = 128
+DATA_MB = 180
+# A local swap disk takes the first overflow (a guest without swap would
+# meet the OOM killer, not memagg): its swap-ins are the shortage
+# memagg-compute sees.
+LOCAL_SWAP_MB = 192
+THROUGH_MEMAGG_MB = 100
+
+
+@pytest.fixture
+def two_hosts_overrides():
+    """The consumer's budget: its host's memory less BUDGET_MB reserved."""
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    try:
+        host_mb = conn.getInfo()[1]
+    finally:
+        conn.close()
+    return {
+        'consumer': {
+            'compute': {'reserved_host_memory_mb': host_mb - BUDGET_MB},
+            'local_policy': {'min_guest_mb': 64},
+        },
+        # The donor's test-driver host: all of its memory free to lend.
+        'donor': {'compute': {'reserved_host_memory_mb': 0}},
+    }
+
+
+@pytest.fixture
+def guest_dir():
+    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
+    # is out of its reach.
+    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _grant_of(ctxt, instance_uuid):
+    for grant in db_api.grants_in_status(ctxt, ['active']):
+        if grant.instance_uuid == instance_uuid:
+            return grant
+    return None
+
+
+def _donor_lent_mb(ctxt, donor):
+    summary = db_api.reservoir_summary(ctxt)
+    return next((h['lent_mb'] for h in summary['hosts']
+                 if h['host'] == donor), 0)
+
+
+def test_a_guest_swaps_to_the_donor_and_survives_its_death(
+        two_hosts, guest_dir):  # noqa: F811 - pytest fixtures
+    hosts = two_hosts
+    ctxt = context.get_admin_context()
+    consumer = hosts.consumer.swapd.client()
+    donor = hosts.donor.swapd.client()
+    conn = libvirt.open(guest_fixtures.URI)
+    guest = vm.TestGuest(conn, guest_dir, 'memagg-remote-swap',
+                         memory_mb=MEMORY_MB, swap_mb=LOCAL_SWAP_MB)
+    timings = {}
+    started = time.monotonic()
+
+    def lap(name):
+        timings[name] = round(time.monotonic() - started, 1)
+
+    def diagnose(what):
+        return '%s\nconsole tail:\n%s\n%s' % (
+            what, guest.console_text()[-2000:], hosts.logs())
+
+    try:
+        guest.start()
+        guest.wait_console(r'MEMAGG SWAP on', 30)
+        lap('booted')
+        checksum = guest.fill(DATA_MB, timeout=600)
+        lap('filled')
+
+        # memagg-compute sees the guest short of memory and gets a grant
+        # for it from the donor, attached to the guest.
+        try:
+            grant = polling.wait_for(lambda: _grant_of(ctxt, guest.uuid),
+                                     300, interval=1)
+        except AssertionError:
+            raise AssertionError(diagnose('no active grant for the guest'))
+        lap('granted')
+        assert grant.consumer_host == hosts.consumer.name
+        assert grant.granted_mb >= 128, (grant.granted_mb, grant.reason)
+        assert {s.donor_host for s in grant.slabs} == {hosts.donor.name}
+        assert all(s.endpoint == hosts.donor.swapd.endpoint
+                   for s in grant.slabs), [s.endpoint for s in grant.slabs]
+        serial = 'memagg-swap-' + grant.uuid.replace('-', '')[:8]
+        dev = guest.wait_swap_disk(serial, 120)
+        lap('swap disk on')
+        assert dev != 'vda'  # the local swap disk
+        area = polling.wait_for(
+            lambda: (guest.heartbeat() or {}).get('swaps', {}).get(dev), 30,
+            interval=0.5, message='%s in the guest\'s /proc/swaps' % dev)
+        assert area['priority'] == 32767, area
+        assert area['size_kb'] >= (grant.granted_mb - 1) * 1024, area
+        donated = donor.donor_stats()
+        assert donated['used'] >= grant.granted_mb * MIB, donated
+
+        # At least 100 MiB of the guest's memory swapped through memagg.
+        def swapped():
+            beat = guest.heartbeat()
+            stats = consumer.export_stats(grant.uuid)
+            used = beat['swaps'].get(dev, {}).get('used_kb', 0)
+            if (stats['write_bytes'] >= THROUGH_MEMAGG_MB * MIB
+                    and used >= THROUGH_MEMAGG_MB * 1024):
+                return beat, stats
+            return None
+        try:
+            beat, stats = polling.wait_for(swapped, 600, interval=1)
+        except AssertionError:
+            raise AssertionError(diagnose(
+                'under %d MiB swapped through memagg: %s, %s' % (
+                    THROUGH_MEMAGG_MB, guest.heartbeat(),
+                    consumer.export_stats(grant.uuid))))
+        lap('100 MiB through memagg')
+        assert stats['remote_errors'] == 0, stats
+        assert stats['degraded_slabs'] == 0, stats
+        assert guest.check(timeout=600) == checksum
+        lap('checked')
+
+        # The donor dies while the guest reads its data back.
+        beats = guest.heartbeats()
+        pswpin = guest.heartbeat()['pswpin']
+        mark = len(guest.console_text())
+        guest.send('check')
+        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
+                         120, interval=0.2,
+                         message='the guest swapping in during its check')
+        hosts.donor.swapd.kill()
+        lap('donor killed')
+        after_kill = guest.wait_console(
+            r'MEMAGG (?:CHECK \d+ mb=\d+ md5=([0-9a-f]{32})|CHECK-FAILED.*)',
+            600, after=mark)
+        assert after_kill.group(1) == checksum, after_kill.group(0)
+        lap('checked after the kill')
+        polling.wait_for(lambda: guest.heartbeats() > beats + 3, 60,
+                         interval=0.5, message='heartbeats after the kill')
+        assert guest.dom.isActive() == 1
+        stats_after = consumer.export_stats(grant.uuid)
+        # The kill was felt, and served from the local copy.
+        assert (stats_after['degraded_slabs'] > 0
+                or stats_after['remote_errors'] > 0), stats_after
+        assert stats_after['local_reads'] > stats['local_reads'], (
+            stats, stats_after)
+
+        # The donor's memagg-swapd is back (empty: it held the slabs in
+        # memory). Reclaim and release give its memory back in memagg's
+        # books too.
+        hosts.donor.swapd.start()
+        scheduler = scheduler_rpcapi.SchedulerAPI()
+        reclaimed = scheduler.reclaim(ctxt, hosts.donor.name,
+                                      grant.slab_size_mb, timeout=120)
+        assert reclaimed == grant.slab_size_mb, reclaimed
+        lent = _donor_lent_mb(ctxt, hosts.donor.name)
+        assert lent == grant.granted_mb - grant.slab_size_mb, lent
+        released = scheduler.release_grant(ctxt, grant.uuid, timeout=120)
+        assert released['status'] == 'released', released
+        lap('reclaimed and released')
+        assert _donor_lent_mb(ctxt, hosts.donor.name) == 0
+        assert db_api.grant_get(ctxt, grant.uuid).status == 'released'
+        assert donor.donor_stats()['used'] == 0
+        # The guest keeps its disk, now served from the local copy.
+        assert consumer.export_stats(grant.uuid)['clients'] >= 1
+        beats = guest.heartbeats()
+        polling.wait_for(lambda: guest.heartbeats() > beats + 2, 60,
+                         interval=0.5, message='heartbeats after release')
+        print('remote swap: grant %s (%d MiB from %s), %.1f MiB written '
+              'through memagg-swapd when 100 MiB were out (%d KiB on %s), '
+              '%.1f MiB by the end; md5 %s before and after the donor\'s '
+              'death; timings (s from start) %s' % (
+                  grant.uuid, grant.granted_mb, hosts.donor.name,
+                  stats['write_bytes'] / MIB, beat['swaps'][dev]['used_kb'],
+                  dev, stats_after['write_bytes'] / MIB, checksum, timings))
+    finally:
+        guest.destroy()
+        conn.close()

@@ -1,0 +1,331 @@
+"""Two memagg hosts on one machine, for the real remote-swap tests.
+
+The consumer host is this machine's libvirtd (qemu:///system, the guests
+run there) with a memagg-swapd of its own, whose export sockets QEMU's user
+can reach, and a memagg-compute. The donor host is a second memagg-swapd
+that lends memory (--capacity-mb) over TCP on its own port, and a second
+memagg-compute under another [DEFAULT] host name, whose hypervisor is
+libvirt's test driver: the donor runs no guest, it only lends. One
+memagg-scheduler on RabbitMQ and MariaDB makes the grants between them.
+
+Each host has its own control socket, export and state directories and TCP
+port, so nothing is shared but the loopback interface: TESTBED.md accepts "a
+second swapd as the donor"; a second libvirtd in a mount namespace would add
+nothing the donor uses.
+
+The ``two_hosts`` fixture starts everything and stops it (SIGTERM, then
+SIGKILL) however the test ends, and prints every daemon's log (pytest shows
+it with a failure); a daemon that did not stop cleanly fails the test after
+its body.
+"""
+import dataclasses
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+
+import pytest
+
+from memagg.common import context
+from memagg.common import exceptions
+from memagg.common import rpc
+from memagg.compute import rpcapi as compute_rpcapi
+from memagg.compute import swapd as swapd_client
+from memagg.scheduler import rpcapi as scheduler_rpcapi
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import service_procs
+from memagg.tests import polling
+
+# The user QEMU runs as under Debian's libvirt (qemu.conf's default).
+QEMU_USER = 'libvirt-qemu'
+RPC_TIMEOUT = 30
+# What the donor lends: room for a grant of a 256 MiB guest and more.
+DONOR_CAPACITY_MB = 512
+
+
+def swapd_command():
+    """How to start memagg-swapd: its console script, or the module that
+    the console script runs when the package was installed before the
+    script existed."""
+    script = os.path.join(service_procs.BIN_DIR, 'memagg-swapd')
+    if os.path.exists(script):
+        return [script]
+    return [sys.executable, '-m', 'memagg.cmd.swapd']
+
+
+class Swapd:
+    """One memagg-swapd process with its directories under ``root``."""
+
+    def __init__(self, name, root, capacity_mb=0, socket_user=None):
+        self.name = name
+        self.dir = os.path.join(root, name)
+        self.control = os.path.join(self.dir, 'control.sock')
+        self.export_dir = os.path.join(self.dir, 'exports')
+        self.state_dir = os.path.join(self.dir, 'state')
+        self.log_path = os.path.join(self.dir, 'swapd.log')
+        self.port = service_procs.free_port()
+        self.endpoint = 'tcp://127.0.0.1:%d' % self.port
+        self.capacity_mb = capacity_mb
+        self.socket_user = socket_user
+        self.proc = None
+        self._log = None
+        for path in (self.dir, self.export_dir, self.state_dir):
+            os.makedirs(path, exist_ok=True)
+        # QEMU (an unprivileged user) walks to the export sockets.
+        os.chmod(self.dir, 0o755)
+        os.chmod(self.export_dir, 0o755)
+
+    def argv(self):
+        args = swapd_command() + [
+            '--control', self.control, '--export-dir', self.export_dir,
+            '--state-dir', self.state_dir, '--listen', self.endpoint,
+            '--capacity-mb', str(self.capacity_mb), '--transport', 'tcp',
+            '--log-level', 'debug']
+        if self.socket_user:
+            args += ['--socket-user', self.socket_user]
+        return args
+
+    def start(self, timeout=30):
+        """Start the daemon (again, after a stop or kill) and wait until its
+        control socket answers PING."""
+        assert self.proc is None or self.proc.poll() is not None
+        if os.path.exists(self.control):
+            os.unlink(self.control)  # a killed daemon leaves it behind
+        self._log = open(self.log_path, 'ab')
+        self.proc = subprocess.Popen(self.argv(), stdout=self._log,
+                                     stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+
+        def answers():
+            assert self.proc.poll() is None, (
+                '%s exited with %s; log:\n%s'
+                % (self.name, self.proc.returncode, self.log()))
+            try:
+                return self.client().ping()
+            except swapd_client.SwapdUnavailable:
+                return None
+        return polling.wait_for(answers, timeout, interval=0.2,
+                                message='%s answering PING' % self.name)
+
+    def client(self, timeout=10.0):
+        return swapd_client.SwapdClient(self.control, timeout)
+
+    def log(self):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return f.read()
+        except FileNotFoundError:
+            return ''
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self):
+        """SIGKILL: the daemon dies with what it holds in memory."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+        self._log.close()
+        return self.proc.returncode
+
+    def stop(self, timeout=30):
+        """SIGTERM and wait (SIGKILL after ``timeout`` s); the exit code,
+        None when it was not running."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is not None:
+            self._log.close()
+            return None  # killed or failed earlier: the test saw it
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            code = 'ignored SIGTERM for %d s' % timeout
+        self._log.close()
+        return code
+
+
+@dataclasses.dataclass
+class Host:
+    """A memagg "host": its name, its memagg-swapd and memagg-compute."""
+    name: str
+    swapd: Swapd
+    config: str
+    compute: service_procs.Process = None
+
+
+class TwoHosts:
+    """The consumer and donor hosts and the scheduler; see the module."""
+
+    def __init__(self, root, mysql_db, rabbit_url, overrides=None):
+        run = uuid.uuid4().hex[:10]
+        self.root = root
+        self.exchange = 'memagg_test_%s' % run
+        self.scheduler_topic = 'memagg-scheduler-%s' % run
+        self.common = {
+            'DEFAULT': {'transport_url': rabbit_url,
+                        'control_exchange': self.exchange,
+                        'rpc_response_timeout': RPC_TIMEOUT,
+                        'report_interval': 1},
+            'database': {'connection': mysql_db},
+            'scheduler': {'topic': self.scheduler_topic},
+            # A 256 MiB guest may get all of its booked size as remote
+            # swap (the default cap, half, is too little to swap 100 MiB
+            # with room to spare); the donor lends all it has.
+            'reservoir': {'slab_size_mb': 64, 'donor_reserve_mb': 0,
+                          'max_remote_ratio': 1.0, 'prepare_timeout': 30},
+        }
+        overrides = overrides or {}
+        consumer_swapd = Swapd('consumer', root, capacity_mb=0,
+                               socket_user=QEMU_USER)
+        donor_swapd = Swapd('donor', root, capacity_mb=DONOR_CAPACITY_MB)
+        self.consumer = Host('consumer-%s' % run, consumer_swapd,
+                             os.path.join(root, 'consumer.conf'))
+        self.donor = Host('donor-%s' % run, donor_swapd,
+                          os.path.join(root, 'donor.conf'))
+        self._write(self.consumer, guest_fixtures.URI,
+                    overrides.get('consumer', {}))
+        self._write(self.donor, 'test:///default', overrides.get('donor', {}))
+        self.scheduler_config = service_procs.write_config(
+            os.path.join(root, 'scheduler.conf'),
+            self._merge(self.common, overrides.get('scheduler', {})))
+        self.scheduler = None
+
+    @staticmethod
+    def _merge(base, extra):
+        merged = {section: dict(options) for section, options in base.items()}
+        for section, options in extra.items():
+            merged.setdefault(section, {}).update(options)
+        return merged
+
+    def _write(self, host, libvirt_uri, extra):
+        swapd = host.swapd
+        sections = self._merge(self.common, {
+            'DEFAULT': {'host': host.name},
+            'compute': {'libvirt_uri': libvirt_uri, 'collect_interval': 2,
+                        'balloon_stats_period': 2},
+            'swapd': {'enabled': True,
+                      'control_socket': swapd.control,
+                      'export_dir': swapd.export_dir,
+                      'state_dir': swapd.state_dir,
+                      'listen': swapd.endpoint,
+                      'capacity_mb': swapd.capacity_mb,
+                      'retry_interval': 5},
+        })
+        service_procs.write_config(host.config,
+                                   self._merge(sections, extra))
+
+    def start(self):
+        """Start both swapds, the scheduler and both computes; wait until
+        each answers."""
+        self.consumer.swapd.start()
+        self.donor.swapd.start()
+        self.scheduler = service_procs.Process(
+            'memagg-scheduler', ['--config-file', self.scheduler_config],
+            os.path.join(self.root, 'memagg-scheduler.log'))
+        for host in (self.consumer, self.donor):
+            host.compute = service_procs.Process(
+                'memagg-compute', ['--config-file', host.config],
+                os.path.join(self.root, '%s-compute.log' % host.name))
+        ctxt = context.get_admin_context()
+        compute = compute_rpcapi.ComputeAPI()
+        for host in (self.consumer, self.donor):
+            polling.wait_for(
+                lambda: self._answer(host.compute, compute.ping, ctxt,
+                                     host.name), 90,
+                interval=0.5, message='memagg-compute of %s' % host.name)
+        polling.wait_for(
+            lambda: self._answer(self.scheduler,
+                                 scheduler_rpcapi.SchedulerAPI().ping, ctxt),
+            90, interval=0.5, message='memagg-scheduler answering')
+        return self
+
+    @staticmethod
+    def _answer(proc, func, *args):
+        assert proc.alive(), '%s exited; log:\n%s' % (proc.name, proc.log())
+        try:
+            return func(*args, timeout=2)
+        except exceptions.RPCTimeout:
+            return None
+
+    def processes(self):
+        procs = [self.scheduler, self.consumer.compute, self.donor.compute]
+        return [p for p in procs if p is not None]
+
+    def logs(self):
+        """Every daemon's log, for a failure's message (tails)."""
+        out = []
+        for proc in self.processes():
+            out.append('--- %s (%s)\n%s' % (proc.name, proc.log_path,
+                                            proc.log()[-6000:]))
+        for host in (self.consumer, self.donor):
+            out.append('--- memagg-swapd of %s\n%s'
+                       % (host.name, host.swapd.log()[-6000:]))
+        return '\n'.join(out)
+
+    def stop(self):
+        """Stop every process, computes first (they call the others);
+        return [(name, exit code)] of those that did not stop cleanly."""
+        bad = []
+        for proc in (self.consumer.compute, self.donor.compute,
+                     self.scheduler):
+            if proc is None:
+                continue
+            try:
+                code = proc.stop()
+            except AssertionError as exc:
+                code = str(exc)
+            if code != 0:
+                bad.append((proc.name, code))
+        for host in (self.consumer, self.donor):
+            code = host.swapd.stop()
+            if code not in (0, None):
+                bad.append(('memagg-swapd of %s' % host.name, code))
+        return bad
+
+
+@pytest.fixture
+def two_hosts_root():
+    """A directory for both hosts' sockets and state that QEMU's user can
+    walk through (pytest's tmp_path is 0700); removed afterwards."""
+    pwd.getpwnam(QEMU_USER)  # KeyError: libvirt is not installed
+    path = tempfile.mkdtemp(prefix='memagg-2h-', dir='/var/tmp')
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def two_hosts_overrides():
+    """Extra options per role ('consumer', 'donor', 'scheduler'):
+    ``{role: {section: {option: value}}}``; tests override this fixture."""
+    return {}
+
+
+@pytest.fixture
+def two_hosts(conf, mysql_db, rabbit_url, two_hosts_root,
+              two_hosts_overrides):
+    """The two hosts and the scheduler running (see the module); this test
+    process is an RPC client of them. Yields the TwoHosts."""
+    guest_fixtures.ensure_libvirtd()
+    hosts = TwoHosts(two_hosts_root, mysql_db, rabbit_url,
+                     two_hosts_overrides)
+    rpc.cleanup()
+    conf.config(control_exchange=hosts.exchange,
+                rpc_response_timeout=RPC_TIMEOUT)
+    conf.config(topic=hosts.scheduler_topic, group='scheduler')
+    rpc.init(url=rabbit_url)
+    try:
+        yield hosts.start()
+    finally:
+        rpc.cleanup()
+        bad = hosts.stop()
+        # Captured: pytest shows it when the test failed.
+        print(hosts.logs())
+    assert not bad, 'daemons that did not stop cleanly: %s\n%s' % (
+        bad, hosts.logs())
