@@ -2,8 +2,9 @@ import glob
 
 import setuptools
 
-# memagg._native: the C page sampler (native/src).  pbr still drives the
-# package metadata from setup.cfg.
+# memagg._native: the C page sampler (native/src); memagg._swapd: the C core
+# of memagg-swapd (native/swapd, with its verbs transport over rdma-core).
+# pbr still drives the package metadata from setup.cfg.
 native = setuptools.Extension(
     'memagg._native',
     sources=sorted(glob.glob('native/src/*.c')),
@@ -11,5 +12,13 @@ native = setuptools.Extension(
     extra_compile_args=['-std=gnu11', '-Wall', '-Wextra', '-Werror'],
 )
 
+swapd = setuptools.Extension(
+    'memagg._swapd',
+    sources=sorted(glob.glob('native/swapd/*.c')),
+    depends=sorted(glob.glob('native/swapd/*.h')),
+    libraries=['pthread', 'ibverbs', 'rdmacm'],
+    extra_compile_args=['-std=gnu11', '-Wall', '-Wextra', '-Werror'],
+)
+
 setuptools.setup(setup_requires=['pbr>=6.0.0'], pbr=True,
-                 ext_modules=[native])
+                 ext_modules=[native, swapd])

@@ -1,0 +1,758 @@
+/*
+ * The control socket: a text protocol, one line per request and reply.
+ * The line parser is pure (fuzzed); a thread serves one client at a time,
+ * which also keeps export drops from racing other requests.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "export.h"
+#include "store.h"
+#include "util.h"
+
+/* A client that says nothing for this long is dropped, so it cannot keep
+ * the socket from others. */
+#define CLIENT_TIMEOUT_MS 30000
+
+int sd_control_parse_line(char *line, struct sd_args *out, char *err,
+                          size_t errlen)
+{
+    char *save = NULL, *tok;
+    size_t i;
+
+    memset(out, 0, sizeof(*out));
+    tok = strtok_r(line, " \t\r", &save);
+    if (!tok) {
+        snprintf(err, errlen, "verb: the line is empty");
+        return -EINVAL;
+    }
+    out->verb = tok;
+    while ((tok = strtok_r(NULL, " \t\r", &save))) {
+        char *eq = strchr(tok, '=');
+
+        if (!eq || eq == tok) {
+            snprintf(err, errlen, "%.64s: arguments are key=value", tok);
+            return -EINVAL;
+        }
+        *eq = '\0';
+        for (i = 0; i < out->n; i++) {
+            if (strcmp(out->kv[i].key, tok) == 0) {
+                snprintf(err, errlen, "%.64s: given twice", tok);
+                return -EINVAL;
+            }
+        }
+        if (out->n == SD_CONTROL_MAX_ARGS) {
+            snprintf(err, errlen, "%.64s: more than %d arguments", tok,
+                     SD_CONTROL_MAX_ARGS);
+            return -EINVAL;
+        }
+        out->kv[out->n].key = tok;
+        out->kv[out->n].value = eq + 1;
+        out->n++;
+    }
+    return 0;
+}
+
+const char *sd_args_get(const struct sd_args *args, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < args->n; i++) {
+        if (strcmp(args->kv[i].key, key) == 0) {
+            return args->kv[i].value;
+        }
+    }
+    return NULL;
+}
+
+int sd_parse_index_list(const char *text, uint32_t limit, uint32_t **out,
+                        size_t *n)
+{
+    size_t count = 1, i = 0, j;
+    const char *p;
+    uint32_t *idx;
+
+    if (!*text) {
+        return -EINVAL;
+    }
+    for (p = text; *p; p++) {
+        count += *p == ',';
+    }
+    if (count > limit) {
+        return -EINVAL;     /* more than there are distinct indexes */
+    }
+    idx = malloc(count * sizeof(*idx));
+    if (!idx) {
+        return -ENOMEM;
+    }
+    for (p = text; i < count; i++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        uint64_t v;
+
+        if (sd_parse_u64(p, len, UINT32_MAX, &v) || v >= limit) {
+            free(idx);
+            return -EINVAL;
+        }
+        idx[i] = (uint32_t)v;
+        p += len + 1;
+    }
+    /* Lists are short (a grant's slabs): a quadratic check is fine. */
+    for (i = 0; i < count; i++) {
+        for (j = i + 1; j < count; j++) {
+            if (idx[i] == idx[j]) {
+                free(idx);
+                return -EINVAL;
+            }
+        }
+    }
+    *out = idx;
+    *n = count;
+    return 0;
+}
+
+/* ---- replies ---- */
+
+static char *reply_fmt(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+static char *reply_fmt(const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0) {
+        s = NULL;
+    }
+    va_end(ap);
+    return s;
+}
+
+static char *reply_err(int err, const char *msg)
+{
+    return reply_fmt("ERR %s %s\n", sd_errno_name(err < 0 ? -err : err),
+                     msg);
+}
+
+/* Every argument must be one the verb takes: a typo is an error, not a
+ * default silently used. */
+static char *check_keys(const struct sd_args *a, const char *const *keys)
+{
+    size_t i, k;
+
+    for (i = 0; i < a->n; i++) {
+        for (k = 0; keys[k]; k++) {
+            if (strcmp(a->kv[i].key, keys[k]) == 0) {
+                break;
+            }
+        }
+        if (!keys[k]) {
+            char msg[SD_ERRLEN], *p = msg;
+
+            p += snprintf(msg, sizeof(msg), "%.64s: %s takes no such "
+                          "argument; it takes", a->kv[i].key, a->verb);
+            for (k = 0; keys[k] && p < msg + sizeof(msg) - 40; k++) {
+                p += snprintf(p, (size_t)(msg + sizeof(msg) - p), "%s%s",
+                              k ? "," : " ", keys[k]);
+            }
+            if (k == 0) {
+                snprintf(p, (size_t)(msg + sizeof(msg) - p), " none");
+            }
+            return reply_err(EINVAL, msg);
+        }
+    }
+    return NULL;
+}
+
+static int get_grant(const struct sd_args *a, uint8_t grant[SD_UUID_LEN],
+                     char **reply)
+{
+    const char *s = sd_args_get(a, "grant");
+
+    if (!s || sd_uuid_parse(s, strlen(s), grant)) {
+        *reply = reply_err(EINVAL, "grant: must be a uuid "
+                           "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static char *no_export(const uint8_t grant[SD_UUID_LEN])
+{
+    char uuid[SD_UUID_STRLEN + 1];
+
+    sd_uuid_format(grant, uuid);
+    return reply_fmt("ERR ENOENT grant: no export of %s here\n", uuid);
+}
+
+/* ---- verbs ---- */
+
+static char *do_ping(const struct sd_control_ctx *c, const struct sd_args *a)
+{
+    static const char *const keys[] = { NULL };
+    char *r = check_keys(a, keys);
+
+    return r ? r : reply_fmt("OK version=1 transport=%s rdma=%s endpoint=%s\n",
+                             c->transport, c->rdma, c->endpoint);
+}
+
+static char *do_grant_alloc(const struct sd_control_ctx *c,
+                            const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "key", "slab_size",
+                                        "slabs", NULL };
+    uint8_t grant[SD_UUID_LEN], key[SD_KEY_LEN];
+    uint64_t slab_size, *addrs = NULL;
+    char *r = check_keys(a, keys), *out = NULL;
+    uint32_t *idx = NULL, rkey = 0;
+    size_t n = 0, done = 0, i, used;
+    const char *s;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    s = sd_args_get(a, "key");
+    if (!s || sd_hex_decode(s, strlen(s), key, SD_KEY_LEN)) {
+        return reply_err(EINVAL, "key: must be 64 hex digits");
+    }
+    s = sd_args_get(a, "slab_size");
+    if (!s || sd_parse_u64(s, strlen(s), UINT64_MAX, &slab_size) ||
+        slab_size == 0 || slab_size % SD_PAGE_SIZE) {
+        return reply_err(EINVAL, "slab_size: must be a non-zero multiple of "
+                         "4096 bytes");
+    }
+    s = sd_args_get(a, "slabs");
+    ret = s ? sd_parse_index_list(s, SD_MAX_SLABS, &idx, &n) : -EINVAL;
+    if (ret) {
+        return reply_err(ret, "slabs: must be slab indexes, comma-separated, "
+                         "each once");
+    }
+    addrs = calloc(n, sizeof(*addrs));
+    if (!addrs) {
+        free(idx);
+        return NULL;
+    }
+    ret = sd_store_alloc(c->store, grant, key, slab_size, idx, n, addrs,
+                         &done, &rkey);
+    if (ret == -ENOMEM) {
+        struct sd_store_stats st;
+
+        sd_store_stats(c->store, &st);
+        r = reply_fmt("ERR ENOMEM slabs: this donor cannot lend another "
+                      "slab of %llu bytes (capacity=%llu used=%llu)\n",
+                      (unsigned long long)slab_size,
+                      (unsigned long long)st.capacity,
+                      (unsigned long long)st.used);
+    } else if (ret == -EEXIST) {
+        r = reply_err(EEXIST, "grant: already has slabs on this donor "
+                      "(GRANT_FREE it first)");
+    } else if (ret == -EINVAL) {
+        r = reply_err(EINVAL, "slab_size: the store refused it");
+    } else if (ret) {
+        r = reply_err(ret, "slabs: the store could not allocate them");
+    } else {
+        /* "i:addr," is at most 10 + 1 + 20 + 1 characters. */
+        out = malloc(done * 32 + 1);
+        if (out) {
+            used = 0;
+            out[0] = '\0';
+            for (i = 0; i < done; i++) {
+                used += (size_t)sprintf(out + used, "%s%u:%llu",
+                                        i ? "," : "", idx[i],
+                                        (unsigned long long)addrs[i]);
+            }
+            r = reply_fmt("OK endpoint=%s rkey=%u slabs=%s\n", c->endpoint,
+                          rkey, out);
+            free(out);
+        }
+    }
+    free(idx);
+    free(addrs);
+    return r;
+}
+
+static char *do_grant_free(const struct sd_control_ctx *c,
+                           const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "slabs", NULL };
+    struct sd_store_stats before, after;
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys);
+    uint32_t *idx = NULL;
+    const char *s;
+    size_t n = 0;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    s = sd_args_get(a, "slabs");
+    if (s && (ret = sd_parse_index_list(s, SD_MAX_SLABS, &idx, &n))) {
+        return reply_err(ret, "slabs: must be slab indexes, comma-separated, "
+                         "each once");
+    }
+    /* The control thread is the only one that frees: the difference is
+     * what this call freed. */
+    sd_store_stats(c->store, &before);
+    ret = sd_store_release(c->store, grant, idx, n);
+    sd_store_stats(c->store, &after);
+    free(idx);
+    if (ret == -ENOENT) {
+        return reply_err(ENOENT, "grant: has no slabs on this donor");
+    }
+    if (ret) {
+        return reply_err(ret, "grant: the store could not free it");
+    }
+    return reply_fmt("OK freed=%u\n", before.slabs - after.slabs);
+}
+
+static char *do_donor_stats(const struct sd_control_ctx *c,
+                            const struct sd_args *a)
+{
+    static const char *const keys[] = { NULL };
+    struct sd_store_stats st;
+    char *r = check_keys(a, keys);
+
+    if (r) {
+        return r;
+    }
+    sd_store_stats(c->store, &st);
+    return reply_fmt("OK capacity=%llu used=%llu grants=%u slabs=%u "
+                     "refused=%llu\n", (unsigned long long)st.capacity,
+                     (unsigned long long)st.used, st.grants, st.slabs,
+                     (unsigned long long)st.refused);
+}
+
+static char *do_export_create(const struct sd_control_ctx *c,
+                              const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "key", "size", "slab_size",
+                                        "local", "slabs", "local_slabs",
+                                        NULL };
+    char err[SD_ERRLEN] = "", sock[PATH_MAX], uuid[SD_UUID_STRLEN + 1];
+    struct sd_export_spec spec;
+    char *r = check_keys(a, keys);
+    int ret;
+
+    if (r) {
+        return r;
+    }
+    ret = sd_export_spec_parse(a, &spec, err, sizeof(err));
+    if (ret) {
+        return reply_err(ret, err);
+    }
+    sd_uuid_format(spec.grant, uuid);
+    ret = sd_exports_create(c->exports, &spec, sock, sizeof(sock), err,
+                            sizeof(err));
+    if (ret) {
+        return reply_err(ret, err);
+    }
+    return reply_fmt("OK name=memagg-swap-%s socket=%s\n", uuid, sock);
+}
+
+static char *do_export_describe(const struct sd_control_ctx *c,
+                                const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", NULL };
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys), *text;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    ret = sd_exports_describe(c->exports, grant, &text);
+    if (ret == -ENOENT) {
+        return no_export(grant);
+    }
+    if (ret) {
+        return NULL;
+    }
+    r = reply_fmt("OK %s\n", text);
+    free(text);
+    return r;
+}
+
+static char *do_export_reclaim(const struct sd_control_ctx *c,
+                               const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "slabs", NULL };
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys), err[SD_ERRLEN] = "";
+    uint32_t *idx = NULL, done = 0;
+    const char *s;
+    size_t n = 0;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    s = sd_args_get(a, "slabs");
+    if (!s || (strcmp(s, "all") != 0 &&
+               sd_parse_index_list(s, SD_MAX_SLABS, &idx, &n))) {
+        return reply_err(EINVAL, "slabs: must be 'all' or slab indexes, "
+                         "comma-separated, each once");
+    }
+    ret = sd_exports_reclaim(c->exports, grant, idx, n, &done, err,
+                             sizeof(err));
+    free(idx);
+    if (ret == -ENOENT) {
+        return no_export(grant);
+    }
+    return ret ? reply_err(ret, err) : reply_fmt("OK reclaimed=%u\n", done);
+}
+
+static char *do_export_drop(const struct sd_control_ctx *c,
+                            const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "delete", NULL };
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys);
+    const char *del = sd_args_get(a, "delete");
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    if (del && strcmp(del, "0") != 0 && strcmp(del, "1") != 0) {
+        return reply_err(EINVAL, "delete: must be 0 or 1");
+    }
+    if (sd_exports_drop(c->exports, grant, del && del[0] == '1')) {
+        return no_export(grant);
+    }
+    return reply_fmt("OK\n");
+}
+
+static char *do_export_list(const struct sd_control_ctx *c,
+                            const struct sd_args *a)
+{
+    static const char *const keys[] = { NULL };
+    char *r = check_keys(a, keys), *text;
+
+    if (r) {
+        return r;
+    }
+    if (sd_exports_list(c->exports, &text)) {
+        return NULL;
+    }
+    r = reply_fmt("OK grants=%s\n", text);
+    free(text);
+    return r;
+}
+
+static char *do_export_stats(const struct sd_control_ctx *c,
+                             const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", NULL };
+    struct sd_export_stats st;
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys);
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    if (sd_exports_stats(c->exports, grant, &st)) {
+        return no_export(grant);
+    }
+    return reply_fmt("OK reads=%llu writes=%llu read_bytes=%llu "
+                     "write_bytes=%llu zero_reads=%llu local_reads=%llu "
+                     "remote_errors=%llu degraded_slabs=%u clients=%u "
+                     "lat_p50_us=%llu lat_p99_us=%llu\n",
+                     (unsigned long long)st.reads,
+                     (unsigned long long)st.writes,
+                     (unsigned long long)st.read_bytes,
+                     (unsigned long long)st.write_bytes,
+                     (unsigned long long)st.zero_reads,
+                     (unsigned long long)st.local_reads,
+                     (unsigned long long)st.remote_errors,
+                     st.degraded_slabs, st.clients,
+                     (unsigned long long)st.lat_p50_us,
+                     (unsigned long long)st.lat_p99_us);
+}
+
+static char *do_ghost(const struct sd_control_ctx *c, const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "max", NULL };
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys), *events;
+    uint64_t max = SD_GHOST_DEFAULT_MAX, dropped;
+    const char *s;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    s = sd_args_get(a, "max");
+    if (s && (sd_parse_u64(s, strlen(s), SD_GHOST_RING, &max) || !max)) {
+        return reply_fmt("ERR EINVAL max: must be 1 to %u events\n",
+                         SD_GHOST_RING);
+    }
+    ret = sd_exports_ghost(c->exports, grant, (size_t)max, &events,
+                           &dropped);
+    if (ret == -ENOENT) {
+        return no_export(grant);
+    }
+    if (ret) {
+        return NULL;
+    }
+    r = reply_fmt("OK events=%s dropped=%llu\n", events,
+                  (unsigned long long)dropped);
+    free(events);
+    return r;
+}
+
+static const struct {
+    const char *verb;
+    char *(*fn)(const struct sd_control_ctx *, const struct sd_args *);
+    int donor;                  /* needs the store */
+} verbs[] = {
+    { "PING", do_ping, 0 },
+    { "GRANT_ALLOC", do_grant_alloc, 1 },
+    { "GRANT_FREE", do_grant_free, 1 },
+    { "DONOR_STATS", do_donor_stats, 1 },
+    { "EXPORT_CREATE", do_export_create, 0 },
+    { "EXPORT_DESCRIBE", do_export_describe, 0 },
+    { "EXPORT_RECLAIM", do_export_reclaim, 0 },
+    { "EXPORT_DROP", do_export_drop, 0 },
+    { "EXPORT_LIST", do_export_list, 0 },
+    { "EXPORT_STATS", do_export_stats, 0 },
+    { "GHOST", do_ghost, 0 },
+};
+
+int sd_control_handle(const struct sd_control_ctx *ctx, char *line,
+                      char **reply)
+{
+    char err[SD_ERRLEN] = "";
+    struct sd_args args;
+    size_t i;
+
+    *reply = NULL;
+    if (sd_control_parse_line(line, &args, err, sizeof(err))) {
+        *reply = reply_err(EINVAL, err);
+        return *reply ? 0 : -ENOMEM;
+    }
+    for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        if (strcmp(args.verb, verbs[i].verb) == 0) {
+            if ((verbs[i].donor && !ctx->store) ||
+                (!verbs[i].donor && verbs[i].fn != do_ping &&
+                 !ctx->exports)) {
+                *reply = reply_fmt("ERR ENODEV verb: %s is not served by "
+                                   "this swapd\n", args.verb);
+            } else {
+                *reply = verbs[i].fn(ctx, &args);
+            }
+            return *reply ? 0 : -ENOMEM;
+        }
+    }
+    *reply = reply_fmt("ERR EINVAL verb: unknown '%.64s'; one of PING,"
+                       "GRANT_ALLOC,GRANT_FREE,DONOR_STATS,EXPORT_CREATE,"
+                       "EXPORT_DESCRIBE,EXPORT_RECLAIM,EXPORT_DROP,"
+                       "EXPORT_LIST,EXPORT_STATS,GHOST\n", args.verb);
+    return *reply ? 0 : -ENOMEM;
+}
+
+/* ---- the socket ---- */
+
+struct sd_control {
+    int fd;
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    struct sd_control_ctx ctx;
+    int stop_pipe[2];
+    pthread_t thread;
+    char *buf;                  /* SD_CONTROL_MAX_LINE + 1 */
+};
+
+/* Wait for fd to be readable; 0, or -1 when stopping or timed out. */
+static int wait_readable(struct sd_control *c, int fd, int timeout_ms)
+{
+    struct pollfd pfd[2] = {
+        { .fd = fd, .events = POLLIN },
+        { .fd = c->stop_pipe[0], .events = POLLIN },
+    };
+
+    for (;;) {
+        int n = poll(pfd, 2, timeout_ms);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0 || pfd[1].revents) {
+            return -1;
+        }
+        return 0;
+    }
+}
+
+static void send_all(int fd, const char *s)
+{
+    size_t len = strlen(s);
+
+    while (len) {
+        ssize_t n = send(fd, s, len, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return;
+        }
+        s += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Serve one client's lines until it leaves. */
+static void serve_client(struct sd_control *c, int fd)
+{
+    size_t used = 0;
+
+    for (;;) {
+        char *nl;
+        ssize_t n;
+
+        while ((nl = memchr(c->buf, '\n', used))) {
+            size_t len = (size_t)(nl - c->buf) + 1;
+            char *reply;
+
+            *nl = '\0';
+            if (sd_control_handle(&c->ctx, c->buf, &reply)) {
+                send_all(fd, "ERR ENOMEM control: out of memory\n");
+            } else {
+                send_all(fd, reply);
+                free(reply);
+            }
+            memmove(c->buf, c->buf + len, used - len);
+            used -= len;
+        }
+        if (used == SD_CONTROL_MAX_LINE) {
+            send_all(fd, "ERR E2BIG line: longer than 65536 bytes\n");
+            return;
+        }
+        if (wait_readable(c, fd, CLIENT_TIMEOUT_MS)) {
+            return;
+        }
+        n = recv(fd, c->buf + used, SD_CONTROL_MAX_LINE - used, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return;
+        }
+        used += (size_t)n;
+    }
+}
+
+static void *control_thread(void *arg)
+{
+    struct sd_control *c = arg;
+
+    for (;;) {
+        int fd;
+
+        if (wait_readable(c, c->fd, -1)) {
+            return NULL;
+        }
+        fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            continue;
+        }
+        serve_client(c, fd);
+        close(fd);
+    }
+}
+
+int sd_control_start(const char *path, const struct sd_control_ctx *ctx,
+                     struct sd_control **out, char *err, size_t errlen)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    struct sd_control *c;
+    int ret;
+
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        snprintf(err, errlen, "--control: %s is longer than %zu characters",
+                 path, sizeof(addr.sun_path) - 1);
+        return -ENAMETOOLONG;
+    }
+    c = calloc(1, sizeof(*c));
+    if (!c || !(c->buf = malloc(SD_CONTROL_MAX_LINE + 1))) {
+        free(c);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    strcpy(addr.sun_path, path);
+    strcpy(c->path, path);
+    c->ctx = *ctx;
+    c->stop_pipe[0] = c->stop_pipe[1] = -1;
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        ret = -errno;
+        snprintf(err, errlen, "--control: socket: %s", strerror(errno));
+        goto fail;
+    }
+    unlink(path);       /* left by an earlier run */
+    if (bind(c->fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+        chmod(path, 0600) || listen(c->fd, 16)) {
+        ret = -errno;
+        snprintf(err, errlen, "--control: cannot listen on %s: %s", path,
+                 strerror(errno));
+        goto fail;
+    }
+    if (pipe2(c->stop_pipe, O_CLOEXEC)) {
+        ret = -errno;
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    ret = -pthread_create(&c->thread, NULL, control_thread, c);
+    if (ret) {
+        snprintf(err, errlen, "cannot start a thread: %s", strerror(-ret));
+        goto fail;
+    }
+    *out = c;
+    return 0;
+
+fail:
+    if (c->fd >= 0) {
+        close(c->fd);
+        unlink(path);
+    }
+    if (c->stop_pipe[0] >= 0) {
+        close(c->stop_pipe[0]);
+        close(c->stop_pipe[1]);
+    }
+    free(c->buf);
+    free(c);
+    return ret;
+}
+
+void sd_control_stop(struct sd_control *c)
+{
+    if (!c) {
+        return;
+    }
+    if (write(c->stop_pipe[1], "x", 1) < 0) {
+        sd_log(LOG_ERR, "control: cannot stop its thread: %s",
+               strerror(errno));
+    }
+    pthread_join(c->thread, NULL);
+    close(c->fd);
+    unlink(c->path);
+    close(c->stop_pipe[0]);
+    close(c->stop_pipe[1]);
+    free(c->buf);
+    free(c);
+}

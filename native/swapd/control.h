@@ -1,0 +1,68 @@
+/*
+ * The control socket: one text line per request and per reply (see the
+ * issue 5 contract).  memagg-compute creates, describes, reclaims and drops
+ * exports through it, and the scheduler's prepare/free of donor slabs
+ * reach the store through it.
+ */
+#ifndef MEMAGG_SWAPD_CONTROL_H
+#define MEMAGG_SWAPD_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swapd.h"
+
+#define SD_CONTROL_MAX_LINE (64U << 10)
+#define SD_CONTROL_MAX_ARGS 16
+
+/* A request line split in place: "VERB key=value key=value". */
+struct sd_args {
+    const char *verb;
+    size_t n;
+    struct {
+        const char *key;
+        const char *value;
+    } kv[SD_CONTROL_MAX_ARGS];
+};
+
+/* Split line (NUL-terminated, without its newline; modified in place).
+ * -EINVAL with err naming the problem: empty line, an argument without
+ * '=', an empty key, a repeated key, too many arguments. */
+int sd_control_parse_line(char *line, struct sd_args *out,
+                          char *err, size_t errlen);
+
+/* The value of key, or NULL. */
+const char *sd_args_get(const struct sd_args *args, const char *key);
+
+/* Parse a comma-separated list of slab indexes below limit into a malloc'd
+ * array; -EINVAL when malformed, out of range or repeated. */
+int sd_parse_index_list(const char *text, uint32_t limit, uint32_t **out,
+                        size_t *n);
+
+struct sd_store;
+struct sd_exports;
+
+/* What the control socket serves: this host's donor store and exports,
+ * and the words PING answers with. */
+struct sd_control_ctx {
+    struct sd_store *store;
+    struct sd_exports *exports;
+    const char *transport;          /* "tcp" or "rdma" */
+    const char *rdma;               /* "available" or "unavailable:why" */
+    const char *endpoint;           /* this donor's advertised endpoint */
+};
+
+/* Handle one request line; the reply (with its newline) goes into a
+ * malloc'd *reply.  Never fails but for memory (-ENOMEM). */
+int sd_control_handle(const struct sd_control_ctx *ctx, char *line,
+                      char **reply);
+
+struct sd_control;
+
+/* Serve the control protocol on the unix socket path (replacing a stale
+ * one, mode 0600), one client at a time, in a thread of its own. */
+int sd_control_start(const char *path, const struct sd_control_ctx *ctx,
+                     struct sd_control **out, char *err, size_t errlen);
+void sd_control_stop(struct sd_control *control);
+
+#endif

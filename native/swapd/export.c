@@ -1,0 +1,1442 @@
+/*
+ * Exports: the slab table, the written-page bitmap, the local durability
+ * copy, the donor connections (peers), counters and the ghost stream, and
+ * their persistence in <state-dir>/exports/<uuid>.conf.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "export.h"
+#include "nbd.h"
+#include "transport.h"
+#include "util.h"
+
+/* A failed connection to a donor is retried at most this often. */
+#define RECONNECT_INTERVAL_US 1000000ULL
+
+/* ---- bitmap ---- */
+
+int sd_bitmap_init(struct sd_bitmap *b, uint64_t pages)
+{
+    b->pages = pages;
+    b->words = calloc((pages + 63) / 64 ? (pages + 63) / 64 : 1,
+                      sizeof(uint64_t));
+    return b->words ? 0 : -ENOMEM;
+}
+
+void sd_bitmap_destroy(struct sd_bitmap *b)
+{
+    free(b->words);
+    b->words = NULL;
+}
+
+void sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n)
+{
+    uint64_t p;
+
+    for (p = first; p < first + n && p < b->pages; p++) {
+        __atomic_fetch_or(&b->words[p / 64], 1ULL << (p % 64),
+                          __ATOMIC_RELAXED);
+    }
+}
+
+void sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n)
+{
+    uint64_t p;
+
+    for (p = first; p < first + n && p < b->pages; p++) {
+        __atomic_fetch_and(&b->words[p / 64], ~(1ULL << (p % 64)),
+                           __ATOMIC_RELAXED);
+    }
+}
+
+int sd_bitmap_test(const struct sd_bitmap *b, uint64_t page)
+{
+    if (page >= b->pages) {
+        return 0;
+    }
+    return !!(__atomic_load_n(&b->words[page / 64], __ATOMIC_RELAXED) &
+              (1ULL << (page % 64)));
+}
+
+int sd_bitmap_any(const struct sd_bitmap *b, uint64_t first, uint64_t n)
+{
+    uint64_t p = first, end = first + n;
+
+    if (end > b->pages) {
+        end = b->pages;
+    }
+    while (p < end) {
+        uint64_t w = __atomic_load_n(&b->words[p / 64], __ATOMIC_RELAXED);
+
+        if (p % 64 == 0 && end - p >= 64) {
+            if (w) {
+                return 1;
+            }
+            p += 64;
+            continue;
+        }
+        if (w & (1ULL << (p % 64))) {
+            return 1;
+        }
+        p++;
+    }
+    return 0;
+}
+
+int sd_bitmap_load_extents(struct sd_bitmap *b, int fd)
+{
+    off_t end = (off_t)(b->pages * SD_PAGE_SIZE), data = 0, hole;
+
+    for (;;) {
+        data = lseek(fd, data, SEEK_DATA);
+        if (data < 0) {
+            return errno == ENXIO ? 0 : -errno;     /* ENXIO: no more */
+        }
+        if (data >= end) {
+            return 0;
+        }
+        hole = lseek(fd, data, SEEK_HOLE);
+        if (hole < 0) {
+            return -errno;
+        }
+        if (hole > end) {
+            hole = end;
+        }
+        sd_bitmap_set(b, (uint64_t)data / SD_PAGE_SIZE,
+                      ((uint64_t)hole + SD_PAGE_SIZE - 1) / SD_PAGE_SIZE -
+                      (uint64_t)data / SD_PAGE_SIZE);
+        data = hole;
+    }
+}
+
+/* ---- latency histogram: 8 linear steps per power of two ---- */
+
+static unsigned hist_bucket(uint64_t us)
+{
+    unsigned e;
+
+    if (us < 16) {
+        return (unsigned)us;
+    }
+    e = 63 - (unsigned)__builtin_clzll(us);     /* us in [2^e, 2^e+1) */
+    return 16 + (e - 4) * 8 + (unsigned)((us >> (e - 3)) & 7);
+}
+
+static uint64_t hist_upper(unsigned bucket)
+{
+    unsigned e, step;
+
+    if (bucket < 16) {
+        return bucket;
+    }
+    e = (bucket - 16) / 8 + 4;
+    step = (bucket - 16) % 8;
+    return (1ULL << e) + ((uint64_t)(step + 1) << (e - 3)) - 1;
+}
+
+void sd_hist_add(struct sd_hist *h, uint64_t us)
+{
+    unsigned b = hist_bucket(us);
+
+    if (b >= SD_HIST_BUCKETS) {
+        b = SD_HIST_BUCKETS - 1;
+    }
+    __atomic_fetch_add(&h->count[b], 1, __ATOMIC_RELAXED);
+}
+
+uint64_t sd_hist_percentile(const struct sd_hist *h, double p)
+{
+    uint64_t total = 0, seen = 0, want;
+    unsigned b;
+
+    for (b = 0; b < SD_HIST_BUCKETS; b++) {
+        total += __atomic_load_n(&h->count[b], __ATOMIC_RELAXED);
+    }
+    if (total == 0) {
+        return 0;
+    }
+    want = (uint64_t)((double)total * p / 100.0 + 0.999999);
+    if (want == 0) {
+        want = 1;
+    }
+    for (b = 0; b < SD_HIST_BUCKETS; b++) {
+        seen += __atomic_load_n(&h->count[b], __ATOMIC_RELAXED);
+        if (seen >= want) {
+            return hist_upper(b);
+        }
+    }
+    return hist_upper(SD_HIST_BUCKETS - 1);
+}
+
+/* ---- ghost ring ---- */
+
+int sd_ghost_init(struct sd_ghost *g, uint32_t cap)
+{
+    memset(g, 0, sizeof(*g));
+    /* calloc of this size maps fresh pages: memory is spent only as
+     * events arrive. */
+    g->ring = calloc(cap, sizeof(uint64_t));
+    g->cap = cap;
+    return g->ring ? 0 : -ENOMEM;
+}
+
+void sd_ghost_destroy(struct sd_ghost *g)
+{
+    free(g->ring);
+    g->ring = NULL;
+}
+
+void sd_ghost_add(struct sd_ghost *g, char op, uint64_t page)
+{
+    g->ring[g->head % g->cap] = page << 1 | (op == 'i');
+    g->head++;
+    if (g->head - g->tail > g->cap) {
+        g->tail++;              /* the oldest is overwritten */
+        g->dropped++;
+    }
+}
+
+long sd_ghost_drain(struct sd_ghost *g, size_t max, char **text)
+{
+    size_t n = g->head - g->tail, used = 0, i;
+    char *buf;
+
+    if (n > max) {
+        n = max;
+    }
+    buf = malloc(n * 23 + 1);   /* op, up to 20 digits, comma */
+    if (!buf) {
+        return -ENOMEM;
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t e = g->ring[(g->tail + i) % g->cap];
+
+        used += (size_t)sprintf(buf + used, "%s%c%llu", i ? "," : "",
+                                (e & 1) ? 'i' : 'o',
+                                (unsigned long long)(e >> 1));
+    }
+    buf[used] = '\0';
+    g->tail += n;
+    *text = buf;
+    return (long)n;
+}
+
+/* ---- the export spec ---- */
+
+static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+
+static int parse_u64_field(const struct sd_args *a, const char *key,
+                           uint64_t *v, char *err, size_t errlen)
+{
+    const char *s = sd_args_get(a, key);
+
+    if (!s) {
+        return fail(err, errlen, -EINVAL, "%s: missing", key);
+    }
+    if (sd_parse_u64(s, strlen(s), UINT64_MAX, v)) {
+        return fail(err, errlen, -EINVAL,
+                    "%s: must be a decimal number of bytes, not '%.40s'",
+                    key, s);
+    }
+    return 0;
+}
+
+/* One "<i>@<endpoint>@<addr>@<rkey>" of slabs=. */
+static int parse_slab_ref(const char *s, size_t len,
+                          struct sd_export_spec *spec, char *err,
+                          size_t errlen)
+{
+    const char *at1 = memchr(s, '@', len), *at3 = NULL, *at2 = NULL, *p;
+    uint64_t idx, addr, rkey;
+    struct sd_export_slab *slab;
+
+    for (p = s + len; p > s; p--) {
+        if (p[-1] == '@') {
+            if (!at3) {
+                at3 = p - 1;
+            } else {
+                at2 = p - 1;
+                break;
+            }
+        }
+    }
+    if (!at1 || !at2 || at2 <= at1 ||
+        sd_parse_u64(s, (size_t)(at1 - s), UINT32_MAX, &idx) ||
+        sd_parse_u64(at2 + 1, (size_t)(at3 - at2 - 1), UINT64_MAX, &addr) ||
+        sd_parse_u64(at3 + 1, (size_t)(s + len - at3 - 1), UINT32_MAX,
+                     &rkey)) {
+        return fail(err, errlen, -EINVAL, "slabs: '%.*s' is not "
+                    "<index>@<endpoint>@<addr>@<rkey>",
+                    (int)(len > 80 ? 80 : len), s);
+    }
+    if (idx >= spec->nslabs) {
+        return fail(err, errlen, -EINVAL, "slabs: index %llu is beyond the "
+                    "export's %u slabs (size / slab_size)",
+                    (unsigned long long)idx, spec->nslabs);
+    }
+    slab = &spec->slabs[idx];
+    if (slab->endpoint[0]) {
+        return fail(err, errlen, -EINVAL, "slabs: index %llu is listed "
+                    "twice", (unsigned long long)idx);
+    }
+    if (at2 - at1 - 1 <= 0 || at2 - at1 - 1 >= SD_ENDPOINT_MAX) {
+        return fail(err, errlen, -EINVAL, "slabs: the endpoint of slab %llu "
+                    "must be 1 to %d characters (scheme://host:port)",
+                    (unsigned long long)idx, SD_ENDPOINT_MAX - 1);
+    }
+    memcpy(slab->endpoint, at1 + 1, (size_t)(at2 - at1 - 1));
+    slab->endpoint[at2 - at1 - 1] = '\0';
+    slab->addr = addr;
+    slab->rkey = (uint32_t)rkey;
+    slab->local = 0;
+    return 0;
+}
+
+int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
+                         char *err, size_t errlen)
+{
+    const char *s;
+    uint32_t *idx = NULL, i;
+    size_t n;
+    int ret;
+
+    memset(spec, 0, sizeof(*spec));
+    s = sd_args_get(a, "grant");
+    if (!s || sd_uuid_parse(s, strlen(s), spec->grant)) {
+        return fail(err, errlen, -EINVAL, "grant: must be a uuid "
+                    "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
+    }
+    s = sd_args_get(a, "key");
+    if (!s || sd_hex_decode(s, strlen(s), spec->key, SD_KEY_LEN)) {
+        return fail(err, errlen, -EINVAL, "key: must be %d hex digits",
+                    2 * SD_KEY_LEN);
+    }
+    if ((ret = parse_u64_field(a, "slab_size", &spec->slab_size, err,
+                               errlen)) ||
+        (ret = parse_u64_field(a, "size", &spec->size, err, errlen))) {
+        return ret;
+    }
+    if (spec->slab_size == 0 || spec->slab_size % SD_PAGE_SIZE ||
+        spec->slab_size > (1ULL << 40)) {
+        return fail(err, errlen, -EINVAL, "slab_size: must be a non-zero "
+                    "multiple of %u up to 1 TiB", SD_PAGE_SIZE);
+    }
+    if (spec->size == 0 || spec->size % spec->slab_size) {
+        return fail(err, errlen, -EINVAL, "size: must be a non-zero "
+                    "multiple of slab_size (%llu)",
+                    (unsigned long long)spec->slab_size);
+    }
+    if (spec->size / spec->slab_size > SD_MAX_SLABS) {
+        return fail(err, errlen, -EINVAL, "size: at most %u slabs "
+                    "(size / slab_size)", SD_MAX_SLABS);
+    }
+    s = sd_args_get(a, "local");
+    if (!s || s[0] != '/' || strlen(s) >= sizeof(spec->local)) {
+        return fail(err, errlen, -EINVAL, "local: must be the absolute path "
+                    "of the durability copy");
+    }
+    strcpy(spec->local, s);
+    spec->nslabs = (uint32_t)(spec->size / spec->slab_size);
+    spec->slabs = calloc(spec->nslabs, sizeof(*spec->slabs));
+    if (!spec->slabs) {
+        return fail(err, errlen, -ENOMEM, "size: no memory for %u slabs",
+                    spec->nslabs);
+    }
+    for (i = 0; i < spec->nslabs; i++) {
+        spec->slabs[i].local = 1;
+    }
+    s = sd_args_get(a, "slabs");
+    if (!s) {
+        ret = fail(err, errlen, -EINVAL, "slabs: missing (<index>@"
+                   "<endpoint>@<addr>@<rkey>,...; may be empty)");
+        goto out;
+    }
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+
+        ret = parse_slab_ref(s, len, spec, err, errlen);
+        if (ret) {
+            goto out;
+        }
+        s += len + (comma ? 1 : 0);
+    }
+    s = sd_args_get(a, "local_slabs");
+    if (s) {
+        ret = sd_parse_index_list(s, spec->nslabs, &idx, &n);
+        if (ret) {
+            ret = fail(err, errlen, -EINVAL, "local_slabs: must be slab "
+                       "indexes below %u, comma-separated, each once",
+                       spec->nslabs);
+            goto out;
+        }
+        for (i = 0; i < n; i++) {
+            spec->slabs[idx[i]].local = 1;
+        }
+        free(idx);
+    }
+    return 0;
+
+out:
+    sd_export_spec_free(spec);
+    return ret;
+}
+
+void sd_export_spec_free(struct sd_export_spec *spec)
+{
+    free(spec->slabs);
+    spec->slabs = NULL;
+}
+
+/* A growing string. */
+struct strbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+
+static void sb_printf(struct strbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->oom) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0,
+                  fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (!b->s || b->len + (size_t)n >= b->cap) {
+        size_t cap = (b->cap ? b->cap : 256);
+        char *s;
+
+        while (cap <= b->len + (size_t)n) {
+            cap *= 2;
+        }
+        s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+        va_start(ap, fmt);
+        vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
+
+char *sd_export_spec_format(const struct sd_export_spec *spec)
+{
+    struct strbuf b = { 0 };
+    char uuid[SD_UUID_STRLEN + 1], key[2 * SD_KEY_LEN + 1];
+    const char *sep = "";
+    uint32_t i;
+
+    sd_uuid_format(spec->grant, uuid);
+    sd_hex_encode(spec->key, SD_KEY_LEN, key);
+    sb_printf(&b, "grant=%s key=%s size=%llu slab_size=%llu local=%s slabs=",
+              uuid, key, (unsigned long long)spec->size,
+              (unsigned long long)spec->slab_size, spec->local);
+    for (i = 0; i < spec->nslabs; i++) {
+        const struct sd_export_slab *s = &spec->slabs[i];
+
+        if (s->endpoint[0]) {
+            sb_printf(&b, "%s%u@%s@%llu@%u", sep, i, s->endpoint,
+                      (unsigned long long)s->addr, s->rkey);
+            sep = ",";
+        }
+    }
+    /* Slabs with a donor that are nonetheless local (degraded or
+     * reclaimed): the donor's copy is stale or gone. */
+    sep = " local_slabs=";
+    for (i = 0; i < spec->nslabs; i++) {
+        if (spec->slabs[i].endpoint[0] && spec->slabs[i].local) {
+            sb_printf(&b, "%s%u", sep, i);
+            sep = ",";
+        }
+    }
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* ---- peers: one connection per donor endpoint, shared by exports ---- */
+
+struct peer {
+    char endpoint[SD_ENDPOINT_MAX];
+    const struct sd_transport *t;
+    char host[256];
+    uint16_t port;
+    /* Submitters hold it shared; replacing a dead connection holds it
+     * exclusively, so nobody submits to a connection being closed. */
+    pthread_rwlock_t rw;
+    struct sd_peer *conn;
+    uint64_t last_attempt_us;
+    struct peer *next;
+};
+
+struct sd_export {
+    struct sd_exports *xs;
+    struct sd_export_spec spec;
+    char uuid[SD_UUID_STRLEN + 1];
+    char name[64];
+    char sock[PATH_MAX];
+    char conf[PATH_MAX];
+    int fd;                             /* the local durability copy */
+    struct sd_bitmap written;
+    struct peer **peers;                /* per slab; NULL: no donor */
+    uint8_t *degraded;                  /* per slab, for the counter */
+    struct sd_nbd_server *nbd;
+    uint64_t reads, writes, read_bytes, write_bytes;
+    uint64_t zero_reads, local_reads, remote_errors;
+    uint32_t clients;
+    struct sd_hist hist;
+    pthread_mutex_t lock;               /* ghost and conf file */
+    struct sd_ghost ghost;
+    struct sd_export *next;
+};
+
+struct sd_exports {
+    /* Half of PATH_MAX leaves room for the file names below them. */
+    char conf_dir[PATH_MAX / 2];
+    char export_dir[PATH_MAX / 2];
+    uid_t uid;
+    gid_t gid;
+    pthread_mutex_t lock;               /* the two lists */
+    struct sd_export *exports;
+    struct peer *peers;
+};
+
+#define COUNT(x, field, v) __atomic_fetch_add(&(x)->field, (v), \
+                                              __ATOMIC_RELAXED)
+#define LOAD(x, field) __atomic_load_n(&(x)->field, __ATOMIC_RELAXED)
+
+/* The peer of endpoint, made on first use; called with xs->lock held. */
+static int peer_get(struct sd_exports *xs, const char *endpoint,
+                    struct peer **out, char *err, size_t errlen)
+{
+    struct peer *p;
+    int ret;
+
+    for (p = xs->peers; p; p = p->next) {
+        if (strcmp(p->endpoint, endpoint) == 0) {
+            *out = p;
+            return 0;
+        }
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        return fail(err, errlen, -ENOMEM, "slabs: out of memory");
+    }
+    ret = sd_endpoint_parse(endpoint, &p->t, p->host, sizeof(p->host),
+                            &p->port);
+    if (ret) {
+        free(p);
+        return fail(err, errlen, -EINVAL, "slabs: endpoint '%s' must be "
+                    "tcp://host:port or rdma://host:port (%s)", endpoint,
+                    strerror(-ret));
+    }
+    snprintf(p->endpoint, sizeof(p->endpoint), "%s", endpoint);
+    pthread_rwlock_init(&p->rw, NULL);
+    p->next = xs->peers;
+    xs->peers = p;
+    *out = p;
+    return 0;
+}
+
+/* Submit io to the peer, connecting first when it has no live
+ * connection (at most once per RECONNECT_INTERVAL_US). */
+static int peer_submit(struct peer *p, struct sd_io *io)
+{
+    char err[SD_ERRLEN] = "";
+    uint64_t now;
+    int ret;
+
+    pthread_rwlock_rdlock(&p->rw);
+    if (p->conn && p->t->alive(p->conn)) {
+        ret = p->t->submit(p->conn, io);
+        pthread_rwlock_unlock(&p->rw);
+        return ret;
+    }
+    pthread_rwlock_unlock(&p->rw);
+
+    pthread_rwlock_wrlock(&p->rw);
+    if (p->conn && !p->t->alive(p->conn)) {
+        sd_log(LOG_WARNING, "donor %s: connection lost", p->endpoint);
+        p->t->close(p->conn);
+        p->conn = NULL;
+    }
+    now = sd_now_us();
+    if (!p->conn && now - p->last_attempt_us >= RECONNECT_INTERVAL_US) {
+        p->last_attempt_us = now;
+        ret = p->t->connect(p->host, p->port, &p->conn, err, sizeof(err));
+        if (ret) {
+            p->conn = NULL;
+            sd_log(LOG_WARNING, "donor %s: cannot connect: %s", p->endpoint,
+                   err[0] ? err : strerror(-ret));
+        } else {
+            sd_log(LOG_INFO, "donor %s: connected", p->endpoint);
+        }
+    }
+    ret = p->conn ? p->t->submit(p->conn, io) : -ECONNREFUSED;
+    pthread_rwlock_unlock(&p->rw);
+    return ret;
+}
+
+/* ---- persistence ---- */
+
+/* Write the export's table to its .conf file (atomically: temp file,
+ * fsync, rename); called with x->lock held. */
+static int persist(struct sd_export *x)
+{
+    char tmp[PATH_MAX + 8], *line = sd_export_spec_format(&x->spec);
+    int fd, ret = 0;
+
+    if (!line) {
+        return -ENOMEM;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp", x->conf);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        ret = -errno;
+    } else {
+        if ((ret = sd_write_full(fd, "EXPORT_CREATE ", 14)) == 0 &&
+            (ret = sd_write_full(fd, line, strlen(line))) == 0 &&
+            (ret = sd_write_full(fd, "\n", 1)) == 0 && fsync(fd)) {
+            ret = -errno;
+        }
+        close(fd);
+        if (ret == 0 && rename(tmp, x->conf)) {
+            ret = -errno;
+        }
+        if (ret) {
+            unlink(tmp);
+        }
+    }
+    if (ret) {
+        sd_log(LOG_ERR, "export %s: cannot write %s: %s", x->uuid, x->conf,
+               strerror(-ret));
+    }
+    free(line);
+    return ret;
+}
+
+/* ---- I/O ---- */
+
+struct xreq;
+
+struct seg {
+    struct sd_io io;
+    struct xreq *r;
+    uint64_t off;               /* in the export */
+    uint32_t len;
+    char *buf;
+};
+
+struct xreq {
+    struct sd_export *x;
+    struct sd_nbd_io *nio;
+    uint64_t start_us;
+    unsigned pending;
+    uint32_t error;             /* the first NBD error */
+    int touched_local;
+    unsigned nseg;
+    struct seg seg[];
+};
+
+/* The slab stops using its donor: the donor's copy may now be stale, so it
+ * is never read again (and the table on disk says so). */
+static void degrade(struct sd_export *x, uint32_t slab, int status)
+{
+    if (__atomic_exchange_n(&x->spec.slabs[slab].local, 1,
+                            __ATOMIC_SEQ_CST)) {
+        return;         /* already local: degraded or reclaimed before */
+    }
+    __atomic_store_n(&x->degraded[slab], 1, __ATOMIC_RELAXED);
+    sd_log(LOG_WARNING, "export %s: slab %u on donor %s failed (%s); it is "
+           "served from the local copy from now on", x->uuid, slab,
+           x->spec.slabs[slab].endpoint, strerror(-status));
+    pthread_mutex_lock(&x->lock);
+    persist(x);
+    pthread_mutex_unlock(&x->lock);
+}
+
+static void set_error(struct xreq *r, uint32_t error)
+{
+    uint32_t none = 0;
+
+    __atomic_compare_exchange_n(&r->error, &none, error, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+static int local_read(struct xreq *r, struct seg *s)
+{
+    ssize_t got = pread(r->x->fd, s->buf, s->len, (off_t)s->off);
+
+    __atomic_store_n(&r->touched_local, 1, __ATOMIC_RELAXED);
+    if (got < 0) {
+        sd_log(LOG_ERR, "export %s: cannot read the local copy %s: %s",
+               r->x->uuid, r->x->spec.local, strerror(errno));
+        return -EIO;
+    }
+    if ((size_t)got < s->len) {
+        memset(s->buf + got, 0, s->len - (size_t)got);  /* past its end */
+    }
+    return 0;
+}
+
+static void finish_one(struct xreq *r)
+{
+    struct sd_export *x = r->x;
+    struct sd_nbd_io *nio = r->nio;
+
+    if (__atomic_sub_fetch(&r->pending, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    if (nio->type == NBD_CMD_READ) {
+        COUNT(x, reads, 1);
+        COUNT(x, read_bytes, nio->len);
+        if (r->touched_local) {
+            COUNT(x, local_reads, 1);
+        }
+    } else {
+        COUNT(x, writes, 1);
+        COUNT(x, write_bytes, nio->len);
+    }
+    sd_hist_add(&x->hist, sd_now_us() - r->start_us);
+    nio->done(nio, r->error);
+    free(r);
+}
+
+static void seg_done(struct sd_io *io, int status)
+{
+    struct seg *s = io->priv;
+    struct xreq *r = s->r;
+
+    if (status) {
+        COUNT(r->x, remote_errors, 1);
+        degrade(r->x, io->slab, status);
+        /* A write is already in the local copy; a read comes from it. */
+        if (io->op == SD_OP_READ && local_read(r, s)) {
+            set_error(r, NBD_EIO);
+        }
+    }
+    finish_one(r);
+}
+
+static struct xreq *xreq_new(struct sd_export *x, struct sd_nbd_io *nio)
+{
+    uint64_t first = nio->offset / x->spec.slab_size;
+    uint64_t last = (nio->offset + nio->len - 1) / x->spec.slab_size;
+    unsigned n = (unsigned)(last - first + 1), i;
+    uint64_t off = nio->offset;
+    struct xreq *r;
+
+    r = calloc(1, sizeof(*r) + n * sizeof(struct seg));
+    if (!r) {
+        return NULL;
+    }
+    r->x = x;
+    r->nio = nio;
+    r->start_us = sd_now_us();
+    r->pending = 1;     /* held until every segment is submitted */
+    r->nseg = n;
+    for (i = 0; i < n; i++) {
+        struct seg *s = &r->seg[i];
+        uint64_t slab_end = (first + i + 1) * x->spec.slab_size;
+        uint64_t end = nio->offset + nio->len;
+
+        s->r = r;
+        s->off = off;
+        s->len = (uint32_t)((end < slab_end ? end : slab_end) - off);
+        s->buf = (char *)nio->buf + (off - nio->offset);
+        s->io.slab = (uint32_t)(first + i);
+        s->io.offset = off - (first + i) * x->spec.slab_size;
+        s->io.len = s->len;
+        s->io.buf = s->buf;
+        s->io.done = seg_done;
+        s->io.priv = s;
+        memcpy(s->io.grant, x->spec.grant, SD_UUID_LEN);
+        memcpy(s->io.key, x->spec.key, SD_KEY_LEN);
+        s->io.remote_addr = x->spec.slabs[first + i].addr;
+        s->io.rkey = x->spec.slabs[first + i].rkey;
+        off += s->len;
+    }
+    return r;
+}
+
+static void ghost_pages(struct sd_export *x, char op, uint64_t off,
+                        uint32_t len)
+{
+    uint64_t p, first = off / SD_PAGE_SIZE;
+    uint64_t last = (off + len - 1) / SD_PAGE_SIZE;
+
+    pthread_mutex_lock(&x->lock);
+    for (p = first; p <= last; p++) {
+        /* Swap-in events only for pages that were swapped out. */
+        if (op == 'o' || sd_bitmap_test(&x->written, p)) {
+            sd_ghost_add(&x->ghost, op, p);
+        }
+    }
+    pthread_mutex_unlock(&x->lock);
+}
+
+static void submit_remote(struct seg *s, int op)
+{
+    struct sd_export *x = s->r->x;
+    int ret;
+
+    s->io.op = op;
+    __atomic_add_fetch(&s->r->pending, 1, __ATOMIC_RELAXED);
+    ret = peer_submit(x->peers[s->io.slab], &s->io);
+    if (ret) {
+        seg_done(&s->io, ret);      /* not queued: fail it here */
+    }
+}
+
+static int slab_is_local(struct sd_export *x, uint32_t slab)
+{
+    return !x->peers[slab] ||
+           __atomic_load_n(&x->spec.slabs[slab].local, __ATOMIC_RELAXED);
+}
+
+static void do_read(struct sd_export *x, struct xreq *r)
+{
+    unsigned i;
+    int zero = 1;
+
+    for (i = 0; i < r->nseg; i++) {
+        struct seg *s = &r->seg[i];
+        uint64_t p0 = s->off / SD_PAGE_SIZE;
+        uint64_t p1 = (s->off + s->len - 1) / SD_PAGE_SIZE;
+
+        if (!sd_bitmap_any(&x->written, p0, p1 - p0 + 1)) {
+            memset(s->buf, 0, s->len);      /* never written: no trip */
+            continue;
+        }
+        zero = 0;
+        if (slab_is_local(x, s->io.slab)) {
+            if (local_read(r, s)) {
+                set_error(r, NBD_EIO);
+            }
+            continue;
+        }
+        submit_remote(s, SD_OP_READ);
+    }
+    if (zero) {
+        COUNT(x, zero_reads, 1);
+    } else {
+        ghost_pages(x, 'i', r->nio->offset, r->nio->len);
+    }
+    finish_one(r);
+}
+
+static void do_write(struct sd_export *x, struct xreq *r)
+{
+    struct sd_nbd_io *nio = r->nio;
+    size_t done = 0;
+    unsigned i;
+
+    while (done < nio->len) {
+        ssize_t n = pwrite(x->fd, (char *)nio->buf + done, nio->len - done,
+                           (off_t)(nio->offset + done));
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            sd_log(LOG_ERR, "export %s: cannot write the local copy %s: %s",
+                   x->uuid, x->spec.local, n < 0 ? strerror(errno) : "short");
+            set_error(r, n < 0 && errno == ENOSPC ? NBD_ENOSPC : NBD_EIO);
+            finish_one(r);
+            return;
+        }
+        done += (size_t)n;
+    }
+    if ((nio->flags & NBD_CMD_FLAG_FUA) && fdatasync(x->fd)) {
+        set_error(r, NBD_EIO);
+    }
+    sd_bitmap_set(&x->written, nio->offset / SD_PAGE_SIZE,
+                  (nio->offset + nio->len - 1) / SD_PAGE_SIZE -
+                  nio->offset / SD_PAGE_SIZE + 1);
+    ghost_pages(x, 'o', nio->offset, nio->len);
+    for (i = 0; i < r->nseg; i++) {
+        if (!slab_is_local(x, r->seg[i].io.slab)) {
+            submit_remote(&r->seg[i], SD_OP_WRITE);
+        }
+    }
+    finish_one(r);
+}
+
+/* TRIM: the pages wholly inside the range become never-written (zeros,
+ * no trip) and leave the local copy. */
+static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
+{
+    uint64_t first = (nio->offset + SD_PAGE_SIZE - 1) / SD_PAGE_SIZE;
+    uint64_t end = (nio->offset + nio->len) / SD_PAGE_SIZE;
+
+    if (end <= first) {
+        return 0;
+    }
+    sd_bitmap_clear(&x->written, first, end - first);
+    if (fallocate(x->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  (off_t)(first * SD_PAGE_SIZE),
+                  (off_t)((end - first) * SD_PAGE_SIZE))) {
+        /* The bitmap already answers zeros; the copy keeps stale bytes
+         * a restart would bring back as written pages. */
+        sd_log(LOG_WARNING, "export %s: cannot punch a hole in %s: %s",
+               x->uuid, x->spec.local, strerror(errno));
+    }
+    return 0;
+}
+
+static void export_submit(void *ctx, struct sd_nbd_io *nio)
+{
+    struct sd_export *x = ctx;
+    struct xreq *r;
+
+    switch (nio->type) {
+    case NBD_CMD_FLUSH:
+        nio->done(nio, fdatasync(x->fd) ? NBD_EIO : 0);
+        return;
+    case NBD_CMD_TRIM:
+        nio->done(nio, do_trim(x, nio));
+        return;
+    case NBD_CMD_READ:
+    case NBD_CMD_WRITE:
+        break;
+    default:
+        nio->done(nio, NBD_EINVAL);
+        return;
+    }
+    if (nio->len == 0) {
+        nio->done(nio, 0);
+        return;
+    }
+    r = xreq_new(x, nio);
+    if (!r) {
+        nio->done(nio, NBD_ENOMEM);
+        return;
+    }
+    if (nio->type == NBD_CMD_READ) {
+        do_read(x, r);
+    } else {
+        do_write(x, r);
+    }
+}
+
+static void export_clients(void *ctx, int delta)
+{
+    struct sd_export *x = ctx;
+
+    __atomic_add_fetch(&x->clients, (uint32_t)delta, __ATOMIC_RELAXED);
+}
+
+/* ---- the registry ---- */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX], *p;
+
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        return -ENAMETOOLONG;
+    }
+    for (p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, mode) && errno != EEXIST) {
+                return -errno;
+            }
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, mode) && errno != EEXIST) {
+        return -errno;
+    }
+    return 0;
+}
+
+int sd_exports_new(const char *state_dir, const char *export_dir,
+                   uid_t sock_uid, gid_t sock_gid, struct sd_exports **out,
+                   char *err, size_t errlen)
+{
+    struct sd_exports *xs = calloc(1, sizeof(*xs));
+    int ret;
+
+    if (!xs) {
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    }
+    if (strlen(state_dir) + 8 >= sizeof(xs->conf_dir) ||
+        strlen(export_dir) >= sizeof(xs->export_dir)) {
+        free(xs);
+        return fail(err, errlen, -ENAMETOOLONG, "--state-dir, --export-dir: "
+                    "must be shorter than %zu characters",
+                    sizeof(xs->export_dir) - 8);
+    }
+    snprintf(xs->conf_dir, sizeof(xs->conf_dir), "%s/exports", state_dir);
+    snprintf(xs->export_dir, sizeof(xs->export_dir), "%s", export_dir);
+    xs->uid = sock_uid;
+    xs->gid = sock_gid;
+    if ((ret = mkdir_p(xs->conf_dir, 0700))) {
+        fail(err, errlen, ret, "--state-dir: cannot create %s: %s",
+             xs->conf_dir, strerror(-ret));
+        free(xs);
+        return ret;
+    }
+    /* QEMU, another user, must traverse the export directory. */
+    if ((ret = mkdir_p(xs->export_dir, 0755))) {
+        fail(err, errlen, ret, "--export-dir: cannot create %s: %s",
+             xs->export_dir, strerror(-ret));
+        free(xs);
+        return ret;
+    }
+    pthread_mutex_init(&xs->lock, NULL);
+    *out = xs;
+    return 0;
+}
+
+static struct sd_export *find(struct sd_exports *xs,
+                              const uint8_t grant[SD_UUID_LEN])
+{
+    struct sd_export *x;
+
+    for (x = xs->exports; x; x = x->next) {
+        if (memcmp(x->spec.grant, grant, SD_UUID_LEN) == 0) {
+            return x;
+        }
+    }
+    return NULL;
+}
+
+static void export_free(struct sd_export *x)
+{
+    if (x->fd >= 0) {
+        close(x->fd);
+    }
+    sd_bitmap_destroy(&x->written);
+    sd_ghost_destroy(&x->ghost);
+    sd_export_spec_free(&x->spec);
+    free(x->peers);
+    free(x->degraded);
+    pthread_mutex_destroy(&x->lock);
+    free(x);
+}
+
+/* Build the export of spec; called with xs->lock held.  restoring: the
+ * .conf exists already. */
+static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
+                       int restoring, struct sd_export **out, char *err,
+                       size_t errlen)
+{
+    struct sd_nbd_backend be;
+    struct sd_export *x;
+    struct stat st;
+    uint32_t i;
+    int ret;
+
+    x = calloc(1, sizeof(*x));
+    if (!x) {
+        sd_export_spec_free(spec);
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    }
+    x->xs = xs;
+    x->spec = *spec;
+    spec->slabs = NULL;
+    x->fd = -1;
+    pthread_mutex_init(&x->lock, NULL);
+    sd_uuid_format(x->spec.grant, x->uuid);
+    snprintf(x->name, sizeof(x->name), "memagg-swap-%s", x->uuid);
+    snprintf(x->sock, sizeof(x->sock), "%s/%s.sock", xs->export_dir,
+             x->uuid);
+    snprintf(x->conf, sizeof(x->conf), "%s/%s.conf", xs->conf_dir, x->uuid);
+
+    x->peers = calloc(x->spec.nslabs, sizeof(*x->peers));
+    x->degraded = calloc(x->spec.nslabs, 1);
+    if (!x->peers || !x->degraded ||
+        sd_bitmap_init(&x->written,
+                       x->spec.size / SD_PAGE_SIZE) ||
+        sd_ghost_init(&x->ghost, SD_GHOST_RING)) {
+        ret = fail(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (i = 0; i < x->spec.nslabs; i++) {
+        if (x->spec.slabs[i].endpoint[0] &&
+            (ret = peer_get(xs, x->spec.slabs[i].endpoint, &x->peers[i],
+                            err, errlen))) {
+            goto out;
+        }
+    }
+
+    x->fd = open(x->spec.local, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (x->fd < 0 || fstat(x->fd, &st) ||
+        ((uint64_t)st.st_size < x->spec.size &&
+         ftruncate(x->fd, (off_t)x->spec.size))) {
+        ret = fail(err, errlen, -errno, "local: cannot use %s as the "
+                   "durability copy: %s", x->spec.local, strerror(errno));
+        goto out;
+    }
+    /* Pages the copy holds are the pages written before (a restart or a
+     * hand-over); a new copy is one hole. */
+    ret = sd_bitmap_load_extents(&x->written, x->fd);
+    if (ret) {
+        fail(err, errlen, ret, "local: cannot map the data of %s: %s",
+             x->spec.local, strerror(-ret));
+        goto out;
+    }
+
+    be.name = x->name;
+    be.size = x->spec.size;
+    be.ctx = x;
+    be.submit = export_submit;
+    be.clients = export_clients;
+    ret = sd_nbd_server_start(x->sock, &be, xs->uid, xs->gid, &x->nbd,
+                              err, errlen);
+    if (ret) {
+        goto out;
+    }
+    if (!restoring && (ret = persist(x))) {
+        sd_nbd_server_stop(x->nbd);
+        fail(err, errlen, ret, "cannot write %s: %s", x->conf,
+             strerror(-ret));
+        goto out;
+    }
+    *out = x;
+    return 0;
+
+out:
+    export_free(x);
+    return ret;
+}
+
+int sd_exports_create(struct sd_exports *xs, struct sd_export_spec *spec,
+                      char *sock, size_t socklen, char *err, size_t errlen)
+{
+    struct sd_export *x;
+    int ret;
+
+    pthread_mutex_lock(&xs->lock);
+    if (find(xs, spec->grant)) {
+        char uuid[SD_UUID_STRLEN + 1];
+
+        sd_uuid_format(spec->grant, uuid);
+        sd_export_spec_free(spec);
+        pthread_mutex_unlock(&xs->lock);
+        return fail(err, errlen, -EEXIST, "grant: %s already has an export "
+                    "here (EXPORT_DROP it first)", uuid);
+    }
+    ret = export_open(xs, spec, 0, &x, err, errlen);
+    if (ret == 0) {
+        x->next = xs->exports;
+        xs->exports = x;
+        snprintf(sock, socklen, "%s", x->sock);
+        sd_log(LOG_INFO, "export %s: %llu bytes in %u slabs on %s",
+               x->name, (unsigned long long)x->spec.size, x->spec.nslabs,
+               x->sock);
+    }
+    pthread_mutex_unlock(&xs->lock);
+    return ret;
+}
+
+static int read_conf(const char *path, char **line)
+{
+    char *buf = malloc(SD_CONTROL_MAX_LINE + 1), *nl;
+    ssize_t n;
+    int fd;
+
+    if (!buf) {
+        return -ENOMEM;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        free(buf);
+        return -errno;
+    }
+    n = read(fd, buf, SD_CONTROL_MAX_LINE);
+    close(fd);
+    if (n < 0) {
+        free(buf);
+        return -errno;
+    }
+    buf[n] = '\0';
+    nl = strchr(buf, '\n');
+    if (nl) {
+        *nl = '\0';
+    }
+    *line = buf;
+    return 0;
+}
+
+int sd_exports_restore(struct sd_exports *xs)
+{
+    struct dirent *de;
+    int restored = 0;
+    DIR *dir;
+
+    dir = opendir(xs->conf_dir);
+    if (!dir) {
+        sd_log(LOG_ERR, "cannot list %s: %s", xs->conf_dir, strerror(errno));
+        return 0;
+    }
+    while ((de = readdir(dir))) {
+        char path[PATH_MAX], err[SD_ERRLEN] = "", *line = NULL;
+        size_t len = strlen(de->d_name);
+        struct sd_export_spec spec;
+        struct sd_export *x;
+        struct sd_args args;
+        int ret;
+
+        if (len < 6 || len > 255 || strcmp(de->d_name + len - 5, ".conf")) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", xs->conf_dir, de->d_name);
+        ret = read_conf(path, &line);
+        if (ret == 0 && (ret = sd_control_parse_line(line, &args, err,
+                                                      sizeof(err))) == 0 &&
+            (ret = sd_export_spec_parse(&args, &spec, err,
+                                        sizeof(err))) == 0) {
+            pthread_mutex_lock(&xs->lock);
+            if (find(xs, spec.grant)) {
+                sd_export_spec_free(&spec);
+                ret = -EEXIST;
+                snprintf(err, sizeof(err), "its grant is restored already");
+            } else if ((ret = export_open(xs, &spec, 1, &x, err,
+                                          sizeof(err))) == 0) {
+                x->next = xs->exports;
+                xs->exports = x;
+                restored++;
+                sd_log(LOG_INFO, "export %s: restored from %s on %s",
+                       x->name, path, x->sock);
+            }
+            pthread_mutex_unlock(&xs->lock);
+        }
+        if (ret) {
+            sd_log(LOG_ERR, "cannot restore the export of %s: %s", path,
+                   err[0] ? err : strerror(-ret));
+        }
+        free(line);
+    }
+    closedir(dir);
+    return restored;
+}
+
+/* The export of grant, unlinked from the list. */
+static struct sd_export *take(struct sd_exports *xs,
+                              const uint8_t grant[SD_UUID_LEN])
+{
+    struct sd_export **pp, *x = NULL;
+
+    pthread_mutex_lock(&xs->lock);
+    for (pp = &xs->exports; *pp; pp = &(*pp)->next) {
+        if (memcmp((*pp)->spec.grant, grant, SD_UUID_LEN) == 0) {
+            x = *pp;
+            *pp = x->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&xs->lock);
+    return x;
+}
+
+int sd_exports_drop(struct sd_exports *xs, const uint8_t grant[SD_UUID_LEN],
+                    int delete_local)
+{
+    struct sd_export *x = take(xs, grant);
+
+    if (!x) {
+        return -ENOENT;
+    }
+    sd_nbd_server_stop(x->nbd);
+    unlink(x->conf);
+    if (delete_local) {
+        unlink(x->spec.local);
+    }
+    sd_log(LOG_INFO, "export %s: dropped%s", x->name,
+           delete_local ? " with its local copy" : "");
+    export_free(x);
+    return 0;
+}
+
+void sd_exports_free(struct sd_exports *xs)
+{
+    struct sd_export *x;
+    struct peer *p;
+
+    if (!xs) {
+        return;
+    }
+    while ((x = xs->exports)) {
+        xs->exports = x->next;
+        sd_nbd_server_stop(x->nbd);
+        export_free(x);
+    }
+    while ((p = xs->peers)) {
+        xs->peers = p->next;
+        if (p->conn) {
+            p->t->close(p->conn);
+        }
+        pthread_rwlock_destroy(&p->rw);
+        free(p);
+    }
+    pthread_mutex_destroy(&xs->lock);
+    free(xs);
+}
+
+/* The callers below run on the control thread, the only one that drops
+ * exports, so x stays valid after xs->lock is released. */
+static struct sd_export *lookup(struct sd_exports *xs,
+                                const uint8_t grant[SD_UUID_LEN])
+{
+    struct sd_export *x;
+
+    pthread_mutex_lock(&xs->lock);
+    x = find(xs, grant);
+    pthread_mutex_unlock(&xs->lock);
+    return x;
+}
+
+int sd_exports_describe(struct sd_exports *xs,
+                        const uint8_t grant[SD_UUID_LEN], char **text)
+{
+    struct sd_export *x = lookup(xs, grant);
+
+    if (!x) {
+        return -ENOENT;
+    }
+    pthread_mutex_lock(&x->lock);
+    *text = sd_export_spec_format(&x->spec);
+    pthread_mutex_unlock(&x->lock);
+    return *text ? 0 : -ENOMEM;
+}
+
+int sd_exports_reclaim(struct sd_exports *xs,
+                       const uint8_t grant[SD_UUID_LEN],
+                       const uint32_t *idx, size_t n, uint32_t *done,
+                       char *err, size_t errlen)
+{
+    struct sd_export *x = lookup(xs, grant);
+    uint32_t i, count = 0;
+
+    if (!x) {
+        return fail(err, errlen, -ENOENT, "grant: no export here");
+    }
+    for (i = 0; i < n; i++) {
+        if (idx[i] >= x->spec.nslabs) {
+            return fail(err, errlen, -EINVAL, "slabs: index %u is beyond "
+                        "the export's %u slabs", idx[i], x->spec.nslabs);
+        }
+    }
+    for (i = 0; i < (n ? n : x->spec.nslabs); i++) {
+        uint32_t s = n ? idx[i] : i;
+
+        if (x->peers[s] && !__atomic_exchange_n(&x->spec.slabs[s].local, 1,
+                                                __ATOMIC_SEQ_CST)) {
+            count++;
+        }
+    }
+    pthread_mutex_lock(&x->lock);
+    persist(x);
+    pthread_mutex_unlock(&x->lock);
+    sd_log(LOG_INFO, "export %s: %u slabs reclaimed to the local copy",
+           x->name, count);
+    *done = count;
+    return 0;
+}
+
+int sd_exports_list(struct sd_exports *xs, char **text)
+{
+    struct strbuf b = { 0 };
+    struct sd_export *x;
+
+    sb_printf(&b, "%s", "");
+    pthread_mutex_lock(&xs->lock);
+    for (x = xs->exports; x; x = x->next) {
+        sb_printf(&b, "%s%s", b.len ? "," : "", x->uuid);
+    }
+    pthread_mutex_unlock(&xs->lock);
+    if (b.oom) {
+        free(b.s);
+        return -ENOMEM;
+    }
+    *text = b.s;
+    return 0;
+}
+
+int sd_exports_stats(struct sd_exports *xs,
+                     const uint8_t grant[SD_UUID_LEN],
+                     struct sd_export_stats *out)
+{
+    struct sd_export *x = lookup(xs, grant);
+    uint32_t i;
+
+    if (!x) {
+        return -ENOENT;
+    }
+    memset(out, 0, sizeof(*out));
+    out->reads = LOAD(x, reads);
+    out->writes = LOAD(x, writes);
+    out->read_bytes = LOAD(x, read_bytes);
+    out->write_bytes = LOAD(x, write_bytes);
+    out->zero_reads = LOAD(x, zero_reads);
+    out->local_reads = LOAD(x, local_reads);
+    out->remote_errors = LOAD(x, remote_errors);
+    out->clients = LOAD(x, clients);
+    for (i = 0; i < x->spec.nslabs; i++) {
+        out->degraded_slabs += __atomic_load_n(&x->degraded[i],
+                                               __ATOMIC_RELAXED);
+    }
+    out->lat_p50_us = sd_hist_percentile(&x->hist, 50);
+    out->lat_p99_us = sd_hist_percentile(&x->hist, 99);
+    return 0;
+}
+
+int sd_exports_ghost(struct sd_exports *xs,
+                     const uint8_t grant[SD_UUID_LEN], size_t max,
+                     char **events, uint64_t *dropped)
+{
+    struct sd_export *x = lookup(xs, grant);
+    long n;
+
+    if (!x) {
+        return -ENOENT;
+    }
+    pthread_mutex_lock(&x->lock);
+    n = sd_ghost_drain(&x->ghost, max, events);
+    *dropped = x->ghost.dropped;
+    pthread_mutex_unlock(&x->lock);
+    return n < 0 ? (int)n : 0;
+}

@@ -1,0 +1,145 @@
+/*
+ * Exports: one per grant this host consumes.  An export is a disk of size
+ * bytes cut into slabs of slab_size; slab i lives on a donor (endpoint,
+ * address, rkey) or, once degraded or reclaimed, in the local durability
+ * copy only.  Every write goes to the local copy and to the donor; a page
+ * never written reads as zeros without asking anyone.
+ */
+#ifndef MEMAGG_SWAPD_EXPORT_H
+#define MEMAGG_SWAPD_EXPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "control.h"
+#include "swapd.h"
+
+#define SD_ENDPOINT_MAX 128
+#define SD_MAX_SLABS (1U << 20)
+#define SD_GHOST_RING (1U << 20)        /* events kept per export */
+#define SD_GHOST_DEFAULT_MAX 65536U
+
+struct sd_export_slab {
+    char endpoint[SD_ENDPOINT_MAX];     /* "" when the donor has none */
+    uint64_t addr;
+    uint32_t rkey;
+    int local;                          /* served by the local copy only */
+};
+
+/* An export's table: what EXPORT_CREATE takes and EXPORT_DESCRIBE gives. */
+struct sd_export_spec {
+    uint8_t grant[SD_UUID_LEN];
+    uint8_t key[SD_KEY_LEN];
+    uint64_t size;
+    uint64_t slab_size;
+    char local[4096];                   /* the durability copy's path */
+    uint32_t nslabs;                    /* size / slab_size */
+    struct sd_export_slab *slabs;       /* nslabs entries */
+};
+
+/* From the arguments of EXPORT_CREATE: grant, key, size, slab_size, local,
+ * slabs=<i>@<endpoint>@<addr>@<rkey>,... and the optional
+ * local_slabs=<i,...> (slabs served from the local copy).  Slabs not
+ * listed are local.  -EINVAL with err naming the field and the fix. */
+int sd_export_spec_parse(const struct sd_args *args,
+                         struct sd_export_spec *spec,
+                         char *err, size_t errlen);
+/* The same arguments as one line (malloc'd, no newline); NULL when out of
+ * memory. */
+char *sd_export_spec_format(const struct sd_export_spec *spec);
+void sd_export_spec_free(struct sd_export_spec *spec);
+
+/* Which slab and where in it: offset / slab_size, offset % slab_size. */
+static inline uint32_t sd_slab_of(uint64_t offset, uint64_t slab_size)
+{
+    return (uint32_t)(offset / slab_size);
+}
+
+/* A page bitmap (one bit per SD_PAGE_SIZE page), safe for concurrent use. */
+struct sd_bitmap {
+    uint64_t pages;
+    uint64_t *words;
+};
+int sd_bitmap_init(struct sd_bitmap *b, uint64_t pages);
+void sd_bitmap_destroy(struct sd_bitmap *b);
+void sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n);
+void sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n);
+int sd_bitmap_test(const struct sd_bitmap *b, uint64_t page);
+/* 1 when any of pages [first, first + n) is set. */
+int sd_bitmap_any(const struct sd_bitmap *b, uint64_t first, uint64_t n);
+/* Set the pages of fd's data extents (SEEK_DATA/SEEK_HOLE) below
+ * pages * SD_PAGE_SIZE; 0 or -errno. */
+int sd_bitmap_load_extents(struct sd_bitmap *b, int fd);
+
+/* Latency histogram: log-linear buckets of microseconds. */
+#define SD_HIST_BUCKETS 256
+struct sd_hist {
+    uint64_t count[SD_HIST_BUCKETS];
+};
+void sd_hist_add(struct sd_hist *h, uint64_t us);
+/* The upper edge (us) of the bucket holding the p-th percentile, 0 when
+ * empty. */
+uint64_t sd_hist_percentile(const struct sd_hist *h, double p);
+
+struct sd_export_stats {
+    uint64_t reads, writes, read_bytes, write_bytes;
+    uint64_t zero_reads, local_reads, remote_errors;
+    uint32_t degraded_slabs, clients;
+    uint64_t lat_p50_us, lat_p99_us;
+};
+
+/* The ghost stream: 'o' (write of a page) and 'i' (read of a page
+ * written before), by page index, oldest first. */
+struct sd_ghost {
+    uint64_t *ring;             /* page << 1 | (1 for 'i') */
+    uint64_t head, tail;        /* events ever added, ever taken */
+    uint64_t dropped;
+    uint32_t cap;
+};
+int sd_ghost_init(struct sd_ghost *g, uint32_t cap);
+void sd_ghost_destroy(struct sd_ghost *g);
+void sd_ghost_add(struct sd_ghost *g, char op, uint64_t page);
+/* Append up to max events as "o12,i40,..." to a malloc'd *text; returns the
+ * number taken, or -ENOMEM. */
+long sd_ghost_drain(struct sd_ghost *g, size_t max, char **text);
+
+/* All exports of this host, their peers (donor connections) and where
+ * their files live. */
+struct sd_exports;
+
+int sd_exports_new(const char *state_dir, const char *export_dir,
+                   uid_t sock_uid, gid_t sock_gid, struct sd_exports **out,
+                   char *err, size_t errlen);
+/* Re-create the exports persisted in <state-dir>/exports; returns how many
+ * (those that fail are logged and skipped). */
+int sd_exports_restore(struct sd_exports *xs);
+/* Stop every export (NBD clients are disconnected; nothing on disk is
+ * removed) and close the peers. */
+void sd_exports_free(struct sd_exports *xs);
+
+/* Create and persist the export of spec (taken over, even on failure):
+ * its socket path goes into sock.  -EEXIST when the grant has one. */
+int sd_exports_create(struct sd_exports *xs, struct sd_export_spec *spec,
+                      char *sock, size_t socklen, char *err, size_t errlen);
+/* The export's table as EXPORT_CREATE arguments (malloc'd). */
+int sd_exports_describe(struct sd_exports *xs,
+                        const uint8_t grant[SD_UUID_LEN], char **text);
+/* Serve slabs idx[0..n) (n == 0: all) from the local copy from now on;
+ * *done counts those that were not already local. */
+int sd_exports_reclaim(struct sd_exports *xs,
+                       const uint8_t grant[SD_UUID_LEN],
+                       const uint32_t *idx, size_t n, uint32_t *done,
+                       char *err, size_t errlen);
+int sd_exports_drop(struct sd_exports *xs, const uint8_t grant[SD_UUID_LEN],
+                    int delete_local);
+/* "uuid,uuid,..." (malloc'd; "" when none). */
+int sd_exports_list(struct sd_exports *xs, char **text);
+int sd_exports_stats(struct sd_exports *xs,
+                     const uint8_t grant[SD_UUID_LEN],
+                     struct sd_export_stats *out);
+int sd_exports_ghost(struct sd_exports *xs,
+                     const uint8_t grant[SD_UUID_LEN], size_t max,
+                     char **events, uint64_t *dropped);
+
+#endif

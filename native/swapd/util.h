@@ -1,0 +1,43 @@
+/*
+ * Small helpers of the daemon: hex and uuid text, the errno names the
+ * control protocol speaks, a monotonic clock, whole-buffer I/O.
+ */
+#ifndef MEMAGG_SWAPD_UTIL_H
+#define MEMAGG_SWAPD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "swapd.h"
+
+#define SD_UUID_STRLEN 36       /* 8-4-4-4-12 hex digits, without NUL */
+
+/* Decode exactly 2 * n hex digits of text[0..len) into out; -EINVAL when
+ * len is not 2 * n or a character is not a hex digit. */
+int sd_hex_decode(const char *text, size_t len, uint8_t *out, size_t n);
+/* Encode n bytes as 2 * n lower-case hex digits and a NUL. */
+void sd_hex_encode(const uint8_t *in, size_t n, char *out);
+
+/* Parse a uuid "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (any case) of
+ * text[0..len); -EINVAL when malformed. */
+int sd_uuid_parse(const char *text, size_t len, uint8_t out[SD_UUID_LEN]);
+/* Format a uuid in lower case into out (SD_UUID_STRLEN + 1 bytes). */
+void sd_uuid_format(const uint8_t uuid[SD_UUID_LEN], char *out);
+
+/* Decimal unsigned integer of text[0..len), no sign, no spaces;
+ * -EINVAL when malformed, -ERANGE above max. */
+int sd_parse_u64(const char *text, size_t len, uint64_t max, uint64_t *out);
+
+/* "EINVAL" for EINVAL (positive errno); "EIO" for the ones it does not
+ * know. */
+const char *sd_errno_name(int err);
+
+/* Microseconds of CLOCK_MONOTONIC. */
+uint64_t sd_now_us(void);
+
+/* Write or read all len bytes (retrying on EINTR and short counts);
+ * 0, -errno, or for reads -ECONNRESET at end of file. */
+int sd_write_full(int fd, const void *buf, size_t len);
+int sd_read_full(int fd, void *buf, size_t len);
+
+#endif
