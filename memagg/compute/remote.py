@@ -332,22 +332,25 @@ class RemoteMemory:
             self.plan = Plan(lendable_mb=0)
             self.lendable_mb = 0
             return 0
+        answers = True
         try:
             donor = self.client.donor_stats()
             self._up()
         except swapd.SwapdUnavailable as exc:
             self._down(exc)
             donor = None
+            answers = False
         except swapd.SwapdError as exc:
+            # It still serves exports: only lending is off.
             LOG.warning('memagg-swapd gave no DONOR_STATS: %s', exc)
             donor = None
         grants = self.grants_by_instance()
         reservoir = self.conf.reservoir
+        # A grant needs this host's memagg-swapd for its export.
         plan = plan_period(period, domains, grants, donor,
                            reservoir.donor_reserve_mb,
                            reservoir.max_remote_ratio,
-                           auto_grant=(self.conf.swapd.auto_grant
-                                       and donor is not None))
+                           auto_grant=self.conf.swapd.auto_grant and answers)
         plan.release = self._gone(domains)
         self.plan = plan
         self.lendable_mb = plan.lendable_mb

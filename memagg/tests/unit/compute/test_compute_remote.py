@@ -539,3 +539,14 @@ def test_the_ghost_reaches_the_estimator_and_lendable_the_report(lmc, conf):
     # The VM is short (WSS above its maximum): nothing lendable.
     assert report.lendable_mb == 0
     assert lmc.plan.allocate == []      # it has a grant already
+
+
+def test_no_donor_stats_still_lets_a_short_vm_ask_but_not_without_swapd(
+        lmc):
+    short = period(0, result(VM, 1500, 1200))
+    lmc.client.errors['donor_stats'] = swapd.SwapdError('ENODEV', 'verb')
+    lmc.plan_period(short, [dom(VM)])
+    assert lmc.plan.allocate == [(VM, 1024)] and lmc.lendable_mb == 0
+    lmc.client.down = True
+    lmc.plan_period(short, [dom(VM)])
+    assert lmc.plan.allocate == []
