@@ -1,0 +1,268 @@
+/*
+ * Tests of the control socket: the line parser, index lists, every verb
+ * through sd_control_handle against a real donor store and exports (the
+ * replies' words and the errors naming their field), the socket itself,
+ * and sd_main's bad-option exits.
+ * Prints "N passed, N failed".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "export.h"
+#include "store.h"
+#include "util.h"
+
+static int passed, failed;
+
+#define CHECK(cond) do { \
+        if (cond) { \
+            passed++; \
+        } else { \
+            failed++; \
+            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
+        } \
+    } while (0)
+
+#define GRANT "11111111-2222-4333-8444-555555555555"
+#define KEY "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+
+int sd_main(int argc, char **argv);
+
+static void test_parse_line(void)
+{
+    char line[256], err[SD_ERRLEN];
+    struct sd_args a;
+    uint32_t *idx;
+    size_t n;
+
+    strcpy(line, "EXPORT_STATS grant=abc  max=5\r");
+    CHECK(sd_control_parse_line(line, &a, err, sizeof(err)) == 0);
+    CHECK(strcmp(a.verb, "EXPORT_STATS") == 0 && a.n == 2);
+    CHECK(strcmp(sd_args_get(&a, "grant"), "abc") == 0 &&
+          strcmp(sd_args_get(&a, "max"), "5") == 0 &&
+          sd_args_get(&a, "nope") == NULL);
+    strcpy(line, "PING empty=");
+    CHECK(sd_control_parse_line(line, &a, err, sizeof(err)) == 0 &&
+          strcmp(sd_args_get(&a, "empty"), "") == 0);
+    strcpy(line, "   ");
+    CHECK(sd_control_parse_line(line, &a, err, sizeof(err)) == -EINVAL &&
+          strncmp(err, "verb:", 5) == 0);
+    strcpy(line, "PING novalue");
+    CHECK(sd_control_parse_line(line, &a, err, sizeof(err)) == -EINVAL &&
+          strncmp(err, "novalue:", 8) == 0);
+    strcpy(line, "PING =x");
+    CHECK(sd_control_parse_line(line, &a, err, sizeof(err)) == -EINVAL);
+    strcpy(line, "PING a=1 a=2");
+    CHECK(sd_control_parse_line(line, &a, err, sizeof(err)) == -EINVAL &&
+          strstr(err, "twice"));
+    strcpy(line, "V a=1 b=1 c=1 d=1 e=1 f=1 g=1 h=1 i=1 j=1 k=1 l=1 m=1 "
+           "n=1 o=1 p=1 q=1");
+    CHECK(sd_control_parse_line(line, &a, err, sizeof(err)) == -EINVAL);
+
+    CHECK(sd_parse_index_list("0,5,2", 10, &idx, &n) == 0 && n == 3 &&
+          idx[1] == 5);
+    free(idx);
+    CHECK(sd_parse_index_list("", 10, &idx, &n) == -EINVAL);
+    CHECK(sd_parse_index_list("1,,2", 10, &idx, &n) == -EINVAL);
+    CHECK(sd_parse_index_list("10", 10, &idx, &n) == -EINVAL);
+    CHECK(sd_parse_index_list("3,3", 10, &idx, &n) == -EINVAL);
+    CHECK(sd_parse_index_list("-1", 10, &idx, &n) == -EINVAL);
+}
+
+static struct sd_control_ctx ctx;
+
+/* The reply to line, without its newline, in a static buffer. */
+static const char *call(const char *line)
+{
+    static char out[4096];
+    char buf[2048], *reply;
+
+    snprintf(buf, sizeof(buf), "%s", line);
+    if (sd_control_handle(&ctx, buf, &reply)) {
+        return "(out of memory)";
+    }
+    snprintf(out, sizeof(out), "%s", reply);
+    free(reply);
+    if (strchr(out, '\n')) {
+        *strchr(out, '\n') = '\0';
+    }
+    return out;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void test_verbs(const char *dir)
+{
+    char err[SD_ERRLEN], line[1024];
+    const char *r;
+
+    CHECK(sd_store_new(3 * 65536, &ctx.store) == 0);
+    CHECK(sd_exports_new(dir, dir, (uid_t)-1, (gid_t)-1, &ctx.exports, err,
+                         sizeof(err)) == 0);
+    ctx.transport = "tcp";
+    ctx.rdma = "unavailable:no_RDMA_device";
+    ctx.endpoint = "tcp://127.0.0.1:7450";
+
+    CHECK(strcmp(call("PING"), "OK version=1 transport=tcp "
+                  "rdma=unavailable:no_RDMA_device "
+                  "endpoint=tcp://127.0.0.1:7450") == 0);
+    CHECK(starts(call("PING x=1"), "ERR EINVAL x: PING takes no such "
+                 "argument"));
+    CHECK(starts(call("FROB"), "ERR EINVAL verb: unknown 'FROB'; one of "
+                 "PING,"));
+    CHECK(starts(call(""), "ERR EINVAL verb:"));
+
+    /* Donor: four slabs asked, three fit: a partial grant. */
+    r = call("GRANT_ALLOC grant=" GRANT " key=" KEY " slab_size=65536 "
+             "slabs=0,1,2,3");
+    CHECK(starts(r, "OK endpoint=tcp://127.0.0.1:7450 rkey=0 slabs=0:"));
+    CHECK(strstr(r, ",2:") && !strstr(r, ",3:"));
+    CHECK(starts(call("GRANT_ALLOC grant=" GRANT " key=" KEY
+                      " slab_size=65536 slabs=5"), "ERR "));
+    CHECK(starts(call("GRANT_ALLOC grant=22222222-2222-4333-8444-"
+                      "555555555555 key=" KEY " slab_size=65536 slabs=0"),
+                 "ERR ENOMEM slabs:"));
+    CHECK(starts(call("GRANT_ALLOC grant=" GRANT " key=12 slab_size=65536 "
+                      "slabs=0"), "ERR EINVAL key:"));
+    CHECK(starts(call("GRANT_ALLOC grant=" GRANT " key=" KEY
+                      " slab_size=100 slabs=0"), "ERR EINVAL slab_size:"));
+    CHECK(starts(call("GRANT_ALLOC grant=x key=" KEY " slab_size=65536 "
+                      "slabs=0"), "ERR EINVAL grant:"));
+    CHECK(strcmp(call("DONOR_STATS"), "OK capacity=196608 used=196608 "
+                  "grants=1 slabs=3 refused=0") == 0);
+    CHECK(strcmp(call("GRANT_FREE grant=" GRANT " slabs=1"),
+                 "OK freed=1") == 0);
+    CHECK(strcmp(call("GRANT_FREE grant=" GRANT), "OK freed=2") == 0);
+    CHECK(starts(call("GRANT_FREE grant=" GRANT), "ERR ENOENT grant:"));
+
+    /* Consumer. */
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=1000 slab_size=65536 local=%s/copy slabs=", dir);
+    CHECK(strcmp(call(line), "ERR EINVAL size: must be a non-zero multiple "
+                  "of slab_size (65536)") == 0);
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s/copy slabs= colour=red",
+             dir);
+    CHECK(starts(call(line), "ERR EINVAL colour: EXPORT_CREATE takes no "
+                 "such argument"));
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s/copy "
+             "slabs=1@udp://h:1@0@0", dir);
+    CHECK(starts(call(line), "ERR EINVAL slabs: endpoint 'udp://h:1'"));
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s/copy "
+             "slabs=1@tcp://127.0.0.1:1@0@0", dir);
+    r = call(line);
+    CHECK(starts(r, "OK name=memagg-swap-" GRANT " socket="));
+    CHECK(strstr(r, GRANT ".sock") != NULL);
+    CHECK(starts(call(line), "ERR EEXIST grant:"));
+    CHECK(strcmp(call("EXPORT_LIST"), "OK grants=" GRANT) == 0);
+    r = call("EXPORT_DESCRIBE grant=" GRANT);
+    CHECK(starts(r, "OK grant=" GRANT " key=" KEY " size=262144 "
+                 "slab_size=65536 local=") &&
+          strstr(r, " slabs=1@tcp://127.0.0.1:1@0@0"));
+    CHECK(strcmp(call("EXPORT_STATS grant=" GRANT), "OK reads=0 writes=0 "
+                  "read_bytes=0 write_bytes=0 zero_reads=0 local_reads=0 "
+                  "remote_errors=0 degraded_slabs=0 clients=0 lat_p50_us=0 "
+                  "lat_p99_us=0") == 0);
+    CHECK(strcmp(call("GHOST grant=" GRANT), "OK events= dropped=0") == 0);
+    CHECK(starts(call("GHOST grant=" GRANT " max=0"), "ERR EINVAL max:"));
+    CHECK(strcmp(call("EXPORT_RECLAIM grant=" GRANT " slabs=all"),
+                 "OK reclaimed=1") == 0);
+    CHECK(strstr(call("EXPORT_DESCRIBE grant=" GRANT), " local_slabs=1"));
+    CHECK(strcmp(call("EXPORT_RECLAIM grant=" GRANT " slabs=1"),
+                 "OK reclaimed=0") == 0);
+    CHECK(starts(call("EXPORT_RECLAIM grant=" GRANT " slabs=9"),
+                 "ERR EINVAL slabs:"));
+    CHECK(starts(call("EXPORT_DROP grant=" GRANT " delete=yes"),
+                 "ERR EINVAL delete:"));
+    CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
+    CHECK(starts(call("EXPORT_DROP grant=" GRANT), "ERR ENOENT grant:"));
+    CHECK(starts(call("EXPORT_STATS grant=" GRANT), "ERR ENOENT grant:"));
+    CHECK(strcmp(call("EXPORT_LIST"), "OK grants=") == 0);
+}
+
+static void test_socket(const char *dir)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    struct sd_control *c;
+    char err[SD_ERRLEN], buf[512];
+    ssize_t n;
+    int fd;
+
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/control.sock", dir);
+    CHECK(sd_control_start(addr.sun_path, &ctx, &c, err, sizeof(err)) == 0);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+    /* Two requests in one write: two replies, in order. */
+    CHECK(write(fd, "PING\nEXPORT_LIST\n", 17) == 17);
+    n = 0;
+    while (n < (ssize_t)sizeof(buf) - 1 &&
+           !(memchr(buf, '\n', (size_t)n) &&
+             memchr(memchr(buf, '\n', (size_t)n) + 1, '\n',
+                    (size_t)(n - ((char *)memchr(buf, '\n', (size_t)n) -
+                                  buf + 1))))) {
+        ssize_t got = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n);
+
+        if (got <= 0) {
+            break;
+        }
+        n += got;
+    }
+    buf[n] = '\0';
+    CHECK(starts(buf, "OK version=1 ") && strstr(buf, "\nOK grants=\n"));
+    close(fd);
+    sd_control_stop(c);
+    CHECK(access(addr.sun_path, F_OK) != 0);
+}
+
+static void test_main_options(void)
+{
+    char *bad1[] = { "memagg-swapd", "--frobnicate", NULL };
+    char *bad2[] = { "memagg-swapd", "--capacity-mb", "lots", NULL };
+    char *bad3[] = { "memagg-swapd", "--transport", "carrier-pigeon", NULL };
+    char *bad4[] = { "memagg-swapd", "--listen", "http://x", NULL };
+    char *bad5[] = { "memagg-swapd", "--socket-user", "no-such-user-x",
+                     NULL };
+    char *bad6[] = { "memagg-swapd", "--control", NULL };
+
+    CHECK(sd_main(2, bad1) == 2);
+    CHECK(sd_main(3, bad2) == 2);
+    CHECK(sd_main(3, bad3) == 2);
+    CHECK(sd_main(3, bad4) == 2);
+    CHECK(sd_main(3, bad5) == 2);
+    CHECK(sd_main(2, bad6) == 2);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/sd-control-test-XXXXXX", cmd[128];
+
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    sd_log_level = LOG_WARNING;
+    test_parse_line();
+    test_verbs(dir);
+    test_socket(dir);
+    test_main_options();
+    sd_exports_free(ctx.exports);
+    sd_store_free(ctx.store);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd)) {
+        fprintf(stderr, "cannot remove %s\n", dir);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
