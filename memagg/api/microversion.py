@@ -17,6 +17,9 @@ VERSIONS = {
     (1, 2): 'Consolidation rounds on demand: POST /v1/audits and POST '
             '/v1/audits/{uuid}/execute; audits show auto_execute and '
             'unplaced.',
+    (1, 3): 'Remote memory on demand: POST /v1/grants, DELETE '
+            '/v1/grants/{uuid} and POST /v1/hosts/{name}/reclaim; grants '
+            'show partial, reason and slab_size_mb, slabs their endpoint.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -42,10 +42,14 @@ _TIMESTAMPS = {'created_at': DATETIME, 'updated_at': _nullable(DATETIME)}
 # Response fields that exist only from a microversion on (component ->
 # field -> version). Views drop them below that version.
 _AUDIT_SINCE = {'auto_execute': (1, 2), 'unplaced': (1, 2)}
+_GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3)}
 FIELDS_SINCE = {
     'Instance': {'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1)},
     'Audit': _AUDIT_SINCE,
     'AuditDetail': _AUDIT_SINCE,
+    'Grant': _GRANT_SINCE,
+    'GrantDetail': _GRANT_SINCE,
+    'Slab': {'endpoint': (1, 3)},
 }
 
 _REASONS = {'type': 'object', 'additionalProperties': {'type': 'string'}}
@@ -95,13 +99,29 @@ COMPONENTS = {
     'Slab': closed_object({
         'index': INTEGER, 'donor_host': NAME, 'size_mb': INTEGER,
         'replica_host': {'type': ['string', 'null']},
-        'status': {'type': 'string'},
-    }),
+        'status': {'type': 'string', 'description': (
+            'pending, active, releasing (the donor has not confirmed it '
+            'freed the slab), released or reclaimed.')},
+        'endpoint': {'type': ['string', 'null'], 'description': (
+            'The donor\'s data-path endpoint, e.g. tcp://host:7450. '
+            'Since 1.3.')},
+    }, optional=('endpoint',)),
     'Grant': closed_object(dict({
         'uuid': UUID, 'instance_uuid': UUID, 'consumer_host': NAME,
-        'requested_mb': INTEGER, 'granted_mb': INTEGER,
-        'status': {'type': 'string'},
-    }, **_TIMESTAMPS)),
+        'requested_mb': INTEGER,
+        'granted_mb': dict(INTEGER, description=(
+            'Memory the grant lends now, MiB: less than requested_mb when '
+            'the grant is partial or slabs were reclaimed.')),
+        'status': {'type': 'string', 'description': (
+            'pending (being set up), active, released or failed.')},
+        'slab_size_mb': dict(INTEGER, description=(
+            'Size of each of its slabs, MiB. Since 1.3.')),
+        'partial': {'type': 'boolean', 'description': (
+            'Whether less than requested was granted; reason says why. '
+            'Since 1.3.')},
+        'reason': {'type': ['string', 'null'], 'description': (
+            'Why the grant is partial or failed. Since 1.3.')},
+    }, **_TIMESTAMPS), optional=tuple(_GRANT_SINCE)),
     'AuditAction': closed_object({
         'sequence': INTEGER, 'action_type': {'type': 'string'},
         'instance_uuid': {'type': ['string', 'null']},
@@ -164,7 +184,12 @@ COMPONENTS = {
 # Details only the single-item GET shows.
 COMPONENTS['GrantDetail'] = closed_object(dict(
     COMPONENTS['Grant']['properties'],
-    slabs={'type': 'array', 'items': {'$ref': '#/components/schemas/Slab'}}))
+    slabs={'type': 'array', 'items': {'$ref': '#/components/schemas/Slab'}}),
+    optional=tuple(_GRANT_SINCE))
+COMPONENTS['Reclaimed'] = closed_object({
+    'reclaimed_mb': dict(INTEGER, description=(
+        'Memory the host lent that was taken back, MiB (whole slabs; less '
+        'than asked when it lent less).'))})
 COMPONENTS['AuditDetail'] = closed_object(dict(
     COMPONENTS['Audit']['properties'],
     actions={'type': 'array',
@@ -275,6 +300,24 @@ AUDIT_CREATE = closed_object({
     'parameters': dict(_audit_parameters(), description=(
         'Overrides of [consolidation] options for this round.')),
 }, optional=('memory_basis', 'auto_execute', 'parameters'))
+
+
+_SIZE_MB = dict(INTEGER, minimum=1, maximum=2 ** 31 - 1)
+
+GRANT_CREATE = closed_object({
+    'instance_uuid': dict(UUID, description='The instance to lend memory '
+                                            'to.'),
+    'size_mb': dict(_SIZE_MB, description=(
+        'Memory to lend, MiB; rounded up to whole slabs ([reservoir] '
+        'slab_size_mb) and cut to the instance\'s cap ([reservoir] '
+        'max_remote_ratio of its booked memory).')),
+})
+
+RECLAIM = closed_object({
+    'size_mb': dict(_SIZE_MB, description=(
+        'Memory the host wants back, MiB; whole slabs are taken, newest '
+        'grants first.')),
+})
 
 
 def list_response(collection):

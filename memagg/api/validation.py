@@ -82,6 +82,11 @@ def _describe(error, what):
         return '.'.join(path + [unknown[0]]), (
             'unknown %s; %s accepts: %s' % (
                 what, field or 'this request', allowed))
+    if validator == 'required':
+        missing = [name for name in error.validator_value
+                   if name not in error.instance]
+        return '.'.join(path + missing[:1]), (
+            'required %s missing; add it' % what)
     if validator == 'type':
         expected = error.validator_value
         expected = expected[0] if isinstance(expected, list) else expected

@@ -12,6 +12,7 @@ import typing
 import urllib.parse
 
 import flask
+from oslo_log import log as logging
 
 from memagg.api import microversion
 from memagg.api import policy
@@ -21,6 +22,8 @@ from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.db import api as db_api
 from memagg.scheduler import rpcapi as scheduler_rpcapi
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -124,6 +127,22 @@ def scheduler_api():
             rpc.init(config['memagg_conf'])
             config['scheduler_api'] = scheduler_rpcapi.SchedulerAPI()
         return config['scheduler_api']
+
+
+def call_scheduler(method, what, **kwargs):
+    """Call memagg-scheduler's ``method`` (an RPC call of SchedulerAPI)
+    and return its result, waiting at most [DEFAULT] rpc_response_timeout
+    seconds; 503 naming ``what`` (the request's purpose) when the
+    scheduler does not answer or the bus cannot be reached."""
+    timeout = conf().rpc_response_timeout
+    try:
+        return getattr(scheduler_api(), method)(context(), timeout=timeout,
+                                                **kwargs)
+    except (exceptions.RPCTimeout, exceptions.ServiceUnavailable) as exc:
+        LOG.error('memagg-scheduler did not answer %s: %s', method, exc)
+        raise exceptions.ServiceUnavailable(reason=(
+            'memagg-scheduler did not answer within %d s to %s; check that '
+            'it runs, and retry later' % (timeout, what)))
 
 
 def enforce(action, target=None):

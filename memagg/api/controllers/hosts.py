@@ -21,3 +21,17 @@ def get_host(name, query):
     base.enforce(policy.GET)
     return {'host': views.render('Host', db_api.host_get(base.context(), name),
                                  base.version())}
+
+
+@base.route('/v1/hosts/{name}/reclaim', 'Take back memory the host lends: '
+            'whole slabs, newest grants first; their instances\' pages go '
+            'to their hosts\' local copies first. Since 1.3.',
+            schemas.ref('Reclaimed'), method='POST',
+            path_params={'name': schemas.NAME}, body=schemas.RECLAIM,
+            errors=(404,), min_version=(1, 3))
+def reclaim_host(name, query, body):
+    base.enforce(policy.RECLAIM)
+    db_api.host_get(base.context(), name)
+    return {'reclaimed_mb': base.call_scheduler(
+        'reclaim', 'the reclaim of memory lent by %s' % name,
+        donor_host=name, size_mb=body['size_mb'])}

@@ -3,6 +3,8 @@ from memagg.api.policies import base
 
 LIST = 'memagg:grant:list'
 GET = 'memagg:grant:get'
+CREATE = 'memagg:grant:create'
+DELETE = 'memagg:grant:delete'
 
 rules = [
     base.get_rule(
@@ -13,6 +15,16 @@ rules = [
         GET, base.ADMIN,
         'Show a grant and its slabs.',
         '/v1/grants/{uuid}'),
+    base.rule(
+        CREATE, base.ADMIN,
+        'Lend remote memory to an instance: donors set up slabs and its '
+        'host attaches them as a swap disk.',
+        'POST', '/v1/grants'),
+    base.rule(
+        DELETE, base.ADMIN,
+        'Release a grant: its instance\'s pages go back to its host, the '
+        'donors free the memory.',
+        'DELETE', '/v1/grants/{uuid}'),
 ]
 
 

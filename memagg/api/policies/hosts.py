@@ -3,6 +3,7 @@ from memagg.api.policies import base
 
 LIST = 'memagg:host:list'
 GET = 'memagg:host:get'
+RECLAIM = 'memagg:host:reclaim'
 
 rules = [
     base.get_rule(
@@ -13,6 +14,10 @@ rules = [
         GET, base.ADMIN,
         'Show a compute host.',
         '/v1/hosts/{name}'),
+    base.rule(
+        RECLAIM, base.ADMIN,
+        'Take back memory a host lends to other hosts\' instances.',
+        'POST', '/v1/hosts/{name}/reclaim'),
 ]
 
 

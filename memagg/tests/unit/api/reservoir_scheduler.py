@@ -1,0 +1,33 @@
+"""A real memagg-scheduler manager on oslo.messaging's fake driver for the
+API's tests of grants and reclaim, with memagg-compute stood in for at its
+RPC client (memagg.tests.unit.reservoir.compute_double)."""
+import pytest
+
+from memagg.drivers.reservoir import donors
+from memagg.scheduler import manager
+from memagg.scheduler import reservoir
+from memagg import service
+from memagg.tests.unit.reservoir import compute_double
+
+
+class _NoExecutor:
+    """Plans are not executed in these tests."""
+
+    def resume(self, ctxt):
+        pass
+
+
+@pytest.fixture
+def scheduler(conf, reservoir_opts, fake_rpc):
+    """The scheduler serving RPC; yields its ComputeDouble."""
+    compute = compute_double.ComputeDouble()
+    gmc = reservoir.Reservoir(conf.conf, compute_api=compute,
+                              selection=donors.LargestFirst())
+    svc = service.Service('memagg-scheduler', conf.conf.scheduler.topic,
+                          manager.SchedulerManager(
+                              host='ctl', executor=_NoExecutor(),
+                              reservoir=gmc))
+    svc.start()
+    assert svc.connected.wait(10)
+    yield compute
+    svc.stop()

@@ -1,0 +1,165 @@
+"""POST /v1/grants, DELETE /v1/grants/{uuid} and POST
+/v1/hosts/{name}/reclaim (microversion 1.3), through the WSGI app and a
+real scheduler manager on the fake RPC driver (memagg-compute stood in for
+at its RPC client); the grant's secret and slab keys are never shown."""
+import pytest
+
+from memagg.api import microversion
+from memagg.common import context
+from memagg.db import api as db_api
+from memagg.tests.unit.api import data
+from memagg.tests.unit.api.reservoir_scheduler import scheduler  # noqa: F401,E501
+from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
+
+V13 = {microversion.HEADER: 'memory-aggregation 1.3'}
+
+
+def _post(api, path, body, headers=V13):
+    return api.post(path, headers=headers, json=body)
+
+
+def test_a_grant_is_made_and_shown_without_its_secret(api, scheduler):
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                         'size_mb': 200})
+
+    assert response.status_code == 201, response.json
+    grant = response.json['grant']
+    assert (grant['instance_uuid'], grant['consumer_host'],
+            grant['requested_mb'], grant['granted_mb'], grant['status'],
+            grant['partial'], grant['reason'], grant['slab_size_mb']) == (
+        data.INSTANCE_A, 'host-1', 200, 256, 'active', False, None, 64)
+    assert [(s['index'], s['donor_host'], s['endpoint'], s['status'])
+            for s in grant['slabs']] == [
+        (i, 'host-2', 'tcp://host-2:7450', 'active') for i in range(4)]
+    text = response.get_data(as_text=True)
+    secret = db_api.grant_get(context.get_admin_context(), grant['uuid']).secret
+    assert secret not in text
+    assert 'secret' not in text and 'rkey' not in text
+    assert 'remote_addr' not in text
+    assert len(scheduler.holding('host-2')) == 4
+
+
+def test_a_request_past_the_cap_is_partial_with_the_reason(api, scheduler):
+    # INSTANCE_A: booked 4096, cap 2048, 512 already granted.
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                         'size_mb': 2048})
+
+    assert response.status_code == 201
+    grant = response.json['grant']
+    assert (grant['granted_mb'], grant['partial']) == (1536, True)
+    assert 'max_remote_ratio' in grant['reason']
+
+
+@pytest.mark.parametrize('body, field, detail', [
+    ({'instance_uuid': data.INSTANCE_A}, 'size_mb',
+     'required field missing'),
+    ({'size_mb': 64}, 'instance_uuid', 'required field missing'),
+    ({'instance_uuid': data.INSTANCE_A, 'size_mb': 0}, 'size_mb',
+     'give a value from 1 to'),
+    ({'instance_uuid': data.INSTANCE_A, 'size_mb': '64'}, 'size_mb',
+     'give a whole number'),
+    ({'instance_uuid': 'vm-1', 'size_mb': 64}, 'instance_uuid',
+     'give a UUID'),
+    ({'instance_uuid': data.INSTANCE_A, 'size_mb': 64, 'donor': 'x'},
+     'donor', 'accepts: instance_uuid, size_mb'),
+])
+def test_a_bad_body_is_400_naming_the_field(api, scheduler, body, field,
+                                            detail):
+    response = _post(api, '/v1/grants', body)
+
+    assert response.status_code == 400
+    error = response.json['errors'][0]
+    assert error['field'] == field
+    assert detail in error['detail']
+    assert scheduler.calls == []
+
+
+def test_an_unknown_instance_is_404(api, scheduler):
+    response = _post(api, '/v1/grants', {'instance_uuid': data.MISSING,
+                                         'size_mb': 64})
+    assert response.status_code == 404
+    assert data.MISSING in response.json['errors'][0]['detail']
+
+
+def test_nothing_grantable_is_409_with_the_reason(api, conf, scheduler):
+    conf.config(max_remote_ratio=0.0, group='reservoir')
+
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_B,
+                                         'size_mb': 64})
+
+    assert response.status_code == 409
+    error = response.json['errors'][0]
+    assert error['code'] == 'memagg.remote_memory_unavailable'
+    assert error['detail'].startswith('No remote memory can be granted: ')
+    assert 'max_remote_ratio' in error['detail']
+    assert [g.instance_uuid for g in db_api.list_resources(
+        context.get_admin_context(),
+        'grants')] == [data.INSTANCE_A]
+
+
+def test_release_is_202_and_idempotent(api, scheduler):
+    made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_B,
+                                     'size_mb': 128}).json['grant']
+
+    for _ in range(2):
+        response = api.delete('/v1/grants/' + made['uuid'], headers=V13)
+        assert response.status_code == 202
+        grant = response.json['grant']
+        assert grant['status'] == 'released'
+        assert {s['status'] for s in grant['slabs']} == {'released'}
+    assert scheduler.holding() == set()
+    assert len(scheduler.called('reclaim_slabs')) == 1
+    assert api.delete('/v1/grants/' + data.MISSING,
+                      headers=V13).status_code == 404
+
+
+def test_reclaim_returns_the_memory_taken_back(api, scheduler):
+    _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                              'size_mb': 256})
+
+    response = _post(api, '/v1/hosts/host-2/reclaim', {'size_mb': 100})
+
+    assert response.status_code == 200
+    assert response.json == {'reclaimed_mb': 128}
+    assert _post(api, '/v1/hosts/host-1/reclaim',
+                 {'size_mb': 100}).json == {'reclaimed_mb': 0}
+    assert _post(api, '/v1/hosts/nowhere/reclaim',
+                 {'size_mb': 1}).status_code == 404
+    bad = _post(api, '/v1/hosts/host-2/reclaim', {'size_mb': -1})
+    assert bad.status_code == 400 and bad.json['errors'][0]['field'] == \
+        'size_mb'
+
+
+def test_below_1_3_the_new_routes_do_not_exist(api, scheduler):
+    old = {microversion.HEADER: 'memory-aggregation 1.2'}
+    create = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                       'size_mb': 64}, headers=old)
+    assert create.status_code == 405
+    delete = api.delete('/v1/grants/' + data.GRANT, headers=old)
+    assert delete.status_code == 405
+    assert _post(api, '/v1/hosts/host-2/reclaim', {'size_mb': 64},
+                 headers=old).status_code == 404
+    assert scheduler.calls == []
+
+
+def test_grant_fields_of_1_3(api):
+    old = api.get('/v1/grants/' + data.GRANT).json['grant']
+    new = api.get('/v1/grants/' + data.GRANT, headers=V13).json['grant']
+    assert not {'partial', 'reason', 'slab_size_mb'} & set(old)
+    assert 'endpoint' not in old['slabs'][0]
+    assert (new['partial'], new['reason'], new['slab_size_mb']) == (
+        False, None, 64)
+    assert new['slabs'][0]['endpoint'] is None
+    listed = api.get('/v1/grants', headers=V13).json['grants'][0]
+    assert listed['partial'] is False
+
+
+def test_an_unanswering_scheduler_is_503(api, conf, fake_rpc):
+    conf.config(rpc_response_timeout=1)
+
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                         'size_mb': 64})
+
+    assert response.status_code == 503
+    assert 'memagg-scheduler did not answer within 1 s to the grant ' \
+        'request' in response.json['errors'][0]['detail']
