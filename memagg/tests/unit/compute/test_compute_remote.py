@@ -10,7 +10,6 @@ memagg/tests/functional/test_compute_remote_swapd.py); memagg-scheduler by
 an object with SchedulerAPI's three remote-memory calls; the hypervisor by
 a small HypervisorDriver.
 """
-import datetime
 import logging
 
 import pytest
@@ -27,7 +26,6 @@ VM2 = '66666666-7777-8888-9999-aaaaaaaaaaaa'
 GRANT = '0b4f7e0c-8d7a-4f3b-9a51-3c2d1e0f9a8b'
 SECRET = 'ab' * 32
 MIB = 1024 * 1024
-NOW = datetime.datetime(2024, 1, 1)
 
 
 def result(uuid, wss, target, shortage=True, managed=True):
