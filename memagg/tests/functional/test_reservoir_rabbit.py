@@ -1,0 +1,303 @@
+"""The global memory reservoir end to end with real processes: memagg-api
+and memagg-scheduler on RabbitMQ and MariaDB. An operator asks for remote
+memory for a VM (POST /v1/grants), the scheduler picks donors, has them
+prepare slabs and the VM's host attach the grant; partial grants say why;
+reclaim and release give the donors' memory back; a scheduler killed in
+the middle of a grant cleans it up when it starts again.
+
+The compute hosts are stand-ins: RPC servers on RabbitMQ in this test
+process that implement the contract's Compute API 1.1 (prepare_slabs,
+free_slabs, attach_grant, reclaim_slabs) and check every argument they get
+— the donors keep the slabs they set up, so leaks show. The real
+memagg-compute and memagg-swapd serve these calls in
+memagg/tests/functional/test_remote_swap_guest.py.
+"""
+import re
+import signal
+import threading
+import uuid
+
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+import oslo_messaging as messaging
+import pytest
+import requests
+
+from memagg.common import rpc
+from memagg.db import api as db_api
+from memagg.tests.functional import service_procs
+from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
+from memagg.tests.functional import test_audits_rabbit as audits_rabbit
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+V13 = {'OpenStack-API-Version': 'memory-aggregation 1.3'}
+VM_1, VM_2, VM_3 = ('%08d-0000-4000-8000-000000000000' % n
+                    for n in range(1, 4))
+GRANT_KEYS = {'uuid', 'instance_uuid', 'consumer_host', 'requested_mb',
+              'granted_mb', 'partial', 'reason', 'status', 'secret',
+              'slab_size_mb', 'slabs'}
+SLAB_KEYS = {'index', 'donor_host', 'endpoint', 'remote_addr', 'rkey',
+             'size_mb', 'status'}
+
+
+class ComputeStandIn:
+    """One compute host's Compute API 1.1, as the contract states it."""
+
+    target = messaging.Target(version='1.1')
+
+    def __init__(self, host, capacity_slabs=0):
+        self.host = host
+        self.capacity = capacity_slabs
+        self.slabs = {}          # (grant, index) -> remote_addr
+        self.calls = []
+        self.attached = {}
+        self.attach_gate = threading.Event()
+        self.attach_gate.set()
+        self.attach_entered = threading.Event()
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def _check_indexes(indexes, allow_none):
+        assert (indexes is None and allow_none) or (
+            isinstance(indexes, list) and indexes
+            and all(isinstance(i, int) and i >= 0 for i in indexes)), indexes
+
+    @messaging.expose
+    def prepare_slabs(self, ctxt, grant_uuid, secret, slab_size_mb,
+                      indexes):
+        assert uuidutils.is_uuid_like(grant_uuid)
+        assert re.fullmatch('[0-9a-f]{64}', secret), secret
+        assert isinstance(slab_size_mb, int) and slab_size_mb > 0
+        self._check_indexes(indexes, False)
+        with self.lock:
+            self.calls.append(('prepare_slabs', grant_uuid, indexes))
+            room = self.capacity - len(self.slabs)
+            given = indexes[:max(0, room)]
+            for index in given:
+                self.slabs[(grant_uuid, index)] = 4096 * (len(self.slabs) + 1)
+            return {'endpoint': 'tcp://%s:7450' % self.host,
+                    'slabs': [{'index': i,
+                               'remote_addr': self.slabs[(grant_uuid, i)],
+                               'rkey': 7} for i in given]}
+
+    @messaging.expose
+    def free_slabs(self, ctxt, grant_uuid, indexes=None):
+        self._check_indexes(indexes, True)
+        with self.lock:
+            self.calls.append(('free_slabs', grant_uuid, indexes))
+            gone = [k for k in self.slabs if k[0] == grant_uuid and (
+                indexes is None or k[1] in indexes)]
+            for key in gone:
+                del self.slabs[key]
+            return {'freed': len(gone)}
+
+    @messaging.expose
+    def attach_grant(self, ctxt, grant):
+        assert set(grant) == GRANT_KEYS, sorted(grant)
+        assert all(set(s) == SLAB_KEYS for s in grant['slabs'])
+        assert grant['consumer_host'] == self.host
+        self.calls.append(('attach_grant', grant['uuid'], None))
+        self.attach_entered.set()
+        self.attach_gate.wait(60)
+        self.attached[grant['uuid']] = grant
+        return {'socket': '/run/memagg/swapd/exports/%s.sock'
+                % grant['uuid'],
+                'serial': 'memagg-swap-' + grant['uuid'][:8],
+                'target_dev': 'vdb'}
+
+    @messaging.expose
+    def reclaim_slabs(self, ctxt, grant_uuid, indexes=None):
+        self._check_indexes(indexes, True)
+        self.calls.append(('reclaim_slabs', grant_uuid, indexes))
+        return {'reclaimed': len(indexes or [])}
+
+    def held(self):
+        with self.lock:
+            return set(self.slabs)
+
+
+@pytest.fixture
+def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
+    """Stand-ins for the consumer 'con' and donors 'don-a' (16 slabs) and
+    'don-b' (4 slabs), reported to the DB; then memagg-scheduler and
+    memagg-api. Yields (api url, {host: stand-in}, restart_scheduler),
+    where restart_scheduler() kills memagg-scheduler (SIGKILL) and starts
+    it again."""
+    run = uuid.uuid4().hex[:10]
+    port = service_procs.free_port()
+    options = {
+        'DEFAULT': {'transport_url': rabbit_url,
+                    'control_exchange': 'memagg_test_%s' % run,
+                    'report_interval': 1, 'host': 'ctl-%s' % run,
+                    'service_down_time': 600, 'rpc_response_timeout': 20},
+        'database': {'connection': mysql_db},
+        'api': {'host': '127.0.0.1', 'port': port,
+                'auth_strategy': 'noauth'},
+        'scheduler': {'topic': 'memagg-scheduler-%s' % run},
+        'consolidation': {'interval': 0},
+        'reservoir': {'prepare_timeout': 5},
+    }
+    config = service_procs.write_config(tmp_path / 'memagg.conf', options)
+    now = timeutils.utcnow()
+    for name, lendable, vms in (
+            ('con', 0, [(VM_1, 4096), (VM_2, 4096), (VM_3, 100)]),
+            ('don-a', 1024, []), ('don-b', 256, [])):
+        db_api.report_ingest(admin_context, dict(
+            name=name, memory_mb=16384, vcpus=8, lendable_mb=lendable),
+            [dict(uuid=vm, name=vm[:8], booked_mb=booked, current_mb=booked)
+             for vm, booked in vms], [], reported_at=now)
+    rpc.cleanup()
+    conf.config(control_exchange=options['DEFAULT']['control_exchange'])
+    conf.config(topic=options['scheduler']['topic'], group='scheduler')
+    rpc.init(url=rabbit_url)
+    stand_ins = {'con': ComputeStandIn('con'),
+                 'don-a': ComputeStandIn('don-a', 16),
+                 'don-b': ComputeStandIn('don-b', 4)}
+    servers, procs = [], {}
+
+    def start_scheduler():
+        procs['memagg-scheduler'] = service_procs.Process(
+            'memagg-scheduler', ['--config-file', str(config)],
+            tmp_path / ('memagg-scheduler-%s.log' % uuid.uuid4().hex[:6]))
+        polling.wait_for(lambda: _alive(procs) and audits_rabbit._ping(),
+                         60, message='memagg-scheduler answering')
+
+    def restart_scheduler():
+        killed = procs.pop('memagg-scheduler')
+        killed.proc.kill()
+        killed.proc.wait(30)
+        killed.stop()
+        start_scheduler()
+
+    try:
+        for name, stand_in in stand_ins.items():
+            server = rpc.get_server('memagg-compute', name, [stand_in])
+            server.start()
+            servers.append(server)
+        start_scheduler()
+        procs['memagg-api'] = service_procs.Process(
+            'memagg-api', ['--config-file', str(config)],
+            tmp_path / 'memagg-api.log')
+        url = 'http://127.0.0.1:%d' % port
+        polling.wait_for(lambda: _alive(procs) and audits_rabbit._answers(
+            url), 60, message='memagg-api answering')
+        yield url, stand_ins, restart_scheduler
+    finally:
+        for stand_in in stand_ins.values():
+            stand_in.attach_gate.set()
+        for server in servers:
+            server.stop()
+            server.wait()
+        rpc.cleanup()
+        codes = {name: proc.stop() for name, proc in procs.items()}
+    assert codes == {'memagg-scheduler': 0,
+                     'memagg-api': -signal.SIGTERM}, codes
+
+
+def _alive(procs):
+    for proc in procs.values():
+        assert proc.alive(), proc.log()
+    return True
+
+
+def _held(stand_ins):
+    return {k for s in stand_ins.values() for k in s.held()}
+
+
+def _stored_slabs(ctxt, grant_uuid):
+    return {(grant_uuid, s.index) for s in db_api.grant_get(
+        ctxt, grant_uuid).slabs if s.status == 'active'}
+
+
+def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
+    url, stand_ins, _start = hosts
+
+    made = requests.post(url + '/v1/grants', headers=V13, timeout=60, json={
+        'instance_uuid': VM_1, 'size_mb': 512})
+
+    assert made.status_code == 201, made.text
+    first = made.json()['grant']
+    assert (first['status'], first['granted_mb'], first['partial'],
+            first['consumer_host']) == ('active', 512, False, 'con')
+    assert {s['donor_host'] for s in first['slabs']} <= {'don-a', 'don-b'}
+    assert 'secret' not in made.text and 'rkey' not in made.text
+    attached = stand_ins['con'].attached[first['uuid']]
+    assert attached['secret'] == db_api.grant_get(
+        admin_context, first['uuid']).secret
+    assert _held(stand_ins) == _stored_slabs(admin_context, first['uuid'])
+
+    # 2048 MiB asked; the donors have 20 slabs, 8 lent: 12 are granted.
+    second = requests.post(url + '/v1/grants', headers=V13, timeout=60,
+                           json={'instance_uuid': VM_2, 'size_mb': 2048})
+    assert second.status_code == 201, second.text
+    partial = second.json()['grant']
+    assert (partial['granted_mb'], partial['partial']) == (768, True)
+    assert 'the donors had room for 12 of 32 slabs' in partial['reason']
+    listed = requests.get(url + '/v1/grants?status=active', headers=V13,
+                          timeout=10).json()['grants']
+    assert {g['uuid']: g['partial'] for g in listed} == {
+        first['uuid']: False, partial['uuid']: True}
+
+    # Nothing left: 409 with the reason, no grant stored.
+    refused = requests.post(url + '/v1/grants', headers=V13, timeout=60,
+                            json={'instance_uuid': VM_1, 'size_mb': 64})
+    assert refused.status_code == 409
+    assert 'no donor has room for a slab of 64 MiB' in \
+        refused.json()['errors'][0]['detail']
+    assert len(db_api.list_resources(admin_context, 'grants')) == 2
+
+    reclaimed = requests.post(url + '/v1/hosts/don-b/reclaim', headers=V13,
+                              timeout=60, json={'size_mb': 64})
+    assert reclaimed.status_code == 200, reclaimed.text
+    assert reclaimed.json() == {'reclaimed_mb': 64}
+    assert len(stand_ins['don-b'].held()) == 3
+    assert [c for c in stand_ins['con'].calls
+            if c[0] == 'reclaim_slabs'] != []
+
+    for grant in (first, partial):
+        gone = requests.delete('%s/v1/grants/%s' % (url, grant['uuid']),
+                               headers=V13, timeout=60)
+        assert gone.status_code == 202, gone.text
+        assert gone.json()['grant']['status'] == 'released'
+    assert _held(stand_ins) == set()
+    assert db_api.reservoir_summary(admin_context)['lent_mb'] == 0
+
+    capped = requests.post(url + '/v1/grants', headers=V13, timeout=60,
+                           json={'instance_uuid': VM_3, 'size_mb': 64})
+    assert capped.status_code == 409
+    assert 'max_remote_ratio' in capped.json()['errors'][0]['detail']
+
+
+def test_a_killed_scheduler_cleans_up_its_pending_grant(hosts,
+                                                        admin_context):
+    url, stand_ins, restart_scheduler = hosts
+    consumer = stand_ins['con']
+    consumer.attach_gate.clear()
+    outcome = {}
+
+    def ask():
+        outcome['response'] = requests.post(
+            url + '/v1/grants', headers=V13, timeout=60,
+            json={'instance_uuid': VM_1, 'size_mb': 256})
+    asker = threading.Thread(target=ask)
+    asker.start()
+    try:
+        assert consumer.attach_entered.wait(30)
+        (pending,) = db_api.grants_in_status(admin_context, ('pending',))
+        assert len(_held(stand_ins)) == 4
+        # Killed while the consumer attaches: the grant stays pending
+        # until the next start.
+        restart_scheduler()
+        polling.wait_for(
+            lambda: db_api.grant_get(admin_context,
+                                     pending.uuid).status == 'failed',
+            60, interval=0.2, message='the pending grant failed')
+    finally:
+        consumer.attach_gate.set()
+        asker.join(90)
+    assert _held(stand_ins) == set()
+    grant = db_api.grant_get(admin_context, pending.uuid)
+    assert 'stopped while setting it up' in grant.reason
+    assert outcome['response'].status_code == 503
