@@ -32,7 +32,8 @@ def test_a_grant_is_made_and_shown_without_its_secret(api, scheduler):
             for s in grant['slabs']] == [
         (i, 'host-2', 'tcp://host-2:7450', 'active') for i in range(4)]
     text = response.get_data(as_text=True)
-    secret = db_api.grant_get(context.get_admin_context(), grant['uuid']).secret
+    secret = db_api.grant_get(context.get_admin_context(),
+                              grant['uuid']).secret
     assert secret not in text
     assert 'secret' not in text and 'rkey' not in text
     assert 'remote_addr' not in text
