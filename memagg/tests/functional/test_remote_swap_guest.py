@@ -4,7 +4,7 @@ donor (a second memagg-swapd lending memory over loopback TCP, its own
 memagg-compute), memagg-scheduler on RabbitMQ and MariaDB.
 
 A 256 MiB guest under memory pressure (memagg's local policy holds it to a
-small host budget while it keeps 180 MiB of random data in a tmpfs, which
+small host budget while it keeps 200 MiB of random data in a tmpfs, which
 it re-reads in a loop) swaps to a small local disk; memagg-compute sees it
 short of memory with nothing left on its host and asks memagg-scheduler for
 remote memory; the scheduler has the donor prepare slabs and the consumer
@@ -40,9 +40,9 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow]
 MIB = 1024 * 1024
 MEMORY_MB = 256
 # What memagg's local policy may give the consumer's guests in all: the
-# guest is held near it, well below its 180 MiB of data.
+# guest is held near it, well below its 200 MiB of data.
 BUDGET_MB = 128
-DATA_MB = 180
+DATA_MB = 200
 # A local swap disk takes the first overflow (a guest without swap would
 # meet the OOM killer, not memagg): its swap-ins are the shortage
 # memagg-compute sees.

@@ -20,7 +20,8 @@
 # pressure it goes out to swap and back in, again and again); the guest
 # answers "MEMAGG FILLED <seq> mb=<N> md5=<sum>". "check" answers
 # "MEMAGG CHECK <seq> mb=<N> md5=<sum>" of the same file read again (md5:
-# 3.5 times faster than sha256 in busybox, and the guest is emulated).
+# 3.5 times faster than sha256 in busybox, and the guest is emulated); the
+# reader waits while a check reads the data.
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -119,6 +120,9 @@ reader() {
         # No hot set: idle rather than spin.
         [ -s /hot/data ] || [ -s /data/blob ] || { sleep 1; continue; }
         for f in /hot/data /data/blob; do
+            # A check reads the data meanwhile: one reader thrashing swap
+            # is enough.
+            while [ -e /reader-paused ]; do sleep 1; done
             [ -s $f ] && dd if=$f of=/dev/null bs=1M 2>/dev/null
         done
         passes=$((passes + 1))
@@ -160,7 +164,9 @@ while :; do
         check)
             seq=$((seq + 1))
             if [ -f /data/blob ]; then
+                : >/reader-paused
                 say "CHECK $seq $(data_sum)"
+                rm -f /reader-paused
             else
                 say "CHECK-FAILED $seq no data (fill first)"
             fi
