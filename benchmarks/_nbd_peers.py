@@ -221,6 +221,7 @@ class MemaggSwapd(_Server):
     The grant is made as memagg-compute makes it: GRANT_ALLOC on the donor,
     then EXPORT_CREATE on the consumer with the slabs' endpoint, address
     and rkey. The consumer's local durability copy lives in ``local_dir``.
+    ``pids`` are the donor's, then the consumer's.
     """
 
     name = 'memagg'

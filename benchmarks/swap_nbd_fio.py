@@ -93,24 +93,28 @@ def fio(server, args, rw, bs, qd, runtime_ms=None):
 
 
 def cell(server, args, rw, qd):
-    """Run one cell once; (iops, p50 us, p99 us, server CPU s, bytes)."""
-    before = sum(peers.cpu_seconds(pid) for pid in server.pids)
+    """Run one cell once; (iops, p50 us, p99 us, bytes, CPU s per process
+    in the order of server.pids)."""
+    before = [peers.cpu_seconds(pid) for pid in server.pids]
     job = fio(server, args, rw, '4k', qd, int(args.runtime * 1000))
-    after = sum(peers.cpu_seconds(pid) for pid in server.pids)
+    after = [peers.cpu_seconds(pid) for pid in server.pids]
     side = job['read' if rw == 'randread' else 'write']
     if not side['io_bytes']:
         raise RunError('fio %s qd %d moved no data' % (rw, qd))
     pct = side['lat_ns']['percentile']
     return (side['iops'], pct['50.000000'] / 1e3, pct['99.000000'] / 1e3,
-            after - before, side['io_bytes'])
+            side['io_bytes'], [a - b for a, b in zip(after, before)])
 
 
 def summarise(runs):
-    """Median IOPS, p50 and p99 over the repeats; CPU per GiB over all."""
+    """Median IOPS, p50 and p99 over the repeats; CPU s per GiB over all
+    of them, in total and per process."""
+    gib = sum(r[3] for r in runs) / GIB
+    per_process = [sum(cpu) / gib for cpu in zip(*(r[4] for r in runs))]
     return (statistics.median(r[0] for r in runs),
             statistics.median(r[1] for r in runs),
             statistics.median(r[2] for r in runs),
-            sum(r[3] for r in runs) / (sum(r[4] for r in runs) / GIB))
+            sum(per_process), per_process)
 
 
 def make_server(name, workdir, args):
@@ -200,7 +204,7 @@ def print_table(results, names):
     for key in CELLS:
         line = '%-9s %3d' % key
         for n in names:
-            iops, p50, p99, cpu = results[n][key]
+            iops, p50, p99, cpu, _ = results[n][key]
             line += ' | %8.0f %6.1f %6.1f %9.2f' % (iops, p50, p99, cpu)
         if compare:
             peer = strongest_peer(results, key)
@@ -215,8 +219,8 @@ def verdict(results):
     misses = []
     for key in CELLS:
         peer = strongest_peer(results, key)
-        m_iops, _, m_p99, _ = results['memagg'][key]
-        p_iops, _, p_p99, _ = results[peer][key]
+        m_iops, _, m_p99, _, _ = results['memagg'][key]
+        p_iops, _, p_p99, _, _ = results[peer][key]
         why = []
         if m_iops < p_iops:
             why.append('IOPS %.2fx' % (m_iops / p_iops))
@@ -279,6 +283,10 @@ def main():
     ran = [n for n in names if n in results]
     if ran:
         print_table(results, ran)
+    if 'memagg' in results:
+        print('memagg cpu s/GiB, donor + consumer: %s' % ', '.join(
+            '%s qd%d %.2f + %.2f' % (key + tuple(results['memagg'][key][4]))
+            for key in CELLS))
     if 'memagg' in results and len(ran) > 1:
         print(verdict(results))
     if failures:
