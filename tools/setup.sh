@@ -158,7 +158,8 @@ start_mariadb
 start_rabbitmq
 start_libvirt
 make_venv .venv \
-    "$(cat setup.cfg requirements.txt test-requirements.txt | sha256sum)" \
+    "$(cat setup.cfg setup.py requirements.txt test-requirements.txt \
+        native/src/* native/swapd/*.[ch] 2>/dev/null | sha256sum)" \
     -e . -r test-requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"

@@ -12,11 +12,13 @@ from memagg.conf import default
 from memagg.conf import local_policy
 from memagg.conf import messaging
 from memagg.conf import nova
+from memagg.conf import reservoir
 from memagg.conf import scheduler
+from memagg.conf import swapd
 from memagg.conf import wss
 
 CONF = cfg.CONF
 
 for _module in (default, api, compute, database, messaging, scheduler,
-                consolidation, wss, local_policy, nova):
+                consolidation, wss, local_policy, nova, reservoir, swapd):
     _module.register_opts(CONF)

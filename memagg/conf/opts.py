@@ -7,11 +7,13 @@ from memagg.conf import default
 from memagg.conf import local_policy
 from memagg.conf import messaging
 from memagg.conf import nova
+from memagg.conf import reservoir
 from memagg.conf import scheduler
+from memagg.conf import swapd
 from memagg.conf import wss
 
 _MODULES = (default, api, compute, database, scheduler, consolidation,
-            wss, local_policy, nova)
+            wss, local_policy, nova, reservoir, swapd)
 
 
 def list_opts():
