@@ -1,7 +1,9 @@
-"""The native sampler's C tests, plain and under ASan + UBSan, and its
-libFuzzer harnesses, built and run through native/Makefile."""
+"""The native C tests (the page sampler's and memagg-swapd's), plain and
+under ASan + UBSan, and their libFuzzer harnesses, built and run through
+native/Makefile."""
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -26,19 +28,32 @@ def _require(tool):
         pytest.skip(f'{tool} is not installed (tools/setup.sh installs it)')
 
 
+def _assert_all_passed(out):
+    """Every test program ran (the sampler's and each swapd
+    tests/test_*.c) and none failed a check."""
+    swapd_tests = sorted((NATIVE / 'swapd' / 'tests').glob('test_*.c'))
+    assert swapd_tests
+    for test in swapd_tests:
+        assert '%s\n' % test.stem in out, test.name
+    results = re.findall(r'^(\d+) passed, (\d+) failed$', out, re.M)
+    assert len(results) == 1 + len(swapd_tests), out
+    assert all(int(passed) > 0 and failed == '0'
+               for passed, failed in results), out
+
+
 @pytest.mark.slow
 def test_c_suite(tmp_path):
     _require('gcc')
-    out = _make(tmp_path, 'test')
-    assert ' passed, 0 failed' in out
+    _assert_all_passed(_make(tmp_path, 'test'))
 
 
 @pytest.mark.slow
 def test_c_suite_under_asan_and_ubsan(tmp_path):
     _require('gcc')
     out = _make(tmp_path, 'asan')
-    assert ' passed, 0 failed' in out
+    _assert_all_passed(out)
     assert 'runtime error' not in out
+    assert 'AddressSanitizer' not in out
 
 
 @pytest.mark.slow
