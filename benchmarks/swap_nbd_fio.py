@@ -7,7 +7,9 @@ socket:
 - memagg: a donor memagg-swapd and a consumer memagg-swapd, loopback TCP
   between them; the grant made over their control sockets (GRANT_ALLOC on
   the donor, EXPORT_CREATE on the consumer); fio on the consumer's export
-  socket.  The consumer keeps its local durability copy in --local-dir.
+  socket.  The consumer keeps its local durability copy in --local-dir:
+  by default the temporary directory, on disk like swapd's state
+  directory in production; /dev/shm leaves the filesystem's cost out.
 - nbdkit: its memory plugin over TCP.
 - qemu-nbd: a raw file on /dev/shm over TCP, its default cache mode.
 
