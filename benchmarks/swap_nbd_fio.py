@@ -172,6 +172,14 @@ def run(names, args):
                 print('memagg export after the run: %s' % ' '.join(
                     '%s=%s' % kv for kv in sorted(stats.items())),
                     flush=True)
+                off_path = [k for k in ('zero_reads', 'local_reads',
+                                        'remote_errors', 'degraded_slabs')
+                            if stats.get(k, '0') != '0']
+                if off_path:
+                    print('WARNING: not every memagg request went through '
+                          'the donor (%s): its figures are not those of '
+                          'the remote path' % ', '.join(off_path),
+                          flush=True)
             except (peers.ServerError, OSError) as exc:
                 fail('memagg', exc)
     finally:

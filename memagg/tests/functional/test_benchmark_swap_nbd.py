@@ -1,7 +1,7 @@
 """benchmarks/swap_nbd_fio.py as CI runs it: --quick, every server (two real
 memagg-swapd processes, nbdkit, qemu-nbd) under real fio.  The figures are
 not asserted (they depend on the machine), only that each server ran every
-cell and moved data."""
+cell and moved data, and that memagg's reads went to its donor."""
 import os
 import subprocess
 import sys
@@ -41,6 +41,16 @@ def test_quick_run_has_every_server_and_cell():
             iops = float(column.split()[0])
             assert iops > 0, (cell, server, run.stdout)
     assert any(line.startswith('verdict: ') for line in lines), run.stdout
+    # The figures are memagg's remote path only if every read reached the
+    # donor: the prefill wrote every page and no slab fell back locally.
+    stats = dict(item.split('=', 1) for item in next(
+        line for line in lines
+        if line.startswith('memagg export after the run: ')).split()[5:])
+    assert int(stats['reads']) > 0, stats
+    for key in ('zero_reads', 'local_reads', 'remote_errors',
+                'degraded_slabs'):
+        assert stats[key] == '0', stats
+    assert 'WARNING' not in run.stdout
 
 
 def test_bad_size_is_one_line_and_exit_2():
