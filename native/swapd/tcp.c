@@ -1,0 +1,909 @@
+/*
+ * The TCP transport.
+ *
+ * Consumer side (sd_tcp_transport): one connection per donor carries the
+ * I/O of every grant.  submit() puts the io in the in-flight table under a
+ * fresh request id and sends its frame; one receive thread reads replies
+ * in large batches, matches them to ios by id and completes them.  An io
+ * that waits longer than IO_TIMEOUT_US fails with -ETIMEDOUT; a lost
+ * connection fails every io in flight with -ECONNRESET.
+ *
+ * Donor side (sd_tcp_server_start): a thread per consumer connection reads
+ * every complete frame it has, serves each from the store and sends all
+ * the replies together before it waits for more.
+ */
+#define _GNU_SOURCE         /* accept4 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "donor.h"
+#include "frame.h"
+#include "store.h"
+#include "transport.h"
+#include "util.h"
+
+#define IO_TIMEOUT_US (5 * 1000000ULL)
+#define CONNECT_TIMEOUT_MS 5000
+#define TICK_US 250000          /* how often the receiver looks for timeouts */
+#define RX_BUF_LEN (256 * 1024)
+#define SLOTS_MIN 64
+#define SLOTS_MAX (1U << 20)
+#define NO_SLOT UINT32_MAX
+
+/* ---- shared ---- */
+
+/* Send every byte of iov[0..n), retrying short writes; 0 or -errno. */
+static int send_all(int fd, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+        ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+
+        if (sent < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno == EAGAIN ? -ETIMEDOUT : -errno;
+        }
+        while (n > 0 && (size_t)sent >= iov->iov_len) {
+            sent -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + sent;
+            iov->iov_len -= (size_t)sent;
+        }
+    }
+    return 0;
+}
+
+static void set_sockopt_int(int fd, int level, int name, int value)
+{
+    /* Tuning only: the connection works without it. */
+    if (setsockopt(fd, level, name, &value, sizeof(value)) < 0) {
+        sd_log(LOG_DEBUG, "setsockopt(%d, %d): %s", level, name,
+               strerror(errno));
+    }
+}
+
+static void set_timeout(int fd, int name, uint64_t us)
+{
+    struct timeval tv = {
+        .tv_sec = (time_t)(us / 1000000),
+        .tv_usec = (suseconds_t)(us % 1000000),
+    };
+
+    if (setsockopt(fd, SOL_SOCKET, name, &tv, sizeof(tv)) < 0) {
+        sd_log(LOG_DEBUG, "setsockopt(timeout): %s", strerror(errno));
+    }
+}
+
+static int resolve(const char *host, uint16_t port, int passive,
+                   struct addrinfo **res, char *err, size_t errlen)
+{
+    struct addrinfo hints = {
+        .ai_family = AF_INET,
+        .ai_socktype = SOCK_STREAM,
+        .ai_flags = passive ? AI_PASSIVE : 0,
+    };
+    char service[8];
+    int rc;
+
+    snprintf(service, sizeof(service), "%u", port);
+    rc = getaddrinfo(host, service, &hints, res);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve '%s': %s", host,
+                 gai_strerror(rc));
+        return rc == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
+    }
+    return 0;
+}
+
+void sd_server_stop(struct sd_server *server)
+{
+    if (server) {
+        server->stop(server);
+    }
+}
+
+uint16_t sd_server_port(const struct sd_server *server)
+{
+    return server->port;
+}
+
+/* ---- consumer side ---- */
+
+struct inflight {
+    struct sd_io *io;           /* NULL: free */
+    uint64_t deadline;          /* sd_now_us() after which it times out */
+    uint32_t gen;               /* the upper half of the request id */
+    uint32_t next_free;
+    int sending;                /* its frame is being written: the buffer
+                                 * is in use, it cannot be failed yet */
+};
+
+struct sd_peer {
+    int fd;
+    char name[300];             /* host:port, for logs */
+    pthread_t rx;
+    pthread_mutex_t send_lock;  /* one frame at a time on the socket */
+    pthread_mutex_t lock;       /* the table and alive */
+    struct inflight *slots;
+    uint32_t nslots;
+    uint32_t free_head;
+    int alive;
+    int free_on_exit;           /* close() was called by the receiver */
+};
+
+static uint64_t request_id(uint32_t gen, uint32_t slot)
+{
+    return (uint64_t)gen << 32 | slot;
+}
+
+/* A free slot, growing the table when needed (peer->lock held). */
+static uint32_t slot_get(struct sd_peer *p)
+{
+    uint32_t i, s;
+
+    if (p->free_head == NO_SLOT) {
+        uint32_t n = p->nslots * 2;
+        struct inflight *t;
+
+        if (n > SLOTS_MAX || !(t = realloc(p->slots, n * sizeof(*t)))) {
+            return NO_SLOT;
+        }
+        memset(t + p->nslots, 0, (n - p->nslots) * sizeof(*t));
+        for (i = p->nslots; i < n; i++) {
+            t[i].next_free = i + 1 < n ? i + 1 : NO_SLOT;
+        }
+        p->free_head = p->nslots;
+        p->slots = t;
+        p->nslots = n;
+    }
+    s = p->free_head;
+    p->free_head = p->slots[s].next_free;
+    return s;
+}
+
+/* Take the io out of slot s (peer->lock held); a later reply with its id
+ * no longer matches. */
+static struct sd_io *slot_put(struct sd_peer *p, uint32_t s)
+{
+    struct sd_io *io = p->slots[s].io;
+
+    p->slots[s].io = NULL;
+    p->slots[s].sending = 0;
+    p->slots[s].gen++;
+    p->slots[s].next_free = p->free_head;
+    p->free_head = s;
+    return io;
+}
+
+/* Mark the connection lost and wake the receiver, which fails the rest. */
+static void peer_fail(struct sd_peer *p, const char *why)
+{
+    int was;
+
+    pthread_mutex_lock(&p->lock);
+    was = p->alive;
+    p->alive = 0;
+    pthread_mutex_unlock(&p->lock);
+    if (was && why) {
+        sd_log(LOG_WARNING, "donor %s: connection lost: %s", p->name, why);
+    }
+    shutdown(p->fd, SHUT_RDWR);
+}
+
+/* Complete, one at a time, every io that is not being sent and whose
+ * deadline is before now (all of them when now is UINT64_MAX). */
+static void expire(struct sd_peer *p, uint64_t now, int status)
+{
+    uint32_t s;
+
+    pthread_mutex_lock(&p->lock);
+    for (s = 0; s < p->nslots; s++) {
+        struct inflight *f = &p->slots[s];
+
+        if (f->io && !f->sending && f->deadline <= now) {
+            struct sd_io *io = slot_put(p, s);
+
+            pthread_mutex_unlock(&p->lock);
+            io->done(io, status);
+            pthread_mutex_lock(&p->lock);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Read exactly len bytes straight from the socket (the part of a payload
+ * that was not in the receive buffer). */
+static int rx_full(struct sd_peer *p, void *buf, size_t len)
+{
+    char *c = buf;
+
+    while (len) {
+        ssize_t n = recv(p->fd, c, len, 0);
+
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                continue;
+            }
+            return -errno;
+        }
+        if (n == 0) {
+            return -ECONNRESET;
+        }
+        c += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Handle one reply whose header is parsed and whose payload starts at
+ * data (avail bytes of it buffered).  Returns how many buffered bytes it
+ * used, or -errno when the connection cannot go on. */
+static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
+                         const uint8_t *data, size_t avail)
+{
+    uint32_t s = (uint32_t)f->id, payload = sd_frame_payload_len(f);
+    size_t have = payload < avail ? payload : avail;
+    struct sd_io *io = NULL;
+    int status = f->status, err = 0;
+
+    pthread_mutex_lock(&p->lock);
+    if (s < p->nslots && p->slots[s].io &&
+        p->slots[s].gen == (uint32_t)(f->id >> 32)) {
+        io = slot_put(p, s);
+    }
+    pthread_mutex_unlock(&p->lock);
+
+    if (f->op == SD_FRAME_OP_ERROR) {
+        sd_log(LOG_WARNING, "donor %s refused a frame: %s", p->name,
+               strerror(-status));
+    }
+    if (!io) {
+        /* Its io timed out: drop the payload. */
+        char sink[4096];
+        size_t rest = payload - have;
+
+        while (rest && err == 0) {
+            size_t n = rest < sizeof(sink) ? rest : sizeof(sink);
+
+            err = rx_full(p, sink, n);
+            rest -= n;
+        }
+        return err < 0 ? err : (long)have;
+    }
+    if (f->op != SD_FRAME_OP_ERROR && (f->op != io->op || f->len != io->len)) {
+        io->done(io, -EPROTO);
+        return -EPROTO;
+    }
+    if (payload) {
+        memcpy(io->buf, data, have);
+        err = rx_full(p, (char *)io->buf + have, payload - have);
+        if (err < 0) {
+            io->done(io, -ECONNRESET);
+            return err;
+        }
+    }
+    io->done(io, status);
+    return (long)have;
+}
+
+static void *peer_receiver(void *arg)
+{
+    struct sd_peer *p = arg;
+    uint8_t *buf = malloc(RX_BUF_LEN);
+    size_t have = 0;
+    uint64_t next_tick = sd_now_us() + TICK_US;
+    const char *why = "out of memory";
+
+    while (buf) {
+        size_t pos = 0;
+        ssize_t n;
+        uint64_t now;
+
+        while (have - pos >= SD_FRAME_HDR_LEN) {
+            struct sd_frame f;
+            long used;
+            int rc = sd_frame_parse(buf + pos, have - pos, &f, &why);
+
+            if (rc == 0 && !(f.flags & SD_FRAME_REPLY)) {
+                rc = -EPROTO;
+                why = "a request where a reply was due";
+            }
+            if (rc < 0) {
+                goto dead;
+            }
+            pos += SD_FRAME_HDR_LEN;
+            used = handle_reply(p, &f, buf + pos, have - pos);
+            if (used < 0) {
+                why = strerror((int)-used);
+                goto dead;
+            }
+            pos += (size_t)used;
+        }
+        memmove(buf, buf + pos, have - pos);
+        have -= pos;
+
+        now = sd_now_us();
+        if (now >= next_tick) {
+            expire(p, now, -ETIMEDOUT);
+            next_tick = now + TICK_US;
+        }
+        /* SO_RCVTIMEO wakes this up each tick to look for timeouts. */
+        n = recv(p->fd, buf + have, RX_BUF_LEN - have, 0);
+        if (n > 0) {
+            have += (size_t)n;
+        } else if (n == 0) {
+            why = "closed by the donor";
+            break;
+        } else if (errno != EAGAIN && errno != EINTR) {
+            why = strerror(errno);
+            break;
+        }
+    }
+dead:
+    free(buf);
+    peer_fail(p, why);
+    expire(p, UINT64_MAX, -ECONNRESET);
+    if (p->free_on_exit) {
+        close(p->fd);
+        pthread_mutex_destroy(&p->lock);
+        pthread_mutex_destroy(&p->send_lock);
+        free(p->slots);
+        free(p);
+    }
+    return NULL;
+}
+
+static int tcp_probe(char *why, size_t len)
+{
+    snprintf(why, len, "ok");
+    return 0;
+}
+
+/* A connect() that gives up after CONNECT_TIMEOUT_MS. */
+static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+    int flags = fcntl(fd, F_GETFL), soerr = 0, rc;
+    socklen_t sl = sizeof(soerr);
+
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    rc = connect(fd, sa, len);
+    if (rc < 0 && errno != EINPROGRESS) {
+        return -errno;
+    }
+    if (rc < 0) {
+        rc = poll(&pfd, 1, CONNECT_TIMEOUT_MS);
+        if (rc == 0) {
+            return -ETIMEDOUT;
+        }
+        if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
+            return -errno;
+        }
+        if (soerr) {
+            return -soerr;
+        }
+    }
+    fcntl(fd, F_SETFL, flags);
+    return 0;
+}
+
+static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
+                       char *err, size_t errlen)
+{
+    struct addrinfo *res;
+    struct sd_peer *p;
+    int fd, rc;
+    uint32_t i;
+
+    rc = resolve(host, port, 0, &res, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        freeaddrinfo(res);
+        snprintf(err, errlen, "socket: %s", strerror(-rc));
+        return rc;
+    }
+    rc = connect_timeout(fd, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    if (rc < 0) {
+        snprintf(err, errlen, "connect to %s:%u: %s", host, port,
+                 strerror(-rc));
+        close(fd);
+        return rc;
+    }
+    /* Small frames must not wait for Nagle; the receive timeout is the
+     * receiver's tick; a send that blocks this long means a dead donor. */
+    set_sockopt_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    set_sockopt_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    set_timeout(fd, SO_RCVTIMEO, TICK_US);
+    set_timeout(fd, SO_SNDTIMEO, IO_TIMEOUT_US);
+
+    p = calloc(1, sizeof(*p));
+    if (!p || !(p->slots = calloc(SLOTS_MIN, sizeof(*p->slots)))) {
+        free(p);
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (i = 0; i < SLOTS_MIN; i++) {
+        p->slots[i].next_free = i + 1 < SLOTS_MIN ? i + 1 : NO_SLOT;
+    }
+    p->nslots = SLOTS_MIN;
+    p->fd = fd;
+    p->alive = 1;
+    snprintf(p->name, sizeof(p->name), "%s:%u", host, port);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->send_lock, NULL);
+    rc = pthread_create(&p->rx, NULL, peer_receiver, p);
+    if (rc != 0) {
+        snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+        pthread_mutex_destroy(&p->lock);
+        pthread_mutex_destroy(&p->send_lock);
+        free(p->slots);
+        free(p);
+        close(fd);
+        return -rc;
+    }
+    *out = p;
+    return 0;
+}
+
+static int tcp_submit(struct sd_peer *p, struct sd_io *io)
+{
+    struct sd_frame f = { .op = (uint8_t)io->op };
+    uint8_t hdr[SD_FRAME_HDR_LEN];
+    struct iovec iov[2];
+    uint32_t s, gen;
+    int rc, fail = 0;
+
+    if ((io->op != SD_OP_READ && io->op != SD_OP_WRITE) ||
+        io->len > SD_FRAME_MAX_LEN || io->offset > UINT64_MAX - io->len) {
+        return -EINVAL;
+    }
+    pthread_mutex_lock(&p->lock);
+    if (!p->alive) {
+        pthread_mutex_unlock(&p->lock);
+        return -ECONNRESET;
+    }
+    s = slot_get(p);
+    if (s == NO_SLOT) {
+        pthread_mutex_unlock(&p->lock);
+        return -EAGAIN;
+    }
+    p->slots[s].io = io;
+    p->slots[s].sending = 1;
+    p->slots[s].deadline = sd_now_us() + IO_TIMEOUT_US;
+    gen = p->slots[s].gen;
+    pthread_mutex_unlock(&p->lock);
+
+    f.id = request_id(gen, s);
+    memcpy(f.grant, io->grant, SD_UUID_LEN);
+    memcpy(f.key, io->key, SD_KEY_LEN);
+    f.slab = io->slab;
+    f.len = io->len;
+    f.offset = io->offset;
+    sd_frame_encode(&f, hdr);
+    iov[0] = (struct iovec){ hdr, sizeof(hdr) };
+    iov[1] = (struct iovec){ io->buf, io->len };
+
+    pthread_mutex_lock(&p->send_lock);
+    rc = send_all(p->fd, iov, io->op == SD_OP_WRITE && io->len ? 2 : 1);
+    pthread_mutex_unlock(&p->send_lock);
+
+    if (rc < 0) {
+        /* Part of a frame may be out: the stream is unusable. */
+        peer_fail(p, strerror(-rc));
+    }
+    pthread_mutex_lock(&p->lock);
+    /* Unless its reply already completed it, the io is ours again. */
+    if (p->slots[s].io == io && p->slots[s].gen == gen) {
+        p->slots[s].sending = 0;
+        if (!p->alive) {
+            /* The receiver's sweep skipped it while it was being sent. */
+            slot_put(p, s);
+            fail = 1;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (fail) {
+        /* A send that waited IO_TIMEOUT_US says so; any other loss of
+         * the connection is -ECONNRESET, as for the ios in flight. */
+        io->done(io, rc == -ETIMEDOUT ? rc : -ECONNRESET);
+    }
+    return 0;
+}
+
+static int tcp_alive(struct sd_peer *p)
+{
+    int alive;
+
+    pthread_mutex_lock(&p->lock);
+    alive = p->alive;
+    pthread_mutex_unlock(&p->lock);
+    return alive;
+}
+
+static void tcp_close(struct sd_peer *p)
+{
+    if (!p) {
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->alive = 0;
+    pthread_mutex_unlock(&p->lock);
+    shutdown(p->fd, SHUT_RDWR);
+    if (pthread_equal(pthread_self(), p->rx)) {
+        /* Called from a done() callback: the receiver frees the peer as
+         * it leaves, after failing what is still in flight. */
+        pthread_detach(p->rx);
+        p->free_on_exit = 1;
+        return;
+    }
+    pthread_join(p->rx, NULL);
+    close(p->fd);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->send_lock);
+    free(p->slots);
+    free(p);
+}
+
+const struct sd_transport sd_tcp_transport = {
+    .scheme = "tcp",
+    .probe = tcp_probe,
+    .connect = tcp_connect,
+    .submit = tcp_submit,
+    .alive = tcp_alive,
+    .close = tcp_close,
+};
+
+/* ---- donor side ---- */
+
+struct conn {
+    struct conn *next;
+    struct tcp_server *srv;
+    int fd;
+    char name[64];
+    pthread_t thread;
+    int finished;               /* atomic: the thread is done */
+};
+
+struct tcp_server {
+    struct sd_server base;
+    struct sd_store *store;
+    int fd;
+    pthread_t acceptor;
+    pthread_mutex_t lock;       /* conns, stopping */
+    struct conn *conns;
+    int stopping;
+};
+
+/* A buffer that grows to hold what one frame needs. */
+struct buf {
+    uint8_t *data;
+    size_t len, cap;
+};
+
+static int buf_reserve(struct buf *b, size_t need)
+{
+    uint8_t *d;
+
+    if (b->cap - b->len >= need) {
+        return 0;
+    }
+    d = realloc(b->data, b->len + need);
+    if (!d) {
+        return -ENOMEM;
+    }
+    b->data = d;
+    b->cap = b->len + need;
+    return 0;
+}
+
+static int flush_out(struct conn *c, struct buf *out)
+{
+    struct iovec iov = { out->data, out->len };
+    int rc = out->len ? send_all(c->fd, &iov, 1) : 0;
+
+    out->len = 0;
+    return rc;
+}
+
+/* Serve the request f whose payload (if any) is at payload; its reply goes
+ * to out.  -errno only when the connection cannot go on. */
+static int serve_frame(struct conn *c, const struct sd_frame *f,
+                       uint8_t *payload, struct buf *out)
+{
+    struct sd_frame r = {
+        .op = f->op, .flags = SD_FRAME_REPLY, .id = f->id,
+        .slab = f->slab, .len = f->len, .offset = f->offset,
+    };
+    size_t reply_len = SD_FRAME_HDR_LEN;
+    int rc;
+
+    memcpy(r.grant, f->grant, SD_UUID_LEN);
+    if (f->op == SD_OP_READ) {
+        reply_len += f->len;
+    }
+    /* Keep the batch of replies small enough to send soon. */
+    if (out->len && out->len + reply_len > RX_BUF_LEN) {
+        rc = flush_out(c, out);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    if (buf_reserve(out, reply_len) < 0) {
+        return -ENOMEM;
+    }
+    if (f->op == SD_OP_READ) {
+        r.status = sd_store_access(c->srv->store, SD_OP_READ, f->grant,
+                                   f->key, f->slab, f->offset,
+                                   out->data + out->len + SD_FRAME_HDR_LEN,
+                                   f->len);
+    } else {
+        r.status = sd_store_access(c->srv->store, SD_OP_WRITE, f->grant,
+                                   f->key, f->slab, f->offset, payload,
+                                   f->len);
+    }
+    sd_frame_encode(&r, out->data + out->len);
+    out->len += SD_FRAME_HDR_LEN + sd_frame_payload_len(&r);
+    return 0;
+}
+
+/* Tell the consumer why its frame was refused before hanging up. */
+static void send_error(struct conn *c, struct buf *out, int status,
+                       const char *why)
+{
+    struct sd_frame r = {
+        .op = SD_FRAME_OP_ERROR, .flags = SD_FRAME_REPLY, .status = status,
+    };
+
+    sd_log(LOG_WARNING, "consumer %s: bad frame (%s): closing", c->name, why);
+    if (buf_reserve(out, SD_FRAME_HDR_LEN) == 0) {
+        sd_frame_encode(&r, out->data + out->len);
+        out->len += SD_FRAME_HDR_LEN;
+    }
+    flush_out(c, out);
+}
+
+static void *conn_thread(void *arg)
+{
+    struct conn *c = arg;
+    struct buf in = { 0 }, out = { 0 };
+
+    if (buf_reserve(&in, RX_BUF_LEN) < 0) {
+        goto done;
+    }
+    for (;;) {
+        size_t pos = 0, need;
+        ssize_t n;
+
+        for (;;) {
+            struct sd_frame f;
+            const char *why;
+            int rc;
+
+            if (in.len - pos < SD_FRAME_HDR_LEN) {
+                need = SD_FRAME_HDR_LEN;
+                break;
+            }
+            rc = sd_frame_parse(in.data + pos, in.len - pos, &f, &why);
+            if (rc == 0 && (f.flags & SD_FRAME_REPLY)) {
+                rc = -EPROTO;
+                why = "a reply where a request was due";
+            }
+            if (rc < 0) {
+                send_error(c, &out, rc, why);
+                goto done;
+            }
+            need = SD_FRAME_HDR_LEN + sd_frame_payload_len(&f);
+            if (in.len - pos < need) {
+                break;
+            }
+            if (serve_frame(c, &f, in.data + pos + SD_FRAME_HDR_LEN,
+                            &out) < 0) {
+                goto done;
+            }
+            pos += need;
+        }
+        /* Keep the partial frame, and room for all of it. */
+        memmove(in.data, in.data + pos, in.len - pos);
+        in.len -= pos;
+        if (flush_out(c, &out) < 0) {
+            goto done;
+        }
+        need -= in.len;
+        if (buf_reserve(&in, need > RX_BUF_LEN ? need : RX_BUF_LEN) < 0) {
+            goto done;
+        }
+        n = recv(c->fd, in.data + in.len, in.cap - in.len, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        in.len += (size_t)n;
+    }
+done:
+    free(in.data);
+    free(out.data);
+    /* The consumer sees the end now; the descriptor is closed when the
+     * thread is reaped. */
+    shutdown(c->fd, SHUT_RDWR);
+    __atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Join the threads of closed connections (srv->lock held). */
+static void reap(struct tcp_server *srv, int all)
+{
+    struct conn **link = &srv->conns;
+
+    while (*link) {
+        struct conn *c = *link;
+
+        if (all || __atomic_load_n(&c->finished, __ATOMIC_ACQUIRE)) {
+            *link = c->next;
+            pthread_join(c->thread, NULL);
+            close(c->fd);
+            free(c);
+        } else {
+            link = &c->next;
+        }
+    }
+}
+
+static void *acceptor(void *arg)
+{
+    struct tcp_server *srv = arg;
+
+    for (;;) {
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof(sa);
+        struct conn *c;
+        char addr[INET_ADDRSTRLEN];
+        int fd = accept4(srv->fd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
+
+        pthread_mutex_lock(&srv->lock);
+        if (srv->stopping) {
+            pthread_mutex_unlock(&srv->lock);
+            if (fd >= 0) {
+                close(fd);
+            }
+            return NULL;
+        }
+        reap(srv, 0);
+        pthread_mutex_unlock(&srv->lock);
+        if (fd < 0) {
+            if (errno != EINTR && errno != ECONNABORTED) {
+                sd_log(LOG_WARNING, "accept: %s", strerror(errno));
+                /* Out of descriptors: do not spin. */
+                poll(NULL, 0, 100);
+            }
+            continue;
+        }
+        set_sockopt_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->srv = srv;
+        c->fd = fd;
+        inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof(addr));
+        snprintf(c->name, sizeof(c->name), "%s:%u", addr, ntohs(sa.sin_port));
+        pthread_mutex_lock(&srv->lock);
+        if (pthread_create(&c->thread, NULL, conn_thread, c) != 0) {
+            pthread_mutex_unlock(&srv->lock);
+            sd_log(LOG_WARNING, "consumer %s: no thread for it", c->name);
+            close(fd);
+            free(c);
+            continue;
+        }
+        c->next = srv->conns;
+        srv->conns = c;
+        pthread_mutex_unlock(&srv->lock);
+        sd_log(LOG_DEBUG, "consumer %s connected", c->name);
+    }
+}
+
+static void tcp_server_stop(struct sd_server *base)
+{
+    struct tcp_server *srv = (struct tcp_server *)base;
+    struct conn *c;
+
+    pthread_mutex_lock(&srv->lock);
+    srv->stopping = 1;
+    pthread_mutex_unlock(&srv->lock);
+    /* Wakes accept() (it fails with EINVAL) and every recv(). */
+    shutdown(srv->fd, SHUT_RDWR);
+    pthread_join(srv->acceptor, NULL);
+    close(srv->fd);
+    pthread_mutex_lock(&srv->lock);
+    for (c = srv->conns; c; c = c->next) {
+        shutdown(c->fd, SHUT_RDWR);
+    }
+    reap(srv, 1);
+    pthread_mutex_unlock(&srv->lock);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+}
+
+int sd_tcp_server_start(struct sd_store *store, const char *host,
+                        uint16_t port, struct sd_server **out,
+                        char *err, size_t errlen)
+{
+    struct tcp_server *srv;
+    struct addrinfo *res;
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int fd, rc;
+
+    rc = resolve(host, port, 1, &res, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        freeaddrinfo(res);
+        snprintf(err, errlen, "socket: %s", strerror(-rc));
+        return rc;
+    }
+    set_sockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+    if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+        listen(fd, 128) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+        rc = -errno;
+        freeaddrinfo(res);
+        close(fd);
+        snprintf(err, errlen, "listen on %s:%u: %s", host, port,
+                 strerror(-rc));
+        return rc;
+    }
+    freeaddrinfo(res);
+
+    srv = calloc(1, sizeof(*srv));
+    if (!srv) {
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    srv->base.stop = tcp_server_stop;
+    srv->base.port = ntohs(sa.sin_port);
+    srv->store = store;
+    srv->fd = fd;
+    pthread_mutex_init(&srv->lock, NULL);
+    rc = pthread_create(&srv->acceptor, NULL, acceptor, srv);
+    if (rc != 0) {
+        pthread_mutex_destroy(&srv->lock);
+        free(srv);
+        close(fd);
+        snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+        return -rc;
+    }
+    sd_log(LOG_INFO, "donor service on tcp://%s:%u", host, srv->base.port);
+    *out = &srv->base;
+    return 0;
+}
