@@ -90,6 +90,9 @@ def _donor_lent_mb(ctxt, donor):
                  if h['host'] == donor), 0)
 
 
+# Booting, filling and checking 200 MiB in an emulated guest that thrashes
+# swap take minutes (see the figures the test prints).
+@pytest.mark.timeout(1800)
 def test_a_guest_swaps_to_the_donor_and_survives_its_death(
         two_hosts, guest_dir):  # noqa: F811 - pytest fixtures
     hosts = two_hosts
@@ -217,5 +220,7 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
                   stats['write_bytes'] / MIB, beat['swaps'][dev]['used_kb'],
                   dev, stats_after['write_bytes'] / MIB, checksum, timings))
     finally:
+        # Captured: pytest shows it when the test failed.
+        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
         guest.destroy()
         conn.close()
