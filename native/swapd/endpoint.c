@@ -1,0 +1,71 @@
+/* Endpoints "scheme://host:port": which transport, where. */
+#include <errno.h>
+#include <string.h>
+
+#include "transport.h"
+
+static int host_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+}
+
+int sd_endpoint_parse(const char *endpoint, const struct sd_transport **t,
+                      char *host, size_t hostlen, uint16_t *port)
+{
+    static const struct sd_transport *const transports[] = {
+        &sd_tcp_transport, &sd_rdma_transport,
+    };
+    const char *sep, *h, *colon, *p;
+    size_t i, scheme_len, host_len;
+    unsigned long v = 0;
+
+    sep = strstr(endpoint, "://");
+    if (!sep || sep == endpoint) {
+        return -EINVAL;
+    }
+    scheme_len = (size_t)(sep - endpoint);
+    *t = NULL;
+    for (i = 0; i < sizeof(transports) / sizeof(transports[0]); i++) {
+        if (strlen(transports[i]->scheme) == scheme_len &&
+            memcmp(transports[i]->scheme, endpoint, scheme_len) == 0) {
+            *t = transports[i];
+        }
+    }
+    if (!*t) {
+        return -EPROTONOSUPPORT;
+    }
+
+    /* IPv4 addresses and host names: the port follows the last colon. */
+    h = sep + 3;
+    colon = strrchr(h, ':');
+    if (!colon || colon == h) {
+        return -EINVAL;
+    }
+    host_len = (size_t)(colon - h);
+    if (host_len >= hostlen) {
+        return -EINVAL;
+    }
+    for (p = h; p < colon; p++) {
+        if (!host_char(*p)) {
+            return -EINVAL;
+        }
+    }
+    p = colon + 1;
+    if (*p == '\0' || strlen(p) > 5) {
+        return -EINVAL;
+    }
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9') {
+            return -EINVAL;
+        }
+        v = v * 10 + (unsigned long)(*p - '0');
+    }
+    if (v == 0 || v > 65535) {
+        return -EINVAL;
+    }
+    memcpy(host, h, host_len);
+    host[host_len] = '\0';
+    *port = (uint16_t)v;
+    return 0;
+}

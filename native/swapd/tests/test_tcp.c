@@ -1,0 +1,583 @@
+/*
+ * Tests of the TCP transport against a real donor server on 127.0.0.1:
+ * round trips, many ios in flight from several threads, the donor's
+ * refusals (-EACCES, -ENOENT, -ERANGE), large ios, a garbage frame, and
+ * faults: a donor that never answers (-ETIMEDOUT), a donor that goes away
+ * (-ECONNRESET, alive() 0), close() with ios in flight and from a done()
+ * callback.  Also endpoint parsing.  Prints "N passed, N failed".
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "store.h"
+#include "transport.h"
+
+static int passed, failed;
+
+#define CHECK(cond) do { \
+        if (cond) { \
+            passed++; \
+        } else { \
+            failed++; \
+            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
+        } \
+    } while (0)
+
+#define SLAB (1024 * 1024ULL)
+#define NSLABS 8
+
+static const struct sd_transport *T = &sd_tcp_transport;
+
+/* ---- waiting for completions, with a deadline ---- */
+
+struct waiter {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int pending;
+};
+
+struct tio {
+    struct sd_io io;
+    struct waiter *w;
+    int status;
+    int calls;
+};
+
+static void waiter_init(struct waiter *w)
+{
+    pthread_mutex_init(&w->m, NULL);
+    pthread_cond_init(&w->c, NULL);
+    w->pending = 0;
+}
+
+static void tio_done(struct sd_io *io, int status)
+{
+    struct tio *t = (struct tio *)io;
+    struct waiter *w = t->w;
+
+    pthread_mutex_lock(&w->m);
+    t->status = status;
+    t->calls++;
+    w->pending--;
+    pthread_cond_broadcast(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+/* Wait until at most `left` are pending; 1 when so before the deadline. */
+static int wait_pending(struct waiter *w, int left, int seconds)
+{
+    struct timespec ts;
+    int ok;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += seconds;
+    pthread_mutex_lock(&w->m);
+    while (w->pending > left &&
+           pthread_cond_timedwait(&w->c, &w->m, &ts) == 0) {
+    }
+    ok = w->pending <= left;
+    pthread_mutex_unlock(&w->m);
+    return ok;
+}
+
+static void tio_prep(struct tio *t, struct waiter *w, int op,
+                     const uint8_t *grant, const uint8_t *key, uint32_t slab,
+                     uint64_t offset, void *buf, uint32_t len)
+{
+    memset(t, 0, sizeof(*t));
+    t->io.op = op;
+    memcpy(t->io.grant, grant, SD_UUID_LEN);
+    memcpy(t->io.key, key, SD_KEY_LEN);
+    t->io.slab = slab;
+    t->io.offset = offset;
+    t->io.buf = buf;
+    t->io.len = len;
+    t->io.done = tio_done;
+    t->w = w;
+    t->status = 1;
+}
+
+/* Submit and wait for one io; its status (or the submit error). */
+static int run_io(struct sd_peer *p, int op, const uint8_t *grant,
+                  const uint8_t *key, uint32_t slab, uint64_t offset,
+                  void *buf, uint32_t len)
+{
+    struct waiter w;
+    struct tio t;
+    int rc;
+
+    waiter_init(&w);
+    tio_prep(&t, &w, op, grant, key, slab, offset, buf, len);
+    w.pending = 1;
+    rc = T->submit(p, &t.io);
+    if (rc < 0) {
+        return rc;
+    }
+    if (!wait_pending(&w, 0, 10)) {
+        return 1000;    /* never completed */
+    }
+    return t.calls == 1 ? t.status : 2000;
+}
+
+/* ---- a donor with one grant ---- */
+
+static uint8_t grant[SD_UUID_LEN], key[SD_KEY_LEN], wrong[SD_KEY_LEN];
+
+static struct sd_store *make_store(void)
+{
+    struct sd_store *s;
+    uint32_t idx[NSLABS], rkey;
+    uint64_t addrs[NSLABS];
+    size_t done, i;
+
+    for (i = 0; i < NSLABS; i++) {
+        idx[i] = (uint32_t)i;
+    }
+    for (i = 0; i < SD_UUID_LEN; i++) {
+        grant[i] = (uint8_t)(i * 17 + 3);
+    }
+    for (i = 0; i < SD_KEY_LEN; i++) {
+        key[i] = (uint8_t)(i * 29 + 5);
+    }
+    memcpy(wrong, key, SD_KEY_LEN);
+    wrong[0] ^= 0x40;
+    if (sd_store_new(NSLABS * SLAB, &s) != 0 ||
+        sd_store_alloc(s, grant, key, SLAB, idx, NSLABS, addrs, &done,
+                       &rkey) != 0 || done != NSLABS) {
+        fprintf(stderr, "cannot make the store\n");
+        exit(2);
+    }
+    return s;
+}
+
+static void test_basic(struct sd_peer *p)
+{
+    char in[8192], out[8192];
+    size_t i;
+
+    for (i = 0; i < sizeof(in); i++) {
+        in[i] = (char)(i * 7);
+    }
+    CHECK(T->alive(p) == 1);
+    CHECK(run_io(p, SD_OP_WRITE, grant, key, 3, 4096, in, sizeof(in)) == 0);
+    memset(out, 0, sizeof(out));
+    CHECK(run_io(p, SD_OP_READ, grant, key, 3, 4096, out, sizeof(out)) == 0);
+    CHECK(memcmp(in, out, sizeof(in)) == 0);
+    /* A zero-length io is a no-op that still completes. */
+    CHECK(run_io(p, SD_OP_READ, grant, key, 3, 0, out, 0) == 0);
+
+    /* The donor's refusals come back as the io's status. */
+    memset(out, 0x5a, sizeof(out));
+    CHECK(run_io(p, SD_OP_READ, grant, wrong, 3, 4096, out, 4096) == -EACCES);
+    CHECK(out[0] == 0x5a);     /* nothing was read into it */
+    CHECK(run_io(p, SD_OP_WRITE, grant, wrong, 3, 4096, out, 4096) ==
+          -EACCES);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 3, 4096, out, sizeof(out)) == 0);
+    CHECK(memcmp(in, out, sizeof(in)) == 0);    /* the refused write did
+                                                 * not land */
+    CHECK(run_io(p, SD_OP_READ, grant, key, NSLABS, 0, out, 4096) ==
+          -ENOENT);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 1, SLAB - 100, out, 4096) ==
+          -ERANGE);
+    /* Ios the transport cannot carry are not queued. */
+    CHECK(run_io(p, 7, grant, key, 1, 0, out, 16) == -EINVAL);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 1, 0, out,
+                 SD_FRAME_MAX_LEN + 1) == -EINVAL);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 1, UINT64_MAX - 2, out, 16) ==
+          -EINVAL);
+    CHECK(T->alive(p) == 1);
+}
+
+static void test_large(struct sd_peer *p)
+{
+    uint32_t len = (uint32_t)SLAB;      /* bigger than any socket buffer */
+    unsigned char *in = malloc(len), *out = malloc(len);
+    uint32_t i;
+
+    for (i = 0; i < len; i++) {
+        in[i] = (unsigned char)(i * 13 + (i >> 12));
+    }
+    CHECK(run_io(p, SD_OP_WRITE, grant, key, 6, 0, in, len) == 0);
+    memset(out, 0, len);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 6, 0, out, len) == 0);
+    CHECK(memcmp(in, out, len) == 0);
+    free(in);
+    free(out);
+}
+
+/* Several threads, each keeping QD ios in flight on the shared peer. */
+#define THREADS 4
+#define QD 32
+#define ROUNDS 60
+
+struct loader {
+    struct sd_peer *p;
+    int id;
+    int errors;
+};
+
+static void *loader_main(void *arg)
+{
+    struct loader *l = arg;
+    static __thread unsigned char bufs[QD][4096], back[QD][4096];
+    struct waiter w;
+    struct tio t[QD];
+    int r, i;
+
+    waiter_init(&w);
+    for (r = 0; r < ROUNDS; r++) {
+        /* QD writes in flight, then QD reads of the same pages. */
+        for (i = 0; i < QD; i++) {
+            uint64_t off = (uint64_t)((r * QD + i) % 256) * 4096;
+
+            memset(bufs[i], (l->id * 31 + r * 7 + i) & 0xff, 4096);
+            tio_prep(&t[i], &w, SD_OP_WRITE, grant, key, (uint32_t)l->id,
+                     off, bufs[i], 4096);
+            pthread_mutex_lock(&w.m);
+            w.pending++;
+            pthread_mutex_unlock(&w.m);
+            if (T->submit(l->p, &t[i].io) != 0) {
+                l->errors++;
+                tio_done(&t[i].io, -EIO);
+            }
+        }
+        if (!wait_pending(&w, 0, 20)) {
+            l->errors += 1000;
+            return NULL;
+        }
+        for (i = 0; i < QD; i++) {
+            l->errors += t[i].status != 0 || t[i].calls != 1;
+            tio_prep(&t[i], &w, SD_OP_READ, grant, key, (uint32_t)l->id,
+                     t[i].io.offset, back[i], 4096);
+            pthread_mutex_lock(&w.m);
+            w.pending++;
+            pthread_mutex_unlock(&w.m);
+            if (T->submit(l->p, &t[i].io) != 0) {
+                l->errors++;
+                tio_done(&t[i].io, -EIO);
+            }
+        }
+        if (!wait_pending(&w, 0, 20)) {
+            l->errors += 1000;
+            return NULL;
+        }
+        for (i = 0; i < QD; i++) {
+            l->errors += t[i].status != 0 || t[i].calls != 1 ||
+                         memcmp(bufs[i], back[i], 4096) != 0;
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent(struct sd_peer *p)
+{
+    struct loader l[THREADS];
+    pthread_t th[THREADS];
+    int i, errors = 0;
+
+    for (i = 0; i < THREADS; i++) {
+        l[i] = (struct loader){ .p = p, .id = i };
+        pthread_create(&th[i], NULL, loader_main, &l[i]);
+    }
+    for (i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        errors += l[i].errors;
+    }
+    CHECK(errors == 0);
+    CHECK(T->alive(p) == 1);
+}
+
+/* The server stops under load: every io completes exactly once, with 0 or
+ * -ECONNRESET; the peer is then dead and refuses new ios. */
+static void test_server_stop(struct sd_peer *p, struct sd_server *srv)
+{
+    enum { N = 64 };
+    static unsigned char bufs[N][64 * 1024];
+    struct waiter w;
+    struct tio t[N];
+    int i, bad = 0, queued = 0;
+
+    waiter_init(&w);
+    for (i = 0; i < N; i++) {
+        tio_prep(&t[i], &w, SD_OP_READ, grant, key, (uint32_t)(i % NSLABS),
+                 0, bufs[i], sizeof(bufs[i]));
+        pthread_mutex_lock(&w.m);
+        w.pending++;
+        pthread_mutex_unlock(&w.m);
+        if (T->submit(p, &t[i].io) == 0) {
+            queued++;
+        } else {
+            tio_done(&t[i].io, -ECONNRESET);
+        }
+        if (i == N / 2) {
+            sd_server_stop(srv);
+        }
+    }
+    CHECK(queued >= N / 2);
+    CHECK(wait_pending(&w, 0, 10));
+    for (i = 0; i < N; i++) {
+        bad += t[i].calls != 1 ||
+               (t[i].status != 0 && t[i].status != -ECONNRESET);
+    }
+    CHECK(bad == 0);
+    /* The receiver notices within its tick. */
+    for (i = 0; i < 100 && T->alive(p); i++) {
+        usleep(20000);
+    }
+    CHECK(T->alive(p) == 0);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 0, 0, bufs[0], 16) ==
+          -ECONNRESET);
+}
+
+/* ---- a fake donor that accepts and never answers ---- */
+
+static int silent_listen(uint16_t *port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    socklen_t sl = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        listen(fd, 4) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+        perror("silent donor");
+        exit(2);
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static void test_timeout(void)
+{
+    uint16_t port;
+    int lfd = silent_listen(&port), cfd;
+    struct sd_peer *p;
+    char err[SD_ERRLEN], buf[64];
+    time_t start;
+    int rc;
+
+    CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) == 0);
+    cfd = accept(lfd, NULL, NULL);
+    start = time(NULL);
+    rc = run_io(p, SD_OP_READ, grant, key, 0, 0, buf, sizeof(buf));
+    CHECK(rc == -ETIMEDOUT);
+    CHECK(time(NULL) - start >= 4 && time(NULL) - start <= 8);
+    CHECK(T->alive(p) == 1);    /* the connection itself is still up */
+    T->close(p);
+    close(cfd);
+    close(lfd);
+}
+
+/* The donor's end closes with ios in flight. */
+static void test_donor_gone(void)
+{
+    uint16_t port;
+    int lfd = silent_listen(&port), cfd, i;
+    struct sd_peer *p;
+    char err[SD_ERRLEN], buf[8][64];
+    struct waiter w;
+    struct tio t[8];
+
+    waiter_init(&w);
+    CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) == 0);
+    cfd = accept(lfd, NULL, NULL);
+    for (i = 0; i < 8; i++) {
+        tio_prep(&t[i], &w, SD_OP_READ, grant, key, 0, 0, buf[i], 64);
+        w.pending++;
+        CHECK(T->submit(p, &t[i].io) == 0);
+    }
+    close(cfd);
+    CHECK(wait_pending(&w, 0, 5));
+    for (i = 0; i < 8; i++) {
+        CHECK(t[i].calls == 1 && t[i].status == -ECONNRESET);
+    }
+    CHECK(T->alive(p) == 0);
+    T->close(p);
+    close(lfd);
+}
+
+/* close() with ios in flight fails them; close() from done() works. */
+static struct sd_peer *closing_peer;
+
+static void close_in_done(struct sd_io *io, int status)
+{
+    T->close(closing_peer);
+    tio_done(io, status);
+}
+
+static void test_close(void)
+{
+    uint16_t port;
+    int lfd = silent_listen(&port), cfd, i;
+    struct sd_peer *p;
+    char err[SD_ERRLEN], buf[4][64];
+    struct waiter w;
+    struct tio t[4];
+
+    waiter_init(&w);
+    CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) == 0);
+    cfd = accept(lfd, NULL, NULL);
+    for (i = 0; i < 4; i++) {
+        tio_prep(&t[i], &w, SD_OP_WRITE, grant, key, 0, 0, buf[i], 64);
+        w.pending++;
+        CHECK(T->submit(p, &t[i].io) == 0);
+    }
+    T->close(p);
+    CHECK(w.pending == 0);
+    for (i = 0; i < 4; i++) {
+        CHECK(t[i].calls == 1 && t[i].status == -ECONNRESET);
+    }
+    close(cfd);
+
+    /* The first completion closes the peer from the receiver thread. */
+    CHECK(T->connect("127.0.0.1", port, &closing_peer, err,
+                     sizeof(err)) == 0);
+    cfd = accept(lfd, NULL, NULL);
+    for (i = 0; i < 4; i++) {
+        tio_prep(&t[i], &w, SD_OP_READ, grant, key, 0, 0, buf[i], 64);
+        if (i == 0) {
+            t[i].io.done = close_in_done;
+        }
+        w.pending++;
+        CHECK(T->submit(closing_peer, &t[i].io) == 0);
+    }
+    close(cfd);
+    CHECK(wait_pending(&w, 0, 5));
+    for (i = 0; i < 4; i++) {
+        CHECK(t[i].calls == 1 && t[i].status == -ECONNRESET);
+    }
+    close(lfd);
+}
+
+/* A consumer that speaks garbage gets an ERROR reply and is hung up on. */
+static void test_garbage(uint16_t port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    uint8_t junk[SD_FRAME_HDR_LEN], reply[SD_FRAME_HDR_LEN + 1];
+    struct sd_frame f;
+    const char *why;
+    ssize_t n, got = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons(port);
+    CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    memset(junk, 'G', sizeof(junk));
+    CHECK(write(fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+    while ((n = read(fd, reply + got, sizeof(reply) - (size_t)got)) > 0) {
+        got += n;
+    }
+    CHECK(got == SD_FRAME_HDR_LEN);     /* one reply, then end of stream */
+    CHECK(sd_frame_parse(reply, (size_t)got, &f, &why) == 0);
+    CHECK(f.op == SD_FRAME_OP_ERROR && f.status == -EPROTO);
+    close(fd);
+}
+
+static void test_connect_errors(void)
+{
+    uint16_t port;
+    int lfd = silent_listen(&port);
+    struct sd_peer *p = NULL;
+    char err[SD_ERRLEN] = "";
+
+    close(lfd);         /* nobody listens there now */
+    CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) ==
+          -ECONNREFUSED);
+    CHECK(strstr(err, "127.0.0.1") != NULL);
+    CHECK(T->connect("no-such-host.invalid", 7450, &p, err, sizeof(err)) < 0);
+    CHECK(strstr(err, "no-such-host.invalid") != NULL);
+    CHECK(T->probe(err, sizeof(err)) == 0);
+}
+
+static void test_endpoint(void)
+{
+    const struct sd_transport *t;
+    char host[64];
+    uint16_t port = 0;
+
+    CHECK(sd_endpoint_parse("tcp://127.0.0.1:7450", &t, host, sizeof(host),
+                            &port) == 0);
+    CHECK(t == &sd_tcp_transport && strcmp(host, "127.0.0.1") == 0 &&
+          port == 7450);
+    CHECK(sd_endpoint_parse("rdma://donor-2.example:1", &t, host,
+                            sizeof(host), &port) == 0);
+    CHECK(t == &sd_rdma_transport && strcmp(host, "donor-2.example") == 0 &&
+          port == 1);
+    CHECK(sd_endpoint_parse("tcp://h:65535", &t, host, sizeof(host),
+                            &port) == 0 && port == 65535);
+    CHECK(sd_endpoint_parse("udp://h:1", &t, host, sizeof(host), &port) ==
+          -EPROTONOSUPPORT);
+    CHECK(sd_endpoint_parse("TCP://h:1", &t, host, sizeof(host), &port) ==
+          -EPROTONOSUPPORT);
+    CHECK(sd_endpoint_parse("tcp://h:0", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://h:65536", &t, host, sizeof(host),
+                            &port) == -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://h:123456", &t, host, sizeof(host),
+                            &port) == -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://h:", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://h:+1", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://h:12x", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://:7450", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://h", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://a b:1", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://[::1]:1", &t, host, sizeof(host),
+                            &port) == -EINVAL);
+    CHECK(sd_endpoint_parse("127.0.0.1:7450", &t, host, sizeof(host),
+                            &port) == -EINVAL);
+    CHECK(sd_endpoint_parse("://h:1", &t, host, sizeof(host), &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("", &t, host, sizeof(host), &port) == -EINVAL);
+    /* A host longer than the caller's buffer. */
+    CHECK(sd_endpoint_parse("tcp://abcdefgh:1", &t, host, 8, &port) ==
+          -EINVAL);
+    CHECK(sd_endpoint_parse("tcp://abcdefg:1", &t, host, 8, &port) == 0);
+}
+
+int main(void)
+{
+    struct sd_store *store;
+    struct sd_server *srv;
+    struct sd_peer *p;
+    char err[SD_ERRLEN];
+
+    sd_log_level = LOG_ERR;     /* the faults below are logged on purpose */
+    test_endpoint();
+    store = make_store();
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &srv, err,
+                              sizeof(err)) == 0);
+    CHECK(sd_server_port(srv) != 0);
+    CHECK(T->connect("127.0.0.1", sd_server_port(srv), &p, err,
+                     sizeof(err)) == 0);
+    test_basic(p);
+    test_large(p);
+    test_concurrent(p);
+    test_garbage(sd_server_port(srv));
+    test_server_stop(p, srv);
+    T->close(p);
+    sd_store_free(store);
+
+    test_connect_errors();
+    test_donor_gone();
+    test_close();
+    test_timeout();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
