@@ -151,7 +151,7 @@ struct sd_peer {
     char *stage;                /* STAGE_SLOTS x STAGE_LEN, registered */
     struct ibv_mr *stage_mr;
     pthread_t thread;
-    int thread_started;
+    int free_on_exit;           /* close() was called on the event thread */
 
     pthread_mutex_t lock;       /* everything below */
     struct wr_slot slots[STAGE_SLOTS];
@@ -311,7 +311,9 @@ static void complete_wc(struct sd_peer *p, const struct ibv_wc *wc)
     pthread_mutex_lock(&p->lock);
     p->busy--;
     slot_give(p, s);
-    if (status == -ECONNRESET && p->alive) {
+    /* Any failed work request leaves an RC queue pair in the error
+     * state: the rest flush, and the connection must be made again. */
+    if (status != 0 && p->alive) {
         p->alive = 0;
         sd_log(LOG_WARNING, "donor %s: queue pair failed: %s", p->name,
                ibv_wc_status_str(wc->status));
@@ -365,50 +367,6 @@ static void peer_cm_event(struct sd_peer *p)
     }
 }
 
-/* Completions and connection events, until close(). */
-static void *peer_events(void *arg)
-{
-    struct sd_peer *p = arg;
-    struct pollfd pfd[2] = {
-        { .fd = p->cc->fd, .events = POLLIN },
-        { .fd = p->ec->fd, .events = POLLIN },
-    };
-
-    int waited = 0;
-
-    for (;;) {
-        int stopping, busy;
-
-        pthread_mutex_lock(&p->lock);
-        stopping = p->stopping;
-        busy = p->busy;
-        pthread_mutex_unlock(&p->lock);
-        /* Closing: wait for the flushed work requests, but not forever
-         * (what is left fails when the queue pair is destroyed). */
-        if (stopping && (busy == 0 || waited++ * POLL_MS > CLOSE_WAIT_MS)) {
-            return NULL;
-        }
-        if (poll(pfd, 2, POLL_MS) <= 0) {
-            continue;
-        }
-        if (pfd[0].revents & POLLIN) {
-            struct ibv_cq *cq;
-            void *ctx;
-
-            if (ibv_get_cq_event(p->cc, &cq, &ctx) == 0) {
-                ibv_ack_cq_events(cq, 1);
-                /* Re-arm first so a completion racing the poll below
-                 * still raises an event. */
-                ibv_req_notify_cq(cq, 0);
-                drain_cq(p);
-            }
-        }
-        if (pfd[1].revents & POLLIN) {
-            peer_cm_event(p);
-        }
-    }
-}
-
 /* Free whatever of p was set up, in reverse order. */
 static void peer_destroy(struct sd_peer *p)
 {
@@ -450,6 +408,54 @@ static void peer_destroy(struct sd_peer *p)
     free(p->queue);
     pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+/* Completions and connection events, until close(). */
+static void *peer_events(void *arg)
+{
+    struct sd_peer *p = arg;
+    struct pollfd pfd[2] = {
+        { .fd = p->cc->fd, .events = POLLIN },
+        { .fd = p->ec->fd, .events = POLLIN },
+    };
+
+    int waited = 0;
+
+    for (;;) {
+        int stopping, busy;
+
+        pthread_mutex_lock(&p->lock);
+        stopping = p->stopping;
+        busy = p->busy;
+        pthread_mutex_unlock(&p->lock);
+        /* Closing: wait for the flushed work requests, but not forever
+         * (what is left fails when the queue pair is destroyed). */
+        if (stopping && (busy == 0 || waited++ * POLL_MS > CLOSE_WAIT_MS)) {
+            break;
+        }
+        if (poll(pfd, 2, POLL_MS) <= 0) {
+            continue;
+        }
+        if (pfd[0].revents & POLLIN) {
+            struct ibv_cq *cq;
+            void *ctx;
+
+            if (ibv_get_cq_event(p->cc, &cq, &ctx) == 0) {
+                ibv_ack_cq_events(cq, 1);
+                /* Re-arm first so a completion racing the poll below
+                 * still raises an event. */
+                ibv_req_notify_cq(cq, 0);
+                drain_cq(p);
+            }
+        }
+        if (pfd[1].revents & POLLIN) {
+            peer_cm_event(p);
+        }
+    }
+    if (p->free_on_exit) {
+        peer_destroy(p);
+    }
+    return NULL;
 }
 
 /* Queue pair, completion queue and staging area on the resolved id. */
@@ -630,6 +636,13 @@ static void rdma_close(struct sd_peer *p)
     /* Moves the queue pair to error: posted work requests complete as
      * flushed (-ECONNRESET) on the event thread, which then returns. */
     rdma_disconnect(p->id);
+    if (pthread_equal(pthread_self(), p->thread)) {
+        /* Called from a done() callback: the event thread frees the peer
+         * as it leaves. */
+        pthread_detach(p->thread);
+        p->free_on_exit = 1;
+        return;
+    }
     pthread_join(p->thread, NULL);
     peer_destroy(p);
 }
@@ -689,8 +702,10 @@ static void server_dereg(void *ctx, void *handle)
     ibv_dereg_mr(handle);
 }
 
-/* A consumer asks to connect: a queue pair in our protection domain. */
-static void server_accept(struct rdma_server *srv, struct rdma_cm_id *id)
+/* A consumer asks to connect: a queue pair in our protection domain.
+ * -1 when it was rejected (its id is destroyed once the event is
+ * acknowledged). */
+static int server_accept(struct rdma_server *srv, struct rdma_cm_id *id)
 {
     struct ibv_qp_init_attr qp = {
         .qp_type = IBV_QPT_RC,
@@ -706,7 +721,7 @@ static void server_accept(struct rdma_server *srv, struct rdma_cm_id *id)
     if (id->verbs != srv->verbs) {
         sd_log(LOG_WARNING, "rdma: consumer on another device: rejected");
         rdma_reject(id, NULL, 0);
-        return;
+        return -1;
     }
     c = calloc(1, sizeof(*c));
     if (!c || rdma_create_qp(id, srv->pd, &qp) < 0) {
@@ -714,7 +729,7 @@ static void server_accept(struct rdma_server *srv, struct rdma_cm_id *id)
                strerror(errno));
         free(c);
         rdma_reject(id, NULL, 0);
-        return;
+        return -1;
     }
     /* The consumer's READs are served by this side's responder. */
     param.responder_resources = param.initiator_depth = rd_atomic(id->verbs);
@@ -723,11 +738,12 @@ static void server_accept(struct rdma_server *srv, struct rdma_cm_id *id)
         rdma_destroy_qp(id);
         free(c);
         rdma_reject(id, NULL, 0);
-        return;
+        return -1;
     }
     c->id = id;
     c->next = srv->conns;
     srv->conns = c;
+    return 0;
 }
 
 static void server_drop(struct rdma_server *srv, struct rdma_cm_id *id)
@@ -759,6 +775,7 @@ static void *server_events(void *arg)
         struct rdma_cm_event *ev;
         struct rdma_cm_id *id;
         enum rdma_cm_event_type type;
+        int rejected;
 
         if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
             return NULL;
@@ -772,12 +789,13 @@ static void *server_events(void *arg)
         }
         type = ev->event;
         id = ev->id;
-        if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-            server_accept(srv, id);
-        }
+        rejected = type == RDMA_CM_EVENT_CONNECT_REQUEST &&
+                   server_accept(srv, id) < 0;
         /* An id is destroyed only after its event is acknowledged. */
         rdma_ack_cm_event(ev);
-        if (type == RDMA_CM_EVENT_ESTABLISHED) {
+        if (rejected) {
+            rdma_destroy_id(id);
+        } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
             sd_log(LOG_DEBUG, "rdma: consumer connected");
         } else if (type == RDMA_CM_EVENT_DISCONNECTED) {
             rdma_disconnect(id);
