@@ -24,7 +24,6 @@ import pwd
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import uuid
 
@@ -45,16 +44,6 @@ QEMU_USER = 'libvirt-qemu'
 RPC_TIMEOUT = 30
 # What the donor lends: room for a grant of a 256 MiB guest and more.
 DONOR_CAPACITY_MB = 512
-
-
-def swapd_command():
-    """How to start memagg-swapd: its console script, or the module that
-    the console script runs when the package was installed before the
-    script existed."""
-    script = os.path.join(service_procs.BIN_DIR, 'memagg-swapd')
-    if os.path.exists(script):
-        return [script]
-    return [sys.executable, '-m', 'memagg.cmd.swapd']
 
 
 class Swapd:
@@ -80,7 +69,8 @@ class Swapd:
         os.chmod(self.export_dir, 0o755)
 
     def argv(self):
-        args = swapd_command() + [
+        args = [
+            os.path.join(service_procs.BIN_DIR, 'memagg-swapd'),
             '--control', self.control, '--export-dir', self.export_dir,
             '--state-dir', self.state_dir, '--listen', self.endpoint,
             '--capacity-mb', str(self.capacity_mb), '--transport', 'tcp',

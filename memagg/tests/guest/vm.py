@@ -55,17 +55,6 @@ DISK_XML = """<disk type='file' device='disk'>
       <target dev='vda' bus='virtio'/>
     </disk>"""
 
-# A remote-swap disk as memagg-compute hot-plugs it (TESTBED.md): QEMU's own
-# NBD client on a unix socket, the serial the guest rule matches.
-NBD_DISK_XML = """<disk type='network' device='disk'>
-  <driver name='qemu' type='raw' cache='none'/>
-  <source protocol='nbd' name='%(export)s'>
-    <host transport='unix' socket='%(socket)s'/>
-  </source>
-  <target dev='%(target)s' bus='virtio'/>
-  <serial>%(serial)s</serial>
-</disk>"""
-
 HEARTBEAT_RE = re.compile(
     r'MEMAGG HEARTBEAT (?P<n>\d+) passes=(?P<passes>\d*) '
     r'total_kb=(?P<total_kb>\d+) free_kb=(?P<free_kb>\d+) '
@@ -221,10 +210,15 @@ class TestGuest:
         assert match.group(1) == str(mb), match.group(0)
         return match.group(2)
 
-    def check(self, timeout=300):
-        """The md5 sum of the guest's random data, read again now."""
+    def start_check(self):
+        """Ask the guest to checksum its random data again; return the
+        console offset its answer comes after (for wait_check)."""
         mark = len(self.console_text())
         self.send('check')
+        return mark
+
+    def wait_check(self, mark, timeout=300):
+        """The md5 sum the guest answered after console offset ``mark``."""
         match = self.wait_console(
             r'MEMAGG (?:CHECK \d+ mb=\d+ md5=([0-9a-f]{32})'
             r'|CHECK-FAILED[^\r\n]*)',
@@ -232,13 +226,9 @@ class TestGuest:
         assert match.group(1), match.group(0)
         return match.group(1)
 
-    def attach_nbd_disk(self, socket_path, export, serial, target='vdb'):
-        """Hot-plug an NBD export on a unix socket as a virtio disk (live),
-        as memagg-compute does for a grant."""
-        self.dom.attachDeviceFlags(
-            NBD_DISK_XML % {'export': export, 'socket': socket_path,
-                            'target': target, 'serial': serial},
-            1)  # VIR_DOMAIN_AFFECT_LIVE
+    def check(self, timeout=300):
+        """The md5 sum of the guest's random data, read again now."""
+        return self.wait_check(self.start_check(), timeout)
 
     def destroy(self):
         if self._sock is not None:
