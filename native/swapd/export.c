@@ -751,7 +751,8 @@ static void seg_done(struct sd_io *io, int status)
     if (status) {
         COUNT(r->x, remote_errors, 1);
         degrade(r->x, io->slab, status);
-        /* A write is already in the local copy; a read comes from it. */
+        /* A write is in the local copy before its reply; a read comes
+         * from it. */
         if (io->op == SD_OP_READ && local_read(r, s)) {
             set_error(r, NBD_EIO);
         }
@@ -872,6 +873,13 @@ static void do_write(struct sd_export *x, struct xreq *r)
     size_t done = 0;
     unsigned i;
 
+    /* The donor's round trip overlaps the local pwrite; the reply waits
+     * for both (r->pending holds it until finish_one below). */
+    for (i = 0; i < r->nseg; i++) {
+        if (!slab_is_local(x, r->seg[i].io.slab)) {
+            submit_remote(&r->seg[i], SD_OP_WRITE);
+        }
+    }
     while (done < nio->len) {
         ssize_t n = pwrite(x->fd, (char *)nio->buf + done, nio->len - done,
                            (off_t)(nio->offset + done));
@@ -895,11 +903,6 @@ static void do_write(struct sd_export *x, struct xreq *r)
                   (nio->offset + nio->len - 1) / SD_PAGE_SIZE -
                   nio->offset / SD_PAGE_SIZE + 1);
     ghost_pages(x, 'o', nio->offset, nio->len);
-    for (i = 0; i < r->nseg; i++) {
-        if (!slab_is_local(x, r->seg[i].io.slab)) {
-            submit_remote(&r->seg[i], SD_OP_WRITE);
-        }
-    }
     finish_one(r);
 }
 
