@@ -5,7 +5,7 @@
 # shellcheck source=devstack/lib/memagg
 source "$MEMAGG_DIR/devstack/lib/memagg"
 
-if is_service_enabled memagg-api memagg-scheduler memagg-compute; then
+if is_service_enabled memagg-api memagg-scheduler memagg-compute memagg-swapd; then
     case "$1 ${2:-}" in
         "stack install")
             echo_summary "Installing memagg"
