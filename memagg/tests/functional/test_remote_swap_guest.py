@@ -145,6 +145,10 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
             interval=0.5, message='%s in the guest\'s /proc/swaps' % dev)
         assert area['priority'] == 32767, area
         assert area['size_kb'] >= (grant.granted_mb - 1) * 1024, area
+        # The rule run again (udev "add" twice, an image update) changes
+        # nothing.
+        status, rule_log = guest.run_rule()
+        assert status == 0 and 'already swap' in rule_log, rule_log
         donated = donor.donor_stats()
         assert donated['used'] >= grant.granted_mb * MIB, donated
 

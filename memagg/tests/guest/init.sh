@@ -21,7 +21,8 @@
 # answers "MEMAGG FILLED <seq> mb=<N> md5=<sum>". "check" answers
 # "MEMAGG CHECK <seq> mb=<N> md5=<sum>" of the same file read again (md5:
 # 3.5 times faster than sha256 in busybox, and the guest is emulated); the
-# reader waits while a check reads the data.
+# reader waits while a check reads the data. "rule" runs the guest rule's
+# script over every disk again and answers "MEMAGG RULE rc=<status> <log>".
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -170,6 +171,12 @@ while :; do
             else
                 say "CHECK-FAILED $seq no data (fill first)"
             fi
+            ;;
+        rule)
+            # The guest rule again, over every disk (as after an image
+            # update): it must leave swap that is on as it is.
+            out=$(memagg-swap-enable 2>&1)
+            say "RULE rc=$? $(echo $out)"
             ;;
         "") ;;
         *) say "UNKNOWN $cmd" ;;

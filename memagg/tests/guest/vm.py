@@ -210,6 +210,15 @@ class TestGuest:
         assert match.group(1) == str(mb), match.group(0)
         return match.group(2)
 
+    def run_rule(self, timeout=60):
+        """Run the guest rule's script over every disk again; return
+        (exit status, its log on one line)."""
+        mark = len(self.console_text())
+        self.send('rule')
+        match = self.wait_console(r'MEMAGG RULE rc=(\d+) ([^\r\n]*)\r?$',
+                                  timeout, after=mark)
+        return int(match.group(1)), match.group(2)
+
     def start_check(self):
         """Ask the guest to checksum its random data again; return the
         console offset its answer comes after (for wait_check)."""
