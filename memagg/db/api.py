@@ -492,7 +492,8 @@ def report_ingest(context, host, instances, samples, reported_at=None,
 def reservoir_summary(context):
     """Memory the cluster can lend and has lent, in MiB, per host and total.
 
-    ``lent_mb`` counts the slabs a host holds for active grants,
+    ``lent_mb`` counts the slabs a host still holds for active grants (not
+    those reclaimed),
     ``borrowed_mb`` the memory granted to a host's instances by active grants.
     """
     with _reader().using(context) as session:
@@ -500,7 +501,8 @@ def reservoir_summary(context):
         lent = dict(session.query(models.Slab.donor_host,
                                   sa.func.sum(models.Slab.size_mb))
                     .join(models.Grant)
-                    .filter(models.Grant.status == 'active')
+                    .filter(models.Grant.status == 'active',
+                            models.Slab.status == 'active')
                     .group_by(models.Slab.donor_host).all())
         borrowed = dict(session.query(models.Grant.consumer_host,
                                       sa.func.sum(models.Grant.granted_mb))

@@ -167,7 +167,7 @@ def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
     assert [(s.host, s.report_count) for s in services] == [('node', 4)]
 
 
-def test_reservoir_summary_counts_active_grants(admin_context, any_db):
+def test_reservoir_summary_counts_active_slabs_of_active_grants(admin_context, any_db):
     rows.insert(models.Host,
                 dict(name='h1', free_reservoir_mb=1000, lendable_mb=800),
                 dict(name='h2', free_reservoir_mb=500, lendable_mb=300),
@@ -181,6 +181,9 @@ def test_reservoir_summary_counts_active_grants(admin_context, any_db):
                 dict(grant_id=g1, index=0, donor_host='h1', size_mb=256),
                 dict(grant_id=g1, index=1, donor_host='h1', size_mb=256),
                 dict(grant_id=g2, index=0, donor_host='h2', size_mb=256),
+                # Reclaimed: the donor took it back, the grant lives on.
+                dict(grant_id=g2, index=1, donor_host='h2', size_mb=256,
+                     status='reclaimed'),
                 dict(grant_id=g3, index=0, donor_host='h2', size_mb=1024))
 
     summary = db_api.reservoir_summary(admin_context)
