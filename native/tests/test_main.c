@@ -12,18 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "ms.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 static int temp_file(char *path, size_t len)
 {
@@ -323,6 +313,5 @@ int main(void)
     test_page_idle_unsupported();
     test_dead_process();
     test_clear_refs_self();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

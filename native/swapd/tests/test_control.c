@@ -14,21 +14,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "control.h"
 #include "export.h"
 #include "store.h"
 #include "util.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 #define GRANT "11111111-2222-4333-8444-555555555555"
 #define KEY "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
@@ -263,6 +253,5 @@ int main(void)
     if (system(cmd)) {
         fprintf(stderr, "cannot remove %s\n", dir);
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

@@ -16,23 +16,13 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "control.h"
 #include "export.h"
 #include "nbd_client.h"
 #include "store.h"
 #include "transport.h"
 #include "util.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 #define GRANT "0a1b2c3d-0000-4000-8000-00000000abcd"
 #define KEY "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -439,6 +429,5 @@ int main(void)
     if (system(cmd)) {
         fprintf(stderr, "cannot remove %s\n", tmpdir);
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

@@ -7,18 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "frame.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 static struct sd_frame sample(void)
 {
@@ -199,6 +189,5 @@ int main(void)
 {
     test_round_trip();
     test_rejections();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

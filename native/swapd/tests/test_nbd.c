@@ -14,19 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "nbd.h"
 #include "nbd_client.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 #define DISK (1U << 20)
 
@@ -370,6 +360,5 @@ int main(void)
     test_handshake_options();
     test_transmission();
     test_listening_server();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

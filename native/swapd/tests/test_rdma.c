@@ -11,19 +11,9 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "check.h"
 #include "store.h"
 #include "transport.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 #define REASON "no RDMA device (ibv_get_device_list found none)"
 
@@ -81,6 +71,5 @@ int main(void)
     } else {
         test_no_device();
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

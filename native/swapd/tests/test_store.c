@@ -13,19 +13,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "donor.h"
 #include "store.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 #define SLAB (64 * 1024ULL)
 
@@ -396,6 +386,5 @@ int main(void)
     test_access();
     test_hook();
     test_concurrency();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

@@ -18,20 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "frame.h"
 #include "store.h"
 #include "transport.h"
-
-static int passed, failed;
-
-#define CHECK(cond) do { \
-        if (cond) { \
-            passed++; \
-        } else { \
-            failed++; \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-        } \
-    } while (0)
 
 #define SLAB (1024 * 1024ULL)
 #define NSLABS 8
@@ -578,6 +568,5 @@ int main(void)
     test_donor_gone();
     test_close();
     test_timeout();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

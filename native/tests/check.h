@@ -1,0 +1,31 @@
+/*
+ * The checks of the C test programs (the sampler's and memagg-swapd's).
+ * CHECK(cond) counts a pass, or prints the failed condition and where it
+ * is and counts a failure; check_summary() prints the result line
+ * "N passed, M failed" that the C-suite pytest reads, and is main()'s
+ * exit status.  Each test program is one translation unit, so the
+ * counters are its own.
+ */
+#ifndef MEMAGG_TESTS_CHECK_H
+#define MEMAGG_TESTS_CHECK_H
+
+#include <stdio.h>
+
+static int passed, failed;
+
+#define CHECK(cond) do { \
+        if (cond) { \
+            passed++; \
+        } else { \
+            failed++; \
+            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
+        } \
+    } while (0)
+
+static inline int check_summary(void)
+{
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+#endif
