@@ -143,6 +143,15 @@ static char *reply_fmt(const char *fmt, ...)
     return s;
 }
 
+/* "OK " then words, then text, which the verb allocated: freed here. */
+static char *reply_ok_text(const char *words, char *text)
+{
+    char *r = reply_fmt("OK %s%s\n", words, text);
+
+    free(text);
+    return r;
+}
+
 static char *reply_err(int err, const char *msg)
 {
     return reply_fmt("ERR %s %s\n", sd_errno_name(err < 0 ? -err : err),
@@ -384,9 +393,7 @@ static char *do_export_describe(const struct sd_control_ctx *c,
     if (ret) {
         return NULL;
     }
-    r = reply_fmt("OK %s\n", text);
-    free(text);
-    return r;
+    return reply_ok_text("", text);
 }
 
 static char *do_export_reclaim(const struct sd_control_ctx *c,
@@ -450,9 +457,7 @@ static char *do_export_list(const struct sd_control_ctx *c,
     if (sd_exports_list(c->exports, &text)) {
         return NULL;
     }
-    r = reply_fmt("OK grants=%s\n", text);
-    free(text);
-    return r;
+    return reply_ok_text("grants=", text);
 }
 
 static char *do_export_stats(const struct sd_control_ctx *c,

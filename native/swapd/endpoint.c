@@ -1,7 +1,10 @@
 /* Endpoints "scheme://host:port": which transport, where. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
+#include "endpoint.h"
 #include "transport.h"
 
 static int host_char(char c)
@@ -67,5 +70,26 @@ int sd_endpoint_parse(const char *endpoint, const struct sd_transport **t,
     memcpy(host, h, host_len);
     host[host_len] = '\0';
     *port = (uint16_t)v;
+    return 0;
+}
+
+int sd_endpoint_resolve(const char *host, uint16_t port, int passive,
+                        struct addrinfo **res, char *err, size_t errlen)
+{
+    struct addrinfo hints = {
+        .ai_family = AF_INET,
+        .ai_socktype = SOCK_STREAM,
+        .ai_flags = passive ? AI_PASSIVE : 0,
+    };
+    char service[8];
+    int rc;
+
+    snprintf(service, sizeof(service), "%u", port);
+    rc = getaddrinfo(host, service, &hints, res);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve '%s': %s", host,
+                 gai_strerror(rc));
+        return rc == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
+    }
     return 0;
 }

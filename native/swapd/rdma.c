@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "donor.h"
+#include "endpoint.h"
 #include "store.h"
 #include "transport.h"
 
@@ -98,27 +99,6 @@ static int expect_event(struct rdma_event_channel *ec,
     return got == RDMA_CM_EVENT_ADDR_ERROR ||
            got == RDMA_CM_EVENT_ROUTE_ERROR ||
            got == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -EIO;
-}
-
-static int resolve_ipv4(const char *host, uint16_t port, int passive,
-                        struct addrinfo **res, char *err, size_t errlen)
-{
-    struct addrinfo hints = {
-        .ai_family = AF_INET,
-        .ai_socktype = SOCK_STREAM,
-        .ai_flags = passive ? AI_PASSIVE : 0,
-    };
-    char service[8];
-    int rc;
-
-    snprintf(service, sizeof(service), "%u", port);
-    rc = getaddrinfo(host, service, &hints, res);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve '%s': %s", host,
-                 gai_strerror(rc));
-        return -EHOSTUNREACH;
-    }
-    return 0;
 }
 
 static uint8_t rd_atomic(struct ibv_context *verbs)
@@ -514,7 +494,7 @@ static int peer_connect(struct sd_peer *p, const char *host, uint16_t port,
         snprintf(err, errlen, "rdma_cm: %s", strerror(errno));
         return -errno;
     }
-    rc = resolve_ipv4(host, port, 0, &res, err, errlen);
+    rc = sd_endpoint_resolve(host, port, 0, &res, err, errlen);
     if (rc < 0) {
         return rc;
     }
@@ -856,7 +836,7 @@ static int server_listen(struct rdma_server *srv, const char *host,
         snprintf(err, errlen, "rdma_cm: %s", strerror(errno));
         return -errno;
     }
-    rc = resolve_ipv4(host, port, 1, &res, err, errlen);
+    rc = sd_endpoint_resolve(host, port, 1, &res, err, errlen);
     if (rc < 0) {
         return rc;
     }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "donor.h"
+#include "endpoint.h"
 #include "frame.h"
 #include "store.h"
 #include "transport.h"
@@ -92,25 +93,25 @@ static void set_timeout(int fd, int name, uint64_t us)
     }
 }
 
-static int resolve(const char *host, uint16_t port, int passive,
-                   struct addrinfo **res, char *err, size_t errlen)
+/* Resolve host:port and open a TCP socket for it: the socket, with *res
+ * to free, or -errno with the reason in err. */
+static int tcp_socket(const char *host, uint16_t port, int passive,
+                      struct addrinfo **res, char *err, size_t errlen)
 {
-    struct addrinfo hints = {
-        .ai_family = AF_INET,
-        .ai_socktype = SOCK_STREAM,
-        .ai_flags = passive ? AI_PASSIVE : 0,
-    };
-    char service[8];
-    int rc;
+    int fd, rc;
 
-    snprintf(service, sizeof(service), "%u", port);
-    rc = getaddrinfo(host, service, &hints, res);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve '%s': %s", host,
-                 gai_strerror(rc));
-        return rc == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
+    rc = sd_endpoint_resolve(host, port, passive, res, err, errlen);
+    if (rc < 0) {
+        return rc;
     }
-    return 0;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        freeaddrinfo(*res);
+        snprintf(err, errlen, "socket: %s", strerror(-rc));
+        return rc;
+    }
+    return fd;
 }
 
 void sd_server_stop(struct sd_server *server)
@@ -413,16 +414,9 @@ static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
     int fd, rc;
     uint32_t i;
 
-    rc = resolve(host, port, 0, &res, err, errlen);
-    if (rc < 0) {
-        return rc;
-    }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd = tcp_socket(host, port, 0, &res, err, errlen);
     if (fd < 0) {
-        rc = -errno;
-        freeaddrinfo(res);
-        snprintf(err, errlen, "socket: %s", strerror(-rc));
-        return rc;
+        return fd;
     }
     rc = connect_timeout(fd, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
@@ -860,16 +854,9 @@ int sd_tcp_server_start(struct sd_store *store, const char *host,
     socklen_t sl = sizeof(sa);
     int fd, rc;
 
-    rc = resolve(host, port, 1, &res, err, errlen);
-    if (rc < 0) {
-        return rc;
-    }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd = tcp_socket(host, port, 1, &res, err, errlen);
     if (fd < 0) {
-        rc = -errno;
-        freeaddrinfo(res);
-        snprintf(err, errlen, "socket: %s", strerror(-rc));
-        return rc;
+        return fd;
     }
     set_sockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
     if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
