@@ -348,6 +348,31 @@ static int silent_listen(uint16_t *port)
     return fd;
 }
 
+/* Connect *p to the silent donor listening on lfd (port) and submit n
+ * 64-byte ios of op into t and buf, which it never answers; the first
+ * io completes through first_done when that is not NULL.  Returns the
+ * donor's end of the connection. */
+static int submit_unanswered(int lfd, uint16_t port, struct sd_peer **p,
+                             struct waiter *w, struct tio *t,
+                             char (*buf)[64], int n, int op,
+                             void (*first_done)(struct sd_io *, int))
+{
+    char err[SD_ERRLEN];
+    int cfd, i;
+
+    CHECK(T->connect("127.0.0.1", port, p, err, sizeof(err)) == 0);
+    cfd = accept(lfd, NULL, NULL);
+    for (i = 0; i < n; i++) {
+        tio_prep(&t[i], w, op, grant, key, 0, 0, buf[i], 64);
+        if (i == 0 && first_done) {
+            t[i].io.done = first_done;
+        }
+        w->pending++;
+        CHECK(T->submit(*p, &t[i].io) == 0);
+    }
+    return cfd;
+}
+
 static void test_timeout(void)
 {
     uint16_t port;
@@ -373,21 +398,14 @@ static void test_timeout(void)
 static void test_donor_gone(void)
 {
     uint16_t port;
-    int lfd = silent_listen(&port), cfd, i;
+    int lfd = silent_listen(&port), i;
     struct sd_peer *p;
-    char err[SD_ERRLEN], buf[8][64];
+    char buf[8][64];
     struct waiter w;
     struct tio t[8];
 
     waiter_init(&w);
-    CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) == 0);
-    cfd = accept(lfd, NULL, NULL);
-    for (i = 0; i < 8; i++) {
-        tio_prep(&t[i], &w, SD_OP_READ, grant, key, 0, 0, buf[i], 64);
-        w.pending++;
-        CHECK(T->submit(p, &t[i].io) == 0);
-    }
-    close(cfd);
+    close(submit_unanswered(lfd, port, &p, &w, t, buf, 8, SD_OP_READ, NULL));
     CHECK(wait_pending(&w, 0, 5));
     for (i = 0; i < 8; i++) {
         CHECK(t[i].calls == 1 && t[i].status == -ECONNRESET);
@@ -411,18 +429,12 @@ static void test_close(void)
     uint16_t port;
     int lfd = silent_listen(&port), cfd, i;
     struct sd_peer *p;
-    char err[SD_ERRLEN], buf[4][64];
+    char buf[4][64];
     struct waiter w;
     struct tio t[4];
 
     waiter_init(&w);
-    CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) == 0);
-    cfd = accept(lfd, NULL, NULL);
-    for (i = 0; i < 4; i++) {
-        tio_prep(&t[i], &w, SD_OP_WRITE, grant, key, 0, 0, buf[i], 64);
-        w.pending++;
-        CHECK(T->submit(p, &t[i].io) == 0);
-    }
+    cfd = submit_unanswered(lfd, port, &p, &w, t, buf, 4, SD_OP_WRITE, NULL);
     T->close(p);
     CHECK(w.pending == 0);
     for (i = 0; i < 4; i++) {
@@ -431,18 +443,8 @@ static void test_close(void)
     close(cfd);
 
     /* The first completion closes the peer from the receiver thread. */
-    CHECK(T->connect("127.0.0.1", port, &closing_peer, err,
-                     sizeof(err)) == 0);
-    cfd = accept(lfd, NULL, NULL);
-    for (i = 0; i < 4; i++) {
-        tio_prep(&t[i], &w, SD_OP_READ, grant, key, 0, 0, buf[i], 64);
-        if (i == 0) {
-            t[i].io.done = close_in_done;
-        }
-        w.pending++;
-        CHECK(T->submit(closing_peer, &t[i].io) == 0);
-    }
-    close(cfd);
+    close(submit_unanswered(lfd, port, &closing_peer, &w, t, buf, 4,
+                            SD_OP_READ, close_in_done));
     CHECK(wait_pending(&w, 0, 5));
     for (i = 0; i < 4; i++) {
         CHECK(t[i].calls == 1 && t[i].status == -ECONNRESET);
