@@ -96,6 +96,25 @@ POSTS = [
     (_EXECUTE, '/v1/audits/%s/execute' % RECOMMENDED, V1_1, {}, 404),
     (_EXECUTE, '/v1/audits/%s/execute' % RECOMMENDED, LATEST,
      {'force': True}, 400),
+    # Grants and reclaim: the answers the API gives without memagg-scheduler
+    # (a granting scheduler is exercised in test_reservoir_rabbit.py).
+    ('/v1/grants', '/v1/grants', LATEST,
+     {'instance_uuid': data.INSTANCE_A}, 400),
+    ('/v1/grants', '/v1/grants', LATEST,
+     {'instance_uuid': data.MISSING, 'size_mb': 64}, 404),
+    ('/v1/grants', '/v1/grants', dict(LATEST, **MEMBER_A),
+     {'instance_uuid': data.INSTANCE_A, 'size_mb': 64}, 403),
+    ('/v1/hosts/{name}/reclaim', '/v1/hosts/host-1/reclaim', LATEST,
+     {'size_mb': -1}, 400),
+    ('/v1/hosts/{name}/reclaim', '/v1/hosts/nowhere/reclaim', LATEST,
+     {'size_mb': 64}, 404),
+]
+
+# (path template, concrete URL, headers, expected status)
+DELETES = [
+    ('/v1/grants/{uuid}', '/v1/grants/' + data.MISSING, LATEST, 404),
+    ('/v1/grants/{uuid}', '/v1/grants/' + data.GRANT,
+     dict(LATEST, **MEMBER_A), 403),
 ]
 
 
@@ -131,8 +150,9 @@ def api_url(conf, sqlite_db, fake_rpc):  # noqa: F811
 
 
 def test_every_route_matches_the_document(api_url):
-    exercised = {('GET', c[0]) for c in CALLS} | {('POST', c[0])
-                                                  for c in POSTS}
+    exercised = ({('GET', c[0]) for c in CALLS}
+                 | {('POST', c[0]) for c in POSTS}
+                 | {('DELETE', c[0]) for c in DELETES})
     assert exercised == {(r.method, r.path) for r in base.ROUTES}, (
         'a route is not exercised here')
     with requests.Session() as session:
@@ -148,6 +168,12 @@ def test_every_route_matches_the_document(api_url):
             assert response.status_code == status, (url, response.text)
             assert response.headers['Content-Type'] == 'application/json'
             _check(template, response, 'post')
+        for template, url, headers, status in DELETES:
+            response = session.delete(api_url + url, headers=headers,
+                                      timeout=30)
+            assert response.status_code == status, (url, response.text)
+            assert response.headers['Content-Type'] == 'application/json'
+            _check(template, response, 'delete')
 
 
 def test_served_document_is_the_repo_copy(api_url):
