@@ -18,6 +18,8 @@ import sys
 import time
 import uuid
 
+from memagg.compute import swapd
+
 MIB = 1 << 20
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -183,34 +185,19 @@ def swapd_command():
     return [sys.executable, '-m', 'memagg.cmd.swapd']
 
 
-def control(path, line, timeout=30.0):
-    """One request on a swapd control socket; the reply's key=values.
-
-    Raises ServerError on an ERR reply or a closed connection.
-    """
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(path)
-        s.sendall(line.encode() + b'\n')
-        reply = b''
-        while not reply.endswith(b'\n'):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
-    text = reply.decode(errors='replace').strip()
-    verb = line.split(None, 1)[0]
-    if not text.startswith('OK'):
-        raise ServerError('swapd %s: %s' % (verb, text or 'no reply'))
-    return dict(item.split('=', 1) for item in text.split()[1:]
-                if '=' in item)
+def _swapd_call(what, call, *args, **kwargs):
+    """A SwapdClient call; its failures as ServerError."""
+    try:
+        return call(*args, **kwargs)
+    except (swapd.SwapdError, swapd.SwapdUnavailable) as exc:
+        raise ServerError('swapd %s: %s' % (what, exc)) from exc
 
 
 def _pings(path):
     try:
-        control(path, 'PING', timeout=1)
+        swapd.SwapdClient(path, timeout=1).ping()
         return True
-    except (OSError, ServerError):
+    except (swapd.SwapdError, swapd.SwapdUnavailable):
         return False
 
 
@@ -260,45 +247,36 @@ class MemaggSwapd(_Server):
         consumer = self._start_swapd('consumer', 0)
         self._consumer_control = consumer
         key = secrets.token_hex(32)
-        granted = control(donor, 'GRANT_ALLOC grant=%s key=%s slab_size=%d '
-                          'slabs=%s' % (self.grant, key, self.slab_size,
-                                        ','.join(map(str, range(n_slabs)))))
-        try:
-            addrs = dict(item.split(':', 1)
-                         for item in granted['slabs'].split(','))
-            endpoint, rkey = granted['endpoint'], granted['rkey']
-        except (KeyError, ValueError):
-            raise ServerError('swapd GRANT_ALLOC: unexpected reply %r'
-                              % granted)
-        if len(addrs) != n_slabs:
+        granted = _swapd_call(
+            'GRANT_ALLOC', swapd.SwapdClient(donor, READY_TIMEOUT).grant_alloc,
+            self.grant, key, self.slab_size, range(n_slabs))
+        if len(granted['slabs']) != n_slabs:
             raise ServerError('the donor granted %d of %d slabs'
-                              % (len(addrs), n_slabs))
+                              % (len(granted['slabs']), n_slabs))
         self._local = os.path.join(self.local_dir,
                                    'memagg-bench-%s.img' % self.grant)
-        slabs = ','.join('%d@%s@%s@%s' % (i, endpoint, addrs[str(i)], rkey)
-                         for i in range(n_slabs))
-        export = control(consumer, 'EXPORT_CREATE grant=%s key=%s size=%d '
-                         'slab_size=%d local=%s slabs=%s'
-                         % (self.grant, key, self.size, self.slab_size,
-                            self._local, slabs))
-        try:
-            self.uri = 'nbd+unix:///%s?socket=%s' % (
-                export['name'], export['socket'])
-        except KeyError:
-            raise ServerError('swapd EXPORT_CREATE: unexpected reply %r'
-                              % export)
+        slabs = [dict(slab, endpoint=granted['endpoint'],
+                      rkey=granted['rkey']) for slab in granted['slabs']]
+        export = _swapd_call(
+            'EXPORT_CREATE',
+            swapd.SwapdClient(consumer, READY_TIMEOUT).export_create,
+            self.grant, key, self.size, self.slab_size, self._local, slabs)
+        self.uri = 'nbd+unix:///%s?socket=%s' % (export['name'],
+                                                 export['socket'])
 
     def stats(self):
-        """The export's EXPORT_STATS reply."""
-        return control(self._consumer_control,
-                       'EXPORT_STATS grant=%s' % self.grant)
+        """The export's EXPORT_STATS counters (ints)."""
+        return _swapd_call(
+            'EXPORT_STATS',
+            swapd.SwapdClient(self._consumer_control).export_stats,
+            self.grant)
 
     def stop(self):
         try:
             if self._consumer_control and self._procs[-1].poll() is None:
-                control(self._consumer_control,
-                        'EXPORT_DROP grant=%s delete=1' % self.grant)
-        except (OSError, ServerError):
+                swapd.SwapdClient(self._consumer_control).export_drop(
+                    self.grant, delete=True)
+        except (swapd.SwapdError, swapd.SwapdUnavailable):
             # Stopping anyway; the local copy is removed below.
             pass
         finally:

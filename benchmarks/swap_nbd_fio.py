@@ -174,7 +174,7 @@ def run(names, args):
                     flush=True)
                 off_path = [k for k in ('zero_reads', 'local_reads',
                                         'remote_errors', 'degraded_slabs')
-                            if stats.get(k, '0') != '0']
+                            if stats.get(k, 0)]
                 if off_path:
                     print('WARNING: not every memagg request went through '
                           'the donor (%s): its figures are not those of '
