@@ -97,6 +97,20 @@ static void tio_prep(struct tio *t, struct waiter *w, int op,
     t->status = 1;
 }
 
+/* Count t as pending on its waiter and submit it; when it was not queued,
+ * complete it here with fail_status.  0 when queued. */
+static int submit_counted(struct sd_peer *p, struct tio *t, int fail_status)
+{
+    pthread_mutex_lock(&t->w->m);
+    t->w->pending++;
+    pthread_mutex_unlock(&t->w->m);
+    if (T->submit(p, &t->io) != 0) {
+        tio_done(&t->io, fail_status);
+        return -1;
+    }
+    return 0;
+}
+
 /* Submit and wait for one io; its status (or the submit error). */
 static int run_io(struct sd_peer *p, int op, const uint8_t *grant,
                   const uint8_t *key, uint32_t slab, uint64_t offset,
@@ -233,13 +247,7 @@ static void *loader_main(void *arg)
             memset(bufs[i], (l->id * 31 + r * 7 + i) & 0xff, 4096);
             tio_prep(&t[i], &w, SD_OP_WRITE, grant, key, (uint32_t)l->id,
                      off, bufs[i], 4096);
-            pthread_mutex_lock(&w.m);
-            w.pending++;
-            pthread_mutex_unlock(&w.m);
-            if (T->submit(l->p, &t[i].io) != 0) {
-                l->errors++;
-                tio_done(&t[i].io, -EIO);
-            }
+            l->errors += submit_counted(l->p, &t[i], -EIO) != 0;
         }
         if (!wait_pending(&w, 0, 20)) {
             l->errors += 1000;
@@ -249,13 +257,7 @@ static void *loader_main(void *arg)
             l->errors += t[i].status != 0 || t[i].calls != 1;
             tio_prep(&t[i], &w, SD_OP_READ, grant, key, (uint32_t)l->id,
                      t[i].io.offset, back[i], 4096);
-            pthread_mutex_lock(&w.m);
-            w.pending++;
-            pthread_mutex_unlock(&w.m);
-            if (T->submit(l->p, &t[i].io) != 0) {
-                l->errors++;
-                tio_done(&t[i].io, -EIO);
-            }
+            l->errors += submit_counted(l->p, &t[i], -EIO) != 0;
         }
         if (!wait_pending(&w, 0, 20)) {
             l->errors += 1000;
@@ -301,14 +303,7 @@ static void test_server_stop(struct sd_peer *p, struct sd_server *srv)
     for (i = 0; i < N; i++) {
         tio_prep(&t[i], &w, SD_OP_READ, grant, key, (uint32_t)(i % NSLABS),
                  0, bufs[i], sizeof(bufs[i]));
-        pthread_mutex_lock(&w.m);
-        w.pending++;
-        pthread_mutex_unlock(&w.m);
-        if (T->submit(p, &t[i].io) == 0) {
-            queued++;
-        } else {
-            tio_done(&t[i].io, -ECONNRESET);
-        }
+        queued += submit_counted(p, &t[i], -ECONNRESET) == 0;
         if (i == N / 2) {
             sd_server_stop(srv);
         }
