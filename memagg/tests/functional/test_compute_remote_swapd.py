@@ -21,7 +21,6 @@ import pytest
 
 from memagg.compute import remote
 from memagg.tests.functional import two_hosts
-from memagg.tests import swapd_fixtures
 from memagg.tests.unit.compute import test_compute_remote as helpers
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
@@ -58,15 +57,9 @@ def lmc_of(conf, daemon):
                                client=daemon.client())
 
 
-@pytest.fixture
-def opts(conf):
-    swapd_fixtures.register_opts(conf.conf)
-    return conf
-
-
-def test_prepare_slabs_on_a_real_donor_partial_then_empty(opts, daemons):
+def test_prepare_slabs_on_a_real_donor_partial_then_empty(conf, daemons):
     donor, _ = daemons
-    lmc = lmc_of(opts, donor)
+    lmc = lmc_of(conf, donor)
     reply = lmc.prepare_slabs(GRANT, SECRET, 64, [0, 1, 2, 3, 4])
     assert reply['endpoint'] == donor.endpoint
     # 256 MiB of capacity: four slabs of 64 MiB, the fifth refused.
@@ -93,15 +86,15 @@ def _qemu_io(socket_path, export, *commands):
 
 
 def test_attach_grant_creates_a_real_export_fed_back_as_swap_ghost(
-        opts, daemons):
+        conf, daemons):
     donor, consumer = daemons
-    lender = lmc_of(opts, donor)
+    lender = lmc_of(conf, donor)
     prepared = lender.prepare_slabs(GRANT, SECRET, 64, [0, 1])
     grant = helpers.grant_dict(slabs=[
         {'index': s['index'], 'endpoint': prepared['endpoint'],
          'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
          'status': 'prepared'} for s in prepared['slabs']])
-    lmc = lmc_of(opts, consumer)
+    lmc = lmc_of(conf, consumer)
     reply = lmc.attach_grant(grant)
     assert reply['serial'] == 'memagg-swap-0b4f7e0c'
     assert os.path.exists(reply['socket'])
@@ -128,7 +121,7 @@ def test_attach_grant_creates_a_real_export_fed_back_as_swap_ghost(
     assert donor.client().donor_stats()['used'] == 128 * MIB
 
     # memagg-compute restarts: it finds the export and its VM again.
-    again = lmc_of(opts, consumer)
+    again = lmc_of(conf, consumer)
     again.recover()
     assert again.grants_by_instance()[VM].uuid == GRANT
     assert consumer.client().export_list() == [GRANT]

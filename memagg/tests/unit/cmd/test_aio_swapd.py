@@ -14,7 +14,6 @@ import pytest
 
 from memagg.cmd import aio
 from memagg.compute import swapd
-from memagg.tests import swapd_fixtures
 
 STAND_IN = r'''
 import socket, sys
@@ -35,7 +34,6 @@ while True:
 
 @pytest.fixture
 def swapd_conf(conf, tmp_path):
-    swapd_fixtures.register_opts(conf.conf)
     conf.config(control_socket=str(tmp_path / 'run' / 'control.sock'),
                 export_dir=str(tmp_path / 'run' / 'exports'),
                 state_dir=str(tmp_path / 'lib'), capacity_mb=2048,
