@@ -1,9 +1,11 @@
 """NBD servers for benchmarks/swap_nbd_fio.py: memagg-swapd (a donor and a
 consumer over loopback TCP), nbdkit's memory plugin and qemu-nbd on a tmpfs
-file.
+file, and nbdkit relaying to its memory plugin (memagg's hops, for
+reference).
 
 Each server is started by ``start()``, which returns once it answers (an
-NBD greeting on its TCP port, or PING on swapd's control socket) or raises
+NBD greeting on its TCP port or unix socket, or PING on swapd's control
+socket) or raises
 ``ServerError`` with the tail of its log; ``uri`` is what fio's nbd engine
 connects to; ``pids`` the processes whose CPU the benchmark counts;
 ``stop()`` ends them (SIGTERM, then SIGKILL) and is safe to call twice or
@@ -73,10 +75,18 @@ def _log_tails(paths, lines=10):
     return ''.join(out)
 
 
-def _nbd_greets(port):
-    """True when an NBD server on the port sends its greeting."""
+def _nbd_greets(address):
+    """True when an NBD server sends its greeting on address: a TCP port
+    on 127.0.0.1, or a unix socket's path."""
     try:
-        with socket.create_connection(('127.0.0.1', port), timeout=1) as s:
+        if isinstance(address, str):
+            conn = socket.socket(socket.AF_UNIX)
+            conn.settimeout(1)
+            conn.connect(address)
+        else:
+            conn = socket.create_connection(('127.0.0.1', address),
+                                            timeout=1)
+        with conn as s:
             greeting = b''
             while len(greeting) < 8:
                 chunk = s.recv(8 - len(greeting))
@@ -137,12 +147,35 @@ class NbdkitMemory(_Server):
     description = 'nbdkit memory plugin, TCP'
 
     def start(self):
+        self.uri = self._start_memory('nbdkit')
+
+    def _start_memory(self, label):
+        """Start nbdkit's memory plugin on a free port; its URI."""
         port = free_port()
-        proc = self._spawn('nbdkit', [
+        proc = self._spawn(label, [
             'nbdkit', '--foreground', '--ipaddr', '127.0.0.1',
             '--port', str(port), 'memory', str(self.size)])
-        _wait(lambda: _nbd_greets(port), [proc], 'nbdkit')
-        self.uri = 'nbd://127.0.0.1:%d/' % port
+        _wait(lambda: _nbd_greets(port), [proc], label)
+        return 'nbd://127.0.0.1:%d/' % port
+
+
+class NbdkitRelay(NbdkitMemory):
+    """memagg's hops with nbdkit at both ends: fio on a unix socket to
+    nbdkit's nbd plugin, which forwards each request over loopback TCP to
+    nbdkit's memory plugin.  A reference for the cost of the extra hop, not
+    a peer a user would pick."""
+
+    name = 'nbdkit-relay'
+    description = 'nbdkit nbd plugin on a unix socket -> nbdkit memory, TCP'
+
+    def start(self):
+        backend = self._start_memory('nbdkit-memory')
+        sock = os.path.join(self.workdir, 'relay.sock')
+        self._spawn('nbdkit-relay', [
+            'nbdkit', '--foreground', '--unix', sock, 'nbd',
+            'uri=' + backend])
+        _wait(lambda: _nbd_greets(sock), self._procs, 'nbdkit-relay')
+        self.uri = 'nbd+unix:///?socket=%s' % sock
 
 
 class QemuNbdTmpfs(_Server):

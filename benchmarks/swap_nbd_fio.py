@@ -12,6 +12,10 @@ socket:
   directory in production; /dev/shm leaves the filesystem's cost out.
 - nbdkit: its memory plugin over TCP.
 - qemu-nbd: a raw file on /dev/shm over TCP, its default cache mode.
+- nbdkit-relay, a reference rather than a peer: memagg's hops with nbdkit
+  at both ends (fio on a unix socket to nbdkit's nbd plugin, which
+  forwards over loopback TCP to nbdkit's memory plugin), for what the
+  extra hop costs a mature server.
 
 Each server's export is first prefilled whole with 1 MiB sequential
 writes (memagg reads a never-written page as zeros with no network trip and
@@ -29,13 +33,15 @@ Medians over the repeats of:
   process (both swapds for memagg) from /proc/PID/stat, before and after
   each run, over the bytes moved.  fio's own CPU is not counted.
 
-Prints a table, the ratios memagg / strongest peer (the peer with the most
-IOPS in that cell) for IOPS and p99, and a verdict against the target: at
-least the strongest peer's IOPS and no worse p99.  Exits non-zero only when
+Prints a table, the ratios memagg / strongest peer (the peer, nbdkit or
+qemu-nbd, with the most IOPS in that cell) and memagg / nbdkit-relay for
+IOPS and p99, and a verdict against the target: at least the strongest
+peer's IOPS and no worse p99.  Exits non-zero only when
 something failed to run, never on the figures.
 
 Run: .venv/bin/python benchmarks/swap_nbd_fio.py [--size-mb 512]
-         [--runtime 5] [--repeat 3] [--servers memagg nbdkit qemu-nbd]
+         [--runtime 5] [--repeat 3] [--servers memagg nbdkit qemu-nbd
+         nbdkit-relay]
          [--local-dir DIR] [--seed 1] [--quick]
 """
 import argparse
@@ -53,7 +59,9 @@ import _nbd_peers as peers  # noqa: E402
 MIB = 1 << 20
 GIB = 1 << 30
 SLAB_SIZE = 64 * MIB
-SERVERS = ('memagg', 'nbdkit', 'qemu-nbd')
+SERVERS = ('memagg', 'nbdkit', 'qemu-nbd', 'nbdkit-relay')
+PEERS = ('nbdkit', 'qemu-nbd')         # what the target compares with
+RELAY = 'nbdkit-relay'
 CELLS = [('randread', 1), ('randread', 32), ('randwrite', 1),
          ('randwrite', 32)]
 
@@ -125,6 +133,8 @@ def make_server(name, workdir, args):
                                  args.local_dir)
     if name == 'nbdkit':
         return peers.NbdkitMemory(workdir, args.size)
+    if name == RELAY:
+        return peers.NbdkitRelay(workdir, args.size)
     return peers.QemuNbdTmpfs(workdir, args.size)
 
 
@@ -192,8 +202,7 @@ def run(names, args):
 
 
 def strongest_peer(results, key):
-    peers_here = [(results[n][key][0], n) for n in results
-                  if n != 'memagg']
+    peers_here = [(results[n][key][0], n) for n in results if n in PEERS]
     return max(peers_here)[1] if peers_here else None
 
 
@@ -205,10 +214,14 @@ def print_table(results, names):
         head += ' | %-*s' % (width, n)
         sub += ' | %8s %6s %6s %9s' % ('IOPS', 'p50 us', 'p99 us',
                                        'cpu s/GiB')
-    compare = 'memagg' in names and len(names) > 1
+    compare = 'memagg' in names and any(n in PEERS for n in names)
+    relay = 'memagg' in names and RELAY in names
     if compare:
         head += ' | memagg / strongest peer'
         sub += ' | %-8s %5s %5s' % ('peer', 'IOPS', 'p99')
+    if relay:
+        head += ' | memagg / %s' % RELAY
+        sub += ' | %5s %5s' % ('IOPS', 'p99')
     print(head)
     print(sub)
     for key in CELLS:
@@ -221,6 +234,10 @@ def print_table(results, names):
             line += ' | %-8s %4.2fx %4.2fx' % (
                 peer, results['memagg'][key][0] / results[peer][key][0],
                 results['memagg'][key][2] / results[peer][key][2])
+        if relay:
+            line += ' | %4.2fx %4.2fx' % (
+                results['memagg'][key][0] / results[RELAY][key][0],
+                results['memagg'][key][2] / results[RELAY][key][2])
         print(line)
 
 
@@ -255,7 +272,7 @@ def main():
                         help='seconds per fio run (default 5)')
     parser.add_argument('--servers', nargs='+', choices=SERVERS,
                         default=list(SERVERS),
-                        help='servers to run (default all three)')
+                        help='servers to run (default all)')
     parser.add_argument('--local-dir', default=tempfile.gettempdir(),
                         help="directory of memagg's local durability copy "
                              '(default %(default)s; /dev/shm for tmpfs)')
@@ -297,7 +314,7 @@ def main():
         print('memagg cpu s/GiB, donor + consumer: %s' % ', '.join(
             '%s qd%d %.2f + %.2f' % (key + tuple(results['memagg'][key][4]))
             for key in CELLS))
-    if 'memagg' in results and len(ran) > 1:
+    if 'memagg' in results and any(n in PEERS for n in results):
         print(verdict(results))
     if failures:
         print('could not run: %s' % ', '.join(failures), file=sys.stderr)

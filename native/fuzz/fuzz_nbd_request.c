@@ -17,7 +17,7 @@
 
 static uint8_t disk[DISK];
 
-static void mem_submit(void *ctx, struct sd_nbd_io *io)
+static void mem_submit_one(void *ctx, struct sd_nbd_io *io)
 {
     (void)ctx;
     if (io->type == NBD_CMD_READ) {
@@ -26,6 +26,15 @@ static void mem_submit(void *ctx, struct sd_nbd_io *io)
         memcpy(disk + io->offset, io->buf, io->len);
     }
     io->done(io, 0);
+}
+
+static void mem_submit(void *ctx, struct sd_nbd_io **ios, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        mem_submit_one(ctx, ios[i]);
+    }
 }
 
 static const struct sd_nbd_backend backend = {

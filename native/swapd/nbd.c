@@ -1,8 +1,9 @@
 /*
  * NBD server: fixed newstyle handshake and the transmission phase with
- * simple replies.  One reader thread per connection reads requests and
- * hands them to the backend; each completion sends its reply under the
- * connection's write lock, so replies leave in completion order.
+ * simple replies.  One reader thread per connection reads requests in
+ * large buffers and hands each burst to the backend at once; replies leave
+ * in completion order, those completed in one batch (batch.h) in one
+ * sendmsg.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "nbd.h"
 #include "util.h"
 
@@ -26,6 +28,7 @@
  * reader stops reading until completions make room. */
 #define MAX_INFLIGHT 128U
 #define MAX_INFLIGHT_BYTES (64ULL << 20)
+#define RX_BUF_LEN (256U * 1024)        /* the reader's buffer */
 /* A client that does not finish its handshake in this time is dropped. */
 #define HANDSHAKE_TIMEOUT_S 30
 
@@ -161,16 +164,27 @@ int sd_nbd_parse_info(const uint8_t *data, uint32_t len,
 
 /* ---- connections ---- */
 
+struct request;
+
 struct conn {
     int fd;
     struct sd_nbd_backend be;
     struct sd_nbd_server *server;       /* NULL for sd_nbd_serve_fd */
     pthread_mutex_t lock;               /* inflight accounting */
     pthread_cond_t room;
-    unsigned inflight;
+    unsigned inflight;                  /* requests not yet replied to */
     uint64_t inflight_bytes;
-    pthread_mutex_t wlock;              /* one reply at a time */
+    unsigned holds;                     /* batches that will send replies */
+    pthread_mutex_t wlock;              /* the socket's sending side */
     int broken;                         /* a send failed */
+    struct request *replies[MAX_INFLIGHT];  /* done, not yet sent (wlock) */
+    unsigned nreplies;
+    /* The reader's: bytes [rx_pos, rx_len) of rx are read, not parsed;
+     * the requests in batch are not yet handed to the backend. */
+    uint8_t *rx;
+    size_t rx_pos, rx_len;
+    struct sd_nbd_io *batch[MAX_INFLIGHT];
+    unsigned nbatch;
     struct conn *next;
 };
 
@@ -179,6 +193,8 @@ struct request {
     uint64_t handle;
     uint64_t bytes;                     /* counted in inflight_bytes */
     struct conn *conn;
+    uint8_t reply[16];                  /* the simple reply's header */
+    uint32_t error;
 };
 
 struct sd_nbd_server {
@@ -421,21 +437,146 @@ static void send_reply(struct conn *c, uint64_t handle, uint32_t error,
     pthread_mutex_unlock(&c->wlock);
 }
 
+/* Send every reply waiting in c->replies in one sendmsg, then free their
+ * requests; release_hold: a batch's deferred call (see request_done). */
+static void send_replies(struct conn *c, int release_hold)
+{
+    struct iovec iov[2 * MAX_INFLIGHT];
+    struct request *sent[MAX_INFLIGHT];
+    uint64_t bytes = 0;
+    unsigned i, n;
+    int k = 0;
+
+    pthread_mutex_lock(&c->wlock);
+    n = c->nreplies;
+    c->nreplies = 0;
+    for (i = 0; i < n; i++) {
+        struct request *r = c->replies[i];
+
+        sent[i] = r;
+        iov[k++] = (struct iovec){ r->reply, sizeof(r->reply) };
+        if (r->error == 0 && r->io.type == NBD_CMD_READ && r->io.len) {
+            iov[k++] = (struct iovec){ r->io.buf, r->io.len };
+        }
+    }
+    if (k && !c->broken && send_iov(c->fd, iov, k)) {
+        /* The client is gone: make the reader stop too. */
+        c->broken = 1;
+        shutdown(c->fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&c->wlock);
+    for (i = 0; i < n; i++) {
+        bytes += sent[i]->bytes;
+        free(sent[i]->io.buf);
+        free(sent[i]);
+    }
+    pthread_mutex_lock(&c->lock);
+    c->inflight -= n;
+    c->inflight_bytes -= bytes;
+    c->holds -= release_hold ? 1 : 0;
+    pthread_cond_broadcast(&c->room);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void send_replies_deferred(void *arg)
+{
+    send_replies(arg, 1);
+}
+
 static void request_done(struct sd_nbd_io *io, uint32_t error)
 {
     struct request *r = io->priv;
     struct conn *c = r->conn;
-    uint64_t bytes = r->bytes;
+    enum sd_batch_defer_result how;
 
-    send_reply(c, r->handle, error,
-               io->type == NBD_CMD_READ ? io->buf : NULL, io->len);
-    free(io->buf);
-    free(r);
-    pthread_mutex_lock(&c->lock);
-    c->inflight--;
-    c->inflight_bytes -= bytes;
-    pthread_cond_broadcast(&c->room);
-    pthread_mutex_unlock(&c->lock);
+    put32(r->reply, NBD_SIMPLE_REPLY_MAGIC);
+    put32(r->reply + 4, error);
+    put64(r->reply + 8, r->handle);
+    r->error = error;
+    pthread_mutex_lock(&c->wlock);
+    c->replies[c->nreplies++] = r;
+    how = sd_batch_defer(send_replies_deferred, c);
+    if (how == SD_BATCH_DEFERRED) {
+        /* Another thread may send this reply first and bring inflight
+         * to 0: the hold keeps c alive until the deferred call ran. */
+        pthread_mutex_lock(&c->lock);
+        c->holds++;
+        pthread_mutex_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->wlock);
+    if (how == SD_BATCH_RUN_NOW) {
+        send_replies(c, 0);
+    }
+}
+
+/* Hand the requests read so far to the backend, their synchronous
+ * completions sent together. */
+static void submit_batch(struct conn *c)
+{
+    if (c->nbatch) {
+        sd_batch_open();
+        c->be.submit(c->be.ctx, c->batch, c->nbatch);
+        c->nbatch = 0;
+        sd_batch_close();
+    }
+}
+
+/* Make need (<= RX_BUF_LEN) unparsed bytes available in c->rx; 0, or -1
+ * at the end of the stream.  Before it may block, the reader hands what
+ * it has to the backend. */
+static int rx_need(struct conn *c, size_t need)
+{
+    if (c->rx_len - c->rx_pos >= need) {
+        return 0;
+    }
+    memmove(c->rx, c->rx + c->rx_pos, c->rx_len - c->rx_pos);
+    c->rx_len -= c->rx_pos;
+    c->rx_pos = 0;
+    submit_batch(c);
+    while (c->rx_len < need) {
+        ssize_t n = recv(c->fd, c->rx + c->rx_len, RX_BUF_LEN - c->rx_len, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        c->rx_len += (size_t)n;
+    }
+    return 0;
+}
+
+/* The next len bytes of the stream into dst, or dropped when dst is NULL;
+ * 0, or -1 at the end of the stream.  What is not buffered is read
+ * straight from the socket. */
+static int rx_take(struct conn *c, void *dst, uint64_t len)
+{
+    size_t have = c->rx_len - c->rx_pos;
+
+    if (have > len) {
+        have = (size_t)len;
+    }
+    if (dst) {
+        memcpy(dst, c->rx + c->rx_pos, have);
+        dst = (char *)dst + have;
+    }
+    c->rx_pos += have;
+    len -= have;
+    if (len == 0) {
+        return 0;
+    }
+    submit_batch(c);
+    return (dst ? sd_read_full(c->fd, dst, (size_t)len) : drain(c->fd, len))
+           ? -1 : 0;
+}
+
+/* Whether one more request of bytes would pass the in-flight bounds
+ * (c->lock held). */
+static int no_room(const struct conn *c, uint64_t bytes)
+{
+    return c->inflight >= MAX_INFLIGHT ||
+           (c->inflight && c->inflight_bytes + bytes > MAX_INFLIGHT_BYTES);
 }
 
 /* Read requests and submit them until the client leaves (NBD_CMD_DISC,
@@ -450,16 +591,17 @@ static void transmission(struct conn *c)
         struct request *r;
         uint64_t bytes;
 
-        if (sd_read_full(c->fd, raw, sizeof(raw))) {
+        if (rx_need(c, sizeof(raw))) {
             return;     /* end of stream or a short request */
         }
+        rx_take(c, raw, sizeof(raw));
         if (sd_nbd_parse_request(raw, &req)) {
             sd_log(LOG_WARNING, "nbd %s: bad request magic; closing the "
                    "connection", c->be.name);
             return;
         }
         sd_nbd_check_request(&req, c->be.size, &v);
-        if (v.drain && drain(c->fd, v.drain)) {
+        if (v.drain && rx_take(c, NULL, v.drain)) {
             return;
         }
         if (v.error) {
@@ -478,9 +620,13 @@ static void transmission(struct conn *c)
         bytes = req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE ?
                 req.len : 0;
         pthread_mutex_lock(&c->lock);
-        while (c->inflight >= MAX_INFLIGHT ||
-               (c->inflight && c->inflight_bytes + bytes >
-                MAX_INFLIGHT_BYTES)) {
+        if (no_room(c, bytes)) {
+            /* Only what the backend holds can make room. */
+            pthread_mutex_unlock(&c->lock);
+            submit_batch(c);
+            pthread_mutex_lock(&c->lock);
+        }
+        while (no_room(c, bytes)) {
             pthread_cond_wait(&c->room, &c->lock);
         }
         pthread_mutex_unlock(&c->lock);
@@ -491,14 +637,13 @@ static void transmission(struct conn *c)
         }
         if (!r || (bytes && !r->io.buf)) {
             free(r);
-            if ((req.type == NBD_CMD_WRITE && drain(c->fd, req.len))) {
+            if (req.type == NBD_CMD_WRITE && rx_take(c, NULL, req.len)) {
                 return;
             }
             send_reply(c, req.handle, NBD_ENOMEM, NULL, 0);
             continue;
         }
-        if (req.type == NBD_CMD_WRITE &&
-            sd_read_full(c->fd, r->io.buf, req.len)) {
+        if (req.type == NBD_CMD_WRITE && rx_take(c, r->io.buf, req.len)) {
             free(r->io.buf);
             free(r);
             return;
@@ -516,7 +661,10 @@ static void transmission(struct conn *c)
         c->inflight++;
         c->inflight_bytes += bytes;
         pthread_mutex_unlock(&c->lock);
-        c->be.submit(c->be.ctx, &r->io);
+        c->batch[c->nbatch++] = &r->io;
+        if (c->nbatch == MAX_INFLIGHT) {
+            submit_batch(c);
+        }
     }
 }
 
@@ -536,10 +684,16 @@ static void serve(struct conn *c)
         if (c->be.clients) {
             c->be.clients(c->be.ctx, 1);
         }
-        transmission(c);
+        c->rx = malloc(RX_BUF_LEN);
+        if (c->rx) {
+            transmission(c);
+            /* A request read before the client left is still served. */
+            submit_batch(c);
+            free(c->rx);
+        }
         /* The backend still holds requests: their replies need c. */
         pthread_mutex_lock(&c->lock);
-        while (c->inflight) {
+        while (c->inflight || c->holds) {
             pthread_cond_wait(&c->room, &c->lock);
         }
         pthread_mutex_unlock(&c->lock);

@@ -3,8 +3,8 @@
  * QEMU's block layer connects to <export-dir>/<uuid>.sock and swaps
  * through it.  The wire parsing is kept in pure functions (fuzzed); the
  * server runs an accept thread per export and a reader thread per
- * connection that hands requests to the backend asynchronously, so many
- * are in flight and replies go out in completion order.
+ * connection that hands requests to the backend asynchronously, a burst at
+ * a time, so many are in flight and replies go out in completion order.
  */
 #ifndef MEMAGG_SWAPD_NBD_H
 #define MEMAGG_SWAPD_NBD_H
@@ -134,7 +134,8 @@ struct sd_nbd_backend {
     const char *name;       /* the export name clients must ask for */
     uint64_t size;
     void *ctx;
-    void (*submit)(void *ctx, struct sd_nbd_io *io);
+    /* Take ios[0..n), the requests read in one burst, in order. */
+    void (*submit)(void *ctx, struct sd_nbd_io **ios, size_t n);
     /* Called with +1 when a client enters transmission, -1 when it
      * leaves (may be NULL). */
     void (*clients)(void *ctx, int delta);

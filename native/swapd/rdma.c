@@ -33,6 +33,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "donor.h"
 #include "endpoint.h"
 #include "store.h"
@@ -320,9 +321,11 @@ static void drain_cq(struct sd_peer *p)
     int n, i;
 
     while ((n = ibv_poll_cq(p->cq, WC_BATCH, wc)) > 0) {
+        sd_batch_open();
         for (i = 0; i < n; i++) {
             complete_wc(p, &wc[i]);
         }
+        sd_batch_close();
     }
 }
 
@@ -571,7 +574,7 @@ static int rdma_connect_peer(const char *host, uint16_t port,
     return 0;
 }
 
-static int rdma_submit(struct sd_peer *p, struct sd_io *io)
+static int rdma_submit_one(struct sd_peer *p, struct sd_io *io)
 {
     uint32_t s;
     int rc;
@@ -590,6 +593,21 @@ static int rdma_submit(struct sd_peer *p, struct sd_io *io)
         slot_give(p, s);
     }
     pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+/* Each io is its own work request (posted as a slot frees). */
+static int rdma_submit(struct sd_peer *p, struct sd_io **ios, size_t n,
+                       size_t *queued)
+{
+    int rc = 0;
+
+    for (*queued = 0; *queued < n; (*queued)++) {
+        rc = rdma_submit_one(p, ios[*queued]);
+        if (rc < 0) {
+            break;
+        }
+    }
     return rc;
 }
 

@@ -2,9 +2,10 @@
  * The TCP transport.
  *
  * Consumer side (sd_tcp_transport): one connection per donor carries the
- * I/O of every grant.  submit() puts the io in the in-flight table under a
- * fresh request id and sends its frame; one receive thread reads replies
- * in large batches, matches them to ios by id and completes them.  An io
+ * I/O of every grant.  submit() puts its ios in the in-flight table under
+ * fresh request ids and sends their frames in one sendmsg; one receive
+ * thread reads replies in large batches, matches them to ios by id and
+ * completes each buffer of them in one completion batch (batch.h).  An io
  * that waits longer than IO_TIMEOUT_US fails with -ETIMEDOUT; a lost
  * connection fails every io in flight with -ECONNRESET.
  *
@@ -29,6 +30,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "donor.h"
 #include "endpoint.h"
 #include "frame.h"
@@ -317,26 +319,34 @@ static void *peer_receiver(void *arg)
         size_t pos = 0;
         ssize_t n;
         uint64_t now;
+        int rc = 0;
 
+        sd_batch_open();
         while (have - pos >= SD_FRAME_HDR_LEN) {
             struct sd_frame f;
             long used;
-            int rc = sd_frame_parse(buf + pos, have - pos, &f, &why);
+
+            rc = sd_frame_parse(buf + pos, have - pos, &f, &why);
 
             if (rc == 0 && !(f.flags & SD_FRAME_REPLY)) {
                 rc = -EPROTO;
                 why = "a request where a reply was due";
             }
             if (rc < 0) {
-                goto dead;
+                break;
             }
             pos += SD_FRAME_HDR_LEN;
             used = handle_reply(p, &f, buf + pos, have - pos);
             if (used < 0) {
-                why = strerror((int)-used);
-                goto dead;
+                rc = (int)used;
+                why = strerror(-rc);
+                break;
             }
             pos += (size_t)used;
+        }
+        sd_batch_close();
+        if (rc < 0) {
+            goto dead;
         }
         memmove(buf, buf + pos, have - pos);
         have -= pos;
@@ -463,69 +473,114 @@ static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
     return 0;
 }
 
-static int tcp_submit(struct sd_peer *p, struct sd_io *io)
+/* Frames of one submit() go out in sendmsg calls of up to this many. */
+#define SEND_BATCH 64
+
+/* Queue ios[0..n) (n <= SEND_BATCH) and send their frames in one
+ * sendmsg; *queued: how many were (the first ones). */
+static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
+                       size_t *queued)
 {
-    struct sd_frame f = { .op = (uint8_t)io->op };
-    uint8_t hdr[SD_FRAME_HDR_LEN];
-    struct iovec iov[2];
-    uint32_t s, gen;
-    int rc, fail = 0;
+    uint8_t hdr[SEND_BATCH][SD_FRAME_HDR_LEN];
+    struct iovec iov[2 * SEND_BATCH];
+    uint32_t slot[SEND_BATCH], gen[SEND_BATCH];
+    size_t i, k = 0;
+    int rc = 0, sent, niov = 0;
 
-    if ((io->op != SD_OP_READ && io->op != SD_OP_WRITE) ||
-        io->len > SD_FRAME_MAX_LEN || io->offset > UINT64_MAX - io->len) {
-        return -EINVAL;
-    }
-    pthread_mutex_lock(&p->lock);
-    if (!p->alive) {
-        pthread_mutex_unlock(&p->lock);
-        return -ECONNRESET;
-    }
-    s = slot_get(p);
-    if (s == NO_SLOT) {
-        pthread_mutex_unlock(&p->lock);
-        return -EAGAIN;
-    }
-    p->slots[s].io = io;
-    p->slots[s].sending = 1;
-    p->slots[s].deadline = sd_now_us() + IO_TIMEOUT_US;
-    gen = p->slots[s].gen;
-    pthread_mutex_unlock(&p->lock);
+    for (i = 0; i < n; i++) {
+        const struct sd_io *io = ios[i];
 
-    f.id = request_id(gen, s);
-    memcpy(f.grant, io->grant, SD_UUID_LEN);
-    memcpy(f.key, io->key, SD_KEY_LEN);
-    f.slab = io->slab;
-    f.len = io->len;
-    f.offset = io->offset;
-    sd_frame_encode(&f, hdr);
-    iov[0] = (struct iovec){ hdr, sizeof(hdr) };
-    iov[1] = (struct iovec){ io->buf, io->len };
-
-    pthread_mutex_lock(&p->send_lock);
-    rc = send_all(p->fd, iov, io->op == SD_OP_WRITE && io->len ? 2 : 1);
-    pthread_mutex_unlock(&p->send_lock);
-
-    if (rc < 0) {
-        /* Part of a frame may be out: the stream is unusable. */
-        peer_fail(p, strerror(-rc));
-    }
-    pthread_mutex_lock(&p->lock);
-    /* Unless its reply already completed it, the io is ours again. */
-    if (p->slots[s].io == io && p->slots[s].gen == gen) {
-        p->slots[s].sending = 0;
-        if (!p->alive) {
-            /* The receiver's sweep skipped it while it was being sent. */
-            slot_put(p, s);
-            fail = 1;
+        if ((io->op != SD_OP_READ && io->op != SD_OP_WRITE) ||
+            io->len > SD_FRAME_MAX_LEN || io->offset > UINT64_MAX - io->len) {
+            rc = -EINVAL;
+            n = i;
+            break;
         }
     }
-    pthread_mutex_unlock(&p->lock);
-    if (fail) {
-        /* A send that waited IO_TIMEOUT_US says so; any other loss of
-         * the connection is -ECONNRESET, as for the ios in flight. */
-        io->done(io, rc == -ETIMEDOUT ? rc : -ECONNRESET);
+    pthread_mutex_lock(&p->lock);
+    for (k = 0; k < n; k++) {
+        if (!p->alive) {
+            rc = -ECONNRESET;
+            break;
+        }
+        slot[k] = slot_get(p);
+        if (slot[k] == NO_SLOT) {
+            rc = -EAGAIN;
+            break;
+        }
+        p->slots[slot[k]].io = ios[k];
+        p->slots[slot[k]].sending = 1;
+        p->slots[slot[k]].deadline = sd_now_us() + IO_TIMEOUT_US;
+        gen[k] = p->slots[slot[k]].gen;
     }
-    return 0;
+    pthread_mutex_unlock(&p->lock);
+    *queued = k;
+    if (k == 0) {
+        return rc;
+    }
+
+    for (i = 0; i < k; i++) {
+        const struct sd_io *io = ios[i];
+        struct sd_frame f = { .op = (uint8_t)io->op };
+
+        f.id = request_id(gen[i], slot[i]);
+        memcpy(f.grant, io->grant, SD_UUID_LEN);
+        memcpy(f.key, io->key, SD_KEY_LEN);
+        f.slab = io->slab;
+        f.len = io->len;
+        f.offset = io->offset;
+        sd_frame_encode(&f, hdr[i]);
+        iov[niov++] = (struct iovec){ hdr[i], SD_FRAME_HDR_LEN };
+        if (io->op == SD_OP_WRITE && io->len) {
+            iov[niov++] = (struct iovec){ io->buf, io->len };
+        }
+    }
+    pthread_mutex_lock(&p->send_lock);
+    sent = send_all(p->fd, iov, niov);
+    pthread_mutex_unlock(&p->send_lock);
+
+    if (sent < 0) {
+        /* Part of a frame may be out: the stream is unusable. */
+        peer_fail(p, strerror(-sent));
+    }
+    for (i = 0; i < k; i++) {
+        struct sd_io *io = ios[i];
+        int fail = 0;
+
+        pthread_mutex_lock(&p->lock);
+        /* Unless its reply already completed it, the io is ours again. */
+        if (p->slots[slot[i]].io == io && p->slots[slot[i]].gen == gen[i]) {
+            p->slots[slot[i]].sending = 0;
+            if (!p->alive) {
+                /* The receiver's sweep skipped it while it was sent. */
+                slot_put(p, slot[i]);
+                fail = 1;
+            }
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (fail) {
+            /* A send that waited IO_TIMEOUT_US says so; any other loss
+             * of the connection is -ECONNRESET, as for the ios in
+             * flight. */
+            io->done(io, sent == -ETIMEDOUT ? sent : -ECONNRESET);
+        }
+    }
+    return rc;
+}
+
+static int tcp_submit(struct sd_peer *p, struct sd_io **ios, size_t n,
+                      size_t *queued)
+{
+    int rc = 0;
+
+    *queued = 0;
+    while (*queued < n && rc == 0) {
+        size_t m = n - *queued < SEND_BATCH ? n - *queued : SEND_BATCH, k;
+
+        rc = submit_some(p, ios + *queued, m, &k);
+        *queued += k;
+    }
+    return rc;
 }
 
 static int tcp_alive(struct sd_peer *p)

@@ -6,7 +6,7 @@
  * READ/WRITE into the donor's memory region of the grant).
  *
  * All calls are thread-safe.  An I/O is asynchronous: submit() queues it
- * and returns; done() runs exactly once, on any thread, with 0 or -errno
+ * (with others bound for the same donor) and returns; done() runs exactly once, on any thread, with 0 or -errno
  * (-EACCES: the donor refused the key; -ENOENT: the slab is gone;
  * -ECONNRESET/-EPIPE/-ETIMEDOUT: the donor is unreachable).
  */
@@ -41,8 +41,11 @@ struct sd_transport {
     /* Connect to the donor at host:port; *out on success. */
     int (*connect)(const char *host, uint16_t port, struct sd_peer **out,
                    char *err, size_t errlen);
-    /* Queue io; 0, or -errno when it was not queued (done() not called). */
-    int (*submit)(struct sd_peer *peer, struct sd_io *io);
+    /* Queue ios[0..n), sent together where the transport can; 0, or
+     * -errno when only the first *queued were queued (done() is not
+     * called for the rest). */
+    int (*submit)(struct sd_peer *peer, struct sd_io **ios, size_t n,
+                  size_t *queued);
     /* 1 while the connection is up. */
     int (*alive)(struct sd_peer *peer);
     /* Fail in-flight I/O with -ECONNRESET, then free the peer. */

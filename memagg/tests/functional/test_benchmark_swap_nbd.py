@@ -1,7 +1,8 @@
 """benchmarks/swap_nbd_fio.py as CI runs it: --quick, every server (two real
-memagg-swapd processes, nbdkit, qemu-nbd) under real fio.  The figures are
-not asserted (they depend on the machine), only that each server ran every
-cell and moved data, and that memagg's reads went to its donor."""
+memagg-swapd processes, nbdkit, qemu-nbd, nbdkit relaying to nbdkit) under
+real fio.  The figures are not asserted (they depend on the machine), only
+that each server ran every cell and moved data, and that memagg's reads
+went to its donor."""
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ pytestmark = [pytest.mark.functional]
 
 SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
                       os.pardir, 'benchmarks', 'swap_nbd_fio.py')
-SERVERS = ['memagg', 'nbdkit', 'qemu-nbd']
+SERVERS = ['memagg', 'nbdkit', 'qemu-nbd', 'nbdkit-relay']
 CELLS = [('randread', '1'), ('randread', '32'), ('randwrite', '1'),
          ('randwrite', '32')]
 
@@ -30,14 +31,14 @@ def test_quick_run_has_every_server_and_cell():
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     header = next(line for line in lines if line.startswith('workload'))
-    assert [col.strip() for col in header.split('|')[1:4]] == SERVERS
+    assert [col.strip() for col in header.split('|')[1:5]] == SERVERS
     rows = {tuple(line.split('|')[0].split()): line.split('|')
             for line in lines
             if line.split('|')[0].split()[:1] in (['randread'],
                                                   ['randwrite'])}
     assert sorted(rows) == sorted(CELLS)
     for cell, columns in rows.items():
-        for server, column in zip(SERVERS, columns[1:4]):
+        for server, column in zip(SERVERS, columns[1:5]):
             iops = float(column.split()[0])
             assert iops > 0, (cell, server, run.stdout)
     assert any(line.startswith('verdict: ') for line in lines), run.stdout

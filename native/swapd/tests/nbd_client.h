@@ -125,20 +125,28 @@ static uint64_t tc_go(int fd, const char *name)
     }
 }
 
-static void tc_request(int fd, uint16_t type, uint64_t handle,
-                       uint64_t offset, uint32_t len, const void *payload)
+/* The 28 bytes of a request into req. */
+static void tc_encode_request(uint8_t *req, uint16_t flags, uint16_t type,
+                              uint64_t handle, uint64_t offset, uint32_t len)
 {
-    uint8_t req[28];
     uint32_t magic = htobe32(NBD_REQUEST_MAGIC), l = htobe32(len);
-    uint16_t flags = 0, t = htobe16(type);
+    uint16_t f = htobe16(flags), t = htobe16(type);
     uint64_t h = htobe64(handle), o = htobe64(offset);
 
     memcpy(req, &magic, 4);
-    memcpy(req + 4, &flags, 2);
+    memcpy(req + 4, &f, 2);
     memcpy(req + 6, &t, 2);
     memcpy(req + 8, &h, 8);
     memcpy(req + 16, &o, 8);
     memcpy(req + 24, &l, 4);
+}
+
+static void tc_request(int fd, uint16_t type, uint64_t handle,
+                       uint64_t offset, uint32_t len, const void *payload)
+{
+    uint8_t req[28];
+
+    tc_encode_request(req, 0, type, handle, offset, len);
     tc_send(fd, req, 28);
     if (payload && len) {
         tc_send(fd, payload, len);

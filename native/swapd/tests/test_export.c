@@ -3,8 +3,9 @@
  * the latency histogram, the ghost ring, the export table's parser and
  * format, slab math, and whole exports driven over NBD: local-only slabs,
  * slabs on an in-process donor over TCP (data lands there; a wrong key
- * degrades the slab and nothing is lost), reclaim, and a restart that
- * restores the export from its .conf and local copy.
+ * degrades the slab and nothing is lost), bursts of requests over two
+ * donors, reclaim, and a restart that restores the export from its .conf
+ * and local copy.
  * Prints "N passed, N failed".
  */
 #include <errno.h>
@@ -369,6 +370,113 @@ static void test_remote_export(void)
     free(back);
 }
 
+/* Append a request (and a WRITE's payload) to out at *pos. */
+static void add_request(uint8_t *out, size_t *pos, uint16_t type,
+                        uint64_t handle, uint64_t offset, uint32_t len,
+                        const void *payload)
+{
+    tc_encode_request(out + *pos, 0, type, handle, offset, len);
+    *pos += 28;
+    if (payload) {
+        memcpy(out + *pos, payload, len);
+        *pos += len;
+    }
+}
+
+/* Bursts of requests sent in one go over slabs on two donors, a local
+ * slab and never-written pages: each donor gets its pages, every request
+ * is answered, the data reads back. */
+static void test_burst_two_donors(void)
+{
+    enum { PER_SLAB = 16, PAGE = 4096 };
+    static uint8_t out[3 * PER_SLAB * (28 + PAGE) + 28], back[PAGE];
+    static const uint32_t written_slabs[3] = { 0, 1, 3 };
+    char sock[256], err[SD_ERRLEN], slabs[512];
+    uint8_t key[SD_KEY_LEN], page[PAGE];
+    struct sd_server *server[2];
+    struct sd_store *store[2];
+    struct sd_export_stats st;
+    struct sd_exports *xs;
+    uint64_t addr, handle;
+    uint32_t idx, rkey;
+    size_t pos = 0, done, used = 0;
+    int fd, i, d, ok = 1;
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    /* Donor d holds slab d. */
+    for (d = 0; d < 2; d++) {
+        idx = (uint32_t)d;
+        CHECK(sd_store_new(4 * SLAB, &store[d]) == 0);
+        CHECK(sd_tcp_server_start(store[d], "127.0.0.1", 0, &server[d], err,
+                                  sizeof(err)) == 0);
+        CHECK(sd_store_alloc(store[d], grant_bin, key, SLAB, &idx, 1, &addr,
+                             &done, &rkey) == 0 && done == 1);
+        snprintf(slabs + used, sizeof(slabs) - used,
+                 "%s%d@tcp://127.0.0.1:%u@%llu@0", d ? "," : "", d,
+                 sd_server_port(server[d]), (unsigned long long)addr);
+        used = strlen(slabs);
+    }
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(create(xs, slabs, sock) == 0);
+    fd = open_export(sock);
+
+    /* Page i of slabs 0, 1 and 3 holds byte (slab * 16 + i + 1). */
+    for (d = 0; d < 3; d++) {
+        for (i = 0; i < PER_SLAB; i++) {
+            memset(page, written_slabs[d] * PER_SLAB + i + 1, PAGE);
+            add_request(out, &pos, NBD_CMD_WRITE, (uint64_t)(d * 100 + i),
+                        written_slabs[d] * SLAB + (uint64_t)i * 3 * PAGE,
+                        PAGE, page);
+        }
+    }
+    tc_send(fd, out, pos);
+    for (i = 0; i < 3 * PER_SLAB; i++) {
+        ok &= tc_reply(fd, &handle) == 0;
+    }
+    CHECK(ok);
+    for (d = 0; d < 2; d++) {
+        CHECK(sd_store_access(store[d], SD_OP_READ, grant_bin, key,
+                              (uint32_t)d, 5 * 3 * PAGE, back, PAGE) == 0 &&
+              back[0] == d * PER_SLAB + 6 && back[PAGE - 1] == back[0]);
+    }
+
+    /* The same pages back, and one never written in slab 2. */
+    pos = 0;
+    for (d = 0; d < 3; d++) {
+        for (i = 0; i < PER_SLAB; i++) {
+            add_request(out, &pos, NBD_CMD_READ, (uint64_t)(d * 100 + i),
+                        written_slabs[d] * SLAB + (uint64_t)i * 3 * PAGE,
+                        PAGE, NULL);
+        }
+    }
+    add_request(out, &pos, NBD_CMD_READ, 999, 2 * SLAB, PAGE, NULL);
+    tc_send(fd, out, pos);
+    for (i = 0; i < 3 * PER_SLAB + 1; i++) {
+        uint8_t want;
+
+        if (tc_reply(fd, &handle) != 0 || sd_read_full(fd, back, PAGE)) {
+            ok = 0;
+            break;
+        }
+        want = handle == 999 ? 0 : (uint8_t)(written_slabs[handle / 100] *
+                                             PER_SLAB + handle % 100 + 1);
+        ok &= back[0] == want && back[PAGE - 1] == want;
+    }
+    CHECK(ok);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0);
+    CHECK(st.writes == 3 * PER_SLAB && st.reads == 3 * PER_SLAB + 1 &&
+          st.zero_reads == 1 && st.local_reads == PER_SLAB &&
+          st.remote_errors == 0 && st.degraded_slabs == 0);
+    close(fd);
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    sd_exports_free(xs);
+    for (d = 0; d < 2; d++) {
+        sd_server_stop(server[d]);
+        sd_store_free(store[d]);
+    }
+}
+
 /* A grant key the donor does not know: every access is refused. */
 static void test_wrong_key(void)
 {
@@ -429,6 +537,7 @@ int main(void)
     test_spec();
     test_local_export_and_restart();
     test_remote_export();
+    test_burst_two_donors();
     test_wrong_key();
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd)) {

@@ -2,7 +2,8 @@
  * Tests of the NBD server: the request, option and INFO/GO parsers, and a
  * whole session over a socketpair against a memory backend (handshake
  * options, I/O, error replies that keep the connection, out-of-order
- * completion, short requests), and the listening server's stop.
+ * completion, short requests, bursts of requests sent in one go), and the
+ * listening server's stop.
  * Prints "N passed, N failed".
  */
 #include <endian.h>
@@ -27,9 +28,10 @@ struct mem {
     int hold_reads;
     struct sd_nbd_io *held;
     int flushes, trims, clients;
+    size_t max_burst;           /* the most requests handed over at once */
 };
 
-static void mem_submit(void *ctx, struct sd_nbd_io *io)
+static void mem_submit_one(void *ctx, struct sd_nbd_io *io)
 {
     struct mem *m = ctx;
 
@@ -64,6 +66,19 @@ static void mem_submit(void *ctx, struct sd_nbd_io *io)
     io->done(io, 0);
 }
 
+static void mem_submit(void *ctx, struct sd_nbd_io **ios, size_t n)
+{
+    struct mem *m = ctx;
+    size_t i;
+
+    if (n > m->max_burst) {
+        m->max_burst = n;
+    }
+    for (i = 0; i < n; i++) {
+        mem_submit_one(ctx, ios[i]);
+    }
+}
+
 static void mem_clients(void *ctx, int delta)
 {
     ((struct mem *)ctx)->clients += delta;
@@ -75,26 +90,12 @@ static const struct sd_nbd_backend backend = {
     .submit = mem_submit, .clients = mem_clients,
 };
 
-static void put_request(uint8_t *b, uint16_t type, uint64_t off, uint32_t len)
-{
-    uint32_t magic = htobe32(NBD_REQUEST_MAGIC), l = htobe32(len);
-    uint16_t flags = htobe16(1), t = htobe16(type);
-    uint64_t h = htobe64(77), o = htobe64(off);
-
-    memcpy(b, &magic, 4);
-    memcpy(b + 4, &flags, 2);
-    memcpy(b + 6, &t, 2);
-    memcpy(b + 8, &h, 8);
-    memcpy(b + 16, &o, 8);
-    memcpy(b + 24, &l, 4);
-}
-
 static void test_parse_request(void)
 {
     struct sd_nbd_request req;
     uint8_t b[28];
 
-    put_request(b, NBD_CMD_WRITE, 4096, 512);
+    tc_encode_request(b, 1, NBD_CMD_WRITE, 77, 4096, 512);
     CHECK(sd_nbd_parse_request(b, &req) == 0);
     CHECK(req.type == NBD_CMD_WRITE && req.offset == 4096 &&
           req.len == 512 && req.handle == 77 && req.flags == 1);
@@ -323,6 +324,53 @@ static void test_transmission(void)
     free(rbuf);
 }
 
+/* Requests sent in one go reach the backend in bursts (of at most 128, the
+ * in-flight limit) and every one is answered: 80 writes of 512 bytes, then
+ * 80 reads of them. */
+static void test_burst(void)
+{
+    enum { N = 80, LEN = 512, REQ = 28 };
+    static uint8_t out[N * (REQ + LEN) + N * REQ], back[LEN];
+    size_t pos = 0;
+    uint64_t handle, seen[2 * N] = { 0 };
+    pthread_t tid;
+    int fd, sfd, i, ok = 1;
+
+    memset(&mem, 0, sizeof(mem));
+    fd = start_session(&tid, &sfd);
+    tc_greet(fd);
+    tc_go(fd, "");
+    for (i = 0; i < 2 * N; i++) {
+        int write = i < N;
+
+        tc_encode_request(out + pos, 0, write ? NBD_CMD_WRITE : NBD_CMD_READ,
+                          (uint64_t)i, (uint64_t)(i % N) * LEN, LEN);
+        pos += REQ;
+        if (write) {
+            memset(out + pos, i + 1, LEN);
+            pos += LEN;
+        }
+    }
+    tc_send(fd, out, pos);
+    for (i = 0; i < 2 * N; i++) {
+        if (tc_reply(fd, &handle) != 0 || handle >= 2 * N || seen[handle]) {
+            ok = 0;
+            break;
+        }
+        seen[handle] = 1;
+        if (handle >= N) {
+            CHECK(sd_read_full(fd, back, LEN) == 0);
+            ok &= back[0] == (uint8_t)(handle - N + 1) &&
+                  back[LEN - 1] == back[0];
+        }
+    }
+    CHECK(ok);
+    CHECK(mem.max_burst > 1 && mem.max_burst <= 128);
+    tc_request(fd, NBD_CMD_DISC, 1, 0, 0, NULL);
+    pthread_join(tid, NULL);
+    close(fd);
+}
+
 static void test_listening_server(void)
 {
     char path[] = "/tmp/sd-nbd-test-XXXXXX", sock[64], err[SD_ERRLEN];
@@ -359,6 +407,7 @@ int main(void)
     test_parse_option_and_info();
     test_handshake_options();
     test_transmission();
+    test_burst();
     test_listening_server();
     return check_summary();
 }
