@@ -88,6 +88,15 @@ def unmanaged_reason(dom):
     return None
 
 
+def guest_memory_mb(conf, host_info):
+    """The memory the local policy shares among the host's guests:
+    ``[compute] guest_memory_mb``, or the host's memory less what is
+    reserved for the host itself."""
+    if conf.compute.guest_memory_mb:
+        return conf.compute.guest_memory_mb
+    return host_info.memory_mb - conf.compute.reserved_host_memory_mb
+
+
 class MemoryManager:
     """Runs the estimation and balloon period of a compute node.
 
@@ -154,8 +163,7 @@ class MemoryManager:
                 policy_vms.append(vm_memory)
         self._forget_gone(domains)
 
-        budget = (host_info.memory_mb
-                  - self.conf.compute.reserved_host_memory_mb - taken_mb)
+        budget = guest_memory_mb(self.conf, host_info) - taken_mb
         decision = self.policy.compute(policy_vms, budget)
         for vm_memory in policy_vms:
             target = decision.targets[vm_memory.uuid]

@@ -30,6 +30,15 @@ opts = [
                     'collect_interval.'),
     cfg.IntOpt('reserved_host_memory_mb', default=512, min=0,
                help='Host memory kept for the host itself; never lent.'),
+    cfg.IntOpt('guest_memory_mb', default=0, min=0,
+               help='Memory, in MiB, that the local policy shares among '
+                    'this host\'s guests (their balloon targets in all, '
+                    'and what is left of it is the free reservoir this '
+                    'host may lend). 0: the host memory the hypervisor '
+                    'reports, less reserved_host_memory_mb, read again '
+                    'every period. Set a fixed size where the reported '
+                    'memory moves (memory hot-plug) or where other '
+                    'services take a fixed share of the host.'),
 ]
 
 

@@ -38,6 +38,7 @@ class Driver(base.HypervisorDriver):
         self.unsupported = {}
         self.balloons = []
         self.periods = []
+        self.host_mb = HOST_MB
 
     def add(self, uuid, stats, max_mb=2048, balloon=True, current_mb=None):
         self.domains[uuid] = base.DomainInfo(
@@ -52,7 +53,7 @@ class Driver(base.HypervisorDriver):
             raise base.Unsupported('%s refused for %s' % (method, uuid))
 
     def get_host_info(self):
-        return base.HostInfo('node', HOST_MB, HOST_MB, 2)
+        return base.HostInfo('node', self.host_mb, self.host_mb, 2)
 
     def list_domains(self):
         return list(self.domains.values())
@@ -266,6 +267,23 @@ class TestBudget:
         budget = HOST_MB - 512 - 768 - 256
         assert result.reservoir_mb == budget - 600 - 1100
         assert sorted(drv.balloons) == [('a', 600), ('b', 1100)]
+
+    @pytest.mark.parametrize('host_mb', [HOST_MB, 4 * HOST_MB])
+    def test_a_fixed_guest_memory_holds_whatever_the_host_reports(
+            self, conf, host_mb):
+        # The budget is guest_memory_mb less the unmanaged VM, however
+        # much memory the hypervisor says the host has (hot-plug moves it)
+        # and whatever is reserved.
+        conf.config(estimator='stats', group='wss')
+        conf.config(guest_memory_mb=2048, reserved_host_memory_mb=512,
+                    group='compute')
+        drv = Driver()
+        drv.host_mb = host_mb
+        drv.add('unmanaged', {}, balloon=False, current_mb=512)
+        drv.add('a', stats_of(600))
+        result = run(memory.MemoryManager(drv, CONF), drv)
+        assert result.vms['a'].target_mb == 600
+        assert result.reservoir_mb == 2048 - 512 - 600
 
     def test_unmanaged_memory_limits_what_a_vm_may_grow_into(self, conf):
         # A VM with swap-ins grows (Badis, stats fallback: m_cur +
