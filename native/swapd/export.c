@@ -921,7 +921,8 @@ static void finish_write(struct sd_export *x, struct xreq *r)
     while (done < nio->len) {
         /* One page per pwrite: the page cache then keeps small folios.
          * A large folio (from one large write) makes every later 4 KiB
-         * write into it walk all its buffer heads on ext4, 5x slower. */
+         * write into it walk all its buffer heads on ext4, about 10x
+         * slower (26.8 against 2.7 us measured). */
         size_t want = SD_PAGE_SIZE - (size_t)((nio->offset + done) %
                                               SD_PAGE_SIZE);
         ssize_t n = pwrite(x->fd, (char *)nio->buf + done,
