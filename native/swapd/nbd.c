@@ -415,25 +415,33 @@ static int handshake(struct conn *c)
     }
 }
 
-static void send_reply(struct conn *c, uint64_t handle, uint32_t error,
-                       const void *data, uint32_t len)
+/* A simple reply's 16-byte header. */
+static void encode_reply(uint8_t *hdr, uint32_t error, uint64_t handle)
 {
-    uint8_t hdr[16];
-    struct iovec iov[2] = {
-        { .iov_base = hdr, .iov_len = sizeof(hdr) },
-        { .iov_base = (void *)data, .iov_len = len },
-    };
-
     put32(hdr, NBD_SIMPLE_REPLY_MAGIC);
     put32(hdr + 4, error);
     put64(hdr + 8, handle);
-    pthread_mutex_lock(&c->wlock);
-    if (!c->broken &&
-        send_iov(c->fd, iov, error == 0 && data && len ? 2 : 1)) {
-        /* The client is gone: make the reader stop too. */
+}
+
+/* Send iov[0..n) unless the client is gone (c->wlock held); a failed
+ * send marks it gone and makes the reader stop too. */
+static void send_locked(struct conn *c, struct iovec *iov, int n)
+{
+    if (n && !c->broken && send_iov(c->fd, iov, n)) {
         c->broken = 1;
         shutdown(c->fd, SHUT_RDWR);
     }
+}
+
+/* The reply of a request refused before it reached the backend. */
+static void send_error_reply(struct conn *c, uint64_t handle, uint32_t error)
+{
+    uint8_t hdr[16];
+    struct iovec iov = { .iov_base = hdr, .iov_len = sizeof(hdr) };
+
+    encode_reply(hdr, error, handle);
+    pthread_mutex_lock(&c->wlock);
+    send_locked(c, &iov, 1);
     pthread_mutex_unlock(&c->wlock);
 }
 
@@ -459,11 +467,7 @@ static void send_replies(struct conn *c, int release_hold)
             iov[k++] = (struct iovec){ r->io.buf, r->io.len };
         }
     }
-    if (k && !c->broken && send_iov(c->fd, iov, k)) {
-        /* The client is gone: make the reader stop too. */
-        c->broken = 1;
-        shutdown(c->fd, SHUT_RDWR);
-    }
+    send_locked(c, iov, k);
     pthread_mutex_unlock(&c->wlock);
     for (i = 0; i < n; i++) {
         bytes += sent[i]->bytes;
@@ -489,9 +493,7 @@ static void request_done(struct sd_nbd_io *io, uint32_t error)
     struct conn *c = r->conn;
     enum sd_batch_defer_result how;
 
-    put32(r->reply, NBD_SIMPLE_REPLY_MAGIC);
-    put32(r->reply + 4, error);
-    put64(r->reply + 8, r->handle);
+    encode_reply(r->reply, error, r->handle);
     r->error = error;
     pthread_mutex_lock(&c->wlock);
     c->replies[c->nreplies++] = r;
@@ -608,7 +610,7 @@ static void transmission(struct conn *c)
             sd_log(LOG_DEBUG, "nbd %s: refused command %u offset %llu "
                    "length %u: error %u", c->be.name, req.type,
                    (unsigned long long)req.offset, req.len, v.error);
-            send_reply(c, req.handle, v.error, NULL, 0);
+            send_error_reply(c, req.handle, v.error);
         }
         if (v.close) {
             return;
@@ -640,7 +642,7 @@ static void transmission(struct conn *c)
             if (req.type == NBD_CMD_WRITE && rx_take(c, NULL, req.len)) {
                 return;
             }
-            send_reply(c, req.handle, NBD_ENOMEM, NULL, 0);
+            send_error_reply(c, req.handle, NBD_ENOMEM);
             continue;
         }
         if (req.type == NBD_CMD_WRITE && rx_take(c, r->io.buf, req.len)) {
