@@ -484,6 +484,7 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
     uint8_t hdr[SEND_BATCH][SD_FRAME_HDR_LEN];
     struct iovec iov[2 * SEND_BATCH];
     uint32_t slot[SEND_BATCH], gen[SEND_BATCH];
+    uint64_t deadline;
     size_t i, k = 0;
     int rc = 0, sent, niov = 0;
 
@@ -497,12 +498,13 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
             break;
         }
     }
+    deadline = sd_now_us() + IO_TIMEOUT_US;     /* one for the burst */
     pthread_mutex_lock(&p->lock);
+    if (!p->alive) {
+        rc = -ECONNRESET;
+        n = 0;
+    }
     for (k = 0; k < n; k++) {
-        if (!p->alive) {
-            rc = -ECONNRESET;
-            break;
-        }
         slot[k] = slot_get(p);
         if (slot[k] == NO_SLOT) {
             rc = -EAGAIN;
@@ -510,7 +512,7 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
         }
         p->slots[slot[k]].io = ios[k];
         p->slots[slot[k]].sending = 1;
-        p->slots[slot[k]].deadline = sd_now_us() + IO_TIMEOUT_US;
+        p->slots[slot[k]].deadline = deadline;
         gen[k] = p->slots[slot[k]].gen;
     }
     pthread_mutex_unlock(&p->lock);
