@@ -11,7 +11,11 @@ creates through its REST API what memagg's tests need:
 * ``service``: user ``memagg`` with role ``service`` in project ``service``,
   the account keystonemiddleware validates tokens with;
 * ``member``: user ``tenant-member`` with role ``member`` in project
-  ``memagg-tenant``.
+  ``memagg-tenant``;
+* ``reader``: user ``tenant-reader`` with role ``reader`` in the same
+  project.
+
+``register_endpoint`` puts a service of the tests' in its catalog.
 
 Without ``.venv-keystone`` the fixture skips, except under CI (CI=true),
 where a missing Keystone is a broken setup and fails the test.
@@ -90,6 +94,7 @@ class Keystone:
     admin: Account
     service: Account
     member: Account
+    reader: Account
 
     @property
     def auth_url(self):
@@ -106,6 +111,11 @@ class Keystone:
     def token(self, account):
         """A new project-scoped token for ``account``."""
         return self.session(account).get_token()
+
+    def register_endpoint(self, service_type, name, url):
+        """Put ``url`` in the catalog as ``service_type``'s public,
+        internal and admin endpoint in REGION."""
+        _Admin(self).register_endpoint(service_type, name, url)
 
     def authtoken_options(self):
         """[keystone_authtoken] options of a service checking tokens here."""
@@ -216,6 +226,14 @@ class _Admin:
                          'default_project_id': account.project_id}}
         return self._call('POST', '/users', json=body)['user']['id']
 
+    def register_endpoint(self, service_type, name, url):
+        body = {'service': {'type': service_type, 'name': name}}
+        service = self._call('POST', '/services', json=body)['service']['id']
+        for interface in ('public', 'internal', 'admin'):
+            self._call('POST', '/endpoints', json={'endpoint': {
+                'service_id': service, 'interface': interface, 'url': url,
+                'region_id': REGION}})
+
     def grant(self, account, role):
         self._call('PUT', '/projects/%s/users/%s/roles/%s'
                    % (account.project_id, account.user_id,
@@ -229,8 +247,11 @@ def _populate(keystone):
     admin.project_id = api.find('project', admin.project_name)
     admin.user_id = api.find('user', admin.username)
     for account, role in ((keystone.service, 'service'),
-                          (keystone.member, 'member')):
-        account.project_id = api.create_project(account.project_name)
+                          (keystone.member, 'member'),
+                          (keystone.reader, 'reader')):
+        account.project_id = (
+            keystone.member.project_id if account is keystone.reader
+            else api.create_project(account.project_name))
         account.user_id = api.create_user(account)
         api.grant(account, role)
 
@@ -248,7 +269,8 @@ def keystone(tmp_path_factory):
         url='http://127.0.0.1:%d' % port,
         admin=Account('admin', 'admin-secret', 'admin'),
         service=Account('memagg', 'service-secret', 'service'),
-        member=Account('tenant-member', 'member-secret', 'memagg-tenant'))
+        member=Account('tenant-member', 'member-secret', 'memagg-tenant'),
+        reader=Account('tenant-reader', 'reader-secret', 'memagg-tenant'))
     conf = _prepare(directory, port, ks.admin)
     log_path = directory / 'server.log'
     with open(log_path, 'wb') as log:

@@ -17,11 +17,9 @@ from memagg.api import server as api_server
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
 from memagg.db import api as db_api
-from memagg.tests.functional import keystone as keystone_fixture
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
-keystone = keystone_fixture.keystone
 
 HOST = 'kvm-1'
 

@@ -20,7 +20,6 @@ from memagg.db import api as db_api
 from memagg.db.sqlalchemy import models
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import service_procs
-from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
 from memagg.tests import polling
 from memagg.tests.unit.db import rows
 

@@ -35,14 +35,12 @@ from memagg.db import api as db_api
 from memagg.drivers.compute_api import base
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
-from memagg.tests.functional import keystone as keystone_fixture
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
-keystone = keystone_fixture.keystone
 
 VM_A, VM_B, VM_C = (str(uuid.uuid4()) for _ in range(3))
 HOSTS = ['h1', 'h2', 'h3', 'h4', 'h5']

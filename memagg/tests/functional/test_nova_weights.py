@@ -29,12 +29,10 @@ from memagg.conf import wss as wss_conf
 from memagg.drivers.compute_api import base
 from memagg.drivers.compute_api import nova as nova_driver
 from memagg.drivers.hypervisor import base as hypervisor
-from memagg.tests.functional import keystone as keystone_fixture
 from memagg.tests.functional import nova_double
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
-keystone = keystone_fixture.keystone
 
 GOLD_VM = str(uuid.uuid4())      # flavor gold, image bronze: flavor wins
 IMAGE_VM = str(uuid.uuid4())     # flavor without weight, image bronze

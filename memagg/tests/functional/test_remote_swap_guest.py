@@ -33,7 +33,6 @@ from memagg.common import context
 from memagg.db import api as db_api
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import guest_fixtures
-from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
 from memagg.tests.guest import vm

@@ -26,7 +26,6 @@ import requests
 from memagg.common import rpc
 from memagg.db import api as db_api
 from memagg.tests.functional import service_procs
-from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
 from memagg.tests.functional import test_audits_rabbit as audits_rabbit
 from memagg.tests import polling
 

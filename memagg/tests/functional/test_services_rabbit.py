@@ -13,7 +13,6 @@ from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import api as db_api
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import service_procs
-from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
 from memagg.tests import polling
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]

@@ -6,7 +6,6 @@ import pytest
 
 from memagg.db import api as db_api
 from memagg.tests.functional import service_procs
-from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
 from memagg.tests import polling
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]

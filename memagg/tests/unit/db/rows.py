@@ -30,6 +30,10 @@ _DEFAULTS = {
                                  secret='s3cret'),
     models.Audit: lambda n: dict(uuid=str(uuid.uuid4())),
     models.Slab: lambda n: dict(index=n, donor_host='host-2', size_mb=256),
+    models.Migration: lambda n: dict(uuid=str(uuid.uuid4()),
+                                     instance_uuid=str(uuid.uuid4()),
+                                     source_host='host-1',
+                                     dest_host='host-2'),
 }
 
 
