@@ -20,6 +20,7 @@ import sys
 import time
 import uuid
 
+from memagg.cmd import swapd as swapd_cmd
 from memagg.compute import swapd
 
 MIB = 1 << 20
@@ -210,12 +211,14 @@ def _shm_file(prefix):
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), path
 
 
-def swapd_command():
-    """memagg-swapd's console script, or its module where not installed."""
+def swapd_command(config_file):
+    """memagg-swapd's console script (or its module where not installed)
+    with ``config_file``, as an operator starts it."""
     script = os.path.join(os.path.dirname(sys.executable), 'memagg-swapd')
     if os.access(script, os.X_OK):
-        return [script]
-    return [sys.executable, '-m', 'memagg.cmd.swapd']
+        return [script, '--config-file', config_file]
+    return [sys.executable, '-m', 'memagg.cmd.swapd', '--config-file',
+            config_file]
 
 
 def _swapd_call(what, call, *args, **kwargs):
@@ -259,14 +262,14 @@ class MemaggSwapd(_Server):
         control_path = os.path.join(base, 'control.sock')
         for sub in ('exports', 'state'):
             os.makedirs(os.path.join(base, sub), exist_ok=True)
-        port = free_port()
-        proc = self._spawn('swapd-%s' % role, swapd_command() + [
-            '--control', control_path,
-            '--export-dir', os.path.join(base, 'exports'),
-            '--state-dir', os.path.join(base, 'state'),
-            '--listen', 'tcp://127.0.0.1:%d' % port,
-            '--capacity-mb', str(capacity // MIB),
-            '--transport', 'tcp', '--log-level', 'warning'])
+        config_file = os.path.join(base, 'memagg.conf')
+        swapd_cmd.write_config(config_file, {
+            'control_socket': control_path,
+            'export_dir': os.path.join(base, 'exports'),
+            'state_dir': os.path.join(base, 'state'),
+            'listen': 'tcp://127.0.0.1:%d' % free_port(),
+            'capacity_mb': capacity // MIB, 'transport': 'tcp'})
+        proc = self._spawn('swapd-%s' % role, swapd_command(config_file))
         _wait(lambda: _pings(control_path), [proc],
               'memagg-swapd (%s)' % role)
         return control_path

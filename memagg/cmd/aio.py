@@ -8,12 +8,14 @@ and an example request, then runs until Ctrl-C or SIGTERM.
 
 With [swapd] enabled and no memagg-swapd answering on [swapd]
 control_socket, it starts one (the remote-swap data path) as a detached
-process with its own session and log file (swapd.log in the state
-directory, its pid in swapd.pid). memagg-aio does not stop it when it
-stops: its exports are the guests' swap disks, and killing it would fail
-their swap I/O in the middle of a run. The next memagg-aio finds it
-answering and uses it; ``kill $(cat STATE_DIR/swapd.pid)`` stops it (it
-shuts down cleanly on SIGTERM).
+process with its own session, config and log file (swapd.conf and
+swapd.log in the state directory, its pid in swapd.pid): swapd.conf holds
+the [swapd] options and [DEFAULT] debug memagg-aio runs with, its own
+overrides included. memagg-aio does not stop it when it stops: its exports
+are the guests' swap disks, and killing it would fail their swap I/O in the
+middle of a run. The next memagg-aio finds it answering and uses it;
+``kill $(cat STATE_DIR/swapd.pid)`` stops it (it shuts down cleanly on
+SIGTERM).
 """
 import os
 import subprocess
@@ -26,6 +28,7 @@ from oslo_log import log as logging
 
 from memagg.api import app as api_app
 from memagg.api import server as api_server
+from memagg.cmd import swapd as swapd_cmd
 from memagg.common import rpc
 from memagg.compute import manager as compute_manager
 from memagg.compute import rpcapi as compute_rpcapi
@@ -55,7 +58,7 @@ cli_opts = [
 
 
 #: How memagg-aio runs memagg-swapd: the console script's module, with
-#: this interpreter (no PATH needed).
+#: this interpreter (no PATH needed); ``--config-file`` follows.
 SWAPD_COMMAND = (sys.executable, '-m', 'memagg.cmd.swapd')
 
 #: Seconds memagg-swapd has to answer PING after its start.
@@ -72,24 +75,6 @@ def default_state_dir():
 def libvirt_uri():
     """qemu:///system when a libvirtd answers there, else test:///default."""
     return SYSTEM_URI if libvirt_driver.answers(SYSTEM_URI) else TEST_URI
-
-
-def swapd_arguments(conf):
-    """memagg-swapd's command line from ``conf``'s [swapd] options."""
-    group = conf.swapd
-    args = ['--control', group.control_socket,
-            '--export-dir', group.export_dir,
-            '--state-dir', group.state_dir,
-            '--listen', group.listen,
-            '--capacity-mb', str(group.capacity_mb),
-            '--transport', group.transport]
-    if group.advertise:
-        args += ['--advertise', group.advertise]
-    if group.socket_user:
-        args += ['--socket-user', group.socket_user]
-    if 'debug' in conf and conf.debug:
-        args += ['--log-level', 'debug']
-    return args
 
 
 def _usable_dir(path):
@@ -134,7 +119,8 @@ def ensure_swapd(conf, state_dir, command=SWAPD_COMMAND,
     """Start memagg-swapd when [swapd] is enabled and none answers; return
     its Popen (None when one answered already, when disabled, or when it
     did not come up: then this host has no remote memory, said in the
-    log)."""
+    log). Raises swapd_cmd.InvalidOption for an option it cannot run
+    with."""
     if not conf.swapd.enabled:
         return None
     if _answers(swapd_client.SwapdClient(conf.swapd.control_socket,
@@ -143,9 +129,12 @@ def ensure_swapd(conf, state_dir, command=SWAPD_COMMAND,
                  conf.swapd.control_socket)
         return None
     place_swapd_dirs(conf, state_dir)
+    config_path = os.path.join(state_dir, 'swapd.conf')
+    swapd_cmd.write_config(config_path, swapd_cmd.options(conf),
+                           debug=conf.debug)
     client = swapd_client.SwapdClient(conf.swapd.control_socket, timeout=2)
     log_path = os.path.join(state_dir, 'swapd.log')
-    argv = list(command) + swapd_arguments(conf)
+    argv = list(command) + ['--config-file', config_path]
     with open(log_path, 'ab') as log:
         # Its own session: Ctrl-C on memagg-aio's terminal does not reach
         # it, and it outlives memagg-aio (see the module's docstring).
@@ -223,7 +212,10 @@ def main(argv=None):
     db_api.configure()
     migration.upgrade('head')
     rpc.init(url='fake://')
-    swapd_proc = ensure_swapd(CONF, state_dir)
+    try:
+        swapd_proc = ensure_swapd(CONF, state_dir)
+    except swapd_cmd.InvalidOption as exc:
+        sys.exit('memagg-aio: error: %s' % exc)
     api = ApiService(CONF.bind_host, CONF.port)
     services = [
         api,

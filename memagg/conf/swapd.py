@@ -1,11 +1,36 @@
 """Options of the [swapd] group: this host's memagg-swapd and remote memory.
 
-memagg-compute talks to memagg-swapd over its control socket: it donates
-slabs of this host's memory, creates the exports its VMs swap to, hot-plugs
-them and reads their swap-ghost stream. memagg-aio also starts memagg-swapd
-with these options when none answers.
+memagg-swapd reads its own options here (control_socket to socket_user).
+memagg-compute talks to it over its control socket: it donates slabs of
+this host's memory, creates the exports its VMs swap to, hot-plugs them and
+reads their swap-ghost stream. memagg-aio also starts memagg-swapd with
+these options when none answers.
 """
+import re
+
 from oslo_config import cfg
+from oslo_config import types
+
+
+class Endpoint(types.String):
+    """Where memagg-swapd's donor service is reached: ``tcp://HOST:PORT``
+    or ``rdma://HOST:PORT`` (a host name or IPv4 address, port 1-65535)."""
+
+    # The grammar the C core parses (native/swapd/endpoint.c), so that a bad
+    # value is refused when the config is read, naming its option.
+    _GRAMMAR = re.compile(r'(?:tcp|rdma)://[A-Za-z0-9._-]+:([0-9]{1,5})')
+
+    def __init__(self):
+        super().__init__(type_name='endpoint value')
+
+    def __call__(self, value):
+        value = super().__call__(value)
+        match = self._GRAMMAR.fullmatch(value)
+        if not match or not 0 < int(match.group(1)) <= 65535:
+            raise ValueError('must be tcp://HOST:PORT or rdma://HOST:PORT '
+                             '(port 1-65535), not %r' % value)
+        return value
+
 
 GROUP = cfg.OptGroup('swapd', title='memagg-swapd and remote memory options')
 
@@ -25,24 +50,22 @@ opts = [
                     'durability copies of this host\'s remote-swap disks '
                     '(local/<instance>/<grant>.img). Needs as much disk as '
                     'the VMs\' grants.'),
-    cfg.StrOpt('listen', default='tcp://0.0.0.0:7450',
-               help='Where memagg-swapd serves this host\'s donated slabs '
-                    '(passed by memagg-aio when it starts memagg-swapd).'),
-    cfg.StrOpt('advertise',
-               help='Endpoint other hosts reach the donated slabs at, as '
-                    'tcp://HOST:PORT. Default: listen\'s, with 127.0.0.1 '
-                    'for 0.0.0.0 (one-host set-ups only).'),
-    cfg.IntOpt('capacity_mb', default=0, min=0,
+    cfg.Opt('listen', type=Endpoint(), default='tcp://0.0.0.0:7450',
+            help='Where memagg-swapd serves this host\'s donated slabs.'),
+    cfg.Opt('advertise', type=Endpoint(),
+            help='Endpoint other hosts reach the donated slabs at, as '
+                 'tcp://HOST:PORT. Default: listen\'s, with 127.0.0.1 '
+                 'for 0.0.0.0 (one-host set-ups only).'),
+    cfg.IntOpt('capacity_mb', default=0, min=0, max=1 << 40,
                help='Memory this host\'s memagg-swapd may lend to others '
-                    '(MiB; 0: none), passed at its start by memagg-aio. '
-                    'memagg-compute reports as lendable at most what '
-                    'memagg-swapd says its capacity is.'),
+                    '(MiB; 0: none). memagg-compute reports as lendable '
+                    'at most what memagg-swapd says its capacity is.'),
     cfg.StrOpt('transport', default='auto', choices=['auto', 'tcp', 'rdma'],
-               help='Transport to donors (passed by memagg-aio): auto uses '
-                    'RDMA when a device exists, else TCP.'),
+               help='Transport to donors: auto uses RDMA when a device '
+                    'exists, else TCP.'),
     cfg.StrOpt('socket_user',
                help='User the export sockets are given to (QEMU\'s user, '
-                    'e.g. libvirt-qemu); passed by memagg-aio.'),
+                    'e.g. libvirt-qemu). Unset: memagg-swapd\'s own user.'),
     cfg.BoolOpt('auto_grant', default=True,
                 help='Ask memagg-scheduler for remote memory for a VM that '
                      'is short of memory when this host has none left for '

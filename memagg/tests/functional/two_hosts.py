@@ -3,7 +3,7 @@
 The consumer host is this machine's libvirtd (qemu:///system, the guests
 run there) with a memagg-swapd of its own, whose export sockets QEMU's user
 can reach, and a memagg-compute. The donor host is a second memagg-swapd
-that lends memory (--capacity-mb) over TCP on its own port, and a second
+that lends memory ([swapd] capacity_mb) over TCP on its own port, and a second
 memagg-compute under another [DEFAULT] host name, whose hypervisor is
 libvirt's test driver: the donor runs no guest, it only lends. One
 memagg-scheduler on RabbitMQ and MariaDB makes the grants between them.
@@ -29,6 +29,7 @@ import uuid
 
 import pytest
 
+from memagg.cmd import swapd as swapd_cmd
 from memagg.common import context
 from memagg.common import exceptions
 from memagg.common import rpc
@@ -47,7 +48,8 @@ DONOR_CAPACITY_MB = 512
 
 
 class Swapd:
-    """One memagg-swapd process with its directories under ``root``."""
+    """One memagg-swapd process with its directories and memagg.conf under
+    ``root``, started as an operator starts it (``--config-file``)."""
 
     def __init__(self, name, root, capacity_mb=0, socket_user=None):
         self.name = name
@@ -67,17 +69,16 @@ class Swapd:
         # QEMU (an unprivileged user) walks to the export sockets.
         os.chmod(self.dir, 0o755)
         os.chmod(self.export_dir, 0o755)
+        self.config_file = os.path.join(self.dir, 'memagg.conf')
+        swapd_cmd.write_config(self.config_file, {
+            'control_socket': self.control, 'export_dir': self.export_dir,
+            'state_dir': self.state_dir, 'listen': self.endpoint,
+            'capacity_mb': capacity_mb, 'transport': 'tcp',
+            'socket_user': socket_user}, debug=True)
 
     def argv(self):
-        args = [
-            os.path.join(service_procs.BIN_DIR, 'memagg-swapd'),
-            '--control', self.control, '--export-dir', self.export_dir,
-            '--state-dir', self.state_dir, '--listen', self.endpoint,
-            '--capacity-mb', str(self.capacity_mb), '--transport', 'tcp',
-            '--log-level', 'debug']
-        if self.socket_user:
-            args += ['--socket-user', self.socket_user]
-        return args
+        return [os.path.join(service_procs.BIN_DIR, 'memagg-swapd'),
+                '--config-file', self.config_file]
 
     def start(self, timeout=30):
         """Start the daemon (again, after a stop or kill) and wait until its

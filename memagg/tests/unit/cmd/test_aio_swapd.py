@@ -1,23 +1,34 @@
-"""memagg-aio starting memagg-swapd: its command line from [swapd], its
-directories, a detached child with its own log and pid file, and what
-happens when it does not come up.
+"""memagg-aio starting memagg-swapd: the config it writes for it from
+[swapd], its directories, a detached child with its own log and pid file,
+and what happens when it does not come up.
 
-The child here is a stand-in script answering PING on --control (the real
-daemon is started by memagg/tests/functional/test_compute_remote_swapd.py),
-so these tests check memagg-aio's side only.
+The child here is a stand-in script answering PING on the control socket
+of the config it is given (the real daemon is started by
+memagg/tests/functional/test_compute_remote_swapd.py and
+test_swapd_cmd.py), so these tests check memagg-aio's side only.
 """
+import configparser
 import os
+import pwd
 import signal
 import sys
 
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+from oslo_log import log as logging
 import pytest
 
 from memagg.cmd import aio
+from memagg.cmd import swapd as swapd_cmd
 from memagg.compute import swapd
+from memagg.conf import swapd as swapd_opts
 
 STAND_IN = r'''
-import socket, sys
-path = sys.argv[sys.argv.index('--control') + 1]
+import configparser, socket, sys
+config_file = sys.argv[sys.argv.index('--config-file') + 1]
+config = configparser.ConfigParser(interpolation=None)
+config.read(config_file)
+path = config['swapd']['control_socket']
 with open(sys.argv[1], 'w') as f:
     f.write(' '.join(sys.argv[2:]))
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -32,24 +43,30 @@ while True:
 '''
 
 
+USER = pwd.getpwuid(os.getuid()).pw_name
+
+
 @pytest.fixture
-def swapd_conf(conf, tmp_path):
-    conf.config(control_socket=str(tmp_path / 'run' / 'control.sock'),
-                export_dir=str(tmp_path / 'run' / 'exports'),
-                state_dir=str(tmp_path / 'lib'), capacity_mb=2048,
-                socket_user='libvirt-qemu', group='swapd')
-    return conf
+def swapd_conf(tmp_path):
+    """A config as memagg-aio has it: [swapd] and oslo.log's options."""
+    conf = cfg.ConfigOpts()
+    swapd_opts.register_opts(conf)
+    logging.register_options(conf)
+    conf([], default_config_files=[])
+    fixture = config_fixture.Config(conf)
+    fixture.setUp()
+    fixture.config(control_socket=str(tmp_path / 'run' / 'control.sock'),
+                   export_dir=str(tmp_path / 'run' / 'exports'),
+                   state_dir=str(tmp_path / 'lib'), capacity_mb=2048,
+                   socket_user=USER, group='swapd')
+    yield fixture
+    fixture.cleanUp()
 
 
-def test_command_line_follows_the_swapd_options(swapd_conf, tmp_path):
-    swapd_conf.config(advertise='tcp://10.0.0.1:7450', group='swapd')
-    assert aio.swapd_arguments(swapd_conf.conf) == [
-        '--control', str(tmp_path / 'run' / 'control.sock'),
-        '--export-dir', str(tmp_path / 'run' / 'exports'),
-        '--state-dir', str(tmp_path / 'lib'),
-        '--listen', 'tcp://0.0.0.0:7450', '--capacity-mb', '2048',
-        '--transport', 'auto', '--advertise', 'tcp://10.0.0.1:7450',
-        '--socket-user', 'libvirt-qemu']
+def _read_config(path):
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(path)
+    return config
 
 
 def test_directories_this_user_cannot_make_move_under_the_state_dir(
@@ -82,7 +99,12 @@ def test_starts_a_detached_swapd_that_answers(swapd_conf, tmp_path):
         assert os.getsid(proc.pid) == proc.pid != os.getsid(0)
         assert (state / 'swapd.pid').read_text() == '%d\n' % proc.pid
         assert (state / 'swapd.log').exists()
-        assert '--capacity-mb 2048' in argv_file.read_text()
+        config_file = str(state / 'swapd.conf')
+        assert argv_file.read_text() == '--config-file ' + config_file
+        config = _read_config(config_file)
+        assert config['swapd']['capacity_mb'] == '2048'
+        assert config['swapd']['socket_user'] == USER
+        assert config['DEFAULT']['debug'] == 'False'
         client = swapd.SwapdClient(swapd_conf.conf.swapd.control_socket)
         assert client.ping()['version'] == 1
         # A second memagg-aio finds it answering and starts none.
@@ -101,6 +123,33 @@ def test_a_swapd_that_exits_at_start_leaves_no_remote_memory(
     assert proc is None
     assert 'exited at start (status 2)' in caplog.text
     assert 'bad option' in (tmp_path / 'swapd.log').read_text()
+
+
+def test_the_child_config_holds_the_directories_aio_moved(
+        swapd_conf, tmp_path):
+    # /proc cannot hold a directory: place_swapd_dirs moves all three under
+    # the state dir, and the child must run with those, not memagg.conf's.
+    swapd_conf.config(export_dir='/proc/memagg-cannot/exports',
+                      group='swapd')
+    state = tmp_path / 'state'
+    state.mkdir()
+    proc = aio.ensure_swapd(swapd_conf.conf, str(state),
+                            command=(sys.executable, '-c',
+                                     'import sys; sys.exit(1)'))
+    assert proc is None
+    written = _read_config(state / 'swapd.conf')['swapd']
+    assert written['export_dir'] == str(state / 'swapd' / 'exports')
+    assert written['control_socket'] == str(state / 'swapd' /
+                                            'control.sock')
+
+
+def test_an_option_swapd_cannot_run_with_starts_nothing(
+        swapd_conf, tmp_path):
+    swapd_conf.config(socket_user='memagg-no-such-user', group='swapd')
+    with pytest.raises(swapd_cmd.InvalidOption, match=r'^\[swapd\] '
+                       'socket_user: no user'):
+        aio.ensure_swapd(swapd_conf.conf, str(tmp_path), command=('false',))
+    assert not (tmp_path / 'swapd.log').exists()
 
 
 def test_disabled_starts_nothing(swapd_conf, tmp_path):
