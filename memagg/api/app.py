@@ -1,12 +1,16 @@
 """Build the API's WSGI application.
 
-``create_app(conf)`` returns the whole pipeline: oslo.middleware request_id,
-JSON error bodies for middleware errors, authentication ([api]
-auth_strategy) in front of everything but version discovery, and the Flask
-app whose routes come from memagg.api.controllers.
+``create_app(conf)`` returns the whole pipeline: oslo.middleware request_id;
+oslo.middleware http_proxy_to_wsgi (the scheme, host and path prefix a
+reverse proxy reports, with ``[oslo_middleware]
+enable_proxy_headers_parsing``); oslo.middleware's healthcheck at
+``/healthcheck``; JSON error bodies for middleware errors; authentication
+([api] auth_strategy) in front of everything but version discovery; and the
+Flask app whose routes come from memagg.api.controllers.
 """
 import flask
 from keystonemiddleware import auth_token
+from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id
 from werkzeug import exceptions as http_exc
 
@@ -121,4 +125,7 @@ def create_app(conf=None):
     app = _flask_app(conf)
     pipeline = middleware.PublicPaths(app, _authenticated(app, conf))
     pipeline = middleware.JsonErrors(pipeline)
+    pipeline = middleware.Healthcheck(pipeline, conf)
+    # Before everything that builds URLs or reads the client's address.
+    pipeline = http_proxy_to_wsgi.HTTPProxyToWSGI(pipeline, conf)
     return request_id.RequestId(pipeline)

@@ -1,4 +1,6 @@
-"""WSGI middleware of the API: development auth, public paths, JSON errors."""
+"""WSGI middleware of the API: development auth, public paths, JSON errors,
+the healthcheck path."""
+from oslo_middleware import healthcheck
 from oslo_middleware import request_id as request_id_mw
 
 from memagg.api import errors
@@ -80,3 +82,27 @@ class JsonErrors:
                     ('Content-Length', str(len(new_body)))]
         start_response(status, headers)
         return [new_body]
+
+
+class Healthcheck:
+    """Answer ``/healthcheck`` with oslo.middleware's healthcheck, without a
+    token, as other OpenStack APIs do: load balancers and monitoring probe
+    it. Its ``[healthcheck]`` options (``backends``, ``detailed``,
+    ``allowed_source_ranges``...) apply.
+
+    It sits outside JsonErrors: its answers, 503 included, are its own
+    plain text, HTML or JSON, as clients of other OpenStack APIs expect.
+    """
+
+    PATH = '/healthcheck'
+
+    def __init__(self, application, conf):
+        self.application = application
+        # A request it ignores (from outside allowed_source_ranges) goes on
+        # to the API, which does not know the path.
+        self.healthcheck = healthcheck.Healthcheck(application, conf)
+
+    def __call__(self, environ, start_response):
+        if environ.get('PATH_INFO', '') == self.PATH:
+            return self.healthcheck(environ, start_response)
+        return self.application(environ, start_response)

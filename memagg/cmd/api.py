@@ -1,32 +1,117 @@
-"""memagg-api: serve the REST API with a threaded HTTP server."""
+"""memagg-api: serve the REST API under uWSGI.
+
+The process becomes a uWSGI master (the ``pyuwsgi`` wheel runs the server
+in this interpreter) that listens with an HTTP socket on ``[api]
+host``:``port`` and forks ``[api] workers`` processes of ``[api] threads``
+threads each. Every worker imports ``memagg.wsgi.api`` after the fork
+(lazy-apps), so each builds its own application, database pool and
+message bus connection; the config files this process was given reach
+them through MEMAGG_CONFIG_FILES and MEMAGG_CONFIG_DIRS. SIGTERM stops the
+master and its workers at once (die-on-term).
+"""
+import os
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as logging
+import pyuwsgi
 
-from memagg.api import app
-from memagg.api import server
+from memagg.conf import api as api_opts
 from memagg.conf import CONF
+from memagg import wsgi
 
 LOG = logging.getLogger(__name__)
 
+PROG = 'memagg-api'
+
+#: What the workers load (module:callable).
+APPLICATION = 'memagg.wsgi.api:application'
+
+#: Largest request head uWSGI accepts, in bytes. Its default (4 KiB) would
+#: refuse requests whose Keystone tokens or service tokens make the headers
+#: longer.
+BUFFER_SIZE = 65535
+
+_FIXES = {
+    'path_prefix': 'give a path such as /memory-aggregation (starting with '
+                   '"/", without a trailing "/"), or leave it empty',
+}
+
+
+def _option(name):
+    """``[api] name``, or exit with one line naming it and the fix."""
+    try:
+        return getattr(CONF.api, name)
+    except cfg.Error as exc:
+        # oslo.config says where the value came from, then why it is bad.
+        reason = str(exc).rpartition('is not valid: ')[2]
+        sys.exit("%s: error: Invalid value for '[api] %s': %s" % (
+            PROG, name, _FIXES.get(name, reason)))
+
+
+def _address(host, port):
+    return '[%s]:%d' % (host, port) if ':' in host else '%s:%d' % (
+        host, port)
+
+
+def uwsgi_arguments():
+    """uWSGI's command line from CONF's [api] options; exits naming the
+    first bad one."""
+    for opt in api_opts.opts:
+        _option(opt.dest)
+    workers = _option('workers') or os.cpu_count() or 1
+    prefix = _option('path_prefix')
+    if prefix:
+        # manage-script-name moves the prefix from PATH_INFO to
+        # SCRIPT_NAME, which the links in responses are built from.
+        app = ['--mount', '%s=%s' % (prefix, APPLICATION),
+               '--manage-script-name']
+    else:
+        app = ['--module', APPLICATION]
+    return [
+        '--strict',
+        '--master',
+        '--http-socket', _address(_option('host'), _option('port')),
+        '--processes', str(workers),
+        '--threads', str(_option('threads')),
+        '--enable-threads',
+        '--thunder-lock',
+        '--lazy-apps',
+        '--need-app',
+        '--die-on-term',
+        '--no-orphans',
+        '--buffer-size', str(BUFFER_SIZE),
+        '--procname-prefix-spaced', PROG,
+    ] + app
+
+
+def _pass_config_to_workers():
+    os.environ[wsgi.CONFIG_FILES_ENV] = ','.join(
+        os.path.abspath(path) for path in CONF.config_file)
+    os.environ[wsgi.CONFIG_DIRS_ENV] = ','.join(
+        os.path.abspath(path) for path in CONF.config_dir or [])
+
 
 def main(argv=None):
-    """Parse --config-file etc., then serve on [api] host:port until killed."""
+    """Parse --config-file etc., check the [api] options, then run uWSGI
+    on [api] host:port until SIGTERM."""
     logging.register_options(CONF)
-    CONF(sys.argv[1:] if argv is None else argv, project='memagg')
-    logging.setup(CONF, 'memagg')
-    app.set_api_defaults(CONF)
-    httpd = server.make_server(app.create_app(CONF), CONF.api.host,
-                               CONF.api.port)
-    LOG.info('memagg-api serving on %s/ (auth_strategy %s)',
-             server.url(httpd), CONF.api.auth_strategy)
     try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        LOG.info('memagg-api stopping')
-    finally:
-        httpd.server_close()
-    return 0
+        CONF(sys.argv[1:] if argv is None else argv, project='memagg',
+             prog=PROG)
+    except cfg.Error as exc:
+        sys.exit('%s: error: %s' % (PROG, exc))
+    logging.setup(CONF, 'memagg')
+    arguments = uwsgi_arguments()
+    _pass_config_to_workers()
+    LOG.info('memagg-api serving on http://%s%s/ (auth_strategy %s)',
+             _address(CONF.api.host, CONF.api.port), CONF.api.path_prefix,
+             CONF.api.auth_strategy)
+    # Each worker parses the configuration itself when it imports
+    # memagg.wsgi.api, as under any WSGI server: it must not inherit this
+    # process's parse.
+    CONF.clear()
+    pyuwsgi.run(*arguments)
 
 
 if __name__ == '__main__':

@@ -6,7 +6,22 @@ GROUP = cfg.OptGroup('api', title='REST API options')
 opts = [
     cfg.HostAddressOpt('host', default='127.0.0.1',
                        help='Address memagg-api listens on.'),
-    cfg.PortOpt('port', default=8799, help='Port memagg-api listens on.'),
+    cfg.PortOpt('port', default=8799, min=1,
+                help='Port memagg-api listens on.'),
+    cfg.IntOpt('workers', min=1, sample_default='<number of CPUs>',
+               help='uWSGI worker processes memagg-api runs. Default: the '
+                    'number of CPUs.'),
+    cfg.IntOpt('threads', default=4, min=1,
+               help='Threads per memagg-api worker process: requests one '
+                    'worker serves at once (they overlap database and '
+                    'message bus waits).'),
+    cfg.StrOpt('path_prefix', default='', regex=r'^(/[^/\s]+)*$',
+               help='URL path memagg-api serves the API under, e.g. '
+                    '/memory-aggregation when a reverse proxy forwards '
+                    'http://PROXY/memory-aggregation/... unchanged. Links in '
+                    'responses carry it. Empty: the API is at /. Requests '
+                    'outside the prefix are served as if under it, so a load '
+                    'balancer may still check /healthcheck.'),
     cfg.StrOpt('auth_strategy', default='keystone',
                choices=[('keystone',
                          'Validate tokens with keystonemiddleware'),

@@ -1,25 +1,54 @@
-"""memagg.api.wsgi:init_application, the uwsgi/mod_wsgi entry point."""
-from memagg.api import wsgi
+"""memagg.wsgi.api:application, what uWSGI (memagg-api) or mod_wsgi loads."""
+import importlib
+import sys
+
+import pytest
+
 from memagg.conf import CONF
 from memagg.tests.unit.api import conftest
 
 
-def test_init_application_reads_named_config(monkeypatch, tmp_path,
-                                             sqlite_db):
+@pytest.fixture
+def fresh_import(monkeypatch):
+    """Import memagg.wsgi.api as a fresh WSGI worker does: nothing parsed
+    yet; returns its ``application``."""
+    library_default = CONF.database.max_retries
+
+    def load():
+        CONF.clear()
+        monkeypatch.delitem(sys.modules, 'memagg.wsgi.api', raising=False)
+        return importlib.import_module('memagg.wsgi.api').application
+    yield load
+    # set_default outlives the conf fixture; other tests expect oslo.db's.
+    CONF.set_default('max_retries', library_default, group='database')
+
+
+def test_application_reads_config_files_named(monkeypatch, tmp_path,
+                                              sqlite_db, fresh_import):
     config = tmp_path / 'memagg.conf'
     config.write_text('[api]\nauth_strategy = noauth\nmax_limit = 7\n'
                       '[database]\nconnection = %s\n' % sqlite_db)
     monkeypatch.setenv('MEMAGG_CONFIG_FILES', str(config))
-    library_default = CONF.database.max_retries
-    # As in a fresh uwsgi worker: nothing parsed yet.
-    CONF.clear()
-    try:
-        client = conftest.Client(wsgi.init_application())
-        assert CONF.api.max_limit == 7
-        # Requests fail fast rather than wait out oslo.db's retry loop.
-        assert CONF.database.max_retries == 0
-    finally:
-        # set_default outlives the conf fixture; other tests expect oslo.db's.
-        CONF.set_default('max_retries', library_default, group='database')
+    monkeypatch.delenv('MEMAGG_CONFIG_DIRS', raising=False)
+    client = conftest.Client(fresh_import())
+    assert CONF.api.max_limit == 7
+    # Requests fail fast rather than wait out oslo.db's retry loop.
+    assert CONF.database.max_retries == 0
     assert client.get('/v1/hosts?limit=7').status_code == 200
     assert client.get('/v1/hosts?limit=8').status_code == 400
+
+
+def test_config_dirs_come_after_config_files(monkeypatch, tmp_path,
+                                             sqlite_db, fresh_import):
+    first = tmp_path / 'memagg.conf'
+    first.write_text('[api]\nauth_strategy = noauth\nmax_limit = 7\n'
+                     '[database]\nconnection = %s\n' % sqlite_db)
+    extra = tmp_path / 'memagg.conf.d'
+    extra.mkdir()
+    (extra / '10-limit.conf').write_text('[api]\nmax_limit = 9\n')
+    monkeypatch.setenv('MEMAGG_CONFIG_FILES', str(first))
+    monkeypatch.setenv('MEMAGG_CONFIG_DIRS', str(extra))
+    client = conftest.Client(fresh_import())
+    assert CONF.api.max_limit == 9
+    assert client.get('/v1/hosts?limit=9').status_code == 200
+    assert client.get('/v1/hosts?limit=10').status_code == 400

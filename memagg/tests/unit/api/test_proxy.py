@@ -1,0 +1,75 @@
+"""Links behind a reverse proxy and under a path prefix, through the whole
+WSGI pipeline: the version documents' self links and the next links of
+lists name the URL the client used."""
+import pytest
+
+
+def _self_links(api, path='/', **kwargs):
+    versions = api.get(path, **kwargs).get_json()['versions']
+    return [link['href'] for link in versions[0]['links']]
+
+
+def _next_link(api, **kwargs):
+    body = api.get('/v1/hosts?limit=1', **kwargs).get_json()
+    return [link['href'] for link in body['links'] if link['rel'] == 'next']
+
+
+@pytest.fixture
+def proxied(api, conf):
+    """The API with [oslo_middleware] enable_proxy_headers_parsing."""
+    conf.config(enable_proxy_headers_parsing=True, group='oslo_middleware')
+    return api
+
+
+def test_links_are_the_host_asked_for(api):
+    assert _self_links(api, base_url='http://api.example:8799/') == [
+        'http://api.example:8799/v1/']
+    body = api.get('/v1/', base_url='http://api.example:8799/').get_json()
+    assert body['version']['links'] == [
+        {'rel': 'self', 'href': 'http://api.example:8799/v1/'}]
+
+
+def test_links_keep_the_script_name_prefix(api):
+    base = 'http://cloud.example/memory-aggregation/'
+    assert _self_links(api, base_url=base) == [base + 'v1/']
+    body = api.get('/v1/', base_url=base).get_json()
+    assert body['version']['links'][0]['href'] == base + 'v1/'
+    marker = api.get('/v1/hosts?limit=1').get_json()['hosts'][0]['name']
+    assert _next_link(api, base_url=base) == [
+        base + 'v1/hosts?limit=1&marker=%s' % marker]
+
+
+def test_forwarded_headers_are_ignored_unless_enabled(api):
+    headers = {'X-Forwarded-Proto': 'https',
+               'X-Forwarded-Host': 'cloud.example',
+               'X-Forwarded-Prefix': '/memory-aggregation'}
+    assert _self_links(api, headers=headers,
+                       base_url='http://10.0.0.5:8799/') == [
+        'http://10.0.0.5:8799/v1/']
+
+
+def test_x_forwarded_headers(proxied):
+    headers = {'X-Forwarded-Proto': 'https',
+               'X-Forwarded-Host': 'cloud.example',
+               'X-Forwarded-Prefix': '/memory-aggregation'}
+    base = 'https://cloud.example/memory-aggregation/'
+    assert _self_links(proxied, headers=headers) == [base + 'v1/']
+    [link] = _next_link(proxied, headers=headers)
+    assert link.startswith(base + 'v1/hosts?limit=1&marker=')
+    # The link works: the proxy strips the prefix, the API follows it.
+    path = link[len(base) - 1:]
+    assert proxied.get(path, headers=headers).status_code == 200
+
+
+def test_rfc7239_forwarded_header(proxied):
+    headers = {'Forwarded': 'for=192.0.2.60;proto=https;host=cloud.example',
+               'X-Forwarded-Prefix': '/memory-aggregation'}
+    assert _self_links(proxied, headers=headers) == [
+        'https://cloud.example/memory-aggregation/v1/']
+
+
+def test_forwarded_prefix_adds_to_script_name(proxied):
+    headers = {'X-Forwarded-Prefix': '/edge'}
+    links = _self_links(proxied, headers=headers,
+                        base_url='http://cloud.example/memory-aggregation/')
+    assert links == ['http://cloud.example/edge/memory-aggregation/v1/']

@@ -1,0 +1,30 @@
+"""WSGI entry points: a module per service whose module-level
+``application`` a WSGI server loads (``memagg.wsgi.api:application``).
+
+Each reads memagg's configuration when it is imported: the config files
+named, comma-separated, in MEMAGG_CONFIG_FILES and the config directories
+in MEMAGG_CONFIG_DIRS, or, where a variable is unset or empty, memagg's
+defaults (/etc/memagg/memagg.conf and /etc/memagg/memagg.conf.d/, as for
+every memagg service).
+"""
+import os
+
+from oslo_log import log as logging
+
+CONFIG_FILES_ENV = 'MEMAGG_CONFIG_FILES'
+CONFIG_DIRS_ENV = 'MEMAGG_CONFIG_DIRS'
+
+
+def _paths(variable):
+    paths = [p for p in os.environ.get(variable, '').split(',') if p]
+    return paths or None
+
+
+def configure(conf):
+    """Parse ``conf`` from the config files the environment names (see
+    above) and set up logging."""
+    logging.register_options(conf)
+    conf([], project='memagg',
+         default_config_files=_paths(CONFIG_FILES_ENV),
+         default_config_dirs=_paths(CONFIG_DIRS_ENV))
+    logging.setup(conf, 'memagg')
