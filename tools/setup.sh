@@ -26,7 +26,7 @@ APT_PACKAGES=(
     qemu-system-x86 qemu-utils pkg-config cpio busybox-static
     gcc python3-dev python3-venv make clang libclang-rt-14-dev
     rdma-core libibverbs-dev librdmacm-dev ibverbs-providers
-    fio nbdkit libnbd-bin iproute2
+    fio nbdkit libnbd-bin iproute2 wrk
 )
 
 say() { echo "setup: $*"; }
@@ -160,7 +160,7 @@ start_libvirt
 make_venv .venv \
     "$(cat setup.cfg setup.py requirements.txt test-requirements.txt \
         native/src/* native/swapd/*.[ch] 2>/dev/null | sha256sum)" \
-    -e . -r test-requirements.txt
+    -e '.[sim]' -r test-requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"
 say "ready: RabbitMQ :5672, MariaDB :3306, PostgreSQL :5432, libvirtd, .venv, .venv-keystone"

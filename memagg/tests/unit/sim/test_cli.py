@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from memagg.cmd import sim
+from memagg.sim import cli as sim
 from memagg.sim import plots
 from memagg.sim import trace as sim_trace
 

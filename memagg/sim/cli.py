@@ -1,0 +1,447 @@
+"""memagg-sim's command line: what would consolidation do with this cloud?
+
+Replays a trace (a CSV file, or the built-in synthetic generator) in
+virtual time through the consolidation round memagg-scheduler runs (the
+same plug-ins and planner), once packing VMs by booked memory (Neat's
+way) and once by working set (memagg's), and writes a JSON summary and
+PNG plots comparing them. ``memagg-sim --help`` documents every option.
+The console script (memagg.cmd.sim) runs :func:`main` once numpy and
+matplotlib, the sim extra, import.
+
+Exit status: 0 done, 1 the simulation failed, 2 bad input (one line on
+stderr naming the option, or the file, line and field).
+"""
+import argparse
+import dataclasses
+import math
+import os
+import sys
+
+from oslo_config import cfg
+
+from memagg.common import cli
+from memagg.common import exceptions
+from memagg.common import plugins
+from memagg.conf import consolidation as conf_consolidation
+from memagg.conf import wss as conf_wss
+from memagg.scheduler import consolidation
+from memagg.sim import engine
+from memagg.sim import maxavg
+from memagg.sim import plots
+from memagg.sim import progress as sim_progress
+from memagg.sim import report
+from memagg.sim import runner
+from memagg.sim import synthetic
+from memagg.sim import trace as sim_trace
+
+PROG = 'memagg-sim'
+FAILED = 1
+BASES = ('booked', 'wss')
+DEFAULT_HOSTS_CPUS = 32.0
+DEFAULT_HOST_MEMORY_MB = 131072.0
+
+DESCRIPTION = """\
+Replay a trace of VM use in virtual time through memagg's consolidation
+round (the plug-ins and planner memagg-scheduler runs) twice, packing VMs by
+booked memory (memory_basis booked, Neat's way) and by working set (wss,
+memagg's), and compare: hosts on over time, migrations by trigger, time in
+memory overload (the VMs' working sets add up to more than the host's
+memory) and in cpu overload (they use more cores than it has). Writes
+summary.json and active_hosts.png, migrations.png, overload.png to
+--output-dir.
+
+Without --trace the built-in synthetic generator makes the trace."""
+
+EPILOG = """\
+trace CSV (--trace): a header line naming the columns, then one row per VM
+per time step, in any order:
+  time       seconds from the start (number >= 0); the times lie on one grid
+             whose step is the smallest gap between two of them
+  vm         the VM's name
+  booked_mb  its flavor RAM, MiB (> 0), the same on all its rows
+  vcpus      its vCPUs (integer >= 1), the same on all its rows
+  cpu        cores it used over the step (0 .. vcpus)
+  wss_mb     its working set, MiB (0 .. booked_mb)
+  host       optional: its host at its first row (later rows are not read);
+             empty or absent: the placement plug-in places it
+A VM runs from its first row to its last and needs a row at every step in
+between. Example:
+  time,vm,booked_mb,vcpus,cpu,wss_mb,host
+  0,web-1,4096,2,0.5,1200,compute-1
+  300,web-1,4096,2,0.7,1350,
+
+hosts CSV (--hosts-file): host,cpus,memory_mb (memory VMs may use, MiB).
+
+Simulation: each step, migrations of the last round land, VMs arrive and
+leave, each host's cpu (cores used / cores) and memory (its VMs' WSS
+max-average as in [wss] maxavg_*, or their booked memory for the booked
+basis, over its memory) are appended to its histories (last history_length
+samples, reset when the host powers on), overload is counted (from the
+trace's cpu and wss_mb), and every --round-interval a round plans over the
+hosts not busy with a migration. A migration lands --migration-time later
+(at least one step), a host emptied by a round powers off when its VMs
+have left.
+
+Exit status: 0 done, 1 the simulation failed, 2 bad input."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a mistake as one line on stderr."""
+
+    def error(self, message):
+        raise cli.UsageError(message)
+
+
+def _checked(kind, test, what):
+    def convert(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not test(value):
+            raise argparse.ArgumentTypeError('must be %s, got %r'
+                                             % (what, text))
+        return value
+    return convert
+
+
+_POSITIVE_INT = _checked(int, lambda v: v >= 1, 'an integer >= 1')
+_INT = _checked(int, lambda v: True, 'an integer')
+_POSITIVE = _checked(float, lambda v: v > 0 and math.isfinite(v),
+                     'a number > 0')
+_NON_NEGATIVE = _checked(float, lambda v: v >= 0 and math.isfinite(v),
+                         'a number >= 0')
+_FRACTION = _checked(float, lambda v: 0 <= v <= 1, 'a number from 0 to 1')
+_OPEN_FRACTION = _checked(float, lambda v: 0 < v <= 1,
+                          'a number > 0 and <= 1')
+_HOUR = _checked(float, lambda v: math.isfinite(v), 'a number (hours)')
+
+#: Synthetic parameter -> (type, help); defaults come from synthetic.Params.
+_SYNTHETIC = (
+    ('vms', _POSITIVE_INT, 'VMs (default: %d per host).'
+     % synthetic.Params.VMS_PER_HOST),
+    ('days', _POSITIVE, 'Length of the trace in days (default %(d)s).'),
+    ('step', _POSITIVE, 'Seconds between two samples (default %(d)s).'),
+    ('used_ratio', _OPEN_FRACTION, 'Mean working set over booked memory '
+     'across VMs (default %(d)s).'),
+    ('used_spread', _NON_NEGATIVE, 'Standard deviation of that ratio across '
+     'VMs (default %(d)s; ratios are clipped to 0.05..1).'),
+    ('cpu_mean', _OPEN_FRACTION, 'Mean CPU use as a share of the VM\'s '
+     'vCPUs (default %(d)s).'),
+    ('cpu_spread', _NON_NEGATIVE, 'Standard deviation of that share across '
+     'VMs (default %(d)s).'),
+    ('diurnal_amplitude', _FRACTION, 'Daily CPU swing: use is multiplied by '
+     '1 + A cos(2 pi (hour - peak) / 24) (default %(d)s).'),
+    ('diurnal_peak_hour', _HOUR, 'Hour of the day of the CPU peak (default '
+     '%(d)s).'),
+    ('diurnal_phase_spread_hours', _NON_NEGATIVE, 'Standard deviation of '
+     'each VM\'s peak hour around it (default %(d)s).'),
+    ('mem_phase_hours', _POSITIVE, 'Mean length of a memory phase in hours; '
+     'the working set changes level at each phase (default %(d)s).'),
+    ('mem_phase_change', _FRACTION, 'A phase multiplies the working set by '
+     'a factor drawn in 1 +- this (default %(d)s).'),
+    ('mem_phase_sync', _FRACTION, 'Share of VMs that follow cloud-wide '
+     'memory phases (same switch times and factors), so that working sets '
+     'rise together (default %(d)s).'),
+    ('noise', _NON_NEGATIVE, 'Relative noise on every CPU and working-set '
+     'sample (default %(d)s).'),
+    ('seed', _INT, 'Random seed; the same seed and parameters give the '
+     'same trace (default %(d)s).'),
+)
+
+_NOT_OVERRIDDEN = ('memory_basis',)
+
+
+def _consolidation_opts():
+    """The [consolidation] options a round's algorithms are built from
+    (except memory_basis: both are simulated), as oslo.config Opts."""
+    by_name = {opt.dest: opt for opt in conf_consolidation.opts}
+    return [by_name[name] for name in consolidation.OPTIONS
+            if name not in _NOT_OVERRIDDEN]
+
+
+def build_parser():
+    """memagg-sim's argument parser (every option has help)."""
+    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    source = parser.add_argument_group('input')
+    source.add_argument(
+        '--trace', metavar='FILE',
+        help='Trace CSV to replay (format below). Without it the synthetic '
+             'generator makes one (options under "synthetic trace").')
+    hosts = source.add_mutually_exclusive_group()
+    hosts.add_argument(
+        '--hosts-file', metavar='FILE',
+        help='Hosts CSV: host,cpus,memory_mb (only with --trace). Without '
+             'it: --hosts identical hosts, those the trace names first.')
+    hosts.add_argument(
+        '--hosts', type=_POSITIVE_INT, metavar='N',
+        help='Number of hosts (default: %d for the synthetic trace, the '
+             'hosts the trace names otherwise).'
+             % synthetic.Params.hosts)
+    source.add_argument(
+        '--host-cpus', type=_POSITIVE, metavar='CORES',
+        help='Cores of each host (default %g; not with --hosts-file).'
+             % DEFAULT_HOSTS_CPUS)
+    source.add_argument(
+        '--host-memory-mb', type=_POSITIVE, metavar='MIB',
+        help='Memory VMs may use on each host, MiB: RAM less what the host '
+             'reserves (default %g; not with --hosts-file).'
+             % DEFAULT_HOST_MEMORY_MB)
+
+    gen = parser.add_argument_group(
+        'synthetic trace (without --trace; see memagg.sim.synthetic)')
+    defaults = synthetic.Params()
+    for name, kind, text in _SYNTHETIC:
+        gen.add_argument('--' + name.replace('_', '-'), type=kind,
+                         metavar='N' if kind in (_POSITIVE_INT, _INT)
+                         else 'X',
+                         help=text % {'d': getattr(defaults, name)})
+    gen.add_argument(
+        '--write-trace', metavar='FILE',
+        help='Also write the generated trace as a trace CSV, e.g. to edit '
+             'and replay it with --trace.')
+
+    rounds = parser.add_argument_group(
+        'consolidation', 'Each option overrides the [consolidation] or '
+        '[wss] option of the same name\nof --config-file (or its '
+        'default); both bases use the same.')
+    rounds.add_argument(
+        '--config-file', metavar='FILE',
+        help='memagg configuration file whose [consolidation] and [wss] '
+             'options the simulation uses (default: none, the options\' '
+             'defaults).')
+    for opt in _consolidation_opts():
+        rounds.add_argument(
+            '--' + opt.dest.replace('_', '-'), metavar='JSON'
+            if opt.dest.endswith('_params') else 'NAME',
+            help='%s (default: [consolidation] %s, %s)'
+                 % (opt.help, opt.dest, opt.default))
+    rounds.add_argument(
+        '--history-length', type=_POSITIVE_INT, metavar='N',
+        help='Utilisation samples per host the detectors see (default: '
+             '[consolidation] history_length, 100).')
+    rounds.add_argument(
+        '--maxavg-samples', type=_POSITIVE_INT, metavar='N',
+        help='Working-set estimates averaged by the WSS max-average '
+             '(default: [wss] maxavg_samples, 5).')
+    rounds.add_argument(
+        '--maxavg-slice-s', type=_POSITIVE, metavar='SECONDS',
+        help='Slice over which the WSS max-average keeps the largest '
+             'average (default: [wss] maxavg_slice_s, 3600).')
+    rounds.add_argument(
+        '--round-interval', type=_POSITIVE, metavar='SECONDS',
+        help='Virtual seconds between two consolidation rounds, rounded up '
+             'to whole steps (default: every step, as Neat ran a round at '
+             'each collection).')
+    rounds.add_argument(
+        '--migration-time', type=_NON_NEGATIVE, metavar='SECONDS',
+        help='Virtual seconds a live migration takes before the VM runs on '
+             'its destination, rounded up to whole steps, at least one '
+             '(default: one step). Its hosts sit out rounds meanwhile.')
+
+    out = parser.add_argument_group('output')
+    out.add_argument(
+        '--output-dir', metavar='DIR', default='memagg-sim-output',
+        help='Directory for summary.json and the PNG plots (created; '
+             'default %(default)s).')
+    out.add_argument(
+        '--no-plots', action='store_true',
+        help='Write summary.json only.')
+    out.add_argument(
+        '--jobs', type=_POSITIVE_INT, metavar='N',
+        default=runner.default_jobs(),
+        help='Processes: 2 runs the two bases side by side (default '
+             '%(default)s here: one per basis, at most one per core).')
+    noise = out.add_mutually_exclusive_group()
+    noise.add_argument(
+        '--progress', action='store_true',
+        help='Show the progress bar on stderr even when it is not a '
+             'terminal (it is shown on a terminal anyway).')
+    noise.add_argument(
+        '--quiet', action='store_true',
+        help='No progress bar and no summary on stdout (files are still '
+             'written).')
+    return parser
+
+
+def _load_config(path):
+    """The [consolidation] and [wss] options of ``path`` (None: defaults),
+    in a private ConfigOpts."""
+    conf = cfg.ConfigOpts()
+    conf_consolidation.register_opts(conf)
+    conf_wss.register_opts(conf)
+    try:
+        conf(['--config-file', path] if path else [], project='memagg',
+             prog=PROG, default_config_files=[], default_config_dirs=[])
+    except cfg.Error as error:
+        raise cli.UsageError('argument --config-file: %s' % error)
+    return conf
+
+
+def _option(conf, group, name, given):
+    if given is not None:
+        return given
+    try:
+        return plugins.option_value(conf, group, name)
+    except exceptions.InvalidParameter as error:
+        raise cli.UsageError(error.message)
+
+
+def _synthetic_params(args):
+    values = {name: getattr(args, name) for name, _, _ in _SYNTHETIC
+              if getattr(args, name) is not None}
+    for name, option in (('hosts', args.hosts),
+                         ('host_cpus', args.host_cpus),
+                         ('host_memory_mb', args.host_memory_mb)):
+        if option is not None:
+            values[name] = option
+    params = synthetic.Params(**values)
+    try:
+        trace, hosts = synthetic.generate(params)
+    except ValueError as error:
+        name, _, reason = str(error).partition(': ')
+        raise cli.UsageError('argument --%s: %s'
+                             % (name.replace('_', '-'), reason))
+    info = {'source': 'synthetic', 'synthetic': dataclasses.asdict(params)}
+    info['synthetic']['vms'] = params.vm_count
+    return trace, hosts, trace.initial_host, info
+
+
+def _trace_input(args):
+    for name, _, _ in _SYNTHETIC:
+        if getattr(args, name) is not None:
+            raise cli.UsageError('argument --%s: only for the synthetic '
+                                 'trace; leave it out with --trace'
+                                 % name.replace('_', '-'))
+    if args.write_trace:
+        raise cli.UsageError('argument --write-trace: only for the '
+                             'synthetic trace; leave it out with --trace')
+    trace = sim_trace.read_trace(args.trace)
+    if args.hosts_file:
+        for option, value in (('--host-cpus', args.host_cpus),
+                              ('--host-memory-mb', args.host_memory_mb)):
+            if value is not None:
+                raise cli.UsageError(
+                    'argument %s: not with --hosts-file (the file gives '
+                    'each host\'s)' % option)
+        hosts = sim_trace.read_hosts(args.hosts_file)
+    else:
+        if args.hosts is None and not trace.host_names:
+            raise cli.UsageError(
+                'argument --hosts: the trace names no hosts; give --hosts '
+                'N or --hosts-file FILE')
+        try:
+            hosts = sim_trace.make_hosts(
+                args.hosts,
+                args.host_cpus or DEFAULT_HOSTS_CPUS,
+                args.host_memory_mb or DEFAULT_HOST_MEMORY_MB,
+                trace.host_names)
+        except ValueError as error:
+            raise cli.UsageError('argument --hosts: %s' % error)
+    initial = sim_trace.initial_hosts(trace, hosts, args.hosts_file)
+    return trace, hosts, initial, {'source': os.path.abspath(args.trace)}
+
+
+def _inputs(args):
+    if args.trace:
+        return _trace_input(args)
+    if args.hosts_file:
+        raise cli.UsageError('argument --hosts-file: only with --trace (the '
+                             'synthetic trace uses --hosts identical hosts)')
+    return _synthetic_params(args)
+
+
+def _algorithms(args, conf):
+    """basis -> Algorithms, and the consolidation options used."""
+    overrides = {}
+    used = {}
+    for opt in _consolidation_opts():
+        given = getattr(args, opt.dest)
+        if given is not None:
+            overrides[opt.dest] = given
+        used[opt.dest] = _option(conf, 'consolidation', opt.dest, given)
+    group = argparse.Namespace(**used)
+    built = {}
+    for basis in BASES:
+        try:
+            built[basis] = consolidation.load_algorithms(
+                group, dict(overrides, memory_basis=basis))
+        except exceptions.InvalidParameter as error:
+            raise cli.UsageError(error.message)
+    return built, used
+
+
+def simulate(args, stdout, stderr):
+    """Run memagg-sim for parsed ``args``; raises cli.UsageError or
+    TraceError for bad input."""
+    conf = _load_config(args.config_file)
+    algorithms, used = _algorithms(args, conf)
+    history = _option(conf, 'consolidation', 'history_length',
+                      args.history_length)
+    samples = _option(conf, 'wss', 'maxavg_samples', args.maxavg_samples)
+    slice_s = _option(conf, 'wss', 'maxavg_slice_s', args.maxavg_slice_s)
+    trace, hosts, initial, trace_info = _inputs(args)
+    if args.write_trace:
+        sim_trace.write_trace(trace, args.write_trace)
+    step = trace.step_s
+    migration_s = step if args.migration_time is None else (
+        args.migration_time)
+    round_s = step if args.round_interval is None else args.round_interval
+    settings = engine.Settings(
+        history_length=history,
+        migration_steps=max(1, math.ceil(migration_s / step - 1e-9)),
+        round_steps=max(1, math.ceil(round_s / step - 1e-9)))
+    try:
+        os.makedirs(args.output_dir, exist_ok=True)
+    except OSError as error:
+        raise cli.UsageError('argument --output-dir: cannot create %s: %s'
+                             % (args.output_dir, error.strerror or error))
+
+    wss_maxavg = maxavg.maxavg(trace.wss_mb, trace.first, samples, slice_s,
+                               step)
+    simulations = {
+        basis: engine.Simulation(trace, hosts, initial, wss_maxavg,
+                                 algorithms[basis], basis, settings)
+        for basis in BASES}
+    show = not args.quiet and (args.progress or stderr.isatty())
+    bar = sim_progress.Progress(trace.steps * len(simulations), stderr,
+                                show)
+    results = runner.run(simulations, args.jobs, bar)
+
+    trace_info.update(steps=trace.steps, step_s=step,
+                      duration_s=trace.steps * step, vms=trace.vms,
+                      hosts=len(hosts))
+    summary = report.summary(results, trace_info, {
+        'history_length': history,
+        'maxavg_samples': samples,
+        'maxavg_slice_s': slice_s,
+        'migration_time_s': settings.migration_steps * step,
+        'round_interval_s': settings.round_steps * step,
+        'consolidation': used,
+    })
+    written = [os.path.join(args.output_dir, 'summary.json')]
+    report.write(summary, written[0])
+    if not args.no_plots:
+        written += plots.write_all(results, args.output_dir)
+    if not args.quiet:
+        stdout.write(report.text(summary) + '\n')
+        stdout.write('wrote %s\n' % ', '.join(written))
+    return summary
+
+
+def main(argv=None):
+    parser = build_parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        simulate(args, sys.stdout, sys.stderr)
+    except (cli.UsageError, sim_trace.TraceError) as error:
+        return cli.fail(PROG, str(error))
+    except RuntimeError as error:
+        return cli.fail(PROG, str(error).strip().splitlines()[-1], FAILED)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
