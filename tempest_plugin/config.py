@@ -26,4 +26,10 @@ MemaggGroup = [
                help='Lowest API microversion the tests may use (e.g. 1.0).'),
     cfg.StrOpt('max_microversion', default='latest',
                help='Highest API microversion the tests may use.'),
+    cfg.IntOpt('build_timeout', default=120, min=1,
+               help='Seconds to wait for memagg-scheduler to plan an audit '
+                    '(pending to recommended or failed).'),
+    cfg.FloatOpt('build_interval', default=1.0, min=0.1,
+                 help='Seconds between two reads of an audit while '
+                      'waiting for it.'),
 ]

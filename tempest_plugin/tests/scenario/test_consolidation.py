@@ -1,0 +1,73 @@
+"""A consolidation round, end to end: an audit asked for through the API,
+planned by memagg-scheduler from what the compute nodes reported, and
+shown with its ordered actions and why each is there.
+
+The plan is not executed: executing it migrates instances through Nova,
+which a test must not do to a cloud it shares.
+"""
+import re
+
+from tempest.lib.common import api_version_utils
+from tempest.lib import decorators
+from tempest import config
+from tempest import test
+
+from tempest_plugin.common import waiters
+
+CONF = config.CONF
+
+# Power on, then migrations, then power off (ALGORITHMS, Neat's order).
+ACTION_ORDER = ('power_on', 'migrate', 'power_off')
+ACTION_REASON = re.compile(r'^(overload|underload):(cpu|memory|cpu\+memory)$')
+
+
+class ConsolidationScenarioTest(api_version_utils.BaseMicroversionTest,
+                                test.BaseTestCase):
+
+    credentials = ['admin']
+    min_microversion = '1.2'
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.service_available.memagg:
+            raise cls.skipException('memagg is not deployed '
+                                    '([service_available] memagg = False)')
+        api_version_utils.check_skip_with_microversion(
+            cls.min_microversion, cls.max_microversion,
+            CONF.memagg.min_microversion, CONF.memagg.max_microversion)
+
+    @classmethod
+    def setup_clients(cls):
+        super().setup_clients()
+        cls.client = cls.os_admin.memagg.MemaggClient()
+        cls.client.api_microversion = cls.min_microversion
+
+    @decorators.attr(type=['slow'])
+    @decorators.idempotent_id('cade8df6-c939-4dc1-b60f-e52cadf87c99')
+    def test_audit_planned_with_ordered_actions(self):
+        created = self.client.create_audit(memory_basis='wss')['audit']
+        self.assertEqual('pending', created['state'])
+
+        audit = waiters.wait_for_audit_state(self.client, created['uuid'])
+
+        self.assertEqual('recommended', audit['state'], audit['reason'])
+        self.assertTrue(audit['reason'])
+        actions = audit['actions']
+        self.assertEqual(list(range(len(actions))),
+                         [a['sequence'] for a in actions])
+        kinds = [ACTION_ORDER.index(a['action_type']) for a in actions]
+        self.assertEqual(sorted(kinds), kinds, actions)
+        for action in actions:
+            self.assertRegex(action['reason'], ACTION_REASON)
+            self.assertEqual('pending', action['state'])
+            if action['action_type'] == 'migrate':
+                self.assertIsNotNone(action['instance_uuid'])
+                self.assertNotEqual(action['source_host'],
+                                    action['dest_host'])
+        if audit['unplaced'] is not None:
+            self.assertTrue(audit['unplaced']['instances'] or
+                            audit['unplaced']['hosts'])
+        recommended = self.client.list_audits(
+            state='recommended', since=audit['created_at'])['audits']
+        self.assertIn(audit['uuid'], [a['uuid'] for a in recommended])
