@@ -9,6 +9,8 @@
 #  3. Creates .venv (memagg, editable, with test requirements) and
 #     .venv-keystone (a real Keystone for the auth tests; its own venv so its
 #     pins do not fight memagg's).
+#  4. Creates .venv-tempest: tempest, and memagg's tempest plug-in found by
+#     its entry point (memagg installed there without its dependencies).
 #
 # Idempotent: a second run checks and returns in seconds. Run as root (or a
 # user with sudo).
@@ -17,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 KEYSTONE_VERSION=30.0.0
+TEMPEST_VERSION=47.0.0
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
@@ -138,17 +141,23 @@ pip_quiet() {
     return "${PIPESTATUS[0]}"
 }
 
-# make_venv DIR STAMP PIP-ARGS...: (re)install into DIR unless STAMP matches.
+# make_venv DIR STAMP PIP-ARGS... [-- PIP-ARGS...]: (re)install into DIR
+# unless STAMP matches; arguments after -- are a second pip install.
 make_venv() {
-    local dir=$1 stamp=$2
+    local dir=$1 stamp=$2 first=()
     shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do first+=("$1"); shift; done
     if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.setup-stamp" 2>/dev/null)" = "$stamp" ]; then
         return
     fi
     say "installing $dir"
     [ -x "$dir/bin/python" ] || "$PYTHON" -m venv "$dir"
     pip_quiet "$dir/bin/pip" install -q --upgrade pip
-    pip_quiet "$dir/bin/pip" install -q "$@"
+    pip_quiet "$dir/bin/pip" install -q "${first[@]}"
+    if [ $# -gt 0 ]; then
+        shift
+        pip_quiet "$dir/bin/pip" install -q "$@"
+    fi
     echo "$stamp" >"$dir/.setup-stamp"
 }
 
@@ -163,4 +172,9 @@ make_venv .venv \
     -e '.[sim]' -r test-requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"
-say "ready: RabbitMQ :5672, MariaDB :3306, PostgreSQL :5432, libvirtd, .venv, .venv-keystone"
+# tempest imports only tempest_plugin, never memagg's dependencies; the
+# editable install gives it the entry point (setup.cfg) and the tree's code.
+make_venv .venv-tempest \
+    "tempest==$TEMPEST_VERSION $(cat setup.cfg setup.py | sha256sum)" \
+    "tempest==$TEMPEST_VERSION" -- --no-deps -e .
+say "ready: RabbitMQ :5672, MariaDB :3306, PostgreSQL :5432, libvirtd, .venv, .venv-keystone, .venv-tempest"
