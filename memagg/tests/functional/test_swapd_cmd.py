@@ -1,15 +1,22 @@
 """memagg-swapd's console script as an operator runs it: ``memagg-swapd
 --config-file memagg.conf``, its options from [swapd] and [DEFAULT] debug,
-talked to over its control socket; a value it cannot run with is one line
-naming the option, exit 2."""
+talked to over its control socket; as memagg-aio runs it, with the config
+memagg-aio writes; a value it cannot run with is one line naming the
+option, exit 2."""
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 
+from oslo_config import cfg
+from oslo_log import log as logging
 import pytest
 
+from memagg.cmd import aio
+from memagg.compute import swapd as swapd_client
+from memagg.conf import swapd as swapd_opts
 from memagg.tests.functional import service_procs
 from memagg.tests.functional import two_hosts
 
@@ -41,6 +48,36 @@ def test_runs_with_the_options_of_its_config_file():
         log = daemon.log()
         shutil.rmtree(root, ignore_errors=True)
     assert code == 0, log
+
+
+def test_memagg_aio_runs_it_with_the_directories_it_moved():
+    conf = cfg.ConfigOpts()
+    swapd_opts.register_opts(conf)
+    logging.register_options(conf)
+    conf([], default_config_files=[])
+    root = tempfile.mkdtemp(prefix='msd', dir='/tmp')
+    listen = 'tcp://127.0.0.1:%d' % service_procs.free_port()
+    # An export_dir no user can make: memagg-aio moves all three
+    # directories under its state dir, and memagg-swapd must use those.
+    conf.set_override('control_socket', os.path.join(root, 'c.sock'),
+                      group='swapd')
+    conf.set_override('export_dir', '/proc/memagg-cannot/exports',
+                      group='swapd')
+    conf.set_override('listen', listen, group='swapd')
+    conf.set_override('transport', 'tcp', group='swapd')
+    proc = aio.ensure_swapd(conf, root)
+    try:
+        assert proc is not None, open(os.path.join(root, 'swapd.log')).read()
+        control = os.path.join(root, 'swapd', 'control.sock')
+        assert conf.swapd.control_socket == control
+        assert swapd_client.SwapdClient(control).ping()['endpoint'] == listen
+        assert os.path.isdir(os.path.join(root, 'swapd', 'exports'))
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(30)
+        shutil.rmtree(root, ignore_errors=True)
+    assert code == 0
 
 
 def test_a_bad_value_is_one_line_naming_the_option_and_exit_2(tmp_path):
