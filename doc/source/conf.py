@@ -18,6 +18,7 @@ extensions = [
     'openstackdocstheme',
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
+    'config_reference',
     'oslo_policy.sphinxext',
     'oslo_policy.sphinxpolicygen',
     'openapi_ref',
