@@ -168,8 +168,9 @@ start_rabbitmq
 start_libvirt
 make_venv .venv \
     "$(cat setup.cfg setup.py requirements.txt test-requirements.txt \
+        doc/requirements.txt \
         native/src/* native/swapd/*.[ch] 2>/dev/null | sha256sum)" \
-    -e '.[sim]' -r test-requirements.txt
+    -e '.[sim]' -r test-requirements.txt -r doc/requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"
 # tempest imports only tempest_plugin, never memagg's dependencies; the
