@@ -2,8 +2,9 @@
 
 Creates a fresh database on the MariaDB server the tests use (see
 memagg/tests/db_backends.py; MEMAGG_TEST_MYSQL_URL overrides it), migrates
-it, loads 10,000 instances on 100 hosts, serves the API in this process with
-memagg-api's threaded HTTP server on a loopback port, and sends a bounded
+it, loads 10,000 instances on 100 hosts (benchmarks/_api_data.py), serves
+the API in this process with memagg.api.server, the in-process threaded
+HTTP server, on a loopback port, and sends a bounded
 number of GET /v1/instances from a few client threads: the default page and
 limit=1000. Prints requests/s, p50 and p99 latency for each, and the peer:
 the same pages read straight from the DB API, without HTTP, JSON or policy.
@@ -14,42 +15,21 @@ Run: .venv/bin/python benchmarks/api_list_instances.py [--requests N]
 import argparse
 import concurrent.futures
 import logging
+import os
 import statistics
-import tempfile
+import sys
 import threading
 import time
-import uuid
 
 import requests
 
 from memagg.api import app as api_app
 from memagg.api import server
-from memagg.common import context as memagg_context
 from memagg.conf import CONF
 from memagg.db import api as db_api
-from memagg.db import migration
-from memagg.tests import db_backends
 
-INSTANCES = 10000
-HOSTS = 100
-
-
-def load(ctx):
-    per_host = INSTANCES // HOSTS
-    for h in range(HOSTS):
-        db_api.report_ingest(
-            ctx, dict(name='bench-host-%03d' % h, memory_mb=262144,
-                      vcpus=64),
-            [dict(uuid=str(uuid.uuid4()), name='vm-%d-%d' % (h, i),
-                  project_id='project-%d' % (i % 10), booked_mb=4096,
-                  current_mb=2048 + i, wss_mb=1024 + i,
-                  wss_maxavg_mb=1100 + i, estimator='badis')
-             for i in range(per_host)], [])
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _api_data as api_data  # noqa: E402
 
 
 def run(label, call, total, threads):
@@ -79,7 +59,7 @@ def run(label, call, total, threads):
     print('%-44s %6d req  %8.1f req/s  p50 %7.1f ms  p99 %7.1f ms' % (
         label, len(latencies), len(latencies) / elapsed,
         statistics.median(latencies) * 1000,
-        percentile(latencies, 0.99) * 1000))
+        api_data.percentile(latencies, 0.99) * 1000))
 
 
 def main():
@@ -93,15 +73,7 @@ def main():
     CONF([], project='memagg', default_config_files=[])
     CONF.set_override('auth_strategy', 'noauth', group='api')
     api_app.set_api_defaults(CONF)
-    with tempfile.TemporaryDirectory() as tmp, \
-            db_backends.provisioned('mysql', tmp) as url:
-        CONF.set_override('connection', url, group='database')
-        migration.upgrade('head')
-        ctx = memagg_context.get_admin_context()
-        started = time.perf_counter()
-        load(ctx)
-        print('loaded %d instances on %d hosts into MariaDB in %.1f s' % (
-            INSTANCES, HOSTS, time.perf_counter() - started))
+    with api_data.loaded_mariadb() as (_, ctx):
         httpd = server.make_server(api_app.create_app(CONF), '127.0.0.1', 0)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         base = server.url(httpd) + '/v1/instances'
@@ -136,7 +108,6 @@ def main():
         finally:
             httpd.shutdown()
             httpd.server_close()
-            db_api.dispose()
 
 
 if __name__ == '__main__':

@@ -1,8 +1,10 @@
-"""The threaded HTTP server memagg-api and memagg-aio serve the API with.
+"""Serve the API inside the calling process, for what must run it there.
 
-Werkzeug's threaded server: one thread per connection, HTTP/1.1 keep-alive,
-no eventlet. Production deployments may instead run memagg.api.wsgi under
-uwsgi or mod_wsgi.
+Werkzeug's threaded server (one thread per connection, HTTP/1.1
+keep-alive, no eventlet), used only where the API has to share its
+process: memagg-aio, whose API, scheduler and compute talk over in-process
+messaging, and tests that serve the app from a thread. memagg-api does not
+use it: it runs memagg.wsgi.api under uWSGI (memagg.cmd.api).
 """
 from werkzeug import serving
 

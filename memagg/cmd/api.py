@@ -81,6 +81,9 @@ def uwsgi_arguments():
         '--die-on-term',
         '--no-orphans',
         '--buffer-size', str(BUFFER_SIZE),
+        # The HTTP socket serves one request per connection; saying so
+        # keeps clients from sending the next one on a closed connection.
+        '--add-header', 'Connection: close',
         '--procname-prefix-spaced', PROG,
     ] + app
 
