@@ -20,6 +20,8 @@ from memagg.common import exceptions
 FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
 
 _INT_RE = re.compile(r'^-?[0-9]+$')
+# What a database driver can bind: a larger integer in a query fails there.
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
 _BOOLEANS = {'true': True, 'false': False}
 
 
@@ -44,9 +46,10 @@ def parse_datetime(value):
         # fromisoformat reads offsets; 'Z' needs Python 3.11, so map it.
         parsed = datetime.datetime.fromisoformat(
             value[:-1] + '+00:00' if value.endswith(('Z', 'z')) else value)
-    except ValueError:
+        return timeutils.normalize_time(parsed)
+    except (ValueError, OverflowError):
+        # OverflowError: an offset that moves the time out of years 1-9999.
         return None
-    return timeutils.normalize_time(parsed)
 
 
 def _coerce(value, schema):
@@ -105,8 +108,11 @@ def _describe(error, what):
         return field, 'got %r: give one of %s' % (
             error.instance, ', '.join(map(str, error.validator_value)))
     if validator in ('minLength', 'maxLength'):
+        if 'maxLength' not in error.schema:
+            return field, 'got %r: give at least %d character(s)' % (
+                error.instance, error.schema['minLength'])
         return field, 'length must be %s to %s characters' % (
-            error.schema.get('minLength', 0), error.schema.get('maxLength'))
+            error.schema.get('minLength', 0), error.schema['maxLength'])
     return field, error.message
 
 
@@ -154,6 +160,11 @@ def validate_query(args, schema):
         prop = schema['properties'].get(name, {})
         values[name] = _coerce(given[0], prop)
     validate(values, schema)
+    for name, value in values.items():
+        if type(value) is int and not _INT64[0] <= value <= _INT64[1]:
+            raise exceptions.InvalidParameter(
+                field=name, reason='got %d: give a whole number from %d to '
+                                   '%d' % ((value,) + _INT64))
     return values
 
 

@@ -45,14 +45,10 @@ def _request_field(field, parameters):
     """The request's name for a field load_algorithms named: its
     ``[consolidation] <option>`` or ``<family>.<plugin>.<key>``."""
     match = _CONF_FIELD.match(field or '')
-    name = match.group(1) if match else field
-    if name == 'memory_basis':
-        return name
-    option = name.split('.')[0]
-    if option in consolidation.OPTIONS:
-        return 'parameters.' + name
     parts = (field or '').split('.')
-    if len(parts) == 3:
+    # A plug-in's parameter is recognised first: vm_selection and
+    # placement name both a family and an option.
+    if not match and len(parts) == 3:
         family, plugin, key = parts
         group = base.conf().consolidation
         for option, (option_family, _dim) in consolidation.FAMILIES.items():
@@ -61,6 +57,12 @@ def _request_field(field, parameters):
             if option_family == family and chosen == plugin and (
                     key in given or option + '_params' not in parameters):
                 return 'parameters.%s_params.%s' % (option, key)
+        return field
+    name = match.group(1) if match else field
+    if name == 'memory_basis':
+        return name
+    if (name or '').split('.')[0] in consolidation.OPTIONS:
+        return 'parameters.' + name
     return field
 
 

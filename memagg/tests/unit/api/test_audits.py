@@ -115,6 +115,15 @@ def test_an_audit_keeps_its_basis_execution_and_parameters(api, scheduler):
     ({'memory_basis': 'wss',
       'parameters': {'placement_params': {'memory_basis': 'booked'}}},
      'parameters.placement_params.memory_basis', 'contradicts'),
+
+    # vm_selection and placement name both an option and a family.
+    ({'parameters': {'vm_selection': 'random',
+                     'vm_selection_params': {'bogus': 1}}},
+     'parameters.vm_selection_params.bogus', 'unknown parameter'),
+    ({'parameters': {'placement_params': {'bogus': 1}}},
+     'parameters.placement_params.bogus', 'unknown parameter'),
+    ({'parameters': {'overload_cpu': ''}}, 'parameters.overload_cpu',
+     "got '': give at least 1 character(s)"),
 ])
 def test_a_bad_body_is_400_naming_the_field(api, scheduler, body, field,
                                             detail):
