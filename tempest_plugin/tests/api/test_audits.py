@@ -128,6 +128,10 @@ class AuditsTest(base.BaseMemaggTest):
         self.assert_bad_request(
             'parameters.overload_cpu_params', create,
             parameters={'overload_cpu_params': [0.8]})
+        self.assert_bad_request(
+            'parameters.vm_selection_params.bogus', create,
+            parameters={'vm_selection': 'random',
+                        'vm_selection_params': {'bogus': 1}})
 
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('fb01480d-cef3-4112-bf55-3aa8eb4b1871')
@@ -135,5 +139,8 @@ class AuditsTest(base.BaseMemaggTest):
         self.assert_bad_request('uuid', self.client.show_audit, 'audit-1')
         self.assert_bad_request('since', self.client.list_audits,
                                 since='last week')
+        # In UTC, before year 1.
+        self.assert_bad_request('since', self.client.list_audits,
+                                since='0001-01-01T00:00:00+01:00')
         self.assert_bad_request('sort_key', self.client.list_audits,
                                 sort_key='state')

@@ -72,6 +72,9 @@ class ServicesTest(base.BaseMemaggTest):
                                 marker='first')
         self.assert_bad_request('marker', self.client.list_services,
                                 marker=2 ** 31 - 1)
+        # Past what a database driver binds.
+        self.assert_bad_request('marker', self.client.list_services,
+                                marker=2 ** 64)
         self.assert_bad_request('sort_dir', self.client.list_services,
                                 sort_dir='sideways')
         self.assert_bad_request('sort_key', self.client.list_services,
