@@ -5,8 +5,9 @@ in this interpreter) that listens with an HTTP socket on ``[api]
 host``:``port`` and forks ``[api] workers`` processes of ``[api] threads``
 threads each. Every worker imports ``memagg.wsgi.api`` after the fork
 (lazy-apps), so each builds its own application, database pool and
-message bus connection; the config files this process was given reach
-them through MEMAGG_CONFIG_FILES and MEMAGG_CONFIG_DIRS. SIGTERM stops the
+message bus connection; the configuration this process was given reaches
+them through the environment (MEMAGG_CONFIG_FILES, MEMAGG_CONFIG_DIRS and,
+for logging options on the command line, OS_DEFAULT__*). SIGTERM stops the
 master and its workers at once (die-on-term).
 """
 import os
@@ -89,10 +90,26 @@ def uwsgi_arguments():
 
 
 def _pass_config_to_workers():
+    """Put this command line's configuration where the workers'
+    memagg.wsgi.configure finds it: the config files and directories, and
+    the logging options given (--debug, --log-file...) as oslo.config's
+    OS_DEFAULT__<OPTION> variables, which win over config files as the
+    command line does."""
     os.environ[wsgi.CONFIG_FILES_ENV] = ','.join(
         os.path.abspath(path) for path in CONF.config_file)
     os.environ[wsgi.CONFIG_DIRS_ENV] = ','.join(
         os.path.abspath(path) for path in CONF.config_dir or [])
+    for name in CONF:
+        if name in ('config_file', 'config_dir') or isinstance(
+                CONF[name], cfg.ConfigOpts.GroupAttr):
+            continue
+        location = CONF.get_location(name)
+        if location is None or (
+                location.location != cfg.Locations.command_line):
+            continue
+        value = CONF[name]
+        os.environ['OS_DEFAULT__%s' % name.upper()] = (
+            str(value).lower() if isinstance(value, bool) else str(value))
 
 
 def main(argv=None):
