@@ -11,6 +11,7 @@ for logging options on the command line, OS_DEFAULT__*). SIGTERM stops the
 master and its workers at once (die-on-term).
 """
 import os
+import signal
 import sys
 
 from oslo_config import cfg
@@ -131,6 +132,10 @@ def main(argv=None):
     # memagg.wsgi.api, as under any WSGI server: it must not inherit this
     # process's parse.
     CONF.clear()
+    # uWSGI stops workers with SIGINT. Python's handler, inherited over the
+    # fork, would turn it into KeyboardInterrupt in a worker still loading
+    # the app: a failed load, and need-app's exit status 22 for a stop.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     pyuwsgi.run(*arguments)
 
 

@@ -49,8 +49,8 @@ def _start(tmp_path, args, health_url):
     def healthy():
         assert proc.alive(), 'memagg-api exited:\n%s' % proc.log()
         try:
-            return requests.get(health_url, timeout=2).status_code == 200
-        except requests.ConnectionError:
+            return requests.get(health_url, timeout=10).status_code == 200
+        except (requests.ConnectionError, requests.Timeout):
             return False
     try:
         polling.wait_for(healthy, START_TIMEOUT,
@@ -201,3 +201,38 @@ def test_bad_option_fails_at_start_naming_it(tmp_path, option, value,
     assert result.stderr.strip().splitlines()[-1] == (
         "memagg-api: error: Invalid value for '[api] %s': %s"
         % (option, message))
+
+
+@pytest.mark.slow
+def test_command_line_logging_options_reach_the_workers(tmp_path):
+    # Nothing listens on the database port: the worker logs an error.
+    unreachable = 'mysql+pymysql://root@127.0.0.1:%d/memagg' % (
+        service_procs.free_port())
+    config, url = _config(tmp_path, unreachable)
+    log_file = tmp_path / 'api.log'
+    proc = _start(tmp_path, ['--config-file', str(config),
+                             '--log-file', str(log_file)],
+                  url + '/healthcheck')
+    try:
+        assert requests.get(url + '/v1/hosts', timeout=30).status_code == 503
+        lines = polling.wait_for(
+            lambda: [line for line in log_file.read_text().splitlines()
+                     if 'Database unreachable' in line],
+            10, message='the worker logging to --log-file')
+        # Written by a worker, not by the master.
+        assert ' %d ' % proc.proc.pid not in lines[0]
+    finally:
+        _stop_promptly(proc)
+
+
+@pytest.mark.slow
+def test_sigterm_while_workers_load_the_app_exits_0(tmp_path, database):
+    config, _ = _config(tmp_path, database)
+    proc = service_procs.Process('memagg-api', ['--config-file', str(config)],
+                                 tmp_path / 'memagg-api.log')
+    # Workers import memagg.wsgi.api after they are spawned (lazy-apps);
+    # the stop lands in that import.
+    polling.wait_for(lambda: 'spawned uWSGI worker 2' in proc.log(),
+                     START_TIMEOUT, interval=0.01,
+                     message='memagg-api spawning its workers')
+    _stop_promptly(proc)
