@@ -41,7 +41,7 @@ def _tempest():
         return tempest
     message = ('no tempest in %s: run ./tools/setup.sh to install it'
                % VENV)
-    if keystone_fixture._in_ci():
+    if keystone_fixture.in_ci():
         pytest.fail(message + ' (CI must run the tempest plug-in)')
     pytest.skip(message)
 
