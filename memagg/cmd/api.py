@@ -86,7 +86,6 @@ def uwsgi_arguments():
         # The HTTP socket serves one request per connection; saying so
         # keeps clients from sending the next one on a closed connection.
         '--add-header', 'Connection: close',
-        '--procname-prefix-spaced', PROG,
     ] + app
 
 
