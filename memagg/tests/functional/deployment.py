@@ -97,7 +97,8 @@ def _api_answers(url, proc):
         raise RuntimeError('memagg-api exited:\n%s' % proc.log()[-4000:])
     try:
         return requests.get(url + '/', timeout=2).status_code == 200
-    except requests.ConnectionError:
+    except (requests.ConnectionError, requests.Timeout):
+        # uWSGI accepts connections before its workers have loaded the app.
         return False
 
 
