@@ -505,7 +505,8 @@ def reservoir_summary(context):
     """Memory the cluster can lend and has lent, in MiB, per host and total.
 
     ``lent_mb`` counts the slabs a host still holds for active grants (not
-    those reclaimed), ``borrowed_mb`` the memory granted to a host's instances by active grants.
+    those reclaimed), ``borrowed_mb`` the memory granted to a host's
+    instances by active grants.
     """
     with _reader().using(context) as session:
         hosts = session.query(models.Host).order_by(models.Host.name).all()

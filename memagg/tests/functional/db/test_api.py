@@ -179,7 +179,8 @@ def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
     assert [(s.host, s.report_count) for s in services] == [('node', 4)]
 
 
-def test_reservoir_summary_counts_active_slabs_of_active_grants(admin_context, any_db):
+def test_reservoir_summary_counts_active_slabs_of_active_grants(
+        admin_context, any_db):
     rows.insert(models.Host,
                 dict(name='h1', free_reservoir_mb=1000, lendable_mb=800),
                 dict(name='h2', free_reservoir_mb=500, lendable_mb=300),

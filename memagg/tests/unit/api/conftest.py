@@ -19,6 +19,10 @@ from memagg.api import app as api_app
 from memagg.conf import CONF
 from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
 from memagg.tests.unit.api import data
+# The real scheduler manager behind the grant routes, for the modules that
+# ask for it.
+from memagg.tests.unit.api.reservoir_scheduler import scheduler  # noqa: F401,E501
+from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
 
 
 class Client(werkzeug_test.Client):

@@ -20,8 +20,6 @@ from memagg.api import microversion
 from memagg.common import context
 from memagg.db import api as db_api
 from memagg.tests.unit.api import data
-from memagg.tests.unit.api.reservoir_scheduler import scheduler  # noqa: F401,E501
-from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
 
 V13 = {microversion.HEADER: 'memory-aggregation 1.3'}
 

@@ -21,8 +21,6 @@ from memagg.api import policy
 from memagg.conf import CONF
 from memagg.tests.unit.api import conftest
 from memagg.tests.unit.api import data
-from memagg.tests.unit.api.reservoir_scheduler import scheduler  # noqa: F401,E501
-from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
 
 MEMBER = 'member,reader'
 LATEST = {microversion.HEADER: 'memory-aggregation latest'}

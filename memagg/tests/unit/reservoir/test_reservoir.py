@@ -179,7 +179,7 @@ def test_a_malformed_reply_counts_as_a_failure(three_hosts, gmc, compute):
 
 
 def test_when_every_donor_fails_nothing_is_stored_or_held(three_hosts, gmc,
-                                                         compute):
+                                                          compute):
     compute.behaviour.update(a=2, b='fail')
     # a prepares 2 of 8; b fails; nothing else: a partial grant...
     grant = gmc.allocate(three_hosts, VM_1, 'c', 512)
