@@ -183,8 +183,8 @@ def test_grants(memagg, scheduler):
     assert len(grant['slabs']) == 4
     assert 'secret' not in grant
     released = memagg.grants.delete(grant['uuid'])
-    assert (released['uuid'], released['status']) == (grant['uuid'],
-                                                       'released')
+    assert released['uuid'] == grant['uuid']
+    assert released['status'] == 'released'
 
 
 def test_audits(memagg, scheduler):
