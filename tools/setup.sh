@@ -178,10 +178,12 @@ start_postgresql
 start_mariadb
 start_rabbitmq
 start_libvirt
+# Exact versions from upper-constraints.txt (tools/generate-constraints.sh).
 make_venv .venv \
     "$(cat setup.cfg setup.py requirements.txt test-requirements.txt \
-        doc/requirements.txt \
+        doc/requirements.txt upper-constraints.txt \
         native/src/* native/swapd/*.[ch] 2>/dev/null | sha256sum)" \
+    -c upper-constraints.txt \
     -e '.[sim]' -r test-requirements.txt -r doc/requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"
