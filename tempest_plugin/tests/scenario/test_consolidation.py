@@ -19,41 +19,21 @@ which a test must not do to a cloud it shares.
 """
 import re
 
-from tempest.lib.common import api_version_utils
 from tempest.lib import decorators
-from tempest import config
-from tempest import test
 
 from tempest_plugin.common import waiters
-
-CONF = config.CONF
+from tempest_plugin.tests.api import base
 
 # Power on, then migrations, then power off (ALGORITHMS, Neat's order).
 ACTION_ORDER = ('power_on', 'migrate', 'power_off')
 ACTION_REASON = re.compile(r'^(overload|underload):(cpu|memory|cpu\+memory)$')
 
 
-class ConsolidationScenarioTest(api_version_utils.BaseMicroversionTest,
-                                test.BaseTestCase):
+class ConsolidationScenarioTest(base.BaseMemaggTest):
+    """As the API tests' base class: the admin's client at microversion
+    1.2, the first with POST /v1/audits."""
 
-    credentials = ['admin']
     min_microversion = '1.2'
-
-    @classmethod
-    def skip_checks(cls):
-        super().skip_checks()
-        if not CONF.service_available.memagg:
-            raise cls.skipException('memagg is not deployed '
-                                    '([service_available] memagg = False)')
-        api_version_utils.check_skip_with_microversion(
-            cls.min_microversion, cls.max_microversion,
-            CONF.memagg.min_microversion, CONF.memagg.max_microversion)
-
-    @classmethod
-    def setup_clients(cls):
-        super().setup_clients()
-        cls.client = cls.os_admin.memagg.MemaggClient()
-        cls.client.api_microversion = cls.min_microversion
 
     @decorators.attr(type=['slow'])
     @decorators.idempotent_id('cade8df6-c939-4dc1-b60f-e52cadf87c99')
