@@ -32,6 +32,8 @@ VERSIONS = {
     (1, 3): 'Remote memory on demand: POST /v1/grants, DELETE '
             '/v1/grants/{uuid} and POST /v1/hosts/{name}/reclaim; grants '
             'show partial, reason and slab_size_mb, slabs their endpoint.',
+    (1, 4): 'Migrations on demand: POST /v1/migrations moves an instance '
+            'to a named host, as a one-action plan.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -325,6 +325,13 @@ GRANT_CREATE = closed_object({
         'max_remote_ratio of its booked memory).')),
 })
 
+MIGRATION_CREATE = closed_object({
+    'instance_uuid': dict(UUID, description='The instance to move.'),
+    'dest_host': dict(NAME, description=(
+        'The host to move it to: an active host memagg knows, not the '
+        'instance\'s own.')),
+})
+
 RECLAIM = closed_object({
     'size_mb': dict(_SIZE_MB, description=(
         'Memory the host wants back, MiB; whole slabs are taken, newest '

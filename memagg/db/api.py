@@ -350,23 +350,69 @@ def migrations_of_audit(context, audit_uuid):
         return {row.audit_action_id: row for row in rows}
 
 
+def _queued_migration(session, action):
+    """The migration of migrate ``action`` (locked by the caller), created
+    ``queued`` from the action's VM and hosts when it has none yet."""
+    row = session.query(models.Migration).filter_by(
+        audit_action_id=action.id).first()
+    if row is None:
+        row = models.Migration(
+            uuid=uuidutils.generate_uuid(), status='queued',
+            instance_uuid=action.instance_uuid,
+            source_host=action.source_host, dest_host=action.dest_host,
+            audit_action_id=action.id, attempts=0)
+        session.add(row)
+        session.flush()
+    return row
+
+
 @_retry_on_race
 def migration_queue(context, action_id):
     """The migration of migrate action ``action_id``, created ``queued``
     (from the action's VM and hosts) when it has none yet."""
     with _writer().using(context) as session:
-        action = _action_for_update(session, action_id)
-        row = session.query(models.Migration).filter_by(
-            audit_action_id=action_id).first()
-        if row is None:
-            row = models.Migration(
-                uuid=uuidutils.generate_uuid(), status='queued',
-                instance_uuid=action.instance_uuid,
-                source_host=action.source_host, dest_host=action.dest_host,
-                audit_action_id=action_id, attempts=0)
-            session.add(row)
-            session.flush()
-        return row
+        return _queued_migration(session,
+                                 _action_for_update(session, action_id))
+
+
+#: migrations.status of a migration not yet ended.
+MIGRATION_BUSY = ('queued', 'running')
+
+
+@_retry_on_race
+def migration_request(context, instance_uuid, source_host, dest_host,
+                      reason):
+    """Queue the live migration of ``instance_uuid`` from ``source_host``
+    to ``dest_host`` asked for by an operator, in one transaction: a
+    ``recommended`` audit whose plan is that one migrate action (its
+    reason ``reason``) and the action's ``queued`` migration. The
+    instance's row is locked, so that two requests at once cannot both
+    queue one. Raises NotFound when the instance is gone from the DB and
+    Conflict when it has a migration queued or running already. Returns
+    the audit's UUID and the migration."""
+    with _writer().using(context) as session:
+        instance = session.query(models.Instance).filter_by(
+            uuid=instance_uuid).with_for_update().first()
+        if instance is None:
+            raise exceptions.NotFound(resource='Instance', id=instance_uuid)
+        busy = session.query(models.Migration).filter(
+            models.Migration.instance_uuid == instance_uuid,
+            models.Migration.status.in_(MIGRATION_BUSY)).first()
+        if busy is not None:
+            raise exceptions.Conflict(reason=(
+                'instance %s already has migration %s %s; wait until it '
+                'ends' % (instance_uuid, busy.uuid, busy.status)))
+        action = models.AuditAction(
+            sequence=0, action_type='migrate', instance_uuid=instance_uuid,
+            source_host=source_host, dest_host=dest_host, reason=reason)
+        audit = models.Audit(
+            uuid=uuidutils.generate_uuid(), state='recommended',
+            reason='migration of %s from %s to %s requested through the '
+                   'API' % (instance_uuid, source_host, dest_host),
+            actions=[action])
+        session.add(audit)
+        session.flush()
+        return audit.uuid, _queued_migration(session, action)
 
 
 def _migration_for_update(session, migration_id):

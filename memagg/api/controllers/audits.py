@@ -19,8 +19,6 @@ which plans it; a recommended audit's plan is executed on request (POST
 """
 import re
 
-from oslo_log import log as logging
-
 from memagg.api.controllers import base
 from memagg.api.policies import audits as policy
 from memagg.api import schemas
@@ -28,8 +26,6 @@ from memagg.api import views
 from memagg.common import exceptions
 from memagg.db import api as db_api
 from memagg.scheduler import consolidation
-
-LOG = logging.getLogger(__name__)
 
 _SINCE = (1, 2)
 _CONF_FIELD = re.compile(r'^\[%s\] (.+)$' % consolidation.GROUP)
@@ -91,19 +87,6 @@ def _check_parameters(memory_basis, parameters):
             reason=exc.kwargs.get('reason', exc.message))
 
 
-def _cast(method, audit_uuid):
-    """Cast ``method`` (run_audit, execute_audit) about an audit to
-    memagg-scheduler; 503 when the bus cannot take it."""
-    try:
-        getattr(base.scheduler_api(), method)(base.context(), audit_uuid)
-    except exceptions.ServiceUnavailable as exc:
-        LOG.error('Could not reach memagg-scheduler about audit %s: %s',
-                  audit_uuid, exc)
-        raise exceptions.ServiceUnavailable(
-            reason='memagg-scheduler could not be reached over the message '
-                   'bus; retry later')
-
-
 @base.route('/v1/audits', 'Start a consolidation round: the audit is '
             'planned by memagg-scheduler (pending, planning, then '
             'recommended or failed). Since 1.2.',
@@ -120,7 +103,7 @@ def create_audit(query, body):
         memory_basis=memory_basis, parameters=parameters or None,
         auto_execute=body.get('auto_execute', False)))
     try:
-        _cast('run_audit', audit.uuid)
+        base.cast_about_audit('run_audit', audit.uuid)
     except exceptions.ServiceUnavailable as exc:
         db_api.audit_set_state(ctxt, audit.uuid, 'failed',
                                reason=exc.message, expected=('pending',))
@@ -143,5 +126,5 @@ def execute_audit(uuid, query, body):
         raise exceptions.Conflict(
             reason='audit %s is %s: only a recommended audit can be '
                    'executed' % (uuid, audit.state))
-    _cast('execute_audit', uuid)
+    base.cast_about_audit('execute_audit', uuid)
     return {'audit': views.audit_detail(audit, base.version())}

@@ -157,6 +157,19 @@ def call_scheduler(method, what, **kwargs):
             'it runs, and retry later' % (timeout, what)))
 
 
+def cast_about_audit(method, audit_uuid):
+    """Cast ``method`` (run_audit, execute_audit) about an audit to
+    memagg-scheduler; 503 when the bus cannot take it."""
+    try:
+        getattr(scheduler_api(), method)(context(), audit_uuid)
+    except exceptions.ServiceUnavailable as exc:
+        LOG.error('Could not reach memagg-scheduler about audit %s: %s',
+                  audit_uuid, exc)
+        raise exceptions.ServiceUnavailable(
+            reason='memagg-scheduler could not be reached over the message '
+                   'bus; retry later')
+
+
 def enforce(action, target=None):
     """Apply policy ``action`` to the current request."""
     policy.authorize(flask.current_app.config['enforcer'], context(),

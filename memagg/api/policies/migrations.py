@@ -15,6 +15,7 @@ from memagg.api.policies import base
 
 LIST = 'memagg:migration:list'
 GET = 'memagg:migration:get'
+CREATE = 'memagg:migration:create'
 
 rules = [
     base.get_rule(
@@ -25,6 +26,11 @@ rules = [
         GET, base.ADMIN,
         'Show a migration.',
         '/v1/migrations/{uuid}'),
+    base.rule(
+        CREATE, base.ADMIN,
+        'Live-migrate an instance to a named host, executed as a '
+        'one-action plan.',
+        'POST', '/v1/migrations'),
 ]
 
 

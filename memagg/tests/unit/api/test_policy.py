@@ -71,6 +71,8 @@ BODIES = {
     'grants_create_grant': {'instance_uuid': data.INSTANCE_B,
                             'size_mb': 64},
     'hosts_reclaim_host': {'size_mb': 64},
+    'migrations_create_migration': {'instance_uuid': data.INSTANCE_A,
+                                    'dest_host': 'host-2'},
 }
 
 
