@@ -31,7 +31,7 @@ HEADER = 'OpenStack-API-Version'
 
 #: The microversions this client understands; it never asks for more.
 MIN_VERSION = (1, 0)
-MAX_VERSION = (1, 3)
+MAX_VERSION = (1, 4)
 
 _VERSION_RE = re.compile(r'^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$')
 

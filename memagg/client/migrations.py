@@ -13,6 +13,8 @@
 """/v1/migrations: live migrations memagg asked Nova for."""
 from memagg.client import base
 
+_SINCE = (1, 4)
+
 
 class MigrationManager(base.Manager):
     """``client.migrations``."""
@@ -37,3 +39,13 @@ class MigrationManager(base.Manager):
         """The migration ``uuid`` as a dict."""
         return self._get('/v1/migrations/%s' % base.quote(uuid),
                          'migration')
+
+    def create(self, instance_uuid, dest_host):
+        """Ask for the instance to be live-migrated to host ``dest_host``;
+        return the migration, queued (memagg-scheduler runs it as a
+        one-action plan). Microversion 1.4."""
+        self._http.require(_SINCE, 'creating a migration')
+        return self._http.request(
+            'POST', '/v1/migrations',
+            json={'instance_uuid': instance_uuid,
+                  'dest_host': dest_host})['migration']

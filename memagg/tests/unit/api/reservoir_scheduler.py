@@ -28,6 +28,9 @@ class _NoExecutor:
     def resume(self, ctxt):
         pass
 
+    def execute(self, ctxt, audit_uuid):
+        pass
+
 
 @pytest.fixture
 def scheduler(conf, reservoir_opts, fake_rpc):

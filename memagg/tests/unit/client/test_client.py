@@ -40,14 +40,14 @@ def _sent(recorder):
 # Negotiation
 
 def test_default_is_the_newest_version_both_sides_support(memagg, server):
-    assert memagg.api_version == '1.3'
+    assert memagg.api_version == '1.4'
     memagg.hosts.list()
     memagg.instances.get(data.INSTANCE_A)
     _, recorder = server
     assert _sent(recorder) == [
-        ('GET', '/v1/hosts', 'memory-aggregation 1.3'),
+        ('GET', '/v1/hosts', 'memory-aggregation 1.4'),
         ('GET', '/v1/instances/%s' % data.INSTANCE_A,
-         'memory-aggregation 1.3')]
+         'memory-aggregation 1.4')]
     # The version document is read once, and without a version header.
     assert [r for r in recorder.requests if r[1] == '/'] == [
         ('GET', '/', None)]
@@ -81,7 +81,7 @@ def test_an_explicit_version_is_sent_and_shapes_the_answer(make_client,
 
 
 def test_latest_means_the_default(make_client):
-    assert make_client('latest').api_version == '1.3'
+    assert make_client('latest').api_version == '1.4'
 
 
 def test_a_version_the_server_does_not_serve_is_a_typed_error(
@@ -100,8 +100,8 @@ def test_a_version_the_server_does_not_serve_is_a_typed_error(
 
 @pytest.mark.parametrize('version, message', [
     ('1.9', 'microversion 1.9 is not supported by this client: it speaks '
-            '1.0 to 1.3'),
-    ('one', "microversion 'one' is not of the form X.Y (e.g. 1.3) or "
+            '1.0 to 1.4'),
+    ('one', "microversion 'one' is not of the form X.Y (e.g. 1.4) or "
             "latest"),
 ])
 def test_a_version_the_client_does_not_speak_fails_at_once(version,
@@ -206,7 +206,7 @@ def test_audits(memagg, scheduler):
     assert memagg.audits.execute(RECOMMENDED)['uuid'] == RECOMMENDED
 
 
-def test_migrations(memagg):
+def test_migrations(memagg, scheduler):
     page = memagg.migrations.list(instance_uuid=data.INSTANCE_B,
                                   source_host='host-2', dest_host='host-1',
                                   status='completed')
@@ -214,6 +214,21 @@ def test_migrations(memagg):
     migration = memagg.migrations.get(data.MIGRATION)
     assert (migration['bytes_transferred'], migration['remote_share']) == (
         1 << 30, 0.25)
+
+    created = memagg.migrations.create(data.INSTANCE_A, 'host-2')
+    assert (created['instance_uuid'], created['source_host'],
+            created['dest_host'], created['status']) == (
+        data.INSTANCE_A, 'host-1', 'host-2', 'queued')
+    assert memagg.migrations.get(created['uuid'])['uuid'] == created['uuid']
+
+
+def test_creating_a_migration_needs_1_4(make_client, server):
+    with pytest.raises(exceptions.UnsupportedVersion) as caught:
+        make_client('1.3').migrations.create(data.INSTANCE_A, 'host-2')
+
+    assert str(caught.value) == ('creating a migration needs microversion '
+                                 '1.4 or later; this client uses 1.3')
+    assert _sent(server[1]) == []
 
 
 def test_services(memagg):
@@ -292,14 +307,14 @@ def test_not_found(memagg):
 
 def test_not_acceptable_when_the_server_stops_serving_the_version(
         memagg, monkeypatch):
-    assert memagg.api_version == '1.3'
+    assert memagg.api_version == '1.4'
     monkeypatch.setattr(microversion, 'MAX_VERSION', (1, 2))
 
     exc = _raised(memagg.hosts.list)
 
     assert type(exc) is exceptions.NotAcceptable
     assert exc.field == microversion.HEADER
-    assert 'Version 1.3 is not supported' in exc.message
+    assert 'Version 1.4 is not supported' in exc.message
     _check_one_line(exc, 406)
 
 
