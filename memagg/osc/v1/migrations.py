@@ -10,11 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""openstack memagg migration list | show.
-
-There is no ``migration create``: the API has no route to ask for a
-migration yet.
-"""
+"""openstack memagg migration list | show | create."""
 from memagg.osc.v1 import base
 
 
@@ -60,3 +56,21 @@ class ShowMigration(base.ShowCommand):
 
     def fetch(self, parsed_args):
         return base.client(self).migrations.get(parsed_args.uuid)
+
+
+class CreateMigration(base.ShowCommand):
+    """Live-migrate an instance to a host; memagg-scheduler runs it as a
+    one-action plan through the compute API (microversion 1.4)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('instance', metavar='<instance>',
+                            help='UUID of the instance to move')
+        parser.add_argument('--dest-host', required=True, metavar='<host>',
+                            help='The host to move it to (active, not the '
+                                 'one it is on)')
+        return parser
+
+    def fetch(self, parsed_args):
+        return base.client(self).migrations.create(parsed_args.instance,
+                                                   parsed_args.dest_host)
