@@ -181,3 +181,6 @@ class MemaggClient(rest_client.RestClient):
     def show_migration(self, uuid, **params):
         return self._call('GET', '/v1/migrations/{uuid}', 200, params,
                           uuid=uuid)
+
+    def create_migration(self, **body):
+        return self._call('POST', '/v1/migrations', 202, body=body)

@@ -10,7 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""/v1/migrations: live migrations memagg asked Nova for."""
+"""/v1/migrations: live migrations memagg asked Nova for; POST since 1.4.
+
+The positive create asks for a real live migration of an instance of the
+cloud (memagg-scheduler executes it through the compute API); its answer
+is checked, not where the instance ends up.
+"""
 from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
@@ -89,3 +94,100 @@ class MigrationsTest(base.BaseMemaggTest):
                                 until='tomorrow')
         self.assert_bad_request('sort_dir', self.client.list_migrations,
                                 sort_dir='up')
+
+    def a_movable_instance(self):
+        """(an instance with no migration under way, another active host),
+        or skip."""
+        hosts = [h['name'] for h in self.list_all(
+            self.client.list_hosts, 'hosts', state='active')]
+        for instance in self.list_all(self.client.list_instances,
+                                      'instances'):
+            others = [h for h in hosts if h != instance['host']]
+            if instance['status'] == 'gone' or not others:
+                continue
+            busy = [m for status in ('queued', 'running')
+                    for m in self.client.list_migrations(
+                        instance_uuid=instance['uuid'],
+                        status=status)['migrations']]
+            if not busy:
+                return instance, others[0]
+        raise self.skipException('this cloud has no instance to move to '
+                                 'another active host')
+
+    @decorators.idempotent_id('1a5a3e77-eff8-478c-9bb0-a9d00700d416')
+    def test_create_migration(self):
+        self.use_microversion('1.4')
+        instance, dest = self.a_movable_instance()
+
+        migration = self.client.create_migration(
+            instance_uuid=instance['uuid'], dest_host=dest)['migration']
+
+        self.assertEqual(
+            (instance['uuid'], instance['host'], dest, 'queued', 0),
+            (migration['instance_uuid'], migration['source_host'],
+             migration['dest_host'], migration['status'],
+             migration['attempts']))
+        shown = self.client.show_migration(migration['uuid'])['migration']
+        self.assertEqual(migration['uuid'], shown['uuid'])
+
+    @decorators.attr(type=['negative'])
+    @decorators.idempotent_id('9558e9ef-b06f-4ac4-baf9-c0e61404a45a')
+    def test_create_migration_as_member_forbidden(self):
+        self.use_microversion('1.4')
+        self.assertRaises(lib_exc.Forbidden,
+                          self.member_client.create_migration,
+                          instance_uuid=data_utils.rand_uuid(),
+                          dest_host='compute-1')
+
+    @decorators.attr(type=['negative'])
+    @decorators.idempotent_id('59542dd8-e38b-4614-ac9f-065516a58653')
+    def test_create_migration_bad_body(self):
+        self.use_microversion('1.4')
+        uuid = data_utils.rand_uuid()
+        self.assert_bad_request('instance_uuid',
+                                self.client.create_migration,
+                                dest_host='compute-1')
+        self.assert_bad_request('instance_uuid',
+                                self.client.create_migration,
+                                instance_uuid='vm-1', dest_host='compute-1')
+        self.assert_bad_request('dest_host', self.client.create_migration,
+                                instance_uuid=uuid)
+        self.assert_bad_request('dest_host', self.client.create_migration,
+                                instance_uuid=uuid, dest_host='')
+        self.assert_bad_request('force', self.client.create_migration,
+                                instance_uuid=uuid, dest_host='compute-1',
+                                force=True)
+
+    @decorators.attr(type=['negative'])
+    @decorators.idempotent_id('32d21877-ebf7-4b45-b800-2aa2e799908a')
+    def test_create_migration_to_its_own_host(self):
+        self.use_microversion('1.4')
+        instance = self.first_or_skip(
+            self.client.list_instances(limit=1)['instances'], 'instance')
+
+        error = self.assert_bad_request(
+            'dest_host', self.client.create_migration,
+            instance_uuid=instance['uuid'], dest_host=instance['host'])
+        self.assertIn(instance['uuid'], error['detail'])
+
+    @decorators.attr(type=['negative'])
+    @decorators.idempotent_id('917b2e9e-70ee-49dd-b752-f679a0fa69c7')
+    def test_create_migration_unknown_instance_or_host(self):
+        self.use_microversion('1.4')
+        self.assertRaises(lib_exc.NotFound, self.client.create_migration,
+                          instance_uuid=data_utils.rand_uuid(),
+                          dest_host='compute-1')
+        instance = self.first_or_skip(
+            self.client.list_instances(limit=1)['instances'], 'instance')
+        self.assertRaises(lib_exc.NotFound, self.client.create_migration,
+                          instance_uuid=instance['uuid'],
+                          dest_host=data_utils.rand_name('no-such-host'))
+
+    @decorators.attr(type=['negative'])
+    @decorators.idempotent_id('d0e3582b-3fc7-442b-84e1-99224a12f9b4')
+    def test_create_migration_below_its_microversion(self):
+        self.use_microversion('1.3')
+        self.assert_not_allowed('GET, HEAD, OPTIONS',
+                                self.client.create_migration,
+                                instance_uuid=data_utils.rand_uuid(),
+                                dest_host='compute-1')
