@@ -48,6 +48,7 @@ LATEST = {microversion.HEADER: 'memory-aggregation latest'}
 V1_1 = {microversion.HEADER: 'memory-aggregation 1.1'}
 MEMBER_A = {'X-Project-Id': data.PROJECT_A, 'X-Roles': 'member'}
 RECOMMENDED = '66666666-6666-4666-8666-666666666666'
+_MOVE_A = {'instance_uuid': data.INSTANCE_A, 'dest_host': 'host-2'}
 
 # (path template, concrete URL, headers, expected status)
 CALLS = [
@@ -120,6 +121,16 @@ POSTS = [
      {'size_mb': -1}, 400),
     ('/v1/hosts/{name}/reclaim', '/v1/hosts/nowhere/reclaim', LATEST,
      {'size_mb': 64}, 404),
+    # A migration asked for, then the same one again while it is queued.
+    ('/v1/migrations', '/v1/migrations', LATEST, _MOVE_A, 202),
+    ('/v1/migrations', '/v1/migrations', LATEST, _MOVE_A, 409),
+    ('/v1/migrations', '/v1/migrations', LATEST,
+     dict(_MOVE_A, dest_host='host-1'), 400),
+    ('/v1/migrations', '/v1/migrations', LATEST,
+     dict(_MOVE_A, dest_host='nowhere'), 404),
+    ('/v1/migrations', '/v1/migrations', dict(LATEST, **MEMBER_A), _MOVE_A,
+     403),
+    ('/v1/migrations', '/v1/migrations', V1_1, _MOVE_A, 405),
 ]
 
 # (path template, concrete URL, headers, expected status)
