@@ -18,15 +18,10 @@ import time
 
 import pytest
 
-from memagg.api import app as api_app
 from memagg.api import microversion
 from memagg.common import context
-from memagg.common import rpc
-from memagg.conf import CONF
 from memagg.db import api as db_api
 from memagg.db.sqlalchemy import models
-from memagg.tests.functional import service_procs
-from memagg.tests.unit.api import conftest
 from memagg.tests.unit.api import data
 from memagg.tests.unit.api import test_audits
 from memagg.tests.unit.db import rows
@@ -190,22 +185,13 @@ def test_below_1_4_the_route_does_not_exist(api, scheduler):
 
 
 @pytest.mark.slow
-def test_an_unreachable_bus_is_503_and_fails_the_request(conf, sqlite_db):
-    # RabbitMQ's port with nothing listening: the cast's bounded retries
-    # end; the migration and its audit are failed so that neither blocks
-    # a later request.
-    conf.config(auth_strategy='noauth', group='api')
-    conf.config(transport_url='rabbit://guest:guest@127.0.0.1:%d/'
-                % service_procs.free_port())
-    data.load()
-    rpc.cleanup()
-    try:
-        api = conftest.Client(api_app.create_app(CONF))
-        started = time.monotonic()
-        response = _post(api, MOVE_A)
-        elapsed = time.monotonic() - started
-    finally:
-        rpc.cleanup()
+def test_an_unreachable_bus_is_503_and_fails_the_request(
+        unreachable_bus_api):
+    # The cast's bounded retries end; the migration and its audit are
+    # failed so that neither blocks a later request.
+    started = time.monotonic()
+    response = _post(unreachable_bus_api, MOVE_A)
+    elapsed = time.monotonic() - started
 
     assert response.status_code == 503
     assert elapsed < 30
