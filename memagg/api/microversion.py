@@ -54,6 +54,12 @@ def to_string(version):
     return '%d.%d' % version
 
 
+def parse(text):
+    """'1.3' -> (1, 3); None when ``text`` is not of the form X.Y."""
+    match = _VERSION_RE.match(text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def parse_header(value):
     """Return the version a header value asks memagg for.
 
@@ -77,12 +83,11 @@ def parse_header(value):
         return MIN_VERSION
     if requested.lower() == 'latest':
         return MAX_VERSION
-    match = _VERSION_RE.match(requested)
-    if not match:
+    version = parse(requested)
+    if version is None:
         raise MalformedVersion(
             "%s: version %r is not of the form X.Y (e.g. %s) or 'latest'"
             % (HEADER, requested, to_string(MAX_VERSION)))
-    version = (int(match.group(1)), int(match.group(2)))
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise UnsupportedVersion(
             'Version %s is not supported by this API: ask for a version from '

@@ -11,6 +11,7 @@
 # under the License.
 
 """The Client of memagg's API: one attribute per resource."""
+from memagg.api import microversion
 from memagg.client import audits
 from memagg.client import grants
 from memagg.client import hosts
@@ -55,4 +56,4 @@ class Client:
     def api_version(self):
         """The microversion in use, 'X.Y' (agreed with the server on first
         use)."""
-        return http.version_string(self.http.api_version)
+        return microversion.to_string(self.http.api_version)

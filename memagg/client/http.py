@@ -18,37 +18,29 @@ The endpoint (from the catalog, or ``endpoint_override``) is the API's
 root, as memagg-api registers it: the version document is at ``/`` and the
 resources under ``/v1/``.
 """
-import re
 import threading
 
 from keystoneauth1 import adapter
 from keystoneauth1 import exceptions as ks_exc
 
+from memagg.api import microversion
 from memagg.client import exceptions
 
-SERVICE_TYPE = 'memory-aggregation'
-HEADER = 'OpenStack-API-Version'
+SERVICE_TYPE = microversion.SERVICE_TYPE
 
 #: The microversions this client understands; it never asks for more.
 MIN_VERSION = (1, 0)
 MAX_VERSION = (1, 4)
 
-_VERSION_RE = re.compile(r'^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$')
-
-
-def version_string(version):
-    """(1, 3) -> '1.3'."""
-    return '%d.%d' % version
-
 
 def parse_version(text):
     """'1.3' -> (1, 3); UnsupportedVersion when not of the form X.Y."""
-    match = _VERSION_RE.match(str(text).strip())
-    if not match:
+    version = microversion.parse(str(text).strip())
+    if version is None:
         raise exceptions.UnsupportedVersion(
             'microversion %r is not of the form X.Y (e.g. %s) or latest'
-            % (text, version_string(MAX_VERSION)))
-    return int(match.group(1)), int(match.group(2))
+            % (text, microversion.to_string(MAX_VERSION)))
+    return version
 
 
 class HTTPClient:
@@ -76,9 +68,9 @@ class HTTPClient:
                 raise exceptions.UnsupportedVersion(
                     'microversion %s is not supported by this client: it '
                     'speaks %s to %s' % (
-                        version_string(self._requested),
-                        version_string(MIN_VERSION),
-                        version_string(MAX_VERSION)))
+                        microversion.to_string(self._requested),
+                        microversion.to_string(MIN_VERSION),
+                        microversion.to_string(MAX_VERSION)))
         self._version = None
         self._lock = threading.Lock()
 
@@ -100,16 +92,17 @@ class HTTPClient:
             if not low <= self._requested <= high:
                 raise exceptions.UnsupportedVersion(
                     'microversion %s is not served by the memagg API at %s '
-                    '(it serves %s)' % (version_string(self._requested),
-                                        self.endpoint, served))
+                    '(it serves %s)' % (
+                        microversion.to_string(self._requested),
+                        self.endpoint, served))
             return self._requested
         chosen = min(MAX_VERSION, high)
         if chosen < max(MIN_VERSION, low):
             raise exceptions.UnsupportedVersion(
                 'the memagg API at %s serves microversions %s, none of '
                 'which this client (%s to %s) speaks'
-                % (self.endpoint, served, version_string(MIN_VERSION),
-                   version_string(MAX_VERSION)))
+                % (self.endpoint, served, microversion.to_string(MIN_VERSION),
+                   microversion.to_string(MAX_VERSION)))
         return chosen
 
     @property
@@ -123,8 +116,8 @@ class HTTPClient:
         if self.api_version < version:
             raise exceptions.UnsupportedVersion(
                 '%s needs microversion %s or later; this client uses %s'
-                % (what, version_string(version),
-                   version_string(self.api_version)))
+                % (what, microversion.to_string(version),
+                   microversion.to_string(self.api_version)))
 
     def request(self, method, path, **kwargs):
         """Send ``method`` ``path`` (relative to the endpoint, or a full
@@ -134,10 +127,10 @@ class HTTPClient:
         return self._send(method, path, self.api_version, **kwargs)
 
     def _send(self, method, path, version, **kwargs):
-        microversion = version_string(version) if version else None
         response = self._call(
             self._adapter.request, path, method, raise_exc=False,
-            microversion=microversion, **kwargs)
+            microversion=microversion.to_string(version) if version else None,
+            **kwargs)
         if response.status_code >= 400:
             raise exceptions.from_response(response)
         return response.json()
