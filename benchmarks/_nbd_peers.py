@@ -34,6 +34,7 @@ import uuid
 
 from memagg.cmd import swapd as swapd_cmd
 from memagg.compute import swapd
+from memagg.tests.functional import service_procs
 
 MIB = 1 << 20
 READY_TIMEOUT = 30.0
@@ -42,13 +43,6 @@ STOP_TIMEOUT = 10.0
 
 class ServerError(Exception):
     """A server did not start, did not answer, or refused a request."""
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid):
@@ -164,7 +158,7 @@ class NbdkitMemory(_Server):
 
     def _start_memory(self, label):
         """Start nbdkit's memory plugin on a free port; its URI."""
-        port = free_port()
+        port = service_procs.free_port()
         proc = self._spawn(label, [
             'nbdkit', '--foreground', '--ipaddr', '127.0.0.1',
             '--port', str(port), 'memory', str(self.size)])
@@ -201,7 +195,7 @@ class QemuNbdTmpfs(_Server):
         fd, self._image = _shm_file('memagg-bench-qemu-nbd-')
         os.ftruncate(fd, self.size)
         os.close(fd)
-        port = free_port()
+        port = service_procs.free_port()
         # -t: keep serving after the readiness probe disconnects; -e 2: the
         # probe and fio may overlap while the probe's socket closes.
         proc = self._spawn('qemu-nbd', [
@@ -279,7 +273,7 @@ class MemaggSwapd(_Server):
             'control_socket': control_path,
             'export_dir': os.path.join(base, 'exports'),
             'state_dir': os.path.join(base, 'state'),
-            'listen': 'tcp://127.0.0.1:%d' % free_port(),
+            'listen': 'tcp://127.0.0.1:%d' % service_procs.free_port(),
             'capacity_mb': capacity // MIB, 'transport': 'tcp'})
         proc = self._spawn('swapd-%s' % role, swapd_command(config_file))
         _wait(lambda: _pings(control_path), [proc],

@@ -35,7 +35,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ import requests
 from memagg.api import app as api_app
 from memagg.api import server
 from memagg.conf import CONF
+from memagg.tests.functional import service_procs
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _api_data as api_data  # noqa: E402
@@ -68,18 +68,14 @@ def serve_dev(config_file, port):
     httpd.serve_forever()
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def write_config(path, database_url, port):
-    with open(path, 'w') as f:
-        f.write('[DEFAULT]\ntransport_url = fake://\n'
-                '[database]\nconnection = %s\n'
-                '[api]\nhost = 127.0.0.1\nport = %d\nauth_strategy = noauth\n'
-                % (database_url, port))
+    """The servers' memagg.conf: noauth on 127.0.0.1:``port`` over
+    ``database_url``, in-process messaging."""
+    service_procs.write_config(path, {
+        'DEFAULT': {'transport_url': 'fake://'},
+        'database': {'connection': database_url},
+        'api': {'host': '127.0.0.1', 'port': port,
+                'auth_strategy': 'noauth'}})
 
 
 def wait_until_serving(proc, url, log_path):
@@ -161,7 +157,7 @@ def main():
     CONF([], project='memagg', default_config_files=[])
     with tempfile.TemporaryDirectory() as tmp, \
             api_data.loaded_mariadb() as (database_url, _):
-        port = free_port()
+        port = service_procs.free_port()
         url = 'http://127.0.0.1:%d' % port
         config = os.path.join(tmp, 'memagg.conf')
         write_config(config, database_url, port)

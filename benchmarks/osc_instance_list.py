@@ -37,6 +37,7 @@ import tempfile
 import time
 
 from memagg.conf import CONF
+from memagg.tests.functional import service_procs
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _api_data as api_data  # noqa: E402
@@ -90,7 +91,7 @@ def main():
     CONF([], project='memagg', default_config_files=[])
     with tempfile.TemporaryDirectory() as tmp, \
             api_data.loaded_mariadb() as (database_url, _):
-        port = api_server.free_port()
+        port = service_procs.free_port()
         url = 'http://127.0.0.1:%d' % port
         config = os.path.join(tmp, 'memagg.conf')
         api_server.write_config(config, database_url, port)
