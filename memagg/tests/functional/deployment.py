@@ -107,11 +107,7 @@ def _memagg(config_file, *args):
 def _api_answers(url, proc):
     if not proc.alive():
         raise RuntimeError('memagg-api exited:\n%s' % proc.log()[-4000:])
-    try:
-        return requests.get(url + '/', timeout=2).status_code == 200
-    except (requests.ConnectionError, requests.Timeout):
-        # uWSGI accepts connections before its workers have loaded the app.
-        return False
+    return service_procs.answers(url + '/')
 
 
 def _scheduler_up(url, token):

@@ -23,6 +23,7 @@ import threading
 import uuid
 
 import pytest
+import requests
 
 # The RabbitMQ server the tests use, without a virtual host.
 RABBIT_SERVER = os.environ.get('MEMAGG_TEST_RABBIT_SERVER',
@@ -100,6 +101,16 @@ class Process:
         finally:
             self._log.close()
         return self.proc.returncode
+
+
+def answers(url):
+    """Whether GET ``url`` answers 200 now. A refused connection or a read
+    timeout is "not yet": uWSGI (memagg-api) accepts connections before its
+    workers have loaded the app."""
+    try:
+        return requests.get(url, timeout=10).status_code == 200
+    except (requests.ConnectionError, requests.Timeout):
+        return False
 
 
 def free_port():

@@ -109,8 +109,7 @@ def memagg_api(tmp_path, connection):
     def answering():
         assert process.poll() is None, (
             'memagg-api exited: %s' % log_path.read_text())
-        with contextlib.suppress(requests.ConnectionError):
-            return requests.get(url + '/', timeout=5).status_code == 200
+        return service_procs.answers(url + '/')
     try:
         polling.wait_for(answering, 60, message='memagg-api answering')
         yield url

@@ -60,10 +60,7 @@ def _start(tmp_path, args, health_url):
 
     def healthy():
         assert proc.alive(), 'memagg-api exited:\n%s' % proc.log()
-        try:
-            return requests.get(health_url, timeout=10).status_code == 200
-        except (requests.ConnectionError, requests.Timeout):
-            return False
+        return service_procs.answers(health_url)
     try:
         polling.wait_for(healthy, START_TIMEOUT,
                          message='memagg-api answering %s' % health_url)

@@ -94,8 +94,9 @@ def plane(conf, mysql_db, rabbit_url, tmp_path, admin_context):
         # A cast before the scheduler has declared its queue would be lost.
         polling.wait_for(lambda: _alive(procs) and _ping(), 60,
                          message='memagg-scheduler answering')
-        polling.wait_for(lambda: _alive(procs) and _answers(url), 60,
-                         message='memagg-api answering')
+        polling.wait_for(
+            lambda: _alive(procs) and service_procs.answers(url + '/'), 60,
+            message='memagg-api answering')
         yield url, procs
     finally:
         rpc.cleanup()
@@ -115,13 +116,6 @@ def _ping():
             context.get_admin_context(), timeout=1)
     except exceptions.RPCTimeout:
         return None
-
-
-def _answers(url):
-    try:
-        return requests.get(url + '/', timeout=5).status_code == 200
-    except requests.ConnectionError:
-        return False
 
 
 def _audit(url, audit_uuid, states):

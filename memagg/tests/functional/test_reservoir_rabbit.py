@@ -191,8 +191,8 @@ def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
             'memagg-api', ['--config-file', str(config)],
             tmp_path / 'memagg-api.log')
         url = 'http://127.0.0.1:%d' % port
-        polling.wait_for(lambda: _alive(procs) and audits_rabbit._answers(
-            url), 60, message='memagg-api answering')
+        polling.wait_for(lambda: _alive(procs) and service_procs.answers(
+            url + '/'), 60, message='memagg-api answering')
         yield url, stand_ins, restart_scheduler
     finally:
         for stand_in in stand_ins.values():
