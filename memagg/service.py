@@ -52,11 +52,13 @@ _CONNECT_LOG_MAX = 60.0
 
 @dataclasses.dataclass
 class PeriodicTask:
-    """A manager's job run every ``interval`` seconds on its own thread."""
+    """A manager's job run every ``interval`` seconds on its own thread,
+    the first time ``first_after`` seconds after the service connected."""
 
     name: str
     interval: float
     func: typing.Callable[[], None]
+    first_after: float = 0.0
 
 
 class Manager:
@@ -176,6 +178,8 @@ class Service:
                                  self.binary, self.topic)
 
     def _loop(self, task):
+        if self._stop.wait(task.first_after):
+            return
         while not self._stop.is_set():
             started = time.monotonic()
             try:

@@ -11,9 +11,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-# Write etc/memagg/memagg.conf.sample and etc/memagg/policy.yaml.sample from
-# the code, with the generator files beside them. The samples are build
-# output (see .gitignore): regenerate them rather than edit them.
+# Write etc/memagg/memagg.conf.sample, etc/memagg/nova.conf.memagg.sample
+# (nova.conf's [memagg], for nova-scheduler's filter and weigher) and
+# etc/memagg/policy.yaml.sample from the code, with the generator files
+# beside them. The samples are build output (see .gitignore): regenerate
+# them rather than edit them.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,6 +31,9 @@ fi
 
 "${bin}oslo-config-generator" \
     --config-file etc/memagg/memagg-config-generator.conf
+"${bin}oslo-config-generator" \
+    --config-file etc/memagg/nova-memagg-config-generator.conf
 "${bin}oslopolicy-sample-generator" \
     --config-file etc/memagg/memagg-policy-generator.conf
-echo "wrote etc/memagg/memagg.conf.sample and etc/memagg/policy.yaml.sample"
+echo "wrote etc/memagg/memagg.conf.sample, etc/memagg/nova.conf.memagg.sample" \
+     "and etc/memagg/policy.yaml.sample"

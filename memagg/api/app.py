@@ -125,7 +125,7 @@ def _authenticated(app, conf):
     if conf.api.auth_strategy == 'noauth':
         return middleware.NoAuth(app)
     # keystonemiddleware reads [keystone_authtoken] from this conf object
-    # (its options are registered on import, before any config is parsed).
+    # (memagg.conf.api registers its options, before any config is parsed).
     return auth_token.AuthProtocol(app, {'oslo_config_config': conf})
 
 

@@ -34,6 +34,11 @@ VERSIONS = {
             'show partial, reason and slab_size_mb, slabs their endpoint.',
     (1, 4): 'Migrations on demand: POST /v1/migrations moves an instance '
             'to a named host, as a one-action plan.',
+    (1, 5): 'GET /v1/host_usages: the memory of every host and what its '
+            'instances use, in one answer, for the Nova scheduler filter.',
+    (1, 6): 'Metadata-only live migration: a migration of an instance '
+            'with grants moves them to the destination; migrations show '
+            'remote_mb and local_copy_left_mb.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -55,6 +55,7 @@ _TIMESTAMPS = {'created_at': DATETIME, 'updated_at': _nullable(DATETIME)}
 # field -> version). Views drop them below that version.
 _AUDIT_SINCE = {'auto_execute': (1, 2), 'unplaced': (1, 2)}
 _GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3)}
+_MIGRATION_SINCE = {'remote_mb': (1, 6), 'local_copy_left_mb': (1, 6)}
 FIELDS_SINCE = {
     'Instance': {'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1)},
     'Audit': _AUDIT_SINCE,
@@ -62,6 +63,7 @@ FIELDS_SINCE = {
     'Grant': _GRANT_SINCE,
     'GrantDetail': _GRANT_SINCE,
     'Slab': {'endpoint': (1, 3)},
+    'Migration': _MIGRATION_SINCE,
 }
 
 _REASONS = {'type': 'object', 'additionalProperties': {'type': 'string'}}
@@ -145,7 +147,8 @@ COMPONENTS = {
     'Audit': closed_object(dict({
         'uuid': UUID,
         'state': {'type': 'string', 'description': (
-            'pending, planning, recommended, executing, succeeded or '
+            'pending, planning, recommended, executing, succeeded, partial '
+            '(some actions succeeded, others failed or were skipped) or '
             'failed.')},
         'memory_basis': {'type': 'string'},
         'parameters': {'type': ['object', 'null']},
@@ -173,8 +176,15 @@ COMPONENTS = {
         'duration_s': _nullable({'type': 'number'}),
         'downtime_ms': _nullable({'type': 'number'}),
         'remote_share': _nullable({'type': 'number'}),
+        'remote_mb': dict(_nullable(INTEGER), description=(
+            'MiB of the instance\'s memory on donors at the start: it '
+            'stayed there, only its slab table moved. Since 1.6.')),
+        'local_copy_left_mb': dict(_nullable(INTEGER), description=(
+            'MiB of the durability copy the destination still rebuilds '
+            'from the donors, 0 once done; null without grants. Since '
+            '1.6.')),
         'error': {'type': ['string', 'null']},
-    }, **_TIMESTAMPS)),
+    }, **_TIMESTAMPS), optional=tuple(_MIGRATION_SINCE)),
     'Version': closed_object({
         'id': {'type': 'string'}, 'status': {'type': 'string',
                                              'enum': ['CURRENT']},
@@ -214,6 +224,34 @@ COMPONENTS['Reservoir'] = closed_object({
     'borrowed_mb': INTEGER,
     'hosts': {'type': 'array',
               'items': {'$ref': '#/components/schemas/ReservoirHost'}},
+})
+
+_MB = dict(INTEGER, minimum=0)
+COMPONENTS['HostUsage'] = closed_object({
+    'host': NAME, 'state': {'type': 'string', 'description': (
+        'active, or standby when a plan powered it off.')},
+    'memory_mb': dict(INTEGER, description='Physical memory, MiB.'),
+    'reserved_mb': dict(INTEGER, description=(
+        'Memory kept for the host itself, MiB.')),
+    'wss_maxavg_mb': dict(_MB, description=(
+        'What its instances keep in RAM, MiB: the sum of each one\'s '
+        'WSS^maxavg, else its latest WSS, else its current size.')),
+    'booked_mb': dict(_MB, description=(
+        'Memory its instances booked (flavors), MiB.')),
+    'instances': dict(_MB, description=(
+        'How many instances memagg-compute reports on it.')),
+    'remote_mb': dict(_MB, description=(
+        'Memory active grants lend to its instances, MiB.')),
+    'reported_at': dict(_nullable(DATETIME), description=(
+        'When memagg-compute last reported the host; null before it did.')),
+})
+COMPONENTS['HostUsages'] = closed_object({
+    'host_usages': {'type': 'array', 'items': {
+        '$ref': '#/components/schemas/HostUsage'}},
+    'reservoir_free_mb': dict(_MB, description=(
+        'Memory the reservoir could lend now, MiB: what the active hosts '
+        'that reported within [DEFAULT] service_down_time may lend, less '
+        'the slabs they hold.')),
 })
 
 

@@ -14,6 +14,7 @@
 from memagg.api import microversion
 from memagg.client import audits
 from memagg.client import grants
+from memagg.client import host_usages
 from memagg.client import hosts
 from memagg.client import http
 from memagg.client import instances
@@ -33,7 +34,8 @@ class Client:
     keyword arguments go to the keystoneauth Adapter.
 
     Each resource is an attribute: ``hosts``, ``instances``,
-    ``reservoir``, ``grants``, ``audits``, ``migrations``, ``services``.
+    ``reservoir``, ``grants``, ``audits``, ``migrations``, ``services``,
+    ``host_usages``.
     Errors are memagg.client.exceptions.ClientException subclasses.
     """
 
@@ -51,6 +53,7 @@ class Client:
         self.audits = audits.AuditManager(self.http)
         self.migrations = migrations.MigrationManager(self.http)
         self.services = services.ServiceManager(self.http)
+        self.host_usages = host_usages.HostUsageManager(self.http)
 
     @property
     def api_version(self):

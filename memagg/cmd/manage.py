@@ -15,6 +15,7 @@
     memagg-manage [--config-file FILE] db upgrade [--revision REV]
     memagg-manage [--config-file FILE] db version
     memagg-manage [--config-file FILE] db purge [--older-than-hours N]
+                                                [--audits-older-than-hours N]
 
 Exit status: 0 done, 1 the database failed, 2 bad arguments or
 configuration; every error is one line on stderr.
@@ -30,7 +31,6 @@ import sqlalchemy as sa
 
 from memagg.common import cli
 from memagg.common import context as memagg_context
-from memagg.common import exceptions
 from memagg.conf import CONF
 from memagg.db import api as db_api
 from memagg.db import migration
@@ -55,20 +55,31 @@ class DbCommands:
         """Print the schema's revision, or None for an empty database."""
         print(migration.version())
 
-    def purge(self, older_than_hours=None):
+    def purge(self, older_than_hours=None, audits_older_than_hours=None):
         """Delete WSS and host samples older than ``older_than_hours``
-        (default: [wss] sample_retention_hours); print how many."""
+        (default: [wss] sample_retention_hours), then the audits that
+        ended more than ``audits_older_than_hours`` ago (default:
+        [consolidation] audit_retention_hours) with their actions and
+        migrations; print how many of each."""
+        # Both checked before anything is deleted.
+        for flag, hours in (('--older-than-hours', older_than_hours),
+                            ('--audits-older-than-hours',
+                             audits_older_than_hours)):
+            if hours is not None and hours < 0:
+                raise cli.UsageError('argument %s: %s is negative; give 0 '
+                                     'or more' % (flag, hours))
         context = memagg_context.get_admin_context()
-        try:
-            count = db_api.purge_wss_samples(context, older_than_hours)
-        except exceptions.InvalidParameter:
-            raise cli.UsageError('argument --older-than-hours: %s is '
-                                 'negative; give 0 or more'
-                                 % older_than_hours)
+        count = db_api.purge_wss_samples(context, older_than_hours)
         hours = (CONF.wss.sample_retention_hours if older_than_hours is None
                  else older_than_hours)
         print('Deleted %d WSS and host samples older than %d hours'
               % (count, hours))
+        count = db_api.purge_audits(context, audits_older_than_hours)
+        hours = (CONF.consolidation.audit_retention_hours
+                 if audits_older_than_hours is None
+                 else audits_older_than_hours)
+        print('Deleted %d audits that ended more than %d hours ago, with '
+              'their actions and migrations' % (count, hours))
 
 
 def _add_command_parsers(subparsers):
@@ -86,11 +97,19 @@ def _add_command_parsers(subparsers):
     actions.add_parser('version',
                        help="Print the schema's revision (None: empty).")
     purge = actions.add_parser(
-        'purge', help='Delete WSS and host samples past their retention.')
+        'purge', help='Delete WSS and host samples, and audits that ended, '
+                      'past their retention.')
     purge.add_argument('--older-than-hours', type=int, default=None,
                        dest='older_than_hours', metavar='N',
                        help='Delete samples older than N hours (default: '
                             '[wss] sample_retention_hours).')
+    purge.add_argument('--audits-older-than-hours', type=int, default=None,
+                       dest='audits_older_than_hours', metavar='N',
+                       help='Delete audits that ended (any state but '
+                            'pending, planning and executing) and last '
+                            'changed more than N hours ago, with their '
+                            'actions and migrations (default: '
+                            '[consolidation] audit_retention_hours).')
 
 
 category_opt = cfg.SubCommandOpt('category', title='Commands',
@@ -104,7 +123,8 @@ def _run():
     if action == 'upgrade':
         command.upgrade(CONF.category.revision)
     elif action == 'purge':
-        command.purge(CONF.category.older_than_hours)
+        command.purge(CONF.category.older_than_hours,
+                      CONF.category.audits_older_than_hours)
     else:
         command.version()
 

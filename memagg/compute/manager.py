@@ -11,6 +11,8 @@
 # under the License.
 
 """memagg-compute's manager: the RPC endpoint of the local manager."""
+import dataclasses
+
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
@@ -40,7 +42,7 @@ class ComputeManager(service.Manager):
     Invalid [wss] or [local_policy] options raise InvalidParameter here,
     at start, naming the option."""
 
-    target = messaging.Target(version='1.1')
+    target = messaging.Target(version='1.2')
 
     def __init__(self, host=None, driver=None, swapd_client=None):
         super().__init__(host)
@@ -106,6 +108,38 @@ class ComputeManager(service.Manager):
         """Serve a grant's slabs (all when None) from the local copy from
         now on, so their donors may free them: {reclaimed}."""
         return self.remote.reclaim_slabs(grant_uuid, indexes)
+
+    @messaging.expose
+    def adopt_grant(self, ctxt, grant):
+        """Serve the export of a grant whose VM is live-migrating to this
+        host, from the donors, rebuilding the local copy: {socket,
+        name}."""
+        return self.remote.adopt_grant(grant)
+
+    @messaging.expose
+    def drop_export(self, ctxt, grant_uuid):
+        """Drop this host's export of a grant whose VM is elsewhere, and
+        its local copy, without releasing the grant: {dropped}."""
+        return self.remote.drop_export(grant_uuid)
+
+    @messaging.expose
+    def grant_status(self, ctxt, grant_uuid):
+        """{stored_mb, local_copy_left_mb} of this host's export of a
+        grant."""
+        return self.remote.grant_status(grant_uuid)
+
+    @messaging.expose
+    def migration_stats(self, ctxt, instance_uuid):
+        """What the hypervisor says the last live migration of a domain
+        on this host cost (hypervisor.MigrationStats as a dict), or
+        None."""
+        try:
+            stats = self.driver.migration_stats(instance_uuid)
+        except (hypervisor.DomainGone, hypervisor.Unsupported) as exc:
+            LOG.info('No statistics of the migration of %s: %s',
+                     instance_uuid, exc)
+            return None
+        return None if stats is None else dataclasses.asdict(stats)
 
     def cleanup_host(self):
         # memagg-swapd's exports stay: the guests keep swapping to them.

@@ -28,7 +28,10 @@ consumer side). Every period memagg-compute:
    period, with a doubling wait.
 
 memagg-scheduler calls back (the compute RPC API 1.1): prepare_slabs and
-free_slabs on a donor, attach_grant and reclaim_slabs on the consumer.
+free_slabs on a donor, attach_grant and reclaim_slabs on the consumer; and
+for a VM live-migrating with its grants (1.2, memagg.scheduler.
+grant_moves): adopt_grant on the destination, drop_export on the host the
+VM left (or never reached), grant_status on either.
 Those run on RPC threads while the periodic thread may be waiting on the
 scheduler, so the state shared with them is behind a lock.
 
@@ -449,11 +452,27 @@ class RemoteMemory:
         LOG.info('VM %s is gone: releasing grant %s and dropping its '
                  'export', grant.instance_uuid, grant_uuid)
         try:
-            self.scheduler_api.release_grant(ctxt, grant_uuid,
-                                             timeout=self._timeout())
+            # A grant whose VM was live-migrated is not released: the
+            # scheduler answers with its new consumer (or Conflict while
+            # the migration runs, tried again later).
+            released = self.scheduler_api.release_grant(
+                ctxt, grant_uuid, consumer_host=self.host,
+                timeout=self._timeout())
         except exceptions.NotFound:
             LOG.info('Grant %s was unknown to memagg-scheduler', grant_uuid)
+        else:
+            if released.get('consumer_host') != self.host:
+                LOG.info('Grant %s of VM %s moved to %s: only its export '
+                         'here is dropped', grant_uuid, grant.instance_uuid,
+                         released.get('consumer_host'))
+                self._drop(grant_uuid)
+                return
         self._forget_definition(grant)
+        self._drop(grant_uuid)
+
+    def _drop(self, grant_uuid):
+        """Drop ``grant_uuid``'s export and its local copy, and forget
+        it."""
         try:
             self.client.export_drop(grant_uuid, delete=True)
         except swapd.SwapdError as exc:
@@ -618,10 +637,90 @@ class RemoteMemory:
         return {'socket': export['socket'], 'serial': serial,
                 'target_dev': target}
 
+    def adopt_grant(self, grant):
+        """Serve grant ``grant``'s export (the grant dict, secret and
+        slabs included) for its VM migrating to this host, without
+        hot-plugging: the disk comes with the VM. memagg-swapd reads every
+        page from the donors and rebuilds the local copy in the background
+        (ALGORITHMS.md §5). Idempotent. Returns {socket, name}."""
+        self._check_enabled()
+        uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
+        local = local_copy_path(self.conf.swapd.state_dir, instance, uuid)
+        if uuid in self._swapd(self.client.export_list):
+            export = self._existing_export(uuid)
+        else:
+            try:
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                # A copy left by an earlier attempt would pass for pages
+                # written here.
+                if os.path.exists(local):
+                    os.unlink(local)
+            except OSError as exc:
+                raise exceptions.ServiceUnavailable(
+                    reason='cannot prepare the local copy %s: %s; check '
+                           '[swapd] state_dir' % (local, exc))
+            size = (max(s['index'] for s in slabs) + 1) * slab_size_mb * MIB
+            try:
+                export = self._swapd(self.client.export_create, uuid, key,
+                                     size, slab_size_mb * MIB, local, slabs,
+                                     adopt=True)
+            except swapd.SwapdError as exc:
+                if exc.errno_name != 'EEXIST':
+                    raise
+                export = self._existing_export(uuid)
+        with self._lock:
+            self._grants[uuid] = Grant(
+                uuid=uuid, instance_uuid=instance, socket=export['socket'],
+                serial=hypervisor.swap_serial(uuid))
+            self._missing.pop(uuid, None)
+        LOG.info('Grant %s of VM %s adopted for its live migration (%d '
+                 'slabs, NBD %s)', uuid, instance, len(slabs),
+                 export['socket'])
+        return {'socket': export['socket'], 'name': export['name']}
+
+    def drop_export(self, grant_uuid):
+        """Drop this host's export of ``grant_uuid`` and its local copy
+        without releasing the grant: its VM lives on another host now, or
+        never arrived here. Returns {dropped}."""
+        self._check_enabled()
+        _check_uuid('grant_uuid', grant_uuid)
+        try:
+            self._swapd(self.client.export_drop, grant_uuid, delete=True)
+            dropped = True
+        except swapd.SwapdError as exc:
+            if exc.errno_name != 'ENOENT':
+                raise
+            dropped = False
+        with self._lock:
+            self._grants.pop(grant_uuid, None)
+            self._missing.pop(grant_uuid, None)
+        return {'dropped': dropped}
+
+    def grant_status(self, grant_uuid):
+        """What this host's export of ``grant_uuid`` holds: {stored_mb
+        (pages written, on the donors), local_copy_left_mb (durability
+        copy still to rebuild)}. NotFound without an export."""
+        self._check_enabled()
+        _check_uuid('grant_uuid', grant_uuid)
+        try:
+            stats = self._swapd(self.client.export_stats, grant_uuid)
+        except swapd.SwapdError as exc:
+            if exc.errno_name == 'ENOENT':
+                raise exceptions.NotFound(resource='Export', id=grant_uuid)
+            raise
+        return {'stored_mb': _pages_mb(stats.get('stored_pages', 0)),
+                'local_copy_left_mb': _pages_mb(stats.get('rebuild_left',
+                                                          0))}
+
     def _existing_export(self, uuid):
         return {'name': 'memagg-swap-%s' % uuid,
                 'socket': os.path.join(self.conf.swapd.export_dir,
                                        '%s.sock' % uuid)}
+
+
+def _pages_mb(pages):
+    """MiB of ``pages`` 4 KiB pages, rounded up."""
+    return -(-int(pages) * 4096 // MIB)
 
 
 def _grant_fields(grant):

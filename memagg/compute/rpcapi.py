@@ -25,9 +25,11 @@ class ComputeAPI:
     * 1.0 - Initial version: ping, get_host_status
     * 1.1 - prepare_slabs, free_slabs, attach_grant, reclaim_slabs (remote
       memory)
+    * 1.2 - adopt_grant, drop_export, grant_status, migration_stats
+      (metadata-only live migration)
     """
 
-    VERSION = '1.1'
+    VERSION = '1.2'
 
     def __init__(self):
         self.client = rpc.Client(TOPIC, self.VERSION)
@@ -76,3 +78,32 @@ class ComputeAPI:
         return self.client.call(ctxt, 'reclaim_slabs', server=host,
                                 version='1.1', timeout=timeout,
                                 grant_uuid=grant_uuid, indexes=indexes)
+
+    def adopt_grant(self, ctxt, host, grant, timeout=None):
+        """Have ``host``, where ``grant``'s VM is live-migrating, serve
+        the grant's export from its donors (the grant dict, secret and
+        slabs included), without hot-plug: return {socket, name}."""
+        return self.client.call(ctxt, 'adopt_grant', server=host,
+                                version='1.2', timeout=timeout, grant=grant)
+
+    def drop_export(self, ctxt, host, grant_uuid, timeout=None):
+        """Have ``host`` drop its export of ``grant_uuid`` and local copy
+        without releasing the grant: return {dropped}."""
+        return self.client.call(ctxt, 'drop_export', server=host,
+                                version='1.2', timeout=timeout,
+                                grant_uuid=grant_uuid)
+
+    def grant_status(self, ctxt, host, grant_uuid, timeout=None):
+        """{stored_mb, local_copy_left_mb} of ``host``'s export of
+        ``grant_uuid``."""
+        return self.client.call(ctxt, 'grant_status', server=host,
+                                version='1.2', timeout=timeout,
+                                grant_uuid=grant_uuid)
+
+    def migration_stats(self, ctxt, host, instance_uuid, timeout=None):
+        """What ``host``'s hypervisor says the last live migration of
+        ``instance_uuid`` cost: {memory_bytes, data_bytes, time_ms,
+        downtime_ms} (None where unknown), or None."""
+        return self.client.call(ctxt, 'migration_stats', server=host,
+                                version='1.2', timeout=timeout,
+                                instance_uuid=instance_uuid)

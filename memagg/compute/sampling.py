@@ -18,7 +18,9 @@ the VM's guest-RAM mapping. A kernel that lacks the chosen backend leaves
 the VM without samples: the reason is kept for the report and logged once,
 never raised. A window that fails (the kernel refused to arm or read it) is
 lost, but the sampler is kept for the next period; it is opened again only
-when its process is gone or when two windows in a row failed.
+when its process is gone or when two windows in a row failed. A window the
+host spoiled by moving most of the sampled pages (EAGAIN: compaction,
+migration) is lost too, but says nothing against the sampler.
 """
 import errno
 
@@ -97,6 +99,10 @@ class VmSampler:
     def _lost(self, exc):
         """A window failed: keep the sampler unless it cannot recover."""
         self._fail('sampling failed: %s' % exc, 'sampler window lost')
+        if exc.errno == errno.EAGAIN:
+            # The host moved the pages under the window; the sampler
+            # itself worked and the next window draws them again.
+            return
         # The native sampler has already retried what a retry can save
         # (a refused DAMON re-arm); the next period may well succeed with
         # the same sampler. QEMU restarted or exited, or a second failure

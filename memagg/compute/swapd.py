@@ -100,13 +100,51 @@ def slab_spec(slab):
                             slab['remote_addr'], slab['rkey'])
 
 
-def parse_slab_spec(spec):
-    """The slab dict of an EXPORT_CREATE/EXPORT_DESCRIBE slab entry."""
+def slab_specs(slabs, slab_size):
+    """The ``slabs=`` entries of slab dicts: a run of slabs on one donor at
+    consecutive addresses (``slab_size`` apart) is one ``<i>-<j>@...``
+    entry, as a donor lays a grant's slabs out in one region; a table of
+    thousands of slabs then stays far below the 64 KiB request limit."""
+    entries = []
+    run = []
+    for slab in sorted(slabs, key=lambda s: s['index']):
+        if run and not _continues(run[-1], slab, slab_size):
+            entries.append(_run_spec(run))
+            run = []
+        run.append(slab)
+    if run:
+        entries.append(_run_spec(run))
+    return entries
+
+
+def _continues(prev, slab, slab_size):
+    return (slab['index'] == prev['index'] + 1
+            and slab['endpoint'] == prev['endpoint']
+            and slab['rkey'] == prev['rkey']
+            and slab['remote_addr'] == prev['remote_addr'] + slab_size)
+
+
+def _run_spec(run):
+    if len(run) == 1:
+        return slab_spec(run[0])
+    return '%d-%d@%s@%d@%d' % (run[0]['index'], run[-1]['index'],
+                               run[0]['endpoint'], run[0]['remote_addr'],
+                               run[0]['rkey'])
+
+
+def parse_slab_spec(spec, slab_size):
+    """The slab dicts of an EXPORT_CREATE/EXPORT_DESCRIBE slab entry
+    (``<i>[-<j>]@<endpoint>@<addr>@<rkey>``; slab k of a range at addr +
+    (k - i) * ``slab_size``)."""
     # The endpoint (tcp://h:p) holds no '@': split from both ends.
-    index, rest = spec.split('@', 1)
+    indexes, rest = spec.split('@', 1)
     endpoint, addr, rkey = rest.rsplit('@', 2)
-    return {'index': int(index), 'endpoint': endpoint,
-            'remote_addr': int(addr), 'rkey': int(rkey)}
+    first, _, last = indexes.partition('-')
+    first = int(first)
+    return [{'index': index, 'endpoint': endpoint,
+             'remote_addr': int(addr) + (index - first) * slab_size,
+             'rkey': int(rkey)}
+            for index in range(first, int(last or first) + 1)]
 
 
 def parse_events(value):
@@ -196,24 +234,36 @@ class SwapdClient:
         """{capacity, used (bytes), grants, slabs, refused}."""
         return {k: int(v) for k, v in self.request('DONOR_STATS').items()}
 
-    def export_create(self, grant, key, size, slab_size, local, slabs):
+    def export_create(self, grant, key, size, slab_size, local, slabs,
+                      adopt=False):
         """Create ``grant``'s export over ``slabs`` (dicts of index,
         endpoint, remote_addr, rkey) with its durability copy at
-        ``local``: {name, socket}."""
+        ``local``: {name, socket}.
+
+        With ``adopt`` (a live migration's destination) the pages are on
+        the donors already: every slab must have one (SwapdError EINVAL
+        otherwise), the local copy is emptied and rebuilt from the donors
+        in the background (``export_stats``' rebuild_left), and reads go
+        to the donors until then."""
         reply = self.request('EXPORT_CREATE', grant=grant, key=key,
                              size=size, slab_size=slab_size, local=local,
-                             slabs=[slab_spec(s) for s in slabs])
+                             slabs=slab_specs(slabs, slab_size),
+                             adopt=1 if adopt else None)
         return {'name': reply['name'], 'socket': reply['socket']}
 
     def export_describe(self, grant):
         """What EXPORT_CREATE took for ``grant``: {grant, key, size,
-        slab_size, local, slabs: [slab dicts]}."""
+        slab_size, local, slabs: [slab dicts], local_slabs: [indexes]
+        (only when some are)}."""
         reply = self.request('EXPORT_DESCRIBE', grant=grant)
         for key in ('size', 'slab_size'):
             if key in reply:
                 reply[key] = int(reply[key])
-        reply['slabs'] = [parse_slab_spec(s)
-                          for s in _list(reply.get('slabs', ''))]
+        reply['slabs'] = [slab for spec in _list(reply.get('slabs', ''))
+                          for slab in parse_slab_spec(
+                              spec, reply.get('slab_size', 0))]
+        if 'local_slabs' in reply:
+            reply['local_slabs'] = _ints(reply['local_slabs'])
         return reply
 
     def export_reclaim(self, grant, slabs=None):
@@ -233,7 +283,12 @@ class SwapdClient:
         return _list(self.request('EXPORT_LIST').get('grants', ''))
 
     def export_stats(self, grant):
-        """``grant``'s export counters (ints)."""
+        """``grant``'s export counters (ints): reads, writes, read_bytes,
+        write_bytes, zero_reads, local_reads, remote_errors,
+        degraded_slabs, clients, lat_p50_us, lat_p99_us, rebuild_left
+        (4 KiB pages an adopted export's rebuild has still to go through;
+        0 when none) and stored_pages (4 KiB pages that count as
+        written)."""
         return {k: int(v) for k, v in
                 self.request('EXPORT_STATS', grant=grant).items()}
 

@@ -13,6 +13,11 @@
 """memagg configuration: one module per option group, registered here.
 
 Every process does ``from memagg import conf; CONF = conf.CONF``.
+
+CONF is memagg's own ConfigOpts, not oslo.config's global ``cfg.CONF``:
+memagg's Nova filter runs inside nova-scheduler, and memagg's tests run a
+real Nova in process, where Nova owns the global object and some of its
+option names (``[DEFAULT] host``, ``[api] max_limit``) differ from memagg's.
 """
 from oslo_config import cfg
 
@@ -24,13 +29,15 @@ from memagg.conf import default
 from memagg.conf import local_policy
 from memagg.conf import messaging
 from memagg.conf import nova
+from memagg.conf import placement
 from memagg.conf import reservoir
 from memagg.conf import scheduler
 from memagg.conf import swapd
 from memagg.conf import wss
 
-CONF = cfg.CONF
+CONF = cfg.ConfigOpts()
 
 for _module in (default, api, compute, database, messaging, scheduler,
-                consolidation, wss, local_policy, nova, reservoir, swapd):
+                consolidation, wss, local_policy, nova, placement, reservoir,
+                swapd):
     _module.register_opts(CONF)

@@ -11,6 +11,7 @@
 # under the License.
 
 """Options of the [api] group: the REST API service."""
+from keystonemiddleware import opts as authtoken_opts
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup('api', title='REST API options')
@@ -53,6 +54,12 @@ opts = [
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(opts, group=GROUP)
+    # keystonemiddleware registers [keystone_authtoken] on the global
+    # cfg.CONF at import; memagg's conf is its own, so it registers them
+    # here, where a config file or a test can set them before the app is
+    # built.
+    for group, group_opts in authtoken_opts.list_auth_token_opts():
+        conf.register_opts(group_opts, group=group)
 
 
 def list_opts():

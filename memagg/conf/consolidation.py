@@ -84,11 +84,17 @@ opts = (
                    help='Times a failed live migration is tried again '
                         'before its action fails.'),
         cfg.IntOpt('migration_timeout', default=900, min=1,
-                   help='Seconds a live migration may take before its '
-                        'action fails.'),
+                   help='Seconds a live migration may take before it is '
+                        'aborted through Nova and its action fails.'),
         cfg.FloatOpt('poll_interval', default=5.0, min=0.1,
                      help='Seconds between two looks at a migrating '
                           'server in Nova.'),
+        cfg.IntOpt('audit_retention_hours', default=720, min=0,
+                   help='Hours an audit that has ended (in any state but '
+                        'pending, planning and executing) is kept after '
+                        'its last change, with its actions and their '
+                        'migrations; "memagg-manage db purge" deletes the '
+                        'older ones.'),
     ]
 )
 

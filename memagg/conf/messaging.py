@@ -19,6 +19,8 @@ can read and override them before that. The sample config lists them
 through the generator's ``oslo.messaging`` namespace.
 """
 import oslo_messaging
+from oslo_messaging._metrics import client as messaging_metrics
+from oslo_messaging._tracing import client as messaging_tracing
 from oslo_messaging import opts as messaging_opts
 
 CONTROL_EXCHANGE = 'memagg'
@@ -31,6 +33,15 @@ def register_opts(conf):
     for group, opts in messaging_opts.list_opts():
         if group is None:
             conf.register_opts(opts)
+    # oslo.messaging registers its [oslo_messaging_metrics] and
+    # [oslo_messaging_tracing] options on the global cfg.CONF only, yet
+    # reads them from the transport's conf on every cast and call; memagg's
+    # conf is its own (memagg.conf), so it registers them itself. The
+    # modules are private: they are the options' only home.
+    conf.register_opts(messaging_metrics.oslo_messaging_metrics,
+                       group='oslo_messaging_metrics')
+    conf.register_opts(messaging_tracing.oslo_messaging_tracing,
+                       group='oslo_messaging_tracing')
 
 
 def set_lib_defaults():

@@ -20,8 +20,9 @@ be allowed to show any project's servers, and for memagg-scheduler to
 live-migrate them and to enable and disable compute services: the admin
 role, by Nova's default policy.
 """
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from memagg.conf import keystoneauth
 
 GROUP = cfg.OptGroup('nova', title='Nova (compute API) options',
                      help='Credentials and endpoint memagg uses to read '
@@ -32,8 +33,8 @@ GROUP = cfg.OptGroup('nova', title='Nova (compute API) options',
                           '([compute] compute_api_driver = nova). The '
                           'account needs the admin role.')
 
-# The sample config documents the password plug-in, the usual choice.
-SAMPLE_AUTH_PLUGIN = 'password'
+#: Seconds a request may take (the session's timeout default).
+TIMEOUT = 30
 
 opts = [
     cfg.StrOpt('region_name',
@@ -56,22 +57,9 @@ opts = [
 ]
 
 
-def _session_opts():
-    session_opts = ks_loading.get_session_conf_options()
-    # keystoneauth waits forever by default; a hung request would stall
-    # memagg-compute's whole period.
-    cfg.set_defaults(session_opts, timeout=30)
-    return session_opts
-
-
 def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(opts + _session_opts(), group=GROUP)
-    ks_loading.register_auth_conf_options(conf, GROUP.name)
+    keystoneauth.register_opts(conf, GROUP, opts, TIMEOUT)
 
 
 def list_opts():
-    auth = (ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_auth_plugin_conf_options(SAMPLE_AUTH_PLUGIN))
-    return {GROUP: (opts + _session_opts()
-                    + sorted(auth, key=lambda opt: opt.name))}
+    return keystoneauth.list_opts(GROUP, opts, TIMEOUT)

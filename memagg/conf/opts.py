@@ -19,13 +19,14 @@ from memagg.conf import default
 from memagg.conf import local_policy
 from memagg.conf import messaging
 from memagg.conf import nova
+from memagg.conf import placement
 from memagg.conf import reservoir
 from memagg.conf import scheduler
 from memagg.conf import swapd
 from memagg.conf import wss
 
 _MODULES = (default, api, compute, database, scheduler, consolidation,
-            wss, local_policy, nova, reservoir, swapd)
+            wss, local_policy, nova, placement, reservoir, swapd)
 
 
 def list_opts():

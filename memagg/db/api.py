@@ -469,6 +469,46 @@ def migration_finish(context, migration_id, status, duration_s=None,
         return row
 
 
+#: Columns of a migration its executor records besides its status.
+MIGRATION_COSTS = ('bytes_transferred', 'downtime_ms', 'remote_share',
+                   'remote_mb', 'local_copy_left_mb')
+
+
+@_retry_on_race
+def migration_record(context, migration_id, **costs):
+    """Store what migration ``migration_id`` cost or left to do (columns
+    of MIGRATION_COSTS; None values are skipped). Returns the
+    migration."""
+    unknown = sorted(set(costs) - set(MIGRATION_COSTS))
+    if unknown:
+        raise exceptions.InvalidParameter(
+            field=', '.join(unknown), reason='not a cost of a migration')
+    with _writer().using(context) as session:
+        row = _migration_for_update(session, migration_id)
+        for column, value in costs.items():
+            if value is not None:
+                setattr(row, column, value)
+        return row
+
+
+def migrations_copying(context):
+    """Succeeded migrations whose destination still rebuilds a durability
+    copy (local_copy_left_mb > 0), oldest first."""
+    with _reader().using(context) as session:
+        return session.query(models.Migration).filter(
+            models.Migration.status == 'succeeded',
+            models.Migration.local_copy_left_mb > 0).order_by(
+            models.Migration.id).all()
+
+
+def migration_running_for(context, instance_uuid):
+    """The migration of ``instance_uuid`` queued or running, or None."""
+    with _reader().using(context) as session:
+        return session.query(models.Migration).filter(
+            models.Migration.instance_uuid == instance_uuid,
+            models.Migration.status.in_(MIGRATION_BUSY)).first()
+
+
 @_retry_on_race
 def host_set_state(context, name, state):
     """Set host ``name``'s state (active, or standby when a plan has
@@ -595,6 +635,54 @@ def purge_wss_samples(context, older_than_hours=None):
         return count
 
 
+#: The states of an audit still being worked on; any other state is an
+#: end, so a new final state is purged without a change here.
+AUDIT_ACTIVE_STATES = ('pending', 'planning', 'executing')
+
+# Audits deleted per statement: bounded IN lists.
+_PURGE_BATCH = 500
+
+
+def purge_audits(context, older_than_hours=None):
+    """Delete the audits that have ended (their state is not one of
+    AUDIT_ACTIVE_STATES) and were last updated (or, never updated,
+    created) more than ``older_than_hours`` ago (default: [consolidation]
+    audit_retention_hours), with their actions and those actions'
+    migrations; return how many audits.
+
+    A ``recommended`` audit counts as ended: nobody executed its plan
+    within the retention, and a plan made from samples that old no longer
+    fits the cloud, so executing it later would be a mistake. Negative
+    ``older_than_hours`` raises InvalidParameter naming it.
+    """
+    hours = (CONF.consolidation.audit_retention_hours
+             if older_than_hours is None else older_than_hours)
+    if hours < 0:
+        raise exceptions.InvalidParameter(
+            field='older_than_hours', reason='%s is negative; give 0 or more'
+            % hours)
+    cutoff = timeutils.utcnow() - datetime.timedelta(hours=hours)
+    audit = models.Audit
+    with _writer().using(context) as session:
+        # Locked: an audit executed meanwhile is not left without actions.
+        ids = session.scalars(sa.select(audit.id).where(
+            audit.state.not_in(AUDIT_ACTIVE_STATES),
+            sa.func.coalesce(audit.updated_at, audit.created_at) < cutoff)
+            .with_for_update()).all()
+        for start in range(0, len(ids), _PURGE_BATCH):
+            batch = ids[start:start + _PURGE_BATCH]
+            actions = sa.select(models.AuditAction.id).where(
+                models.AuditAction.audit_id.in_(batch))
+            # Explicit deletes: the foreign keys would only null the
+            # migrations, and SQLite does not enforce them.
+            session.execute(sa.delete(models.Migration).where(
+                models.Migration.audit_action_id.in_(actions)))
+            session.execute(sa.delete(models.AuditAction).where(
+                models.AuditAction.audit_id.in_(batch)))
+            session.execute(sa.delete(audit).where(audit.id.in_(batch)))
+        return len(ids)
+
+
 def hosts_for_round(context, reported_since):
     """The hosts a consolidation round considers: those that reported at or
     after ``reported_since``, and standby hosts (powered off by a plan, so
@@ -671,7 +759,32 @@ def granted_mb_by_consumer(context):
             .group_by(models.Grant.consumer_host).all()}
 
 
-AUDIT_FINAL_STATES = ('succeeded', 'failed')
+def host_usages(context):
+    """Every host's memory and what uses it, read in one transaction with
+    one query per table (GET /v1/host_usages, for Nova's scheduler).
+
+    Returns ``(hosts, instances, granted, held)``: the hosts by name; the
+    instances still running (not ``gone``) as rows of ``host``,
+    ``booked_mb``, ``wss_maxavg_mb``, ``wss_mb`` and ``current_mb``; MiB
+    granted by active grants per consumer host; MiB of the slabs each donor
+    holds (pending, active or releasing), per donor host.
+    """
+    inst = models.Instance
+    with _reader().using(context) as session:
+        hosts = session.query(models.Host).order_by(models.Host.name).all()
+        instances = session.query(
+            inst.host, inst.booked_mb, inst.wss_maxavg_mb, inst.wss_mb,
+            inst.current_mb).filter(inst.status != 'gone').all()
+        # Joins this transaction: enginefacade nests on one context.
+        granted = granted_mb_by_consumer(context)
+        held = {host: int(total or 0) for host, total in session.query(
+            models.Slab.donor_host, sa.func.sum(models.Slab.size_mb))
+            .filter(models.Slab.status.in_(SLAB_HOLDING))
+            .group_by(models.Slab.donor_host)}
+    return hosts, instances, granted, held
+
+
+AUDIT_FINAL_STATES = ('succeeded', 'partial', 'failed')
 
 
 def audit_create(context, values):
@@ -710,9 +823,9 @@ def _set_audit_state(row, state, reason):
 @_retry_on_race
 def audit_set_state(context, uuid, state, reason=None, expected=None):
     """Move audit ``uuid`` to ``state`` (with ``reason`` when given);
-    ``finished_at`` is set on succeeded and failed. With ``expected`` (a
-    tuple of states), raise Conflict unless the audit is in one of them.
-    Returns the audit."""
+    ``finished_at`` is set on succeeded, partial and failed. With
+    ``expected`` (a tuple of states), raise Conflict unless the audit is in
+    one of them. Returns the audit."""
     with _writer().using(context) as session:
         row = _audit_for_update(session, uuid, expected)
         _set_audit_state(row, state, reason)
@@ -932,6 +1045,37 @@ def grant_set_status(context, grant_uuid, status, slab_status,
 
 
 @_retry_on_race
+def grant_move(context, grant_uuid, source_host, dest_host):
+    """Make ``dest_host`` the consumer of active grant ``grant_uuid``,
+    whose VM moved there from ``source_host``; nothing changes when it is
+    the consumer already. Conflict when the grant is not active or is
+    consumed by a third host. Returns the grant."""
+    with _writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        if grant.status != 'active':
+            raise exceptions.Conflict(reason='grant %s is %s, not active'
+                                      % (grant_uuid, grant.status))
+        if grant.consumer_host not in (source_host, dest_host):
+            raise exceptions.Conflict(reason=(
+                'grant %s is consumed by %s, neither %s nor %s' % (
+                    grant_uuid, grant.consumer_host, source_host,
+                    dest_host)))
+        grant.consumer_host = dest_host
+        session.flush()
+        return grant
+
+
+def grants_of_instance(context, instance_uuid, consumer_host):
+    """The active grants of ``instance_uuid`` consumed on
+    ``consumer_host``, oldest first."""
+    with _reader().using(context) as session:
+        return session.query(models.Grant).filter_by(
+            instance_uuid=instance_uuid, consumer_host=consumer_host,
+            status='active').order_by(models.Grant.created_at,
+                                      models.Grant.id).all()
+
+
+@_retry_on_race
 def grant_delete(context, grant_uuid):
     """Delete grant ``grant_uuid`` and its slabs (one that granted
     nothing)."""
@@ -1001,3 +1145,52 @@ def slabs_released(context, grant_uuid, donor_host):
         for slab in grant.slabs:
             if slab.donor_host == donor_host and slab.status == 'releasing':
                 slab.status = 'released'
+
+
+# The Placement job (memagg.scheduler.placement): the compute nodes whose
+# MEMORY_MB allocation_ratio memagg sets, with the operator's ratio.
+
+def placement_inventories(context):
+    """Every PlacementInventory row, by host."""
+    with _reader().using(context) as session:
+        return session.query(models.PlacementInventory).order_by(
+            models.PlacementInventory.host).all()
+
+
+@_retry_on_race
+def placement_inventory_take(context, host, original_allocation_ratio):
+    """Record that memagg is about to set ``host``'s ratio, which the
+    operator had at ``original_allocation_ratio``; a row already there is
+    kept as it is (its original stays). Returns the row."""
+    with _writer().using(context) as session:
+        row = session.query(models.PlacementInventory).filter_by(
+            host=host).first()
+        if row is None:
+            row = models.PlacementInventory(
+                host=host,
+                original_allocation_ratio=original_allocation_ratio)
+            session.add(row)
+            session.flush()
+        return row
+
+
+@_retry_on_race
+def placement_inventory_applied(context, host, allocation_ratio):
+    """Record the ratio memagg wrote for ``host``; NotFound without a
+    row."""
+    with _writer().using(context) as session:
+        row = session.query(models.PlacementInventory).filter_by(
+            host=host).with_for_update().first()
+        if row is None:
+            raise exceptions.NotFound(resource='Placement inventory',
+                                      id=host)
+        row.applied_allocation_ratio = allocation_ratio
+        return row
+
+
+def placement_inventory_release(context, host):
+    """Forget ``host`` (its operator's ratio is back, or it is gone from
+    Placement); nothing when there is no row."""
+    with _writer().using(context) as session:
+        session.execute(sa.delete(models.PlacementInventory).where(
+            models.PlacementInventory.host == host))

@@ -31,9 +31,20 @@ What a round sees:
   memory is its WSS max-average (else its latest WSS, else its current
   size).
 * With memory_basis ``booked`` the round sees memory as Neat did: a VM
-  weighs its booked memory everywhere (detection, selection, placement)
-  and a host's memory history is its VMs' booked memory, which is flat, as
-  no past of it is kept.
+  weighs its booked memory in detection and placement, and a host's memory
+  history is its VMs' booked memory, which is flat, as no past of it is
+  kept. VM selection still ranks VMs by their resident memory, what a live
+  migration copies (ALGORITHMS.md §3.3).
+
+What is stored: an audit an operator asked for (POST /v1/audits) is always
+stored, whatever its plan. A periodic round (:class:`PeriodicRounds`, every
+[consolidation] interval) plans first and stores an audit only when there
+is something to look at: a plan with actions, or a failure whose reason
+differs from the previous periodic round's. A round with nothing to do,
+and a round failing again as the previous one did, store nothing and are
+logged once, when the outcome changes (at debug after that). The previous
+outcome is kept in memory: the first periodic failure after a start is
+stored again.
 """
 import datetime
 
@@ -60,7 +71,10 @@ BOOKED = 'booked'
 _WORDS = {'mem': 'memory'}
 
 
-def _resident_mb(instance):
+def resident_mb(instance):
+    """What ``instance`` (an Instance row) keeps in RAM, in MiB, as rounds,
+    the Placement job and GET /v1/host_usages count it: its WSS
+    max-average, else its latest WSS, else its current size."""
     for value in (instance.wss_maxavg_mb, instance.wss_mb,
                   instance.current_mb):
         if value is not None:
@@ -104,12 +118,12 @@ def collect(context, group=None, memory_basis=WSS, now=None):
         # A VM without CPU samples (a 1.0 compute node) counts its last
         # reported use.
         cpu = vm_cpu[inst.uuid] or [inst.cpu_util * inst.vcpus]
-        booked = float(inst.booked_mb)
-        memory = booked if memory_basis == BOOKED else float(
-            _resident_mb(inst))
+        # Resident memory whatever the basis, as selection ranks by it;
+        # under booked, detection and placement count booked_mb instead.
         vms_of[inst.host].append(base.VmState(
-            uuid=inst.uuid, cpu_history=cpu, wss_maxavg_mb=memory,
-            booked_mb=booked, remote_mb=float(inst.remote_mb)))
+            uuid=inst.uuid, cpu_history=cpu,
+            wss_maxavg_mb=float(resident_mb(inst)),
+            booked_mb=float(inst.booked_mb), remote_mb=float(inst.remote_mb)))
 
     states = []
     for row, usable in hosts:
@@ -177,6 +191,41 @@ def overrides(audit):
     return dict(audit.parameters or {}, memory_basis=audit.memory_basis)
 
 
+class RoundFailed(Exception):
+    """A round could not be planned; its message is the reason an operator
+    reads. Chained to the unexpected error behind it, if any."""
+
+
+def _plan_round(context, group, overrides, memory_basis):
+    """Plan a round: ``(plan, skipped)``; raises RoundFailed."""
+    try:
+        algorithms = consolidation.load_algorithms(group, overrides)
+        hosts, skipped = collect(context, group, memory_basis)
+        if not any(h.active for h in hosts):
+            raise RoundFailed(_no_hosts_reason(skipped))
+        return consolidation.plan_round(hosts, algorithms), skipped
+    except RoundFailed:
+        raise
+    except exceptions.InvalidParameter as exc:
+        raise RoundFailed(str(exc)) from None
+    except Exception as exc:
+        raise RoundFailed('planning failed: %s: %s' % (
+            type(exc).__name__, exc)) from exc
+
+
+def _store_plan(context, audit_uuid, plan, skipped):
+    unplaced = None
+    if not plan.complete or skipped:
+        unplaced = {'instances': dict(plan.unplaced),
+                    'hosts': {**skipped, **plan.kept}}
+    line = summary(plan, skipped)
+    audit = db_api.audit_store_plan(context, audit_uuid, _actions(plan),
+                                    unplaced, state=RECOMMENDED, reason=line,
+                                    expected=(PLANNING,))
+    LOG.info('Audit %s recommended: %s', audit_uuid, line)
+    return audit
+
+
 def run_audit(context, audit_uuid, group=None):
     """Plan pending audit ``audit_uuid``: planning, then recommended with
     its ordered actions and what the plan left out (``unplaced``), or
@@ -190,31 +239,69 @@ def run_audit(context, audit_uuid, group=None):
         LOG.info('Not planning audit %s: %s', audit_uuid, exc)
         return None
     try:
-        algorithms = consolidation.load_algorithms(group, overrides(audit))
-        hosts, skipped = collect(context, group, audit.memory_basis)
-        if not any(h.active for h in hosts):
-            raise _NoHosts(_no_hosts_reason(skipped))
-        plan = consolidation.plan_round(hosts, algorithms)
-    except (exceptions.InvalidParameter, _NoHosts) as exc:
-        return _fail(context, audit_uuid, str(exc))
-    except Exception as exc:
-        LOG.exception('Planning audit %s failed', audit_uuid)
-        return _fail(context, audit_uuid, 'planning failed: %s: %s' % (
-            type(exc).__name__, exc))
-    unplaced = None
-    if not plan.complete or skipped:
-        unplaced = {'instances': dict(plan.unplaced),
-                    'hosts': {**skipped, **plan.kept}}
-    line = summary(plan, skipped)
-    audit = db_api.audit_store_plan(context, audit_uuid, _actions(plan),
-                                    unplaced, state=RECOMMENDED, reason=line,
-                                    expected=(PLANNING,))
-    LOG.info('Audit %s recommended: %s', audit_uuid, line)
-    return audit
+        plan, skipped = _plan_round(context, group, overrides(audit),
+                                    audit.memory_basis)
+    except RoundFailed as exc:
+        _log_failure(audit_uuid, exc)
+        return db_api.audit_set_state(context, audit_uuid, FAILED,
+                                      reason=str(exc), expected=(PLANNING,))
+    return _store_plan(context, audit_uuid, plan, skipped)
 
 
-class _NoHosts(Exception):
-    """No host can take part in the round."""
+class PeriodicRounds:
+    """The periodic rounds of one memagg-scheduler, and what the previous
+    one came to (see the module's docstring for what is stored)."""
+
+    def __init__(self, group=None):
+        self._group = group
+        # ('failed', reason), ('empty', summary) or ('stored', None).
+        self._previous = None
+
+    def run(self, context):
+        """Plan a round with the [consolidation] options; returns the audit
+        stored (recommended or failed), or None when none was."""
+        group = self._group if self._group is not None else CONF.consolidation
+        values = dict(memory_basis=group.memory_basis,
+                      auto_execute=group.auto_execute)
+        try:
+            plan, skipped = _plan_round(context, group, {},
+                                        group.memory_basis)
+        except RoundFailed as exc:
+            if not self._changed(('failed', str(exc))):
+                LOG.debug('Periodic consolidation round failed as the '
+                          'previous one did; not stored: %s', exc)
+                return None
+            audit = db_api.audit_create(context, dict(
+                values, state=FAILED, reason=str(exc),
+                finished_at=timeutils.utcnow()))
+            _log_failure(audit.uuid, exc)
+            LOG.info('Periodic rounds that fail for this same reason are not '
+                     'stored until a round ends otherwise')
+            return audit
+        if not plan.actions:
+            line = summary(plan, skipped)
+            if self._changed(('empty', line)):
+                LOG.info('Periodic consolidation round: nothing to do (%s); '
+                         'no audit stored', line)
+            else:
+                LOG.debug('Periodic consolidation round: nothing to do '
+                          '(%s)', line)
+            return None
+        self._changed(('stored', None))
+        audit = db_api.audit_create(context, dict(values, state=PLANNING))
+        return _store_plan(context, audit.uuid, plan, skipped)
+
+    def _changed(self, outcome):
+        changed = outcome != self._previous
+        self._previous = outcome
+        return changed
+
+
+def _log_failure(audit_uuid, error):
+    # A traceback only for an unexpected error; the others' reason says it
+    # all.
+    LOG.warning('Audit %s failed: %s', audit_uuid, error,
+                exc_info=error.__cause__)
 
 
 def _no_hosts_reason(skipped):
@@ -225,9 +312,3 @@ def _no_hosts_reason(skipped):
         reason += '; left out: ' + '; '.join(
             '%s %s' % item for item in sorted(skipped.items()))
     return reason
-
-
-def _fail(context, audit_uuid, reason):
-    LOG.warning('Audit %s failed: %s', audit_uuid, reason)
-    return db_api.audit_set_state(context, audit_uuid, FAILED,
-                                  reason=reason, expected=(PLANNING,))

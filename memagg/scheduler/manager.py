@@ -14,7 +14,10 @@
 
 Besides storing compute reports, it runs consolidation rounds: an audit is
 planned (memagg.scheduler.audits) when the API asks (run_audit), every
-[consolidation] interval seconds (0: only on demand), and its plan is
+[consolidation] interval seconds (0: only on demand; the first one interval
+after the start, once the compute nodes' reports are in: at the start,
+memagg-aio's compute service has not reported yet, and reports queued while
+the scheduler was down are still being read), and its plan is
 executed through the compute API (memagg.scheduler.migration) when asked
 (execute_audit) or at once for an audit made with auto_execute. It also runs
 the global memory reservoir (memagg.scheduler.reservoir): grants of remote
@@ -28,6 +31,7 @@ as hosts and VMs are then changing under it. The worker is a daemon
 thread: stopping the service does not wait for an execution, which the
 next start resumes from the DB.
 """
+import functools
 import queue
 import threading
 
@@ -41,6 +45,7 @@ from memagg.drivers.compute_api import base as compute_api
 from memagg.scheduler import audits
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
+from memagg.scheduler import placement
 from memagg.scheduler import reservoir as reservoir_mod
 from memagg import service
 
@@ -86,17 +91,22 @@ class SchedulerManager(service.Manager):
     consolidation audits, grants remote memory.
 
     Invalid [consolidation], [reservoir] or [compute] compute_api_driver
-    options raise InvalidParameter here, at start, naming the option.
+    options, and with [placement] enabled invalid [placement] options,
+    raise InvalidParameter here, at start, naming the option. With
+    [placement] enabled it runs the Placement job
+    (memagg.scheduler.placement) every [placement] interval seconds.
     """
 
-    target = messaging.Target(version='1.2')
+    target = messaging.Target(version='1.3')
 
-    def __init__(self, host=None, executor=None, reservoir=None):
+    def __init__(self, host=None, executor=None, reservoir=None,
+                 placement_job=None):
         super().__init__(host)
         consolidation.load_algorithms(CONF.consolidation)
         self.executor = executor or migration.Executor(
             CONF, compute_api.load(CONF))
         self.reservoir = reservoir or reservoir_mod.Reservoir(CONF)
+        self.placement_job = placement_job or placement.load(CONF)
         # Grant clean-up has a thread of its own: it must not wait behind
         # a plan's execution.
         self._grants_worker = _Worker('%s-grants' % BINARY)
@@ -104,6 +114,7 @@ class SchedulerManager(service.Manager):
         # Whether a periodic round is queued and not yet planned: rounds
         # do not pile up behind a long execution.
         self._periodic_queued = threading.Event()
+        self._periodic = audits.PeriodicRounds()
 
     def init_host(self):
         """Start the worker and let it finish what a previous run left:
@@ -176,9 +187,11 @@ class SchedulerManager(service.Manager):
 
     @messaging.expose
     @messaging.expected_exceptions(exceptions.MemaggException)
-    def release_grant(self, ctxt, grant_uuid):
-        """Release a grant (idempotent); the grant dict."""
-        return self.reservoir.release(ctxt, grant_uuid)
+    def release_grant(self, ctxt, grant_uuid, consumer_host=None):
+        """Release a grant (idempotent); the grant dict. A consumer_host
+        that no longer consumes it releases nothing."""
+        return self.reservoir.release(ctxt, grant_uuid,
+                                      consumer_host=consumer_host)
 
     @messaging.expose
     @messaging.expected_exceptions(exceptions.MemaggException)
@@ -187,10 +200,13 @@ class SchedulerManager(service.Manager):
         return self.reservoir.reclaim(ctxt, donor_host, size_mb)
 
     def _plan(self, audit_uuid):
-        audit = audits.run_audit(self.admin_context, audit_uuid)
+        self._auto_execute(audits.run_audit(self.admin_context, audit_uuid))
+
+    def _auto_execute(self, audit):
+        # ``audit`` is None when a round stored none.
         if (audit is not None and audit.auto_execute
                 and audit.state == audits.RECOMMENDED):
-            self._execute(audit_uuid)
+            self._execute(audit.uuid)
 
     def _execute(self, audit_uuid):
         try:
@@ -200,22 +216,20 @@ class SchedulerManager(service.Manager):
             LOG.warning('Not executing audit %s: %s', audit_uuid, exc)
 
     def periodic_round(self):
-        """Create an audit with the [consolidation] options and queue its
-        round, unless the previous periodic one still waits."""
+        """Queue a round with the [consolidation] options, unless the
+        previous periodic one still waits; what it stores is said in
+        memagg.scheduler.audits."""
         if self._periodic_queued.is_set():
             LOG.info('Skipping a periodic consolidation round: the '
                      'previous one still waits for the worker')
             return
-        audit = db_api.audit_create(self.admin_context, dict(
-            memory_basis=CONF.consolidation.memory_basis,
-            auto_execute=CONF.consolidation.auto_execute))
         self._periodic_queued.set()
-        self._worker.submit('Planning periodic audit %s' % audit.uuid,
-                            self._periodic_plan, audit.uuid)
+        self._worker.submit('Planning a periodic round',
+                            self._periodic_plan)
 
-    def _periodic_plan(self, audit_uuid):
+    def _periodic_plan(self):
         self._periodic_queued.clear()
-        self._plan(audit_uuid)
+        self._auto_execute(self._periodic.run(self.admin_context))
 
     def purge_wss_samples(self):
         """Delete the WSS and host samples older than [wss]
@@ -232,5 +246,11 @@ class SchedulerManager(service.Manager):
         if CONF.consolidation.interval > 0:
             tasks.append(service.PeriodicTask(
                 'consolidation-round', CONF.consolidation.interval,
-                self.periodic_round))
+                self.periodic_round,
+                first_after=CONF.consolidation.interval))
+        if self.placement_job is not None:
+            tasks.append(service.PeriodicTask(
+                'placement-inventory', self.placement_job.interval,
+                functools.partial(self.placement_job.run,
+                                  self.admin_context)))
         return tasks

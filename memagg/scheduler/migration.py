@@ -26,18 +26,24 @@ once, across every plan this executor runs. Each migration is followed by
 looking at the server every poll_interval seconds until Nova's task state
 clears: it succeeded when the server is ACTIVE on the destination; when it
 ended back on the source, or Nova could not be reached to start it, it is
-tried again up to max_retries times; a refusal by Nova (the VM or the
-destination cannot take part) ends it at once with Nova's message, and so
-does an attempt still running after migration_timeout seconds. A
-migration that did not succeed leaves its source powered on: the power_off
-of that host is skipped.
+tried again up to max_retries times, and Nova's reason for ending it (its
+live-migration action's error, e.g. "No valid host was found" when the
+destination's Placement inventory is full) is kept with the attempt; a
+refusal by Nova (the VM or the destination cannot take part) ends it at
+once with Nova's message. An attempt still running after
+migration_timeout seconds is aborted through Nova's live-migration abort
+API and ends failed once Nova let go of the VM, with the abort in its
+error. A migration that did not succeed leaves its source powered on: the
+power_off of that host is skipped.
 
 Every change of state is written to the DB before the next step (a
 migration's attempt is counted before Nova is asked), so a scheduler
 stopped at any point is resumed by resume(): an attempt the DB says was
 running is looked up in Nova and followed, or counted as done, or tried
 again. Why an action failed or was skipped is appended to the audit's
-reason as it happens; a failed migration's error is also on its row.
+reason as it happens; a failed migration's error is also on its row. The
+audit ends succeeded when every action did, partial when some did and some
+failed or were skipped, failed when none did.
 
 An unexpected error (the DB failing, say) stops the execution where it is
 and leaves the audit ``executing``, for resume() at the next start.
@@ -55,6 +61,7 @@ from memagg.common import exceptions
 from memagg.db import api as db_api
 from memagg.drivers.compute_api import base as compute_api
 from memagg.scheduler import consolidation
+from memagg.scheduler import grant_moves
 
 LOG = logging.getLogger(__name__)
 
@@ -65,6 +72,8 @@ EXECUTING = 'executing'
 # audits.state, audit_actions.state and migrations.status
 SUCCEEDED = 'succeeded'
 FAILED = 'failed'
+# audits.state: some actions succeeded, others did not
+PARTIAL = 'partial'
 # audit_actions.state
 PENDING = 'pending'
 RUNNING = 'running'
@@ -120,12 +129,39 @@ class _Outcome:
 class Executor:
     """Runs audits' plans through a compute API (``memagg.drivers.
     compute_api.base.load(conf)``), as [consolidation] in ``conf`` bounds
-    them."""
+    them. ``compute_rpc`` is memagg-compute's RPC API, for the grants of
+    the VMs that hold remote memory (memagg.scheduler.grant_moves)."""
 
-    def __init__(self, conf, compute_api):
+    def __init__(self, conf, compute_api, compute_rpc=None):
         self.conf = conf
         self.compute_api = compute_api
+        self.compute_rpc = compute_rpc
         self._slots = _HostSlots()
+
+    def grant_move(self, context, migration):
+        """The GrantMove of ``migration``'s VM."""
+        return grant_moves.GrantMove(context, migration, self.conf,
+                                     compute=self.compute_rpc)
+
+    def follow_copy(self, context, migration, left):
+        """Follow the rebuild of ``migration``'s durability copy on its
+        destination (``left`` MiB to go) in the background."""
+        opts = self._opts
+        # A daemon thread: a scheduler stopping does not wait for it (the
+        # next start follows the copy again).
+        threading.Thread(
+            target=self._follow_copy, name='memagg-copy-%s' % migration.uuid,
+            args=(context, migration, left, opts.poll_interval,
+                  opts.migration_timeout), daemon=True).start()
+
+    def _follow_copy(self, context, migration, left, interval, timeout):
+        try:
+            self.grant_move(context, migration).follow_copy(left, interval,
+                                                            timeout)
+        except Exception:
+            LOG.exception('Following the durability copy of migration %s '
+                          'failed; the next start follows it again',
+                          migration.uuid)
 
     @property
     def _opts(self):
@@ -154,6 +190,9 @@ class Executor:
             db_api.audit_set_state(context, audit.uuid, FAILED,
                                    reason=RESTARTED_WHILE_PLANNING,
                                    expected=(PLANNING,))
+        for migration in db_api.migrations_copying(context):
+            self.follow_copy(context, migration,
+                             migration.local_copy_left_mb)
         for audit in db_api.audits_in_state(context, (EXECUTING,)):
             LOG.info('Resuming the execution of audit %s', audit.uuid)
             try:
@@ -200,10 +239,13 @@ class Executor:
             return
         summary = ('execution: %d of %d actions failed, %d skipped'
                    % (states[FAILED], len(audit.actions), states[SKIPPED]))
+        state = PARTIAL if states[SUCCEEDED] else FAILED
         db_api.audit_set_state(
-            context, audit_uuid, FAILED, expected=(EXECUTING,),
+            context, audit_uuid, state, expected=(EXECUTING,),
             reason='\n'.join(filter(None, [summary, audit.reason])))
-        LOG.warning('Audit %s failed: %s', audit_uuid, summary)
+        LOG.warning('Audit %s %s: %s', audit_uuid,
+                    'partly executed' if state == PARTIAL else 'failed',
+                    summary)
 
     # Power actions.
 
@@ -319,6 +361,7 @@ class _MigrationRun:
     end."""
 
     def __init__(self, executor, context, action, migration):
+        self.executor = executor
         self.api = executor.compute_api
         self.opts = executor._opts
         self.context = context
@@ -378,6 +421,14 @@ class _MigrationRun:
                  self.action.source_host, self.action.dest_host,
                  self.migration.attempts)
         try:
+            self.api.check_can_migrate(self.vm)
+        except compute_api.ComputeApiNotConfigured as exc:
+            return _Outcome(FAILED, str(exc))
+        error = self.executor.grant_move(self.context,
+                                         self.migration).prepare()
+        if error is not None:
+            return _Outcome(FAILED, error)
+        try:
             self.api.live_migrate(self.vm, self.action.dest_host)
         except compute_api.ComputeApiNotConfigured as exc:
             return _Outcome(FAILED, str(exc))
@@ -413,11 +464,60 @@ class _MigrationRun:
                     return self._ended(state, if_idle)
                 self.followed = True
                 self._progress()
+                problem = self._destination_problem()
+                if problem is not None:
+                    return self._abort(problem)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return _Outcome(FAILED, 'not ended within %d s '
-                                '([consolidation] migration_timeout); %s'
-                                % (self.opts.migration_timeout, last))
+                return self._abort('not ended within %d s ([consolidation] '
+                                   'migration_timeout); %s'
+                                   % (self.opts.migration_timeout, last))
+            time.sleep(min(self.opts.poll_interval, remaining))
+
+    def _destination_problem(self):
+        """Why the destination cannot take the VM's grants, checked while
+        Nova migrates it (memagg.scheduler.grant_moves), or None."""
+        if not self.api.executes_plans:
+            return None
+        return self.executor.grant_move(
+            self.context, self.migration).destination_problem(
+            max(1, int(self.opts.poll_interval)))
+
+    def _abort(self, why):
+        """Abort the attempt that timed out through the compute service,
+        then look at the VM until the service let go of it (for another
+        migration_timeout at most): the migration ends failed with
+        ``why`` and what the abort did, or succeeded if it completed
+        before the abort took effect."""
+        LOG.warning('Aborting the live migration of %s to %s: %s', self.vm,
+                    self.action.dest_host, why)
+        try:
+            aborted = self.api.abort_live_migration(self.vm)
+        except compute_api.ComputeApiError as exc:
+            return _Outcome(FAILED, '%s; the abort failed: %s' % (why, exc))
+        if not aborted:
+            what = 'Nova had no migration of it in progress to abort'
+        else:
+            what = 'aborted through Nova\'s live-migration abort API'
+        deadline = time.monotonic() + self.opts.migration_timeout
+        while True:
+            try:
+                state = self.api.get_server_state(self.vm)
+            except compute_api.ComputeApiError as exc:
+                return _Outcome(FAILED, '%s; %s; then Nova did not show the '
+                                'server: %s' % (why, what, exc))
+            if not _migrating(state):
+                if (state.host == self.action.dest_host
+                        and state.status == _ACTIVE_STATUS):
+                    return _Outcome(SUCCEEDED)
+                return _Outcome(FAILED, '%s; %s; the server is on %s with '
+                                'status %s' % (why, what, state.host,
+                                               state.status))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _Outcome(FAILED, '%s; %s, but Nova still migrates '
+                                'it %d s later' % (
+                                    why, what, self.opts.migration_timeout))
             time.sleep(min(self.opts.poll_interval, remaining))
 
     def _ended(self, state, if_idle):
@@ -431,9 +531,20 @@ class _MigrationRun:
                             % state.host)
         if if_idle is not None and not self.followed:
             return _Outcome(RUNNING, if_idle)
-        return _Outcome(RUNNING, 'Nova ended the live migration with the '
-                        'server on %s, status %s' % (state.host,
-                                                     state.status))
+        error = 'Nova ended the live migration with the server on %s, ' \
+                'status %s' % (state.host, state.status)
+        return _Outcome(RUNNING, self._with_nova_reason(error))
+
+    def _with_nova_reason(self, error):
+        """``error`` with Nova's own reason for ending the migration,
+        where Nova says."""
+        try:
+            reason = self.api.get_migration_failure(self.vm)
+        except compute_api.ComputeApiError as exc:
+            LOG.debug('No reason for the failed migration of %s: %s',
+                      self.vm, exc)
+            return error
+        return '%s; %s' % (error, reason) if reason else error
 
     def _progress(self):
         """Remember the bytes copied so far, where Nova says."""
@@ -449,6 +560,15 @@ class _MigrationRun:
         duration = None
         if self.started is not None and outcome.known_duration:
             duration = round(time.monotonic() - self.started, 3)
+        # The grants follow the VM (or stay) before the migration is seen
+        # ended: until then no host may release them.
+        grants = self.executor.grant_move(self.context, self.migration)
+        costs = {}
+        if outcome.status == SUCCEEDED:
+            costs = grants.finish()
+        elif self.api.executes_plans:
+            # A driver that cannot migrate prepared nothing to undo.
+            grants.abandon()
         note = None
         if outcome.status == FAILED:
             note = _note(self.action, 'failed: %s' % outcome.error)
@@ -457,10 +577,15 @@ class _MigrationRun:
         else:
             LOG.info('Live migration of %s to %s succeeded', self.vm,
                      self.action.dest_host)
-        db_api.migration_finish(self.context, self.migration.id,
-                                outcome.status, duration_s=duration,
-                                error=outcome.error,
-                                bytes_transferred=self.bytes, note=note)
+        # What libvirt counted at the end beats Nova's last progress.
+        migration = db_api.migration_finish(
+            self.context, self.migration.id, outcome.status,
+            duration_s=duration, error=outcome.error,
+            bytes_transferred=costs.get('bytes_transferred') or self.bytes,
+            note=note)
+        if costs.get('local_copy_left_mb'):
+            self.executor.follow_copy(self.context, migration,
+                                      costs['local_copy_left_mb'])
 
 
 def _migrating(state):

@@ -365,11 +365,17 @@ class Reservoir:
 
     # -- release ----------------------------------------------------------
 
-    def release(self, ctxt, grant_uuid):
+    def release(self, ctxt, grant_uuid, consumer_host=None):
         """Release active grant ``grant_uuid``: the consumer reclaims every
         slab (its pages go to its local copy), the donors free them.
         Releasing a released or failed grant changes nothing. Returns the
-        grant dict; Conflict while the grant is still being set up."""
+        grant dict; Conflict while the grant is still being set up or its
+        VM migrates (the VM is missing from one of the two hosts then,
+        and its pages are on the donors only).
+
+        ``consumer_host`` is the host asking, when a consumer asks for its
+        VM is gone: a grant consumed elsewhere now (the VM was
+        live-migrated there) is left as it is."""
         grant = db_api.grant_get(ctxt, grant_uuid)
         if grant.status in ('released', 'failed'):
             return grant_dict(grant)
@@ -377,6 +383,17 @@ class Reservoir:
             raise exceptions.Conflict(reason=(
                 'grant %s is %s: it can be released once it is active'
                 % (grant_uuid, grant.status)))
+        migration = db_api.migration_running_for(ctxt, grant.instance_uuid)
+        if migration is not None:
+            raise exceptions.Conflict(reason=(
+                'instance %s of grant %s is in migration %s (%s); the grant '
+                'can be released once it ends' % (
+                    grant.instance_uuid, grant_uuid, migration.uuid,
+                    migration.status)))
+        if consumer_host is not None and consumer_host != grant.consumer_host:
+            LOG.info('Grant %s not released for %s: its VM lives on %s',
+                     grant_uuid, consumer_host, grant.consumer_host)
+            return grant_dict(grant)
         try:
             self._call('reclaim_slabs', ctxt, grant.consumer_host,
                        grant_uuid, None)

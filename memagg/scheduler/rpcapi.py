@@ -43,9 +43,11 @@ class SchedulerAPI:
     * 1.1 - run_audit, execute_audit
     * 1.2 - allocate_remote, release_grant, reclaim (the global memory
       reservoir)
+    * 1.3 - release_grant takes consumer_host (grants follow live
+      migrations)
     """
 
-    VERSION = '1.2'
+    VERSION = '1.3'
 
     #: Attempts to reach the bus before a cast of the API gives up, so that
     #: a request fails (503) rather than hang while RabbitMQ is down.
@@ -84,9 +86,9 @@ class SchedulerAPI:
         self.client.cast(ctxt, 'execute_audit', version='1.1', retry=retry,
                          audit_uuid=audit_uuid)
 
-    def _call(self, ctxt, method, timeout, **kwargs):
+    def _call(self, ctxt, method, timeout, version='1.2', **kwargs):
         try:
-            return self.client.call(ctxt, method, version='1.2',
+            return self.client.call(ctxt, method, version=version,
                                     timeout=timeout, **kwargs)
         except messaging.RemoteError as exc:
             cls = _REMOTE_ERRORS.get(exc.exc_type)
@@ -110,13 +112,21 @@ class SchedulerAPI:
                           instance_uuid=instance_uuid,
                           consumer_host=consumer_host, size_mb=size_mb)
 
-    def release_grant(self, ctxt, grant_uuid, timeout=None):
+    def release_grant(self, ctxt, grant_uuid, consumer_host=None,
+                      timeout=None):
         """Give grant ``grant_uuid``'s memory back: the consumer moves its
         pages to its local copy, the donors free the slabs. Returns the
-        grant dict; releasing a released grant does nothing. Raises
-        NotFound for an unknown grant."""
-        return self._call(ctxt, 'release_grant', timeout,
-                          grant_uuid=grant_uuid)
+        grant dict; releasing a released grant does nothing. With
+        ``consumer_host``, a grant consumed elsewhere (its VM was
+        live-migrated) is not released: its dict names its consumer.
+        Raises NotFound for an unknown grant, Conflict while its VM
+        migrates."""
+        if consumer_host is None:
+            return self._call(ctxt, 'release_grant', timeout,
+                              grant_uuid=grant_uuid)
+        return self._call(ctxt, 'release_grant', timeout, version='1.3',
+                          grant_uuid=grant_uuid,
+                          consumer_host=consumer_host)
 
     def reclaim(self, ctxt, donor_host, size_mb, timeout=None):
         """Take up to ``size_mb`` MiB lent by ``donor_host`` back (whole

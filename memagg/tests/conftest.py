@@ -11,6 +11,8 @@
 # under the License.
 
 """Shared pytest fixtures: configuration and migrated databases."""
+import os
+
 from oslo_config import fixture as config_fixture
 import pytest
 
@@ -19,6 +21,11 @@ from memagg.conf import CONF
 from memagg.db import api as db_api
 from memagg.db import migration
 from memagg.tests import db_backends
+
+# Nova's harness needs an interpreter of its own (see
+# memagg/tests/nova_functional/__init__.py); that run sets this variable.
+if not os.environ.get('MEMAGG_NOVA_FUNCTIONAL'):
+    collect_ignore = ['nova_functional']
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,10 @@
  * libFuzzer harness: the control protocol.  The input is one request line:
  * it goes through the line parser, the export-table parser, the index and
  * uuid/hex parsers, and sd_control_handle against a small donor store (the
- * export verbs answer ENODEV here, so the fuzzer creates no files).
+ * export verbs answer ENODEV here, so the fuzzer creates no files).  The
+ * export-table parser also gets the input after a valid grant, key, size,
+ * slab_size and local, so the fuzzer reaches slabs= (ranges), local_slabs=,
+ * adopt= and rebuilt= without finding a uuid and 64 hex digits first.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +31,27 @@
 #include "store.h"
 #include "util.h"
 
+#define TABLE_PREFIX \
+    "EXPORT_CREATE grant=0a1b2c3d-0000-4000-8000-00000000abcd " \
+    "key=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff " \
+    "size=1048576 slab_size=262144 local=/nonexistent/copy "
+
+/* Parse line as EXPORT_CREATE arguments and format the table back. */
+static void parse_table(char *line)
+{
+    char err[SD_ERRLEN];
+    struct sd_export_spec spec;
+    struct sd_args args;
+
+    if (sd_control_parse_line(line, &args, err, sizeof(err)) == 0 &&
+        sd_export_spec_parse(&args, &spec, err, sizeof(err)) == 0) {
+        char *text = sd_export_spec_format(&spec);
+
+        free(text);
+        sd_export_spec_free(&spec);
+    }
+}
+
 static struct sd_control_ctx ctx = {
     .transport = "tcp", .rdma = "unavailable:fuzz",
     .endpoint = "tcp://127.0.0.1:7450",
@@ -35,10 +59,8 @@ static struct sd_control_ctx ctx = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *line, *copy, *reply, err[SD_ERRLEN];
-    struct sd_export_spec spec;
+    char *line, *copy, *table, *reply;
     uint8_t uuid[SD_UUID_LEN];
-    struct sd_args args;
     uint32_t *idx;
     size_t n;
 
@@ -53,9 +75,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     line = malloc(size + 1);
     copy = malloc(size + 1);
+    table = malloc(sizeof(TABLE_PREFIX) + size);
     memcpy(line, data, size);
     line[size] = '\0';
     memcpy(copy, line, size + 1);
+    memcpy(table, TABLE_PREFIX, sizeof(TABLE_PREFIX) - 1);
+    memcpy(table + sizeof(TABLE_PREFIX) - 1, line, size + 1);
 
     sd_uuid_parse(line, strlen(line), uuid);
     sd_hex_decode(line, strlen(line), (uint8_t[SD_KEY_LEN]){ 0 },
@@ -63,13 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sd_parse_index_list(line, 1 << 20, &idx, &n) == 0) {
         free(idx);
     }
-    if (sd_control_parse_line(line, &args, err, sizeof(err)) == 0 &&
-        sd_export_spec_parse(&args, &spec, err, sizeof(err)) == 0) {
-        char *text = sd_export_spec_format(&spec);
-
-        free(text);
-        sd_export_spec_free(&spec);
-    }
+    parse_table(table);
+    parse_table(line);
     if (sd_control_handle(&ctx, copy, &reply) == 0) {
         free(reply);
     }
@@ -78,5 +98,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ctx.store = NULL;
     free(line);
     free(copy);
+    free(table);
     return 0;
 }

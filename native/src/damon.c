@@ -30,14 +30,17 @@
  * accessed bits at once.  The scheme is applied every sampling interval and
  * matches regions with at least one access; collect() asks for the bytes it
  * matched (update_schemes_tried_bytes, answered at the next sampling
- * interval, so it blocks for at most one) and turns the kdamond off.  That
- * is "accessed at least once between begin() and collect()", with one
- * accessed-bit check per page per sampling interval: the kdamond's cost is
- * 2 n pages x period / sample_interval rmap walks, whatever the VM's size.
+ * interval, so it blocks for at most one), or for the regions themselves
+ * when the sampler must tell the pages apart (update_schemes_tried_regions),
+ * and the sampler then turns the kdamond off.  That is "accessed at least
+ * once between begin() and collect()", with one accessed-bit check per page
+ * per sampling interval: the kdamond's cost is 2 n pages x period /
+ * sample_interval rmap walks, whatever the VM's size.
  * Turning a kdamond on and off costs about 0.2 ms; writing the n regions'
  * start and end files costs more (about 1.3 us each), so nothing that did
  * not change is written again.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -619,8 +622,84 @@ int ms_damon_start(int i, const char *ops, pid_t pid,
     return 0;
 }
 
-int ms_damon_collect(int i, struct ms_damon_result *res, char *err,
-                     size_t errlen)
+/* A number from the file rel under directory dirfd. */
+static int read_u64_at(int dirfd, const char *rel, uint64_t *out)
+{
+    char buf[32];
+    ssize_t got;
+    int fd, ret;
+
+    fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    got = read(fd, buf, sizeof(buf));
+    if (got < 0) {
+        ret = -errno;
+    } else if ((size_t)got == sizeof(buf)) {
+        ret = -EINVAL;          /* longer than any number */
+    } else {
+        ret = ms_parse_u64(buf, (size_t)got, out);
+    }
+    close(fd);
+    return ret;
+}
+
+/* A tried region's directory: its number, in decimal. */
+static int is_region_dir(const char *name)
+{
+    size_t len = strspn(name, "0123456789");
+
+    return len > 0 && len < 16 && name[len] == '\0';
+}
+
+/*
+ * Mark which of the n regions (sorted starts) were accessed: the scheme's
+ * tried regions, which its access pattern limits to regions with at least
+ * one access.  Their directories are numbered with gaps: list them.
+ */
+static int read_tried_regions(int i, const uint64_t *starts, unsigned int n,
+                              unsigned char *accessed, char *err,
+                              size_t errlen)
+{
+    char p[512], rel[32];
+    uint64_t start, end;
+    struct dirent *de;
+    DIR *dir;
+    int ret = 0;
+
+    memset(accessed, 0, n);
+    slot_path(p, sizeof(p), i, "contexts/0/schemes/0/tried_regions");
+    dir = opendir(p);
+    if (!dir) {
+        ret = -errno;
+        ms_err(err, errlen, "cannot open %s: %s", p, strerror(errno));
+        return ret;
+    }
+    while (!ret && (de = readdir(dir))) {
+        if (!is_region_dir(de->d_name)) {
+            continue;
+        }
+        snprintf(rel, sizeof(rel), "%.15s/start", de->d_name);
+        ret = read_u64_at(dirfd(dir), rel, &start);
+        if (ret == 0) {
+            snprintf(rel, sizeof(rel), "%.15s/end", de->d_name);
+            ret = read_u64_at(dirfd(dir), rel, &end);
+        }
+        if (ret) {
+            ms_err(err, errlen, "cannot read DAMON tried region %s of %s: %s",
+                   de->d_name, p, strerror(-ret));
+        } else {
+            ms_mark_range(starts, n, start, end, accessed);
+        }
+    }
+    closedir(dir);
+    return ret;
+}
+
+int ms_damon_collect(int i, const uint64_t *starts, unsigned int n,
+                     unsigned char *accessed, struct ms_damon_result *res,
+                     char *err, size_t errlen)
 {
     struct slot *s = &pool.slot[i];
     char p[512];
@@ -632,16 +711,19 @@ int ms_damon_collect(int i, struct ms_damon_result *res, char *err,
         return -EINVAL;
     }
     slot_path(p, sizeof(p), i, "state");
-    ret = kwrite(p, "update_schemes_tried_bytes", err, errlen);
+    ret = kwrite(p, accessed ? "update_schemes_tried_regions"
+                             : "update_schemes_tried_bytes", err, errlen);
     if (ret == 0) {
         slot_path(p, sizeof(p), i,
                   "contexts/0/schemes/0/tried_regions/total_bytes");
         ret = ms_read_u64_file(p, &res->accessed_bytes, err, errlen);
     }
+    if (ret == 0 && accessed) {
+        ret = read_tried_regions(i, starts, n, accessed, err, errlen);
+    }
     res->kdamond_pid = s->kdamond_pid;
     cpu_ns = thread_cpu_ns(s->kdamond_pid);
     res->kdamond_cpu_s = (double)cpu_ns / 1e9;
-    ms_damon_stop(i);
     return ret;
 }
 

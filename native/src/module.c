@@ -181,17 +181,18 @@ static PyObject *Sampler_collect(SamplerObject *self, PyObject *unused)
     }
     if (r.kdamond_cpu_s >= 0) {
         return Py_BuildValue(
-            "{s:I,s:I,s:I,s:d,s:s,s:d,s:d,s:i}",
+            "{s:I,s:I,s:I,s:I,s:d,s:s,s:d,s:d,s:i}",
             "sampled", r.sampled, "accessed", r.accessed,
-            "present", r.present,
+            "present", r.present, "moved", r.moved,
             "fraction", r.sampled ? (double)r.accessed / r.sampled : 0.0,
             "backend", ms_backend_names[ms_sampler_backend(self->s)],
             "window_s", r.window_s, "kdamond_cpu_s", r.kdamond_cpu_s,
             "kdamond_pid", r.kdamond_pid);
     }
     return Py_BuildValue(
-        "{s:I,s:I,s:I,s:d,s:s,s:d}",
+        "{s:I,s:I,s:I,s:I,s:d,s:s,s:d}",
         "sampled", r.sampled, "accessed", r.accessed, "present", r.present,
+        "moved", r.moved,
         "fraction", r.sampled ? (double)r.accessed / r.sampled : 0.0,
         "backend", ms_backend_names[ms_sampler_backend(self->s)],
         "window_s", r.window_s);
@@ -233,8 +234,14 @@ static PyMethodDef Sampler_methods[] = {
       "Draw n random pages of the range and start watching them." },
     { "collect", (PyCFunction)Sampler_collect, METH_NOARGS,
       "Count the watched pages accessed since begin(): a dict with "
-      "sampled, accessed, present, fraction, backend, window_s (and "
-      "kdamond_cpu_s, kdamond_pid for DAMON)." },
+      "sampled, accessed, present, moved, fraction, backend, window_s (and "
+      "kdamond_cpu_s, kdamond_pid for DAMON).  With the PFN backends "
+      "(page_idle, damon_paddr) a page the host moved during the window "
+      "(compaction, migration) is left out: moved counts them, present "
+      "does not, and sampled leaves out the share of the drawn pages they "
+      "stood for; a page the host took away (swap, balloon) counts as "
+      "idle.  OSError EAGAIN when more than half of the present pages "
+      "moved: the window is lost, the sampler can begin() again." },
     { "close", (PyCFunction)Sampler_close, METH_NOARGS,
       "Stop watching and give back kernel resources." },
     { NULL, NULL, 0, NULL },

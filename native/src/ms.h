@@ -57,6 +57,8 @@ int ms_parse_u64(const char *buf, size_t len, uint64_t *out);
 int ms_smaps_scan(const char *buf, size_t len, uint64_t start, uint64_t end,
                   uint64_t *referenced_kb, uint64_t *rss_kb);
 int ms_word_list_has(const char *buf, size_t len, const char *word);
+unsigned int ms_mark_range(const uint64_t *keys, unsigned int n,
+                           uint64_t start, uint64_t end, unsigned char *marks);
 
 /* ---- util.c: small file helpers ---- */
 int ms_write_file(const char *path, const char *text, char *err, size_t errlen);
@@ -78,8 +80,8 @@ int ms_pagemap_read(int fd, const uint64_t *vpages, unsigned int n,
 
 /* ---- page_idle.c ---- */
 int ms_idle_mark(int fd, const uint64_t *pfns, unsigned int n);
-int ms_idle_count_accessed(int fd, const uint64_t *pfns, unsigned int n,
-                           unsigned int *accessed);
+int ms_idle_read_accessed(int fd, const uint64_t *pfns, unsigned int n,
+                          unsigned char *accessed);
 
 /* ---- damon.c: the DAMON sysfs slots shared by all samplers ---- */
 struct ms_damon_result {
@@ -93,15 +95,22 @@ void ms_damon_release(int slot);
 int ms_damon_start(int slot, const char *ops, pid_t pid,
                    const uint64_t *starts, unsigned int n, uint64_t size,
                    uint64_t sample_us, char *err, size_t errlen);
-int ms_damon_collect(int slot, struct ms_damon_result *res,
+/*
+ * accessed NULL: only the accessed bytes; otherwise also which of the n
+ * regions (sorted starts, as given to ms_damon_start) were accessed.  The
+ * kdamond keeps running: ms_damon_stop() ends the window.
+ */
+int ms_damon_collect(int slot, const uint64_t *starts, unsigned int n,
+                     unsigned char *accessed, struct ms_damon_result *res,
                      char *err, size_t errlen);
 void ms_damon_stop(int slot);
 
 /* ---- sampler.c ---- */
 struct ms_result {
-    unsigned int sampled;
+    unsigned int sampled;   /* pages drawn, the moved ones left out */
     unsigned int accessed;
-    unsigned int present;
+    unsigned int present;   /* resident when the window began, not moved */
+    unsigned int moved;     /* PFN backends: moved by the host, left out */
     double window_s;
     double kdamond_cpu_s;   /* < 0 when the backend has no kernel thread */
     int kdamond_pid;

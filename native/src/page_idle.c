@@ -29,7 +29,7 @@
 
 /* Walk the sorted pfns in runs of consecutive bitmap words. */
 static int idle_io(int fd, const uint64_t *pfns, unsigned int n, int write,
-                   unsigned int *accessed)
+                   unsigned char *accessed)
 {
     uint64_t words[WORDS_PER_IO];
     unsigned int i = 0;
@@ -61,9 +61,8 @@ static int idle_io(int fd, const uint64_t *pfns, unsigned int n, int write,
             return -EIO;
         }
         for (k = i; !write && k <= j; k++) {
-            if (!(words[pfns[k] / 64 - first] & (1ULL << (pfns[k] % 64)))) {
-                (*accessed)++;
-            }
+            accessed[k] = !(words[pfns[k] / 64 - first] &
+                            (1ULL << (pfns[k] % 64)));
         }
         i = j + 1;
     }
@@ -75,9 +74,9 @@ int ms_idle_mark(int fd, const uint64_t *pfns, unsigned int n)
     return idle_io(fd, pfns, n, 1, NULL);
 }
 
-int ms_idle_count_accessed(int fd, const uint64_t *pfns, unsigned int n,
-                           unsigned int *accessed)
+/* accessed[k]: whether pfns[k] lost its idle flag since ms_idle_mark(). */
+int ms_idle_read_accessed(int fd, const uint64_t *pfns, unsigned int n,
+                          unsigned char *accessed)
 {
-    *accessed = 0;
     return idle_io(fd, pfns, n, 0, accessed);
 }

@@ -14,8 +14,9 @@
 
 /*
  * Parsers for what the kernel hands back: pagemap entries, numbers in sysfs
- * files, /proc/PID/smaps and word lists.  They take a buffer and its length
- * (no NUL needed) and never read past it; each has a libFuzzer harness.
+ * files, /proc/PID/smaps, word lists and DAMON's address ranges.  They take
+ * a buffer and its length (no NUL needed) and never read past it; each has
+ * a libFuzzer harness.
  */
 #include <errno.h>
 #include <string.h>
@@ -184,4 +185,28 @@ int ms_word_list_has(const char *buf, size_t len, const char *word)
         i = j;
     }
     return 0;
+}
+
+/*
+ * Mark the keys (sorted, ascending) in [start, end): the samples a range
+ * the kernel reports covers.  Returns how many; none when end <= start.
+ */
+unsigned int ms_mark_range(const uint64_t *keys, unsigned int n,
+                           uint64_t start, uint64_t end, unsigned char *marks)
+{
+    unsigned int lo = 0, hi = n, count = 0;
+
+    while (lo < hi) {
+        unsigned int mid = lo + (hi - lo) / 2;
+
+        if (keys[mid] < start) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    for (; lo < n && keys[lo] < end; lo++, count++) {
+        marks[lo] = 1;
+    }
+    return count;
 }

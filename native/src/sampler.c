@@ -16,6 +16,16 @@
  * The sampler: n random pages of a process's address range, their accessed
  * state cleared at begin() and counted at collect(), through whichever
  * kernel interface this machine has.
+ *
+ * page_idle and damon_paddr watch the pages' PFNs, found in pagemap at
+ * begin().  The host may move a page during the window (compaction, NUMA
+ * migration, swap, a balloon discard): its old PFN is freed and may soon
+ * hold another process's busy page.  So collect() reads pagemap again and
+ * counts the accessed state of the samples still at the PFN watched; a
+ * sample no longer present (the host took it) is idle; a sample now at
+ * another PFN is left out (samples_left()), being neither known accessed
+ * nor known idle.  When more than half of them moved, the window is not
+ * trusted at all.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,11 +81,16 @@ struct ms_sampler {
     int begun;
     double t_begin;
     uint64_t *pages;            /* sampled page indexes, then vpage numbers */
-    struct ms_pagemap_entry *entries;
+    struct ms_pagemap_entry *entries;   /* at begin() */
+    struct ms_pagemap_entry *now;       /* at collect() (PFN backends) */
     uint64_t *keys;             /* sorted distinct PFNs or addresses */
+    unsigned int *key_of;       /* sample -> its PFN's key (PFN backends) */
+    unsigned char *hit;         /* key -> accessed, when read per key */
     unsigned int nr_sampled;
     unsigned int nr_present;
     unsigned int nr_keys;
+    unsigned int nr_moved;      /* of the present, now at another PFN */
+    unsigned int nr_vanished;   /* of the present, no longer present */
 };
 
 int ms_backend_supported(enum ms_backend b, char *reason, size_t len)
@@ -147,7 +162,10 @@ void ms_sampler_close(struct ms_sampler *s)
     }
     free(s->pages);
     free(s->entries);
+    free(s->now);
     free(s->keys);
+    free(s->key_of);
+    free(s->hit);
     free(s);
 }
 
@@ -213,8 +231,12 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
     }
     s->pages = calloc(n, sizeof(*s->pages));
     s->entries = calloc(n, sizeof(*s->entries));
+    s->now = calloc(n, sizeof(*s->now));
     s->keys = calloc(n, sizeof(*s->keys));
-    if (!s->pages || !s->entries || !s->keys) {
+    s->key_of = calloc(n, sizeof(*s->key_of));
+    s->hit = calloc(n, sizeof(*s->hit));
+    if (!s->pages || !s->entries || !s->now || !s->keys || !s->key_of ||
+        !s->hit) {
         ms_sampler_close(s);
         ms_err(err, errlen, "out of memory for %u samples", n);
         return -ENOMEM;
@@ -251,6 +273,11 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int pfn_backend(const struct ms_sampler *s)
+{
+    return s->backend == MS_PAGE_IDLE || s->backend == MS_DAMON_PADDR;
+}
+
 /* Draw the pages and find which are resident, and where. */
 static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
 {
@@ -275,6 +302,8 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
     }
     s->nr_present = 0;
     s->nr_keys = 0;
+    s->nr_moved = 0;
+    s->nr_vanished = 0;
     for (i = 0; i < s->nr_sampled; i++) {
         const struct ms_pagemap_entry *e = &s->entries[i];
 
@@ -303,6 +332,18 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
         }
     }
     s->nr_keys = (unsigned int)ret;
+    if (!pfn_backend(s)) {
+        return 0;
+    }
+    for (i = 0; i < s->nr_sampled; i++) {
+        const uint64_t *key = NULL;
+
+        if (s->entries[i].present) {
+            key = bsearch(&s->entries[i].pfn, s->keys, s->nr_keys,
+                          sizeof(*s->keys), cmp_u64);
+        }
+        s->key_of[i] = key ? (unsigned int)(key - s->keys) : UINT32_MAX;
+    }
     return 0;
 }
 
@@ -417,8 +458,151 @@ static unsigned int scale_to_samples(const struct ms_sampler *s,
     if (!s->nr_keys) {
         return 0;
     }
+    if (accessed_keys > s->nr_keys) {
+        accessed_keys = s->nr_keys;
+    }
     return (unsigned int)(((uint64_t)accessed_keys * s->nr_present +
                            s->nr_keys / 2) / s->nr_keys);
+}
+
+/* Present at begin() and at the same PFN now: its accessed state counts. */
+static int stable(const struct ms_sampler *s, unsigned int i)
+{
+    return s->entries[i].present && s->now[i].present &&
+           s->now[i].pfn == s->entries[i].pfn;
+}
+
+/*
+ * Read pagemap again for the PFN backends: of the samples present at
+ * begin(), count those the host took (vanished) or put elsewhere (moved).
+ */
+static int recheck(struct ms_sampler *s, char *err, size_t errlen)
+{
+    unsigned int i;
+    int ret;
+
+    ret = ms_pagemap_read(s->pagemap_fd, s->pages, s->nr_sampled, s->now);
+    if (ret) {
+        ms_err(err, errlen, "cannot read pagemap of process %d: %s",
+               (int)s->pid, strerror(-ret));
+        return ret;
+    }
+    s->nr_moved = 0;
+    s->nr_vanished = 0;
+    for (i = 0; i < s->nr_sampled; i++) {
+        if (!s->entries[i].present) {
+            continue;
+        }
+        if (!s->now[i].present) {
+            s->nr_vanished++;
+        } else if (!s->now[i].pfn) {
+            ms_err(err, errlen, "pagemap of process %d hides PFNs: "
+                   "CAP_SYS_ADMIN is needed", (int)s->pid);
+            return -EPERM;
+        } else if (s->now[i].pfn != s->entries[i].pfn) {
+            s->nr_moved++;
+        }
+    }
+    if ((uint64_t)s->nr_moved * 2 > s->nr_present) {
+        ms_err(err, errlen, "the host moved %u of %u sampled pages during "
+               "the window (compaction or migration)", s->nr_moved,
+               s->nr_present);
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+/*
+ * How many samples count once the moved ones are left out.  A moved page
+ * was in use at both ends of the window, like the k samples present at
+ * begin() and at collect(); the m moved ones are m / k of those, so the n
+ * drawn pages count for n (k - m) / k, and accessed / sampled estimates
+ * the same share as without moves.  n - m would lower it: the moved pages
+ * are all in use, not a share of every kind of page drawn.
+ */
+static unsigned int samples_left(const struct ms_sampler *s)
+{
+    uint64_t n = s->nr_sampled, m = s->nr_moved;
+    uint64_t k = s->nr_present - s->nr_vanished;
+
+    if (!m) {
+        return s->nr_sampled;
+    }
+    return (unsigned int)((n * (k - m) * 2 + k) / (2 * k));
+}
+
+/* The stable samples whose page was accessed, one by one (per key). */
+static unsigned int count_stable(const struct ms_sampler *s)
+{
+    unsigned int i, accessed = 0;
+
+    for (i = 0; i < s->nr_sampled; i++) {
+        if (stable(s, i) && s->key_of[i] < s->nr_keys &&
+            s->hit[s->key_of[i]]) {
+            accessed++;
+        }
+    }
+    return accessed;
+}
+
+static int collect_page_idle(struct ms_sampler *s, unsigned int *accessed,
+                             char *err, size_t errlen)
+{
+    int ret;
+
+    ret = ms_idle_read_accessed(s->idle_fd, s->keys, s->nr_keys, s->hit);
+    if (ret) {
+        ms_err(err, errlen, "cannot read idle bitmap: %s", strerror(-ret));
+        return ret;
+    }
+    /* After the bitmap: a page moved while it was read is caught too. */
+    ret = recheck(s, err, errlen);
+    if (ret == 0) {
+        *accessed = count_stable(s);
+    }
+    return ret;
+}
+
+/*
+ * DAMON's answer.  While every sampled page stays where it was, the bytes
+ * its scheme matched, spread over the samples.  Otherwise (damon_paddr
+ * only) the accessed regions, counted for the stable samples alone.  The
+ * second pagemap read comes after the kdamond's answer, so that a page
+ * moved while it was awaited is caught.
+ */
+static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
+                         unsigned int *accessed, char *err, size_t errlen)
+{
+    int paddr = s->backend == MS_DAMON_PADDR;
+    int ret = 0;
+
+    if (paddr) {
+        ret = recheck(s, err, errlen);
+    }
+    if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
+        ret = ms_damon_collect(s->damon_slot, NULL, 0, NULL, dr, err, errlen);
+        if (ret == 0 && paddr) {
+            ret = recheck(s, err, errlen);
+        }
+        if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
+            *accessed = scale_to_samples(
+                s, (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE));
+            ms_damon_stop(s->damon_slot);
+            return 0;
+        }
+    }
+    if (ret == 0) {
+        ret = ms_damon_collect(s->damon_slot, s->keys, s->nr_keys, s->hit,
+                               dr, err, errlen);
+    }
+    if (ret == 0) {
+        ret = recheck(s, err, errlen);
+    }
+    if (ret == 0) {
+        *accessed = count_stable(s);
+    }
+    ms_damon_stop(s->damon_slot);
+    return ret;
 }
 
 static void next_interval(struct ms_sampler *s, double period)
@@ -457,19 +641,13 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
         ret = collect_clear_refs(s, r, err, errlen);
         break;
     case MS_PAGE_IDLE:
-        ret = ms_idle_count_accessed(s->idle_fd, s->keys, s->nr_keys,
-                                     &accessed);
-        if (ret) {
-            ms_err(err, errlen, "cannot read idle bitmap: %s",
-                   strerror(-ret));
-        }
+        ret = collect_page_idle(s, &accessed, err, errlen);
         break;
     case MS_DAMON_PADDR:
     case MS_DAMON_VADDR:
         r->kdamond_cpu_s = 0;
         if (s->nr_keys) {
-            ret = ms_damon_collect(s->damon_slot, &dr, err, errlen);
-            accessed = (unsigned int)(dr.accessed_bytes / MS_PAGE_SIZE);
+            ret = collect_damon(s, &dr, &accessed, err, errlen);
             r->kdamond_cpu_s = dr.kdamond_cpu_s;
             r->kdamond_pid = dr.kdamond_pid;
         }
@@ -485,9 +663,9 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
     if (ret || s->backend == MS_CLEAR_REFS) {
         return ret;
     }
-    r->sampled = s->nr_sampled;
-    r->present = s->nr_present;
-    r->accessed = scale_to_samples(s, accessed > s->nr_keys ? s->nr_keys
-                                                            : accessed);
+    r->sampled = samples_left(s);
+    r->present = s->nr_present - s->nr_moved;
+    r->moved = s->nr_moved;
+    r->accessed = accessed;
     return 0;
 }

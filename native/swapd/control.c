@@ -367,7 +367,7 @@ static char *do_export_create(const struct sd_control_ctx *c,
 {
     static const char *const keys[] = { "grant", "key", "size", "slab_size",
                                         "local", "slabs", "local_slabs",
-                                        NULL };
+                                        "adopt", NULL };
     char err[SD_ERRLEN] = "", sock[PATH_MAX], uuid[SD_UUID_STRLEN + 1];
     struct sd_export_spec spec;
     char *r = check_keys(a, keys);
@@ -491,7 +491,8 @@ static char *do_export_stats(const struct sd_control_ctx *c,
     return reply_fmt("OK reads=%llu writes=%llu read_bytes=%llu "
                      "write_bytes=%llu zero_reads=%llu local_reads=%llu "
                      "remote_errors=%llu degraded_slabs=%u clients=%u "
-                     "lat_p50_us=%llu lat_p99_us=%llu\n",
+                     "lat_p50_us=%llu lat_p99_us=%llu rebuild_left=%llu "
+                     "stored_pages=%llu\n",
                      (unsigned long long)st.reads,
                      (unsigned long long)st.writes,
                      (unsigned long long)st.read_bytes,
@@ -501,7 +502,9 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      (unsigned long long)st.remote_errors,
                      st.degraded_slabs, st.clients,
                      (unsigned long long)st.lat_p50_us,
-                     (unsigned long long)st.lat_p99_us);
+                     (unsigned long long)st.lat_p99_us,
+                     (unsigned long long)st.rebuild_left,
+                     (unsigned long long)st.stored_pages);
 }
 
 static char *do_ghost(const struct sd_control_ctx *c, const struct sd_args *a)

@@ -36,8 +36,15 @@
 #include "transport.h"
 #include "util.h"
 
-/* A failed connection to a donor is retried at most this often. */
+/* A failed connection to a donor is retried at most this often; so is a
+ * rebuild that could not read from its donor. */
 #define RECONNECT_INTERVAL_US 1000000ULL
+/* An adopted export's rebuild reads this much at a time (within a slab),
+ * in ios of REBUILD_IO (an RDMA staging slot) sent together. */
+#define REBUILD_CHUNK (1U << 20)
+#define REBUILD_IO (128U << 10)
+/* A rebuild waiting for its donor says so again after this many tries. */
+#define REBUILD_LOG_EVERY 60
 
 /* ---- bitmap ---- */
 
@@ -57,9 +64,16 @@ void sd_bitmap_destroy(struct sd_bitmap *b)
 
 void sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n)
 {
-    uint64_t p;
+    uint64_t p, end = first + n < b->pages ? first + n : b->pages;
 
-    for (p = first; p < first + n && p < b->pages; p++) {
+    for (p = first; p < end; p++) {
+        if (p % 64 == 0 && end - p >= 64) {
+            /* A whole word: an adopted export sets every page at once. */
+            __atomic_store_n(&b->words[p / 64], UINT64_MAX,
+                             __ATOMIC_RELAXED);
+            p += 63;
+            continue;
+        }
         __atomic_fetch_or(&b->words[p / 64], 1ULL << (p % 64),
                           __ATOMIC_RELAXED);
     }
@@ -107,6 +121,17 @@ int sd_bitmap_any(const struct sd_bitmap *b, uint64_t first, uint64_t n)
         p++;
     }
     return 0;
+}
+
+uint64_t sd_bitmap_count(const struct sd_bitmap *b)
+{
+    uint64_t n = 0, w;
+
+    for (w = 0; w < (b->pages + 63) / 64; w++) {
+        n += (uint64_t)__builtin_popcountll(
+            __atomic_load_n(&b->words[w], __ATOMIC_RELAXED));
+    }
+    return n;
 }
 
 int sd_bitmap_load_extents(struct sd_bitmap *b, int fd)
@@ -278,13 +303,15 @@ static int parse_u64_field(const struct sd_args *a, const char *key,
     return 0;
 }
 
-/* One "<i>@<endpoint>@<addr>@<rkey>" of slabs=. */
+/* One "<i>[-<j>]@<endpoint>@<addr>@<rkey>" of slabs=: slabs i to j on one
+ * donor, slab k at addr + (k - i) * slab_size. */
 static int parse_slab_ref(const char *s, size_t len,
                           struct sd_export_spec *spec, char *err,
                           size_t errlen)
 {
     const char *at1 = memchr(s, '@', len), *at3 = NULL, *at2 = NULL, *p;
-    uint64_t idx, addr, rkey;
+    const char *dash = at1 ? memchr(s, '-', (size_t)(at1 - s)) : NULL;
+    uint64_t first, last, addr, rkey, k;
     struct sd_export_slab *slab;
 
     for (p = s + len; p > s; p--) {
@@ -298,34 +325,100 @@ static int parse_slab_ref(const char *s, size_t len,
         }
     }
     if (!at1 || !at2 || at2 <= at1 ||
-        sd_parse_u64(s, (size_t)(at1 - s), UINT32_MAX, &idx) ||
+        sd_parse_u64(s, (size_t)((dash ? dash : at1) - s), UINT32_MAX,
+                     &first) ||
+        (dash && sd_parse_u64(dash + 1, (size_t)(at1 - dash - 1),
+                              UINT32_MAX, &last)) ||
         sd_parse_u64(at2 + 1, (size_t)(at3 - at2 - 1), UINT64_MAX, &addr) ||
         sd_parse_u64(at3 + 1, (size_t)(s + len - at3 - 1), UINT32_MAX,
                      &rkey)) {
         return fail(err, errlen, -EINVAL, "slabs: '%.*s' is not "
-                    "<index>@<endpoint>@<addr>@<rkey>",
+                    "<index>[-<index>]@<endpoint>@<addr>@<rkey>",
                     (int)(len > 80 ? 80 : len), s);
     }
-    if (idx >= spec->nslabs) {
+    if (!dash) {
+        last = first;
+    }
+    if (last < first) {
+        return fail(err, errlen, -EINVAL, "slabs: the range %llu-%llu runs "
+                    "backwards", (unsigned long long)first,
+                    (unsigned long long)last);
+    }
+    if (last >= spec->nslabs) {
         return fail(err, errlen, -EINVAL, "slabs: index %llu is beyond the "
                     "export's %u slabs (size / slab_size)",
-                    (unsigned long long)idx, spec->nslabs);
+                    (unsigned long long)last, spec->nslabs);
     }
-    slab = &spec->slabs[idx];
-    if (slab->endpoint[0]) {
-        return fail(err, errlen, -EINVAL, "slabs: index %llu is listed "
-                    "twice", (unsigned long long)idx);
+    if ((last - first) > (UINT64_MAX - addr) / spec->slab_size) {
+        return fail(err, errlen, -EINVAL, "slabs: the addresses of slabs "
+                    "%llu-%llu pass 2^64", (unsigned long long)first,
+                    (unsigned long long)last);
     }
     if (at2 - at1 - 1 <= 0 || at2 - at1 - 1 >= SD_ENDPOINT_MAX) {
         return fail(err, errlen, -EINVAL, "slabs: the endpoint of slab %llu "
                     "must be 1 to %d characters (scheme://host:port)",
-                    (unsigned long long)idx, SD_ENDPOINT_MAX - 1);
+                    (unsigned long long)first, SD_ENDPOINT_MAX - 1);
     }
-    memcpy(slab->endpoint, at1 + 1, (size_t)(at2 - at1 - 1));
-    slab->endpoint[at2 - at1 - 1] = '\0';
-    slab->addr = addr;
-    slab->rkey = (uint32_t)rkey;
-    slab->local = 0;
+    for (k = first; k <= last; k++) {
+        slab = &spec->slabs[k];
+        if (slab->endpoint[0]) {
+            return fail(err, errlen, -EINVAL, "slabs: index %llu is listed "
+                        "twice", (unsigned long long)k);
+        }
+        memcpy(slab->endpoint, at1 + 1, (size_t)(at2 - at1 - 1));
+        slab->endpoint[at2 - at1 - 1] = '\0';
+        slab->addr = addr + (k - first) * spec->slab_size;
+        slab->rkey = (uint32_t)rkey;
+        slab->local = 0;
+    }
+    return 0;
+}
+
+/* adopt=, and the rebuilt= of an adopted export's .conf; called once the
+ * slabs are known. */
+static int parse_adopt(const struct sd_args *a, struct sd_export_spec *spec,
+                       int any_local_slabs, char *err, size_t errlen)
+{
+    const char *s = sd_args_get(a, "adopt");
+    uint64_t v;
+    uint32_t i;
+
+    if (s && strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
+        return fail(err, errlen, -EINVAL, "adopt: must be 0 or 1");
+    }
+    spec->adopt = s && s[0] == '1';
+    s = sd_args_get(a, "rebuilt");
+    if (s && !spec->adopt) {
+        return fail(err, errlen, -EINVAL, "rebuilt: only an adopted export "
+                    "(adopt=1) has a rebuild");
+    }
+    if (s && sd_parse_u64(s, strlen(s), spec->nslabs - 1, &v)) {
+        return fail(err, errlen, -EINVAL, "rebuilt: must be a number of "
+                    "slabs below %u", spec->nslabs);
+    }
+    spec->rebuilt = s ? (uint32_t)v : 0;
+    if (!spec->adopt) {
+        return 0;
+    }
+    for (i = 0; i < spec->nslabs; i++) {
+        if (!spec->slabs[i].endpoint[0]) {
+            return fail(err, errlen, -EINVAL, "slabs: an adopted export "
+                        "reads every slab from its donor; slab %u has none",
+                        i);
+        }
+    }
+    /* Slabs degraded during a rebuild (the .conf's rebuilt= says so)
+     * still read the pages the local copy lacks from their donors; a
+     * table's degraded or reclaimed slabs have their data in the
+     * source's local copy only. */
+    for (i = 0; i < spec->nslabs && any_local_slabs && !s; i++) {
+        if (spec->slabs[i].local) {
+            return fail(err, errlen, -EINVAL, "local_slabs: an adopted "
+                        "export reads every slab from its donor; slab %u "
+                        "is served from the local copy, whose data only "
+                        "the source host has", i);
+        }
+    }
     return 0;
 }
 
@@ -384,8 +477,8 @@ int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
     }
     s = sd_args_get(a, "slabs");
     if (!s) {
-        ret = fail(err, errlen, -EINVAL, "slabs: missing (<index>@"
-                   "<endpoint>@<addr>@<rkey>,...; may be empty)");
+        ret = fail(err, errlen, -EINVAL, "slabs: missing (<index>[-<index>]"
+                   "@<endpoint>@<addr>@<rkey>,...; may be empty)");
         goto out;
     }
     while (*s) {
@@ -411,6 +504,10 @@ int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
             spec->slabs[idx[i]].local = 1;
         }
         free(idx);
+    }
+    ret = parse_adopt(a, spec, s != NULL, err, errlen);
+    if (ret) {
+        goto out;
     }
     return 0;
 
@@ -472,32 +569,59 @@ static void sb_printf(struct strbuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+/* Whether slab j follows slab j - 1 on the same donor, right after it. */
+static int continues_run(const struct sd_export_spec *spec, uint32_t j)
+{
+    const struct sd_export_slab *prev = &spec->slabs[j - 1];
+    const struct sd_export_slab *s = &spec->slabs[j];
+
+    return strcmp(s->endpoint, prev->endpoint) == 0 &&
+           s->rkey == prev->rkey &&
+           prev->addr <= UINT64_MAX - spec->slab_size &&
+           s->addr == prev->addr + spec->slab_size;
+}
+
 char *sd_export_spec_format(const struct sd_export_spec *spec)
 {
     struct strbuf b = { 0 };
     char uuid[SD_UUID_STRLEN + 1], key[2 * SD_KEY_LEN + 1];
     const char *sep = "";
-    uint32_t i;
+    uint32_t i, j;
 
     sd_uuid_format(spec->grant, uuid);
     sd_hex_encode(spec->key, SD_KEY_LEN, key);
     sb_printf(&b, "grant=%s key=%s size=%llu slab_size=%llu local=%s slabs=",
               uuid, key, (unsigned long long)spec->size,
               (unsigned long long)spec->slab_size, spec->local);
-    for (i = 0; i < spec->nslabs; i++) {
+    for (i = 0; i < spec->nslabs; i = j) {
         const struct sd_export_slab *s = &spec->slabs[i];
 
-        if (s->endpoint[0]) {
+        j = i + 1;
+        if (!s->endpoint[0]) {
+            continue;
+        }
+        /* A run on one donor at consecutive addresses is one entry: a
+         * donor lays a grant's slabs out in one region, so a table of
+         * thousands of slabs stays far below the request limit. */
+        while (j < spec->nslabs && continues_run(spec, j)) {
+            j++;
+        }
+        if (j - i > 1) {
+            sb_printf(&b, "%s%u-%u@%s@%llu@%u", sep, i, j - 1, s->endpoint,
+                      (unsigned long long)s->addr, s->rkey);
+        } else {
             sb_printf(&b, "%s%u@%s@%llu@%u", sep, i, s->endpoint,
                       (unsigned long long)s->addr, s->rkey);
-            sep = ",";
         }
+        sep = ",";
     }
     /* Slabs with a donor that are nonetheless local (degraded or
      * reclaimed): the donor's copy is stale or gone. */
     sep = " local_slabs=";
     for (i = 0; i < spec->nslabs; i++) {
-        if (spec->slabs[i].endpoint[0] && spec->slabs[i].local) {
+        /* Degrade and reclaim change it while the table is saved. */
+        if (spec->slabs[i].endpoint[0] &&
+            __atomic_load_n(&spec->slabs[i].local, __ATOMIC_RELAXED)) {
             sb_printf(&b, "%s%u", sep, i);
             sep = ",";
         }
@@ -540,9 +664,26 @@ struct sd_export {
     uint64_t zero_reads, local_reads, remote_errors;
     uint32_t clients;
     struct sd_hist hist;
-    pthread_mutex_t lock;               /* ghost and conf file */
+    pthread_mutex_t lock;               /* ghost, conf file, spec.adopt and
+                                         * spec.rebuilt */
     struct sd_ghost ghost;
     struct sd_export *next;
+
+    /* An adopted export's rebuild (see "adoption" below).  The local copy
+     * holds the current data of pages below rb_cursor and of fresh pages;
+     * the others are on the donors only.  rb_cursor is the export's size
+     * in pages once there is nothing to rebuild. */
+    uint64_t rb_cursor;                 /* atomic; advanced under rb_lock */
+    struct sd_bitmap fresh;             /* written or trimmed since the
+                                         * adoption */
+    uint64_t rb_partial;                /* writes in flight with a part of
+                                         * a page the copy lacks */
+    uint64_t rb_partial_gen;            /* such writes ever started */
+    int rb_stop;
+    pthread_mutex_t rb_lock;            /* the fields above */
+    pthread_cond_t rb_cond;             /* rb_stop, rb_partial */
+    pthread_t rb_thread;
+    int rb_running;
 };
 
 struct sd_exports {
@@ -638,14 +779,20 @@ static int peer_submit(struct peer *p, struct sd_io **ios, size_t n,
 /* ---- persistence ---- */
 
 /* Write the export's table to its .conf file (atomically: temp file,
- * fsync, rename); called with x->lock held. */
+ * fsync, rename), with the state of its rebuild while one runs; called
+ * with x->lock held. */
 static int persist(struct sd_export *x)
 {
-    char tmp[PATH_MAX + 8], *line = sd_export_spec_format(&x->spec);
+    char tmp[PATH_MAX + 8], adopt[48] = "";
+    char *line = sd_export_spec_format(&x->spec);
     int fd, ret = 0;
 
     if (!line) {
         return -ENOMEM;
+    }
+    if (x->spec.adopt) {
+        snprintf(adopt, sizeof(adopt), " adopt=1 rebuilt=%u",
+                 x->spec.rebuilt);
     }
     snprintf(tmp, sizeof(tmp), "%s.tmp", x->conf);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -654,6 +801,7 @@ static int persist(struct sd_export *x)
     } else {
         if ((ret = sd_write_full(fd, "EXPORT_CREATE ", 14)) == 0 &&
             (ret = sd_write_full(fd, line, strlen(line))) == 0 &&
+            (ret = sd_write_full(fd, adopt, strlen(adopt))) == 0 &&
             (ret = sd_write_full(fd, "\n", 1)) == 0 && fsync(fd)) {
             ret = -errno;
         }
@@ -673,6 +821,389 @@ static int persist(struct sd_export *x)
     return ret;
 }
 
+/* ---- adoption: rebuilding the local copy from the donors ----
+ *
+ * An adopted export starts with an empty local copy and every page counted
+ * as written, so reads go to the donors, which hold every page the source
+ * host wrote (it flushed before handing the VM over; donor memory never
+ * written reads as zeros).  A thread walks the export in REBUILD_CHUNK
+ * steps (rb_cursor): it reads a chunk from its donor and, under rb_lock,
+ * writes its non-zero pages to the local copy, unmarks its zero pages as
+ * written (they stay holes) and moves rb_cursor past it.  After each slab
+ * it syncs the copy and saves rebuilt=<slabs> in the .conf; the last slab
+ * turns the export into an ordinary one.
+ *
+ * Guest I/O meanwhile (see adopt_write and do_trim): a write or trim marks
+ * its whole pages fresh under rb_lock before it touches the local copy,
+ * and the rebuild skips fresh pages under the same lock when it writes.
+ * Either the guest marks a page first, and the rebuild leaves it alone, or
+ * the rebuild writes it first (under the lock, so before the guest marks
+ * it), and the guest's own write of the local copy comes later and wins:
+ * the donor's older copy never ends up over a page written here.
+ *
+ * A write of part of a page the copy lacks cannot be written there alone
+ * (the rest of the page is on the donor): it goes to the donor only, and
+ * the rebuild, which then copies the page, refuses a chunk read while
+ * such a write ran (rb_partial, rb_partial_gen) and reads it again.
+ *
+ * A restart mid-rebuild restores the export as adopted from rebuilt=:
+ * pages below it are the copy's data extents, as for any export; above
+ * it every page counts as written again and the copy's data extents are
+ * fresh (written here, or copied past the last save: the current data
+ * either way, as the copy is never written there otherwise).  No page
+ * written reads as zeros, and the rebuild resumes at the saved slab.
+ */
+
+/* 1 while an adopted export's rebuild has pages left. */
+static int rebuilding(struct sd_export *x)
+{
+    return __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE) <
+           x->written.pages;
+}
+
+/* Whether the local copy holds the current data of page p (or its zeros):
+ * always but while an adopted export is rebuilt. */
+static int local_has(struct sd_export *x, uint64_t p)
+{
+    return p < __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE) ||
+           sd_bitmap_test(&x->fresh, p);
+}
+
+static int local_has_range(struct sd_export *x, uint64_t off, uint64_t len)
+{
+    uint64_t p;
+
+    for (p = off / SD_PAGE_SIZE; p <= (off + len - 1) / SD_PAGE_SIZE; p++) {
+        if (!local_has(x, p)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Sleep us, or less when the rebuild is stopped; 1 when it is. */
+static int rb_sleep(struct sd_export *x, uint64_t us)
+{
+    struct timespec ts;
+    int stop;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(us / 1000000);
+    ts.tv_nsec += (long)(us % 1000000) * 1000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&x->rb_lock);
+    while (!x->rb_stop &&
+           pthread_cond_timedwait(&x->rb_cond, &x->rb_lock, &ts) !=
+           ETIMEDOUT) {
+        continue;               /* woken for rb_partial, or spuriously */
+    }
+    stop = x->rb_stop;
+    pthread_mutex_unlock(&x->rb_lock);
+    return stop;
+}
+
+/* One chunk read from a donor: its ios and their completion. */
+struct rb_fetch {
+    struct sd_io io[REBUILD_CHUNK / REBUILD_IO];
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned pending;
+    int status;                 /* the first error */
+};
+
+static void rb_fetch_done(struct sd_io *io, int status)
+{
+    struct rb_fetch *f = io->priv;
+
+    pthread_mutex_lock(&f->lock);
+    if (status && !f->status) {
+        f->status = status;
+    }
+    if (--f->pending == 0) {
+        pthread_cond_signal(&f->cond);
+    }
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* Read [off, off + len) of the export, inside one slab, from the slab's
+ * donor into buf; 0 or -errno. */
+static int rb_fetch(struct sd_export *x, struct rb_fetch *f, uint64_t off,
+                    uint32_t len, char *buf)
+{
+    uint32_t slab = sd_slab_of(off, x->spec.slab_size), i;
+    unsigned n = (len + REBUILD_IO - 1) / REBUILD_IO;
+    struct sd_io *ios[REBUILD_CHUNK / REBUILD_IO];
+    size_t queued = 0;
+    int ret;
+
+    for (i = 0; i < n; i++) {
+        struct sd_io *io = &f->io[i];
+
+        memset(io, 0, sizeof(*io));
+        io->op = SD_OP_READ;
+        memcpy(io->grant, x->spec.grant, SD_UUID_LEN);
+        memcpy(io->key, x->spec.key, SD_KEY_LEN);
+        io->slab = slab;
+        io->remote_addr = x->spec.slabs[slab].addr;
+        io->rkey = x->spec.slabs[slab].rkey;
+        io->offset = off - (uint64_t)slab * x->spec.slab_size +
+                     (uint64_t)i * REBUILD_IO;
+        io->len = len - i * REBUILD_IO < REBUILD_IO ? len - i * REBUILD_IO
+                                                    : REBUILD_IO;
+        io->buf = buf + (size_t)i * REBUILD_IO;
+        io->done = rb_fetch_done;
+        io->priv = f;
+        ios[i] = io;
+    }
+    f->pending = n;
+    f->status = 0;
+    ret = peer_submit(x->peers[slab], ios, n, &queued);
+    pthread_mutex_lock(&f->lock);
+    f->pending -= (unsigned)(n - queued);   /* never to be done() */
+    if (queued < n && !f->status) {
+        f->status = ret ? ret : -EIO;
+    }
+    while (f->pending) {
+        pthread_cond_wait(&f->cond, &f->lock);
+    }
+    ret = f->status;
+    pthread_mutex_unlock(&f->lock);
+    return ret;
+}
+
+/* pwrite all of buf at off; 0 or -errno. */
+static int pwrite_full(int fd, const char *buf, size_t len, off_t off)
+{
+    while (len) {
+        ssize_t n = pwrite(fd, buf, len, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return n < 0 ? -errno : -EIO;
+        }
+        buf += n;
+        len -= (size_t)n;
+        off += n;
+    }
+    return 0;
+}
+
+static int page_is_zero(const char *page)
+{
+    const uint64_t *w = (const uint64_t *)page;
+    size_t i;
+
+    for (i = 0; i < SD_PAGE_SIZE / sizeof(*w); i++) {
+        if (w[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Put the chunk [off, off + len) read from the donor (buf) into the local
+ * copy, but for its fresh pages, and move rb_cursor past it.  -EAGAIN when
+ * a write of part of a page may have raced the read (gen: rb_partial_gen
+ * before it): read it again.  -errno when the copy cannot be written. */
+static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
+                     const char *buf, uint64_t gen, uint64_t *copied)
+{
+    uint64_t first = off / SD_PAGE_SIZE, n = len / SD_PAGE_SIZE, i, k;
+    int ret = 0;
+
+    pthread_mutex_lock(&x->rb_lock);
+    if (x->rb_partial || x->rb_partial_gen != gen) {
+        pthread_mutex_unlock(&x->rb_lock);
+        return -EAGAIN;
+    }
+    for (i = 0; i < n && ret == 0; i++) {
+        const char *page = buf + i * SD_PAGE_SIZE;
+
+        if (sd_bitmap_test(&x->fresh, first + i)) {
+            continue;
+        }
+        if (page_is_zero(page)) {
+            sd_bitmap_clear(&x->written, first + i, 1);
+            continue;
+        }
+        ret = pwrite_full(x->fd, page, SD_PAGE_SIZE,
+                          (off_t)((first + i) * SD_PAGE_SIZE));
+        *copied += ret == 0;
+    }
+    if (ret) {
+        /* Pages past rb_cursor that the copy holds count as fresh after a
+         * restart: take back the ones this chunk wrote, and mark the
+         * zeros written again. */
+        for (k = 0; k < i; k++) {
+            if (!sd_bitmap_test(&x->fresh, first + k)) {
+                sd_bitmap_set(&x->written, first + k, 1);
+                if (fallocate(x->fd, FALLOC_FL_PUNCH_HOLE |
+                              FALLOC_FL_KEEP_SIZE,
+                              (off_t)((first + k) * SD_PAGE_SIZE),
+                              SD_PAGE_SIZE)) {
+                    sd_log(LOG_ERR, "export %s: cannot punch a hole in %s: "
+                           "%s", x->uuid, x->spec.local, strerror(errno));
+                }
+            }
+        }
+    } else {
+        __atomic_store_n(&x->rb_cursor, first + n, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&x->rb_lock);
+    return ret;
+}
+
+/* Slab `slab` is rebuilt: make the copy durable, then say so in the
+ * .conf (the last slab ends the adoption).  Retried until it works. */
+static void rb_slab_done(struct sd_export *x, uint32_t slab)
+{
+    unsigned tries = 0;
+    int ret;
+
+    for (;;) {
+        ret = fdatasync(x->fd) ? -errno : 0;
+        if (ret == 0) {
+            pthread_mutex_lock(&x->lock);
+            x->spec.rebuilt = slab + 1;
+            if (slab + 1 == x->spec.nslabs) {
+                x->spec.adopt = 0;
+                x->spec.rebuilt = 0;
+            }
+            ret = persist(x);
+            if (ret) {
+                x->spec.adopt = 1;
+                x->spec.rebuilt = slab;
+            }
+            pthread_mutex_unlock(&x->lock);
+        }
+        if (ret == 0) {
+            break;
+        }
+        if (tries++ % REBUILD_LOG_EVERY == 0) {
+            sd_log(LOG_ERR, "export %s: slab %u is rebuilt but cannot be "
+                   "saved as such (%s); retrying every second", x->uuid,
+                   slab, strerror(-ret));
+        }
+        if (rb_sleep(x, RECONNECT_INTERVAL_US)) {
+            return;
+        }
+    }
+    sd_log(LOG_DEBUG, "export %s: slab %u of %u rebuilt", x->uuid, slab + 1,
+           x->spec.nslabs);
+}
+
+static void *rebuild_main(void *arg)
+{
+    struct sd_export *x = arg;
+    struct rb_fetch f;
+    char *buf = NULL;
+    uint64_t copied = 0, cur, gen;
+    unsigned failures = 0;
+    int ret;
+
+    pthread_mutex_init(&f.lock, NULL);
+    pthread_cond_init(&f.cond, NULL);
+    while (!buf) {
+        buf = aligned_alloc(SD_PAGE_SIZE, REBUILD_CHUNK);
+        if (!buf && rb_sleep(x, RECONNECT_INTERVAL_US)) {
+            goto out;
+        }
+    }
+    while ((cur = __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE)) <
+           x->written.pages) {
+        uint64_t off = cur * SD_PAGE_SIZE;
+        uint32_t slab = sd_slab_of(off, x->spec.slab_size);
+        uint64_t slab_end = (uint64_t)(slab + 1) * x->spec.slab_size;
+        uint32_t len = slab_end - off < REBUILD_CHUNK ?
+                       (uint32_t)(slab_end - off) : REBUILD_CHUNK;
+
+        pthread_mutex_lock(&x->rb_lock);
+        gen = x->rb_partial_gen;
+        ret = x->rb_stop ? -ECANCELED : 0;
+        pthread_mutex_unlock(&x->rb_lock);
+        if (ret == 0) {
+            ret = rb_fetch(x, &f, off, len, buf);
+            if (ret) {
+                if (failures++ % REBUILD_LOG_EVERY == 0) {
+                    sd_log(LOG_WARNING, "export %s: the rebuild of the local "
+                           "copy cannot read slab %u from donor %s (%s); it "
+                           "retries every second, and the donor serves the "
+                           "slab meanwhile", x->uuid, slab,
+                           x->spec.slabs[slab].endpoint, strerror(-ret));
+                }
+                if (rb_sleep(x, RECONNECT_INTERVAL_US)) {
+                    break;
+                }
+                continue;
+            }
+            ret = rb_commit(x, off, len, buf, gen, &copied);
+        }
+        if (ret == -ECANCELED) {
+            break;
+        }
+        if (ret == -EAGAIN) {
+            /* Wait for the writes of parts of pages to be done. */
+            pthread_mutex_lock(&x->rb_lock);
+            while (x->rb_partial && !x->rb_stop) {
+                pthread_cond_wait(&x->rb_cond, &x->rb_lock);
+            }
+            pthread_mutex_unlock(&x->rb_lock);
+            continue;
+        }
+        if (ret) {
+            if (failures++ % REBUILD_LOG_EVERY == 0) {
+                sd_log(LOG_ERR, "export %s: the rebuild cannot write the "
+                       "local copy %s (%s); it retries every second",
+                       x->uuid, x->spec.local, strerror(-ret));
+            }
+            if (rb_sleep(x, RECONNECT_INTERVAL_US)) {
+                break;
+            }
+            continue;
+        }
+        if (failures) {
+            sd_log(LOG_INFO, "export %s: the rebuild goes on (slab %u)",
+                   x->uuid, slab);
+            failures = 0;
+        }
+        if (off + len == slab_end) {
+            rb_slab_done(x, slab);
+        }
+    }
+    pthread_mutex_lock(&x->lock);
+    ret = x->spec.adopt;
+    pthread_mutex_unlock(&x->lock);
+    if (!ret) {
+        sd_log(LOG_INFO, "export %s: local copy rebuilt from the donors "
+               "(%llu pages copied by this run); an ordinary export now",
+               x->uuid, (unsigned long long)copied);
+    }
+out:
+    free(buf);
+    pthread_cond_destroy(&f.cond);
+    pthread_mutex_destroy(&f.lock);
+    return NULL;
+}
+
+/* Stop the rebuild thread, if one runs, and wait for it. */
+static void rebuild_stop(struct sd_export *x)
+{
+    if (!x->rb_running) {
+        return;
+    }
+    pthread_mutex_lock(&x->rb_lock);
+    x->rb_stop = 1;
+    pthread_cond_broadcast(&x->rb_cond);
+    pthread_mutex_unlock(&x->rb_lock);
+    pthread_join(x->rb_thread, NULL);
+    x->rb_running = 0;
+}
+
 /* ---- I/O ---- */
 
 struct xreq;
@@ -688,7 +1219,11 @@ struct seg {
     uint32_t len;
     char *buf;
     enum seg_where where;
+    int overlay;                /* a read from the donor of a local slab:
+                                 * the pages the copy has come from it */
 };
+
+#define NO_PAGE UINT64_MAX
 
 struct xreq {
     struct sd_export *x;
@@ -697,12 +1232,17 @@ struct xreq {
     unsigned pending;
     uint32_t error;             /* the first NBD error */
     int touched_local;
+    /* A write's first and last page when it covers only part of a page
+     * the local copy lacks (adoption): not written there. */
+    uint64_t skip[2];
+    int partial;                /* counted in x->rb_partial */
     unsigned nseg;
     struct seg seg[];
 };
 
 /* The slab stops using its donor: the donor's copy may now be stale, so it
- * is never read again (and the table on disk says so). */
+ * is not read again (and the table on disk says so), but for the pages an
+ * adopted export's local copy lacks, which no write here has changed. */
 static void degrade(struct sd_export *x, uint32_t slab, int status)
 {
     if (__atomic_exchange_n(&x->spec.slabs[slab].local, 1,
@@ -742,6 +1282,52 @@ static int local_read(struct xreq *r, struct seg *s)
     return 0;
 }
 
+/* The pages of a donor's read of a degraded slab that the local copy has
+ * (adoption) come from the copy: the donor missed the writes made here
+ * since the slab degraded. */
+static int overlay_local(struct xreq *r, struct seg *s)
+{
+    struct sd_export *x = r->x;
+    uint64_t off = s->off, end = s->off + s->len;
+
+    while (off < end) {
+        uint64_t p = off / SD_PAGE_SIZE, next = (p + 1) * SD_PAGE_SIZE;
+        size_t n = (size_t)((next < end ? next : end) - off);
+        char *dst = s->buf + (off - s->off);
+        ssize_t got;
+
+        if (local_has(x, p) && !sd_bitmap_test(&x->written, p)) {
+            memset(dst, 0, n);
+        } else if (local_has(x, p)) {
+            __atomic_store_n(&r->touched_local, 1, __ATOMIC_RELAXED);
+            got = pread(x->fd, dst, n, (off_t)off);
+            if (got < 0) {
+                sd_log(LOG_ERR, "export %s: cannot read the local copy %s: "
+                       "%s", x->uuid, x->spec.local, strerror(errno));
+                return -EIO;
+            }
+            memset(dst + got, 0, n - (size_t)got);
+        }
+        off += n;
+    }
+    return 0;
+}
+
+/* The page of r->skip that seg holds, or NO_PAGE. */
+static uint64_t seg_skipped(const struct xreq *r, const struct seg *s)
+{
+    uint64_t p0 = s->off / SD_PAGE_SIZE;
+    uint64_t p1 = (s->off + s->len - 1) / SD_PAGE_SIZE;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        if (r->skip[i] != NO_PAGE && r->skip[i] >= p0 && r->skip[i] <= p1) {
+            return r->skip[i];
+        }
+    }
+    return NO_PAGE;
+}
+
 static void finish_one(struct xreq *r)
 {
     struct sd_export *x = r->x;
@@ -749,6 +1335,13 @@ static void finish_one(struct xreq *r)
 
     if (__atomic_sub_fetch(&r->pending, 1, __ATOMIC_ACQ_REL)) {
         return;
+    }
+    if (r->partial) {
+        pthread_mutex_lock(&x->rb_lock);
+        if (--x->rb_partial == 0) {
+            pthread_cond_broadcast(&x->rb_cond);
+        }
+        pthread_mutex_unlock(&x->rb_lock);
     }
     if (nio->type == NBD_CMD_READ) {
         COUNT(x, reads, 1);
@@ -769,15 +1362,27 @@ static void seg_done(struct sd_io *io, int status)
 {
     struct seg *s = io->priv;
     struct xreq *r = s->r;
+    struct sd_export *x = r->x;
 
     if (status) {
-        COUNT(r->x, remote_errors, 1);
-        degrade(r->x, io->slab, status);
+        COUNT(x, remote_errors, 1);
+        degrade(x, io->slab, status);
         /* A write is in the local copy before its reply; a read comes
-         * from it. */
-        if (io->op == SD_OP_READ && local_read(r, s)) {
+         * from it.  But for an adopted export's pages the copy lacks yet:
+         * only the donor has them. */
+        if (io->op == SD_OP_READ && !local_has_range(x, s->off, s->len)) {
+            sd_log(LOG_ERR, "export %s: cannot read %u bytes at %llu: only "
+                   "donor %s has them until the rebuild reaches them (%s)",
+                   x->uuid, s->len, (unsigned long long)s->off,
+                   x->spec.slabs[io->slab].endpoint, strerror(-status));
             set_error(r, NBD_EIO);
+        } else if (io->op == SD_OP_READ && local_read(r, s)) {
+            set_error(r, NBD_EIO);
+        } else if (io->op == SD_OP_WRITE && seg_skipped(r, s) != NO_PAGE) {
+            set_error(r, NBD_EIO);      /* part of a page went nowhere */
         }
+    } else if (s->overlay && overlay_local(r, s)) {
+        set_error(r, NBD_EIO);
     }
     finish_one(r);
 }
@@ -796,6 +1401,7 @@ static struct xreq *xreq_new(struct sd_export *x, struct sd_nbd_io *nio)
     }
     r->x = x;
     r->nio = nio;
+    r->skip[0] = r->skip[1] = NO_PAGE;
     r->start_us = sd_now_us();
     r->pending = 1;     /* held until every segment is submitted */
     r->nseg = n;
@@ -845,25 +1451,66 @@ static int slab_is_local(struct sd_export *x, uint32_t slab)
            __atomic_load_n(&x->spec.slabs[slab].local, __ATOMIC_RELAXED);
 }
 
+/* A WRITE to an export being rebuilt (see "adoption"): its whole pages
+ * become fresh before anything is written; a first or last page it covers
+ * only in part, and the local copy lacks, goes to the donor only. */
+static void adopt_write(struct sd_export *x, struct xreq *r)
+{
+    uint64_t off = r->nio->offset, end = off + r->nio->len;
+    uint64_t first = off / SD_PAGE_SIZE, last = (end - 1) / SD_PAGE_SIZE;
+    uint64_t whole0 = (off + SD_PAGE_SIZE - 1) / SD_PAGE_SIZE;
+    uint64_t whole1 = end / SD_PAGE_SIZE;
+
+    pthread_mutex_lock(&x->rb_lock);
+    if (whole1 > whole0) {
+        sd_bitmap_set(&x->fresh, whole0, whole1 - whole0);
+    }
+    if (off % SD_PAGE_SIZE && !local_has(x, first)) {
+        r->skip[0] = first;
+    }
+    if (end % SD_PAGE_SIZE && !local_has(x, last)) {
+        r->skip[1] = last;
+    }
+    if (r->skip[0] != NO_PAGE || r->skip[1] != NO_PAGE) {
+        r->partial = 1;
+        x->rb_partial++;
+        x->rb_partial_gen++;
+    }
+    pthread_mutex_unlock(&x->rb_lock);
+}
+
 /* The segments of a READ or WRITE that go to donors: each is counted in
  * its request's pending and its io added to remote. */
 static void plan(struct sd_export *x, struct xreq *r, struct sd_io **remote,
                  size_t *nremote)
 {
+    int write = r->nio->type == NBD_CMD_WRITE;
     unsigned i;
 
+    if (write && rebuilding(x)) {
+        adopt_write(x, r);
+    }
     for (i = 0; i < r->nseg; i++) {
         struct seg *s = &r->seg[i];
         uint64_t p0 = s->off / SD_PAGE_SIZE;
         uint64_t p1 = (s->off + s->len - 1) / SD_PAGE_SIZE;
+        int local = slab_is_local(x, s->io.slab);
 
-        if (r->nio->type == NBD_CMD_READ &&
-            !sd_bitmap_any(&x->written, p0, p1 - p0 + 1)) {
+        if (!write && !sd_bitmap_any(&x->written, p0, p1 - p0 + 1)) {
             s->where = SEG_ZERO;        /* never written: no trip */
-        } else if (slab_is_local(x, s->io.slab)) {
+        } else if (local && write && seg_skipped(r, s) != NO_PAGE) {
+            sd_log(LOG_ERR, "export %s: a write of part of page %llu cannot "
+                   "go to the local copy alone: its other bytes are on "
+                   "donor %s only until the rebuild reaches it", x->uuid,
+                   (unsigned long long)seg_skipped(r, s),
+                   x->spec.slabs[s->io.slab].endpoint);
+            set_error(r, NBD_EIO);
+            s->where = SEG_LOCAL;
+        } else if (local && (write || local_has_range(x, s->off, s->len))) {
             s->where = SEG_LOCAL;
         } else {
             s->where = SEG_REMOTE;
+            s->overlay = local;
             s->io.op = r->nio->type == NBD_CMD_READ ? SD_OP_READ :
                                                       SD_OP_WRITE;
             __atomic_add_fetch(&r->pending, 1, __ATOMIC_RELAXED);
@@ -939,9 +1586,18 @@ static void finish_write(struct sd_export *x, struct xreq *r)
          * slower (26.8 against 2.7 us measured). */
         size_t want = SD_PAGE_SIZE - (size_t)((nio->offset + done) %
                                               SD_PAGE_SIZE);
-        ssize_t n = pwrite(x->fd, (char *)nio->buf + done,
-                           want < nio->len - done ? want : nio->len - done,
-                           (off_t)(nio->offset + done));
+        uint64_t page = (nio->offset + done) / SD_PAGE_SIZE;
+        ssize_t n;
+
+        if (want > nio->len - done) {
+            want = nio->len - done;
+        }
+        if (page == r->skip[0] || page == r->skip[1]) {
+            done += want;               /* on the donor only (adoption) */
+            continue;
+        }
+        n = pwrite(x->fd, (char *)nio->buf + done, want,
+                   (off_t)(nio->offset + done));
 
         if (n < 0 && errno == EINTR) {
             continue;
@@ -974,6 +1630,12 @@ static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
 
     if (end <= first) {
         return 0;
+    }
+    if (rebuilding(x)) {
+        /* Keep the rebuild from bringing the donor's copy back. */
+        pthread_mutex_lock(&x->rb_lock);
+        sd_bitmap_set(&x->fresh, first, end - first);
+        pthread_mutex_unlock(&x->rb_lock);
     }
     sd_bitmap_clear(&x->written, first, end - first);
     if (fallocate(x->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -1134,10 +1796,14 @@ static struct sd_export *find(struct sd_exports *xs,
 
 static void export_free(struct sd_export *x)
 {
+    rebuild_stop(x);
     if (x->fd >= 0) {
         close(x->fd);
     }
     sd_bitmap_destroy(&x->written);
+    sd_bitmap_destroy(&x->fresh);
+    pthread_cond_destroy(&x->rb_cond);
+    pthread_mutex_destroy(&x->rb_lock);
     sd_ghost_destroy(&x->ghost);
     sd_export_spec_free(&x->spec);
     free(x->peers);
@@ -1153,7 +1819,9 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
                        size_t errlen)
 {
     struct sd_nbd_backend be;
+    pthread_condattr_t ca;
     struct sd_export *x;
+    uint64_t pps;
     struct stat st;
     uint32_t i;
     int ret;
@@ -1168,6 +1836,11 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     spec->slabs = NULL;
     x->fd = -1;
     pthread_mutex_init(&x->lock, NULL);
+    pthread_mutex_init(&x->rb_lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* rb_sleep */
+    pthread_cond_init(&x->rb_cond, &ca);
+    pthread_condattr_destroy(&ca);
     sd_uuid_format(x->spec.grant, x->uuid);
     snprintf(x->name, sizeof(x->name), "memagg-swap-%s", x->uuid);
     snprintf(x->sock, sizeof(x->sock), "%s/%s.sock", xs->export_dir,
@@ -1179,10 +1852,13 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     if (!x->peers || !x->degraded ||
         sd_bitmap_init(&x->written,
                        x->spec.size / SD_PAGE_SIZE) ||
+        (x->spec.adopt && sd_bitmap_init(&x->fresh, x->written.pages)) ||
         sd_ghost_init(&x->ghost, SD_GHOST_RING)) {
         ret = fail(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
+    pps = x->spec.slab_size / SD_PAGE_SIZE;
+    x->rb_cursor = x->spec.adopt ? x->spec.rebuilt * pps : x->written.pages;
     for (i = 0; i < x->spec.nslabs; i++) {
         if (x->spec.slabs[i].endpoint[0] &&
             (ret = peer_get(xs, x->spec.slabs[i].endpoint, &x->peers[i],
@@ -1191,7 +1867,10 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
         }
     }
 
-    x->fd = open(x->spec.local, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    /* A new adoption empties the copy: whatever it holds would pass for
+     * pages written here. */
+    x->fd = open(x->spec.local, O_RDWR | O_CREAT | O_CLOEXEC |
+                 (x->spec.adopt && !restoring ? O_TRUNC : 0), 0600);
     if (x->fd < 0 || fstat(x->fd, &st) ||
         ((uint64_t)st.st_size < x->spec.size &&
          ftruncate(x->fd, (off_t)x->spec.size))) {
@@ -1200,8 +1879,15 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
         goto out;
     }
     /* Pages the copy holds are the pages written before (a restart or a
-     * hand-over); a new copy is one hole. */
+     * hand-over); a new copy is one hole.  An adopted export's pages not
+     * rebuilt yet are on the donors: written; those the copy holds there
+     * are the current ones (see "adoption"). */
     ret = sd_bitmap_load_extents(&x->written, x->fd);
+    if (ret == 0 && x->spec.adopt) {
+        ret = sd_bitmap_load_extents(&x->fresh, x->fd);
+        sd_bitmap_set(&x->written, x->rb_cursor,
+                      x->written.pages - x->rb_cursor);
+    }
     if (ret) {
         fail(err, errlen, ret, "local: cannot map the data of %s: %s",
              x->spec.local, strerror(-ret));
@@ -1223,6 +1909,22 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
         fail(err, errlen, ret, "cannot write %s: %s", x->conf,
              strerror(-ret));
         goto out;
+    }
+    if (x->spec.adopt) {
+        sd_log(LOG_INFO, "export %s: adopted; its local copy is rebuilt "
+               "from the donors from slab %u of %u", x->uuid,
+               x->spec.rebuilt, x->spec.nslabs);
+        ret = -pthread_create(&x->rb_thread, NULL, rebuild_main, x);
+        if (ret) {
+            sd_nbd_server_stop(x->nbd);
+            if (!restoring) {
+                unlink(x->conf);
+            }
+            fail(err, errlen, ret, "cannot start the rebuild's thread: %s",
+                 strerror(-ret));
+            goto out;
+        }
+        x->rb_running = 1;
     }
     *out = x;
     return 0;
@@ -1370,6 +2072,7 @@ int sd_exports_drop(struct sd_exports *xs, const uint8_t grant[SD_UUID_LEN],
         return -ENOENT;
     }
     sd_nbd_server_stop(x->nbd);
+    rebuild_stop(x);
     unlink(x->conf);
     if (delete_local) {
         unlink(x->spec.local);
@@ -1439,14 +2142,30 @@ int sd_exports_reclaim(struct sd_exports *xs,
 {
     struct sd_export *x = lookup(xs, grant);
     uint32_t i, count = 0;
+    uint64_t cursor, pps;
 
     if (!x) {
         return fail(err, errlen, -ENOENT, "grant: no export here");
     }
+    pps = x->spec.slab_size / SD_PAGE_SIZE;
     for (i = 0; i < n; i++) {
         if (idx[i] >= x->spec.nslabs) {
             return fail(err, errlen, -EINVAL, "slabs: index %u is beyond "
                         "the export's %u slabs", idx[i], x->spec.nslabs);
+        }
+    }
+    /* Only the rebuild moves rb_cursor, and only forward: a slab found
+     * rebuilt here stays so. */
+    cursor = __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE);
+    for (i = 0; i < (n ? n : x->spec.nslabs); i++) {
+        uint32_t s = n ? idx[i] : i;
+
+        if (x->peers[s] && (uint64_t)(s + 1) * pps > cursor) {
+            return fail(err, errlen, -EBUSY, "slabs: slab %u of this "
+                        "adopted export is still being rebuilt from its "
+                        "donor (rebuild_left=%llu pages); reclaim it when "
+                        "EXPORT_STATS says rebuild_left=0", s,
+                        (unsigned long long)(x->written.pages - cursor));
         }
     }
     for (i = 0; i < (n ? n : x->spec.nslabs); i++) {
@@ -1510,6 +2229,9 @@ int sd_exports_stats(struct sd_exports *xs,
     }
     out->lat_p50_us = sd_hist_percentile(&x->hist, 50);
     out->lat_p99_us = sd_hist_percentile(&x->hist, 99);
+    out->rebuild_left = x->written.pages -
+                        __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE);
+    out->stored_pages = sd_bitmap_count(&x->written);
     return 0;
 }
 

@@ -18,6 +18,13 @@
  * address, rkey) or, once degraded or reclaimed, in the local durability
  * copy only.  Every write goes to the local copy and to the donor; a page
  * never written reads as zeros without asking anyone.
+ *
+ * An adopted export (EXPORT_CREATE adopt=1, the destination of a live
+ * migration) takes over a table whose pages are on the donors while its
+ * local copy starts empty: every page counts as written and is read from
+ * its donor until a background rebuild has copied it (or found it zero),
+ * then the export is an ordinary one.  The rebuild never puts a donor's
+ * page over one the guest wrote here since the adoption.
  */
 #ifndef MEMAGG_SWAPD_EXPORT_H
 #define MEMAGG_SWAPD_EXPORT_H
@@ -50,17 +57,25 @@ struct sd_export_spec {
     char local[4096];                   /* the durability copy's path */
     uint32_t nslabs;                    /* size / slab_size */
     struct sd_export_slab *slabs;       /* nslabs entries */
+    int adopt;                          /* the local copy is being rebuilt */
+    uint32_t rebuilt;                   /* adopt: slabs rebuilt so far */
 };
 
 /* From the arguments of EXPORT_CREATE: grant, key, size, slab_size, local,
- * slabs=<i>@<endpoint>@<addr>@<rkey>,... and the optional
- * local_slabs=<i,...> (slabs served from the local copy).  Slabs not
- * listed are local.  -EINVAL with err naming the field and the fix. */
+ * slabs=<i>[-<j>]@<endpoint>@<addr>@<rkey>,... (i-j: slabs i to j on one
+ * donor, slab k at addr + (k - i) * slab_size), the optional
+ * local_slabs=<i,...> (slabs served from the local copy) and adopt=0|1.
+ * Slabs not listed are local; an adopted export must have every slab on
+ * a donor and none in local_slabs.  rebuilt=<n> (slabs) is what an
+ * adopted export's .conf adds while its rebuild runs; EXPORT_CREATE does
+ * not take it, and with it local_slabs may name the slabs that degraded
+ * during the rebuild.  -EINVAL with err naming the field and the fix. */
 int sd_export_spec_parse(const struct sd_args *args,
                          struct sd_export_spec *spec,
                          char *err, size_t errlen);
-/* The same arguments as one line (malloc'd, no newline); NULL when out of
- * memory. */
+/* The table as EXPORT_CREATE arguments (malloc'd, one line without its
+ * newline; no adopt or rebuilt): runs of slabs on one donor at
+ * consecutive addresses become i-j ranges.  NULL when out of memory. */
 char *sd_export_spec_format(const struct sd_export_spec *spec);
 void sd_export_spec_free(struct sd_export_spec *spec);
 
@@ -82,6 +97,8 @@ void sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n);
 int sd_bitmap_test(const struct sd_bitmap *b, uint64_t page);
 /* 1 when any of pages [first, first + n) is set. */
 int sd_bitmap_any(const struct sd_bitmap *b, uint64_t first, uint64_t n);
+/* How many pages are set. */
+uint64_t sd_bitmap_count(const struct sd_bitmap *b);
 /* Set the pages of fd's data extents (SEEK_DATA/SEEK_HOLE) below
  * pages * SD_PAGE_SIZE; 0 or -errno. */
 int sd_bitmap_load_extents(struct sd_bitmap *b, int fd);
@@ -101,6 +118,9 @@ struct sd_export_stats {
     uint64_t zero_reads, local_reads, remote_errors;
     uint32_t degraded_slabs, clients;
     uint64_t lat_p50_us, lat_p99_us;
+    uint64_t rebuild_left;      /* pages an adopted export's rebuild has
+                                 * still to go through; 0 when none */
+    uint64_t stored_pages;      /* pages that count as written now */
 };
 
 /* The ghost stream: 'o' (write of a page) and 'i' (read of a page
@@ -133,18 +153,24 @@ int sd_exports_restore(struct sd_exports *xs);
 void sd_exports_free(struct sd_exports *xs);
 
 /* Create and persist the export of spec (taken over, even on failure):
- * its socket path goes into sock.  -EEXIST when the grant has one. */
+ * its socket path goes into sock.  -EEXIST when the grant has one.  With
+ * spec->adopt the local copy is emptied first and its rebuild starts. */
 int sd_exports_create(struct sd_exports *xs, struct sd_export_spec *spec,
                       char *sock, size_t socklen, char *err, size_t errlen);
 /* The export's table as EXPORT_CREATE arguments (malloc'd). */
 int sd_exports_describe(struct sd_exports *xs,
                         const uint8_t grant[SD_UUID_LEN], char **text);
 /* Serve slabs idx[0..n) (n == 0: all) from the local copy from now on;
- * *done counts those that were not already local. */
+ * *done counts those that were not already local.  -EBUSY (nothing
+ * changed) when one of them is not rebuilt yet in an adopted export: its
+ * donor still holds pages the local copy lacks. */
 int sd_exports_reclaim(struct sd_exports *xs,
                        const uint8_t grant[SD_UUID_LEN],
                        const uint32_t *idx, size_t n, uint32_t *done,
                        char *err, size_t errlen);
+/* Stop serving grant (its rebuild, if any, stops too); the local copy is
+ * removed with delete_local.  Nothing on the donors is freed: that is
+ * GRANT_FREE's, when the grant is released. */
 int sd_exports_drop(struct sd_exports *xs, const uint8_t grant[SD_UUID_LEN],
                     int delete_local);
 /* "uuid,uuid,..." (malloc'd; "" when none). */

@@ -14,15 +14,21 @@
 
 /*
  * Unit tests of the native sampler's C layer: parsers, page drawing, bulk
- * pagemap and idle-bitmap I/O against fixture files, and the sampler's
- * argument and dead-process handling.  Prints "N passed, N failed".
+ * pagemap and idle-bitmap I/O against fixture files, the sampler's
+ * argument and dead-process handling, and its PFN backends against a fake
+ * /proc and sysfs (ms_paths) where the test plays the kernel, pages moving
+ * during the window included.  Prints "N passed, N failed".
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +113,23 @@ static void test_smaps(void)
           rss == 16 && ref == 0);
 }
 
+static void test_mark_range(void)
+{
+    uint64_t keys[3] = { 10, 20, 30 };
+    unsigned char marks[3] = { 0 };
+
+    CHECK(ms_mark_range(keys, 3, 15, 31, marks) == 2);
+    CHECK(!marks[0] && marks[1] && marks[2]);
+    memset(marks, 0, sizeof(marks));
+    /* The end is excluded; an empty or reversed range marks nothing. */
+    CHECK(ms_mark_range(keys, 3, 0, 10, marks) == 0);
+    CHECK(ms_mark_range(keys, 3, 31, 5, marks) == 0);
+    CHECK(ms_mark_range(keys, 3, 20, 20, marks) == 0);
+    CHECK(!marks[0] && !marks[1] && !marks[2]);
+    CHECK(ms_mark_range(keys, 3, 0, UINT64_MAX, marks) == 3);
+    CHECK(ms_mark_range(keys, 0, 0, UINT64_MAX, marks) == 0);
+}
+
 static void test_word_list(void)
 {
     CHECK(ms_word_list_has("vaddr fvaddr paddr\n", 19, "paddr"));
@@ -187,7 +210,7 @@ static void test_page_idle(void)
 {
     char path[64];
     uint64_t words[4] = { 0 }, pfns[4] = { 3, 64, 65, 250 }, back[4];
-    unsigned int accessed = 99;
+    unsigned char accessed[4] = { 9, 9, 9, 9 };
     int fd = temp_file(path, sizeof(path));
 
     CHECK(write(fd, words, sizeof(words)) == sizeof(words));
@@ -198,8 +221,8 @@ static void test_page_idle(void)
     /* The "kernel" clears the bit of page 64: it was accessed. */
     back[1] = 2;
     CHECK(pwrite(fd, back, sizeof(back), 0) == sizeof(back));
-    CHECK(ms_idle_count_accessed(fd, pfns, 4, &accessed) == 0 &&
-          accessed == 1);
+    CHECK(ms_idle_read_accessed(fd, pfns, 4, accessed) == 0);
+    CHECK(!accessed[0] && accessed[1] && !accessed[2] && !accessed[3]);
     close(fd);
     unlink(path);
 }
@@ -314,11 +337,390 @@ static void test_clear_refs_self(void)
     munmap(map, len + 2 * 4096);
 }
 
+/*
+ * The fake kernel: a directory tree that ms_paths points into, with
+ * /proc/<this pid>/pagemap, the idle bitmap and the DAMON sysfs files.
+ * 64 pages at virtual page 0 are all sampled (n = 64): pages 0-47 are
+ * present at PFN FAKE_PFN + i, except 46 and 47 which share page 45's PFN
+ * (KSM), so 46 keys; pages 48-63 are not present.
+ */
+#define FAKE_PAGES 64
+#define FAKE_PRESENT 48
+#define FAKE_KEYS 46
+#define FAKE_PFN 1000ULL
+#define PM_PRESENT (1ULL << 63)
+
+static char fake_root[64];
+static struct ms_paths saved_paths;
+
+static void fake_put(const char *text, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Write text to the file at fmt under the fake root, making its parents. */
+static void fake_put(const char *text, const char *fmt, ...)
+{
+    char path[512], *slash;
+    size_t root_len = strlen(fake_root);
+    va_list ap;
+    int fd;
+
+    memcpy(path, fake_root, root_len);
+    path[root_len] = '/';
+    va_start(ap, fmt);
+    vsnprintf(path + root_len + 1, sizeof(path) - root_len - 1, fmt, ap);
+    va_end(ap);
+    for (slash = strchr(path + root_len + 1, '/'); slash;
+         slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        mkdir(path, 0700);
+        *slash = '/';
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+static void fake_put_u64(uint64_t v, const char *rel)
+{
+    char text[32];
+
+    snprintf(text, sizeof(text), "%llu\n", (unsigned long long)v);
+    fake_put(text, "%s", rel);
+}
+
+static uint64_t fake_pfn(unsigned int page)
+{
+    return FAKE_PFN + (page == 46 || page == 47 ? 45 : page);
+}
+
+/* pagemap[page] := pfn (0: not present). */
+static void fake_map(unsigned int page, uint64_t pfn)
+{
+    char path[512];
+    uint64_t raw = pfn ? PM_PRESENT | pfn : 0;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/proc/%d/pagemap", fake_root,
+             (int)getpid());
+    fd = open(path, O_WRONLY);
+    CHECK(fd >= 0 && pwrite(fd, &raw, sizeof(raw), page * 8) == 8);
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+static void fake_pagemap(void)
+{
+    unsigned int i;
+
+    fake_put("", "proc/%d/pagemap", (int)getpid());
+    for (i = 0; i < FAKE_PAGES; i++) {
+        fake_map(i, i < FAKE_PRESENT ? fake_pfn(i) : 0);
+    }
+}
+
+static void fake_damon_tree(void)
+{
+    static const char *const files[] = {
+        "state", "pid", "contexts/nr_contexts", "contexts/0/operations",
+        "contexts/0/monitoring_attrs/intervals/sample_us",
+        "contexts/0/monitoring_attrs/intervals/aggr_us",
+        "contexts/0/monitoring_attrs/intervals/update_us",
+        "contexts/0/monitoring_attrs/nr_regions/min",
+        "contexts/0/monitoring_attrs/nr_regions/max",
+        "contexts/0/targets/nr_targets",
+        "contexts/0/targets/0/pid_target",
+        "contexts/0/targets/0/regions/nr_regions",
+        "contexts/0/schemes/nr_schemes", "contexts/0/schemes/0/action",
+        "contexts/0/schemes/0/apply_interval_us",
+        "contexts/0/schemes/0/access_pattern/nr_accesses/min",
+        "contexts/0/schemes/0/access_pattern/nr_accesses/max",
+        "contexts/0/schemes/0/access_pattern/sz/min",
+        "contexts/0/schemes/0/access_pattern/sz/max",
+        "contexts/0/schemes/0/access_pattern/age/min",
+        "contexts/0/schemes/0/access_pattern/age/max",
+        "contexts/0/schemes/0/tried_regions/total_bytes",
+    };
+    unsigned int k;
+
+    fake_put("0\n", "damon/kdamonds/nr_kdamonds");
+    fake_put("paddr\n", "damon/kdamonds/0/contexts/0/avail_operations");
+    for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+        fake_put("0\n", "damon/kdamonds/0/%s", files[k]);
+    }
+    for (k = 0; k < FAKE_KEYS; k++) {
+        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
+                 "start", k);
+        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
+                 "end", k);
+    }
+}
+
+static void fake_setup(void)
+{
+    snprintf(fake_root, sizeof(fake_root), "/tmp/ms-fake-XXXXXX");
+    if (!mkdtemp(fake_root)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    saved_paths = ms_paths;
+    snprintf(ms_paths.proc, sizeof(ms_paths.proc), "%s/proc", fake_root);
+    snprintf(ms_paths.page_idle, sizeof(ms_paths.page_idle),
+             "%s/page_idle/bitmap", fake_root);
+    snprintf(ms_paths.damon, sizeof(ms_paths.damon), "%s/damon", fake_root);
+    snprintf(ms_paths.lock, sizeof(ms_paths.lock), "%s/lock", fake_root);
+    fake_pagemap();
+    /* 4096 PFNs of idle bits, none set. */
+    fake_put("", "page_idle/bitmap");
+    CHECK(truncate(ms_paths.page_idle, 4096 / 8) == 0);
+    fake_damon_tree();
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void fake_teardown(void)
+{
+    nftw(fake_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    ms_paths = saved_paths;
+}
+
+static struct ms_sampler *fake_sampler(enum ms_backend b)
+{
+    struct ms_sampler *s = NULL;
+    char err[MS_ERRLEN] = "";
+    uint64_t seed = 1;
+    int ret;
+
+    ret = ms_sampler_open(&s, getpid(), 0, FAKE_PAGES * MS_PAGE_SIZE,
+                          FAKE_PAGES, b, &seed, 0.1, err, sizeof(err));
+    CHECK(ret == 0);
+    if (ret) {
+        fprintf(stderr, "%s\n", err);
+        return NULL;
+    }
+    return s;
+}
+
+/* The kernel saw the page at pfn accessed: its idle bit goes. */
+static void idle_access(uint64_t pfn)
+{
+    uint64_t word;
+    int fd = open(ms_paths.page_idle, O_RDWR);
+
+    CHECK(fd >= 0 && pread(fd, &word, 8, (off_t)(pfn / 64 * 8)) == 8);
+    word &= ~(1ULL << (pfn % 64));
+    CHECK(fd >= 0 && pwrite(fd, &word, 8, (off_t)(pfn / 64 * 8)) == 8);
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+/*
+ * The window of every test below: pages 0-15 and 45-47 (one KSM page)
+ * are accessed.  With churn, during it the host moved page 0 (accessed)
+ * and page 20 (idle) elsewhere and took page 21 (idle) away, and the old
+ * PFNs of 20 and 21 now hold another process's busy pages.
+ */
+#define WINDOW_ACCESSED (16 + 3)
+#define CHURN_ACCESSED (WINDOW_ACCESSED - 1)
+#define CHURN_SAMPLED 61        /* 64 x (47 - 2) / 47 = 61.3 */
+
+static void churn(void)
+{
+    fake_map(0, 3000);
+    fake_map(20, 3001);
+    fake_map(21, 0);
+}
+
+static void test_page_idle_moves(void)
+{
+    struct ms_sampler *s;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+    unsigned int i;
+    int ret;
+
+    s = fake_sampler(MS_PAGE_IDLE);
+    if (!s) {
+        return;
+    }
+    /* A quiet window: every sample counts, the KSM page three times. */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    for (i = 0; i < 16; i++) {
+        idle_access(fake_pfn(i));
+    }
+    idle_access(fake_pfn(45));
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.sampled == FAKE_PAGES && r.present == FAKE_PRESENT);
+    CHECK(r.moved == 0 && r.accessed == WINDOW_ACCESSED);
+
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    for (i = 0; i < 16; i++) {
+        idle_access(fake_pfn(i));
+    }
+    idle_access(fake_pfn(45));
+    churn();
+    idle_access(fake_pfn(20));
+    idle_access(fake_pfn(21));
+    ret = ms_sampler_collect(s, &r, err, sizeof(err));
+    CHECK(ret == 0);
+    if (ret) {
+        fprintf(stderr, "%s\n", err);
+    }
+    /*
+     * The moved ones are left out, each for the 64 / 47 drawn pages a
+     * sample in use at both ends stands for; the vanished one is sampled,
+     * present when the window began, and idle, whoever uses its old PFN
+     * now.
+     */
+    CHECK(r.moved == 2);
+    CHECK(r.sampled == CHURN_SAMPLED && r.present == FAKE_PRESENT - 2);
+    CHECK(r.accessed == CHURN_ACCESSED);
+    ms_sampler_close(s);
+    fake_pagemap();
+}
+
+static void test_most_pages_moved(void)
+{
+    struct ms_sampler *s;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+    unsigned int i;
+
+    s = fake_sampler(MS_PAGE_IDLE);
+    if (!s) {
+        return;
+    }
+    /*
+     * Half of the 48 present moved, 10 vanished: still a window, where
+     * the 64 drawn count for 64 x (38 - 24) / 38 = 23.6.
+     */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    for (i = 0; i < FAKE_PRESENT / 2; i++) {
+        fake_map(i, 3000 + i);
+    }
+    for (i = 30; i < 40; i++) {
+        fake_map(i, 0);
+    }
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.moved == FAKE_PRESENT / 2 && r.sampled == 24);
+    CHECK(r.present == FAKE_PRESENT / 2);
+    fake_pagemap();
+    /* One more: not to be trusted. */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    for (i = 0; i <= FAKE_PRESENT / 2; i++) {
+        fake_map(i, 3000 + i);
+    }
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == -EAGAIN);
+    CHECK(strstr(err, "the host moved 25 of 48 sampled pages") != NULL);
+    CHECK(r.sampled == 0 && r.accessed == 0);
+    fake_pagemap();
+    /* The sampler is fine for the next window. */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.moved == 0 && r.sampled == FAKE_PAGES);
+    ms_sampler_close(s);
+}
+
+/*
+ * DAMON's answer: tried region k is [first, last + 1) in PFNs.  The kernel
+ * numbers them with gaps (0, 2, 4 here on 6.18).
+ */
+static void damon_tried(unsigned int k, uint64_t first, uint64_t last)
+{
+    const char *dir = "damon/kdamonds/0/contexts/0/schemes/0/tried_regions";
+    char rel[160];
+
+    snprintf(rel, sizeof(rel), "%s/%u/start", dir, k);
+    fake_put_u64(first * MS_PAGE_SIZE, rel);
+    snprintf(rel, sizeof(rel), "%s/%u/end", dir, k);
+    fake_put_u64((last + 1) * MS_PAGE_SIZE, rel);
+}
+
+static void damon_total_pages(uint64_t pages)
+{
+    fake_put_u64(pages * MS_PAGE_SIZE, "damon/kdamonds/0/contexts/0/"
+                 "schemes/0/tried_regions/total_bytes");
+}
+
+static void test_damon_paddr_moves(void)
+{
+    struct ms_sampler *s;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+    unsigned int i;
+    int ret;
+
+    s = fake_sampler(MS_DAMON_PADDR);
+    if (!s) {
+        return;
+    }
+    /*
+     * The kernel's answer: one region for pages 0-15, one for the KSM
+     * page, and the busy pages now at the old PFNs of pages 20 and 21.
+     * total_bytes disagrees on purpose: it tells which answer was used.
+     */
+    damon_tried(0, fake_pfn(0), fake_pfn(15));
+    damon_tried(2, fake_pfn(20), fake_pfn(21));
+    damon_tried(4, fake_pfn(45), fake_pfn(45));
+    damon_total_pages(23);
+
+    /* Nothing moved: the bytes, spread over the samples (23 x 48 / 46). */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.moved == 0 && r.sampled == FAKE_PAGES);
+    CHECK(r.accessed == 24);
+    CHECK(r.kdamond_cpu_s >= 0);
+
+    /* Pages moved: the regions, counted for the samples that stayed. */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    churn();
+    ret = ms_sampler_collect(s, &r, err, sizeof(err));
+    CHECK(ret == 0);
+    if (ret) {
+        fprintf(stderr, "%s\n", err);
+    }
+    CHECK(r.moved == 2);
+    CHECK(r.sampled == CHURN_SAMPLED && r.present == FAKE_PRESENT - 2);
+    CHECK(r.accessed == CHURN_ACCESSED);
+    fake_pagemap();
+
+    /* A tried region that is not a number fails the window, no more. */
+    fake_put("0x12\n", "damon/kdamonds/0/contexts/0/schemes/0/"
+             "tried_regions/2/end");
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    fake_map(21, 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == -EINVAL);
+    CHECK(strstr(err, "tried region 2") != NULL);
+    fake_pagemap();
+    damon_tried(2, fake_pfn(20), fake_pfn(21));
+
+    /* More than half moved: no window, whatever DAMON says. */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    for (i = 0; i < FAKE_PRESENT; i++) {
+        fake_map(i, 3000 + i);
+    }
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == -EAGAIN);
+    CHECK(strstr(err, "moved 48 of 48") != NULL);
+    fake_pagemap();
+    ms_sampler_close(s);
+}
+
 int main(void)
 {
     test_parse_u64();
     test_pagemap_decode();
     test_smaps();
+    test_mark_range();
     test_word_list();
     test_draw();
     test_pagemap_read();
@@ -327,5 +729,10 @@ int main(void)
     test_page_idle_unsupported();
     test_dead_process();
     test_clear_refs_self();
+    fake_setup();
+    test_page_idle_moves();
+    test_most_pages_moved();
+    test_damon_paddr_moves();
+    fake_teardown();
     return check_summary();
 }

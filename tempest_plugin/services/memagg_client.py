@@ -131,6 +131,10 @@ class MemaggClient(rest_client.RestClient):
         return self._call('POST', '/v1/hosts/{name}/reclaim', 200,
                           body=body, name=name)
 
+    # /v1/host_usages
+    def list_host_usages(self, **params):
+        return self._call('GET', '/v1/host_usages', 200, params)
+
     # /v1/instances
     def list_instances(self, **params):
         return self._call('GET', '/v1/instances', 200, params)

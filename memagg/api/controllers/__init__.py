@@ -14,6 +14,7 @@
 registers every route in memagg.api.controllers.base.ROUTES."""
 from memagg.api.controllers import audits  # noqa: F401
 from memagg.api.controllers import grants  # noqa: F401
+from memagg.api.controllers import host_usages  # noqa: F401
 from memagg.api.controllers import hosts  # noqa: F401
 from memagg.api.controllers import instances  # noqa: F401
 from memagg.api.controllers import migrations  # noqa: F401

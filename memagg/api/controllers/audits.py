@@ -113,7 +113,8 @@ def create_audit(query, body):
 
 
 @base.route('/v1/audits/{uuid}/execute', 'Execute a recommended audit\'s '
-            'plan through Nova (executing, then succeeded or failed). '
+            'plan through Nova (executing, then succeeded, partial or '
+            'failed). '
             'Since 1.2.',
             schemas.item_response('audit', 'AuditDetail'), method='POST',
             path_params={'uuid': schemas.UUID}, body=schemas.NO_BODY,

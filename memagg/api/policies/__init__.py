@@ -16,6 +16,7 @@ import itertools
 from memagg.api.policies import audits
 from memagg.api.policies import base
 from memagg.api.policies import grants
+from memagg.api.policies import host_usages
 from memagg.api.policies import hosts
 from memagg.api.policies import instances
 from memagg.api.policies import migrations
@@ -28,4 +29,5 @@ def list_rules():
     return list(itertools.chain(
         base.list_rules(), services.list_rules(), hosts.list_rules(),
         instances.list_rules(), reservoir.list_rules(), grants.list_rules(),
-        audits.list_rules(), migrations.list_rules()))
+        audits.list_rules(), migrations.list_rules(),
+        host_usages.list_rules()))

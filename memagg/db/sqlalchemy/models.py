@@ -324,4 +324,28 @@ class Migration(Base):
         sa.Float, nullable=True)
     remote_share: orm.Mapped[float | None] = orm.mapped_column(
         sa.Float, nullable=True)
+    # The VM's memory that stayed on donors (its grants' pages), MiB.
+    remote_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    # The destination's durability copy still to rebuild from the donors,
+    # MiB; 0 once done, None without grants.
+    local_copy_left_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text, nullable=True)
+
+
+class PlacementInventory(Base):
+    """A compute node whose MEMORY_MB allocation_ratio in Placement memagg
+    sets (memagg.scheduler.placement): the operator's ratio it found there
+    first, written back when memagg lets go of the host."""
+
+    __tablename__ = 'placement_inventories'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), nullable=False, unique=True)
+    original_allocation_ratio: orm.Mapped[float] = orm.mapped_column(
+        sa.Float, nullable=False)
+    # What memagg last wrote; NULL until its first write succeeded.
+    applied_allocation_ratio: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Float, nullable=True)

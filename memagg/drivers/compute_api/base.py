@@ -138,9 +138,19 @@ class ComputeApi(metaclass=abc.ABCMeta):
 
     #: The plug-in's name in the memagg.compute_api namespace.
     name = None
+    #: Whether the driver live-migrates VMs (implements the methods below
+    #: that execute a plan).
+    executes_plans = False
 
     def __init__(self, conf):
         self.conf = conf
+
+    def check_can_migrate(self, instance_uuid):
+        """Raise ComputeApiNotConfigured, as live_migrate would, unless
+        the driver executes plans: what must precede the migration of VM
+        ``instance_uuid`` is not done for nothing."""
+        if not self.executes_plans:
+            raise self._cannot('live-migrate VM %s' % instance_uuid)
 
     @abc.abstractmethod
     def get_qos_weight(self, instance_uuid):
@@ -180,6 +190,26 @@ class ComputeApi(metaclass=abc.ABCMeta):
         Raises InstanceNotFound or ComputeApiUnavailable.
         """
         raise self._cannot('follow VM %s\'s migration' % instance_uuid)
+
+    def abort_live_migration(self, instance_uuid):
+        """Ask the compute service to abort VM ``instance_uuid``'s live
+        migration in progress; return once it accepted (the VM then goes
+        back to its source on its own: follow it with get_server_state).
+        Returns False when no migration of the VM was in progress.
+
+        Raises InstanceNotFound, ComputeApiRefused (the migration cannot
+        be aborted at this point) or ComputeApiUnavailable.
+        """
+        raise self._cannot('abort VM %s\'s migration' % instance_uuid)
+
+    def get_migration_failure(self, instance_uuid):
+        """Why the compute service says VM ``instance_uuid``'s last live
+        migration failed (for Nova, the error of its newest live-migration
+        action), or None when it does not say.
+
+        Raises InstanceNotFound or ComputeApiUnavailable.
+        """
+        return None
 
     def set_host_enabled(self, host, enabled, reason=None):
         """Enable or disable the compute service of ``host``: a disabled

@@ -31,18 +31,24 @@ Executing a consolidation plan uses, with an admin account:
 * GET /servers/{id} for status, OS-EXT-STS:task_state and
   OS-EXT-SRV-ATTR:host (admin fields), and GET /servers/{id}/migrations
   (2.23+) for the bytes a migration in progress has copied.
+* DELETE /servers/{id}/migrations/{migration id} (2.24+; 2.65+ also
+  aborts a migration still queued or preparing) to abort a live migration
+  past memagg's timeout.
+* GET /servers/{id}/os-instance-actions and the newest live-migration
+  action's events (2.84+ for their ``details``): why Nova ended a live
+  migration with the VM still on its source (for instance "No valid host
+  was found", from the scheduler that checks the destination).
 * GET /os-services?host=...&binary=nova-compute, then
   PUT /os-services/{id} (2.53+, services named by id) with the status and
   the disabled reason.
 """
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from openstack import connection
 from openstack import exceptions as sdk_exc
 from openstack import utils as sdk_utils
 from oslo_log import log as logging
 
-from memagg.common import exceptions
+from memagg.common import keystone
 from memagg.drivers.compute_api import base
 
 LOG = logging.getLogger(__name__)
@@ -57,47 +63,29 @@ COMPUTE_BINARY = 'nova-compute'
 LIVE_MIGRATE_VERSION = '2.30'
 # GET /servers/{id}/migrations: a migration in progress and its bytes.
 MIGRATIONS_VERSION = '2.23'
+# DELETE /servers/{id}/migrations/{migration id}.
+ABORT_VERSION = '2.24'
+# The live-migration action Nova records for each request.
+LIVE_MIGRATION_ACTION = 'live-migration'
 # A service named by its id and updated with its reason in one PUT.
 SERVICES_VERSION = '2.53'
+_UNSET_AUTH = ('not set, but %s = nova needs Nova credentials; set '
+               'auth_type (e.g. password) and its options, or use the none '
+               'driver' % base.OPTION)
 _NOVA_TOO_OLD = ('Nova does not offer microversion %s, which %s needs; '
                  'memagg needs Nova 16 (Pike) or later')
-
-
-def _auth(conf):
-    """The [nova] auth plug-in; InvalidParameter naming the option when
-    it is missing or incomplete, so memagg-compute fails at start."""
-    try:
-        auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
-    except ks_exc.NoMatchingPlugin as exc:
-        raise exceptions.InvalidParameter(
-            field='[%s] auth_type' % GROUP,
-            reason='%s; use a keystoneauth1 plug-in name such as password'
-            % exc)
-    except ks_exc.MissingRequiredOptions as exc:
-        names = ', '.join('[%s] %s' % (GROUP, opt.dest)
-                          for opt in exc.options)
-        raise exceptions.InvalidParameter(
-            field=names, reason='required by auth_type %s; set it'
-            % conf[GROUP].auth_type)
-    if auth is None:
-        raise exceptions.InvalidParameter(
-            field='[%s] auth_type' % GROUP,
-            reason='not set, but %s = nova needs Nova credentials; set '
-                   'auth_type (e.g. password) and its options, or use the '
-                   'none driver' % base.OPTION)
-    return auth
 
 
 class NovaComputeApi(base.ComputeApi):
     """Reads VMs' flavors and images from Nova and Glance."""
 
     name = 'nova'
+    executes_plans = True
 
     def __init__(self, conf):
         super().__init__(conf)
         group = conf[GROUP]
-        session = ks_loading.load_session_from_conf_options(
-            conf, GROUP, auth=_auth(conf))
+        session = keystone.load_session(conf, GROUP, _UNSET_AUTH)
         settings = {'interface': group.interface}
         if group.endpoint_override:
             settings['compute_endpoint_override'] = group.endpoint_override
@@ -174,6 +162,40 @@ class NovaComputeApi(base.ComputeApi):
                                      migration.disk_processed_bytes),
                 bytes_total=_add(migration.memory_total_bytes,
                                  migration.disk_total_bytes))
+        return None
+
+    def abort_live_migration(self, instance_uuid):
+        self._require(ABORT_VERSION, 'aborting a live migration')
+        migrations = self._call(
+            'list the migrations of server %s' % instance_uuid,
+            lambda compute: list(compute.server_migrations(instance_uuid)),
+            not_found=instance_uuid)
+        # Nova lists only the migrations in progress, one at most.
+        for migration in migrations:
+            self._call('abort migration %s of server %s' % (
+                migration.id, instance_uuid),
+                lambda compute: compute.abort_server_migration(
+                    migration, instance_uuid), not_found=instance_uuid)
+            return True
+        return False
+
+    def get_migration_failure(self, instance_uuid):
+        what = 'list the actions of server %s' % instance_uuid
+        actions = self._call(what, lambda compute: list(
+            compute.server_actions(instance_uuid)), not_found=instance_uuid)
+        migrations = [a for a in actions
+                      if a.action == LIVE_MIGRATION_ACTION]
+        if not migrations:
+            return None
+        newest = max(migrations, key=lambda a: a.start_time or '')
+        action = self._call(what, lambda compute: compute.get_server_action(
+            newest.request_id, instance_uuid), not_found=instance_uuid)
+        for event in action.events or ():
+            if event.result == 'Error':
+                # details (2.84+) is Nova's message; older Novas say only
+                # which step failed.
+                return '%s: %s' % (event.event, event.details
+                                   or 'failed')
         return None
 
     def set_host_enabled(self, host, enabled, reason=None):

@@ -35,6 +35,12 @@ class VmState:
     ``cpu_history`` is absolute use in the unit of the host's ``cpu_total``,
     oldest first; memory sizes are MiB (``remote_mb`` is the part of its
     memory held in remote swap).
+
+    ``wss_maxavg_mb`` is the memory the VM keeps resident and
+    ``booked_mb`` its flavour's RAM, whatever the round's memory basis:
+    the basis picks which of the two detection and placement count, while
+    VM selection ranks by ``wss_maxavg_mb`` either way, as that is what a
+    live migration copies (ALGORITHMS.md §3.3).
     """
 
     uuid: str

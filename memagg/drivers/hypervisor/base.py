@@ -68,6 +68,17 @@ class GuestMemory:
 SWAP_SERIAL_PREFIX = 'memagg-swap-'
 
 
+@dataclasses.dataclass
+class MigrationStats:
+    """What the hypervisor says a completed live migration cost (None
+    where it does not say)."""
+
+    memory_bytes: int | None = None     # guest memory copied
+    data_bytes: int | None = None       # everything sent: memory, devices
+    time_ms: int | None = None          # from start to end
+    downtime_ms: int | None = None      # the guest paused for the switch
+
+
 def swap_serial(grant_uuid):
     """The serial of grant ``grant_uuid``'s disk: 'memagg-swap-' and the
     uuid's first 8 hex digits (virtio-blk serials hold 20 bytes)."""
@@ -135,6 +146,14 @@ class HypervisorDriver(metaclass=abc.ABCMeta):
         it runs, and from its persistent definition. Return whether a disk
         was found. Raises DomainGone or Unsupported."""
         raise Unsupported('%s cannot unplug disks' % type(self).__name__)
+
+    def migration_stats(self, uuid):
+        """Return the MigrationStats of the last live migration of domain
+        ``uuid`` that completed on this host (source or destination), or
+        None when the hypervisor kept none. Raises DomainGone or
+        Unsupported."""
+        raise Unsupported('%s keeps no migration statistics'
+                          % type(self).__name__)
 
     def close(self):
         """Release the connection to the hypervisor."""

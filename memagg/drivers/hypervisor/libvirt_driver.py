@@ -184,6 +184,26 @@ def find_disk(domain, serial):
     return None
 
 
+def job_stats_of_migration(dom):
+    """The MigrationStats of ``dom``'s last completed job when it was a
+    live migration, else None. libvirt keeps a completed job's statistics
+    on the destination of a migration (and on a source that keeps the
+    domain) until the next job, unless a reader without
+    VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED takes them: memagg keeps them, for
+    other readers and for a retried call."""
+    stats = dom.jobStats(libvirt.VIR_DOMAIN_JOB_STATS_COMPLETED
+                         | libvirt.VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED)
+    operation = stats.get('operation')
+    if operation not in (libvirt.VIR_DOMAIN_JOB_OPERATION_MIGRATION_IN,
+                         libvirt.VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT):
+        return None
+    return base.MigrationStats(
+        memory_bytes=stats.get('memory_processed'),
+        data_bytes=stats.get('data_processed'),
+        time_ms=stats.get('time_elapsed'),
+        downtime_ms=stats.get('downtime'))
+
+
 def answers(uri):
     """Whether a libvirt connection to ``uri`` can be opened now."""
     try:
@@ -358,6 +378,9 @@ class LibvirtDriver(base.HypervisorDriver):
         LOG.info('Attached NBD export %s (%s) to %s as %s (serial %s)',
                  export_name, socket_path, dom.name(), target, serial)
         return target
+
+    def migration_stats(self, uuid):
+        return self._on_domain(uuid, job_stats_of_migration)
 
     def detach_swap_disk(self, uuid, serial):
         return self._on_domain(uuid, lambda dom: self._detach_swap_disk(

@@ -77,7 +77,7 @@ class ListAudit(base.ListCommand):
         parser.add_argument('--state', metavar='<state>',
                             help='Only audits in this state (pending, '
                                  'planning, recommended, executing, '
-                                 'succeeded, failed)')
+                                 'succeeded, partial, failed)')
         parser.add_argument('--since', metavar='<time>',
                             help='Only audits created at or after this ISO '
                                  '8601 time')

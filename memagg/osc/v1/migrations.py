@@ -20,7 +20,8 @@ class ListMigration(base.ListCommand):
     columns = ('uuid', 'instance_uuid', 'source_host', 'dest_host',
                'status', 'attempts')
     long_columns = ('bytes_transferred', 'duration_s', 'downtime_ms',
-                    'remote_share', 'error', 'created_at', 'updated_at')
+                    'remote_share', 'remote_mb', 'local_copy_left_mb',
+                    'error', 'created_at', 'updated_at')
     filters = ('instance_uuid', 'source_host', 'dest_host', 'status',
                'since', 'until')
     marker_help = 'this migration UUID (the last of the previous page)'

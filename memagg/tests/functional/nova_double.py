@@ -13,11 +13,27 @@
 """A Nova compute API double served over real HTTP on loopback, held to
 Nova's own contract.
 
-Nova cannot run here. The double answers the calls memagg's nova compute
-API driver makes (through openstacksdk) and checks both directions against
-the JSON schemas that the installed ``nova`` package attaches to its API
-controllers, each for the microversion of the request, exactly as Nova
-picks them (``nova.api.validation``: the ``request_body_schemas``,
+A real Nova runs in memagg/tests/nova_functional (Nova's own functional
+harness: API, conductor, scheduler, fake-driver computes, Placement), and
+that is where plans are executed, refused and aborted by Nova. It runs in
+one process with stubbed authentication, at Nova's newest microversion, so
+this double stays for what it cannot reach (memagg/tests/functional/
+test_nova_execution.py):
+
+* openstacksdk finding Nova through the real Keystone's catalog, with
+  tokens Keystone confirms;
+* a Nova older than microversion 2.30, which memagg must refuse;
+* a memagg executor killed with SIGKILL mid-migration and resumed by a
+  new process, while Nova (here the double, in the test's process) keeps
+  migrating;
+* transient answers on demand (409 then success, a migration that fails
+  back to the source, a call held until released) to drive retries.
+
+The double answers the calls memagg's nova compute API driver makes
+(through openstacksdk) and checks both directions against the JSON schemas
+that the installed ``nova`` package attaches to its API controllers, each
+for the microversion of the request, exactly as Nova picks them
+(``nova.api.validation``: the ``request_body_schemas``,
 ``request_query_schemas`` and ``response_body_schemas`` of the controller
 method, with their microversion ranges):
 
@@ -44,6 +60,27 @@ confirms are accepted. A live migration is simulated: once accepted the
 server is ``MIGRATING`` (task state ``migrating``) for ``polls`` looks at
 it, then ACTIVE on the destination; per server, the test can make calls
 fail back to the source, be refused (409, 400) or be held until released.
+DELETE /servers/{id}/migrations/{migration id} (2.24+, checked against
+``server_migrations.delete``) aborts it: back on the source at the next
+look.
+
+With a ``migrator`` (memagg.tests.functional.nova_libvirt.LiveMigrator),
+os-migrateLive moves the real guest whose domain UUID is the server's id,
+between the hypervisor hosts the migrator knows by Nova host name, as
+Nova's libvirt driver does (non-block: the double takes
+block_migration 'auto' as shared storage). The server is MIGRATING while
+libvirt's job runs; GET /servers/{id}/migrations shows the memory
+statistics the driver's monitor saved (every [libvirt]
+live_migration_monitor_interval); when the job ends the server is ACTIVE
+on the destination, or on the source with the migration in ``error``
+(``finished`` keeps each end); the abort call aborts the libvirt job, as
+Nova's compute does on the API's cast. A source or destination the
+migrator does not know is refused (400) as Nova's pre-checks would; of
+the per-server behaviours, CONFLICT and NO_VALID_HOST still apply.
+Nova's API shows the zeros its monitor saves (at the start, and
+disk_*_bytes for a non-block migration) while its own response schema
+asks for at least 1 (Nova only logs a warning by default); the double
+shows null instead, which both allow.
 """
 import collections
 import contextlib
@@ -61,6 +98,7 @@ import uuid
 
 import jsonschema
 from keystoneauth1 import loading as ks_loading
+import libvirt
 from oslo_config import cfg
 import pytest
 import requests
@@ -68,6 +106,7 @@ import requests
 from memagg.conf import compute as compute_conf
 from memagg.conf import nova as nova_conf_module
 from memagg.tests.functional import keystone as keystone_fixture
+from memagg.tests.functional import nova_libvirt
 
 # Endpoint name -> (module of nova.api.openstack.compute, controller class,
 # method) whose schemas the double applies.
@@ -77,6 +116,8 @@ ENDPOINTS = {
         'migrate_server', 'MigrateServerController', '_migrate_live'),
     'server_migrations.index': (
         'server_migrations', 'ServerMigrationsController', 'index'),
+    'server_migrations.delete': (
+        'server_migrations', 'ServerMigrationsController', 'delete'),
     'services.index': ('services', 'ServiceController', 'index'),
     'services.update': ('services', 'ServiceController', 'update'),
 }
@@ -197,6 +238,23 @@ class Migration:
     looks_left: int
     copied: int = 0
     held: bool = False
+    # A real migration (nova_libvirt.LiveMigration) and the statistics
+    # its monitor saved.
+    live: object = None
+    saved: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Finished:
+    """A real live migration that ended: the migration record's status
+    (nova_libvirt.COMPLETED, ERROR, CANCELLED) and libvirt's result."""
+
+    server_id: str
+    migration_id: int
+    source: str
+    dest: str
+    status: str
+    result: object
 
 
 # What a live-migrate call of a server does, in turn (default: succeed):
@@ -205,6 +263,7 @@ FAIL = 'fail'            # accepted; back on the source, ACTIVE
 HOLD = 'hold'            # accepted; migrating until release() is called
 CONFLICT = 'conflict'    # 409, as for a server locked or busy
 NO_VALID_HOST = 'no valid host'   # 400, as Nova's pre-checks refuse
+REAL = 'real'            # moved by the migrator
 MIGRATION_TOTAL_BYTES = 1 << 30
 # Where the double serves Nova's API; its root lists the versions.
 COMPUTE_ROOT = '/compute'
@@ -298,7 +357,8 @@ class NovaDouble:
     other().
     """
 
-    def __init__(self, keystone, contract, project_id, user_id, polls=2):
+    def __init__(self, keystone, contract, project_id, user_id, polls=2,
+                 migrator=None):
         self.keystone = keystone
         self.contract = contract
         self.max_version = contract.max_version
@@ -319,6 +379,10 @@ class NovaDouble:
         self.looks = collections.Counter()
         self.refusals = collections.Counter()
         self.failing = False
+        self.migrator = migrator
+        self.finished = []
+        self.aborts = []
+        self.abort_errors = []
         self._ids = itertools.count(1)
         self._valid_tokens = set()
         self._admin_token = keystone.token(keystone.admin)
@@ -467,10 +531,10 @@ class NovaDouble:
             status, body)
 
     def _nova(self, method, path, query, body, at):
-        match = re.fullmatch(r'/servers/([0-9a-f-]+)(/action|/migrations)?',
-                             path)
+        match = re.fullmatch(r'/servers/([0-9a-f-]+)(/action|/migrations)?'
+                             r'(?:/(\d+))?', path)
         if match:
-            server_id, tail = match.groups()
+            server_id, tail, migration_id = match.groups()
             with self.lock:
                 if server_id not in self.servers:
                     return _error(404, 'Instance %s could not be found.'
@@ -479,8 +543,12 @@ class NovaDouble:
                     return self._show(server_id, at)
                 if method == 'POST' and tail == '/action':
                     return self._action(server_id, body, at)
-                if method == 'GET' and tail == '/migrations':
+                if (method == 'GET' and tail == '/migrations'
+                        and migration_id is None):
                     return self._server_migrations(server_id, at)
+                if (method == 'DELETE' and tail == '/migrations'
+                        and migration_id is not None):
+                    return self._abort(server_id, int(migration_id), at)
         if path == '/os-services' and method == 'GET':
             return self._services(query, at)
         match = re.fullmatch(r'/os-services/([0-9a-f-]+)', path)
@@ -491,7 +559,7 @@ class NovaDouble:
     def _show(self, server_id, at):
         self.looks[server_id] += 1
         move = self.migrations.get(server_id)
-        if move is not None:
+        if move is not None and move.live is None:
             move.looks_left -= 1
             move.copied = min(MIGRATION_TOTAL_BYTES,
                               move.copied + MIGRATION_TOTAL_BYTES // 4)
@@ -527,6 +595,8 @@ class NovaDouble:
             self.refusals[server_id] += 1
             return _error(400, 'No valid host was found. Host %s cannot '
                           'take the instance.' % dest)
+        if self.migrator is not None:
+            return self._migrate_for_real(server, dest, at)
         self.accepted[server_id] += 1
         self.migrations[server_id] = Migration(
             id=next(self._ids), uuid=str(uuid.uuid4()), source=server.host,
@@ -534,6 +604,81 @@ class NovaDouble:
             held=outcome == HOLD)
         server.status, server.task_state = 'MIGRATING', 'migrating'
         return self._respond('migrate_server.migrate_live', at, 202, None)
+
+    def _migrate_for_real(self, server, dest, at):
+        """os-migrateLive through the migrator (the double's lock held:
+        the migration's callbacks wait for it)."""
+        hosts = self.migrator.hosts
+        if server.host not in hosts or dest not in hosts:
+            self.refusals[server.id] += 1
+            return _error(400, 'No valid host was found. Host %s cannot '
+                          'take the instance.' % dest)
+        move = Migration(
+            id=next(self._ids), uuid=str(uuid.uuid4()), source=server.host,
+            dest=dest, outcome=REAL, looks_left=0)
+        try:
+            move.live = self.migrator.start(
+                server.id, server.host, dest, on_stats=self._live_stats,
+                on_end=self._live_end)
+        except libvirt.libvirtError as exc:
+            # Nova's pre-check on the source (check_can_live_migrate_source)
+            # fails this way at microversion 2.30.
+            self.refusals[server.id] += 1
+            return _error(400, 'Migration pre-check error: %s'
+                          % exc.get_error_message())
+        self.accepted[server.id] += 1
+        self.migrations[server.id] = move
+        server.status, server.task_state = 'MIGRATING', 'migrating'
+        return self._respond('migrate_server.migrate_live', at, 202, None)
+
+    def _live_stats(self, live, stats):
+        with self.lock:
+            move = self.migrations.get(live.uuid)
+            if move is not None and move.live is live:
+                move.saved = dict(stats)
+
+    def _live_end(self, live):
+        with self.lock:
+            move = self.migrations.get(live.uuid)
+            if move is None or move.live is not live:
+                return
+            del self.migrations[live.uuid]
+            result = live.result
+            self.finished.append(Finished(live.uuid, move.id, move.source,
+                                          move.dest, result.status, result))
+            server = self.servers[live.uuid]
+            server.status, server.task_state = 'ACTIVE', None
+            if result.status == nova_libvirt.COMPLETED:
+                server.host = move.dest
+
+    def _abort(self, server_id, migration_id, at):
+        """DELETE /servers/{id}/migrations/{migration id}, as Nova's
+        ServerMigrationsController.delete and compute API answer it."""
+        if at < (2, 24):
+            return _error(404, 'The resource could not be found.')
+        server = self.servers[server_id]
+        move = self.migrations.get(server_id)
+        if server.task_state != 'migrating':
+            return _error(409, 'Cannot \'abort live migration\' instance '
+                          '%s while it is in task_state %s'
+                          % (server_id, server.task_state))
+        if move is None or move.id != migration_id:
+            return _error(404, 'Migration %s for instance %s not found'
+                          % (migration_id, server_id))
+        self.aborts.append((server_id, migration_id, version_text(at)))
+        if move.live is not None:
+            # Nova casts the abort to the source's compute.
+            threading.Thread(target=self._abort_job, args=(move.live,),
+                             daemon=True).start()
+        else:
+            move.outcome, move.held, move.looks_left = FAIL, False, 0
+        return self._respond('server_migrations.delete', at, 202, None)
+
+    def _abort_job(self, live):
+        try:
+            live.abort()
+        except libvirt.libvirtError as exc:
+            self.abort_errors.append((live.uuid, exc.get_error_message()))
 
     def _end_migration(self, server_id):
         move = self.migrations.pop(server_id)
@@ -547,17 +692,26 @@ class NovaDouble:
         items = []
         if move is not None:
             remaining = max(1, MIGRATION_TOTAL_BYTES - move.copied)
-            item = {
-                'created_at': _TIME, 'updated_at': _now(),
-                'dest_compute': move.dest, 'dest_host': None,
-                'dest_node': move.dest, 'id': move.id,
-                'server_uuid': server_id, 'source_compute': move.source,
-                'source_node': move.source, 'status': 'running',
+            simulated = {
                 'memory_total_bytes': MIGRATION_TOTAL_BYTES,
                 'memory_processed_bytes': move.copied or None,
                 'memory_remaining_bytes': remaining,
                 'disk_total_bytes': None, 'disk_processed_bytes': None,
                 'disk_remaining_bytes': None}
+            item = {
+                'created_at': _TIME, 'updated_at': _now(),
+                'dest_compute': move.dest, 'dest_host': None,
+                'dest_node': move.dest, 'id': move.id,
+                'server_uuid': server_id, 'source_compute': move.source,
+                'source_node': move.source, 'status': 'running'}
+            if move.live is None:
+                item.update(simulated)
+            else:
+                item.update({'%s_%s_bytes' % (kind, what):
+                             move.saved.get('%s_%s' % (kind, what)) or None
+                             for kind in ('memory', 'disk')
+                             for what in ('total', 'processed',
+                                          'remaining')})
             if at >= (2, 59):
                 item['uuid'] = move.uuid
             if at >= (2, 80):

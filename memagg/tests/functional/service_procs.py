@@ -67,16 +67,17 @@ def write_config(path, sections):
 
 
 class Process:
-    """A console script started with its output in a log file."""
+    """A console script started with its output in a log file; ``env``
+    adds to the environment it inherits."""
 
-    def __init__(self, name, args, log_path):
+    def __init__(self, name, args, log_path, env=None):
         self.name = name
         self.log_path = log_path
         self._log = open(log_path, 'wb')
         self.proc = subprocess.Popen(
             [os.path.join(BIN_DIR, name)] + list(args),
             stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL)
+            stdin=subprocess.DEVNULL, env=dict(os.environ, **(env or {})))
 
     def log(self):
         with open(self.log_path, errors='replace') as f:

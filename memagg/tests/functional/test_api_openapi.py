@@ -88,6 +88,8 @@ CALLS = [
     ('/v1/migrations/{uuid}', '/v1/migrations/' + data.MIGRATION, {}, 200),
     ('/v1/migrations/{uuid}', '/v1/migrations/' + data.MIGRATION, MEMBER_A,
      403),
+    ('/v1/host_usages', '/v1/host_usages', LATEST, 200),
+    ('/v1/host_usages', '/v1/host_usages', dict(MEMBER_A, **LATEST), 403),
 ]
 
 _EXECUTE = '/v1/audits/{uuid}/execute'

@@ -88,7 +88,7 @@ def test_api_reference_has_every_operation_of_the_openapi_document(built):
                if '>%s %s<' % (method.upper(), path) not in page]
     assert not missing, 'not in the API reference: %s' % missing
     # The microversion history: every version with what it changed, and
-    # operations and fields 1.2, 1.3 and 1.4 added.
+    # operations and fields 1.2 to 1.5 added.
     history = page[page.index('id="microversion-history"'):
                    page.index('id="operations"')]
     history = ' '.join(html.unescape(re.sub(r'<[^>]+>', ' ', history)).split())
@@ -97,6 +97,7 @@ def test_api_reference_has_every_operation_of_the_openapi_document(built):
         assert ' '.join(change.split()) in history
     for added in ('POST /v1/audits/{uuid}/execute', 'DELETE /v1/grants/{uuid}',
                   'POST /v1/hosts/{name}/reclaim', 'POST /v1/migrations',
+                  'GET /v1/host_usages',
                   'slab_size_mb (Grant, GrantDetail)'):
         assert added in history, added
 

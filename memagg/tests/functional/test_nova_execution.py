@@ -13,11 +13,14 @@
 """Executing a consolidation plan through Nova: memagg's Executor and its
 nova compute API driver (openstacksdk) against a Nova double.
 
-Nova cannot run here, so the test serves a Nova compute API double over
-real HTTP on loopback (memagg.tests.functional.nova_double) whose request
-validation uses Nova's own JSON schemas, imported from the installed
-``nova`` package (in a child interpreter) and applied for each request's
-microversion exactly as Nova's controllers apply them:
+The real Nova of memagg/tests/nova_functional executes, refuses and aborts
+plans; these tests cover what it cannot (Keystone's catalog, an old Nova, a
+killed executor, transient answers on demand: see
+memagg.tests.functional.nova_double), so they serve a Nova compute API
+double over real HTTP on loopback (memagg.tests.functional.nova_double)
+whose request validation uses Nova's own JSON schemas, imported from the
+installed ``nova`` package (in a child interpreter) and applied for each
+request's microversion exactly as Nova's controllers apply them:
 
 * every os-migrateLive body memagg sends is validated with
   nova/api/openstack/compute/schemas/migrate_server.py (``migrate_live*``,
@@ -195,7 +198,7 @@ def test_nova_refusals_and_failures_end_or_retry_actions(
     row = db_api.audit_get(admin_context, audit)
     assert [a.state for a in row.actions] == [
         'succeeded', 'failed', 'succeeded', 'failed', 'skipped']
-    assert row.state == 'failed'
+    assert row.state == 'partial'
     assert row.reason.splitlines()[0] == (
         'execution: 2 of 5 actions failed, 1 skipped')
 

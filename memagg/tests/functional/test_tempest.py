@@ -24,7 +24,6 @@ something of every resource.
 Without ``.venv-tempest`` the test skips, except under CI (CI=true), where
 a missing tempest is a broken setup and fails it.
 """
-import ast
 import configparser
 import os
 import pathlib
@@ -34,6 +33,7 @@ import subprocess
 import pytest
 
 from memagg.tests.functional import keystone as keystone_fixture
+from memagg.tests import source_counts
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
@@ -56,19 +56,6 @@ def _tempest():
     if keystone_fixture.in_ci():
         pytest.fail(message + ' (CI must run the tempest plug-in)')
     pytest.skip(message)
-
-
-def _plugin_test_count():
-    """The test methods of the plug-in's test classes, read from the
-    source, so a module tempest fails to load still counts."""
-    count = 0
-    for path in PLUGIN_TESTS.rglob('test_*.py'):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ClassDef):
-                count += sum(1 for item in node.body
-                             if isinstance(item, ast.FunctionDef)
-                             and item.name.startswith('test_'))
-    return count
 
 
 def _write_conf(deployment, workspace):
@@ -129,7 +116,7 @@ def test_tempest_plugin_passes(deployment, tmp_path):
     assert result.returncode == 0 and passed, (
         'tempest run exited %d:\n%s' % (result.returncode,
                                         _failures(output)))
-    expected = _plugin_test_count()
+    expected = source_counts.count_test_methods(PLUGIN_TESTS)
     assert int(passed.group(1)) == expected, (
         '%s of the plug-in\'s %d tests passed:\n%s'
         % (passed.group(1), expected, output[-20000:]))

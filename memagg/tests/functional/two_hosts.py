@@ -235,9 +235,15 @@ class TwoHosts:
             host.compute = service_procs.Process(
                 'memagg-compute', ['--config-file', host.config],
                 os.path.join(self.root, '%s-compute.log' % host.name))
+        self._wait_answering([self.consumer, self.donor])
+        return self
+
+    def _wait_answering(self, hosts):
+        """Wait until the memagg-compute of each of ``hosts`` and the
+        scheduler answer."""
         ctxt = context.get_admin_context()
         compute = compute_rpcapi.ComputeAPI()
-        for host in (self.consumer, self.donor):
+        for host in hosts:
             polling.wait_for(
                 lambda: self._answer(host.compute, compute.ping, ctxt,
                                      host.name), 90,
@@ -246,7 +252,6 @@ class TwoHosts:
             lambda: self._answer(self.scheduler,
                                  scheduler_rpcapi.SchedulerAPI().ping, ctxt),
             90, interval=0.5, message='memagg-scheduler answering')
-        return self
 
     @staticmethod
     def _answer(proc, func, *args):
@@ -274,9 +279,14 @@ class TwoHosts:
     def stop(self):
         """Stop every process, computes first (they call the others);
         return [(name, exit code)] of those that did not stop cleanly."""
+        return self._stop_all([self.consumer, self.donor])
+
+    def _stop_all(self, hosts):
+        """Stop the computes of ``hosts``, the scheduler, then the swapds
+        of ``hosts``; [(name, exit code)] of those that did not stop
+        cleanly."""
         bad = []
-        for proc in (self.consumer.compute, self.donor.compute,
-                     self.scheduler):
+        for proc in [h.compute for h in hosts] + [self.scheduler]:
             if proc is None:
                 continue
             try:
@@ -285,7 +295,7 @@ class TwoHosts:
                 code = str(exc)
             if code != 0:
                 bad.append((proc.name, code))
-        for host in (self.consumer, self.donor):
+        for host in hosts:
             code = host.swapd.stop()
             if code not in (0, None):
                 bad.append(('memagg-swapd of %s' % host.name, code))

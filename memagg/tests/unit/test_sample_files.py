@@ -23,6 +23,7 @@ import yaml
 
 from memagg.api import policies
 from memagg.conf import opts
+from memagg.nova import conf as nova_opts
 
 pytestmark = pytest.mark.slow
 
@@ -72,6 +73,21 @@ def test_config_sample_has_every_memagg_option(tmp_path):
     # memagg's defaults, not the libraries', are shown.
     assert ('#connection = sqlite:////var/lib/memagg/memagg.sqlite'
             in text.splitlines())
+
+
+def test_nova_config_sample_has_every_memagg_option(tmp_path):
+    # nova.conf's [memagg] (namespace memagg.nova, an entry point: after
+    # changing setup.cfg, pip install -e . again).
+    text = _generate('oslo-config-generator',
+                     'nova-memagg-config-generator.conf',
+                     tmp_path / 'nova.conf.memagg.sample')
+
+    sample = _sample_options(text)
+    [(_, group_opts)] = nova_opts.list_opts()
+    assert sample == {'DEFAULT': set(),
+                      'memagg': {o.dest for o in group_opts}}
+    assert '#on_failure = open' in text.splitlines()
+    assert '#service_type = memory-aggregation' in text.splitlines()
 
 
 def test_policy_sample_has_every_rule(tmp_path):

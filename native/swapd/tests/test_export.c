@@ -18,15 +18,20 @@
  * format, slab math, and whole exports driven over NBD: local-only slabs,
  * slabs on an in-process donor over TCP (data lands there; a wrong key
  * degrades the slab and nothing is lost), bursts of requests over two
- * donors, reclaim, and a restart that restores the export from its .conf
- * and local copy.
+ * donors, reclaim, a restart that restores the export from its .conf
+ * and local copy, and an adopted export (live migration's destination)
+ * whose local copy is rebuilt from its donors while the guest writes,
+ * across a restart.
  * Prints "N passed, N failed".
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -144,6 +149,96 @@ static int parse_spec(const char *line, struct sd_export_spec *spec,
     return sd_export_spec_parse(&a, spec, err, SD_ERRLEN);
 }
 
+#define SPEC4 "grant=" GRANT " key=" KEY " size=1048576 slab_size=262144 " \
+              "local=/tmp/x "
+
+/* "i-j@..." entries: one donor's run of slabs at consecutive addresses. */
+static void test_spec_ranges(void)
+{
+    const char *ranged = SPEC4 "slabs=0-2@tcp://h:1@4096@5,"
+                         "3@tcp://g:2@0@0";
+    struct sd_export_spec spec;
+    char err[SD_ERRLEN] = "", *text;
+
+    CHECK(parse_spec(ranged, &spec, err) == 0);
+    CHECK(spec.slabs[0].addr == 4096 && spec.slabs[2].addr == 4096 + 2 *
+          262144 && spec.slabs[2].rkey == 5 &&
+          strcmp(spec.slabs[1].endpoint, "tcp://h:1") == 0 &&
+          !spec.slabs[1].local && strcmp(spec.slabs[3].endpoint,
+                                         "tcp://g:2") == 0);
+    text = sd_export_spec_format(&spec);
+    CHECK(text && strcmp(text, ranged) == 0);
+    free(text);
+    sd_export_spec_free(&spec);
+    /* Entries one by one come back as a range; a gap in the addresses
+     * or another rkey ends it. */
+    CHECK(parse_spec(SPEC4 "slabs=0@tcp://h:1@0@0,1@tcp://h:1@262144@0,"
+                     "2@tcp://h:1@600000@0,3@tcp://h:1@862144@1", &spec,
+                     err) == 0);
+    text = sd_export_spec_format(&spec);
+    CHECK(text && strstr(text, " slabs=0-1@tcp://h:1@0@0,"
+                         "2@tcp://h:1@600000@0,3@tcp://h:1@862144@1"));
+    free(text);
+    sd_export_spec_free(&spec);
+
+    CHECK(parse_spec(SPEC4 "slabs=2-1@tcp://h:1@0@0", &spec, err) ==
+          -EINVAL && strstr(err, "backwards"));
+    CHECK(parse_spec(SPEC4 "slabs=2-4@tcp://h:1@0@0", &spec, err) ==
+          -EINVAL && strstr(err, "beyond"));
+    CHECK(parse_spec(SPEC4 "slabs=0-1@tcp://h:1@18446744073709551615@0",
+                     &spec, err) == -EINVAL && strstr(err, "2^64"));
+    CHECK(parse_spec(SPEC4 "slabs=0-1@tcp://h:1@0@0,1@tcp://h:1@0@0", &spec,
+                     err) == -EINVAL && strstr(err, "twice"));
+    CHECK(parse_spec(SPEC4 "slabs=0-@tcp://h:1@0@0", &spec, err) ==
+          -EINVAL && strncmp(err, "slabs:", 6) == 0);
+    CHECK(parse_spec(SPEC4 "slabs=-1@tcp://h:1@0@0", &spec, err) ==
+          -EINVAL && strncmp(err, "slabs:", 6) == 0);
+}
+
+static void test_spec_adopt(void)
+{
+    struct sd_export_spec spec;
+    char err[SD_ERRLEN] = "", *text;
+
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1", &spec,
+                     err) == 0);
+    CHECK(spec.adopt == 1 && spec.rebuilt == 0);
+    text = sd_export_spec_format(&spec);     /* the table only */
+    CHECK(text && !strstr(text, "adopt") && !strstr(text, "rebuilt"));
+    free(text);
+    sd_export_spec_free(&spec);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=0", &spec,
+                     err) == 0 && spec.adopt == 0);
+    sd_export_spec_free(&spec);
+
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=yes", &spec,
+                     err) == -EINVAL && strcmp(err, "adopt: must be 0 or "
+                                               "1") == 0);
+    /* Every slab must be on a donor, and none served locally. */
+    CHECK(parse_spec(SPEC4 "slabs=0@tcp://h:1@0@0,2-3@tcp://h:1@0@0 "
+                     "adopt=1", &spec, err) == -EINVAL);
+    CHECK(strcmp(err, "slabs: an adopted export reads every slab from its "
+                 "donor; slab 1 has none") == 0);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 local_slabs=2 adopt=1",
+                     &spec, err) == -EINVAL &&
+          strncmp(err, "local_slabs:", 12) == 0 &&
+          strstr(err, "slab 2 is served from the local copy"));
+    /* rebuilt= (an adopted export's .conf) only with adopt=1, below the
+     * number of slabs; with it, slabs degraded during the rebuild. */
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 rebuilt=1", &spec,
+                     err) == -EINVAL && strncmp(err, "rebuilt:", 8) == 0);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=4",
+                     &spec, err) == -EINVAL &&
+          strncmp(err, "rebuilt:", 8) == 0);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=x",
+                     &spec, err) == -EINVAL &&
+          strncmp(err, "rebuilt:", 8) == 0);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=3 "
+                     "local_slabs=1", &spec, err) == 0);
+    CHECK(spec.rebuilt == 3 && spec.slabs[1].local && !spec.slabs[0].local);
+    sd_export_spec_free(&spec);
+}
+
 static void test_spec(void)
 {
     const char *good = "grant=" GRANT " key=" KEY " size=1048576 "
@@ -201,6 +296,8 @@ static void test_spec(void)
                      "slab_size=262144 local=/tmp/x slabs= local_slabs=9",
                      &spec, err) == -EINVAL &&
           strncmp(err, "local_slabs:", 12) == 0);
+    test_spec_ranges();
+    test_spec_adopt();
 
     CHECK(sd_slab_of(0, SLAB) == 0 && sd_slab_of(SLAB - 1, SLAB) == 0);
     CHECK(sd_slab_of(SLAB, SLAB) == 1 && sd_slab_of(5 * SLAB + 7, SLAB) == 5);
@@ -534,6 +631,282 @@ static void test_wrong_key(void)
     free(buf);
 }
 
+/* ---- adoption ---- */
+
+#define APAGES (4 * SLAB / 4096)        /* the adopted export's pages */
+#define PPS (SLAB / 4096)               /* pages per slab */
+
+/* What the source host left on the donors: page p is zeros when p % 3 is
+ * 0, else bytes (p % 251) + 1. */
+static void source_page(uint64_t p, uint8_t *page)
+{
+    memset(page, p % 3 ? (int)(p % 251) + 1 : 0, 4096);
+}
+
+static void fill_donor(struct sd_store *store, uint32_t slab,
+                       const uint8_t *key)
+{
+    uint8_t page[4096];
+    uint64_t p;
+
+    for (p = slab * PPS; p < (slab + 1) * PPS; p++) {
+        source_page(p, page);
+        if (sd_store_access(store, SD_OP_WRITE, grant_bin, key, slab,
+                            (p - slab * PPS) * 4096, page, 4096)) {
+            tc_die("fill_donor");
+        }
+    }
+}
+
+/* Poll the export's stats until rebuild_left is want (10 s at most). */
+static int rebuild_left_is(struct sd_exports *xs, uint64_t want)
+{
+    struct sd_export_stats st;
+    int i;
+
+    for (i = 0; i < 1000; i++) {
+        if (sd_exports_stats(xs, grant_bin, &st) == 0 &&
+            st.rebuild_left == want) {
+            return 1;
+        }
+        usleep(10000);
+    }
+    fprintf(stderr, "rebuild_left=%llu, not %llu\n",
+            (unsigned long long)st.rebuild_left, (unsigned long long)want);
+    return 0;
+}
+
+/* Whether the export's .conf holds text (10 s at most: it is written
+ * after the rebuild moves on). */
+static int conf_has(const char *text, int want)
+{
+    char path[256], line[4096];
+    int i;
+
+    snprintf(path, sizeof(path), "%s/exports/" GRANT ".conf", tmpdir);
+    for (i = 0; i < 1000; i++) {
+        FILE *f = fopen(path, "r");
+        int has = f && fgets(line, sizeof(line), f) && strstr(line, text);
+
+        if (f) {
+            fclose(f);
+        }
+        if (has == want) {
+            return 1;
+        }
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* A free TCP port of 127.0.0.1 (nothing listens on it). */
+static uint16_t free_port(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+        getsockname(fd, (struct sockaddr *)&sa, &len)) {
+        tc_die("free_port");
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* A live migration's destination: the source wrote its pages to three
+ * donors (D1: slab 0, D2: slab 1, D3: slabs 2-3); this host adopts the
+ * table with a local copy that holds junk.  D2 does not listen until
+ * late, so the rebuild waits at slab 1 while the guest writes:
+ * whole pages, part of a page, zeros, on a healthy donor (D3, whose copy
+ * is then altered behind the export's back) and on slab 1, which
+ * degrades.  A restart finds the export adopted again; once D2 answers,
+ * the rebuild ends and the local copy holds exactly the guest's disk. */
+static void test_adopt(void)
+{
+    static uint8_t want[4 * SLAB], got[4 * SLAB];
+    uint8_t key[SD_KEY_LEN], page[4096];
+    char sock[256], err[SD_ERRLEN], slabs[512], line[1024], path[256];
+    struct sd_server *server[3];
+    struct sd_store *store[3];
+    struct sd_export_stats st;
+    struct sd_store_stats ss;
+    struct sd_export_spec spec;
+    struct sd_exports *xs;
+    struct sd_bitmap ext;
+    uint32_t idx[2], rkey, n;
+    uint64_t addr[2], p, stored = 0;
+    uint16_t d2_port = free_port();
+    size_t done;
+    char *text;
+    int d, fd, copy;
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    for (p = 0; p < APAGES; p++) {
+        source_page(p, want + p * 4096);
+    }
+    for (d = 0; d < 3; d++) {
+        CHECK(sd_store_new(4 * SLAB, &store[d]) == 0);
+        CHECK(d == 1 || sd_tcp_server_start(store[d], "127.0.0.1", 0,
+                                            &server[d], err,
+                                            sizeof(err)) == 0);
+    }
+    /* D2 holds slab 1 (the source's pages, but for page 70, which the
+     * guest writes here later) and serves it once it listens. */
+    idx[0] = 1;
+    CHECK(sd_store_alloc(store[1], grant_bin, key, SLAB, idx, 1, addr,
+                         &done, &rkey) == 0);
+    fill_donor(store[1], 1, key);
+    idx[0] = 0;
+    CHECK(sd_store_alloc(store[0], grant_bin, key, SLAB, idx, 1, addr,
+                         &done, &rkey) == 0);
+    fill_donor(store[0], 0, key);
+    snprintf(slabs, sizeof(slabs), "0@tcp://127.0.0.1:%u@%llu@0,",
+             sd_server_port(server[0]), (unsigned long long)addr[0]);
+    idx[0] = 2;
+    idx[1] = 3;
+    CHECK(sd_store_alloc(store[2], grant_bin, key, SLAB, idx, 2, addr,
+                         &done, &rkey) == 0 && addr[1] == addr[0] + SLAB);
+    fill_donor(store[2], 2, key);
+    fill_donor(store[2], 3, key);
+    snprintf(slabs + strlen(slabs), sizeof(slabs) - strlen(slabs),
+             "1@tcp://127.0.0.1:%u@0@0,2-3@tcp://127.0.0.1:%u@%llu@0",
+             d2_port, sd_server_port(server[2]),
+             (unsigned long long)addr[0]);
+
+    /* Junk in the local copy, on a page the source left zero. */
+    snprintf(path, sizeof(path), "%s/copy", tmpdir);
+    copy = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(copy >= 0 && pwrite(copy, "junk", 4, 6 * 4096) == 4);
+    close(copy);
+
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
+             "slab_size=%llu local=%s slabs=%s adopt=1", 4 * SLAB, SLAB,
+             path, slabs);
+    CHECK(parse_spec(line, &spec, err) == 0);
+    CHECK(sd_exports_create(xs, &spec, sock, 256, err, sizeof(err)) == 0);
+    /* Slab 0 is rebuilt (its zero pages left out), then D2 is not
+     * there. */
+    CHECK(rebuild_left_is(xs, 3 * PPS));
+    CHECK(conf_has(" adopt=1 rebuilt=1", 1));
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.stored_pages == PPS * 2 / 3 + 3 * PPS);
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, (uint32_t)SLAB, got) == 0 &&
+          memcmp(got, want, SLAB) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, 2 * SLAB, (uint32_t)(2 * SLAB), got) == 0
+          && memcmp(got, want + 2 * SLAB, 2 * SLAB) == 0);
+    /* Only a rebuilt slab can be reclaimed: D2 still holds slab 1's. */
+    idx[0] = 1;
+    CHECK(sd_exports_reclaim(xs, grant_bin, idx, 1, &n, err,
+                             sizeof(err)) == -EBUSY &&
+          strncmp(err, "slabs: slab 1 of this adopted export", 36) == 0);
+    CHECK(sd_exports_reclaim(xs, grant_bin, NULL, 0, &n, err,
+                             sizeof(err)) == -EBUSY);
+    idx[0] = 0;
+    CHECK(sd_exports_reclaim(xs, grant_bin, idx, 1, &n, err,
+                             sizeof(err)) == 0 && n == 1);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, (uint32_t)SLAB, got) == 0 &&
+          memcmp(got, want, SLAB) == 0);
+
+    /* Slab 2 (D3, healthy, not rebuilt): a whole page, part of a page,
+     * a page of zeros; then D3's copy of the whole pages is altered: the
+     * rebuild must keep the guest's. */
+    memset(want + 130 * 4096, 0xa1, 4096);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 130 * 4096, 4096,
+                want + 130 * 4096) == 0);
+    memset(want + 131 * 4096 + 1024, 0xb2, 512);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 131 * 4096 + 1024, 512,
+                want + 131 * 4096 + 1024) == 0);
+    memset(want + 133 * 4096, 0, 4096);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 133 * 4096, 4096,
+                want + 133 * 4096) == 0);
+    memset(page, 0xee, sizeof(page));
+    CHECK(sd_store_access(store[2], SD_OP_WRITE, grant_bin, key, 2,
+                          2 * 4096, page, 4096) == 0 &&
+          sd_store_access(store[2], SD_OP_WRITE, grant_bin, key, 2,
+                          5 * 4096, page, 4096) == 0);
+    /* Slab 1 (D2 away): a write degrades it and lands in the copy; a
+     * page the copy lacks cannot be read, nor written in part. */
+    memset(want + 70 * 4096, 0xc3, 4096);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 70 * 4096, 4096, want + 70 * 4096) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, 70 * 4096, 4096, got) == 0 &&
+          memcmp(got, want + 70 * 4096, 4096) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, 71 * 4096, 4096, got) == NBD_EIO);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 73 * 4096 + 100, 512, page) == NBD_EIO);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.degraded_slabs == 1 && st.rebuild_left == 3 * PPS);
+    close(fd);
+
+    /* A restart: the export comes back adopted, the rebuild at slab 1. */
+    sd_exports_free(xs);
+    CHECK(conf_has(" local_slabs=0,1 adopt=1 rebuilt=1", 1));
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs) == 1);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.rebuild_left == 3 * PPS);
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_READ, 70 * 4096, 4096, got) == 0 &&
+          memcmp(got, want + 70 * 4096, 4096) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, 3 * SLAB, (uint32_t)SLAB, got) == 0 &&
+          memcmp(got, want + 3 * SLAB, SLAB) == 0);
+
+    /* D2 is back (its page 70 is the source's, older than the guest's):
+     * the rebuild goes on and ends. */
+    CHECK(sd_tcp_server_start(store[1], "127.0.0.1", d2_port, &server[1],
+                              err, sizeof(err)) == 0);
+    CHECK(rebuild_left_is(xs, 0));
+    CHECK(conf_has("adopt=", 0));
+    /* Served from the local copy alone, it is the guest's disk. */
+    CHECK(sd_exports_reclaim(xs, grant_bin, NULL, 0, &n, err,
+                             sizeof(err)) == 0 && n == 2);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, (uint32_t)(4 * SLAB), got) == 0 &&
+          memcmp(got, want, 4 * SLAB) == 0);
+    close(fd);
+    copy = open(path, O_RDONLY);
+    CHECK(copy >= 0 && pread(copy, got, 4 * SLAB, 0) == (ssize_t)(4 * SLAB)
+          && memcmp(got, want, 4 * SLAB) == 0);
+    /* Its data: the non-zero pages and the page the guest zeroed. */
+    CHECK(sd_bitmap_init(&ext, APAGES) == 0 &&
+          sd_bitmap_load_extents(&ext, copy) == 0);
+    for (p = 0; p < APAGES; p++) {
+        int data = p == 133;
+
+        source_page(p, page);
+        data |= memcmp(want + p * 4096, (uint8_t[4096]){ 0 }, 4096) != 0;
+        stored += data;
+        if (sd_bitmap_test(&ext, p) != data) {
+            fprintf(stderr, "page %llu: data %d in the copy\n",
+                    (unsigned long long)p, !data);
+            CHECK(0);
+        }
+    }
+    sd_bitmap_destroy(&ext);
+    close(copy);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.stored_pages == stored && st.rebuild_left == 0);
+    CHECK(sd_exports_describe(xs, grant_bin, &text) == 0 &&
+          strstr(text, " local_slabs=0,1,2,3") && !strstr(text, "adopt"));
+    free(text);
+
+    /* Dropping it removes the copy and frees nothing on the donors. */
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    CHECK(access(path, F_OK) != 0);
+    for (d = 0; d < 3; d++) {
+        sd_store_stats(store[d], &ss);
+        CHECK(ss.slabs == (d == 2 ? 2U : 1U));
+    }
+    sd_exports_free(xs);
+    for (d = 0; d < 3; d++) {
+        sd_server_stop(server[d]);
+        sd_store_free(store[d]);
+    }
+}
+
 int main(void)
 {
     char cmd[128];
@@ -553,6 +926,7 @@ int main(void)
     test_remote_export();
     test_burst_two_donors();
     test_wrong_key();
+    test_adopt();
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd)) {
         fprintf(stderr, "cannot remove %s\n", tmpdir);

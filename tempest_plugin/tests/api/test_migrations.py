@@ -68,6 +68,21 @@ class MigrationsTest(base.BaseMemaggTest):
                             migration['dest_host'])
         self.assertGreaterEqual(migration['attempts'], 0)
 
+    @decorators.idempotent_id('6f0c1d52-8a3e-4b7e-9d2a-51c3e7b0a4f6')
+    def test_show_migration_remote_memory_since_1_6(self):
+        listed = self.a_migration()
+
+        self.use_microversion('1.6')
+        migration = self.client.show_migration(listed['uuid'])['migration']
+        for field in ('remote_mb', 'local_copy_left_mb'):
+            self.assertIn(field, migration)
+            if migration[field] is not None:
+                self.assertGreaterEqual(migration[field], 0, field)
+        self.send_microversion('1.5')
+        older = self.client.show_migration(listed['uuid'])['migration']
+        self.assertNotIn('remote_mb', older)
+        self.assertNotIn('local_copy_left_mb', older)
+
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('fff3d5db-6301-477f-9706-1afafb3c3b2c')
     def test_migrations_as_member_forbidden(self):

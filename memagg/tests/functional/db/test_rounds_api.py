@@ -13,7 +13,7 @@
 """memagg.db.api's calls for consolidation rounds on SQLite, MariaDB and
 PostgreSQL: latest samples per host and per VM (window functions), the
 hosts a round considers, audits and their stored plans, the purge of host
-samples."""
+samples and of ended audits."""
 import datetime
 
 from oslo_utils import timeutils
@@ -179,3 +179,73 @@ def test_purge_drops_old_host_samples_too(db):
 
     assert db_api.purge_wss_samples(db, older_than_hours=1) == 2
     assert db_api.host_samples_latest(db, ['h1'], 5) == {'h1': [(0.2, 2)]}
+
+
+def _audit(state, hours, created_hours=None):
+    """An audit in ``state`` last changed ``hours`` ago (None: never
+    changed, created ``created_hours`` ago) with two actions, the first
+    with its migration; returns the audit's id."""
+    created = rows.ago(hours=hours + 1 if created_hours is None
+                       else created_hours)
+    updated = None if hours is None else rows.ago(hours=hours)
+    [audit] = rows.insert(models.Audit, dict(state=state, created_at=created,
+                                             updated_at=updated))
+    first, _ = rows.insert(models.AuditAction, dict(audit_id=audit),
+                           dict(audit_id=audit))
+    rows.insert(models.Migration, dict(audit_action_id=first))
+    return audit
+
+
+def _left():
+    """What is left: audit ids, the audit ids of the actions, the audit id
+    (None without one) of each migration's action."""
+    action = models.AuditAction
+    with db_api.get_engine().connect() as connection:
+        audits = connection.scalars(sa.select(models.Audit.id)).all()
+        actions = connection.scalars(sa.select(action.audit_id)).all()
+        migrations = connection.scalars(
+            sa.select(action.audit_id).select_from(models.Migration)
+            .outerjoin(action,
+                       action.id == models.Migration.audit_action_id)).all()
+    return sorted(audits), sorted(actions), sorted(migrations,
+                                                   key=lambda i: i or 0)
+
+
+def test_purge_deletes_ended_audits_with_actions_and_migrations(db):
+    for state in ('succeeded', 'partial', 'failed', 'recommended'):
+        _audit(state, hours=30)
+    _audit('failed', hours=None, created_hours=30)
+    kept = [_audit('succeeded', hours=1),
+            _audit('recommended', hours=None, created_hours=1)]
+    kept += [_audit(state, hours=1000)
+             for state in ('pending', 'planning', 'executing')]
+    # A migration whose action is gone already is no audit's.
+    rows.insert(models.Migration, dict(created_at=rows.ago(hours=30)))
+
+    assert db_api.purge_audits(db, older_than_hours=24) == 5
+
+    assert _left() == (kept, sorted(kept * 2), [None] + kept)
+
+
+def test_purge_keeps_audits_for_their_retention(db, conf):
+    recent = _audit('succeeded', hours=100)
+    _audit('failed', hours=800)
+
+    # The default: 720 hours.
+    assert db_api.purge_audits(db) == 1
+    assert _left()[0] == [recent]
+    conf.config(audit_retention_hours=50, group='consolidation')
+    assert db_api.purge_audits(db) == 1
+    assert db_api.purge_audits(db, older_than_hours=0) == 0
+    assert _left() == ([], [], [])
+
+
+def test_purge_deletes_audits_in_batches(db, monkeypatch):
+    monkeypatch.setattr(db_api, '_PURGE_BATCH', 2)
+    for _ in range(5):
+        _audit('succeeded', hours=10)
+    kept = _audit('executing', hours=10)
+
+    assert db_api.purge_audits(db, older_than_hours=1) == 5
+
+    assert _left() == ([kept], [kept, kept], [kept])

@@ -43,8 +43,9 @@ def test_upgrade_version_and_status_on_mariadb(tmp_path):
     assert upgrade.returncode == 0, upgrade.stderr
     assert (after.returncode, after.stdout) == (0, migration.head() + '\n')
     assert (purge.returncode, purge.stdout) == (
-        0, 'Deleted 0 WSS and host samples older than 168 hours\n'), \
-        purge.stderr
+        0, 'Deleted 0 WSS and host samples older than 168 hours\n'
+        'Deleted 0 audits that ended more than 720 hours ago, with their '
+        'actions and migrations\n'), purge.stderr
     # Schema at head, no service registered yet: a warning.
     assert warning.returncode == 1, warning.stdout
     assert 'Result: Success' in warning.stdout

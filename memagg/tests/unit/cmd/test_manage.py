@@ -60,25 +60,46 @@ def test_upgrade_to_named_revision(sqlite_file):
     assert upgrade.stdout == 'Database schema at revision 0001\n'
 
 
+def _count(url, model):
+    with sa.create_engine(url).connect() as connection:
+        return connection.scalar(sa.select(sa.func.count()).select_from(
+            model))
+
+
 def test_purge_uses_retention_then_argument(sqlite_db, tmp_path):
     config = tools.write_config(tmp_path, sqlite_db)
     rows.insert(models.WssSample, *[
         dict(sampled_at=rows.ago(hours=hours)) for hours in (200, 30, 1)])
+    rows.insert(models.Audit, *[
+        dict(state=state, updated_at=rows.ago(hours=hours))
+        for state, hours in (('succeeded', 800), ('failed', 30),
+                             ('executing', 800))])
 
+    # One bad age: nothing is deleted, not even what the other names.
+    refused = _manage(config, 'db', 'purge', '--older-than-hours', '24',
+                      '--audits-older-than-hours', '-1')
+    samples_before = _count(sqlite_db, models.WssSample)
     default = _manage(config, 'db', 'purge')
-    explicit = _manage(config, 'db', 'purge', '--older-than-hours', '24')
+    explicit = _manage(config, 'db', 'purge', '--older-than-hours', '24',
+                       '--audits-older-than-hours', '24')
 
+    assert (refused.returncode, refused.stdout) == (2, '')
+    assert refused.stderr == (
+        'memagg-manage: error: argument --audits-older-than-hours: -1 is '
+        'negative; give 0 or more\n')
+    assert samples_before == 3
     assert (default.returncode, default.stdout) == (
-        0, 'Deleted 1 WSS and host samples older than 168 hours\n'), \
-        default.stderr
+        0, 'Deleted 1 WSS and host samples older than 168 hours\n'
+        'Deleted 1 audits that ended more than 720 hours ago, with their '
+        'actions and migrations\n'), default.stderr
     assert (explicit.returncode, explicit.stdout) == (
-        0, 'Deleted 1 WSS and host samples older than 24 hours\n'), \
-        explicit.stderr
-    engine = sa.create_engine(sqlite_db)
-    with engine.connect() as connection:
-        left = connection.scalar(sa.select(sa.func.count()).select_from(
-            models.WssSample))
-    assert left == 1
+        0, 'Deleted 1 WSS and host samples older than 24 hours\n'
+        'Deleted 1 audits that ended more than 24 hours ago, with their '
+        'actions and migrations\n'), explicit.stderr
+    assert _count(sqlite_db, models.WssSample) == 1
+    with sa.create_engine(sqlite_db).connect() as connection:
+        states = connection.scalars(sa.select(models.Audit.state)).all()
+    assert states == ['executing']
 
 
 BAD_ARGUMENTS = [
@@ -90,6 +111,8 @@ BAD_ARGUMENTS = [
      "argument --older-than-hours: invalid int value: 'x'"),
     (('db', 'purge', '--older-than-hours', '-1'),
      'argument --older-than-hours: -1 is negative; give 0 or more'),
+    (('db', 'purge', '--audits-older-than-hours', '-1'),
+     'argument --audits-older-than-hours: -1 is negative; give 0 or more'),
     (('db', 'upgrade', '--revision', 'nope'),
      "argument --revision: Can't locate revision identified by 'nope'"),
     (('db', 'version', '--verbose-please'),

@@ -23,6 +23,7 @@ an object with SchedulerAPI's three remote-memory calls; the hypervisor by
 a small HypervisorDriver.
 """
 import logging
+import os
 
 import pytest
 
@@ -184,16 +185,24 @@ class FakeSwapd:
         self._call('export_describe', grant)
         return self.exports[grant]
 
-    def export_create(self, grant, key, size, slab_size, local, slabs):
+    def export_create(self, grant, key, size, slab_size, local, slabs,
+                      adopt=False):
         self._call('export_create', grant, key, size, slab_size, local,
-                   slabs)
+                   slabs, *(('adopt',) if adopt else ()))
         self.exports[grant] = {'grant': grant, 'local': local}
         return {'name': 'memagg-swap-' + grant,
                 'socket': '/run/exports/%s.sock' % grant}
 
     def export_drop(self, grant, delete=False):
         self._call('export_drop', grant, delete)
-        self.exports.pop(grant, None)
+        if self.exports.pop(grant, None) is None:
+            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
+
+    def export_stats(self, grant):
+        self._call('export_stats', grant)
+        if grant not in self.exports:
+            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
+        return {'reads': 5, 'stored_pages': 2560, 'rebuild_left': 257}
 
     def export_reclaim(self, grant, slabs=None):
         self._call('export_reclaim', grant, slabs)
@@ -224,6 +233,8 @@ class FakeScheduler:
     def __init__(self):
         self.calls = []
         self.fail = {}
+        self.moved = {}
+        self.release_hosts = []
 
     def _call(self, name, *args, timeout=None):
         self.calls.append((name,) + args + (timeout,))
@@ -238,8 +249,14 @@ class FakeScheduler:
                 'granted_mb': size_mb, 'requested_mb': size_mb,
                 'partial': False}
 
-    def release_grant(self, ctxt, grant_uuid, timeout=None):
+    def release_grant(self, ctxt, grant_uuid, consumer_host=None,
+                      timeout=None):
         self._call('release_grant', grant_uuid, timeout=timeout)
+        self.release_hosts.append(consumer_host)
+        # The scheduler names the grant's consumer: another host once its
+        # VM was live-migrated there.
+        return {'uuid': grant_uuid,
+                'consumer_host': self.moved.get(grant_uuid, consumer_host)}
 
     def reclaim(self, ctxt, host, size_mb, timeout=None):
         self._call('reclaim', host, size_mb, timeout=timeout)
@@ -388,6 +405,56 @@ def test_a_gone_vm_is_released_and_its_export_dropped_after_two_periods(
     assert ('export_drop', GRANT, True) in lmc.client.calls
     assert lmc.driver.detached == [(VM, 'memagg-swap-0b4f7e0c')]
     assert lmc.grants_by_instance() == {}
+
+
+def test_a_gone_vm_whose_grant_moved_drops_its_export_only(lmc):
+    lmc.attach_grant(grant_dict())
+    lmc.scheduler_api.moved[GRANT] = 'node-b'
+    for _ in range(2):
+        lmc.plan_period(period(0), [])
+        lmc.act(None)
+    assert lmc.scheduler_api.release_hosts == ['node-a']
+    assert ('export_drop', GRANT, True) in lmc.client.calls
+    # The VM's definition is on its new host: nothing to detach here.
+    assert lmc.driver.detached == []
+    assert lmc.grants_by_instance() == {}
+
+
+def test_an_adopted_grant_is_served_from_its_donors_without_hot_plug(lmc):
+    local = remote.local_copy_path(lmc.conf.swapd.state_dir, VM, GRANT)
+    os.makedirs(os.path.dirname(local))
+    with open(local, 'w') as stale:
+        stale.write('an earlier attempt')
+
+    reply = lmc.adopt_grant(grant_dict())
+
+    assert reply == {'socket': '/run/exports/%s.sock' % GRANT,
+                     'name': 'memagg-swap-' + GRANT}
+    create = [c for c in lmc.client.calls if c[0] == 'export_create']
+    assert [c[-1] for c in create] == ['adopt']
+    assert [s['index'] for s in create[0][6]] == [0, 1]
+    assert not os.path.exists(local), 'a stale copy must not be reused'
+    assert lmc.driver.attached == []
+    assert lmc.grants_by_instance()[VM].uuid == GRANT
+    # Idempotent: asked again (a resumed migration), nothing is created.
+    lmc.adopt_grant(grant_dict())
+    assert len([c for c in lmc.client.calls
+                if c[0] == 'export_create']) == 1
+    assert lmc.grant_status(GRANT) == {'stored_mb': 10,
+                                       'local_copy_left_mb': 2}
+
+
+def test_drop_export_forgets_the_grant_without_releasing_it(lmc):
+    lmc.adopt_grant(grant_dict())
+    assert lmc.drop_export(GRANT) == {'dropped': True}
+    assert lmc.drop_export(GRANT) == {'dropped': False}
+    assert lmc.scheduler_api.calls == []
+    assert lmc.grants_by_instance() == {}
+    with pytest.raises(exceptions.NotFound):
+        lmc.grant_status(GRANT)
+    with pytest.raises(exceptions.InvalidParameter) as caught:
+        lmc.drop_export('not-a-uuid')
+    assert caught.value.kwargs['field'] == 'grant_uuid'
 
 
 def test_a_vm_missing_for_one_period_keeps_its_grant(lmc):

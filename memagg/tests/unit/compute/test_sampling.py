@@ -192,15 +192,23 @@ REAL_SAMPLER = _native.Sampler
 
 class FailingSampler:
     """The real memagg._native.Sampler, except that the begin() calls
-    numbered in ``fail`` (from 1, over every instance) raise ``error``:
-    the kernel refusing a window cannot be provoked on demand here (the
-    DAMON case is tested for real in tests/unit/native/test_sampler.py)."""
+    numbered in ``fail`` (from 1, over every instance) raise ``error``, and
+    the collect() calls numbered in ``fail_collect`` raise
+    ``collect_error``: the kernel refusing a window, or the host moving the
+    sampled pages during one, cannot be provoked on demand here (the DAMON
+    case is tested for real in tests/unit/native/test_sampler.py, moved
+    pages in native/tests and on a real guest)."""
 
     fail = ()
     error = OSError(errno.ENODEV, 'cannot set DAMON region 0 of ...: '
                     'No such device')
+    fail_collect = ()
+    collect_error = OSError(
+        errno.EAGAIN, 'the host moved 600 of 1000 sampled pages during the '
+        'window (compaction or migration)')
     opened = 0
     begins = 0
+    collects = 0
 
     def __init__(self, *args, **kwargs):
         type(self).opened += 1
@@ -217,7 +225,11 @@ class FailingSampler:
         self._real.begin()
 
     def collect(self):
-        return self._real.collect()
+        type(self).collects += 1
+        sample = self._real.collect()
+        if self.collects in self.fail_collect:
+            raise self.collect_error
+        return sample
 
     def close(self):
         self._real.close()
@@ -228,8 +240,9 @@ def failing_sampler(monkeypatch, conf):
     conf.config(estimator='badis', sampler_backend='clear_refs',
                 min_margin_mb=0, group='wss')
 
-    def make(fail, error=None):
-        attrs = {'fail': fail, 'opened': 0, 'begins': 0}
+    def make(fail=(), error=None, fail_collect=()):
+        attrs = {'fail': fail, 'fail_collect': fail_collect, 'opened': 0,
+                 'begins': 0, 'collects': 0}
         if error is not None:
             attrs['error'] = error
         cls = type('Sampler', (FailingSampler,), attrs)
@@ -290,3 +303,54 @@ def test_the_sampler_is_opened_again_when_it_cannot_recover(
     assert drv.lookups == 2 and sampler_class.opened == 2
     assert results[-1].estimator == 'badis/V/sampler'
     assert results[-1].sampler_error is None
+
+
+def test_windows_the_host_moved_are_lost_and_the_sampler_kept(
+        failing_sampler, guest_ram, caplog):
+    # The host moved most sampled pages in two windows in a row (EAGAIN):
+    # unlike two failures of the sampler, that is no reason to open it
+    # again.
+    sampler_class = failing_sampler(fail_collect=(2, 3))
+    address, ram = guest_ram
+    drv = Driver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        with caplog.at_level(logging.WARNING, logger='memagg.compute'):
+            results = []
+            for _ in range(5):
+                touch(ram, 40)
+                results.append(period(manager, drv))
+    finally:
+        manager.close()
+    labels = [(r.estimator, r.wss_mb) for r in results]
+    # 1: no window yet; 2: window 1; 3: window 2 lost, window 1's estimate
+    # held; 4: window 3 lost too, Badis falls back on the guest's stats;
+    # 5: window 4, from the same sampler.
+    assert [label for label, _wss in labels] == [
+        'badis/V/stats', 'badis/V/sampler', 'badis/V/held', 'badis/V/stats',
+        'badis/V/sampler'], labels
+    for n in (1, 2, 4):
+        assert labels[n][1] == pytest.approx(40, abs=3), labels
+    assert drv.lookups == 1 and sampler_class.opened == 1
+    assert sampler_class.begins == 5
+    assert 'the host moved 600 of 1000' in results[2].sampler_error
+    assert results[4].sampler_error is None
+    logged = [r for r in caplog.records if 'host moved' in r.message]
+    assert len(logged) == 1, caplog.text
+    assert 'sampler window lost' in logged[0].message
+
+
+def test_a_window_the_host_moved_is_not_a_failure_of_the_sampler(
+        failing_sampler, guest_ram):
+    # A begin() that fails right after a window the host spoiled is the
+    # sampler's first failure in a row: it is kept.
+    sampler_class = failing_sampler(fail=(3,), fail_collect=(2,))
+    address, ram = guest_ram
+    drv = Driver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        results = [period(manager, drv) for _ in range(6)]
+    finally:
+        manager.close()
+    assert drv.lookups == 1 and sampler_class.opened == 1
+    assert results[-1].estimator == 'badis/V/sampler'

@@ -135,16 +135,66 @@ def test_export_create_formats_each_slab(server, client):
         '1@tcp://h2:7450@8192@9\n' % (GRANT, KEY))
 
 
+def test_export_create_adopt_sends_runs_of_slabs_as_ranges(server, client):
+    server.replies['EXPORT_CREATE'] = (
+        'OK name=memagg-swap-%s socket=/run/x/%s.sock\n' % (GRANT, GRANT))
+    slab = 64 << 20
+    slabs = [{'index': i, 'endpoint': 'tcp://h1:7450',
+              'remote_addr': 4096 + i * slab, 'rkey': 7} for i in range(3)]
+    slabs.append({'index': 3, 'endpoint': 'tcp://h2:7450', 'remote_addr': 0,
+                  'rkey': 9})
+    client.export_create(GRANT, KEY, 4 * slab, slab, '/l/a.img',
+                         list(reversed(slabs)), adopt=True)
+    assert server.requests[0] == (
+        'EXPORT_CREATE grant=%s key=%s size=268435456 slab_size=67108864 '
+        'local=/l/a.img slabs=0-2@tcp://h1:7450@4096@7,'
+        '3@tcp://h2:7450@0@9 adopt=1\n' % (GRANT, KEY))
+
+
+def test_a_table_of_thousands_of_slabs_fits_in_one_request():
+    slab = 64 << 20
+    # 4000 slabs over 5 donors, each lending its share in one region.
+    slabs = [{'index': i, 'endpoint': 'tcp://192.168.100.%d:7450' % (i // 800),
+              'remote_addr': 140000000000000 + (i % 800) * slab, 'rkey': 0}
+             for i in range(4000)]
+    line = swapd.format_request('EXPORT_CREATE', {
+        'grant': GRANT, 'key': KEY, 'size': 4000 * slab, 'slab_size': slab,
+        'local': '/var/lib/memagg/swapd/copies/%s/%s.img' % (GRANT, GRANT),
+        'slabs': swapd.slab_specs(slabs, slab), 'adopt': 1})
+    assert len(line) < 1024
+    assert ',800-1599@tcp://192.168.100.1:7450@140000000000000@0,' in line
+    # Scattered addresses cost one entry each, as before.
+    assert swapd.slab_specs([slabs[0], slabs[801]], slab) == [
+        '0@tcp://192.168.100.0:7450@140000000000000@0',
+        '801@tcp://192.168.100.1:7450@140000067108864@0']
+
+
 def test_export_describe_round_trips_the_slab_table(server, client):
     server.replies['EXPORT_DESCRIBE'] = (
-        'OK grant=%s key=%s size=134217728 slab_size=67108864 '
-        'local=/l/a.img slabs=0@tcp://h1:7450@4096@7,1@tcp://h2:7450@8192@9\n'
-        % (GRANT, KEY))
+        'OK grant=%s key=%s size=268435456 slab_size=67108864 '
+        'local=/l/a.img slabs=0@tcp://h1:7450@4096@7,1-3@tcp://h2:7450@8192@9'
+        ' local_slabs=0,2\n' % (GRANT, KEY))
     described = client.export_describe(GRANT)
-    assert described['size'] == 128 << 20
+    assert described['size'] == 256 << 20
     assert described['local'] == '/l/a.img'
     assert described['slabs'][1] == {'index': 1, 'endpoint': 'tcp://h2:7450',
                                      'remote_addr': 8192, 'rkey': 9}
+    assert described['slabs'][3] == {'index': 3, 'endpoint': 'tcp://h2:7450',
+                                     'remote_addr': 8192 + (128 << 20),
+                                     'rkey': 9}
+    assert len(described['slabs']) == 4
+    assert described['local_slabs'] == [0, 2]
+
+
+def test_export_stats_are_ints_with_the_rebuild(server, client):
+    server.replies['EXPORT_STATS'] = (
+        'OK reads=1 writes=2 read_bytes=4096 write_bytes=8192 zero_reads=0 '
+        'local_reads=0 remote_errors=0 degraded_slabs=0 clients=1 '
+        'lat_p50_us=10 lat_p99_us=20 rebuild_left=16384 stored_pages=65536\n')
+    stats = client.export_stats(GRANT)
+    assert stats['rebuild_left'] == 16384
+    assert stats['stored_pages'] == 65536
+    assert stats['clients'] == 1
 
 
 def test_list_stats_free_reclaim_and_drop(server, client):

@@ -41,6 +41,7 @@ _DEFAULTS = {
                                  granted_mb=256, status='active',
                                  secret='s3cret'),
     models.Audit: lambda n: dict(uuid=str(uuid.uuid4())),
+    models.AuditAction: lambda n: dict(sequence=n, action_type='migrate'),
     models.Slab: lambda n: dict(index=n, donor_host='host-2', size_mb=256),
     models.Migration: lambda n: dict(uuid=str(uuid.uuid4()),
                                      instance_uuid=str(uuid.uuid4()),

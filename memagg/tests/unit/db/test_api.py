@@ -213,3 +213,15 @@ def test_purge_rejects_negative_age(db):
         db_api.purge_wss_samples(db, older_than_hours=-1)
 
     assert "'older_than_hours'" in str(error.value)
+
+
+def test_audit_purge_rejects_negative_age(db):
+    rows.insert(models.Audit, dict(state='failed',
+                                   updated_at=rows.ago(hours=1)))
+
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_api.purge_audits(db, older_than_hours=-1)
+
+    assert "'older_than_hours'" in str(error.value)
+    assert '-1 is negative' in str(error.value)
+    assert len(db_api.list_resources(db, 'audits')) == 1

@@ -11,6 +11,7 @@
 # under the License.
 
 """The libvirt hypervisor driver against libvirt's test:///default driver."""
+import libvirt
 import pytest
 
 from memagg.common import exceptions
@@ -172,3 +173,32 @@ def test_a_vanished_domain_raises_domain_gone(driver):
                  lambda: driver.guest_memory(gone)):
         with pytest.raises(base.DomainGone):
             call()
+
+
+class _Domain:
+    """A domain whose completed job is ``stats`` (libvirt's typed
+    parameters as libvirt-python returns them)."""
+
+    def __init__(self, stats):
+        self.stats = stats
+
+    def jobStats(self, flags):
+        assert flags == (libvirt.VIR_DOMAIN_JOB_STATS_COMPLETED
+                         | libvirt.VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED)
+        return self.stats
+
+
+def test_migration_stats_come_from_the_completed_migration_job():
+    stats = libvirt_driver.job_stats_of_migration(_Domain({
+        'type': libvirt.VIR_DOMAIN_JOB_COMPLETED,
+        'operation': libvirt.VIR_DOMAIN_JOB_OPERATION_MIGRATION_IN,
+        'time_elapsed': 1830, 'downtime': 41, 'data_processed': 9 << 20,
+        'memory_processed': 8 << 20}))
+    assert stats == base.MigrationStats(memory_bytes=8 << 20,
+                                        data_bytes=9 << 20, time_ms=1830,
+                                        downtime_ms=41)
+    # Another job (a save, say), or none kept: no migration statistics.
+    assert libvirt_driver.job_stats_of_migration(_Domain({
+        'type': libvirt.VIR_DOMAIN_JOB_COMPLETED,
+        'operation': libvirt.VIR_DOMAIN_JOB_OPERATION_SAVE})) is None
+    assert libvirt_driver.job_stats_of_migration(_Domain({})) is None

@@ -23,11 +23,15 @@ The hot set is the first HOT MiB, or with --scatter a random choice (seeded)
 of 64 KiB chunks adding up to HOT MiB spread over the whole mapping: a
 contiguous hot set lines up with a stratified sampler's strata and so hides
 its statistical error; a scattered one does not.
+
+On SIGUSR1 it gives the second half of the mapping back (MADV_DONTNEED)
+before its next pass, as a host taking pages away (a balloon, swap).
 """
 import argparse
 import ctypes
 import mmap
 import random
+import signal
 import struct
 
 PAGE = 4096
@@ -61,8 +65,13 @@ def main():
     if args.passes:
         with open(args.passes, 'r+b') as f:
             passes = mmap.mmap(f.fileno(), 8)
+    drop = []
+    signal.signal(signal.SIGUSR1, lambda signum, frame: drop.append(1))
     count = 0
     while True:
+        if drop:
+            mem.madvise(mmap.MADV_DONTNEED, total // 2, total - total // 2)
+            drop.clear()
         for start, end in ranges:
             mem[start:end:PAGE] = b'\x02' * ((end - start) // PAGE)
         if passes is not None:

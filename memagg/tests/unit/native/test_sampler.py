@@ -12,6 +12,7 @@
 
 """memagg._native.Sampler against a real process with a known hot set."""
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -95,6 +96,8 @@ def test_fraction_matches_hot_set(hot_child, backend):
         sampler.close()
     assert result['backend'] == backend
     assert result['present'] == result['sampled']
+    # Nothing moves the child's pages here: every sample counts.
+    assert result['moved'] == 0
     assert result['fraction'] == pytest.approx(0.25, abs=0.05)
     if backend.startswith('damon'):
         assert result['sampled'] == 2000
@@ -146,6 +149,49 @@ def test_automatic_interval_follows_the_period(hot_child):
         # paced from the previous period, well under a second here.
         assert results[0]['window_s'] >= 0.9
         assert results[2]['window_s'] < results[0]['window_s'] / 2
+
+
+@needs_root
+@pytest.mark.slow
+def test_pages_taken_away_during_the_window_count_as_idle(tmp_path):
+    """Half of the mapping given back during the window (as a balloon
+    does): those samples are no longer present at collect() and count as
+    idle, whoever has their PFNs now. DAMON then reads the accessed regions
+    one by one (update_schemes_tried_regions) rather than their bytes."""
+    backends = _native.backends()
+    backend = next((b for b in ('page_idle', 'damon_paddr')
+                    if backends[b][0]), None)
+    if backend is None:
+        pytest.skip('no PFN backend on this kernel')
+    passes = tmp_path / 'passes'
+    passes.write_bytes(bytes(8))
+    proc = subprocess.Popen([sys.executable, HOTSET, '256', '64',
+                             str(passes)], stdout=subprocess.PIPE, text=True)
+    try:
+        child = HotChild(proc, int(proc.stdout.readline()), 256 * MIB,
+                         passes)
+        try:
+            sampler = _native.Sampler(child.pid, child.addr, child.length,
+                                      n=2000, backend=backend, seed=11,
+                                      sample_interval=0.2)
+        except OSError as exc:
+            pytest.skip('%s is held by another process: %s'
+                        % (backend, exc))
+        try:
+            sampler.begin()
+            proc.send_signal(signal.SIGUSR1)
+            # The half is given back before the next pass.
+            child.wait_passes(2)
+            result = sampler.collect()
+        finally:
+            sampler.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    # Nothing moved the child's pages (a host compaction might, a few).
+    assert result['moved'] < 40, result
+    assert result['present'] >= 1900, result
+    assert result['fraction'] == pytest.approx(0.25, abs=0.05)
 
 
 @needs_root

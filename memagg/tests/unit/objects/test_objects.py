@@ -50,8 +50,13 @@ def _report():
 
 def test_object_versions_are_pinned():
     objects.register_all()
-    checker = ovo_fixture.ObjectVersionChecker(
-        base.MemaggObjectRegistry.obj_classes())
+    # oslo.versionedobjects keeps one registry for every project: Nova's
+    # objects are in it too once memagg.nova's tests have imported Nova.
+    checker = ovo_fixture.ObjectVersionChecker({
+        name: classes for name, classes
+        in base.MemaggObjectRegistry.obj_classes().items()
+        if classes[0].OBJ_PROJECT_NAMESPACE
+        == base.MemaggObject.OBJ_PROJECT_NAMESPACE})
     expected, actual = checker.test_hashes(EXPECTED_FINGERPRINTS)
     assert expected == actual, (
         'An object changed: bump its VERSION and update '

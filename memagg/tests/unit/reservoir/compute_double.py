@@ -11,10 +11,12 @@
 # under the License.
 
 """A stand-in for memagg-compute's RPC client (memagg.compute.rpcapi
-ComputeAPI) at the boundary the reservoir calls: prepare_slabs,
-free_slabs, attach_grant and reclaim_slabs, with the contract's arguments
-and replies. Each donor host keeps the slabs it set up, so a test can see
-that nothing leaked."""
+ComputeAPI) at the boundary the reservoir and the migration executor call:
+prepare_slabs, free_slabs, attach_grant and reclaim_slabs (1.1), and
+adopt_grant, drop_export, grant_status and migration_stats (1.2), with the
+contract's arguments and replies. Each donor host keeps the slabs it set
+up and each consumer its exports, so a test can see that nothing
+leaked."""
 import threading
 
 from memagg.common import exceptions
@@ -24,8 +26,11 @@ class ComputeDouble:
     """``behaviour`` maps a host to how it answers prepare_slabs: ``ok``
     (every slab), an int (that many slabs: out of memory), ``fail``
     (RPCTimeout) or ``malformed`` (a reply without slabs).
-    ``attach_fails`` / ``reclaim_fails`` are sets of hosts whose
-    attach_grant / reclaim_slabs raise."""
+    ``attach_fails`` / ``reclaim_fails`` / ``adopt_fails`` are sets of
+    hosts whose attach_grant / reclaim_slabs / adopt_grant raise.
+    ``stored_mb`` and ``copy_left_mb`` map a grant to what grant_status
+    answers (``copy_left_mb`` a list: one answer per call, the last
+    repeated); ``stats`` maps a host to its migration_stats reply."""
 
     def __init__(self, behaviour=None):
         self.behaviour = dict(behaviour or {})
@@ -35,6 +40,11 @@ class ComputeDouble:
         self.calls = []
         self.held = {}      # host -> {(grant, index)}
         self.attached = {}  # grant uuid -> grant dict
+        self.adopt_fails = set()
+        self.exports = {}   # host -> {grant uuid}
+        self.stored_mb = {}
+        self.copy_left_mb = {}
+        self.stats = {}
         self.hook = None    # called with (method, host) before answering
         self._lock = threading.Lock()
 
@@ -86,6 +96,8 @@ class ComputeDouble:
         if host in self.attach_fails:
             raise exceptions.ServiceUnavailable(reason='libvirt is down')
         self.attached[grant['uuid']] = grant
+        with self._lock:
+            self.exports.setdefault(host, set()).add(grant['uuid'])
         return {'socket': '/run/memagg/swapd/exports/%s.sock'
                 % grant['uuid'],
                 'serial': 'memagg-swap-' + grant['uuid'][:8],
@@ -109,3 +121,42 @@ class ComputeDouble:
 
     def called(self, method):
         return [c[1:] for c in self.calls if c[0] == method]
+
+    def adopt_grant(self, ctxt, host, grant, timeout=None):
+        self._record('adopt_grant', host, grant['uuid'], timeout=timeout)
+        assert len(grant['secret']) == 64 and grant['slabs']
+        if host in self.adopt_fails:
+            raise exceptions.ServiceUnavailable(
+                reason='memagg-swapd of %s does not answer' % host)
+        with self._lock:
+            self.exports.setdefault(host, set()).add(grant['uuid'])
+        return {'socket': '/run/memagg/swapd/exports/%s.sock'
+                % grant['uuid'], 'name': 'memagg-swap-' + grant['uuid']}
+
+    def drop_export(self, ctxt, host, grant_uuid, timeout=None):
+        self._record('drop_export', host, grant_uuid, timeout=timeout)
+        with self._lock:
+            mine = self.exports.get(host, set())
+            dropped = grant_uuid in mine
+            mine.discard(grant_uuid)
+        return {'dropped': dropped}
+
+    def grant_status(self, ctxt, host, grant_uuid, timeout=None):
+        self._record('grant_status', host, grant_uuid, timeout=timeout)
+        with self._lock:
+            if grant_uuid not in self.exports.get(host, set()):
+                raise exceptions.NotFound(resource='Export', id=grant_uuid)
+            answers = self.copy_left_mb.get(grant_uuid, [0])
+            left = answers.pop(0) if len(answers) > 1 else answers[0]
+        return {'stored_mb': self.stored_mb.get(grant_uuid, 0),
+                'local_copy_left_mb': left}
+
+    def migration_stats(self, ctxt, host, instance_uuid, timeout=None):
+        self._record('migration_stats', host, instance_uuid,
+                     timeout=timeout)
+        return self.stats.get(host)
+
+    def exported(self, host):
+        """The grants ``host`` serves an export of."""
+        with self._lock:
+            return set(self.exports.get(host, set()))

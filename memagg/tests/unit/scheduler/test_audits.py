@@ -13,6 +13,7 @@
 """Consolidation rounds on SQLite: hosts, VMs and samples written to the
 DB as memagg-compute reports them; the plan stored on the audit."""
 import datetime
+import logging
 
 from oslo_utils import timeutils
 import pytest
@@ -168,6 +169,23 @@ def test_booked_memory_sees_the_flavors_not_the_working_sets(rounds):
     assert by_booked.reason.startswith('1 overloaded host (idle: memory)')
 
 
+def test_booked_basis_still_selects_by_working_set(rounds):
+    # full books 16000 of its 16384 MiB (0.98 > 0.95: memory overload). By
+    # booked memory vm 2 is the cheaper to move (4000 < 12000 MiB); by
+    # working set, what a live migration copies, vm 1 is (500 < 3000 MiB),
+    # the one ALGORITHMS.md §3.3 selects whatever the basis. spare takes
+    # vm 1 (1 core of its 1.6 free) but not vm 2 (3.8 cores).
+    _host('full', 8, 16384, [0.6, 0.6],
+          [(_vm(1), 12000, 500, 1.0), (_vm(2), 4000, 3000, 3.8)])
+    _host('spare', 8, 16384, [0.6, 0.6], [(_vm(3), 2048, 1000, 4.8)])
+
+    audit = _plan('booked')
+
+    assert _actions(audit) == [
+        (0, 'migrate', _vm(1), 'full', 'spare', 'overload:memory')]
+    assert audit.unplaced is None
+
+
 def test_an_audit_parameters_override_the_options(rounds):
     _host('idle', 8, 16384, [0.1, 0.1], [(_vm(1), 2048, 1000, 0.8)])
     _host('work', 8, 16384, [0.6, 0.6], [(_vm(2), 8192, 8000, 4.8)])
@@ -230,3 +248,100 @@ def test_an_audit_already_taken_is_left_alone(rounds):
 
     assert audits.run_audit(_ctxt(), audit.uuid) is None
     assert db_api.audit_get(_ctxt(), audit.uuid).state == 'planning'
+
+
+def _stored():
+    return db_api.list_resources(_ctxt(), 'audits')
+
+
+def _messages(caplog, level):
+    return [r.getMessage() for r in caplog.records
+            if r.name == audits.__name__ and r.levelno >= level]
+
+
+def test_an_asked_for_audit_with_nothing_to_do_is_stored(rounds):
+    _host('work', 8, 16384, [0.6, 0.6], [(_vm(1), 8192, 8000, 4.8)])
+
+    audit = _plan()
+
+    assert (audit.state, audit.actions) == ('recommended', [])
+    assert [a.uuid for a in _stored()] == [audit.uuid]
+
+
+def test_periodic_rounds_with_nothing_to_do_store_no_audit(rounds, caplog):
+    caplog.set_level(logging.DEBUG)
+    _host('work', 8, 16384, [0.6, 0.6], [(_vm(1), 8192, 8000, 4.8)])
+    periodic = audits.PeriodicRounds()
+
+    assert [periodic.run(_ctxt()) for _ in range(3)] == [None] * 3
+
+    assert _stored() == []
+    # Said once at info, then at debug.
+    assert len([m for m in _messages(caplog, logging.INFO)
+                if 'nothing to do' in m]) == 1
+    assert len([m for m in _messages(caplog, logging.DEBUG)
+                if 'nothing to do' in m]) == 3
+
+
+def test_a_periodic_round_with_actions_is_stored(rounds):
+    rounds.config(auto_execute=True, memory_basis='booked',
+                  group='consolidation')
+    _host('idle', 8, 16384, [0.1, 0.1], [(_vm(1), 2048, 1000, 0.8)])
+    _host('work', 8, 16384, [0.6, 0.6], [(_vm(2), 8192, 8000, 4.8)])
+    periodic = audits.PeriodicRounds()
+
+    audit = periodic.run(_ctxt())
+
+    assert [a.uuid for a in _stored()] == [audit.uuid]
+    stored = db_api.audit_get(_ctxt(), audit.uuid)
+    assert (stored.state, stored.memory_basis, stored.auto_execute) == (
+        'recommended', 'booked', True)
+    assert [a[1] for a in _actions(stored)] == ['migrate', 'power_off']
+
+
+def test_periodic_rounds_failing_alike_store_one_audit(rounds, caplog):
+    _host('silent', 8, 16384, [0.05], [], reported_at=rows.ago(hours=1))
+    periodic = audits.PeriodicRounds()
+
+    results = [periodic.run(_ctxt()) for _ in range(3)]
+
+    assert results[0].state == 'failed' and results[1:] == [None, None]
+    failed = _stored()
+    assert [(a.uuid, a.state) for a in failed] == [(results[0].uuid,
+                                                    'failed')]
+    assert 'no compute host that can take part' in failed[0].reason
+    assert failed[0].finished_at is not None
+    assert len([m for m in _messages(caplog, logging.WARNING)
+                if 'no compute host' in m]) == 1
+
+
+def test_a_periodic_failure_is_stored_again_once_the_outcome_changed(
+        rounds):
+    periodic = audits.PeriodicRounds()
+    periodic.run(_ctxt())
+    # A bad option fails the next round for another reason...
+    rounds.config(overload_mem_params='{"threshold": 7}',
+                  group='consolidation')
+    periodic.run(_ctxt())
+    periodic.run(_ctxt())
+    # ... and once fixed, the first reason counts as new again.
+    rounds.config(overload_mem_params='{}', group='consolidation')
+    periodic.run(_ctxt())
+
+    reasons = [a.reason for a in _stored()]
+    assert len(reasons) == 3
+    assert 'no compute host' in reasons[0]
+    assert 'overload.threshold.threshold' in reasons[1]
+    assert reasons[2] == reasons[0]
+
+
+def test_an_asked_for_audit_is_stored_even_failing_as_periodic_ones(
+        rounds):
+    periodic = audits.PeriodicRounds()
+    periodic.run(_ctxt())
+
+    audit = _plan()
+    periodic.run(_ctxt())
+
+    assert audit.state == 'failed'
+    assert len(_stored()) == 2

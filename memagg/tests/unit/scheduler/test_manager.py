@@ -15,6 +15,7 @@ and executes consolidation audits on its worker while RPC stays
 answered."""
 import datetime
 import threading
+import time
 
 from oslo_utils import timeutils
 import pytest
@@ -230,6 +231,10 @@ def test_execute_asked_for_twice_runs_once(rounds, admin_context):
     assert _state(admin_context, audit.uuid) == 'succeeded'
 
 
+def _audits(ctxt):
+    return db_api.list_resources(ctxt, 'audits')
+
+
 def test_periodic_rounds_do_not_pile_up(rounds, admin_context):
     svc, executor = rounds
     executor.gate.clear()
@@ -240,12 +245,29 @@ def test_periodic_rounds_do_not_pile_up(rounds, admin_context):
 
     svc.manager.periodic_round()
     svc.manager.periodic_round()
+    # A round queued behind them shows what the periodic ones stored.
+    later = db_api.audit_create(admin_context, {})
+    svc.manager.run_audit(admin_context, later.uuid)
 
-    waiting = db_api.audits_in_state(admin_context, ['pending'])
-    assert len(waiting) == 1 and waiting[0].memory_basis == 'wss'
     executor.gate.set()
-    polling.wait_for(lambda: _state(admin_context, waiting[0].uuid) ==
-                     'recommended', 10, message='periodic audit planned')
+    polling.wait_for(lambda: _state(admin_context, later.uuid) ==
+                     'recommended', 10, message='later audit planned')
+    periodic = [a for a in _audits(admin_context)
+                if a.uuid not in (busy.uuid, later.uuid)]
+    assert [(a.state, a.memory_basis) for a in periodic] == [
+        ('recommended', 'wss')]
+    assert len(periodic[0].actions) == 2
+
+
+def test_periodic_round_auto_executes_its_plan(conf, rounds, admin_context):
+    svc, executor = rounds
+    conf.config(auto_execute=True, group='consolidation')
+
+    svc.manager.periodic_round()
+
+    polling.wait_for(lambda: executor.executed, 10,
+                     message='periodic plan executed')
+    assert [a.uuid for a in _audits(admin_context)] == executor.executed
 
 
 def test_start_resumes_executions_and_plans_pending_audits(
@@ -274,8 +296,27 @@ def test_periodic_round_task_follows_the_interval(conf, sqlite_db):
     conf.config(interval=300, group='consolidation')
     tasks = manager.SchedulerManager(host='ctl',
                                      executor=_Executor()).periodic_tasks()
-    assert [(t.name, t.interval) for t in tasks][1] == (
-        'consolidation-round', 300)
+    # The first round comes an interval after the start, when the compute
+    # nodes have reported; the purge runs at once.
+    assert [(t.name, t.interval, t.first_after) for t in tasks] == [
+        ('purge-wss-samples', conf.conf.scheduler.purge_interval, 0.0),
+        ('consolidation-round', 300, 300)]
+
+
+def test_a_periodic_task_runs_first_after_its_delay(
+        conf, fake_rpc, sqlite_db):
+    ran = []
+    mgr = manager.SchedulerManager(host='ctl')
+    mgr.periodic_tasks = lambda: [service.PeriodicTask(
+        'late', 3600, lambda: ran.append(time.monotonic()), first_after=0.3)]
+    svc = service.Service('memagg-scheduler', 'memagg-scheduler', mgr)
+    started = time.monotonic()
+    svc.start()
+    try:
+        polling.wait_for(lambda: ran, 10, message='the periodic task ran')
+    finally:
+        svc.stop()
+    assert len(ran) == 1 and ran[0] - started >= 0.3
 
 
 def test_invalid_round_options_fail_at_start(conf, sqlite_db):

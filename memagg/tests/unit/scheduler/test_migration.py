@@ -34,6 +34,8 @@ from memagg.tests import polling
 
 VM = ['00000000-0000-4000-8000-%012d' % i for i in range(12)]
 HOSTS = ['h%d' % i for i in range(1, 7)]
+NOVA_REASON = ('conductor_live_migrate_instance: No valid host was found. '
+               'Unable to move instance to the requested destination')
 
 
 class FakeNova(base.ComputeApi):
@@ -43,10 +45,13 @@ class FakeNova(base.ComputeApi):
     do: ``ok``; ``fail`` (accepted, ends back on the source); ``error``
     (accepted, ends in ERROR on the source); ``hang`` (accepted, never
     ends); ``lost`` (accepted, but the answer is lost: Unavailable);
-    ``down`` (not accepted: Unavailable); ``refuse`` (400).
+    ``down`` (not accepted: Unavailable); ``refuse`` (400). A
+    migration that ends back on its source leaves NOVA_REASON as its
+    failure; an aborted one goes back to its source.
     """
 
     name = 'fake'
+    executes_plans = True
 
     def __init__(self, servers, behaviours=None, polls=2):
         super().__init__(None)
@@ -70,6 +75,7 @@ class FakeNova(base.ComputeApi):
         self.enabled = {host: True for host in HOSTS}
         self.reasons = {}
         self.service_errors = {}
+        self.failures = {}
 
     def get_qos_weight(self, instance_uuid):
         return base.NO_WEIGHT
@@ -120,6 +126,8 @@ class FakeNova(base.ComputeApi):
             server['status'] = 'ERROR'
         else:
             server['status'] = 'ACTIVE'
+            if move['outcome'] == 'fail':
+                self.failures[vm] = NOVA_REASON
 
     def complete_all(self):
         """End every migration in flight, as Nova does while no scheduler
@@ -152,6 +160,20 @@ class FakeNova(base.ComputeApi):
                 return None
             return base.MigrationProgress('running', move['copied'],
                                           8 << 20)
+
+    def abort_live_migration(self, instance_uuid):
+        with self.lock:
+            self.calls.append(('abort', instance_uuid))
+            move = self.moving.get(instance_uuid)
+            if move is None:
+                return False
+            move['outcome'] = 'aborted'
+            self._complete(instance_uuid)
+            return True
+
+    def get_migration_failure(self, instance_uuid):
+        with self.lock:
+            return self.failures.get(instance_uuid)
 
     def set_host_enabled(self, host, enabled, reason=None):
         with self.lock:
@@ -300,6 +322,7 @@ def test_failed_migrations_are_retried_up_to_max_retries(
     assert nova.accepted[VM[0]] == 3
     assert (rows[VM[0]].status, rows[VM[0]].attempts) == ('failed', 3)
     assert 'server on h1' in rows[VM[0]].error
+    assert NOVA_REASON in rows[VM[0]].error
     assert 'after 3 attempts' in rows[VM[0]].error
     assert (rows[VM[1]].status, rows[VM[1]].attempts) == ('succeeded', 2)
     # The previous attempt's error stays on the row.
@@ -312,8 +335,10 @@ def test_failed_migrations_are_retried_up_to_max_retries(
         'succeeded', 'failed', 'succeeded', 'failed', 'skipped']
     # h1 keeps a VM: it stays powered on.
     assert ('disable', 'h1', 'memagg: consolidated') not in nova.calls
+    # Some actions succeeded: the audit is partial, not failed.
     audit = db_api.audit_get(admin_context, uuid)
-    assert audit.state == 'failed'
+    assert audit.state == 'partial'
+    assert audit.finished_at is not None
     lines = audit.reason.splitlines()
     assert lines[0] == 'execution: 2 of 5 actions failed, 1 skipped'
     assert any(line.startswith('action 4 (power_off h1) skipped: 1 VM(s)')
@@ -367,10 +392,15 @@ def test_a_migration_past_the_timeout_fails_without_a_retry(
 
     rows = migrations_by_vm(admin_context, uuid)
     assert nova.accepted[VM[0]] == 1
+    assert ('abort', VM[0]) in nova.calls
     assert (rows[VM[0]].status, rows[VM[0]].attempts) == ('failed', 1)
     assert 'migration_timeout' in rows[VM[0]].error
+    assert 'aborted through Nova' in rows[VM[0]].error
+    assert 'the server is on h1' in rows[VM[0]].error
+    assert nova.servers[VM[0]]['host'] == 'h1'
     assert 1 <= rows[VM[0]].duration_s < 10
     assert rows[VM[1]].status == 'succeeded'
+    assert db_api.audit_get(admin_context, uuid).state == 'partial'
 
 
 def test_a_host_that_was_not_woken_receives_no_vm(options, hosts,

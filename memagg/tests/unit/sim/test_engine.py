@@ -32,13 +32,16 @@ def _algorithms(basis, **overrides):
         conf.consolidation, dict(overrides, memory_basis=basis))
 
 
-def _simulate(trace, hosts, basis, samples=1, **settings):
+def _simulation(trace, hosts, basis, samples=1, **settings):
     initial = sim_trace.initial_hosts(trace, hosts)
     wss = maxavg.maxavg(trace.wss_mb, trace.first, samples, 3600,
                         trace.step_s)
-    sim = engine.Simulation(trace, hosts, initial, wss, _algorithms(basis),
-                            basis, engine.Settings(**settings))
-    return sim.run()
+    return engine.Simulation(trace, hosts, initial, wss, _algorithms(basis),
+                             basis, engine.Settings(**settings))
+
+
+def _simulate(trace, hosts, basis, samples=1, **settings):
+    return _simulation(trace, hosts, basis, samples, **settings).run()
 
 
 def _csv(tmp_path, rows):
@@ -104,6 +107,34 @@ def test_longer_migration_time_keeps_hosts_busy(three_hosts):
     # out the rounds.
     assert result.active_hosts.tolist()[:4] == [3, 3, 3, 1]
     assert result.migrations.tolist()[:3] == [2, 0, 0]
+
+
+def test_booked_basis_still_selects_by_working_set(tmp_path):
+    # h-a books all its 1000 MiB (1.0 > 0.95: memory overload). By booked
+    # memory the cheaper VM to move is small-flavor (300 < 700); by working
+    # set, what a live migration copies, it is big-flavor (100 < 250), the
+    # one ALGORITHMS.md §3.3 selects whatever the basis. Every host uses
+    # 0.6 of its 4 cores or more: none is underloaded.
+    vms = (('big-flavor', 700, 0.2, 100, 'h-a'),
+           ('small-flavor', 300, 2.4, 250, 'h-a'),
+           ('busy', 600, 2.4, 500, 'h-b'),
+           ('roomy', 200, 2.4, 100, 'h-c'))
+    trace = _csv(tmp_path, [
+        (t * 300, vm, booked, 4, cpu, wss, host if t == 0 else '')
+        for t in range(2) for vm, booked, cpu, wss, host in vms])
+    hosts = sim_trace.make_hosts(None, 4, 1000, trace.host_names)
+    sim = _simulation(trace, hosts, 'booked')
+
+    result = sim.run()
+
+    # big-flavor's 700 booked MiB fit on h-c (750 free under 0.95), not on
+    # h-b (350); small-flavor would have gone to h-b.
+    assert result.migrations.tolist() == [1, 0]
+    assert result.by_trigger == {'overload:memory': 1}
+    assert {vm: hosts.names[h] for vm, h in zip(
+        trace.vm_ids, sim.host_of.tolist())} == {
+        'big-flavor': 'h-c', 'small-flavor': 'h-a', 'busy': 'h-b',
+        'roomy': 'h-c'}
 
 
 def test_cpu_overload_is_counted_from_use(tmp_path):

@@ -1,0 +1,718 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Live migration of a VM with remote memory (ALGORITHMS.md section 5)
+against the same VM without memagg: bytes moved and time per case.
+
+One run, two real hypervisor hosts on this machine
+(memagg.tests.functional.hypervisor_hosts: host A is this libvirtd, host B
+a second libvirtd in a mount namespace of its own), the same TCG test
+guest (--guest-mb booked, anonymous memory) with the same --data-mb of
+random data written in it (the guest's ``fill``) in every case, each case
+a freshly booked guest moved from host B to host A by
+memagg.tests.functional.nova_libvirt's LiveMigrator, the migrateToURI3 call
+Nova's libvirt driver computes with its default [libvirt] options. Guests
+start on host B, this benchmark's own libvirtd, so that nothing else on
+the machine (the memagg-compute of a test running meanwhile balloons every
+guest of host A's libvirtd) changes them while they are measured.
+Cases:
+
+- ``memagg-N``: a remote-swap disk as memagg gives one: a donor
+  memagg-swapd lends the slabs over loopback TCP (GRANT_ALLOC), host B's
+  memagg-swapd serves the export (EXPORT_CREATE), hot-plugged into the
+  guest (live and persistent), which swaps on it. The guest's balloon is
+  squeezed (setMemoryFlags, live) so that about N % of its memory goes to
+  the remote disk. Before Nova's call, host A's memagg-swapd adopts the
+  slab table (EXPORT_CREATE adopt=1, same export socket path under each
+  host's /run): the remote pages never cross the wire. Time: the adoption
+  plus the migrate call.
+- ``peer-a``: the same VM with all its memory local: no swap disk, no
+  squeeze.
+- ``peer-b``: the same VM with its swap on a local raw file (under
+  /var/lib/libvirt/images, a directory of each host's own), squeezed to the
+  share of the middle memagg case (50 %). Nova must block-migrate it:
+  Nova's block-migration flags (VIR_MIGRATE_NON_SHARED_INC, from
+  ``_parse_migration_flags``), ``migrate_disks`` naming the local disk as
+  ``_live_migration_copy_disk_paths`` gives, the destination's file
+  created empty of the same size beforehand (``pre_live_migration``).
+  Time: creating that file plus the migrate call.
+
+Each guest moves --repeat times, there and back again (B to A, A to B,
+...), prepared each time as above; bytes are those of the first move, the
+time the median of all (one slow start of the destination's QEMU left
+out). Every guest moves paused (suspended on host B, resumed where it
+ends): QEMU 7.2's TCG now and then corrupts a guest that writes while its
+memory is copied (see test_live_migration_hosts), the same for every case
+so the comparison stays fair. After its last migration the guest checksums its
+data again (reading its swap back: through the adopted export and the
+donors for memagg, from the copied file for peer-b); a mismatch fails the
+run.
+
+Bytes moved: libvirt's completed job statistics, ``data_processed``
+(memory; a zero page costs a few bytes), plus for peer-b the disk copy:
+``disk_processed`` where libvirt's completed job has it, otherwise what
+the copy allocated in the destination's (sparse) file.
+Remote share: the guest's swap in use over that plus its used memory
+(MemTotal - MemFree), from its last heartbeat before the pause; for
+memagg, what host B's memagg-swapd stores for the export is shown too.
+
+Targets: at the 50 % share, at most 0.6x the bytes and the time of peer-a
+and less than peer-b's; the time at the highest share within 1.5x of the
+time at 0 %. Prints a table, the ratios and a verdict per target; exits
+non-zero only when something failed to run, never on the figures.
+
+Run as root (libvirtd, a mount namespace): .venv/bin/python
+benchmarks/migration.py [--guest-mb 256] [--data-mb 160]
+[--shares 0 25 50 75] [--repeat 3] [--no-check] [--quick]
+"""
+import argparse
+import json
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import xml.etree.ElementTree as ElementTree
+
+import libvirt
+
+from memagg.cmd import swapd as swapd_cmd
+from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests.functional import hypervisor_hosts
+from memagg.tests.functional import nova_libvirt
+from memagg.tests.functional import two_hosts
+from memagg.tests import polling
+
+MIB = 1 << 20
+SLAB_SIZE = 64 * MIB
+MIGRATION_TIMEOUT = 600
+BOOT_TIMEOUT = 180
+# Squeezed guests swap in TCG: minutes for a few hundred MiB.
+SETTLE_TIMEOUT = 300
+BYTES_TARGET = 0.6
+TIME_SPREAD_TARGET = 1.5
+PEER_A = 'peer-a'
+PEER_B = 'peer-b'
+# Where each host keeps its guests' local disks: a directory of its own
+# (hypervisor_hosts gives host B its own /var/lib/libvirt), as Nova's
+# instances_path on hosts without shared storage.
+DISK_DIR = '/var/lib/libvirt/images/memagg-bench-migration-%d' % os.getpid()
+LOCAL_DISK_XML = """<disk type='file' device='disk'>
+      <driver name='qemu' type='raw' cache='none'/>
+      <source file='%s'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>"""
+
+
+class RunError(Exception):
+    """A case could not run."""
+
+
+# -- Nova's block migration
+
+def _block_migration_code():
+    """nova_libvirt's child script, asked for a block migration when the
+    request says so (block_migration, device_names, disk_paths): what
+    Nova's driver passes for a guest with local disks."""
+    script = nova_libvirt._NOVA_DRIVER  # noqa: SLF001 - same driver code
+    for old, new in (
+            ("serial_listen_addr=None, block_migration=False,",
+             "serial_listen_addr=None,\n"
+             "            block_migration=req['block_migration'],"),
+            ("drv._live_migration_operation(\n"
+             "            None, instance, req['dest'], False, data,\n"
+             "            libvirt_guest.Guest(domain), [])",
+             "drv._live_migration_operation(\n"
+             "            None, instance, req['dest'],\n"
+             "            req['block_migration'], data,\n"
+             "            libvirt_guest.Guest(domain), req['device_names'])"),
+            ("drv._live_migration_data_gb(instance, [])",
+             "drv._live_migration_data_gb(instance, req['disk_paths'])")):
+        if old not in script:
+            raise RunError('nova_libvirt\'s driver script changed: no %r'
+                           % old)
+        script = script.replace(old, new)
+    return script
+
+
+class NovaBlockDriverCode(nova_libvirt.NovaDriverCode):
+    """Nova's driver code as nova_libvirt runs it, plus block migrations:
+    ``block[uuid] = (device_names, disk_paths)`` makes that domain's
+    migration a block migration of those disks."""
+
+    def __init__(self, libvirt_options=None):
+        options = dict({'virt_type': 'qemu'}, **(libvirt_options or {}))
+        self.block = {}
+        self._lock = threading.Lock()
+        self._stderr = tempfile.TemporaryFile(mode='w+')
+        self._proc = subprocess.Popen(
+            [sys.executable, '-c', _block_migration_code(),
+             json.dumps(options)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, text=True)
+        first = self._proc.stdout.readline()
+        if not first:
+            raise RunError('Nova\'s driver code did not start:\n%s'
+                           % self._errors())
+        config = json.loads(first)
+        self.live_migration_flags = config['live_migration_flags']
+        self.block_migration_flags = config['block_migration_flags']
+        self.monitor_interval = config['monitor_interval']
+
+    def migrate_call(self, uuid, xml, memory_mb, dest, extra_specs=None):
+        device_names, disk_paths = self.block.get(uuid, ([], []))
+        request = {'uuid': uuid, 'xml': xml, 'memory_mb': memory_mb,
+                   'extra_specs': extra_specs or {}, 'dest': dest.name,
+                   'inbound_addr': dest.address,
+                   'live_migration_uri': 'qemu+tcp://%%s:%d/system'
+                   % dest.port,
+                   'block_migration': bool(device_names),
+                   'device_names': device_names, 'disk_paths': disk_paths}
+        with self._lock:
+            self._proc.stdin.write(json.dumps(request) + '\n')
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        if not line:
+            raise RunError('Nova\'s driver code exited:\n%s'
+                           % self._errors())
+        answer = json.loads(line)
+        if 'error' in answer:
+            raise RunError('Nova\'s driver code failed:\n%s'
+                           % answer['error'])
+        return answer
+
+
+class Migrator(nova_libvirt.LiveMigrator):
+    """nova_libvirt's LiveMigrator with NovaBlockDriverCode."""
+
+    def __init__(self, hosts):
+        self.hosts = dict(hosts)
+        self.nova = NovaBlockDriverCode()
+
+
+# -- memagg-swapd on each host
+
+class HostSwapd(two_hosts.Swapd):
+    """A memagg-swapd of ``host`` (its mount namespace for host B) whose
+    exports are in ``export_dir``, a path under each host's own /run;
+    control socket and state in ``root``, which both hosts share."""
+
+    def __init__(self, name, root, host, export_dir, capacity_mb=0):
+        super().__init__(name, root, capacity_mb=capacity_mb,
+                         socket_user=two_hosts.QEMU_USER)
+        self.host = host
+        self.export_dir = export_dir
+        swapd_cmd.write_config(self.config_file, {
+            'control_socket': self.control, 'export_dir': export_dir,
+            'state_dir': self.state_dir, 'listen': self.endpoint,
+            'capacity_mb': capacity_mb, 'transport': 'tcp',
+            'socket_user': two_hosts.QEMU_USER})
+
+    def argv(self):
+        argv = super().argv()
+        if isinstance(self.host, hypervisor_hosts.HostB):
+            return self.host.command(argv)
+        return argv
+
+
+# -- one case
+
+class Case:
+    """One guest moved from host B to host A; see the module."""
+
+    def __init__(self, name, share, swap):
+        self.name = name
+        self.share = share          # wanted share of the guest's memory
+        self.swap = swap            # None, 'memagg' or 'local'
+        self.remote_kb = 0
+        self.used_kb = 0
+        self.stored_mb = None
+        self.grant = None
+        self.prepare_s = 0.0
+        self.result = None
+        self.disk_copied = 0
+        self.steps = []             # (step, seconds) of the whole case
+        self.times = []             # of each migration (there and back)
+
+    @property
+    def measured_share(self):
+        total = self.remote_kb + self.used_kb
+        return self.remote_kb / total if total else 0.0
+
+    @property
+    def disk_bytes(self):
+        """The local disk's copy: libvirt's disk_processed, or, where its
+        completed job leaves it out, what the copy allocated in the
+        destination's file."""
+        return self.result.job.get('disk_processed') or self.disk_copied
+
+    @property
+    def bytes(self):
+        if self.result.job.get('disk_processed'):
+            return self.result.data_processed  # memory and disk
+        return self.result.data_processed + self.disk_copied
+
+    @property
+    def seconds(self):
+        return statistics.median(self.times)
+
+
+class Bench:
+    """Both hosts, the swapds, the migrator; runs the cases."""
+
+    def __init__(self, args, workdir):
+        self.args = args
+        self.workdir = workdir
+        self.a = hypervisor_hosts.HostA('host-a')
+        self.b = hypervisor_hosts.HostB('host-b')
+        # Guests start on host B, a libvirtd of this benchmark's own:
+        # nothing else on the machine balloons them while they are
+        # measured.
+        self.src, self.dst = self.b, self.a
+        self.export_dir = '/run/memagg-bench-migration-%d' % os.getpid()
+        self.swapds = []
+        self.migrator = None
+
+    def start(self):
+        self.b.start()
+        for host in (self.a, self.b):
+            host.makedirs(self.export_dir, 0o755)
+            host.makedirs(DISK_DIR, 0o755)
+        root = os.path.join(self.workdir, 'swapd')
+        os.makedirs(root, mode=0o755)
+        self.donor = HostSwapd('donor', root, self.a, self.export_dir,
+                               capacity_mb=2 * self.args.disk_mb)
+        self.swapd_src = HostSwapd('src', root, self.src, self.export_dir)
+        self.swapd_dst = HostSwapd('dst', root, self.dst, self.export_dir)
+        for daemon in (self.donor, self.swapd_src, self.swapd_dst):
+            self.swapds.append(daemon)
+            daemon.start()
+        self.migrator = Migrator({self.a.name: self.a, self.b.name: self.b})
+
+    def stop(self):
+        problems = []
+        if self.migrator is not None:
+            self.migrator.close()
+        for daemon in self.swapds:
+            code = daemon.stop()
+            if code not in (0, None):
+                problems.append('memagg-swapd %s: %s' % (daemon.name, code))
+        problems += self.b.stop()
+        self.a.stop()
+        shutil.rmtree(DISK_DIR, ignore_errors=True)
+        shutil.rmtree(self.export_dir, ignore_errors=True)
+        return problems
+
+    # -- the steps of a case
+
+    def _guest(self, case):
+        conn = self.src.connect()
+        guest = hypervisor_hosts.MigratableGuest(
+            conn, self.workdir, 'memagg-bench-mig-%d-%s' % (os.getpid(),
+                                                            case.name),
+            memory_mb=self.args.guest_mb, memfd=False)
+        guest.local_conn = conn
+        if case.swap == 'local':
+            path = os.path.join(DISK_DIR, '%s-swap.img' % guest.name)
+            _sparse_file(self.src.path(path), self.args.disk_mb * MIB)
+            tree = ElementTree.fromstring(guest.xml)
+            tree.find('./devices').insert(
+                0, ElementTree.fromstring(LOCAL_DISK_XML % path))
+            guest.xml = ElementTree.tostring(tree, encoding='unicode')
+            guest.disk_path = path
+        for host in (self.a, self.b):
+            guest.prepare(host)
+        guest.follow(self.src)
+        return guest
+
+    def _memagg_disk(self, guest, case):
+        """Grant, export, hot-plug; the guest's swap device."""
+        case.grant = str(uuid.uuid4())
+        case.key = secrets.token_hex(32)
+        slabs = self.args.disk_mb * MIB // SLAB_SIZE
+        lent = self.donor.client().grant_alloc(case.grant, case.key,
+                                               SLAB_SIZE, range(slabs))
+        if len(lent['slabs']) != slabs:
+            raise RunError('the donor lent %d of %d slabs'
+                           % (len(lent['slabs']), slabs))
+        case.table = [{'index': s['index'], 'endpoint': lent['endpoint'],
+                       'remote_addr': s['remote_addr'], 'rkey': lent['rkey']}
+                      for s in lent['slabs']]
+        export = self.swapd_src.client().export_create(
+            case.grant, case.key, self.args.disk_mb * MIB, SLAB_SIZE,
+            os.path.join(self.swapd_src.dir, '%s.img' % case.grant),
+            case.table)
+        serial = 'memagg-swap-' + case.grant.replace('-', '')[:8]
+        mark = len(guest.console_text())
+        guest.dom.attachDeviceFlags(
+            libvirt_driver.swap_disk_xml(export['socket'], export['name'],
+                                         serial, 'vdb'),
+            libvirt.VIR_DOMAIN_AFFECT_LIVE | libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        return guest.wait_swap_disk(serial, 60, after=mark)
+
+    def _beat_after(self, guest, n):
+        return polling.wait_for(
+            lambda: (guest.heartbeat() if guest.heartbeats() > n else None),
+            30, interval=0.2, message='a heartbeat of %s' % guest.name)
+
+    def _squeeze(self, guest, case, dev):
+        """Balloon the guest so that about ``case.share`` of its memory
+        goes to its swap disk; wait until the balloon is there and the
+        swap settled."""
+        beat = self._beat_after(guest, guest.heartbeats())
+        if not case.share:
+            return None
+        want_kb = case.share * (beat['total_kb'] - beat['free_kb'])
+        current = guest.dom.info()[2]
+        target = int(current - beat['free_kb'] - want_kb)
+        guest.dom.setMemoryFlags(target, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+        def ballooned():
+            return guest.dom.memoryStats().get('actual', current) \
+                <= target + 1024
+        polling.wait_for(ballooned, SETTLE_TIMEOUT, interval=0.5,
+                         message='%s ballooned to %d KiB'
+                         % (guest.name, target))
+        last = [None]
+
+        def settled():
+            beat = self._beat_after(guest, guest.heartbeats())
+            used = beat['swaps'].get(dev, {}).get('used_kb', 0)
+            calm = last[0] is not None and abs(used - last[0]) < 2048
+            last[0] = used
+            return calm
+        polling.wait_for(settled, SETTLE_TIMEOUT, interval=0.1,
+                         message='%s\'s swap settled' % guest.name)
+        return target
+
+    def _migrate(self, case, guest, src, swapd_src, dst, swapd_dst):
+        """Prepare ``dst`` as Nova and memagg would and move the paused
+        guest there; (preparation seconds, MigrationResult)."""
+        start = time.monotonic()
+        if case.swap == 'memagg':
+            described = swapd_src.client().export_describe(case.grant)
+            swapd_dst.client().export_create(
+                case.grant, case.key, described['size'],
+                described['slab_size'],
+                os.path.join(swapd_dst.dir, '%s.img' % case.grant),
+                described['slabs'], adopt=True)
+        elif case.swap == 'local':
+            # Nova's pre_live_migration: the disk, empty, on the
+            # destination.
+            _sparse_file(dst.path(guest.disk_path), self.args.disk_mb * MIB)
+            self.migrator.nova.block[guest.uuid] = (['vda'],
+                                                    [guest.disk_path])
+        prepare_s = time.monotonic() - start
+        result = self.migrator.migrate(guest.uuid, src.name, dst.name,
+                                       MIGRATION_TIMEOUT)
+        if result.status != nova_libvirt.COMPLETED:
+            raise RunError('%s: migration %s -> %s %s: %s' % (
+                case.name, src.name, dst.name, result.status, result.error))
+        if case.swap == 'memagg':
+            # The source drops its export once the guest left.
+            swapd_src.client().export_drop(case.grant, delete=True)
+        return prepare_s, result
+
+    def run_case(self, case):
+        guest = self._guest(case)
+        try:
+            return self._run(case, guest)
+        except (RunError, AssertionError, libvirt.libvirtError,
+                OSError) as exc:
+            raise RunError('%s\nguest console (tail):\n%s' % (
+                exc, guest.console_text()[-2000:]))
+        finally:
+            guest.remove([self.a, self.b])
+            guest.local_conn.close()
+            if case.grant is not None:
+                for daemon in (self.swapd_dst, self.swapd_src):
+                    if case.grant in daemon.client().export_list():
+                        daemon.client().export_drop(case.grant, delete=True)
+                self.donor.client().grant_free(case.grant)
+            elif case.swap == 'local':
+                for host in (self.a, self.b):
+                    try:
+                        os.unlink(host.path(guest.disk_path))
+                    except FileNotFoundError:
+                        pass  # never made there
+                self.migrator.nova.block.pop(guest.uuid, None)
+
+    def _run(self, case, guest):
+        last = [time.monotonic()]
+
+        def step(name):
+            now = time.monotonic()
+            case.steps.append((name, now - last[0]))
+            last[0] = now
+        guest.define_and_start(BOOT_TIMEOUT)
+        dev = None
+        if case.swap == 'memagg':
+            dev = self._memagg_disk(guest, case)
+        elif case.swap == 'local':
+            guest.wait_console(r'MEMAGG SWAP on', 30)
+            dev = 'vda'
+        step('boot')
+        checksum = guest.fill(self.args.data_mb, timeout=SETTLE_TIMEOUT)
+        _balloon_is(guest, self.args.guest_mb * 1024)
+        step('fill')
+        target = self._squeeze(guest, case, dev)
+        beat = self._beat_after(guest, guest.heartbeats())
+        step('squeeze')
+        _balloon_is(guest, target or self.args.guest_mb * 1024)
+        guest.dom.suspend()
+        case.used_kb = beat['total_kb'] - beat['free_kb']
+        case.remote_kb = beat['swaps'].get(dev, {}).get('used_kb', 0) \
+            if dev else 0
+        if case.swap == 'memagg':
+            stats = self.swapd_src.client().export_stats(case.grant)
+            case.stored_mb = stats['stored_pages'] * 4096 / MIB
+        # There and back again: the same paused guest, the same bytes,
+        # times whose median leaves one slow start of QEMU out.
+        ends = [(self.src, self.swapd_src, self.dst, self.swapd_dst),
+                (self.dst, self.swapd_dst, self.src, self.swapd_src)]
+        for n in range(self.args.repeat):
+            src, swapd_src, dst, swapd_dst = ends[n % 2]
+            prepare_s, result = self._migrate(case, guest, src, swapd_src,
+                                              dst, swapd_dst)
+            case.times.append(prepare_s + result.seconds)
+            if n + 1 < self.args.repeat:
+                # QEMU 7.2 asserts when a guest that came in paused leaves
+                # again before it ran (its disks still inactive): resumed
+                # and paused again, as a user would have it.
+                _resume_pause(dst, guest)
+            if n == 0:
+                case.prepare_s, case.result = prepare_s, result
+                if case.swap == 'local':
+                    case.disk_copied = os.stat(
+                        dst.path(guest.disk_path)).st_blocks * 512
+        conn = dst.connect()
+        try:
+            conn.lookupByUUIDString(guest.uuid).resume()
+        finally:
+            conn.close()
+        guest.follow(dst)
+        step('migrate')
+        if self.args.check:
+            got = guest.check(timeout=SETTLE_TIMEOUT)
+            if got != checksum:
+                raise RunError('%s: the guest\'s data changed across the '
+                               'migration (md5 %s, then %s)'
+                               % (case.name, checksum, got))
+            step('check')
+        return case
+
+
+def _resume_pause(host, guest):
+    conn = host.connect()
+    try:
+        dom = conn.lookupByUUIDString(guest.uuid)
+        dom.resume()
+        dom.suspend()
+    finally:
+        conn.close()
+
+
+def _balloon_is(guest, kib):
+    """The guest's balloon target is still ours: another process that
+    balloons the guests of this libvirtd (the memagg-compute of a test
+    running meanwhile) would make the figures meaningless."""
+    current = guest.dom.info()[2]
+    # The balloon works in pages: a target is rounded.
+    if abs(current - kib) > 64:
+        raise RunError('%s\'s memory is %d KiB, not the %d KiB this '
+                       'benchmark set: something else balloons the guests '
+                       'of this libvirtd (a memagg-compute?); run with no '
+                       'other guest test' % (guest.name, current, kib))
+
+
+def _sparse_file(path, size):
+    with open(path, 'wb') as f:
+        f.truncate(size)
+    os.chmod(path, 0o666)
+
+
+# -- output
+
+def _ratio(x, y):
+    return x / y if y else float('inf')
+
+
+def print_table(cases, middle):
+    """The table: one row per case, ratios to peer-a and peer-b."""
+    a, b = cases[PEER_A], cases[PEER_B]
+    print('%-10s | %6s %9s %9s | %10s %7s | %-11s | %-11s' % (
+        'case', 'share', 'remote', 'stored', 'bytes', 'time', 'vs peer-a',
+        'vs peer-b'))
+    print('%-10s | %6s %9s %9s | %10s %7s | %5s %5s | %5s %5s' % (
+        '', '%', 'MiB', 'MiB', 'MiB', 's', 'bytes', 'time', 'bytes',
+        'time'))
+    for name, case in cases.items():
+        stored = ('%9.1f' % case.stored_mb if case.stored_mb is not None
+                  else '%9s' % '-')
+        print('%-10s | %6.1f %9.1f %s | %10.1f %7.2f | %4.2fx %4.2fx | '
+              '%4.2fx %4.2fx' % (
+                  name, 100 * case.measured_share, case.remote_kb / 1024,
+                  stored, case.bytes / MIB, case.seconds,
+                  _ratio(case.bytes, a.bytes),
+                  _ratio(case.seconds, a.seconds),
+                  _ratio(case.bytes, b.bytes),
+                  _ratio(case.seconds, b.seconds)))
+    for name, case in cases.items():
+        job = case.result.job
+        print('%s: times %s s; first: migrate call %.2f s, prepare %.2f s, '
+              'memory %.1f MiB processed, disk %.1f MiB, normal pages %.1f '
+              'MiB' % (
+                  name, ' '.join('%.2f' % t for t in case.times),
+                  case.result.seconds, case.prepare_s,
+                  (case.result.memory_processed or 0) / MIB,
+                  case.disk_bytes / MIB,
+                  job.get('memory_normal_bytes', 0) / MIB))
+
+
+def verdicts(cases, middle, low, high):
+    """Lines 'target: ... met|missed'."""
+    a, b, mid = cases[PEER_A], cases[PEER_B], cases[middle]
+    out = []
+
+    def line(what, value, ok):
+        out.append('target: %s: %s %s' % (what, value,
+                                          'met' if ok else 'missed'))
+    line('%s bytes <= %.1fx peer-a' % (middle, BYTES_TARGET),
+         '%.2fx' % _ratio(mid.bytes, a.bytes),
+         mid.bytes <= BYTES_TARGET * a.bytes)
+    line('%s time <= %.1fx peer-a' % (middle, BYTES_TARGET),
+         '%.2fx' % _ratio(mid.seconds, a.seconds),
+         mid.seconds <= BYTES_TARGET * a.seconds)
+    line('%s bytes < peer-b' % middle, '%.2fx' % _ratio(mid.bytes, b.bytes),
+         mid.bytes < b.bytes)
+    line('%s time < peer-b' % middle,
+         '%.2fx' % _ratio(mid.seconds, b.seconds), mid.seconds < b.seconds)
+    if low != high:
+        spread = _ratio(cases[high].seconds, cases[low].seconds)
+        line('time %s / %s <= %.1fx' % (high, low, TIME_SPREAD_TARGET),
+             '%.2fx' % spread, spread <= TIME_SPREAD_TARGET)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--guest-mb', type=int, default=256,
+                        help='the guest\'s booked memory (default 256)')
+    parser.add_argument('--data-mb', type=int, default=160,
+                        help='random data written in the guest (default '
+                             '160)')
+    parser.add_argument('--shares', type=int, nargs='+',
+                        default=[0, 25, 50, 75],
+                        help='remote shares of the memagg cases, %% '
+                             '(default 0 25 50 75; peer-b is squeezed to '
+                             'the middle one)')
+    parser.add_argument('--repeat', type=int, default=3,
+                        help='migrations of each guest, there and back '
+                             'again, paused all along; the median time is '
+                             'reported (default 3)')
+    parser.add_argument('--no-check', dest='check', action='store_false',
+                        help='skip checking the guest\'s data after each '
+                             'migration')
+    parser.add_argument('--quick', action='store_true',
+                        help='a smoke run for CI: 64 MiB of data, shares '
+                             '0 and 50, one migration each, no data check')
+    args = parser.parse_args()
+    if args.quick:
+        args.data_mb, args.shares, args.check = 64, [0, 50], False
+        args.repeat = 1
+    if args.repeat <= 0:
+        parser.error('--repeat: must be positive, got %d' % args.repeat)
+    if args.guest_mb < 128:
+        parser.error('--guest-mb: at least 128, got %d' % args.guest_mb)
+    if not 0 < args.data_mb <= args.guest_mb * 3 // 4:
+        parser.error('--data-mb: must be positive and at most 3/4 of '
+                     '--guest-mb, got %d' % args.data_mb)
+    if any(not 0 <= s < 100 for s in args.shares):
+        parser.error('--shares: each from 0 to 99, got %s' % args.shares)
+    if os.geteuid() != 0:
+        parser.error('run as root (libvirtd, a mount namespace)')
+    for tool in ('unshare', 'nsenter'):
+        if shutil.which(tool) is None:
+            parser.error('%s not found (util-linux)' % tool)
+    shares = sorted(set(args.shares))
+    # The swap disk holds the whole guest; whole slabs.
+    args.disk_mb = -(-args.guest_mb * MIB // SLAB_SIZE) * SLAB_SIZE // MIB
+    middle_share = shares[len(shares) // 2]
+    middle = 'memagg-%d' % middle_share
+    plan = [Case(PEER_A, 0, None)]
+    plan += [Case('memagg-%d' % s, s / 100, 'memagg') for s in shares]
+    plan.append(Case(PEER_B, middle_share / 100, 'local'))
+
+    print('live migration host B -> host A as Nova makes it, %d MiB TCG '
+          'guest (anonymous memory), %d MiB of random data, guests moved '
+          'paused (QEMU 7.2 TCG corrupts guests busy during a migration); '
+          'memagg at remote shares %s %%; peer-a: all memory local; '
+          'peer-b: swap on a local file squeezed to %d %%, block-migrated; '
+          '%d migration(s) per guest (there and back), median time; '
+          'data checked after the migrations: %s'
+          % (args.guest_mb, args.data_mb, ' '.join(map(str, shares)),
+             middle_share, args.repeat, 'yes' if args.check else 'no'),
+          flush=True)
+    workdir = tempfile.mkdtemp(prefix='memagg-bench-mig-', dir='/var/tmp')
+    os.chmod(workdir, 0o755)
+    bench = Bench(args, workdir)
+    cases, failed = {}, None
+    started = time.monotonic()
+    try:
+        bench.start()
+        for case in plan:
+            t0 = time.monotonic()
+            try:
+                cases[case.name] = bench.run_case(case)
+            except (RunError, AssertionError, libvirt.libvirtError,
+                    OSError) as exc:
+                failed = '%s: %s' % (case.name, exc)
+                break
+            print('%s done in %.0f s (%s; share %.1f %%, %.1f MiB moved '
+                  'in %.2f s)' % (
+                      case.name, time.monotonic() - t0,
+                      ', '.join('%s %.1f s' % s for s in case.steps),
+                      100 * case.measured_share, case.bytes / MIB,
+                      case.seconds), flush=True)
+    except (RunError, AssertionError, libvirt.libvirtError,
+            OSError) as exc:
+        failed = 'setting up: %s' % exc
+    finally:
+        problems = bench.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    if failed:
+        print('could not run: %s' % failed, file=sys.stderr)
+        for daemon in bench.swapds:
+            print('--- %s\n%s' % (daemon.name, daemon.log()[-3000:]),
+                  file=sys.stderr)
+        return 1
+    print_table(cases, middle)
+    low, high = 'memagg-%d' % shares[0], 'memagg-%d' % shares[-1]
+    if low != high:
+        print('time %s / %s: %.2fx' % (high, low, _ratio(
+            cases[high].seconds, cases[low].seconds)))
+    for line in verdicts(cases, middle, low, high):
+        print(line)
+    print('run time: %.0f s' % (time.monotonic() - started))
+    if problems:
+        print('did not stop cleanly: %s' % problems, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

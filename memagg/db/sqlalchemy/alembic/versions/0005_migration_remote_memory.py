@@ -1,0 +1,34 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Metadata-only live migration: the remote memory a migration left on
+the donors, and the destination's durability copy still to rebuild.
+
+Revision ID: 0005
+Revises: 0004
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+revision = '0005'
+down_revision = '0004'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    with op.batch_alter_table('migrations') as batch:
+        batch.add_column(sa.Column('remote_mb', sa.Integer(),
+                                   nullable=True))
+        batch.add_column(sa.Column('local_copy_left_mb', sa.Integer(),
+                                   nullable=True))

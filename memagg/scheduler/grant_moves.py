@@ -1,0 +1,217 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Grants that follow their VM's live migration: metadata-only migration
+(ALGORITHMS.md §5).
+
+A VM's pages on donors never cross the wire: before Nova is asked, the
+destination's memagg-compute has its memagg-swapd serve each of the VM's
+grants from the same donors (compute RPC adopt_grant: the slab table and
+key, nothing else), at the socket path the domain's XML names. When the
+migration succeeded, the grant's consumer becomes the destination, the
+source drops its export, and the destination rebuilds its durability copy
+from the donors in the background, followed here until it is done. When it
+failed, the destination drops what it adopted and the source, which never
+stopped serving, keeps the grant. While the migration runs, the
+destination is asked at each look whether it still serves every grant;
+when it does not (its memagg-swapd died), the migration is aborted before
+the switch-over, so the VM never runs where its swap disk is gone.
+
+Every step is idempotent, so a scheduler restarted mid-migration does
+them again from the DB.
+"""
+import time
+
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from memagg.common import exceptions
+from memagg.compute import rpcapi as compute_rpcapi
+from memagg.db import api as db_api
+from memagg.scheduler import reservoir
+
+LOG = logging.getLogger(__name__)
+
+
+def _reason(exc):
+    """One line of why a call to a host failed: a remote error's type and
+    message, not its traceback."""
+    if isinstance(exc, messaging.RemoteError):
+        return '%s: %s' % (exc.exc_type, exc.value)
+    return str(exc)
+
+
+class GrantMove:
+    """The grants of one migration's VM, from its source to its
+    destination. ``compute`` is the compute RPC API (ComputeAPI 1.2);
+    each call is bounded by ``conf``'s [reservoir] prepare_timeout."""
+
+    def __init__(self, context, migration, conf, compute=None):
+        self.context = context
+        self.migration = migration
+        self.conf = conf
+        self._compute = compute
+        self.vm = migration.instance_uuid
+        self.source = migration.source_host
+        self.dest = migration.dest_host
+
+    def _grants(self, consumer):
+        return db_api.grants_of_instance(self.context, self.vm, consumer)
+
+    def _call(self, method, host, *args, timeout=None):
+        # Made on first use: a VM without grants needs no RPC.
+        if self._compute is None:
+            self._compute = compute_rpcapi.ComputeAPI()
+        return getattr(self._compute, method)(
+            self.context, host, *args,
+            timeout=timeout or self.conf.reservoir.prepare_timeout)
+
+    def prepare(self):
+        """Have the destination serve every grant of the VM; record the
+        VM's remote memory and share. Returns None, or why the migration
+        cannot go on (what the destination adopted is dropped again)."""
+        grants = self._grants(self.source)
+        if not grants:
+            db_api.migration_record(self.context, self.migration.id,
+                                    remote_mb=0, remote_share=0.0)
+            return None
+        remote_mb = 0
+        for grant in grants:
+            try:
+                remote_mb += self._call('grant_status', self.source,
+                                        grant.uuid)['stored_mb']
+            except Exception as exc:
+                LOG.warning('Remote memory of grant %s on %s unknown: %s',
+                            grant.uuid, self.source, exc)
+        self._record_share(remote_mb)
+        for grant in grants:
+            try:
+                self._call('adopt_grant', self.dest,
+                           reservoir.grant_dict(grant))
+            except Exception as exc:
+                self.abandon()
+                return ('destination %s could not serve grant %s from its '
+                        'donors: %s' % (self.dest, grant.uuid, _reason(exc)))
+        LOG.info('Migration %s: %s serves the %d grant(s) of %s (%d MiB '
+                 'on donors)', self.migration.uuid, self.dest, len(grants),
+                 self.vm, remote_mb)
+        return None
+
+    def destination_problem(self, timeout):
+        """Why the destination could not serve the migrating VM's grants
+        now (its memagg-swapd gone, an export missing), or None. A
+        memagg-compute that does not answer within ``timeout`` s is not
+        taken for a broken data path."""
+        for grant in self._grants(self.source):
+            try:
+                self._call('grant_status', self.dest, grant.uuid,
+                           timeout=timeout)
+            except exceptions.RPCTimeout:
+                continue
+            except Exception as exc:
+                return ('destination %s no longer serves grant %s: %s'
+                        % (self.dest, grant.uuid, _reason(exc)))
+        return None
+
+    def _record_share(self, remote_mb):
+        try:
+            instance = db_api.instance_get(self.context, self.vm)
+            resident = instance.current_mb or instance.booked_mb or 0
+        except exceptions.NotFound:
+            resident = 0
+        total = remote_mb + resident
+        db_api.migration_record(
+            self.context, self.migration.id, remote_mb=remote_mb,
+            remote_share=round(remote_mb / total, 4) if total else None)
+
+    def finish(self):
+        """After a successful migration: the destination consumes the
+        grants, the source drops its exports; record what the hypervisor
+        says the migration cost and what the destination's copy still
+        lacks. Returns the costs recorded ({} without grants)."""
+        moved = self._grants(self.source) + self._grants(self.dest)
+        for grant in moved:
+            db_api.grant_move(self.context, grant.uuid, self.source,
+                              self.dest)
+            try:
+                self._call('drop_export', self.source, grant.uuid)
+            except Exception as exc:
+                # The source drops it itself once it sees the VM gone.
+                LOG.warning('Source %s did not drop its export of grant %s '
+                            'yet: %s', self.source, grant.uuid, exc)
+        if not moved:
+            return {}
+        # memagg-compute runs on both hosts of a VM with grants: the
+        # destination's tells what libvirt measured.
+        costs = self._hypervisor_costs()
+        costs['local_copy_left_mb'] = self.copy_left_mb()
+        db_api.migration_record(self.context, self.migration.id, **costs)
+        return costs
+
+    def _hypervisor_costs(self):
+        try:
+            stats = self._call('migration_stats', self.dest, self.vm)
+        except Exception as exc:
+            LOG.info('No hypervisor statistics of migration %s: %s',
+                     self.migration.uuid, exc)
+            return {}
+        if not stats:
+            return {}
+        return {'downtime_ms': stats.get('downtime_ms'),
+                'bytes_transferred': stats.get('data_bytes')
+                or stats.get('memory_bytes')}
+
+    def abandon(self):
+        """After a failed migration: the destination drops what it
+        adopted (the source never stopped serving)."""
+        for grant in self._grants(self.source):
+            try:
+                self._call('drop_export', self.dest, grant.uuid)
+            except Exception as exc:
+                LOG.warning('Destination %s did not drop its export of '
+                            'grant %s: %s; it drops it itself once the VM '
+                            'is missing there', self.dest, grant.uuid, exc)
+
+    def copy_left_mb(self):
+        """MiB of the destination's durability copies still to rebuild
+        (unknown grants count as done); None when nobody answered."""
+        left, answered = 0, False
+        for grant in self._grants(self.dest):
+            try:
+                left += self._call('grant_status', self.dest,
+                                   grant.uuid)['local_copy_left_mb']
+                answered = True
+            except exceptions.NotFound:
+                answered = True
+            except Exception as exc:
+                LOG.info('Copy of grant %s on %s: no answer: %s', grant.uuid,
+                         self.dest, exc)
+        return left if answered else None
+
+    def follow_copy(self, left, interval, timeout):
+        """Record the destination's copy rebuild (``left`` MiB to go) every
+        ``interval`` s until it is done, or ``timeout`` s have passed (the
+        next scheduler start follows it again). Returns the MiB left."""
+        deadline = time.monotonic() + timeout
+        while left:
+            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+            now_left = self.copy_left_mb()
+            if now_left is not None:
+                left = now_left
+                db_api.migration_record(self.context, self.migration.id,
+                                        local_copy_left_mb=left)
+            if time.monotonic() >= deadline:
+                break
+        if not left:
+            LOG.info('Migration %s: the durability copy of %s is rebuilt '
+                     'on %s', self.migration.uuid, self.vm, self.dest)
+        return left

@@ -1,0 +1,159 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""memagg on the two hypervisor hosts of this machine (hypervisor_hosts.py)
+plus a donor, for metadata-only live migration (ALGORITHMS.md §5).
+
+What two_hosts.py runs (memagg-scheduler, a donor memagg-swapd and
+memagg-compute on libvirt's test driver, RabbitMQ, MariaDB), with two
+consumers instead of one: hypervisor hosts A and B, each with a
+memagg-swapd and a memagg-compute whose [DEFAULT] host is the hypervisor's
+name in the Nova double. The daemons of a host with a mount namespace of
+its own (HostB) run in it (HostB.command), so its memagg-compute reaches
+that host's libvirtd at qemu:///system and its memagg-swapd puts its
+export sockets in that host's /run.
+
+Both consumers' [swapd] export_dir is the same path under /run, one
+directory on each host, as the domain XML names the socket and Nova keeps
+it (doc/source/migration.rst); their control sockets, state directories
+and TCP ports differ. memagg-scheduler's compute API driver is nova,
+through the real Keystone, pointed at whatever the catalog names (the
+test's Nova double).
+"""
+import os
+import shutil
+import subprocess
+import uuid
+
+from memagg.cmd import swapd as swapd_cmd
+from memagg.tests.functional import nova_double
+from memagg.tests.functional import service_procs
+from memagg.tests.functional import two_hosts
+
+
+class HostSwapd(two_hosts.Swapd):
+    """A consumer's memagg-swapd serving its exports in ``export_dir`` (a
+    path of ``hypervisor``'s /run) and run in that host's namespace when it
+    has one."""
+
+    def __init__(self, name, root, export_dir, hypervisor):
+        super().__init__(name, root, socket_user=two_hosts.QEMU_USER)
+        self.hypervisor = hypervisor
+        self.export_dir = export_dir
+        swapd_cmd.write_config(self.config_file, {
+            'control_socket': self.control, 'export_dir': export_dir,
+            'state_dir': self.state_dir, 'listen': self.endpoint,
+            'capacity_mb': 0, 'transport': 'tcp',
+            'socket_user': two_hosts.QEMU_USER}, debug=True)
+
+    def argv(self):
+        argv = super().argv()
+        command = getattr(self.hypervisor, 'command', None)
+        return command(argv) if command else argv
+
+    def socket_path(self, grant_uuid):
+        """Where this process reaches the export socket of a grant."""
+        return self.hypervisor.path(os.path.join(self.export_dir,
+                                                 '%s.sock' % grant_uuid))
+
+
+class HostProcess(service_procs.Process):
+    """A console script run in ``hypervisor``'s namespace, if it has one."""
+
+    def __init__(self, hypervisor, name, args, log_path):
+        self.name = name
+        self.log_path = log_path
+        self._log = open(log_path, 'wb')
+        argv = [os.path.join(service_procs.BIN_DIR, name)] + list(args)
+        command = getattr(hypervisor, 'command', None)
+        self.proc = subprocess.Popen(
+            command(argv) if command else argv, stdout=self._log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+class MigrationHosts(two_hosts.TwoHosts):
+    """The scheduler, the donor, and consumers ``a`` and ``b`` on the
+    ``hypervisors`` (hypervisor_hosts.Hosts); see the module. The
+    inherited ``consumer`` is host A."""
+
+    def __init__(self, root, mysql_db, rabbit_url, hypervisors, keystone,
+                 overrides=None):
+        overrides = dict(overrides or {})
+        scheduler = two_hosts.TwoHosts._merge(
+            {'compute': {'compute_api_driver': 'nova'},
+             'nova': nova_double.nova_options(keystone)},
+            overrides.get('scheduler', {}))
+        overrides['scheduler'] = scheduler
+        super().__init__(root, mysql_db, rabbit_url, overrides)
+        self.hypervisors = hypervisors
+        # The same path on both hosts, a directory of each one's /run.
+        self.export_dir = '/run/memagg-mig-%s/exports' % uuid.uuid4().hex[:8]
+        for hypervisor in (hypervisors.a, hypervisors.b):
+            hypervisor.makedirs(os.path.dirname(self.export_dir))
+            hypervisor.makedirs(self.export_dir)
+        self.a = self._consumer(hypervisors.a, overrides.get('a', {}))
+        self.b = self._consumer(hypervisors.b, overrides.get('b', {}))
+        self.consumer = self.a
+
+    def _consumer(self, hypervisor, extra):
+        swapd = HostSwapd(hypervisor.name, self.root, self.export_dir,
+                          hypervisor)
+        host = two_hosts.Host(hypervisor.name, swapd,
+                              os.path.join(self.root,
+                                           '%s.conf' % hypervisor.name))
+        # Inside host B, qemu:///system is B's libvirtd.
+        self._write(host, 'qemu:///system', extra)
+        host.hypervisor = hypervisor
+        return host
+
+    def start(self):
+        """Start the swapds, the scheduler and the computes; wait until
+        each answers."""
+        for host in (self.a, self.b, self.donor):
+            host.swapd.start()
+        self.scheduler = service_procs.Process(
+            'memagg-scheduler', ['--config-file', self.scheduler_config],
+            os.path.join(self.root, 'memagg-scheduler.log'))
+        self.donor.compute = service_procs.Process(
+            'memagg-compute', ['--config-file', self.donor.config],
+            os.path.join(self.root, '%s-compute.log' % self.donor.name))
+        for host in (self.a, self.b):
+            host.compute = HostProcess(
+                host.hypervisor, 'memagg-compute',
+                ['--config-file', host.config],
+                os.path.join(self.root, '%s-compute.log' % host.name))
+        self._wait_answering([self.a, self.b, self.donor])
+        return self
+
+    def processes(self):
+        procs = [self.scheduler, self.a.compute, self.b.compute,
+                 self.donor.compute]
+        return [p for p in procs if p is not None]
+
+    def logs(self):
+        out = []
+        for proc in self.processes():
+            out.append('--- %s (%s)\n%s' % (proc.name, proc.log_path,
+                                            proc.log()[-8000:]))
+        for host in (self.a, self.b, self.donor):
+            out.append('--- memagg-swapd of %s\n%s'
+                       % (host.name, host.swapd.log()[-6000:]))
+        return '\n'.join(out)
+
+    def stop(self):
+        """Stop every process (computes first); [(name, exit code)] of
+        those that did not stop cleanly. The export directories go."""
+        bad = self._stop_all([self.a, self.b, self.donor])
+        for hypervisor in (self.hypervisors.a, self.hypervisors.b):
+            shutil.rmtree(hypervisor.path(os.path.dirname(self.export_dir)),
+                          ignore_errors=True)
+        return bad

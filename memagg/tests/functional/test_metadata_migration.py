@@ -1,0 +1,498 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Metadata-only live migration end to end (ALGORITHMS.md §5,
+doc/source/migration.rst): a guest with most of its memory on memagg's
+remote swap is live-migrated by memagg-scheduler, through memagg's nova
+driver, the real Keystone and the Nova double whose migrator moves it as
+Nova's libvirt driver does, between the two libvirtds of this machine
+(hypervisor_hosts.py); memagg-swapd and memagg-compute run on both hosts
+and on a donor (migration_hosts.py).
+
+The guest (256 MiB booked) is held to a small budget by memagg's local
+policy on host A and gets a grant of its whole booked size from the donor
+before it fills 192 MiB of random data: most of that goes to the donor
+through host A's export. The migration is asked for as POST /v1/migrations
+asks (a one-action plan, cast to memagg-scheduler).
+
+QEMU 7.2's TCG now and then misses writes of a guest busy while it
+migrates (test_live_migration_hosts.py): the guest re-reads its data in a
+loop, so it is paused before the migration and resumed on its
+destination, as Nova live-migrates a paused server.
+
+Both hosts are libvirtds in mount namespaces of their own (not this
+machine's libvirtd), so guest tests running at the same time, whose
+memagg-computes manage every domain of this machine's libvirtd, do not
+touch this module's guests.
+"""
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+import libvirt
+import pytest
+
+from memagg.api.controllers import migrations as migrations_api
+from memagg.common import context
+from memagg.common import exceptions
+from memagg.common import rpc
+from memagg.db import api as db_api
+from memagg.scheduler import rpcapi as scheduler_rpcapi
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import hypervisor_hosts
+from memagg.tests.functional import migration_hosts
+from memagg.tests.functional import nova_double
+from memagg.tests.functional import nova_libvirt
+from memagg.tests.functional import two_hosts
+from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+MIB = 1024 * 1024
+PAGE = 4096
+GUEST_MB = 256
+# What memagg's local policy gives host A's guests: the guest is held
+# there, well below its data.
+BUDGET_MB = 80
+DATA_MB = 200
+REMOTE_MB = 128
+# What a migration may move beyond the guest's resident memory (device
+# state, page headers, the balloon's slack).
+SLACK_BYTES = 48 * MIB
+MIGRATION_TIMEOUT = 180
+
+
+@pytest.fixture(scope='module')
+def hypervisors():
+    """Hosts 'host-a' and 'host-b', each a libvirtd in a mount namespace
+    of its own (hypervisor_hosts.HostB): memagg-computes of other tests,
+    which manage every domain of this machine's libvirtd (moving balloons,
+    attaching their grants), never see this module's guests."""
+    guest_fixtures.ensure_libvirtd()
+    hosts = hypervisor_hosts.Hosts(hypervisor_hosts.HostB('host-a'),
+                                   hypervisor_hosts.HostB('host-b'))
+    problems = []
+    try:
+        for host in (hosts.a, hosts.b):
+            host.start()
+        yield hosts
+    finally:
+        for host in (hosts.a, hosts.b):
+            print(host.logs())
+            problems += host.stop()
+    assert problems == [], problems
+
+
+@pytest.fixture
+def overrides():
+    consumer = {
+        'compute': {'guest_memory_mb': BUDGET_MB},
+        'local_policy': {'min_guest_mb': 64},
+        # The grant is the test's own: no second one on top.
+        'swapd': {'auto_grant': False},
+    }
+    return {
+        'a': consumer,
+        # Host B's memagg-compute estimates from the swap ghost alone: a
+        # WSS it reports is made of the swap-ins it drained from B's
+        # export.
+        'b': dict(consumer, wss={'estimator': 'swap_ghost'}),
+        'donor': {'compute': {'reserved_host_memory_mb': 0}},
+        'scheduler': {'consolidation': {'max_retries': 0,
+                                        'poll_interval': 0.5,
+                                        'migration_timeout':
+                                        MIGRATION_TIMEOUT}},
+    }
+
+
+@pytest.fixture
+def nova(keystone, hypervisors, request):
+    """make(libvirt_options): the Nova double with a real migrator between
+    the hypervisors, in Keystone's catalog until the test ends."""
+    made = []
+
+    def make(libvirt_options=None):
+        migrator = nova_libvirt.LiveMigrator(hypervisors.by_name,
+                                             libvirt_options)
+        made.append(migrator)
+        project_id, user_id = nova_double.admin_ids(keystone)
+        double = nova_double.NovaDouble(keystone, nova_double.load_contract(),
+                                        project_id, user_id,
+                                        migrator=migrator)
+        made.append(double)
+        for host in hypervisors.by_name:
+            double.add_service(host)
+        catalog = nova_double.in_catalog(keystone, [
+            ('compute', 'nova', double.compute_url)])
+        catalog.__enter__()
+        request.addfinalizer(lambda: catalog.__exit__(None, None, None))
+        return double
+    yield make
+    for thing in reversed(made):
+        thing.close()
+
+
+@pytest.fixture
+def memagg(conf, mysql_db, rabbit_url, two_hosts_root,  # noqa: F811
+           hypervisors, keystone, overrides):  # noqa: F811
+    """memagg on hosts A and B and a donor (migration_hosts), this test
+    process an RPC client of them."""
+    guest_fixtures.ensure_libvirtd()
+    hosts = migration_hosts.MigrationHosts(two_hosts_root, mysql_db,
+                                           rabbit_url, hypervisors, keystone,
+                                           overrides)
+    rpc.cleanup()
+    conf.config(control_exchange=hosts.exchange,
+                rpc_response_timeout=two_hosts.RPC_TIMEOUT)
+    conf.config(topic=hosts.scheduler_topic, group='scheduler')
+    rpc.init(url=rabbit_url)
+    try:
+        yield hosts.start()
+    finally:
+        rpc.cleanup()
+        bad = hosts.stop()
+        print(hosts.logs())
+    assert not bad, 'daemons that did not stop cleanly: %s' % (bad,)
+
+
+@pytest.fixture
+def guest(hypervisors, two_hosts_root):  # noqa: F811
+    """A 256 MiB guest booted on host A, persistent as Nova's are."""
+    workdir = tempfile.mkdtemp(prefix='guests-', dir=two_hosts_root)
+    os.chmod(workdir, 0o755)
+    conn = hypervisors.a.connect()
+    vm = hypervisor_hosts.MigratableGuest(
+        conn, workdir, 'memagg-metamig-%d' % os.getpid(),
+        memory_mb=GUEST_MB, memfd=False)
+    try:
+        for host in (hypervisors.a, hypervisors.b):
+            vm.prepare(host)
+        vm.define_and_start()
+        vm.follow(hypervisors.a)
+        yield vm
+    finally:
+        print('guest console (tail):\n%s' % vm.console_text()[-3000:])
+        vm.remove([hypervisors.a, hypervisors.b])
+        conn.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+class _Clock:
+    def __init__(self):
+        self.started = time.monotonic()
+        self.laps = {}
+
+    def lap(self, name):
+        self.laps[name] = round(time.monotonic() - self.started, 1)
+
+
+def _on_remote_swap(hosts, guest, clock):
+    """Give the guest a grant of its booked size from the donor and have
+    it swap at least REMOTE_MB MiB of its data there; (grant, md5,
+    swap device)."""
+    ctxt = context.get_admin_context()
+    polling.wait_for(lambda: _instance(ctxt, guest.uuid, hosts.a.name), 60,
+                     interval=0.5, message='host A reporting the guest')
+    scheduler = scheduler_rpcapi.SchedulerAPI()
+
+    def granted():
+        try:
+            return scheduler.allocate_remote(ctxt, guest.uuid, hosts.a.name,
+                                             GUEST_MB, timeout=60)
+        except scheduler_rpcapi.RemoteMemoryUnavailable:
+            return None  # the donor has not reported what it lends yet
+    grant = polling.wait_for(granted, 60, interval=1,
+                             message='a grant for the guest')
+    assert grant['granted_mb'] == GUEST_MB, grant
+    serial = 'memagg-swap-' + grant['uuid'].replace('-', '')[:8]
+    dev = guest.wait_swap_disk(serial, 120)
+    clock.lap('swap disk on')
+    export = hosts.a.swapd.client()
+
+    def swapped():
+        beat = guest.heartbeat()
+        used = beat['swaps'].get(dev, {}).get('used_kb', 0)
+        stored = export.export_stats(grant['uuid'])['stored_pages'] * PAGE
+        return used >= REMOTE_MB * 1024 and stored >= REMOTE_MB * MIB
+    with _held(guest.dom):
+        md5 = guest.fill(DATA_MB, timeout=600)
+        clock.lap('filled')
+        polling.wait_for(swapped, 120, interval=1, message=(
+            '%d MiB of the guest on the donor' % REMOTE_MB))
+    clock.lap('on remote swap')
+    return db_api.grant_get(ctxt, grant['uuid']), md5, dev
+
+
+@contextlib.contextmanager
+def _held(dom):
+    """Squeeze the guest's balloon to BUDGET_MB, and keep it at most there
+    while the data swaps out: host A's memagg-compute holds it to that
+    budget too, but its estimators see a guest that needs more while it
+    fills (a balloon growing back would keep the data resident)."""
+    stop = threading.Event()
+
+    def hold():
+        while not stop.is_set():
+            try:
+                if dom.info()[2] > (BUDGET_MB + 8) * 1024:
+                    dom.setMemoryFlags(BUDGET_MB * 1024,
+                                       libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            except libvirt.libvirtError:
+                return  # the guest died: the test's waits say so
+            stop.wait(0.5)
+    dom.setMemoryFlags(BUDGET_MB * 1024, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    polling.wait_for(
+        lambda: dom.memoryStats()['actual'] <= (BUDGET_MB + 8) * 1024, 60,
+        interval=0.5, message='the guest\'s balloon at %d MiB' % BUDGET_MB)
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def _instance(ctxt, uuid, host):
+    try:
+        instance = db_api.instance_get(ctxt, uuid)
+    except exceptions.NotFound:
+        return None
+    return instance if instance.host == host else None
+
+
+def _migrate(hosts, guest):
+    """Ask memagg for the guest's migration to host B as POST
+    /v1/migrations does; the migration row."""
+    ctxt = context.get_admin_context()
+    audit, migration = db_api.migration_request(
+        ctxt, guest.uuid, hosts.a.name, hosts.b.name,
+        migrations_api.REQUESTED)
+    scheduler_rpcapi.SchedulerAPI().execute_audit(ctxt, audit)
+    return migration
+
+
+def _ended(migration_uuid):
+    ctxt = context.get_admin_context()
+    return polling.wait_for(
+        lambda: _if_ended(db_api.migration_get(ctxt, migration_uuid)),
+        MIGRATION_TIMEOUT + 60, interval=0.5,
+        message='migration %s ended' % migration_uuid)
+
+
+def _if_ended(row):
+    return row if row.status in ('succeeded', 'failed') else None
+
+
+def _domain_state(host, uuid):
+    """libvirt's state of the domain on ``host``, None when absent."""
+    conn = host.connect()
+    try:
+        return conn.lookupByUUIDString(uuid).info()[0]
+    except libvirt.libvirtError as exc:
+        assert exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN, exc
+        return None
+    finally:
+        conn.close()
+
+
+def _set_paused(host, uuid, paused):
+    conn = host.connect()
+    try:
+        dom = conn.lookupByUUIDString(uuid)
+        if paused:
+            dom.suspend()
+        else:
+            assert dom.info()[0] == libvirt.VIR_DOMAIN_PAUSED
+            dom.resume()
+    finally:
+        conn.close()
+
+
+@pytest.mark.timeout(900)
+def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
+        memagg, hypervisors, nova, guest):
+    """A guest with at least half of its memory on memagg's remote swap is
+    live-migrated by memagg between two libvirtds; a checksum of the
+    guest's data matches before and after; libvirt's job statistics show
+    the memory moved is about the guest's resident set; the grant, its
+    slabs on the donor and the ghost stream follow the VM."""
+    hosts = memagg
+    ctxt = context.get_admin_context()
+    clock = _Clock()
+    double = nova()
+    double.add_server(guest.uuid, hosts.a.name)
+    grant, md5, dev = _on_remote_swap(hosts, guest, clock)
+    donor = hosts.donor.swapd.client()
+    lent = donor.donor_stats()['used']
+    assert lent == GUEST_MB * MIB
+    a_stats = hosts.a.swapd.client().export_stats(grant.uuid)
+
+    # Paused while it moves: see the module. What is on the donor now is
+    # what the guest's memagg swap area holds.
+    _set_paused(hypervisors.a, guest.uuid, True)
+    on_donor = guest.heartbeat()['swaps'][dev]['used_kb'] * 1024
+    rss = _qemu_rss(hypervisors.a, guest.name)
+    migration = _migrate(hosts, guest)
+    row = _ended(migration.uuid)
+    clock.lap('migrated')
+    assert (row.status, row.error) == ('succeeded', None), hosts.logs()
+    assert double.violations == []
+    end = double.finished[-1]
+    assert (end.status, end.source, end.dest) == (
+        nova_libvirt.COMPLETED, hosts.a.name, hosts.b.name)
+    assert _domain_state(hypervisors.a, guest.uuid) is None
+    _set_paused(hypervisors.b, guest.uuid, False)
+    guest.follow(hypervisors.b)
+
+    # The grant follows the VM: consumed by B, served by B's memagg-swapd
+    # only, over the same slabs on the donor, which neither freed nor
+    # copied any.
+    moved = db_api.grant_get(ctxt, grant.uuid)
+    assert (moved.status, moved.consumer_host) == ('active', hosts.b.name)
+    assert [(s.index, s.donor_host, s.remote_addr) for s in moved.slabs] == \
+        [(s.index, s.donor_host, s.remote_addr) for s in grant.slabs]
+    assert grant.uuid not in hosts.a.swapd.client().export_list()
+    assert grant.uuid in hosts.b.swapd.client().export_list()
+    assert not os.path.exists(hosts.a.swapd.socket_path(grant.uuid))
+    assert os.path.exists(hosts.b.swapd.socket_path(grant.uuid))
+    assert donor.donor_stats()['used'] == lent
+
+    # Its data is whole, read back through B's export: swap-ins from the
+    # donor, drained by B's memagg-compute (its swap-ghost estimate).
+    b_export = hosts.b.swapd.client()
+    assert guest.check(timeout=600) == md5
+    clock.lap('checked on B')
+    b_stats = b_export.export_stats(grant.uuid)
+    assert b_stats['reads'] > 0 and b_stats['remote_errors'] == 0, b_stats
+    instance = polling.wait_for(
+        lambda: _ghost_estimate(ctxt, guest.uuid, hosts.b.name), 60,
+        interval=1, message='host B reporting a swap-ghost WSS')
+
+    # What memagg recorded: libvirt's bytes, about the resident memory.
+    row = polling.wait_for(
+        lambda: _copy_done(db_api.migration_get(ctxt, migration.uuid)), 120,
+        interval=1, message='the local copy rebuilt on host B')
+    clock.lap('copy rebuilt')
+    assert b_export.export_stats(grant.uuid)['rebuild_left'] == 0
+    booked = GUEST_MB * MIB
+    resident = booked - on_donor
+    job = end.result.job
+    assert row.remote_mb >= REMOTE_MB, row.remote_mb
+    assert row.remote_share >= 0.5, row.remote_share
+    assert row.bytes_transferred == job['data_processed'], (
+        row.bytes_transferred, job)
+    # remote_mb counts every page ever written to the swap disk, at least
+    # what it holds now.
+    assert row.remote_mb * MIB >= on_donor
+    assert row.bytes_transferred <= resident + SLACK_BYTES, (
+        row.bytes_transferred, resident)
+    assert row.bytes_transferred <= rss + SLACK_BYTES, (
+        row.bytes_transferred, rss)
+    assert row.bytes_transferred < booked / 2
+    assert row.downtime_ms is not None and row.downtime_ms >= 0
+    assert row.downtime_ms == job['downtime']
+    assert row.duration_s > 0
+    print('metadata-only migration: %.1f MiB moved by libvirt (memory '
+          '%.1f MiB) of %d MiB booked; %.1f MiB in the guest\'s swap on '
+          'the donor, so %.1f MiB resident (QEMU RSS on A %.1f MiB); '
+          'remote_mb %d, share %.2f; %.2f s, downtime %s ms; host A '
+          'wrote %.1f MiB to the donor; host B read %.1f MiB back '
+          '(%d reads); B reported WSS %s MiB (%s); timings %s' % (
+              row.bytes_transferred / MIB, job['memory_processed'] / MIB,
+              GUEST_MB, on_donor / MIB, resident / MIB, rss / MIB,
+              row.remote_mb, row.remote_share,
+              row.duration_s, row.downtime_ms, a_stats['write_bytes'] / MIB,
+              b_stats['read_bytes'] / MIB, b_stats['reads'],
+              instance.wss_mb, instance.estimator, clock.laps))
+
+
+def _qemu_rss(host, name):
+    """Resident bytes of the QEMU process of domain ``name`` on ``host``."""
+    with open(host.path('/run/libvirt/qemu/%s.pid' % name)) as f:
+        pid = int(f.read())
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) * 1024
+    raise AssertionError('no VmRSS for QEMU %d' % pid)
+
+
+def _ghost_estimate(ctxt, uuid, host):
+    instance = _instance(ctxt, uuid, host)
+    if instance is None or instance.wss_mb is None:
+        return None
+    return instance if instance.estimator.startswith('swap_ghost') else None
+
+
+def _copy_done(row):
+    return row if row.local_copy_left_mb == 0 else None
+
+
+@pytest.mark.timeout(900)
+def test_the_guest_stays_on_host_a_when_host_b_loses_its_swapd(
+        memagg, hypervisors, nova, guest):
+    """Host B's memagg-swapd is killed (SIGKILL) while libvirt copies the
+    guest's memory (slowed down by Nova's bandwidth cap): the guest runs
+    on host A with its data whole, the migration failed with a reason, the
+    grant is still host A's and A still serves it.
+
+    libvirt alone would complete this migration (B's QEMU opened the
+    export when the incoming migration started; moving memory and the
+    switch-over never touch the disk): memagg-scheduler, which asks the
+    destination at each look, aborts it before the switch-over."""
+    hosts = memagg
+    ctxt = context.get_admin_context()
+    clock = _Clock()
+    double = nova({'live_migration_bandwidth': 4,
+                   'live_migration_monitor_interval': 1})
+    double.add_server(guest.uuid, hosts.a.name)
+    grant, md5, _ = _on_remote_swap(hosts, guest, clock)
+    lent = hosts.donor.swapd.client().donor_stats()['used']
+
+    _set_paused(hypervisors.a, guest.uuid, True)
+    migration = _migrate(hosts, guest)
+
+    # Killed once B's QEMU, started for the incoming migration, has
+    # opened the export, while memory is copied.
+    def copying():
+        move = double.migrations.get(guest.uuid)
+        return (move is not None and move.live is not None
+                and _domain_state(hypervisors.b, guest.uuid) is not None)
+    polling.wait_for(copying, 60, interval=0.2,
+                     message='Nova migrating the guest')
+    clock.lap('migrating')
+    assert grant.uuid in hosts.b.swapd.client().export_list()
+    hosts.b.swapd.kill()
+    clock.lap('host B\'s swapd killed')
+    row = _ended(migration.uuid)
+    clock.lap('migration ended')
+    end = double.finished[-1]
+    print('migration with host B\'s swapd killed: %s, error %r; Nova\'s '
+          'migration %s (%s); timings %s' % (
+              row.status, row.error, end.status, end.result.error,
+              clock.laps))
+    assert row.status == 'failed', (row.status, hosts.logs())
+    assert 'no longer serves grant %s' % grant.uuid in row.error, row.error
+    assert end.status in (nova_libvirt.ERROR, nova_libvirt.CANCELLED)
+    assert double.violations == []
+    assert _domain_state(hypervisors.b, guest.uuid) is None
+    _set_paused(hypervisors.a, guest.uuid, False)
+    assert guest.check(timeout=600) == md5
+    kept = db_api.grant_get(ctxt, grant.uuid)
+    assert (kept.status, kept.consumer_host) == ('active', hosts.a.name)
+    assert grant.uuid in hosts.a.swapd.client().export_list()
+    assert hosts.donor.swapd.client().donor_stats()['used'] == lent

@@ -1,0 +1,234 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Grants following their VM's live migration (memagg.scheduler.
+grant_moves), run by the plan executor on SQLite, with Nova replaced by
+the executor tests' FakeNova and memagg-compute at its RPC client by
+ComputeDouble; the real data path is in memagg/tests/functional."""
+import oslo_messaging as messaging
+import pytest
+
+from memagg.common import exceptions
+from memagg.db import api as db_api
+from memagg.drivers.compute_api import none
+from memagg.drivers.reservoir import donors
+from memagg.scheduler import migration
+from memagg.scheduler import reservoir
+from memagg.tests.unit.reservoir import cluster
+from memagg.tests.unit.reservoir.cluster import VM_1, VM_2
+from memagg.tests.unit.reservoir import compute_double
+from memagg.tests.unit.scheduler import test_migration as executor_tests
+from memagg.tests import polling
+
+
+@pytest.fixture
+def ctxt(reservoir_opts, sqlite_db, admin_context):
+    reservoir_opts.config(group='consolidation', poll_interval=0.1,
+                          max_retries=1, migration_timeout=30)
+    # c and d consume (VM_1 on c), a lends.
+    cluster.host(admin_context, 'c', 0, [(VM_1, 1024), (VM_2, 1024)])
+    cluster.host(admin_context, 'd', 0)
+    cluster.host(admin_context, 'a', 1024)
+    return admin_context
+
+
+@pytest.fixture
+def compute():
+    return compute_double.ComputeDouble()
+
+
+@pytest.fixture
+def grant(reservoir_opts, ctxt, compute):
+    gmc = reservoir.Reservoir(reservoir_opts.conf, compute_api=compute,
+                              selection=donors.LargestFirst())
+    granted = gmc.allocate(ctxt, VM_1, 'c', 256)
+    compute.stored_mb[granted['uuid']] = 768
+    return granted
+
+
+def _migrate(conf, ctxt, compute, nova, vm=VM_1, dest='d'):
+    audit = executor_tests.make_audit(
+        ctxt, [executor_tests.migrate(vm, 'c', dest)])
+    executor = migration.Executor(conf.conf, nova, compute_rpc=compute)
+    executor.execute(ctxt, audit)
+    return executor_tests.migrations_by_vm(ctxt, audit)[vm]
+
+
+def test_the_grant_follows_its_vm_and_only_metadata_moves(
+        reservoir_opts, ctxt, compute, grant):
+    uuid = grant['uuid']
+    compute.copy_left_mb[uuid] = [256, 128, 0]
+    compute.stats['d'] = {'memory_bytes': 300 << 20, 'data_bytes': 301 << 20,
+                          'time_ms': 1800, 'downtime_ms': 42}
+    nova = executor_tests.FakeNova({VM_1: 'c'})
+
+    def adopted_before_nova_is_asked(method, host):
+        if method == 'adopt_grant':
+            assert nova.calls == []
+    compute.hook = adopted_before_nova_is_asked
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.status == 'succeeded'
+    assert db_api.grant_get(ctxt, uuid).consumer_host == 'd'
+    assert compute.exported('d') == {uuid}
+    assert compute.exported('c') == set()
+    # The donor's slabs were neither freed nor moved.
+    assert len(compute.holding('a')) == 4
+    assert compute.called('free_slabs') == []
+    assert compute.called('adopt_grant') == [('d', uuid)]
+    # 768 MiB on donors against 1024 MiB resident at the start.
+    assert (row.remote_mb, row.remote_share) == (768, 0.4286)
+    assert (row.bytes_transferred, row.downtime_ms) == (301 << 20, 42)
+    # The copy's rebuild is followed until it is done.
+    polling.wait_for(
+        lambda: db_api.migration_get(ctxt, row.uuid).local_copy_left_mb == 0,
+        10, interval=0.05, message='the copy rebuilt')
+
+
+def test_a_vm_without_grants_moves_as_before_with_no_remote_memory(
+        reservoir_opts, ctxt, compute):
+    nova = executor_tests.FakeNova({VM_2: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova, vm=VM_2)
+
+    assert row.status == 'succeeded'
+    assert (row.remote_mb, row.remote_share, row.local_copy_left_mb) == (
+        0, 0.0, None)
+    assert compute.calls == []
+
+
+def test_a_destination_that_cannot_serve_the_grant_stops_the_migration(
+        reservoir_opts, ctxt, compute, grant):
+    compute.adopt_fails.add('d')
+    nova = executor_tests.FakeNova({VM_1: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.status == 'failed'
+    assert 'destination d could not serve grant %s' % grant['uuid'] in (
+        row.error)
+    assert 'memagg-swapd of d does not answer' in row.error
+    assert nova.calls == []
+    assert db_api.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+    assert compute.exported('c') == {grant['uuid']}
+
+
+def test_a_failed_migration_leaves_the_grant_on_its_source(
+        reservoir_opts, ctxt, compute, grant):
+    nova = executor_tests.FakeNova({VM_1: 'c'},
+                                   behaviours={VM_1: ['fail', 'fail']})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.status == 'failed'
+    assert nova.servers[VM_1]['host'] == 'c'
+    assert db_api.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+    assert compute.exported('c') == {grant['uuid']}
+    assert compute.exported('d') == set()
+    assert ('drop_export', 'd', grant['uuid']) in compute.calls
+
+
+def test_no_host_releases_a_grant_while_its_vm_migrates(
+        reservoir_opts, ctxt, compute, grant):
+    gmc = reservoir.Reservoir(reservoir_opts.conf, compute_api=compute)
+    audit = executor_tests.make_audit(
+        ctxt, [executor_tests.migrate(VM_1, 'c', 'd')])
+    executor_tests.migrations_by_vm(ctxt, audit)
+    db_api.migration_queue(
+        ctxt, db_api.audit_get(ctxt, audit).actions[0].id)
+
+    with pytest.raises(exceptions.Conflict) as caught:
+        gmc.release(ctxt, grant['uuid'], consumer_host='d')
+
+    assert 'can be released once it ends' in caught.value.message
+    assert db_api.grant_get(ctxt, grant['uuid']).status == 'active'
+
+
+def test_the_old_consumer_of_a_moved_grant_releases_nothing(
+        reservoir_opts, ctxt, compute, grant):
+    gmc = reservoir.Reservoir(reservoir_opts.conf, compute_api=compute)
+    db_api.grant_move(ctxt, grant['uuid'], 'c', 'd')
+
+    answer = gmc.release(ctxt, grant['uuid'], consumer_host='c')
+
+    assert (answer['status'], answer['consumer_host']) == ('active', 'd')
+    assert compute.called('free_slabs') == []
+    assert len(compute.holding('a')) == 4
+    # Its consumer releases it.
+    assert gmc.release(ctxt, grant['uuid'],
+                       consumer_host='d')['status'] == 'released'
+    assert compute.holding('a') == set()
+
+
+def test_a_grant_moves_only_between_its_migration_s_hosts(ctxt, grant):
+    with pytest.raises(exceptions.Conflict) as caught:
+        db_api.grant_move(ctxt, grant['uuid'], 'a', 'd')
+    assert 'consumed by c, neither a nor d' in caught.value.message
+    # Moving again is a no-op.
+    db_api.grant_move(ctxt, grant['uuid'], 'c', 'd')
+    assert db_api.grant_move(ctxt, grant['uuid'], 'c',
+                             'd').consumer_host == 'd'
+
+
+def test_without_a_driver_that_migrates_no_host_is_asked_anything(
+        reservoir_opts, ctxt, compute, grant):
+    calls_before = list(compute.calls)
+
+    row = _migrate(reservoir_opts, ctxt, compute,
+                   none.NoComputeApi(reservoir_opts.conf))
+
+    assert row.status == 'failed'
+    assert 'the none compute API driver cannot live-migrate VM %s' % (
+        VM_1) in row.error
+    assert compute.calls == calls_before
+    assert db_api.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+
+
+def test_a_destination_that_stops_serving_mid_migration_aborts_it(
+        reservoir_opts, ctxt, compute, grant):
+    uuid = grant['uuid']
+    # The migration stays in flight (the gate) until the destination's
+    # export is gone, as when its memagg-swapd dies.
+    nova = executor_tests.FakeNova({VM_1: 'c'}, behaviours={VM_1: ['hang']})
+
+    def swapd_of_d_dies(method, host):
+        if method == 'grant_status' and host == 'd' and nova.moving:
+            compute.exports['d'].discard(uuid)
+    compute.hook = swapd_of_d_dies
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.status == 'failed'
+    assert ('abort', VM_1) in nova.calls
+    assert 'destination d no longer serves grant %s' % uuid in row.error
+    assert nova.servers[VM_1]['host'] == 'c'
+    assert db_api.grant_get(ctxt, uuid).consumer_host == 'c'
+    assert compute.exported('c') == {uuid}
+    assert len(compute.holding('a')) == 4
+
+
+def test_a_remote_error_is_one_line_of_the_reason(reservoir_opts, ctxt,
+                                                  compute, grant):
+    def refused(*args, **kwargs):
+        raise messaging.RemoteError(
+            'ServiceUnavailable', 'memagg-swapd of d does not answer',
+            ['Traceback (most recent call last):\n', '  File "x"\n'])
+    compute.adopt_grant = refused
+    nova = executor_tests.FakeNova({VM_1: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.error.endswith(
+        'could not serve grant %s from its donors: ServiceUnavailable: '
+        'memagg-swapd of d does not answer' % grant['uuid']), row.error
+    assert 'Traceback' not in row.error
