@@ -133,6 +133,23 @@ def period(manager, drv):
                               NOW).vms['vm']
 
 
+def run_periods(guest_ram, count, touched_mb=0):
+    """Run ``count`` periods of a MemoryManager over one unballooned Driver
+    VM on ``guest_ram``, the guest touching its first ``touched_mb`` before
+    each; return (driver, [the VM's result of each period])."""
+    address, ram = guest_ram
+    drv = Driver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        results = []
+        for _ in range(count):
+            touch(ram, touched_mb)
+            results.append(period(manager, drv))
+    finally:
+        manager.close()
+    return drv, results
+
+
 def test_the_sampled_wss_is_the_accessed_memory_of_a_ballooned_vm(
         conf, guest_ram):
     conf.config(estimator='sampler', sampler_backend='clear_refs',
@@ -163,14 +180,8 @@ def test_a_backend_the_kernel_lacks_is_reported_not_fatal(
         pytest.skip('this kernel has idle page tracking')
     conf.config(estimator='badis', sampler_backend='page_idle',
                 group='wss')
-    address, ram = guest_ram
-    drv = Driver(address, m_cur_mb=RAM_MB)
-    manager = memory.MemoryManager(drv, CONF)
-    try:
-        with caplog.at_level(logging.WARNING, logger='memagg.compute'):
-            results = [period(manager, drv) for _ in range(3)]
-    finally:
-        manager.close()
+    with caplog.at_level(logging.WARNING, logger='memagg.compute'):
+        drv, results = run_periods(guest_ram, 3)
     for result in results:
         # The VM is still managed, on Badis' stats fallback: the guest's
         # 20 MiB in use plus the 64 MiB pinned-page margin.
@@ -254,18 +265,9 @@ def failing_sampler(monkeypatch, conf):
 def test_a_lost_window_keeps_the_sampler_and_the_last_estimate(
         failing_sampler, guest_ram, caplog):
     sampler_class = failing_sampler(fail=(2,))
-    address, ram = guest_ram
     # The guest's stats say 20 MiB used; 40 MiB are touched every window.
-    drv = Driver(address, m_cur_mb=RAM_MB)
-    manager = memory.MemoryManager(drv, CONF)
-    try:
-        with caplog.at_level(logging.WARNING, logger='memagg.compute'):
-            results = []
-            for _ in range(4):
-                touch(ram, 40)
-                results.append(period(manager, drv))
-    finally:
-        manager.close()
+    with caplog.at_level(logging.WARNING, logger='memagg.compute'):
+        drv, results = run_periods(guest_ram, 4, touched_mb=40)
     labels = [(r.estimator, r.wss_mb) for r in results]
     # 1: no window yet; 2: window 1; 3: window 2 was not armed (begin()
     # failed in period 2): window 1's estimate held, not the stats' 20;
@@ -293,13 +295,7 @@ def test_a_lost_window_keeps_the_sampler_and_the_last_estimate(
 def test_the_sampler_is_opened_again_when_it_cannot_recover(
         failing_sampler, guest_ram, fail, error):
     sampler_class = failing_sampler(fail=fail, error=error)
-    address, ram = guest_ram
-    drv = Driver(address, m_cur_mb=RAM_MB)
-    manager = memory.MemoryManager(drv, CONF)
-    try:
-        results = [period(manager, drv) for _ in range(len(fail) + 3)]
-    finally:
-        manager.close()
+    drv, results = run_periods(guest_ram, len(fail) + 3)
     assert drv.lookups == 2 and sampler_class.opened == 2
     assert results[-1].estimator == 'badis/V/sampler'
     assert results[-1].sampler_error is None
@@ -311,17 +307,8 @@ def test_windows_the_host_moved_are_lost_and_the_sampler_kept(
     # unlike two failures of the sampler, that is no reason to open it
     # again.
     sampler_class = failing_sampler(fail_collect=(2, 3))
-    address, ram = guest_ram
-    drv = Driver(address, m_cur_mb=RAM_MB)
-    manager = memory.MemoryManager(drv, CONF)
-    try:
-        with caplog.at_level(logging.WARNING, logger='memagg.compute'):
-            results = []
-            for _ in range(5):
-                touch(ram, 40)
-                results.append(period(manager, drv))
-    finally:
-        manager.close()
+    with caplog.at_level(logging.WARNING, logger='memagg.compute'):
+        drv, results = run_periods(guest_ram, 5, touched_mb=40)
     labels = [(r.estimator, r.wss_mb) for r in results]
     # 1: no window yet; 2: window 1; 3: window 2 lost, window 1's estimate
     # held; 4: window 3 lost too, Badis falls back on the guest's stats;
@@ -345,12 +332,6 @@ def test_a_window_the_host_moved_is_not_a_failure_of_the_sampler(
     # A begin() that fails right after a window the host spoiled is the
     # sampler's first failure in a row: it is kept.
     sampler_class = failing_sampler(fail=(3,), fail_collect=(2,))
-    address, ram = guest_ram
-    drv = Driver(address, m_cur_mb=RAM_MB)
-    manager = memory.MemoryManager(drv, CONF)
-    try:
-        results = [period(manager, drv) for _ in range(6)]
-    finally:
-        manager.close()
+    drv, results = run_periods(guest_ram, 6)
     assert drv.lookups == 1 and sampler_class.opened == 1
     assert results[-1].estimator == 'badis/V/sampler'
