@@ -541,13 +541,34 @@ static void churn(void)
     fake_map(21, 0);
 }
 
+/*
+ * Collect a window churn() went through and check what is left of it:
+ * the two moved samples left out, each for the 64 / 47 drawn pages a
+ * sample in use at both ends stands for; the vanished one sampled,
+ * present when the window began, and idle, whoever uses its old PFN now.
+ */
+static void check_churned_window(struct ms_sampler *s)
+{
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+    int ret;
+
+    ret = ms_sampler_collect(s, &r, err, sizeof(err));
+    CHECK(ret == 0);
+    if (ret) {
+        fprintf(stderr, "%s\n", err);
+    }
+    CHECK(r.moved == 2);
+    CHECK(r.sampled == CHURN_SAMPLED && r.present == FAKE_PRESENT - 2);
+    CHECK(r.accessed == CHURN_ACCESSED);
+}
+
 static void test_page_idle_moves(void)
 {
     struct ms_sampler *s;
     struct ms_result r;
     char err[MS_ERRLEN] = "";
     unsigned int i;
-    int ret;
 
     s = fake_sampler(MS_PAGE_IDLE);
     if (!s) {
@@ -571,20 +592,7 @@ static void test_page_idle_moves(void)
     churn();
     idle_access(fake_pfn(20));
     idle_access(fake_pfn(21));
-    ret = ms_sampler_collect(s, &r, err, sizeof(err));
-    CHECK(ret == 0);
-    if (ret) {
-        fprintf(stderr, "%s\n", err);
-    }
-    /*
-     * The moved ones are left out, each for the 64 / 47 drawn pages a
-     * sample in use at both ends stands for; the vanished one is sampled,
-     * present when the window began, and idle, whoever uses its old PFN
-     * now.
-     */
-    CHECK(r.moved == 2);
-    CHECK(r.sampled == CHURN_SAMPLED && r.present == FAKE_PRESENT - 2);
-    CHECK(r.accessed == CHURN_ACCESSED);
+    check_churned_window(s);
     ms_sampler_close(s);
     fake_pagemap();
 }
@@ -658,7 +666,6 @@ static void test_damon_paddr_moves(void)
     struct ms_result r;
     char err[MS_ERRLEN] = "";
     unsigned int i;
-    int ret;
 
     s = fake_sampler(MS_DAMON_PADDR);
     if (!s) {
@@ -684,14 +691,7 @@ static void test_damon_paddr_moves(void)
     /* Pages moved: the regions, counted for the samples that stayed. */
     CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
     churn();
-    ret = ms_sampler_collect(s, &r, err, sizeof(err));
-    CHECK(ret == 0);
-    if (ret) {
-        fprintf(stderr, "%s\n", err);
-    }
-    CHECK(r.moved == 2);
-    CHECK(r.sampled == CHURN_SAMPLED && r.present == FAKE_PRESENT - 2);
-    CHECK(r.accessed == CHURN_ACCESSED);
+    check_churned_window(s);
     fake_pagemap();
 
     /* A tried region that is not a number fails the window, no more. */
