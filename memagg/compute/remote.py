@@ -19,8 +19,9 @@ consumer side). Every period memagg-compute:
 
 1. drains each export's swap-ghost stream into its VM's GhostTracker, so
    the estimators see real swap-outs and swap-ins (ghost_periods);
-2. after the local policy, works out what this host may lend and what it
-   must ask memagg-scheduler for (plan_period, a pure function);
+2. after the local policy, works out what this host may lend, each VM's
+   remote limit (the [reservoir] remote_budget plug-in) and what it must
+   ask memagg-scheduler for (plan_period, a pure function);
 3. once the report is sent, asks the scheduler (act): a grant for each VM
    still short of memory once the host has nothing left for it; the
    reclaim of what this host lends beyond its lendable memory; the release
@@ -53,6 +54,8 @@ from oslo_log import log as logging
 from memagg.common import exceptions
 from memagg.compute import swapd
 from memagg.drivers.hypervisor import base as hypervisor
+from memagg.drivers.remote_budget import base as budget_base
+from memagg.drivers.remote_budget import fixed as budget_fixed
 from memagg.drivers.wss import base as wss_base
 from memagg.drivers.wss import ghost as ghost_mod
 from memagg.drivers.wss import swap_ghost
@@ -76,13 +79,29 @@ _UUID = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$')
 @dataclasses.dataclass
 class Grant:
     """A grant with an export on this host (the consumer side).
-    ``instance_uuid`` is None when it cannot be told."""
+    ``instance_uuid`` is None when it cannot be told; ``remote_mb``: MiB of
+    its slabs still on donors (0 when not known), ``slab_size_mb`` their
+    size."""
 
     uuid: str
     instance_uuid: str | None
     socket: str | None = None
     serial: str | None = None
     target_dev: str | None = None
+    remote_mb: int = 0
+    slab_size_mb: int = 0
+
+
+@dataclasses.dataclass
+class RemoteUse:
+    """What memagg-compute knows of one VM's remote memory in a period:
+    ``held_mb``, MiB its grants hold on donors; ``swap_ins``, this period's
+    swap-ins of its exports (the swap ghost); ``limit_mb``, its remote
+    limit of the period before (None for a VM new to the policy)."""
+
+    held_mb: int = 0
+    swap_ins: int = 0
+    limit_mb: int | None = None
 
 
 @dataclasses.dataclass
@@ -91,13 +110,17 @@ class Plan:
 
     ``allocate``: [(instance uuid, size)] to ask grants for; ``reclaim_mb``:
     what this host lends beyond its lendable memory; ``release``: grants
-    whose VM is gone.
+    whose VM is gone; ``limits``: {instance uuid: remote limit} of the
+    running VMs; ``excess_mb``: how far the limits the remote budget
+    policy wanted went beyond the host's remote budget.
     """
 
     lendable_mb: int
     allocate: list = dataclasses.field(default_factory=list)
     reclaim_mb: int = 0
     release: list = dataclasses.field(default_factory=list)
+    limits: dict = dataclasses.field(default_factory=dict)
+    excess_mb: int = 0
 
 
 def short_of_memory(result):
@@ -110,20 +133,42 @@ def short_of_memory(result):
                 and result.target_mb < result.wss_mb)
 
 
+def remote_budget_mb(caps, held, may_ask):
+    """This host's remote budget: what its VMs hold on donors (``held``,
+    {uuid: MiB}) plus what it may still ask memagg-scheduler for, which is
+    what memagg-scheduler would still grant each VM under its cap
+    (``caps``, {uuid: MiB}), or nothing when it may not ask (``may_ask``
+    false: [swapd] auto_grant off, or memagg-swapd not answering).
+
+    memagg-compute knows no tighter bound (the donors' lendable memory is
+    memagg-scheduler's), so no VM's limit, being at most its cap or its
+    use, can take the sum of the limits beyond this budget while it may
+    ask; when it may not, the budget is what the VMs hold and the limits
+    are scaled to it."""
+    room = sum(max(0, caps[uuid] - held.get(uuid, 0)) for uuid in caps)
+    return sum(held.values()) + (room if may_ask else 0)
+
+
 def plan_period(period, domains, grants, donor, reserve_mb, max_ratio,
-                auto_grant=True):
+                auto_grant=True, policy=None, use=None):
     """The Plan of one period.
 
     ``period``: the MemoryManager's PeriodResult; ``domains``: this
     period's DomainInfo; ``grants``: {instance uuid: Grant} of the VMs
     with an export; ``donor``: memagg-swapd's DONOR_STATS (bytes), None
-    when it does not answer.
+    when it does not answer; ``policy``: the remote budget plug-in (None:
+    fixed); ``use``: {instance uuid: RemoteUse} (a VM missing holds
+    nothing remotely, saw no swap-ins and is new to the policy).
 
     Local needs first: nothing is lendable while a VM of this host is
     short of memory; otherwise the free reservoir less ``reserve_mb``, at
     most memagg-swapd's capacity. What memagg-swapd lends beyond that is
-    to be reclaimed. A short VM without a grant asks for its cap,
-    ``max_ratio`` of its booked memory.
+    to be reclaimed.
+
+    Each running VM's remote limit comes from ``policy``, its cap being
+    ``max_ratio`` of its booked memory and the host's budget that of
+    remote_budget_mb. A short VM asks for what its limit has beyond what
+    it holds; a VM with a grant asks again only when the policy tops up.
     """
     short = [uuid for uuid, result in period.vms.items()
              if short_of_memory(result)]
@@ -135,14 +180,26 @@ def plan_period(period, domains, grants, donor, reserve_mb, max_ratio,
                                   donor['capacity'] // MIB))
         used_mb = math.ceil(donor['used'] / MIB)
         reclaim = max(0, used_mb - lendable)
-    booked = {dom.uuid: dom.max_memory_mb for dom in domains}
+    policy = policy or budget_fixed.FixedBudget()
+    use = use or {}
+    caps = {dom.uuid: int(max_ratio * dom.max_memory_mb) for dom in domains}
+    held = {uuid: use[uuid].held_mb for uuid in caps if uuid in use}
+    budgets = policy.limits(
+        [budget_base.VmRemote(
+            uuid=uuid, cap_mb=cap, used_mb=held.get(uuid, 0),
+            swap_ins=use[uuid].swap_ins if uuid in use else 0,
+            short=uuid in short,
+            limit_mb=use[uuid].limit_mb if uuid in use else None)
+         for uuid, cap in caps.items()],
+        remote_budget_mb(caps, held, auto_grant))
     allocate = []
     if auto_grant:
         for uuid in short:
-            size = int(max_ratio * booked.get(uuid, 0))
-            if uuid not in grants and size > 0:
+            size = budgets.limits.get(uuid, 0) - held.get(uuid, 0)
+            if size > 0 and (policy.tops_up or uuid not in grants):
                 allocate.append((uuid, size))
-    return Plan(lendable_mb=lendable, allocate=allocate, reclaim_mb=reclaim)
+    return Plan(lendable_mb=lendable, allocate=allocate, reclaim_mb=reclaim,
+                limits=budgets.limits, excess_mb=budgets.excess_mb)
 
 
 class Backoff:
@@ -207,6 +264,9 @@ class RemoteMemory:
 
     ``scheduler_api``: memagg-scheduler's RPC client (SchedulerAPI 1.2);
     ``client``: the SwapdClient (made from [swapd] when None).
+
+    The [reservoir] remote_budget plug-in is loaded here: a bad name or
+    parameter raises InvalidParameter naming the option, at start.
     """
 
     def __init__(self, driver, host, conf, scheduler_api, client=None,
@@ -219,8 +279,11 @@ class RemoteMemory:
             conf.swapd.control_socket, conf.swapd.control_timeout)
         self.backoff = Backoff(conf.swapd.retry_interval, clock)
         self.ghost_params = wss_base.params_from_conf(conf)
+        self.remote_budget = budget_base.load(conf)
         self.lendable_mb = 0
         self.plan = None
+        self._limits = {}       # instance uuid -> remote limit, last period
+        self._swap_ins = {}     # instance uuid -> swap-ins, this period
         self._grants = {}       # grant uuid -> Grant
         self._trackers = {}     # instance uuid -> GhostTracker
         self._missing = {}      # grant uuid -> periods its VM was missing
@@ -270,9 +333,13 @@ class RemoteMemory:
                     LOG.warning('Export of grant %s: no VM found from its '
                                 'local copy %s; left alone', uuid,
                                 described.get('local'))
+                slab_mb = described.get('slab_size', 0) // MIB
+                on_donors = ({s['index'] for s in described.get('slabs', ())}
+                             - set(described.get('local_slabs', ())))
                 found[uuid] = Grant(
                     uuid=uuid, instance_uuid=instance,
-                    serial=hypervisor.swap_serial(uuid))
+                    serial=hypervisor.swap_serial(uuid),
+                    remote_mb=len(on_donors) * slab_mb, slab_size_mb=slab_mb)
         except swapd.SwapdUnavailable as exc:
             self._down(exc)
             return
@@ -294,7 +361,14 @@ class RemoteMemory:
     def ghost_periods(self, domains):
         """{instance uuid: GhostPeriod} of this period for each running VM
         with an export, its swap events drained from memagg-swapd; empty
-        while memagg-swapd does not answer."""
+        while memagg-swapd does not answer. Each VM's swap-ins (matched or
+        not) are kept for this period's remote limits."""
+        result = self._ghost_periods(domains)
+        self._swap_ins = {uuid: ghost.swap_ins + ghost.unmatched_swap_ins
+                          for uuid, ghost in result.items()}
+        return result
+
+    def _ghost_periods(self, domains):
         if not self.enabled:
             return {}
         self.recover()
@@ -365,11 +439,34 @@ class RemoteMemory:
         plan = plan_period(period, domains, grants, donor,
                            reservoir.donor_reserve_mb,
                            reservoir.max_remote_ratio,
-                           auto_grant=self.conf.swapd.auto_grant and answers)
+                           auto_grant=self.conf.swapd.auto_grant and answers,
+                           policy=self.remote_budget,
+                           use=self._remote_use(domains))
+        if plan.excess_mb > 0:
+            # Happens only while the host may not ask, and then every
+            # period: not worth more than debug.
+            LOG.debug('Remote limits of this host\'s VMs exceed its '
+                      'remote budget by %d MiB: scaled down to it',
+                      plan.excess_mb)
         plan.release = self._gone(domains)
         self.plan = plan
+        self._limits = plan.limits
         self.lendable_mb = plan.lendable_mb
         return plan.lendable_mb
+
+    def _remote_use(self, domains):
+        """{instance uuid: RemoteUse} of the running VMs; the swap-ins are
+        used once, by the period they were drained in."""
+        held = {}
+        with self._lock:
+            for grant in self._grants.values():
+                held[grant.instance_uuid] = (held.get(grant.instance_uuid, 0)
+                                             + grant.remote_mb)
+        swap_ins, self._swap_ins = self._swap_ins, {}
+        return {dom.uuid: RemoteUse(held_mb=held.get(dom.uuid, 0),
+                                    swap_ins=swap_ins.get(dom.uuid, 0),
+                                    limit_mb=self._limits.get(dom.uuid))
+                for dom in domains}
 
     def _gone(self, domains):
         running = {dom.uuid for dom in domains}
@@ -430,7 +527,9 @@ class RemoteMemory:
             if known is None:
                 self._grants[grant['uuid']] = Grant(
                     uuid=grant['uuid'], instance_uuid=instance_uuid,
-                    serial=hypervisor.swap_serial(grant['uuid']))
+                    serial=hypervisor.swap_serial(grant['uuid']),
+                    remote_mb=grant.get('granted_mb') or 0,
+                    slab_size_mb=grant.get('slab_size_mb') or 0)
         LOG.info('VM %s got grant %s: %s of %s MiB%s', instance_uuid,
                  grant['uuid'], grant.get('granted_mb'),
                  grant.get('requested_mb'),
@@ -580,6 +679,12 @@ class RemoteMemory:
             if exc.errno_name != 'ENOENT':
                 raise
             reclaimed = 0
+        with self._lock:
+            grant = self._grants.get(grant_uuid)
+            if grant is not None:
+                # What memagg-swapd reclaims now was on a donor until now.
+                grant.remote_mb = max(
+                    0, grant.remote_mb - reclaimed * grant.slab_size_mb)
         return {'reclaimed': reclaimed}
 
     def attach_grant(self, grant):
@@ -629,7 +734,9 @@ class RemoteMemory:
         with self._lock:
             self._grants[uuid] = Grant(uuid=uuid, instance_uuid=instance,
                                        socket=export['socket'],
-                                       serial=serial, target_dev=target)
+                                       serial=serial, target_dev=target,
+                                       remote_mb=len(slabs) * slab_size_mb,
+                                       slab_size_mb=slab_size_mb)
             self._missing.pop(uuid, None)
         self.backoff.succeeded(('allocate', instance))
         LOG.info('Grant %s of VM %s attached as %s (%d slabs, NBD %s)',
@@ -671,7 +778,9 @@ class RemoteMemory:
         with self._lock:
             self._grants[uuid] = Grant(
                 uuid=uuid, instance_uuid=instance, socket=export['socket'],
-                serial=hypervisor.swap_serial(uuid))
+                serial=hypervisor.swap_serial(uuid),
+                remote_mb=len(slabs) * slab_size_mb,
+                slab_size_mb=slab_size_mb)
             self._missing.pop(uuid, None)
         LOG.info('Grant %s of VM %s adopted for its live migration (%d '
                  'slabs, NBD %s)', uuid, instance, len(slabs),

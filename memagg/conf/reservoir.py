@@ -11,11 +11,12 @@
 # under the License.
 
 """Options of the [reservoir] group: the global memory reservoir that
-memagg-scheduler runs (ALGORITHMS.md §4) and the donor reserve every
-compute node keeps.
+memagg-scheduler runs (ALGORITHMS.md §4), and the donor reserve and per-VM
+remote limits every compute node keeps.
 
 Remote memory is granted in fixed slabs held in donor hosts' RAM; the
-donors of a grant are picked by a plug-in (memagg.reservoir entry point).
+donors of a grant are picked by a plug-in (memagg.reservoir entry point),
+the remote limit of each VM by another (memagg.remote_budget).
 """
 from oslo_config import cfg
 
@@ -48,6 +49,28 @@ opts = [
                  help='Largest share of a VM\'s booked memory that may be '
                       'held remotely (the per-VM cap); 0 grants no remote '
                       'memory at all.'),
+    cfg.StrOpt('remote_budget', default='fixed',
+               help='How memagg-compute sets each VM\'s remote limit, the '
+                    'remote memory it may hold (memagg.remote_budget entry '
+                    'point): fixed (every VM its max_remote_ratio cap, '
+                    'asked at once when it runs short) or tlp (AIMD over '
+                    'the host\'s remote budget: a VM that saw swap-ins or '
+                    'is short grows by tlp_step_percent of the budget, one '
+                    'with slack shrinks by tlp_step_percent of its limit, '
+                    'all within the cap and never below what the VM '
+                    'holds; a VM asks for what its limit has beyond what '
+                    'it holds, one more grant each time).'),
+    cfg.FloatOpt('tlp_step_percent', default=2.0, min=0.0, max=100.0,
+                 help='tlp: the step P, in percent: a VM that saw swap-ins '
+                      'grows by P % of the host\'s remote budget, a VM with '
+                      'slack shrinks by P % of its own limit, each period. '
+                      'Must be above 0.'),
+    cfg.FloatOpt('tlp_slack_threshold', default=0.25, min=0.0, max=1.0,
+                 help='tlp: a VM without swap-ins shrinks its limit when '
+                      'its slack (limit less the remote memory it holds) '
+                      'is above this fraction of its limit. At 0.25 a VM '
+                      'keeps a quarter of its limit unclaimed before it '
+                      'gives any back.'),
     cfg.IntOpt('prepare_timeout', default=30, min=1,
                help='Seconds memagg-scheduler waits for a compute host to '
                     'answer one call of a grant\'s set-up or tear-down '

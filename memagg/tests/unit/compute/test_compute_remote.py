@@ -33,6 +33,7 @@ from memagg.compute import memory as memory_mod
 from memagg.compute import remote
 from memagg.compute import swapd
 from memagg.drivers.hypervisor import base
+from memagg.drivers.remote_budget import tlp
 
 VM = '11111111-2222-3333-4444-555555555555'
 VM2 = '66666666-7777-8888-9999-aaaaaaaaaaaa'
@@ -130,6 +131,53 @@ def test_without_swapd_nothing_is_lent_or_reclaimed():
     plan = remote.plan_period(period(5000, result(VM, 1500, 1200)),
                               [dom(VM)], {}, None, 1024, 0.5)
     assert (plan.lendable_mb, plan.reclaim_mb) == (0, 0)
+
+
+# -- plan_period with the tlp remote budget (P = 2 %, slack threshold 0.25)
+
+def test_tlp_gives_a_short_vm_without_remote_memory_its_first_step():
+    # Cap 0.5 x 2048 = 1024; the host holds nothing and may ask up to the
+    # cap: budget 1024. New to the policy, the VM starts at 0 and, short,
+    # grows by 2 % of 1024 = 20.48 -> 20 MiB, which it asks for.
+    plan = remote.plan_period(period(0, result(VM, 1500, 1200)),
+                              [dom(VM, booked=2048)], {}, donor(), 1024, 0.5,
+                              policy=tlp.TlpBudget())
+    assert plan.allocate == [(VM, 20)]
+    assert (plan.limits, plan.excess_mb) == ({VM: 20}, 0)
+
+
+def test_tlp_tops_up_a_vm_with_a_grant_where_fixed_does_not():
+    grants = {VM: remote.Grant(uuid=GRANT, instance_uuid=VM, remote_mb=20)}
+    use = {VM: remote.RemoteUse(held_mb=20, limit_mb=20)}
+    short = period(0, result(VM, 1500, 1200))
+    # Budget 20 held + (1024 - 20) still askable = 1024; 20 + 20.48 = 40:
+    # it asks for the 20 beyond what it holds.
+    plan = remote.plan_period(short, [dom(VM)], grants, donor(), 1024, 0.5,
+                              policy=tlp.TlpBudget(), use=use)
+    assert (plan.allocate, plan.limits) == ([(VM, 20)], {VM: 40})
+    # fixed: the cap, asked once; a VM with a grant asks nothing more.
+    plan = remote.plan_period(short, [dom(VM)], grants, donor(), 1024, 0.5,
+                              use=use)
+    assert (plan.allocate, plan.limits) == ([], {VM: 1024})
+
+
+def test_tlp_without_auto_grant_scales_the_limits_to_what_is_held():
+    # May not ask: the budget is the 128 held. Short, 128 + 2 % of 128 =
+    # 130.56 -> 130; excess 2; scaled back to 128 (its use); nothing asked.
+    plan = remote.plan_period(
+        period(0, result(VM, 1500, 1200)), [dom(VM)], {}, donor(), 1024, 0.5,
+        auto_grant=False, policy=tlp.TlpBudget(),
+        use={VM: remote.RemoteUse(held_mb=128, limit_mb=128)})
+    assert (plan.allocate, plan.limits, plan.excess_mb) == ([], {VM: 128}, 2)
+
+
+def test_the_budget_is_what_is_held_plus_what_may_still_be_asked():
+    caps = {VM: 1024, VM2: 512}
+    # VM holds 100 of its 1024, VM2 600, above its cap of 512 (the cap was
+    # lowered): 700 held + 924 + 0 still askable.
+    held = {VM: 100, VM2: 600}
+    assert remote.remote_budget_mb(caps, held, may_ask=True) == 1624
+    assert remote.remote_budget_mb(caps, held, may_ask=False) == 700
 
 
 def test_backoff_doubles_up_to_ten_intervals_and_resets():
@@ -315,6 +363,15 @@ def grant_dict(**changes):
                         'status': 'prepared', 'donor_host': 'h1'}]}
     grant.update(changes)
     return grant
+
+
+@pytest.fixture
+def tlp_lmc(conf, lmc, clock):
+    """A RemoteMemory like lmc's, with [reservoir] remote_budget = tlp."""
+    conf.config(remote_budget='tlp', group='reservoir')
+    return remote.RemoteMemory(Driver(), 'node-a', conf.conf,
+                               FakeScheduler(), client=FakeSwapd(),
+                               clock=lambda: clock[0])
 
 
 def test_ghost_events_feed_the_vms_tracker(lmc):
@@ -627,3 +684,78 @@ def test_no_donor_stats_still_lets_a_short_vm_ask_but_not_without_swapd(
     lmc.client.down = True
     lmc.plan_period(short, [dom(VM)])
     assert lmc.plan.allocate == []
+
+
+# -- remote limits through RemoteMemory ([reservoir] remote_budget) -------
+
+def test_the_fixed_plug_in_is_the_default(lmc):
+    assert lmc.remote_budget.name == 'fixed'
+
+
+def test_a_bad_remote_budget_fails_at_start_naming_the_option(conf, lmc):
+    conf.config(remote_budget='tcp', group='reservoir')
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        remote.RemoteMemory(Driver(), 'node-a', conf.conf, FakeScheduler(),
+                            client=FakeSwapd())
+    assert info.value.kwargs['field'] == '[reservoir] remote_budget'
+
+
+def test_tlp_limits_follow_swap_ins_and_slack_over_periods(tlp_lmc):
+    lmc = tlp_lmc
+    short = period(0, result(VM, 1500, 1200))
+    calm = period(0, result(VM, 900, 1000, shortage=False))
+    # Period 1: short, nothing held, budget 1024 (its cap): 0 + 20.48 ->
+    # 20, asked for; the grant of 20 MiB is held from then on.
+    lmc.ghost_periods([dom(VM)])
+    lmc.plan_period(short, [dom(VM)])
+    lmc.act(None)
+    assert lmc.scheduler_api.calls == [('allocate_remote', VM, 'node-a', 20,
+                                        33)]
+    # Period 2: not short, but its export served swap-ins (one matched,
+    # one never seen evicted): 20 + 20.48 -> 40. Not short: nothing asked.
+    lmc.client.events[GRANT] = [('o', 1), ('i', 1), ('i', 7)]
+    lmc.ghost_periods([dom(VM)])
+    lmc.plan_period(calm, [dom(VM)])
+    lmc.act(None)
+    assert lmc.plan.limits == {VM: 40}
+    assert len(lmc.scheduler_api.calls) == 1
+    # Period 3: no swap-ins; slack 40 - 20 = 20 above 0.25 x 40 = 10:
+    # 40 - 0.8 -> 39.
+    lmc.ghost_periods([dom(VM)])
+    lmc.plan_period(calm, [dom(VM)])
+    assert lmc.plan.limits == {VM: 39}
+    # Period 4: short again: 39 + 20.48 -> 59; it holds 20, asks for 39.
+    lmc.ghost_periods([dom(VM)])
+    lmc.plan_period(short, [dom(VM)])
+    lmc.act(None)
+    assert lmc.scheduler_api.calls[-1] == ('allocate_remote', VM, 'node-a',
+                                           39, 33)
+    # Gone: its limit is forgotten.
+    lmc.plan_period(period(0), [])
+    assert lmc.plan.limits == {}
+
+
+def test_what_a_vm_holds_follows_attach_reclaim_and_recovery(tlp_lmc):
+    lmc = tlp_lmc
+    calm = period(0, result(VM, 900, 1000, shortage=False))
+    # Two slabs of 64 MiB on donors: new to the policy, its limit is its
+    # use, 128.
+    lmc.attach_grant(grant_dict())
+    lmc.plan_period(calm, [dom(VM)])
+    assert lmc.plan.limits == {VM: 128}
+    # Both slabs reclaimed to the local copy: it holds nothing remotely;
+    # slack 128 above 32: 128 - 2.56 -> 125.
+    lmc.reclaim_slabs(GRANT, [0, 1])
+    lmc.plan_period(calm, [dom(VM)])
+    assert lmc.plan.limits == {VM: 125}
+    # A restarted memagg-compute finds the grant's slabs in its export:
+    # slab 1 of 0-2 is served locally, two on donors, 128 MiB.
+    lmc.client.exports = {GRANT: {
+        'local': remote.local_copy_path('/s', VM, GRANT),
+        'slab_size': 64 * MIB,
+        'slabs': [{'index': i} for i in range(3)], 'local_slabs': [1]}}
+    restarted = remote.RemoteMemory(Driver(), 'node-a', lmc.conf,
+                                    FakeScheduler(), client=lmc.client)
+    restarted.recover()
+    restarted.plan_period(calm, [dom(VM)])
+    assert restarted.plan.limits == {VM: 128}
