@@ -49,6 +49,7 @@ from memagg.sim import trace as sim_trace
 PROG = 'memagg-sim'
 FAILED = 1
 BASES = ('booked', 'wss')
+DEFAULT_SEEDS = (0, 1, 2)
 DEFAULT_HOSTS_CPUS = 32.0
 DEFAULT_HOST_MEMORY_MB = 131072.0
 
@@ -62,7 +63,10 @@ memory) and in cpu overload (they use more cores than it has). Writes
 summary.json and active_hosts.png, migrations.png, overload.png to
 --output-dir.
 
-Without --trace the built-in synthetic generator makes the trace."""
+Without --trace the built-in synthetic generator makes the trace.
+
+memagg-sim sweep runs a grid of [consolidation] option values over several
+seeds instead: memagg-sim sweep --help."""
 
 EPILOG = """\
 trace CSV (--trace): a header line naming the columns, then one row per VM
@@ -97,7 +101,7 @@ have left.
 Exit status: 0 done, 1 the simulation failed, 2 bad input."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse that reports a mistake as one line on stderr."""
 
     def error(self, message):
@@ -117,7 +121,7 @@ def _checked(kind, test, what):
     return convert
 
 
-_POSITIVE_INT = _checked(int, lambda v: v >= 1, 'an integer >= 1')
+POSITIVE_INT = _checked(int, lambda v: v >= 1, 'an integer >= 1')
 _INT = _checked(int, lambda v: True, 'an integer')
 _POSITIVE = _checked(float, lambda v: v > 0 and math.isfinite(v),
                      'a number > 0')
@@ -128,9 +132,19 @@ _OPEN_FRACTION = _checked(float, lambda v: 0 < v <= 1,
                           'a number > 0 and <= 1')
 _HOUR = _checked(float, lambda v: math.isfinite(v), 'a number (hours)')
 
+
+def _seeds(text):
+    """--seeds: distinct integers separated by commas."""
+    seeds = [_INT(part) for part in text.split(',')]
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError('must be distinct integers, got %r'
+                                         % text)
+    return seeds
+
+
 #: Synthetic parameter -> (type, help); defaults come from synthetic.Params.
 _SYNTHETIC = (
-    ('vms', _POSITIVE_INT, 'VMs (default: %d per host).'
+    ('vms', POSITIVE_INT, 'VMs (default: %d per host).'
      % synthetic.Params.VMS_PER_HOST),
     ('days', _POSITIVE, 'Length of the trace in days (default %(d)s).'),
     ('step', _POSITIVE, 'Seconds between two samples (default %(d)s).'),
@@ -172,11 +186,9 @@ def _consolidation_opts():
             if name not in _NOT_OVERRIDDEN]
 
 
-def build_parser():
-    """memagg-sim's argument parser (every option has help)."""
-    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
-
+def add_input_arguments(parser, seeds=False):
+    """The "input" and "synthetic trace" argument groups; with ``seeds``,
+    --seeds SEED[,SEED...] instead of --seed and --write-trace."""
     source = parser.add_argument_group('input')
     source.add_argument(
         '--trace', metavar='FILE',
@@ -188,7 +200,7 @@ def build_parser():
         help='Hosts CSV: host,cpus,memory_mb (only with --trace). Without '
              'it: --hosts identical hosts, those the trace names first.')
     hosts.add_argument(
-        '--hosts', type=_POSITIVE_INT, metavar='N',
+        '--hosts', type=POSITIVE_INT, metavar='N',
         help='Number of hosts (default: %d for the synthetic trace, the '
              'hosts the trace names otherwise).'
              % synthetic.Params.hosts)
@@ -206,24 +218,82 @@ def build_parser():
         'synthetic trace (without --trace; see memagg.sim.synthetic)')
     defaults = synthetic.Params()
     for name, kind, text in _SYNTHETIC:
+        if seeds and name == 'seed':
+            continue
         gen.add_argument('--' + name.replace('_', '-'), type=kind,
-                         metavar='N' if kind in (_POSITIVE_INT, _INT)
+                         metavar='N' if kind in (POSITIVE_INT, _INT)
                          else 'X',
                          help=text % {'d': getattr(defaults, name)})
-    gen.add_argument(
-        '--write-trace', metavar='FILE',
-        help='Also write the generated trace as a trace CSV, e.g. to edit '
-             'and replay it with --trace.')
+    if seeds:
+        gen.add_argument(
+            '--seeds', type=_seeds, metavar='SEED[,SEED...]',
+            help='Random seeds, one trace each (default %s).'
+                 % ','.join(map(str, DEFAULT_SEEDS)))
+    else:
+        gen.add_argument(
+            '--write-trace', metavar='FILE',
+            help='Also write the generated trace as a trace CSV, e.g. to '
+                 'edit and replay it with --trace.')
+
+
+def add_simulation_arguments(group):
+    """--config-file and the [wss] and loop options every simulation
+    takes, in argument group ``group``."""
+    group.add_argument(
+        '--config-file', metavar='FILE',
+        help='memagg configuration file whose [consolidation] and [wss] '
+             'options the simulation uses (default: none, the options\' '
+             'defaults).')
+    group.add_argument(
+        '--maxavg-samples', type=POSITIVE_INT, metavar='N',
+        help='Working-set estimates averaged by the WSS max-average '
+             '(default: [wss] maxavg_samples, 5).')
+    group.add_argument(
+        '--maxavg-slice-s', type=_POSITIVE, metavar='SECONDS',
+        help='Slice over which the WSS max-average keeps the largest '
+             'average (default: [wss] maxavg_slice_s, 3600).')
+    group.add_argument(
+        '--round-interval', type=_POSITIVE, metavar='SECONDS',
+        help='Virtual seconds between two consolidation rounds, rounded up '
+             'to whole steps (default: every step, as Neat ran a round at '
+             'each collection).')
+    group.add_argument(
+        '--migration-time', type=_NON_NEGATIVE, metavar='SECONDS',
+        help='Virtual seconds a live migration takes before the VM runs on '
+             'its destination, rounded up to whole steps, at least one '
+             '(default: one step). Its hosts sit out rounds meanwhile.')
+
+
+def add_noise_arguments(group):
+    """--progress and --quiet, in argument group ``group``."""
+    noise = group.add_mutually_exclusive_group()
+    noise.add_argument(
+        '--progress', action='store_true',
+        help='Show the progress bar on stderr even when it is not a '
+             'terminal (it is shown on a terminal anyway).')
+    noise.add_argument(
+        '--quiet', action='store_true',
+        help='No progress bar and no summary on stdout (files are still '
+             'written).')
+
+
+def show_progress(args, stderr):
+    """Whether to draw the progress bar: on a terminal or with --progress,
+    never with --quiet."""
+    return not args.quiet and (args.progress or stderr.isatty())
+
+
+def build_parser():
+    """memagg-sim's argument parser (every option has help)."""
+    parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_input_arguments(parser)
 
     rounds = parser.add_argument_group(
         'consolidation', 'Each option overrides the [consolidation] or '
         '[wss] option of the same name\nof --config-file (or its '
         'default); both bases use the same.')
-    rounds.add_argument(
-        '--config-file', metavar='FILE',
-        help='memagg configuration file whose [consolidation] and [wss] '
-             'options the simulation uses (default: none, the options\' '
-             'defaults).')
+    add_simulation_arguments(rounds)
     for opt in _consolidation_opts():
         rounds.add_argument(
             '--' + opt.dest.replace('_', '-'), metavar='JSON'
@@ -231,27 +301,9 @@ def build_parser():
             help='%s (default: [consolidation] %s, %s)'
                  % (opt.help, opt.dest, opt.default))
     rounds.add_argument(
-        '--history-length', type=_POSITIVE_INT, metavar='N',
+        '--history-length', type=POSITIVE_INT, metavar='N',
         help='Utilisation samples per host the detectors see (default: '
              '[consolidation] history_length, 100).')
-    rounds.add_argument(
-        '--maxavg-samples', type=_POSITIVE_INT, metavar='N',
-        help='Working-set estimates averaged by the WSS max-average '
-             '(default: [wss] maxavg_samples, 5).')
-    rounds.add_argument(
-        '--maxavg-slice-s', type=_POSITIVE, metavar='SECONDS',
-        help='Slice over which the WSS max-average keeps the largest '
-             'average (default: [wss] maxavg_slice_s, 3600).')
-    rounds.add_argument(
-        '--round-interval', type=_POSITIVE, metavar='SECONDS',
-        help='Virtual seconds between two consolidation rounds, rounded up '
-             'to whole steps (default: every step, as Neat ran a round at '
-             'each collection).')
-    rounds.add_argument(
-        '--migration-time', type=_NON_NEGATIVE, metavar='SECONDS',
-        help='Virtual seconds a live migration takes before the VM runs on '
-             'its destination, rounded up to whole steps, at least one '
-             '(default: one step). Its hosts sit out rounds meanwhile.')
 
     out = parser.add_argument_group('output')
     out.add_argument(
@@ -262,23 +314,15 @@ def build_parser():
         '--no-plots', action='store_true',
         help='Write summary.json only.')
     out.add_argument(
-        '--jobs', type=_POSITIVE_INT, metavar='N',
+        '--jobs', type=POSITIVE_INT, metavar='N',
         default=runner.default_jobs(),
         help='Processes: 2 runs the two bases side by side (default '
              '%(default)s here: one per basis, at most one per core).')
-    noise = out.add_mutually_exclusive_group()
-    noise.add_argument(
-        '--progress', action='store_true',
-        help='Show the progress bar on stderr even when it is not a '
-             'terminal (it is shown on a terminal anyway).')
-    noise.add_argument(
-        '--quiet', action='store_true',
-        help='No progress bar and no summary on stdout (files are still '
-             'written).')
+    add_noise_arguments(out)
     return parser
 
 
-def _load_config(path):
+def load_config(path):
     """The [consolidation] and [wss] options of ``path`` (None: defaults),
     in a private ConfigOpts."""
     conf = cfg.ConfigOpts()
@@ -327,9 +371,6 @@ def _trace_input(args):
             raise cli.UsageError('argument --%s: only for the synthetic '
                                  'trace; leave it out with --trace'
                                  % name.replace('_', '-'))
-    if args.write_trace:
-        raise cli.UsageError('argument --write-trace: only for the '
-                             'synthetic trace; leave it out with --trace')
     trace = sim_trace.read_trace(args.trace)
     if args.hosts_file:
         for option, value in (('--host-cpus', args.host_cpus),
@@ -356,7 +397,16 @@ def _trace_input(args):
     return trace, hosts, initial, {'source': os.path.abspath(args.trace)}
 
 
-def _inputs(args):
+#: The attributes of parsed arguments that inputs() reads.
+INPUT_OPTIONS = (('trace', 'hosts_file', 'hosts', 'host_cpus',
+                  'host_memory_mb')
+                 + tuple(name for name, _, _ in _SYNTHETIC))
+
+
+def inputs(args):
+    """The trace, its hosts, each VM's initial host index (-1: to place)
+    and a description of the trace for the summary, from the INPUT_OPTIONS
+    of ``args``; raises cli.UsageError or TraceError for bad input."""
     if args.trace:
         return _trace_input(args)
     if args.hosts_file:
@@ -365,74 +415,139 @@ def _inputs(args):
     return _synthetic_params(args)
 
 
-def _algorithms(args, conf):
-    """basis -> Algorithms, and the consolidation options used."""
-    overrides = {}
-    used = {}
-    for opt in _consolidation_opts():
-        given = getattr(args, opt.dest)
-        if given is not None:
-            overrides[opt.dest] = given
-        used[opt.dest] = _option(conf, 'consolidation', opt.dest, given)
-    group = argparse.Namespace(**used)
-    built = {}
-    for basis in BASES:
+def describe(trace, hosts, info):
+    """The trace's description for a summary: ``info`` (from inputs())
+    with its length and size."""
+    step = trace.step_s
+    return dict(info, steps=trace.steps, step_s=step,
+                duration_s=trace.steps * step, vms=trace.vms,
+                hosts=len(hosts))
+
+
+#: The [consolidation] options the loop reads itself (the planner's are
+#: consolidation.OPTIONS).
+_LOOP_OPTIONS = ('history_length',)
+
+
+def simulated_options():
+    """The names of the [consolidation] options a simulation depends on:
+    the planner's (consolidation.OPTIONS but memory_basis: each basis is
+    simulated) and the loop's."""
+    return [opt.dest for opt in _consolidation_opts()] + list(_LOOP_OPTIONS)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """What a simulation runs with, resolved from the configuration file
+    and the command line. Picklable: memagg-sim sweep's worker processes
+    build from it the very simulation memagg-sim runs.
+
+    ``consolidation`` holds every option of simulated_options();
+    ``round_interval_s`` and ``migration_time_s`` are virtual seconds
+    (None: one step).
+    """
+
+    consolidation: dict
+    maxavg_samples: int
+    maxavg_slice_s: float
+    round_interval_s: float = None
+    migration_time_s: float = None
+
+    def algorithms(self, basis):
+        """The round's plug-ins packing by ``basis``; cli.UsageError naming
+        the option when one is wrong."""
+        group = argparse.Namespace(**self.consolidation)
         try:
-            built[basis] = consolidation.load_algorithms(
-                group, dict(overrides, memory_basis=basis))
+            return consolidation.load_algorithms(group,
+                                                 {'memory_basis': basis})
         except exceptions.InvalidParameter as error:
             raise cli.UsageError(error.message)
-    return built, used
+
+    def settings(self, step_s):
+        """The loop's engine.Settings for a trace of ``step_s`` steps."""
+        migration_s = (step_s if self.migration_time_s is None
+                       else self.migration_time_s)
+        round_s = (step_s if self.round_interval_s is None
+                   else self.round_interval_s)
+        return engine.Settings(
+            history_length=self.consolidation['history_length'],
+            migration_steps=max(1, math.ceil(migration_s / step_s - 1e-9)),
+            round_steps=max(1, math.ceil(round_s / step_s - 1e-9)))
+
+    def wss_maxavg(self, trace):
+        """Every VM's WSS max-average at every step of ``trace``."""
+        return maxavg.maxavg(trace.wss_mb, trace.first, self.maxavg_samples,
+                             self.maxavg_slice_s, trace.step_s)
+
+    def simulation(self, trace, hosts, initial, wss_maxavg, algorithms):
+        """The engine.Simulation of ``algorithms`` (from algorithms(), whose
+        basis it packs by) over the trace."""
+        return engine.Simulation(trace, hosts, initial, wss_maxavg,
+                                 algorithms, algorithms.memory_basis,
+                                 self.settings(trace.step_s))
+
+    def info(self, step_s):
+        """The settings as summary.json records them."""
+        settings = self.settings(step_s)
+        return {
+            'history_length': settings.history_length,
+            'maxavg_samples': self.maxavg_samples,
+            'maxavg_slice_s': self.maxavg_slice_s,
+            'migration_time_s': settings.migration_steps * step_s,
+            'round_interval_s': settings.round_steps * step_s,
+            'consolidation': {name: value for name, value
+                              in self.consolidation.items()
+                              if name not in _LOOP_OPTIONS},
+        }
+
+
+def configure(conf, given, args):
+    """The Config of ``conf`` (load_config) with ``given`` (an option of
+    simulated_options() -> its value; None or absent: not given) and the
+    --maxavg-*, --round-interval and --migration-time of ``args`` over
+    it."""
+    values = {name: _option(conf, 'consolidation', name, given.get(name))
+              for name in simulated_options()}
+    return Config(
+        consolidation=values,
+        maxavg_samples=_option(conf, 'wss', 'maxavg_samples',
+                               args.maxavg_samples),
+        maxavg_slice_s=_option(conf, 'wss', 'maxavg_slice_s',
+                               args.maxavg_slice_s),
+        round_interval_s=args.round_interval,
+        migration_time_s=args.migration_time)
 
 
 def simulate(args, stdout, stderr):
     """Run memagg-sim for parsed ``args``; raises cli.UsageError or
     TraceError for bad input."""
-    conf = _load_config(args.config_file)
-    algorithms, used = _algorithms(args, conf)
-    history = _option(conf, 'consolidation', 'history_length',
-                      args.history_length)
-    samples = _option(conf, 'wss', 'maxavg_samples', args.maxavg_samples)
-    slice_s = _option(conf, 'wss', 'maxavg_slice_s', args.maxavg_slice_s)
-    trace, hosts, initial, trace_info = _inputs(args)
+    conf = load_config(args.config_file)
+    config = configure(conf, {name: getattr(args, name)
+                              for name in simulated_options()}, args)
+    algorithms = {basis: config.algorithms(basis) for basis in BASES}
+    if args.trace and args.write_trace:
+        raise cli.UsageError('argument --write-trace: only for the '
+                             'synthetic trace; leave it out with --trace')
+    trace, hosts, initial, trace_info = inputs(args)
     if args.write_trace:
         sim_trace.write_trace(trace, args.write_trace)
-    step = trace.step_s
-    migration_s = step if args.migration_time is None else (
-        args.migration_time)
-    round_s = step if args.round_interval is None else args.round_interval
-    settings = engine.Settings(
-        history_length=history,
-        migration_steps=max(1, math.ceil(migration_s / step - 1e-9)),
-        round_steps=max(1, math.ceil(round_s / step - 1e-9)))
     try:
         os.makedirs(args.output_dir, exist_ok=True)
     except OSError as error:
         raise cli.UsageError('argument --output-dir: cannot create %s: %s'
                              % (args.output_dir, error.strerror or error))
 
-    wss_maxavg = maxavg.maxavg(trace.wss_mb, trace.first, samples, slice_s,
-                               step)
+    wss_maxavg = config.wss_maxavg(trace)
     simulations = {
-        basis: engine.Simulation(trace, hosts, initial, wss_maxavg,
-                                 algorithms[basis], basis, settings)
+        basis: config.simulation(trace, hosts, initial, wss_maxavg,
+                                 algorithms[basis])
         for basis in BASES}
-    show = not args.quiet and (args.progress or stderr.isatty())
     bar = sim_progress.Progress(trace.steps * len(simulations), stderr,
-                                show)
+                                show_progress(args, stderr))
     results = runner.run(simulations, args.jobs, bar)
 
-    trace_info.update(steps=trace.steps, step_s=step,
-                      duration_s=trace.steps * step, vms=trace.vms,
-                      hosts=len(hosts))
-    summary = report.summary(results, trace_info, {
-        'history_length': history,
-        'maxavg_samples': samples,
-        'maxavg_slice_s': slice_s,
-        'migration_time_s': settings.migration_steps * step,
-        'round_interval_s': settings.round_steps * step,
-        'consolidation': used,
-    })
+    summary = report.summary(results, describe(trace, hosts, trace_info),
+                             config.info(trace.step_s))
     written = [os.path.join(args.output_dir, 'summary.json')]
     report.write(summary, written[0])
     if not args.no_plots:
@@ -443,16 +558,28 @@ def simulate(args, stdout, stderr):
     return summary
 
 
-def main(argv=None):
-    parser = build_parser()
+def run_command(prog, parser, command, argv):
+    """Parse ``argv`` with ``parser`` and run ``command(args, stdout,
+    stderr)``; the exit status, a mistake or failure told in one line on
+    stderr."""
     try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        simulate(args, sys.stdout, sys.stderr)
+        command(parser.parse_args(argv), sys.stdout, sys.stderr)
     except (cli.UsageError, sim_trace.TraceError) as error:
-        return cli.fail(PROG, str(error))
+        return cli.fail(prog, str(error))
     except RuntimeError as error:
-        return cli.fail(PROG, str(error).strip().splitlines()[-1], FAILED)
+        return cli.fail(prog, str(error).strip().splitlines()[-1], FAILED)
     return 0
+
+
+def main(argv=None):
+    """memagg-sim, or memagg-sim sweep when ``argv`` (default: the command
+    line) starts with ``sweep``; the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['sweep']:
+        # Imported here: memagg.sim.sweep builds on this module.
+        from memagg.sim import sweep
+        return sweep.main(argv[1:])
+    return run_command(PROG, build_parser(), simulate, argv)
 
 
 if __name__ == '__main__':

@@ -11,13 +11,15 @@
 # under the License.
 
 """memagg-sim's PNG plots comparing memory_basis booked and wss: hosts on
-over time, migrations by trigger, and overload time.
+over time, migrations by trigger, and overload time; and memagg-sim
+sweep's settings, hosts saved against migrations.
 
 Drawn with matplotlib's Agg canvas (no display, no pyplot state).
 """
 import os
 
 from matplotlib.backends import backend_agg
+from matplotlib import colors
 from matplotlib import figure
 import numpy as np
 
@@ -115,3 +117,52 @@ def write_all(results, output_dir):
     return [draw(results, os.path.join(output_dir, name))
             for draw, name in zip((active_hosts, migrations, overload),
                                   FILES)]
+
+
+def sweep(rows, reference, path):
+    """memagg-sim sweep's settings (its table's rows): hosts saved against
+    migrations, means over the seeds with their standard deviations as
+    error bars, coloured by overload (memory + cpu share of host time),
+    each numbered as its row; the Pareto front's points outlined and
+    joined, and the booked reference's migrations (``reference['mean']``)
+    as a vertical line (its hosts saved are 0 by definition: a point
+    there would squeeze the settings together)."""
+    fig = figure.Figure(figsize=(9, 6), layout='constrained')
+    ax = fig.add_subplot()
+    means = [row['mean'] for row in rows]
+    sds = [row['sd'] for row in rows]
+    x = np.array([mean['migrations'] for mean in means])
+    y = np.array([mean['hosts_saved_pct'] for mean in means])
+    overload = np.array([mean['memory_overload_pct']
+                         + mean['cpu_overload_pct'] for mean in means])
+    front = np.array([row['pareto'] for row in rows])
+    ax.errorbar(x, y, xerr=[sd['migrations'] for sd in sds],
+                yerr=[sd['hosts_saved_pct'] for sd in sds], fmt='none',
+                ecolor='0.75', elinewidth=1, zorder=1)
+    # A sweep without overload still gets a colour scale from 0.
+    norm = colors.Normalize(0, max(overload.max(), 1e-3))
+    points = ax.scatter(x, y, c=overload, cmap='viridis', norm=norm, s=60,
+                        edgecolors=np.where(front, 'black', 'none'),
+                        linewidths=1.5, zorder=3)
+    fig.colorbar(points, ax=ax,
+                 label='overload, % of active host time (memory + cpu)')
+    order = np.argsort(x[front], kind='stable')
+    ax.plot(x[front][order], y[front][order], color='black',
+            linestyle='--', linewidth=1, zorder=2,
+            label='Pareto front (outlined), in order of migrations')
+    for row, xi, yi in zip(rows, x, y):
+        ax.annotate(str(row['setting']), (xi, yi), textcoords='offset points',
+                    xytext=(5, 4), fontsize=8)
+    booked = reference['mean']['migrations']
+    ax.axvline(booked, color=COLOURS['booked'], linestyle=':', linewidth=1,
+               label='booked reference: %.0f migrations' % booked)
+    # Storms and caps put migrations orders of magnitude apart.
+    spread = np.append(x, booked)
+    if spread.min() > 0 and spread.max() >= 10 * spread.min():
+        ax.set_xscale('log')
+    ax.set_xlabel('migrations (total over the trace)')
+    ax.set_ylabel('hosts saved, % of the booked reference\'s active hosts')
+    ax.set_title('Sweep: hosts saved against migrations (mean over seeds)')
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)

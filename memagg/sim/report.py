@@ -65,6 +65,12 @@ def basis_summary(result):
     }
 
 
+def hosts_saved_ratio(booked, wss):
+    """The share of booked packing's mean active hosts (``booked``) that
+    wss packing (mean ``wss``) leaves off."""
+    return (1 - wss / booked) if booked else 0.0
+
+
 def summary(results, trace_info, settings_info):
     """The whole summary: ``results`` maps basis -> Result; the trace's
     and the run's settings are copied in as given."""
@@ -78,8 +84,7 @@ def summary(results, trace_info, settings_info):
         out['comparison'] = {
             'active_hosts_mean_booked': booked,
             'active_hosts_mean_wss': wss,
-            # Share of booked packing's hosts that wss packing leaves off.
-            'hosts_saved_ratio': (1 - wss / booked) if booked else 0.0,
+            'hosts_saved_ratio': hosts_saved_ratio(booked, wss),
         }
     return out
 

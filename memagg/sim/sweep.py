@@ -1,0 +1,533 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""memagg-sim sweep: a grid of [consolidation] option values over several
+seeds, to choose the options on the front of hosts saved against
+migrations and overload (ALGORITHMS.md §3.6).
+
+Each setting of the grid is simulated packing by working set (memagg-sim's
+``wss`` basis, built from the options exactly as memagg-sim builds it:
+memagg.sim.cli.Config) over the trace of each seed, and compared with the
+booked basis under the configuration file's options (or the defaults),
+simulated once per seed. The simulations run in worker processes; one
+simulation is a picklable Job run by run_job.
+
+Writes sweep.csv (one row per setting: means over the seeds and their
+standard deviations, and whether the setting is on the Pareto front),
+sweep.json (the same with every seed's figures, the reference's and the
+settings used) and sweep.png (memagg.sim.plots.sweep).
+"""
+import argparse
+import concurrent.futures as futures
+import csv
+import dataclasses
+import itertools
+import multiprocessing
+import os
+import statistics
+import textwrap
+import time
+
+from memagg.common import cli as common_cli
+from memagg.conf import consolidation as conf_consolidation
+from memagg.sim import cli
+from memagg.sim import plots
+from memagg.sim import progress as sim_progress
+from memagg.sim import report
+
+PROG = cli.PROG + ' sweep'
+SCHEMA_VERSION = 1
+FILES = ('sweep.csv', 'sweep.json', 'sweep.png')
+
+#: A seed's figures of a setting: name -> (table heading, format).
+FIGURES = {
+    'hosts_saved_pct': ('hosts saved %', '%.1f'),
+    'active_hosts': ('active hosts', '%.1f'),
+    'migrations': ('migrations', '%.0f'),
+    'memory_triggered_pct': ('mem-triggered %', '%.1f'),
+    'memory_overload_pct': ('mem overload %', '%.3f'),
+    'cpu_overload_pct': ('cpu overload %', '%.3f'),
+}
+
+DESCRIPTION = """\
+Simulate a grid of [consolidation] option values over the trace of several
+seeds, in parallel, and compare each setting with packing by booked memory:
+hosts saved, migrations (and the share triggered by memory overload), and
+memory and cpu overload, with the settings on the Pareto front of hosts
+saved against migrations and overload marked. Writes sweep.csv, sweep.json
+and sweep.png to --output-dir and prints the table and the wall time.
+
+Each setting packs by working set (memagg-sim's wss basis) with the
+--config-file options (or the defaults) and its --set values over them;
+the reference, packing by booked memory with the --config-file options
+alone, runs once per seed."""
+
+EPILOG = """\
+grid (--set NAME=VALUE[,VALUE...], repeated for each option swept):
+  NAME is a [consolidation] option (memagg.conf). Values are separated by
+  commas outside brackets and double quotes, so that JSON parameters are
+  written as they are; values containing other commas cannot be swept. The
+  grid is every combination of the values, the first --set varying slowest.
+  Example (2 x 2 settings):
+    --set overload_cpu_params='{"otf": 0.1}','{"otf": 0.2}' \\
+    --set history_length=50,100
+%s
+
+table (sweep.csv, printed): one row per setting, means over the seeds and
+their standard deviations (_sd): hosts_saved_pct, the share of the booked
+reference's mean active hosts the setting leaves off; active_hosts (mean
+over the trace); migrations (total) and memory_triggered_pct, the share of
+them whose trigger includes memory overload; memory_overload_pct and
+cpu_overload_pct, the share of active host time in each overload. pareto:
+no other setting saves at least as many hosts with at most as many
+migrations and at most as much overload (memory + cpu), and does better in
+one of them.
+
+Exit status: 0 done, 1 a simulation failed, 2 bad input."""
+
+
+def build_parser():
+    """memagg-sim sweep's argument parser (every option has help)."""
+    parser = cli.Parser(
+        prog=PROG, description=DESCRIPTION,
+        epilog=EPILOG % textwrap.fill(
+            'Options the simulation depends on: %s.'
+            % ', '.join(cli.simulated_options()), 76, initial_indent='  ',
+            subsequent_indent='  '),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli.add_input_arguments(parser, seeds=True)
+    grid = parser.add_argument_group(
+        'grid', 'The options every setting and the reference run with, '
+        'and the grid of settings.')
+    cli.add_simulation_arguments(grid)
+    grid.add_argument(
+        '--set', action='append', metavar='NAME=VALUE[,VALUE...]',
+        default=[],
+        help='A [consolidation] option and the values to try (syntax '
+             'below); repeat for each option swept. Without any: one '
+             'setting, the --config-file options.')
+    out = parser.add_argument_group('output')
+    out.add_argument(
+        '--output-dir', metavar='DIR', default='memagg-sim-sweep',
+        help='Directory for %s (created; default %%(default)s).'
+             % ', '.join(FILES))
+    out.add_argument(
+        '--workers', type=cli.POSITIVE_INT, metavar='N',
+        default=os.cpu_count() or 1,
+        help='Worker processes running simulations (default %(default)s '
+             'here: one per core).')
+    cli.add_noise_arguments(out)
+    return parser
+
+
+def _split(text):
+    """``text`` cut at the commas outside brackets and double quotes, each
+    part stripped; None when the brackets or quotes do not balance."""
+    parts, start, depth, quoted, escaped = [], 0, 0, False, False
+    for i, char in enumerate(text):
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == '\\':
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in '[{':
+            depth += 1
+        elif char in ']}':
+            depth -= 1
+            if depth < 0:
+                return None
+        elif char == ',' and not depth:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if quoted or depth:
+        return None
+    parts.append(text[start:].strip())
+    return parts
+
+
+def parse_grid(texts):
+    """The grid of --set ``texts``: [(option name, [(value as given,
+    value), ...]), ...] in their order, each value converted by its
+    option's type.
+
+    Option names are those registered in the [consolidation] group
+    (memagg.conf.consolidation) that the simulation depends on
+    (cli.simulated_options). A mistake raises cli.UsageError naming the
+    option.
+    """
+    registered = {opt.dest: opt for opt in conf_consolidation.opts}
+    sweepable = cli.simulated_options()
+
+    def error(message):
+        return common_cli.UsageError('argument --set: ' + message)
+
+    grid = []
+    for text in texts:
+        name, equals, values = text.partition('=')
+        name = name.strip()
+        if not equals or not name:
+            raise error('expected NAME=VALUE[,VALUE...], got %r' % text)
+        if name not in registered:
+            raise error('no [consolidation] option %r; sweep one of %s'
+                        % (name, ', '.join(sweepable)))
+        if name == 'memory_basis':
+            raise error('memory_basis: every setting packs by working set '
+                        '(wss), compared with booked memory; it is not '
+                        'swept')
+        if name not in sweepable:
+            raise error('%s: memagg-sim does not simulate this option; '
+                        'sweep one of %s' % (name, ', '.join(sweepable)))
+        if any(name == swept for swept, _ in grid):
+            raise error('%s: given twice; list all its values in one --set'
+                        % name)
+        parts = _split(values)
+        if parts is None:
+            raise error('%s: brackets or double quotes do not balance in %r'
+                        % (name, values))
+        converted = []
+        for part in parts:
+            if not part:
+                raise error('%s: empty value in %r' % (name, values))
+            try:
+                value = registered[name].type(part)
+            except ValueError as exc:
+                raise error('%s: %s (value %r)' % (name, exc, part))
+            if any(value == known for _, known in converted):
+                raise error('%s: value %r given twice' % (name, part))
+            converted.append((part, value))
+        grid.append((name, converted))
+    return grid
+
+
+def settings(grid):
+    """Every combination of the grid's values, the first option varying
+    slowest: a list of {option name: (value as given, value)}."""
+    names = [name for name, _ in grid]
+    return [dict(zip(names, combination)) for combination
+            in itertools.product(*(values for _, values in grid))]
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One simulation of a sweep: ``basis`` packing with ``config`` over
+    the trace of ``source`` (the cli.INPUT_OPTIONS, seed included).
+    ``index`` is its place among the sweep's jobs (and its progress
+    counter's); ``label`` names it in an error."""
+
+    index: int
+    label: str
+    source: argparse.Namespace
+    config: cli.Config
+    basis: str
+
+
+#: This process's inputs of the latest trace it simulated (see _prepared)
+#: and its jobs' steps done (see _start_worker).
+_PREPARED = {}
+_STEPS_DONE = None
+
+
+def _prepared(source, config):
+    """The trace, hosts, initial hosts, trace description and WSS
+    max-average of ``source`` under ``config``, made once per process.
+
+    Only the latest is kept: a 1,000-host week takes hundreds of MiB, and
+    jobs come seed after seed. Workers forked after the parent prepared the
+    first trace find it here.
+    """
+    key = (tuple(sorted(vars(source).items())), config.maxavg_samples,
+           config.maxavg_slice_s)
+    if key not in _PREPARED:
+        _PREPARED.clear()
+        trace, hosts, initial, info = cli.inputs(source)
+        _PREPARED[key] = (trace, hosts, initial, info,
+                          config.wss_maxavg(trace))
+    return _PREPARED[key]
+
+
+def _start_worker(steps_done):
+    global _STEPS_DONE
+    _STEPS_DONE = steps_done
+
+
+def run_job(job):
+    """Simulate ``job`` in this process; its report.basis_summary."""
+    trace, hosts, initial, _, wss_maxavg = _prepared(job.source, job.config)
+    simulation = job.config.simulation(trace, hosts, initial, wss_maxavg,
+                                       job.config.algorithms(job.basis))
+
+    def progress(done):
+        _STEPS_DONE[job.index] = done
+    return report.basis_summary(simulation.run(
+        None if _STEPS_DONE is None else progress))
+
+
+def _last_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[-1] if lines else type(error).__name__
+
+
+def run_jobs(jobs, workers, bar):
+    """Run ``jobs`` in ``workers`` forked processes (the trace prepared
+    here is shared with them, not copied); their summaries, in order.
+    ``bar`` (memagg.sim.progress.Progress) counts the steps of all jobs.
+    Raises RuntimeError naming the job when one fails."""
+    context = multiprocessing.get_context('fork')
+    steps_done = context.RawArray('q', len(jobs))
+    summaries = [None] * len(jobs)
+    try:
+        with futures.ProcessPoolExecutor(
+                min(workers, len(jobs)), mp_context=context,
+                initializer=_start_worker,
+                initargs=(steps_done,)) as pool:
+            pending = {pool.submit(run_job, job): job for job in jobs}
+            while pending:
+                done, _ = futures.wait(pending, timeout=0.2,
+                                       return_when=futures.FIRST_COMPLETED)
+                for future in done:
+                    job = pending.pop(future)
+                    try:
+                        summaries[job.index] = future.result()
+                    except Exception as error:
+                        pool.shutdown(cancel_futures=True)
+                        raise RuntimeError('%s: %s' % (
+                            job.label, _last_line(error))) from error
+                bar.update(sum(steps_done))
+    finally:
+        bar.close()
+    return summaries
+
+
+def figures(summary, reference):
+    """One seed's figures (FIGURES) of a basis summary, against the booked
+    reference's summary of the same seed."""
+    migrations = summary['migrations']
+    total = migrations['total']
+    # Reasons are overload:<dims> or underload:<dims> (consolidation.Action).
+    by_memory = sum(count for reason, count
+                    in migrations['by_trigger'].items()
+                    if reason.startswith('overload:') and 'memory' in reason)
+    active = summary['active_hosts']['mean']
+    return {
+        'hosts_saved_pct': 100 * report.hosts_saved_ratio(
+            reference['active_hosts']['mean'], active),
+        'active_hosts': active,
+        'migrations': total,
+        'memory_triggered_pct': 100 * by_memory / total if total else 0.0,
+        'memory_overload_pct': 100 * summary['memory_overload']['fraction'],
+        'cpu_overload_pct': 100 * summary['cpu_overload']['fraction'],
+    }
+
+
+def _spread(per_seed):
+    """Mean and standard deviation over the seeds of each figure."""
+    mean, sd = {}, {}
+    for name in FIGURES:
+        values = [seed_figures[name] for seed_figures in per_seed.values()]
+        mean[name] = statistics.fmean(values)
+        sd[name] = statistics.stdev(values) if len(values) > 1 else 0.0
+    return {'mean': mean, 'sd': sd, 'seeds': per_seed}
+
+
+def _objectives(row):
+    """What the front minimises: hosts saved negated, migrations, overload
+    (memory + cpu), each the mean over the seeds."""
+    mean = row['mean']
+    return (-mean['hosts_saved_pct'], mean['migrations'],
+            mean['memory_overload_pct'] + mean['cpu_overload_pct'])
+
+
+def pareto_front(rows):
+    """For each row (with the FIGURES means in ``row['mean']``), whether
+    no other row is at least as good in hosts saved, migrations and
+    overload (memory + cpu) and better in one of them."""
+    scores = [_objectives(row) for row in rows]
+    return [not any(other != mine
+                    and all(o <= m for o, m in zip(other, mine))
+                    for other in scores)
+            for mine in scores]
+
+
+def table(grid, reference, results):
+    """The sweep's rows: per setting of ``settings(grid)``, its options as
+    given, figures per seed, their mean and sd, and whether it is on the
+    front. ``reference`` maps seed -> the booked summary; ``results`` is
+    per setting a dict seed -> its summary."""
+    rows = []
+    for number, (values, by_seed) in enumerate(
+            zip(settings(grid), results), 1):
+        row = {'setting': number,
+               'options': {name: text for name, (text, _) in values.items()}}
+        row.update(_spread({seed: figures(summary, reference[seed])
+                            for seed, summary in by_seed.items()}))
+        rows.append(row)
+    for row, on_front in zip(rows, pareto_front(rows)):
+        row['pareto'] = on_front
+    return rows
+
+
+def write_csv(rows, names, path):
+    """sweep.csv: setting, the options swept (``names``), each figure's
+    mean and sd, pareto (yes or no)."""
+    with open(path, 'w', newline='') as stream:
+        out = csv.writer(stream)
+        out.writerow(['setting'] + names
+                     + [column for name in FIGURES
+                        for column in (name, name + '_sd')]
+                     + ['pareto'])
+        for row in rows:
+            out.writerow([row['setting']]
+                         + [row['options'][name] for name in names]
+                         + [value for name in FIGURES
+                            for value in (row['mean'][name],
+                                          row['sd'][name])]
+                         + ['yes' if row['pareto'] else 'no'])
+    return path
+
+
+def _cell(figure, mean, sd, spread):
+    form = FIGURES[figure][1]
+    return (form + ' ±' + form) % (mean, sd) if spread else form % mean
+
+
+def text(rows, names, reference, seeds):
+    """The table for a terminal, after a line on the booked reference."""
+    spread = len(seeds) > 1
+    if spread:
+        over = 'mean ±sd over seeds %s' % ', '.join(map(str, seeds))
+    else:
+        over = 'one trace' if seeds == [None] else 'seed %s' % seeds[0]
+    lines = ['booked reference: active hosts %s, migrations %s, memory '
+             'overload %s%%, cpu overload %s%% (%s)'
+             % tuple([_cell(name, reference['mean'][name],
+                            reference['sd'][name], spread)
+                      for name in ('active_hosts', 'migrations',
+                                   'memory_overload_pct',
+                                   'cpu_overload_pct')] + [over])]
+    header = ['#'] + names + [heading for heading, _ in FIGURES.values()]
+    header.append('front')
+    body = [[str(row['setting'])] + [row['options'][name] for name in names]
+            + [_cell(name, row['mean'][name], row['sd'][name], spread)
+               for name in FIGURES]
+            + ['*' if row['pareto'] else '']
+            for row in rows]
+    widths = [max(len(line[i]) for line in [header] + body)
+              for i in range(len(header))]
+    for line in [header] + body:
+        lines.append('  '.join(cell.ljust(width) if i <= len(names)
+                               else cell.rjust(width)
+                               for i, (cell, width)
+                               in enumerate(zip(line, widths))).rstrip())
+    lines.append('front: * on the Pareto front of hosts saved, migrations '
+                 'and overload (memory + cpu)')
+    return '\n'.join(lines)
+
+
+def _source(args, seed):
+    """The input options of one seed's trace (cli.inputs reads them)."""
+    values = {name: getattr(args, name) for name in cli.INPUT_OPTIONS
+              if name != 'seed'}
+    return argparse.Namespace(seed=seed, **values)
+
+
+def sweep(args, stdout, stderr):
+    """Run memagg-sim sweep for parsed ``args``; raises cli.UsageError or
+    TraceError for bad input, RuntimeError when a simulation fails."""
+    started = time.perf_counter()
+    grid = parse_grid(args.set)
+    names = [name for name, _ in grid]
+    conf = cli.load_config(args.config_file)
+    base = cli.configure(conf, {}, args)
+    base.algorithms('booked')
+    configs = []
+    for values in settings(grid):
+        config = cli.configure(
+            conf, {name: value for name, (_, value) in values.items()}, args)
+        try:
+            config.algorithms('wss')
+        except common_cli.UsageError as error:
+            raise common_cli.UsageError('argument --set: %s' % error)
+        configs.append(config)
+    if args.trace:
+        if args.seeds is not None:
+            raise common_cli.UsageError(
+                'argument --seeds: only for the synthetic trace; leave it '
+                'out with --trace')
+        seeds = [None]
+    else:
+        seeds = list(args.seeds or cli.DEFAULT_SEEDS)
+    sources = {seed: _source(args, seed) for seed in seeds}
+    trace, hosts, _, trace_info, _ = _prepared(sources[seeds[0]], base)
+    try:
+        os.makedirs(args.output_dir, exist_ok=True)
+    except OSError as error:
+        raise common_cli.UsageError(
+            'argument --output-dir: cannot create %s: %s'
+            % (args.output_dir, error.strerror or error))
+
+    # Seed after seed, so that each worker makes each trace once at most.
+    jobs = []
+    for seed in seeds:
+        jobs.append(Job(len(jobs), 'booked reference, seed %s' % seed,
+                        sources[seed], base, 'booked'))
+        for number, config in enumerate(configs, 1):
+            jobs.append(Job(len(jobs), 'setting %d, seed %s' % (number, seed),
+                            sources[seed], config, 'wss'))
+    bar = sim_progress.Progress(len(jobs) * trace.steps, stderr,
+                                cli.show_progress(args, stderr))
+    summaries = run_jobs(jobs, args.workers, bar)
+    by_job = iter(summaries)
+    reference, results = {}, [{} for _ in configs]
+    for seed in seeds:
+        reference[seed] = next(by_job)
+        for per_seed in results:
+            per_seed[seed] = next(by_job)
+
+    rows = table(grid, reference, results)
+    booked = _spread({seed: figures(summary, summary)
+                      for seed, summary in reference.items()})
+    paths = [os.path.join(args.output_dir, name) for name in FILES]
+    write_csv(rows, names, paths[0])
+    plots.sweep(rows, booked, paths[2])
+    trace_info = cli.describe(trace, hosts, trace_info)
+    if 'synthetic' in trace_info:
+        # The seeds are the sweep's.
+        trace_info['synthetic'] = {
+            name: value for name, value in trace_info['synthetic'].items()
+            if name != 'seed'}
+    wall = time.perf_counter() - started
+    record = {
+        'version': SCHEMA_VERSION, 'trace': trace_info, 'seeds': seeds,
+        'settings': base.info(trace.step_s),
+        'grid': {name: [text for text, _ in values]
+                 for name, values in grid},
+        'reference': booked, 'rows': rows, 'workers': args.workers,
+        'wall_time_s': round(wall, 3)}
+    report.write(record, paths[1])
+    if not args.quiet:
+        stdout.write(text(rows, names, booked, seeds) + '\n')
+        stdout.write('wrote %s\n' % ', '.join(paths))
+        stdout.write('%d settings x %d seeds, and the booked reference per '
+                     'seed: %d simulations on %d workers, wall time %.1f s\n'
+                     % (len(rows), len(seeds), len(jobs),
+                        min(args.workers, len(jobs)), wall))
+    return record
+
+
+def main(argv):
+    """memagg-sim sweep on ``argv`` (the arguments after ``sweep``); the
+    exit status."""
+    return cli.run_command(PROG, build_parser(), sweep, argv)

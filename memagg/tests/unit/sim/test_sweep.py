@@ -1,0 +1,293 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""memagg-sim sweep: the --set grid, the figures and the Pareto front from
+hand-made input, and a tiny real sweep through the command line."""
+import argparse
+import csv
+import json
+import re
+
+import pytest
+
+from memagg.common import cli as common_cli
+from memagg.sim import cli as sim
+from memagg.sim import engine
+from memagg.sim import sweep
+
+TINY = ['--hosts', '4', '--days', '1', '--seeds', '0,1', '--workers', '2']
+
+
+def _run(capsys, *argv):
+    status = sim.main(['sweep', *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_grid_values_split_at_top_level_commas_and_typed():
+    grid = sweep.parse_grid([
+        'overload_cpu_params={"otf": 0.1, "limit": 5}, {"otf": 0.2}',
+        'history_length=50,100',
+        'underload_require=either',
+        'vm_selection_params={"a": "x,}"}'])
+
+    assert grid == [
+        ('overload_cpu_params', [('{"otf": 0.1, "limit": 5}',
+                                  '{"otf": 0.1, "limit": 5}'),
+                                 ('{"otf": 0.2}', '{"otf": 0.2}')]),
+        ('history_length', [('50', 50), ('100', 100)]),
+        ('underload_require', [('either', 'either')]),
+        ('vm_selection_params', [('{"a": "x,}"}', '{"a": "x,}"}')]),
+    ]
+    # The first option varies slowest.
+    assert [{name: text for name, (text, _) in setting.items()}
+            for setting in sweep.settings(grid[:2])] == [
+        {'overload_cpu_params': '{"otf": 0.1, "limit": 5}',
+         'history_length': '50'},
+        {'overload_cpu_params': '{"otf": 0.1, "limit": 5}',
+         'history_length': '100'},
+        {'overload_cpu_params': '{"otf": 0.2}', 'history_length': '50'},
+        {'overload_cpu_params': '{"otf": 0.2}', 'history_length': '100'}]
+    assert sweep.settings([]) == [{}]
+
+
+def test_every_simulated_option_can_be_swept():
+    names = sim.simulated_options()
+
+    assert 'history_length' in names
+    assert 'memory_basis' not in names
+    for name in sim.consolidation.OPTIONS:
+        if name != 'memory_basis':
+            assert name in names
+
+
+@pytest.mark.parametrize('text, message', [
+    ('history_length', "expected NAME=VALUE[,VALUE...], got "
+                       "'history_length'"),
+    ('=5', "expected NAME=VALUE[,VALUE...], got '=5'"),
+    ('nope=1', "no [consolidation] option 'nope'; sweep one of "),
+    ('memory_basis=wss,booked', 'memory_basis: every setting packs by '
+                                'working set'),
+    ('poll_interval=1,2', 'poll_interval: memagg-sim does not simulate this '
+                          'option; sweep one of '),
+    ('history_length=0', 'history_length: Should be greater than or equal '
+                         "to 1 (value '0')"),
+    ('history_length=5,x', "history_length: invalid literal for int() with "
+                           "base 10: 'x' (value 'x')"),
+    ('history_length=5,,6', "history_length: empty value in '5,,6'"),
+    ('history_length=5,05', "history_length: value '05' given twice"),
+    ('underload_require=both,all', 'underload_require: Valid values are '
+                                   "[both, either], but found 'all'"),
+    ('overload_cpu_params={"otf": 0.1', 'overload_cpu_params: brackets or '
+                                        'double quotes do not balance'),
+    ('overload_cpu_params={"otf": 0.1}}', 'overload_cpu_params: brackets or '
+                                          'double quotes do not balance'),
+])
+def test_grid_mistakes_name_the_option(text, message):
+    with pytest.raises(common_cli.UsageError) as raised:
+        sweep.parse_grid([text])
+
+    assert str(raised.value).startswith('argument --set: ' + message), (
+        str(raised.value))
+
+
+def test_an_option_given_twice_is_refused():
+    with pytest.raises(common_cli.UsageError) as raised:
+        sweep.parse_grid(['history_length=5', 'history_length=6'])
+
+    assert str(raised.value) == ('argument --set: history_length: given '
+                                 'twice; list all its values in one --set')
+
+
+def _row(saved, migrations, memory, cpu):
+    return {'mean': {'hosts_saved_pct': saved, 'migrations': migrations,
+                     'memory_overload_pct': memory, 'cpu_overload_pct': cpu}}
+
+
+def test_pareto_front_of_hand_made_rows():
+    rows = [
+        _row(50, 1000, 0.0, 0.0),   # front: none saves 50 % in fewer
+        _row(50, 1200, 0.0, 0.0),   # behind the first: more migrations
+        _row(40, 100, 0.0, 0.1),    # front: fewest migrations
+        _row(40, 100, 0.05, 0.1),   # behind the third: more overload
+        _row(60, 5000, 0.3, 0.2),   # front: most hosts saved
+        # Behind the fifth: less memory overload but more in all (0.55).
+        _row(60, 5000, 0.1, 0.45),
+        _row(45, 500, 0.0, 0.0),    # front: between the first and third
+        _row(45, 500, 0.0, 0.0),    # its twin: neither beats the other
+    ]
+
+    assert sweep.pareto_front(rows) == [True, False, True, False, True,
+                                        False, True, True]
+    assert sweep.pareto_front([]) == []
+
+
+def test_figures_against_the_reference():
+    def summary(active, by_trigger, memory, cpu):
+        return {'active_hosts': {'mean': active},
+                'migrations': {'total': sum(by_trigger.values()),
+                               'by_trigger': by_trigger},
+                'memory_overload': {'fraction': memory},
+                'cpu_overload': {'fraction': cpu}}
+    booked = summary(40.0, {'underload:cpu+memory': 10}, 0.0, 0.0)
+    wss = summary(10.0, {'overload:cpu': 60, 'overload:memory': 15,
+                         'overload:cpu+memory': 5,
+                         'underload:cpu+memory': 20}, 0.001, 0.0025)
+
+    assert sweep.figures(wss, booked) == pytest.approx({
+        'hosts_saved_pct': 75.0, 'active_hosts': 10.0, 'migrations': 100,
+        'memory_triggered_pct': 20.0, 'memory_overload_pct': 0.1,
+        'cpu_overload_pct': 0.25})
+    assert sweep.figures(booked, booked)['hosts_saved_pct'] == 0.0
+    assert sweep.figures(summary(5.0, {}, 0, 0), booked)[
+        'memory_triggered_pct'] == 0.0
+
+
+def _simulated(capsys, tmp_path, name, *argv):
+    """memagg-sim's own summary of the same trace and options."""
+    out = tmp_path / name
+    assert sim.main(['--hosts', '4', '--days', '1', '--no-plots', '--quiet',
+                     '--output-dir', str(out), *argv]) == 0
+    capsys.readouterr()
+    return json.loads((out / 'summary.json').read_text())['bases']
+
+
+def test_tiny_sweep_writes_the_table_json_and_plot(capsys, tmp_path):
+    out_dir = tmp_path / 'sweep'
+
+    status, out, err = _run(capsys, *TINY, '--set', 'history_length=20,100',
+                            '--progress', '--output-dir', str(out_dir))
+
+    assert status == 0, err
+    # 2 seeds x (the booked reference and 2 settings) x 288 steps.
+    assert '] 100% 1728/1728 steps' in err
+    with open(out_dir / 'sweep.csv', newline='') as stream:
+        rows = list(csv.DictReader(stream))
+    assert [(row['setting'], row['history_length']) for row in rows] == [
+        ('1', '20'), ('2', '100')]
+    assert set(rows[0]) == {'setting', 'history_length', 'pareto'} | {
+        name + suffix for name in sweep.FIGURES for suffix in ('', '_sd')}
+    assert {row['pareto'] for row in rows} <= {'yes', 'no'}
+    assert 'yes' in {row['pareto'] for row in rows}
+    assert (out_dir / 'sweep.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    record = json.loads((out_dir / 'sweep.json').read_text())
+    assert record['seeds'] == [0, 1]
+    assert record['grid'] == {'history_length': ['20', '100']}
+    assert 'seed' not in record['trace']['synthetic']
+    assert record['trace']['hosts'] == 4
+
+    # Each point is what memagg-sim runs with its options; the reference is
+    # its booked basis with the defaults.
+    for seed in (0, 1):
+        defaults = _simulated(capsys, tmp_path, 'd%d' % seed, '--seed',
+                              str(seed))
+        short = _simulated(capsys, tmp_path, 's%d' % seed, '--seed',
+                           str(seed), '--history-length', '20')
+        seeds = record['reference']['seeds'][str(seed)]
+        assert seeds['active_hosts'] == (
+            defaults['booked']['active_hosts']['mean'])
+        assert seeds['migrations'] == defaults['booked']['migrations'][
+            'total']
+        for number, wss in ((0, short['wss']), (1, defaults['wss'])):
+            figures = record['rows'][number]['seeds'][str(seed)]
+            assert figures['active_hosts'] == wss['active_hosts']['mean']
+            assert figures['migrations'] == wss['migrations']['total']
+    first = record['rows'][0]
+    assert first['mean']['migrations'] == pytest.approx(
+        (first['seeds']['0']['migrations']
+         + first['seeds']['1']['migrations']) / 2)
+    assert float(rows[0]['migrations']) == first['mean']['migrations']
+
+    lines = out.splitlines()
+    assert lines[0].startswith('booked reference: active hosts ')
+    assert lines[0].endswith('(mean ±sd over seeds 0, 1)')
+    assert re.match(r'#\s+history_length\s+hosts saved %', lines[1])
+    assert re.match(r'1\s+20\s+\d+\.\d ±\d+\.\d ', lines[2])
+    assert re.match(r'2\s+100\s+', lines[3])
+    assert lines[-2] == 'wrote %s' % ', '.join(
+        str(out_dir / name) for name in sweep.FILES)
+    assert re.match(r'2 settings x 2 seeds, and the booked reference per '
+                    r'seed: 6 simulations on 2 workers, wall time '
+                    r'\d+\.\d s$', lines[-1])
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--set', 'nope=1'], "argument --set: no [consolidation] option "
+                          "'nope'; sweep one of "),
+    (['--set', 'history_length=x'], 'argument --set: history_length: '
+                                    'invalid literal for int()'),
+    (['--set', 'overload_cpu_params={"otf": 0.1},{"otf": 2}'],
+     "argument --set: Invalid value for 'overload.mhod.otf': must be "
+     "between 0 and 1"),
+    (['--set', 'overload_cpu=mhod,nope'],
+     "argument --set: Invalid value for '[consolidation] overload_cpu': no "
+     "overload plug-in 'nope'"),
+    (['--seeds', '1,x'], "argument --seeds: must be an integer, got 'x'"),
+    (['--seeds', '1,1'], "argument --seeds: must be distinct integers, got "
+                         "'1,1'"),
+    (['--workers', '0'], "argument --workers: must be an integer >= 1, got "
+                         "'0'"),
+    (['--hosts-file', 'h.csv'], 'argument --hosts-file: only with --trace'),
+])
+def test_errors_are_one_line(capsys, tmp_path, argv, message):
+    status, out, err = _run(capsys, *argv, '--output-dir', str(tmp_path))
+
+    assert status == 2
+    assert out == ''
+    assert err.count('\n') == 1
+    assert err.startswith('memagg-sim sweep: error: ' + message), err
+
+
+def test_seeds_are_for_the_synthetic_trace(capsys, tmp_path):
+    trace = tmp_path / 'trace.csv'
+    trace.write_text('time,vm,booked_mb,vcpus,cpu,wss_mb\n'
+                     '0,a,4096,2,1,1000\n300,a,4096,2,1,900\n')
+
+    status, _, err = _run(capsys, '--trace', str(trace), '--hosts', '2',
+                          '--seeds', '1', '--output-dir', str(tmp_path))
+
+    assert status == 2
+    assert err == ('memagg-sim sweep: error: argument --seeds: only for the '
+                   'synthetic trace; leave it out with --trace\n')
+
+
+def test_a_failed_simulation_is_one_line_naming_it(capsys, tmp_path,
+                                                   monkeypatch):
+    def fail(self, progress=None):
+        raise ValueError('boom')
+    # The workers are forked after this: they inherit it.
+    monkeypatch.setattr(engine.Simulation, 'run', fail)
+
+    status, out, err = _run(capsys, *TINY, '--set', 'history_length=20,100',
+                            '--output-dir', str(tmp_path))
+
+    assert (status, out) == (1, '')
+    assert re.fullmatch(r'memagg-sim sweep: error: (booked reference|'
+                        r'setting \d), seed \d: boom\n', err), err
+
+
+def test_help_documents_every_option_and_the_grid(capsys):
+    parser = sweep.build_parser()
+    with pytest.raises(SystemExit) as done:
+        parser.parse_args(['--help'])
+    text = capsys.readouterr().out
+    words = ' '.join(text.split())
+
+    assert done.value.code == 0
+    for action in parser._actions:
+        if action.option_strings and action.dest != 'help':
+            assert action.help and action.help != argparse.SUPPRESS
+            assert ' '.join(action.help.split()[:4]) in words, action.dest
+    assert '--set NAME=VALUE[,VALUE...]' in text
+    assert ', '.join(sim.simulated_options()) in words
+    assert 'Exit status: 0 done, 1 a simulation failed, 2 bad input' in text
+    assert 'memagg-sim sweep --help' in sim.build_parser().description
