@@ -558,6 +558,13 @@ def simulate(args, stdout, stderr):
     return summary
 
 
+def last_line(error):
+    """The last line of ``error``'s message (a child's traceback ends with
+    what went wrong), or its type when it has none."""
+    lines = str(error).strip().splitlines()
+    return lines[-1] if lines else type(error).__name__
+
+
 def run_command(prog, parser, command, argv):
     """Parse ``argv`` with ``parser`` and run ``command(args, stdout,
     stderr)``; the exit status, a mistake or failure told in one line on
@@ -567,7 +574,7 @@ def run_command(prog, parser, command, argv):
     except (cli.UsageError, sim_trace.TraceError) as error:
         return cli.fail(prog, str(error))
     except RuntimeError as error:
-        return cli.fail(prog, str(error).strip().splitlines()[-1], FAILED)
+        return cli.fail(prog, last_line(error), FAILED)
     return 0
 
 

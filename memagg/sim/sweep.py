@@ -275,11 +275,6 @@ def run_job(job):
         None if _STEPS_DONE is None else progress))
 
 
-def _last_line(error):
-    lines = str(error).strip().splitlines()
-    return lines[-1] if lines else type(error).__name__
-
-
 def run_jobs(jobs, workers, bar):
     """Run ``jobs`` in ``workers`` forked processes (the trace prepared
     here is shared with them, not copied); their summaries, in order.
@@ -304,7 +299,7 @@ def run_jobs(jobs, workers, bar):
                     except Exception as error:
                         pool.shutdown(cancel_futures=True)
                         raise RuntimeError('%s: %s' % (
-                            job.label, _last_line(error))) from error
+                            job.label, cli.last_line(error))) from error
                 bar.update(sum(steps_done))
     finally:
         bar.close()
