@@ -22,27 +22,18 @@ The benchmark balloons its guests itself: run it with no other real-guest
 test at the same time (a memagg-compute balloons every guest of the
 libvirtd).
 """
-import os
-import subprocess
-import sys
-
 import pytest
+
+from memagg.tests.functional import benchmark_script
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
-SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
-                      os.pardir, 'benchmarks', 'migration.py')
+SCRIPT = 'migration.py'
 CASES = ['peer-a', 'memagg-0', 'memagg-50', 'peer-b']
 
 
-def _bench(*args, timeout=900):
-    return subprocess.run([sys.executable, SCRIPT, *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-
-
 def test_quick_run_has_every_case_figures_and_ratios():
-    run = _bench('--quick')
+    run = benchmark_script.run(SCRIPT, '--quick', timeout=900)
 
     assert run.returncode == 0, run.stdout + run.stderr[-20000:]
     lines = run.stdout.splitlines()
@@ -73,9 +64,8 @@ def test_quick_run_has_every_case_figures_and_ratios():
 
 
 def test_bad_data_size_is_one_line_and_exit_2():
-    run = _bench('--data-mb', '1000', timeout=60)
+    run = benchmark_script.run(SCRIPT, '--data-mb', '1000', timeout=60)
 
-    assert run.returncode == 2
-    assert run.stderr.splitlines()[-1].endswith(
-        'error: --data-mb: must be positive and at most 3/4 of --guest-mb, '
-        'got 1000')
+    benchmark_script.assert_refused(
+        run, 'error: --data-mb: must be positive and at most 3/4 of '
+        '--guest-mb, got 1000')

@@ -13,28 +13,20 @@
 """benchmarks/nova_boots.py as CI runs it: a few boots onto a few hosts.
 The times are not asserted (they depend on the machine), only that both
 runs booted and that memagg's API was read once per scheduling request."""
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from memagg.tests.functional import benchmark_script
+
 pytestmark = [pytest.mark.functional]
 
-SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
-                      os.pardir, 'benchmarks', 'nova_boots.py')
-
-
-def _bench(*args, timeout=600):
-    return subprocess.run([sys.executable, SCRIPT, *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+SCRIPT = 'nova_boots.py'
 
 
 @pytest.mark.slow
 def test_small_run_reads_memagg_once_per_request():
-    run = _bench('--hosts', '3', '--boots', '4')
+    run = benchmark_script.run(SCRIPT, '--hosts', '3', '--boots', '4')
 
     assert run.returncode == 0, run.stdout + run.stderr[-20000:]
     times = [float(t) for t in re.findall(r'([\d.]+) ms per boot',
@@ -45,8 +37,7 @@ def test_small_run_reads_memagg_once_per_request():
 
 
 def test_bad_count_is_one_line_and_exit_2():
-    run = _bench('--boots', '0', timeout=120)
+    run = benchmark_script.run(SCRIPT, '--boots', '0', timeout=120)
 
-    assert run.returncode == 2
-    assert run.stderr.splitlines()[-1].endswith(
-        'argument --boots: must be a positive integer, got 0')
+    benchmark_script.assert_refused(
+        run, 'argument --boots: must be a positive integer, got 0')

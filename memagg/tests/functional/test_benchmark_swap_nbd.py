@@ -15,30 +15,21 @@ memagg-swapd processes, nbdkit, qemu-nbd, nbdkit relaying to nbdkit) under
 real fio.  The figures are not asserted (they depend on the machine), only
 that each server ran every cell and moved data, and that memagg's reads
 went to its donor."""
-import os
-import subprocess
-import sys
-
 import pytest
+
+from memagg.tests.functional import benchmark_script
 
 pytestmark = [pytest.mark.functional]
 
-SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
-                      os.pardir, 'benchmarks', 'swap_nbd_fio.py')
+SCRIPT = 'swap_nbd_fio.py'
 SERVERS = ['memagg', 'nbdkit', 'qemu-nbd', 'nbdkit-relay']
 CELLS = [('randread', '1'), ('randread', '32'), ('randwrite', '1'),
          ('randwrite', '32')]
 
 
-def _bench(*args, timeout=600):
-    return subprocess.run([sys.executable, SCRIPT, *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-
-
 @pytest.mark.slow
 def test_quick_run_has_every_server_and_cell():
-    run = _bench('--quick')
+    run = benchmark_script.run(SCRIPT, '--quick')
 
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
@@ -67,9 +58,8 @@ def test_quick_run_has_every_server_and_cell():
 
 
 def test_bad_size_is_one_line_and_exit_2():
-    run = _bench('--size-mb', '100', timeout=60)
+    run = benchmark_script.run(SCRIPT, '--size-mb', '100', timeout=60)
 
-    assert run.returncode == 2
-    assert run.stderr.splitlines()[-1].endswith(
-        'error: --size-mb: must be a positive multiple of 64 (the slab '
-        'size), got 100')
+    benchmark_script.assert_refused(
+        run, 'error: --size-mb: must be a positive multiple of 64 (the '
+        'slab size), got 100')
