@@ -55,11 +55,9 @@ directory removed; it prints B's logs, which pytest shows with a failure.
 """
 import dataclasses
 import os
-import select
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -120,30 +118,13 @@ class Hypervisor:
         os.chmod(local, mode)
 
 
-class _UnixForwarder(service_procs.TcpForwarder):
-    """Listens on 127.0.0.1:``port`` and relays each connection to the
-    unix socket ``upstream``."""
-
-    def _relay(self, client):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as up:
-            up.connect(self.upstream)
-            peers = {client: up, up: client}
-            while not self._stopped.is_set():
-                readable, _, _ = select.select(list(peers), [], [], 0.5)
-                for sock in readable:
-                    data = sock.recv(65536)
-                    if not data:
-                        return
-                    peers[sock].sendall(data)
-
-
 class HostA(Hypervisor):
     """This machine's libvirtd, reachable by peers over a TCP forwarder."""
 
     def __init__(self, name):
         uri = guest_fixtures.ensure_libvirtd()
         port = service_procs.free_port()
-        self._forwarder = _UnixForwarder(port, HOST_A_SOCKET)
+        self._forwarder = service_procs.TcpForwarder(port, HOST_A_SOCKET)
         super().__init__(name, uri, port)
 
     def stop(self):

@@ -123,7 +123,9 @@ def free_port():
 
 class TcpForwarder:
     """Listens on 127.0.0.1:``port`` and relays each connection to
-    ``upstream`` (host, port): makes a closed port reachable on demand."""
+    ``upstream``: a (host, port) TCP address, or a unix socket's path.
+    Makes a closed port reachable on demand, or a unix socket reachable
+    over TCP."""
 
     def __init__(self, port, upstream):
         self.upstream = upstream
@@ -142,9 +144,21 @@ class TcpForwarder:
                                         daemon=True)
         self._thread.start()
 
+    def _connect(self):
+        if isinstance(self.upstream, str):
+            up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                up.connect(self.upstream)
+            except OSError:
+                up.close()
+                raise
+            return up
+        up = socket.create_connection(self.upstream, timeout=10)
+        up.settimeout(None)
+        return up
+
     def _relay(self, client):
-        with socket.create_connection(self.upstream, timeout=10) as up:
-            up.settimeout(None)
+        with self._connect() as up:
             peers = {client: up, up: client}
             while not self._stopped.is_set():
                 readable, _, _ = select.select(list(peers), [], [], 0.5)
