@@ -41,6 +41,10 @@ class VmState:
     the basis picks which of the two detection and placement count, while
     VM selection ranks by ``wss_maxavg_mb`` either way, as that is what a
     live migration copies (ALGORITHMS.md §3.3).
+
+    ``dirty_mb_s`` is the rate at which the VM writes its memory, MiB/s,
+    when it is known (None otherwise): a migration's cost then counts the
+    pages pre-copy sends again (vm_selection.migration_time).
     """
 
     uuid: str
@@ -48,6 +52,7 @@ class VmState:
     wss_maxavg_mb: float
     booked_mb: float
     remote_mb: float = 0.0
+    dirty_mb_s: float = None
 
 
 @dataclasses.dataclass

@@ -13,15 +13,40 @@
 """VM selection: which VM leaves an overloaded host (ALGORITHMS.md §3.3).
 
 Neat's selectors, with memory measured as what the VM really keeps
-resident: the migration cost of a VM is its WSS max-average
-(``wss_maxavg_mb``), not the RAM its flavour books, since only resident
-pages are copied. Every selector is deterministic given its inputs (ties go
-to the smallest uuid), except ``random``, which is reproducible with
-``seed``.
+resident: the migration cost of a VM (:func:`migration_time`) is its WSS
+max-average (``wss_maxavg_mb``), not the RAM its flavour books, since only
+resident pages are copied, and, where it is known, the rate at which it
+dirties them, which pre-copy must send again. Every selector is
+deterministic given its inputs (ties go to the smallest uuid), except
+``random``, which is reproducible with ``seed``.
 """
 import random
 
 from memagg.drivers.consolidation import base
+
+#: Bandwidth a live migration is assumed to get, MiB/s (10 Gbit/s).
+BANDWIDTH_MB_S = 1250.0
+
+
+def migration_time(vm, bandwidth_mb_s=BANDWIDTH_MB_S):
+    """Estimated seconds to live-migrate ``vm`` (a VmState) by pre-copy at
+    ``bandwidth_mb_s``.
+
+    Its resident memory W (WSS max-average) is sent once, then what it
+    dirtied meanwhile, round after round: with a dirty rate D below the
+    bandwidth B that adds up to W / (B - D) seconds; at or above it
+    pre-copy never converges and the cost is infinite. Without a known
+    dirty rate (``vm.dirty_mb_s`` None: memagg-compute does not measure
+    one today) it is W / B, so VMs rank by resident memory, as Neat's
+    minimum migration time ranked them by RAM.
+    """
+    dirty = vm.dirty_mb_s or 0.0
+    if dirty >= bandwidth_mb_s:
+        return float('inf')
+    return vm.wss_maxavg_mb / (bandwidth_mb_s - dirty)
+
+
+_BANDWIDTH = {'bandwidth_mb_s': (BANDWIDTH_MB_S, base.positive)}
 
 
 def _mean_last(history, last_n):
@@ -80,49 +105,58 @@ class MinimumUtilization(_Selector):
 
 
 class MinimumMigrationTime(_Selector):
-    """The VM with the smallest resident memory (WSS max-average): the
-    fastest to live-migrate."""
+    """The VM with the lowest migration cost (:func:`migration_time` at
+    ``bandwidth_mb_s``): the fastest to live-migrate."""
 
     name = 'minimum_migration_time'
+    PARAMS = dict(_BANDWIDTH)
 
     def _select(self, vms):
-        return min(vms, key=lambda vm: (vm.wss_maxavg_mb, vm.uuid))
+        bandwidth = self.params['bandwidth_mb_s']
+        return min(vms, key=lambda vm: (migration_time(vm, bandwidth),
+                                        vm.uuid))
 
 
 class MinimumMigrationTimeMaxCpu(_Selector):
-    """Among the VMs with the smallest resident memory, the one with the
+    """Among the VMs with the lowest migration cost, the one with the
     highest mean CPU over its last ``last_n`` samples (default 2).
 
-    "Among the smallest" means WSS max-average ≤ min · (1 + ``tolerance``)
-    where min is the smallest WSS max-average of the candidates. With the
-    default ``tolerance`` of 0 that is exactly the VMs at the minimum, as in
-    Neat; a small tolerance (e.g. 0.1) treats VMs within 10 % of it as
-    equally cheap to move, since WSS estimates are never that precise.
+    "Among the lowest" means :func:`migration_time` (at
+    ``bandwidth_mb_s``) ≤ min · (1 + ``tolerance``), min being the lowest
+    cost of the candidates. With the default ``tolerance`` of 0 that is
+    exactly the VMs at the minimum, as in Neat; a small tolerance (e.g.
+    0.1) treats VMs within 10 % of it as equally cheap to move, since WSS
+    estimates are never that precise.
     """
 
     name = 'minimum_migration_time_max_cpu'
-    PARAMS = {'last_n': (2, base.positive_int),
-              'tolerance': (0.0, base.non_negative)}
+    PARAMS = dict(_BANDWIDTH, last_n=(2, base.positive_int),
+                  tolerance=(0.0, base.non_negative))
 
     def _select(self, vms):
-        smallest = min(vm.wss_maxavg_mb for vm in vms)
-        bound = smallest * (1 + self.params['tolerance'])
+        bandwidth = self.params['bandwidth_mb_s']
+        cost = {vm.uuid: migration_time(vm, bandwidth) for vm in vms}
+        bound = min(cost.values()) * (1 + self.params['tolerance'])
         last_n = self.params['last_n']
-        cheap = [vm for vm in vms if vm.wss_maxavg_mb <= bound]
+        cheap = [vm for vm in vms if cost[vm.uuid] <= bound]
         return min(cheap, key=lambda vm: (-_mean_last(vm.cpu_history, last_n),
-                                          vm.wss_maxavg_mb, vm.uuid))
+                                          cost[vm.uuid], vm.uuid))
 
 
 class MaximumRemote(_Selector):
     """The VM with the largest share of its booked memory in remote swap:
     those pages move with metadata only, so it leaves the most local
-    memory for the fewest copied pages. Ties go to the smaller resident
-    memory."""
+    memory for the fewest copied pages. Ties go to the lower migration
+    cost (:func:`migration_time` at ``bandwidth_mb_s``)."""
 
     name = 'maximum_remote'
+    PARAMS = dict(_BANDWIDTH)
 
     def _select(self, vms):
+        bandwidth = self.params['bandwidth_mb_s']
+
         def share(vm):
             return vm.remote_mb / vm.booked_mb if vm.booked_mb > 0 else 0.0
-        return min(vms, key=lambda vm: (-share(vm), vm.wss_maxavg_mb,
+        return min(vms, key=lambda vm: (-share(vm),
+                                        migration_time(vm, bandwidth),
                                         vm.uuid))
