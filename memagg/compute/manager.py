@@ -42,7 +42,7 @@ class ComputeManager(service.Manager):
     Invalid [wss] or [local_policy] options raise InvalidParameter here,
     at start, naming the option."""
 
-    target = messaging.Target(version='1.2')
+    target = messaging.Target(version='1.3')
 
     def __init__(self, host=None, driver=None, swapd_client=None):
         super().__init__(host)
@@ -112,9 +112,14 @@ class ComputeManager(service.Manager):
     @messaging.expose
     def adopt_grant(self, ctxt, grant):
         """Serve the export of a grant whose VM is live-migrating to this
-        host, from the donors, rebuilding the local copy: {socket,
-        name}."""
+        host, from the donors: {socket, name}."""
         return self.remote.adopt_grant(grant)
+
+    @messaging.expose
+    def rebuild_grant(self, ctxt, grant_uuid):
+        """Start rebuilding the local copy of a grant whose VM has just
+        migrated here: {local_copy_left_mb}."""
+        return self.remote.rebuild_grant(grant_uuid)
 
     @messaging.expose
     def drop_export(self, ctxt, grant_uuid):

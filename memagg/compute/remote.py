@@ -748,8 +748,10 @@ class RemoteMemory:
         """Serve grant ``grant``'s export (the grant dict, secret and
         slabs included) for its VM migrating to this host, without
         hot-plugging: the disk comes with the VM. memagg-swapd reads every
-        page from the donors and rebuilds the local copy in the background
-        (ALGORITHMS.md §5). Idempotent. Returns {socket, name}."""
+        page from the donors; the local copy is rebuilt only once the
+        migration is over (rebuild_grant), so that the rebuild does not
+        compete with the migration's copy (ALGORITHMS.md §5). Idempotent.
+        Returns {socket, name}."""
         self._check_enabled()
         uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
         local = local_copy_path(self.conf.swapd.state_dir, instance, uuid)
@@ -804,6 +806,22 @@ class RemoteMemory:
             self._grants.pop(grant_uuid, None)
             self._missing.pop(grant_uuid, None)
         return {'dropped': dropped}
+
+    def rebuild_grant(self, grant_uuid):
+        """Start rebuilding the local copy of an adopted grant whose VM's
+        migration to this host is over. Idempotent (a rebuild running or
+        done, or an export that was never adopted, is left as it is).
+        Returns {local_copy_left_mb}; NotFound without an export."""
+        self._check_enabled()
+        _check_uuid('grant_uuid', grant_uuid)
+        try:
+            reply = self._swapd(self.client.export_rebuild, grant_uuid)
+        except swapd.SwapdError as exc:
+            if exc.errno_name == 'ENOENT':
+                raise exceptions.NotFound(resource='Export', id=grant_uuid)
+            raise
+        return {'local_copy_left_mb': _pages_mb(reply.get('rebuild_left',
+                                                          0))}
 
     def grant_status(self, grant_uuid):
         """What this host's export of ``grant_uuid`` holds: {stored_mb

@@ -27,9 +27,11 @@ class ComputeAPI:
       memory)
     * 1.2 - adopt_grant, drop_export, grant_status, migration_stats
       (metadata-only live migration)
+    * 1.3 - rebuild_grant (an adopted grant's local copy is rebuilt once
+      the migration is over)
     """
 
-    VERSION = '1.2'
+    VERSION = '1.3'
 
     def __init__(self):
         self.client = rpc.Client(TOPIC, self.VERSION)
@@ -91,6 +93,14 @@ class ComputeAPI:
         without releasing the grant: return {dropped}."""
         return self.client.call(ctxt, 'drop_export', server=host,
                                 version='1.2', timeout=timeout,
+                                grant_uuid=grant_uuid)
+
+    def rebuild_grant(self, ctxt, host, grant_uuid, timeout=None):
+        """Have ``host``, where ``grant_uuid``'s VM has just migrated,
+        start rebuilding the grant's local copy from the donors:
+        {local_copy_left_mb}."""
+        return self.client.call(ctxt, 'rebuild_grant', server=host,
+                                version='1.3', timeout=timeout,
                                 grant_uuid=grant_uuid)
 
     def grant_status(self, ctxt, host, grant_uuid, timeout=None):

@@ -18,8 +18,10 @@ destination's memagg-compute has its memagg-swapd serve each of the VM's
 grants from the same donors (compute RPC adopt_grant: the slab table and
 key, nothing else), at the socket path the domain's XML names. When the
 migration succeeded, the grant's consumer becomes the destination, the
-source drops its export, and the destination rebuilds its durability copy
-from the donors in the background, followed here until it is done. When it
+destination starts rebuilding its durability copy from the donors in the
+background (rebuild_grant: not before, as the rebuild would compete with
+the migration's copy for the CPU and the network), the source drops its
+export, and the rebuild is followed here until it is done. When it
 failed, the destination drops what it adopted and the source, which never
 stopped serving, keeps the grant. While the migration runs, the
 destination is asked at each look whether it still serves every grant;
@@ -52,7 +54,7 @@ def _reason(exc):
 
 class GrantMove:
     """The grants of one migration's VM, from its source to its
-    destination. ``compute`` is the compute RPC API (ComputeAPI 1.2);
+    destination. ``compute`` is the compute RPC API (ComputeAPI 1.3);
     each call is bounded by ``conf``'s [reservoir] prepare_timeout."""
 
     def __init__(self, context, migration, conf, compute=None):
@@ -135,13 +137,16 @@ class GrantMove:
 
     def finish(self):
         """After a successful migration: the destination consumes the
-        grants, the source drops its exports; record what the hypervisor
-        says the migration cost and what the destination's copy still
-        lacks. Returns the costs recorded ({} without grants)."""
+        grants and starts rebuilding their copies, the source drops its
+        exports; record what the hypervisor says the migration cost and
+        what the destination's copy still lacks. Returns the costs
+        recorded ({} without grants)."""
         moved = self._grants(self.source) + self._grants(self.dest)
         for grant in moved:
             db_api.grant_move(self.context, grant.uuid, self.source,
                               self.dest)
+        left = self.rebuild_copies() if moved else None
+        for grant in moved:
             try:
                 self._call('drop_export', self.source, grant.uuid)
             except Exception as exc:
@@ -153,7 +158,7 @@ class GrantMove:
         # memagg-compute runs on both hosts of a VM with grants: the
         # destination's tells what libvirt measured.
         costs = self._hypervisor_costs()
-        costs['local_copy_left_mb'] = self.copy_left_mb()
+        costs['local_copy_left_mb'] = left
         db_api.migration_record(self.context, self.migration.id, **costs)
         return costs
 
@@ -181,13 +186,16 @@ class GrantMove:
                             'grant %s: %s; it drops it itself once the VM '
                             'is missing there', self.dest, grant.uuid, exc)
 
-    def copy_left_mb(self):
-        """MiB of the destination's durability copies still to rebuild
-        (unknown grants count as done); None when nobody answered."""
+    def rebuild_copies(self):
+        """Have the destination rebuild the durability copies of the
+        grants it now consumes (started once: the call is idempotent, and
+        made again at each look so that a rebuild a failed call did not
+        start starts later); MiB still to rebuild (unknown grants count as
+        done), None when nobody answered."""
         left, answered = 0, False
         for grant in self._grants(self.dest):
             try:
-                left += self._call('grant_status', self.dest,
+                left += self._call('rebuild_grant', self.dest,
                                    grant.uuid)['local_copy_left_mb']
                 answered = True
             except exceptions.NotFound:
@@ -204,7 +212,7 @@ class GrantMove:
         deadline = time.monotonic() + timeout
         while left:
             time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
-            now_left = self.copy_left_mb()
+            now_left = self.rebuild_copies()
             if now_left is not None:
                 left = now_left
                 db_api.migration_record(self.context, self.migration.id,

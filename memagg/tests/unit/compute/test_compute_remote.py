@@ -252,6 +252,12 @@ class FakeSwapd:
             raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
         return {'reads': 5, 'stored_pages': 2560, 'rebuild_left': 257}
 
+    def export_rebuild(self, grant):
+        self._call('export_rebuild', grant)
+        if grant not in self.exports:
+            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
+        return {'rebuild_left': 257}
+
     def export_reclaim(self, grant, slabs=None):
         self._call('export_reclaim', grant, slabs)
         return 2
@@ -499,6 +505,10 @@ def test_an_adopted_grant_is_served_from_its_donors_without_hot_plug(lmc):
                 if c[0] == 'export_create']) == 1
     assert lmc.grant_status(GRANT) == {'stored_mb': 10,
                                        'local_copy_left_mb': 2}
+    # The copy's rebuild waits for the migration's end.
+    assert [c for c in lmc.client.calls if c[0] == 'export_rebuild'] == []
+    assert lmc.rebuild_grant(GRANT) == {'local_copy_left_mb': 2}
+    assert ('export_rebuild', GRANT) in lmc.client.calls
 
 
 def test_drop_export_forgets_the_grant_without_releasing_it(lmc):
@@ -509,6 +519,8 @@ def test_drop_export_forgets_the_grant_without_releasing_it(lmc):
     assert lmc.grants_by_instance() == {}
     with pytest.raises(exceptions.NotFound):
         lmc.grant_status(GRANT)
+    with pytest.raises(exceptions.NotFound):
+        lmc.rebuild_grant(GRANT)
     with pytest.raises(exceptions.InvalidParameter) as caught:
         lmc.drop_export('not-a-uuid')
     assert caught.value.kwargs['field'] == 'grant_uuid'

@@ -12,11 +12,11 @@
 
 """A stand-in for memagg-compute's RPC client (memagg.compute.rpcapi
 ComputeAPI) at the boundary the reservoir and the migration executor call:
-prepare_slabs, free_slabs, attach_grant and reclaim_slabs (1.1), and
-adopt_grant, drop_export, grant_status and migration_stats (1.2), with the
-contract's arguments and replies. Each donor host keeps the slabs it set
-up and each consumer its exports, so a test can see that nothing
-leaked."""
+prepare_slabs, free_slabs, attach_grant and reclaim_slabs (1.1),
+adopt_grant, drop_export, grant_status and migration_stats (1.2), and
+rebuild_grant (1.3), with the contract's arguments and replies. Each donor
+host keeps the slabs it set up and each consumer its exports, so a test
+can see that nothing leaked."""
 import threading
 
 from memagg.common import exceptions
@@ -29,8 +29,9 @@ class ComputeDouble:
     ``attach_fails`` / ``reclaim_fails`` / ``adopt_fails`` are sets of
     hosts whose attach_grant / reclaim_slabs / adopt_grant raise.
     ``stored_mb`` and ``copy_left_mb`` map a grant to what grant_status
-    answers (``copy_left_mb`` a list: one answer per call, the last
-    repeated); ``stats`` maps a host to its migration_stats reply."""
+    and rebuild_grant answer (``copy_left_mb`` a list: one answer per
+    call, the last repeated); ``stats`` maps a host to its
+    migration_stats reply."""
 
     def __init__(self, behaviour=None):
         self.behaviour = dict(behaviour or {})
@@ -141,15 +142,21 @@ class ComputeDouble:
             mine.discard(grant_uuid)
         return {'dropped': dropped}
 
-    def grant_status(self, ctxt, host, grant_uuid, timeout=None):
-        self._record('grant_status', host, grant_uuid, timeout=timeout)
+    def _copy_left(self, host, grant_uuid):
         with self._lock:
             if grant_uuid not in self.exports.get(host, set()):
                 raise exceptions.NotFound(resource='Export', id=grant_uuid)
             answers = self.copy_left_mb.get(grant_uuid, [0])
-            left = answers.pop(0) if len(answers) > 1 else answers[0]
+            return answers.pop(0) if len(answers) > 1 else answers[0]
+
+    def grant_status(self, ctxt, host, grant_uuid, timeout=None):
+        self._record('grant_status', host, grant_uuid, timeout=timeout)
         return {'stored_mb': self.stored_mb.get(grant_uuid, 0),
-                'local_copy_left_mb': left}
+                'local_copy_left_mb': self._copy_left(host, grant_uuid)}
+
+    def rebuild_grant(self, ctxt, host, grant_uuid, timeout=None):
+        self._record('rebuild_grant', host, grant_uuid, timeout=timeout)
+        return {'local_copy_left_mb': self._copy_left(host, grant_uuid)}
 
     def migration_stats(self, ctxt, host, instance_uuid, timeout=None):
         self._record('migration_stats', host, instance_uuid,

@@ -71,10 +71,16 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
                           'time_ms': 1800, 'downtime_ms': 42}
     nova = executor_tests.FakeNova({VM_1: 'c'})
 
-    def adopted_before_nova_is_asked(method, host):
+    def in_order(method, host):
         if method == 'adopt_grant':
             assert nova.calls == []
-    compute.hook = adopted_before_nova_is_asked
+        # The copy is rebuilt once the VM runs on d (not while its memory
+        # is copied), and before the source drops its copy.
+        if method == 'rebuild_grant':
+            assert nova.servers[VM_1]['host'] == 'd'
+        if method == 'drop_export' and host == 'c':
+            assert compute.called('rebuild_grant')
+    compute.hook = in_order
 
     row = _migrate(reservoir_opts, ctxt, compute, nova)
 
@@ -86,6 +92,7 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
     assert len(compute.holding('a')) == 4
     assert compute.called('free_slabs') == []
     assert compute.called('adopt_grant') == [('d', uuid)]
+    assert compute.called('rebuild_grant')[0] == ('d', uuid)
     # 768 MiB on donors against 1024 MiB resident at the start.
     assert (row.remote_mb, row.remote_share) == (768, 0.4286)
     assert (row.bytes_transferred, row.downtime_ms) == (301 << 20, 42)
@@ -136,6 +143,7 @@ def test_a_failed_migration_leaves_the_grant_on_its_source(
     assert compute.exported('c') == {grant['uuid']}
     assert compute.exported('d') == set()
     assert ('drop_export', 'd', grant['uuid']) in compute.calls
+    assert compute.called('rebuild_grant') == []
 
 
 def test_no_host_releases_a_grant_while_its_vm_migrates(
