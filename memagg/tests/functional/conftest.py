@@ -13,8 +13,26 @@
 """Fixtures every functional test module shares, defined once here so the
 session starts one of each: a RabbitMQ virtual host, a real Keystone and a
 running memagg behind it (``deployment``), a real Placement
-(``placement_server``)."""
+(``placement_server``); and ``qemu_workdir``, a test's directory for what
+QEMU opens."""
+import os
+import shutil
+import tempfile
+
+import pytest
+
 from memagg.tests.functional.deployment import deployment  # noqa: F401
 from memagg.tests.functional.keystone import keystone  # noqa: F401
 from memagg.tests.functional.placement_server import placement_server  # noqa: F401,E501
 from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
+
+
+@pytest.fixture
+def qemu_workdir():
+    """A directory QEMU's unprivileged user can walk into (pytest's
+    tmp_path is mode 0700), for guests' files and sockets; removed
+    afterwards."""
+    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

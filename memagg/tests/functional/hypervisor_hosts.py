@@ -48,11 +48,12 @@ in B's namespace through ``nsenter -m -t PID`` (HostB.command, popen);
 this process reaches B's files through /proc/PID/root (HostB.path).
 
 The ``hypervisors`` fixture (module scope) starts host B once and
-stops it however the tests end: B's domains destroyed, SIGTERM then
-SIGKILL to libvirtd and virtlogd, any process still seeing B's /run
-killed (the namespace and its mounts go with the last one), B's
+stops it however the tests end (started()): B's domains destroyed,
+SIGTERM then SIGKILL to libvirtd and virtlogd, any process still seeing
+B's /run killed (the namespace and its mounts go with the last one), B's
 directory removed; it prints B's logs, which pytest shows with a failure.
 """
+import contextlib
 import dataclasses
 import os
 import shlex
@@ -117,9 +118,20 @@ class Hypervisor:
         os.makedirs(local, exist_ok=True)
         os.chmod(local, mode)
 
+    def qemu_rss(self, name):
+        """Resident bytes of the QEMU process of domain ``name`` here."""
+        with open(self.path('/run/libvirt/qemu/%s.pid' % name)) as f:
+            pid = int(f.read())
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError('no VmRSS for QEMU %d' % pid)
+
 
 class HostA(Hypervisor):
-    """This machine's libvirtd, reachable by peers over a TCP forwarder."""
+    """This machine's libvirtd, reachable by peers over a TCP forwarder
+    (from construction to stop())."""
 
     def __init__(self, name):
         uri = guest_fixtures.ensure_libvirtd()
@@ -127,8 +139,19 @@ class HostA(Hypervisor):
         self._forwarder = service_procs.TcpForwarder(port, HOST_A_SOCKET)
         super().__init__(name, uri, port)
 
+    def start(self):
+        """Nothing to start: the libvirtd is the machine's, the forwarder
+        runs already."""
+        return self
+
+    def logs(self):
+        """None of the test's: the machine's libvirtd logs as it does."""
+        return ''
+
     def stop(self):
+        """Stop the forwarder; nothing of A's can be left behind ([])."""
         self._forwarder.stop()
+        return []
 
 
 class HostB(Hypervisor):
@@ -364,24 +387,32 @@ class Hosts:
         return {self.a.name: self.a, self.b.name: self.b}
 
 
+@contextlib.contextmanager
+def started(a, b):
+    """Hosts(``a``, ``b``) started; both stopped however the block ends
+    and their logs printed (pytest shows them with a failure). What
+    stopping them left behind fails the block."""
+    if shutil.which('unshare') is None or shutil.which('nsenter') is None:
+        pytest.fail('util-linux\'s unshare and nsenter are needed')
+    problems = []
+    try:
+        for host in (a, b):
+            host.start()
+        yield Hosts(a, b)
+    finally:
+        for host in (b, a):
+            print(host.logs())
+            problems += host.stop()
+    assert problems == [], problems
+
+
 @pytest.fixture(scope='module', name='hypervisors')
 def hypervisors_fixture():
     """Hosts 'host-a' (this machine's libvirtd) and 'host-b' (a second
     libvirtd in a mount namespace), both reachable as migration peers;
     everything of B stopped and removed afterwards."""
-    if shutil.which('unshare') is None or shutil.which('nsenter') is None:
-        pytest.fail('util-linux\'s unshare and nsenter are needed')
-    a = HostA('host-a')
-    b = HostB('host-b')
-    problems = []
-    try:
-        b.start()
-        yield Hosts(a, b)
-    finally:
-        print(b.logs())
-        problems = b.stop()
-        a.stop()
-    assert problems == [], problems
+    with started(HostA('host-a'), HostB('host-b')) as hosts:
+        yield hosts
 
 
 class MigratableGuest(vm.TestGuest):
@@ -459,3 +490,25 @@ class MigratableGuest(vm.TestGuest):
             except OSError:
                 pass  # another guest's directory is there, or it is gone
         self.dom = None
+
+
+@contextlib.contextmanager
+def booted_guest(hosts, workdir, name, memory_mb, prepared_on):
+    """A MigratableGuest ``name`` booted on host A of ``hosts`` (backed by
+    anonymous memory: Nova's destination XML drops a memfd source), with
+    its /run directory on each host of ``prepared_on``. Afterwards its
+    console's tail is printed (pytest shows it with a failure) and it is
+    removed from both hosts."""
+    conn = hosts.a.connect()
+    guest = MigratableGuest(conn, workdir, name, memory_mb=memory_mb,
+                            memfd=False)
+    try:
+        for host in prepared_on:
+            guest.prepare(host)
+        guest.define_and_start()
+        guest.follow(hosts.a)
+        yield guest
+    finally:
+        print('guest console (tail):\n%s' % guest.console_text()[-3000:])
+        guest.remove([hosts.a, hosts.b])
+        conn.close()

@@ -27,8 +27,9 @@ directory on each host, as the domain XML names the socket and Nova keeps
 it (doc/source/migration.rst); their control sockets, state directories
 and TCP ports differ. memagg-scheduler's compute API driver is nova,
 through the real Keystone, pointed at whatever the catalog names (the
-test's Nova double).
+test's Nova double, migrating_nova()).
 """
+import contextlib
 import os
 import shutil
 import subprocess
@@ -36,8 +37,30 @@ import uuid
 
 from memagg.cmd import swapd as swapd_cmd
 from memagg.tests.functional import nova_double
+from memagg.tests.functional import nova_libvirt
 from memagg.tests.functional import service_procs
 from memagg.tests.functional import two_hosts
+
+
+@contextlib.contextmanager
+def migrating_nova(keystone, contract, hypervisors, libvirt_options=None):
+    """The Nova double (of ``contract``) whose migrator moves guests
+    between ``hypervisors`` as Nova's libvirt driver does, with
+    ``libvirt_options`` ([libvirt]), and a compute service on each host;
+    in Keystone's catalog while the block runs, closed afterwards."""
+    with contextlib.ExitStack() as stack:
+        migrator = nova_libvirt.LiveMigrator(hypervisors.by_name,
+                                             libvirt_options)
+        stack.callback(migrator.close)
+        project_id, user_id = nova_double.admin_ids(keystone)
+        double = nova_double.NovaDouble(keystone, contract, project_id,
+                                        user_id, migrator=migrator)
+        stack.callback(double.close)
+        for host in hypervisors.by_name:
+            double.add_service(host)
+        stack.enter_context(nova_double.in_catalog(keystone, [
+            ('compute', 'nova', double.compute_url)]))
+        yield double
 
 
 class HostSwapd(two_hosts.Swapd):

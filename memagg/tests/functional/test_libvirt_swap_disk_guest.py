@@ -20,10 +20,8 @@ the disk XML with); the same attach against memagg-swapd's export is in
 test_compute_remote_swapd.py and the end-to-end swapping test.
 """
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import xml.etree.ElementTree as ElementTree
 
 import libvirt
@@ -41,23 +39,13 @@ GRANT = '5e1d2c3b-4a59-4678-9abc-def012345678'
 
 
 @pytest.fixture
-def workdir():
-    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700) is
-    # out of its reach.
-    path = tempfile.mkdtemp(prefix='memagg-swapdisk-', dir='/var/tmp')
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def nbd_export(workdir):
+def nbd_export(qemu_workdir):
     """qemu-nbd serving a 64 MiB raw file on a unix socket: (socket,
     export name)."""
-    image = os.path.join(workdir, 'swap.img')
+    image = os.path.join(qemu_workdir, 'swap.img')
     with open(image, 'wb') as f:
         f.truncate(64 * 1024 * 1024)
-    sock = os.path.join(workdir, 'nbd.sock')
+    sock = os.path.join(qemu_workdir, 'nbd.sock')
     export = 'memagg-swap-' + GRANT
     proc = subprocess.Popen(
         ['qemu-nbd', '--socket', sock, '--export-name', export,
@@ -75,9 +63,10 @@ def nbd_export(workdir):
 
 
 @pytest.fixture
-def persistent_guest(workdir):
+def persistent_guest(qemu_workdir):
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
-    guest = vm.TestGuest(conn, workdir, 'memagg-swapdisk-%d' % os.getpid())
+    guest = vm.TestGuest(conn, qemu_workdir,
+                         'memagg-swapdisk-%d' % os.getpid())
     dom = conn.defineXML(guest.xml)
     try:
         dom.create()

@@ -33,9 +33,7 @@ reading its data.
 """
 import contextlib
 import os
-import shutil
 import subprocess
-import tempfile
 
 import libvirt
 import pytest
@@ -43,6 +41,7 @@ import pytest
 from memagg.drivers.compute_api import base
 from memagg.tests.functional import hypervisor_hosts
 from memagg.tests.functional.hypervisor_hosts import hypervisors_fixture  # noqa: F401,E501
+from memagg.tests.functional import migration_hosts
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import nova_libvirt
 from memagg.tests import polling
@@ -64,30 +63,13 @@ def contract():
 
 
 @pytest.fixture
-def workdir():
-    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700) is
-    # out of its reach.
-    path = tempfile.mkdtemp(prefix='memagg-livemig-', dir='/var/tmp')
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def guest(hypervisors, workdir):
+def guest(hypervisors, qemu_workdir):
     """A guest booted on host A; its command port's directory on host A
     only."""
-    conn = hypervisors.a.connect()
-    guest = hypervisor_hosts.MigratableGuest(
-        conn, workdir, 'memagg-livemig-%d' % os.getpid(),
-        memory_mb=GUEST_MB, memfd=False)
-    try:
-        guest.prepare(hypervisors.a)
-        guest.define_and_start()
+    with hypervisor_hosts.booted_guest(
+            hypervisors, qemu_workdir, 'memagg-livemig-%d' % os.getpid(),
+            GUEST_MB, [hypervisors.a]) as guest:
         yield guest
-    finally:
-        guest.remove([hypervisors.a, hypervisors.b])
-        conn.close()
 
 
 @pytest.fixture
@@ -96,17 +78,8 @@ def nova(keystone, contract, hypervisors, monkeypatch):
     both hosts' services, memagg's nova compute API driver)."""
     with contextlib.ExitStack() as stack:
         def make(libvirt_options=None):
-            migrator = nova_libvirt.LiveMigrator(hypervisors.by_name,
-                                                 libvirt_options)
-            stack.callback(migrator.close)
-            project_id, user_id = nova_double.admin_ids(keystone)
-            double = nova_double.NovaDouble(keystone, contract, project_id,
-                                            user_id, migrator=migrator)
-            stack.callback(double.close)
-            for host in hypervisors.by_name:
-                double.add_service(host)
-            stack.enter_context(nova_double.in_catalog(keystone, [
-                ('compute', 'nova', double.compute_url)]))
+            double = stack.enter_context(migration_hosts.migrating_nova(
+                keystone, contract, hypervisors, libvirt_options))
             conf = nova_double.nova_conf(monkeypatch, keystone, ())
             return double, base.load(conf)
         yield make
@@ -139,17 +112,6 @@ def _domains(host, uuid):
         return None
     finally:
         conn.close()
-
-
-def _qemu_rss(host, name):
-    """Resident bytes of the QEMU process of domain ``name`` on ``host``."""
-    with open(host.path('/run/libvirt/qemu/%s.pid' % name)) as f:
-        pid = int(f.read())
-    with open('/proc/%d/status' % pid) as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) * 1024
-    raise AssertionError('no VmRSS for QEMU %d' % pid)
 
 
 def _report(what, result):
@@ -189,7 +151,7 @@ def test_a_guest_moves_to_host_b_and_back_through_nova(hypervisors, guest,
     # There, running: its heartbeats go on from where they were.
     beat = guest.heartbeat()
     used = (beat['total_kb'] - beat['free_kb']) * 1024
-    rss = _qemu_rss(hosts.a, guest.name)
+    rss = hosts.a.qemu_rss(guest.name)
     api.live_migrate(guest.uuid, hosts.b.name)
     state, looks = _follow(api, guest.uuid)
     assert double.violations == []
@@ -229,7 +191,7 @@ def test_a_guest_moves_to_host_b_and_back_through_nova(hypervisors, guest,
     # servers: see the module.
     guest.follow(hosts.b)
     md5 = guest.fill(FILL_MB)
-    rss = _qemu_rss(hosts.b, guest.name)
+    rss = hosts.b.qemu_rss(guest.name)
     _pause(hosts.b, guest)
     api.live_migrate(guest.uuid, hosts.a.name)
     state, _ = _follow(api, guest.uuid)

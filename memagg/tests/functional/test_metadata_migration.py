@@ -36,8 +36,6 @@ touch this module's guests.
 """
 import contextlib
 import os
-import shutil
-import tempfile
 import threading
 import time
 
@@ -82,18 +80,9 @@ def hypervisors():
     which manage every domain of this machine's libvirtd (moving balloons,
     attaching their grants), never see this module's guests."""
     guest_fixtures.ensure_libvirtd()
-    hosts = hypervisor_hosts.Hosts(hypervisor_hosts.HostB('host-a'),
-                                   hypervisor_hosts.HostB('host-b'))
-    problems = []
-    try:
-        for host in (hosts.a, hosts.b):
-            host.start()
+    with hypervisor_hosts.started(hypervisor_hosts.HostB('host-a'),
+                                  hypervisor_hosts.HostB('host-b')) as hosts:
         yield hosts
-    finally:
-        for host in (hosts.a, hosts.b):
-            print(host.logs())
-            problems += host.stop()
-    assert problems == [], problems
 
 
 @pytest.fixture
@@ -119,30 +108,15 @@ def overrides():
 
 
 @pytest.fixture
-def nova(keystone, hypervisors, request):
+def nova(keystone, hypervisors):
     """make(libvirt_options): the Nova double with a real migrator between
     the hypervisors, in Keystone's catalog until the test ends."""
-    made = []
-
-    def make(libvirt_options=None):
-        migrator = nova_libvirt.LiveMigrator(hypervisors.by_name,
-                                             libvirt_options)
-        made.append(migrator)
-        project_id, user_id = nova_double.admin_ids(keystone)
-        double = nova_double.NovaDouble(keystone, nova_double.load_contract(),
-                                        project_id, user_id,
-                                        migrator=migrator)
-        made.append(double)
-        for host in hypervisors.by_name:
-            double.add_service(host)
-        catalog = nova_double.in_catalog(keystone, [
-            ('compute', 'nova', double.compute_url)])
-        catalog.__enter__()
-        request.addfinalizer(lambda: catalog.__exit__(None, None, None))
-        return double
-    yield make
-    for thing in reversed(made):
-        thing.close()
+    with contextlib.ExitStack() as stack:
+        def make(libvirt_options=None):
+            return stack.enter_context(migration_hosts.migrating_nova(
+                keystone, nova_double.load_contract(), hypervisors,
+                libvirt_options))
+        yield make
 
 
 @pytest.fixture
@@ -169,25 +143,12 @@ def memagg(conf, mysql_db, rabbit_url, two_hosts_root,  # noqa: F811
 
 
 @pytest.fixture
-def guest(hypervisors, two_hosts_root):  # noqa: F811
+def guest(hypervisors, qemu_workdir):
     """A 256 MiB guest booted on host A, persistent as Nova's are."""
-    workdir = tempfile.mkdtemp(prefix='guests-', dir=two_hosts_root)
-    os.chmod(workdir, 0o755)
-    conn = hypervisors.a.connect()
-    vm = hypervisor_hosts.MigratableGuest(
-        conn, workdir, 'memagg-metamig-%d' % os.getpid(),
-        memory_mb=GUEST_MB, memfd=False)
-    try:
-        for host in (hypervisors.a, hypervisors.b):
-            vm.prepare(host)
-        vm.define_and_start()
-        vm.follow(hypervisors.a)
-        yield vm
-    finally:
-        print('guest console (tail):\n%s' % vm.console_text()[-3000:])
-        vm.remove([hypervisors.a, hypervisors.b])
-        conn.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+    with hypervisor_hosts.booted_guest(
+            hypervisors, qemu_workdir, 'memagg-metamig-%d' % os.getpid(),
+            GUEST_MB, [hypervisors.a, hypervisors.b]) as guest:
+        yield guest
 
 
 class _Clock:
@@ -345,7 +306,7 @@ def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
     # what the guest's memagg swap area holds.
     _set_paused(hypervisors.a, guest.uuid, True)
     on_donor = guest.heartbeat()['swaps'][dev]['used_kb'] * 1024
-    rss = _qemu_rss(hypervisors.a, guest.name)
+    rss = hypervisors.a.qemu_rss(guest.name)
     migration = _migrate(hosts, guest)
     row = _ended(migration.uuid)
     clock.lap('migrated')
@@ -418,17 +379,6 @@ def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
               row.duration_s, row.downtime_ms, a_stats['write_bytes'] / MIB,
               b_stats['read_bytes'] / MIB, b_stats['reads'],
               instance.wss_mb, instance.estimator, clock.laps))
-
-
-def _qemu_rss(host, name):
-    """Resident bytes of the QEMU process of domain ``name`` on ``host``."""
-    with open(host.path('/run/libvirt/qemu/%s.pid' % name)) as f:
-        pid = int(f.read())
-    with open('/proc/%d/status' % pid) as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) * 1024
-    raise AssertionError('no VmRSS for QEMU %d' % pid)
 
 
 def _ghost_estimate(ctxt, uuid, host):

@@ -34,8 +34,6 @@ no other guest test at the same time (as the other real-guest tests).
 Fakes: none. The donor runs no guest, so its memagg-compute's hypervisor is
 libvirt's test driver; its memory is real memagg-swapd memory.
 """
-import shutil
-import tempfile
 import time
 
 import libvirt
@@ -79,15 +77,6 @@ def two_hosts_overrides():
     }
 
 
-@pytest.fixture
-def guest_dir():
-    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
-    # is out of its reach.
-    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
 def _grant_of(ctxt, instance_uuid):
     for grant in db_api.grants_in_status(ctxt, ['active']):
         if grant.instance_uuid == instance_uuid:
@@ -105,13 +94,13 @@ def _donor_lent_mb(ctxt, donor):
 # swap take minutes (see the figures the test prints).
 @pytest.mark.timeout(1800)
 def test_a_guest_swaps_to_the_donor_and_survives_its_death(
-        two_hosts, guest_dir):  # noqa: F811 - pytest fixtures
+        two_hosts, qemu_workdir):  # noqa: F811 - pytest fixtures
     hosts = two_hosts
     ctxt = context.get_admin_context()
     consumer = hosts.consumer.swapd.client()
     donor = hosts.donor.swapd.client()
     conn = libvirt.open(guest_fixtures.URI)
-    guest = vm.TestGuest(conn, guest_dir, 'memagg-remote-swap',
+    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-remote-swap',
                          memory_mb=MEMORY_MB, swap_mb=LOCAL_SWAP_MB)
     timings = {}
     started = time.monotonic()

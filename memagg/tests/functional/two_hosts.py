@@ -33,10 +33,8 @@ its body.
 import dataclasses
 import os
 import pwd
-import shutil
 import signal
 import subprocess
-import tempfile
 import uuid
 
 import pytest
@@ -303,14 +301,11 @@ class TwoHosts:
 
 
 @pytest.fixture
-def two_hosts_root():
-    """A directory for both hosts' sockets and state that QEMU's user can
-    walk through (pytest's tmp_path is 0700); removed afterwards."""
+def two_hosts_root(qemu_workdir):
+    """A directory for the hosts' sockets and state that QEMU's user can
+    walk through; removed afterwards."""
     pwd.getpwnam(QEMU_USER)  # KeyError: libvirt is not installed
-    path = tempfile.mkdtemp(prefix='memagg-2h-', dir='/var/tmp')
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    return qemu_workdir
 
 
 @pytest.fixture
