@@ -336,6 +336,12 @@ def _audit_parameters():
             'type': 'object',
             'description': 'Parameters of the %s plug-in, as in [%s] %s_'
                            'params.' % (name, consolidation.GROUP, name)}
+    for name, opt in consolidation.CONTROL_OPTS.items():
+        properties[name] = {
+            'type': 'integer' if opt.type.num_type is int else 'number',
+            'minimum': opt.type.min, 'description': opt.help}
+        if opt.type.max is not None:
+            properties[name]['maximum'] = opt.type.max
     return closed_object(properties, optional=tuple(properties))
 
 

@@ -66,9 +66,32 @@ opts = (
         cfg.FloatOpt('remote_weight', default=0.0, min=0.0, max=1.0,
                      help='Share of the remote memory granted to a host\'s '
                           'VMs that counts as usable host memory.'),
-        cfg.IntOpt('history_length', default=100, min=1,
+        cfg.IntOpt('history_length', default=288, min=1,
                    help='Utilisation samples per host and VM the detectors '
-                        'see (newest last).'),
+                        'and placement see (newest last). The default is '
+                        'a day of 5-minute samples, so that a host\'s '
+                        'busiest hours are in view when it is filled at '
+                        'night (see fill_window).'),
+        cfg.FloatOpt('fill_headroom_cpu', default=0.02, min=0.0, max=1.0,
+                     help='Hysteresis: placement fills a host\'s cpu only '
+                          'to the utilisation its overload_cpu detector '
+                          'accepts (its threshold, MHOD\'s state '
+                          'threshold...) less this share of the host, and '
+                          'VMs leave an overloaded host until it is back '
+                          'under that level, so that a host just filled or '
+                          'relieved is not overloaded again as its load '
+                          'moves.'),
+        cfg.FloatOpt('fill_headroom_mem', default=0.15, min=0.0, max=1.0,
+                     help='The same for memory and overload_mem, with '
+                          'memory_basis wss: the room left for working '
+                          'sets to grow (booked memory does not grow: no '
+                          'headroom is kept for it).'),
+        cfg.IntOpt('fill_window', default=288, min=1,
+                   help='Placement counts a host\'s cpu, and each VM\'s, '
+                        'as their peak over this many latest samples (at '
+                        'most history_length) rather than their latest: '
+                        'cover the load\'s daily cycle. 1 places by the '
+                        'latest samples, as Neat did.'),
         cfg.IntOpt('interval', default=600, min=0,
                    help='Seconds between two periodic consolidation '
                         'rounds; 0 runs rounds only on demand '

@@ -22,7 +22,12 @@ The round, extending Neat's with memory:
 1. Every active host is checked for underload (cpu and memory, or either)
    and, when not underloaded, for overload (any dimension).
 2. On each overloaded host VMs are selected one at a time until the host,
-   with their use taken out of its histories, is no longer overloaded.
+   with their use taken out of its histories, is no longer overloaded and
+   is back under its fill level in each dimension it was overloaded in
+   (below). Each time, the selection plug-in chooses among the VMs that
+   relieve the host most: those whose leaving alone brings it back under,
+   else those that come closest, so that one move does what several
+   cheaper ones would.
 3. All selected VMs are placed in one placement call; a host that must be
    woken for them is powered on first. VMs that fit nowhere stay, with the
    placement's reason.
@@ -31,11 +36,29 @@ The round, extending Neat's with memory:
    moves already planned. A host is emptied whole or not at all: if one of
    its VMs fits nowhere, its VMs stay and the reason is kept. An emptied
    host is powered off after its VMs have left.
+
+Hysteresis keeps a host that a round fills, or relieves, from being found
+overloaded again in the next rounds (ALGORITHMS.md §3.6). A host's fill
+level in a dimension is what its overload detector accepts
+(``OverloadDetector.fill_limit``: a threshold, MHOD's state threshold, the
+spread-based bound of mad and iqr...) less ``fill_headroom_cpu`` or
+``fill_headroom_mem`` (no headroom for booked memory, which does not
+grow). Placement fills no host above it (its base.Room), counting a
+host's cpu and a VM's as their peak over the last ``fill_window``
+samples rather than their latest, so that a host filled when its VMs are
+quiet still takes their busy hours; an overloaded host sheds VMs until it
+is back under it. Every plug-in answers fill_limit, so this holds
+whichever one detects overload, and placement reads one number per host,
+so it is as fast as without.
 """
 import dataclasses
 import json
+import math
+
+from oslo_config import cfg
 
 from memagg.common import exceptions
+from memagg.conf import consolidation as conf_consolidation
 from memagg.drivers.consolidation import base
 from memagg.drivers.consolidation import overload
 from memagg.drivers.consolidation import underload
@@ -56,11 +79,14 @@ FAMILIES = {
     'placement': ('placement', 'cpu'),
 }
 
+#: The options of Controls.
+CONTROLS = ('fill_headroom_cpu', 'fill_headroom_mem', 'fill_window')
+
 #: Every option a round's algorithms are built from; an audit may override
 #: any of them.
 OPTIONS = tuple(sorted(
     [name for name in FAMILIES] + [name + '_params' for name in FAMILIES]
-    + ['underload_require', 'memory_basis']))
+    + ['underload_require', 'memory_basis'] + list(CONTROLS)))
 
 _DIMENSION_WORDS = {'cpu': 'cpu', 'mem': 'memory'}
 
@@ -103,8 +129,18 @@ class Plan:
 
 
 @dataclasses.dataclass
+class Controls:
+    """What keeps a round from migrating in storms (ALGORITHMS.md §3.6):
+    the [consolidation] options of the same names."""
+
+    fill_headroom_cpu: float
+    fill_headroom_mem: float
+    fill_window: int
+
+
+@dataclasses.dataclass
 class Algorithms:
-    """The constructed plug-ins of a round."""
+    """The constructed plug-ins of a round and its Controls."""
 
     underload_cpu: base.UnderloadDetector
     underload_mem: base.UnderloadDetector
@@ -112,6 +148,7 @@ class Algorithms:
     overload_mem: base.OverloadDetector
     vm_selection: base.VmSelector
     placement: base.Placement
+    controls: Controls
     underload_require: str = 'both'
 
     @property
@@ -136,6 +173,39 @@ def _params(name, value):
         raise exceptions.InvalidParameter(
             field=field, reason='must be a JSON object, got %r' % (value,))
     return dict(value)
+
+
+#: The oslo.config option of each of CONTROLS: its type and bounds.
+CONTROL_OPTS = {opt.dest: opt for opt in conf_consolidation.opts
+                if opt.dest in CONTROLS}
+
+
+def _control(name, value):
+    """Control option ``name``'s value, given as a number (configuration,
+    an audit) or as text (memagg-sim's command line), checked against the
+    option's type and bounds."""
+    opt = CONTROL_OPTS[name]
+    field = '[%s] %s' % (GROUP, name)
+    integral = isinstance(opt, cfg.IntOpt)
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if (isinstance(number, bool) or not isinstance(number, (int, float))
+            or not math.isfinite(number)
+            or (integral and number != int(number))):
+        raise exceptions.InvalidParameter(
+            field=field, reason='must be %s, got %r' % (
+                'an integer' if integral else 'a number', value))
+    low, high = opt.type.min, opt.type.max
+    if number < low or (high is not None and number > high):
+        raise exceptions.InvalidParameter(
+            field=field, reason='must be %s, got %r' % (
+                'at least %s' % low if high is None
+                else 'between %s and %s' % (low, high), value))
+    return int(number) if integral else float(number)
 
 
 def load_algorithms(group, overrides=None):
@@ -167,6 +237,8 @@ def load_algorithms(group, overrides=None):
         raise exceptions.InvalidParameter(
             field='[%s] memory_basis' % GROUP,
             reason="must be 'wss' or 'booked', got %r" % (basis,))
+    controls = Controls(**{name: _control(name, value(name))
+                           for name in CONTROLS})
 
     built = {}
     for name, (family, dimension) in FAMILIES.items():
@@ -176,7 +248,8 @@ def load_algorithms(group, overrides=None):
         built[name] = base.load(family, value(name), params,
                                 dimension=dimension,
                                 option='[%s] %s' % (GROUP, name))
-    return Algorithms(underload_require=require, **built)
+    return Algorithms(underload_require=require, controls=controls,
+                      **built)
 
 
 def _apply_basis(params, basis):
@@ -205,16 +278,36 @@ def _overload(host, algorithms):
                                     algorithms.overload_mem, host)
 
 
-def _select(host, algorithms):
-    """VMs to take off overloaded ``host``: selected one at a time until
-    its histories, without them, are no longer overloaded.
+def _fill_levels(host, algorithms):
+    """The (cpu, mem) utilisation ``host`` may be filled to: what its
+    overload detectors accept less the headroom (none for booked memory,
+    which does not grow)."""
+    controls = algorithms.controls
+    mem_headroom = (controls.fill_headroom_mem
+                    if algorithms.memory_basis == 'wss' else 0.0)
+    return (algorithms.overload_cpu.fill_limit(host.cpu_history)
+            - controls.fill_headroom_cpu,
+            algorithms.overload_mem.fill_limit(host.mem_history)
+            - mem_headroom)
+
+
+def _vm_memory(vm, algorithms):
+    """``vm``'s memory in the round's basis, MiB."""
+    if algorithms.memory_basis == 'booked':
+        return vm.booked_mb
+    return vm.wss_maxavg_mb
+
+
+def _select(host, dims, algorithms):
+    """VMs to take off ``host``, overloaded in ``dims``: selected one at
+    a time until its histories, without them, are no longer overloaded and
+    its latest use in ``dims`` is back under its fill level.
 
     A leaving VM's cpu samples are subtracted from the host's, aligned on
     the newest; its memory in the round's basis (WSS max-average, or
     booked) is subtracted from every memory sample, as that is all that is
     known of its past memory.
     """
-    booked = algorithms.memory_basis == 'booked'
     # The host as it would be without the VMs chosen so far.
     probe = dataclasses.replace(host, cpu_history=list(host.cpu_history),
                                 mem_history=list(host.mem_history),
@@ -222,7 +315,8 @@ def _select(host, algorithms):
     cpu = probe.cpu_history
     chosen = []
     while probe.vms:
-        vm = algorithms.vm_selection.select(probe, probe.vms)
+        vm = algorithms.vm_selection.select(
+            probe, _most_relieving(probe, dims, algorithms))
         probe.vms = [other for other in probe.vms if other is not vm]
         chosen.append(vm)
         if host.cpu_total > 0:
@@ -230,33 +324,171 @@ def _select(host, algorithms):
                                                  if cpu else []), 1):
                 cpu[-back] = max(0.0, cpu[-back] - used / host.cpu_total)
         if host.mem_usable_mb > 0:
-            share = ((vm.booked_mb if booked else vm.wss_maxavg_mb)
-                     / host.mem_usable_mb)
+            share = _vm_memory(vm, algorithms) / host.mem_usable_mb
             probe.mem_history = [max(0.0, m - share)
                                  for m in probe.mem_history]
-        if not _overload(probe, algorithms):
+        if _relieved(probe, dims, algorithms):
             break
     return chosen
 
 
-class _Views:
-    """What placement sees of each host as the round plans moves: its
-    latest cpu utilisation and its VMs, copied so the callers' HostStates
-    are left as they were."""
+def _excess(probe, dims, algorithms):
+    """How much ``probe`` is over its fill levels in ``dims``: (cpu, MiB),
+    0 where it is not."""
+    cpu_level, mem_level = _fill_levels(probe, algorithms)
+    cpu = mem = 0.0
+    if 'cpu' in dims and probe.cpu_history:
+        cpu = (probe.cpu_history[-1] - cpu_level) * probe.cpu_total
+    if 'mem' in dims and probe.mem_history:
+        mem = (probe.mem_history[-1] - mem_level) * probe.mem_usable_mb
+    return max(cpu, 0.0), max(mem, 0.0)
 
-    def __init__(self, hosts):
-        self.hosts = {
-            host.name: dataclasses.replace(
-                host, cpu_history=list(host.cpu_history[-1:]),
+
+def _most_relieving(probe, dims, algorithms):
+    """The VMs of ``probe`` whose leaving relieves it most: those that
+    alone bring it back under its fill levels in ``dims``, else those that
+    take the largest share of its excess (in the dimension where their
+    share is the smaller)."""
+    need_cpu, need_mem = _excess(probe, dims, algorithms)
+
+    def relief(vm):
+        shares = [1.0]
+        if need_cpu:
+            shares.append((vm.cpu_history[-1] if vm.cpu_history else 0.0)
+                          / need_cpu)
+        if need_mem:
+            shares.append(_vm_memory(vm, algorithms) / need_mem)
+        return min(shares)
+
+    reliefs = [relief(vm) for vm in probe.vms]
+    best = max(reliefs)
+    return [vm for vm, share in zip(probe.vms, reliefs) if share >= best]
+
+
+def _relieved(probe, dims, algorithms):
+    """Whether ``probe`` is no longer overloaded and back under its fill
+    levels in ``dims``."""
+    return (not _overload(probe, algorithms)
+            and _excess(probe, dims, algorithms) == (0.0, 0.0))
+
+
+def _peak(history, window):
+    """The largest of the last ``window`` samples of ``history`` (0 if
+    none)."""
+    # A slice: the simulator's VM histories make it a list at once.
+    tail = history[-window:]
+    return max(tail) if tail else 0.0
+
+
+class _Views:
+    """What placement sees of each host as the round plans moves: its cpu
+    utilisation (the peak of its last ``fill_window`` samples), its VMs
+    (copied, so the callers' HostStates are left as they were) and how far
+    it may be filled (a base.Room); and of each VM placed, its cpu as the
+    peak of its last ``fill_window`` samples.
+
+    It also keeps what each active host has left under its fill levels:
+    before placement is asked to empty a host, could_take checks that the
+    others have room for its VMs at all, which spares placement's work for
+    the hosts that stay underloaded round after round.
+    """
+
+    def __init__(self, hosts, algorithms):
+        self.window = algorithms.controls.fill_window
+        self.algorithms = algorithms
+        self.hosts = {}
+        self.rooms = {}
+        self.weighed = {}
+        # Active host -> (cpu cores, MiB) left under its fill levels.
+        self.spare = {}
+        for host in hosts:
+            view = self.hosts[host.name] = dataclasses.replace(
+                host, cpu_history=([_peak(host.cpu_history, self.window)]
+                                   if host.cpu_history else []),
                 mem_history=list(host.mem_history[-1:]),
                 vms=list(host.vms))
-            for host in hosts}
+            cpu, mem = _fill_levels(host, algorithms)
+            self.rooms[host.name] = base.Room(cpu=cpu, mem=mem)
+            if host.active:
+                used = view.cpu_history[-1] if view.cpu_history else 0.0
+                self.spare[host.name] = (
+                    max(0.0, cpu - used) * host.cpu_total,
+                    max(0.0, mem * host.mem_usable_mb - sum(
+                        _vm_memory(vm, algorithms) for vm in host.vms)))
         self.received = set()
+
+    def demand(self, vm):
+        """``vm`` as placement weighs it: its cpu as its peak."""
+        if self.window == 1 or not vm.cpu_history:
+            return vm
+        weighed = self.weighed.get(vm.uuid)
+        if weighed is None:
+            weighed = self.weighed[vm.uuid] = base.VmState(
+                vm.uuid, [_peak(vm.cpu_history, self.window)],
+                vm.wss_maxavg_mb, vm.booked_mb, vm.remote_mb, vm.dirty_mb_s)
+        return weighed
+
+    def _need(self, vm):
+        """(cpu cores, MiB) ``vm`` takes at least wherever it goes."""
+        # With a window of 1 placement averages the latest samples: no
+        # less than 0 is known.
+        cpu = 0.0
+        if self.window > 1 and vm.cpu_history:
+            cpu = self.demand(vm).cpu_history[-1]
+        return cpu, _vm_memory(vm, self.algorithms)
+
+    def place(self, vms, targets=None):
+        """Placement's PlacementResult for ``vms`` over ``targets`` (views;
+        default: every host), within the rooms."""
+        if targets is None:
+            targets = list(self.hosts.values())
+        return self.algorithms.placement.place(
+            targets, [self.demand(vm) for vm in vms], self.rooms)
+
+    def why_not(self, name, vms):
+        """Why the other active hosts surely cannot take ``vms`` of host
+        ``name`` (its busiest or its largest VM fits under none's fill
+        levels, or they need more cpu or memory than all have left), or
+        None when placement must be asked."""
+        others = [spare for other, spare in self.spare.items()
+                  if other != name]
+        need = {vm.uuid: self._need(vm) for vm in vms}
+        for uuid in sorted({max(need, key=lambda u: (need[u], u)),
+                            max(need, key=lambda u: (need[u][1], u))}):
+            cpu, mem = need[uuid]
+            if any(left_cpu >= cpu and left_mem >= mem
+                   for left_cpu, left_mem in others):
+                continue
+            lacking = ('memory' if not any(left_mem >= mem
+                                           for _, left_mem in others)
+                       else 'cpu' if not any(left_cpu >= cpu
+                                             for left_cpu, _ in others)
+                       else 'cpu and memory')
+            return ('VM %s fits on no other active host: %s: none has %.1f '
+                    'cpu and %.1f MiB (%s) left under its fill levels'
+                    % (uuid, lacking, cpu, mem,
+                       self.algorithms.memory_basis))
+        cpu = sum(cpu for cpu, _ in need.values())
+        mem = sum(mem for _, mem in need.values())
+        left_cpu = sum(left for left, _ in others)
+        left_mem = sum(left for _, left in others)
+        if cpu > left_cpu + 1e-9 or mem > left_mem + 1e-9:
+            return ('its VMs need %.1f cpu and %.1f MiB (%s); the other '
+                    'active hosts have %.1f cpu and %.1f MiB left under '
+                    'their fill levels' % (cpu, mem,
+                                           self.algorithms.memory_basis,
+                                           left_cpu, left_mem))
+        return None
+
+    def leave(self, name):
+        """Host ``name`` is emptied: it takes no VMs any more."""
+        self.spare.pop(name, None)
 
     def move(self, vm, source, dest):
         src, dst = self.hosts[source], self.hosts[dest]
         src.vms = [other for other in src.vms if other is not vm]
-        used = vm.cpu_history[-1] if vm.cpu_history else 0.0
+        cpu, mem = self._need(vm)
+        used = self.demand(vm).cpu_history[-1] if vm.cpu_history else 0.0
         if src.cpu_history and src.cpu_total > 0:
             src.cpu_history[-1] = max(0.0, src.cpu_history[-1]
                                       - used / src.cpu_total)
@@ -269,6 +501,10 @@ class _Views:
             dst.cpu_history[-1] += used / dst.cpu_total
         dst.vms.append(vm)
         self.received.add(dest)
+        if dest in self.spare:
+            left_cpu, left_mem = self.spare[dest]
+            self.spare[dest] = (max(0.0, left_cpu - cpu),
+                                max(0.0, left_mem - mem))
 
 
 def plan_round(hosts, algorithms):
@@ -290,19 +526,20 @@ def plan_round(hosts, algorithms):
     if not under and not plan.overloaded:
         return plan
 
-    views = _Views(hosts)
+    views = _Views(hosts, algorithms)
     by_name = {host.name: host for host in hosts}
     woken, relief, evacuation, power_off = [], [], [], []
 
     selected, source, reason = [], {}, {}
     for name, dims in plan.overloaded.items():
-        for vm in _select(by_name[name], algorithms):
+        # A host shedding VMs takes none: it would be overloaded again.
+        views.rooms[name].moves = 0
+        for vm in _select(by_name[name], dims, algorithms):
             selected.append(vm)
             source[vm.uuid] = name
             reason[vm.uuid] = 'overload:' + _words(dims)
     if selected:
-        result = algorithms.placement.place(list(views.hosts.values()),
-                                            selected)
+        result = views.place(selected)
         plan.unplaced.update(result.unplaced)
         first_reason = {}
         for vm in selected:
@@ -333,10 +570,14 @@ def plan_round(hosts, algorithms):
                                'to take VMs')
             continue
         if vms:
+            blocked = views.why_not(name, vms)
+            if blocked:
+                plan.kept[name] = blocked
+                continue
             targets = [view for view in views.hosts.values()
                        if view.active and view.name != name
                        and view.name not in emptied]
-            result = algorithms.placement.place(targets, vms)
+            result = views.place(vms, targets)
             if result.unplaced:
                 uuid = sorted(result.unplaced)[0]
                 plan.kept[name] = 'VM %s fits on no other active host: %s' % (
@@ -347,6 +588,7 @@ def plan_round(hosts, algorithms):
                 views.move(vm, name, dest)
                 evacuation.append(Action(MIGRATE, why, vm.uuid, name, dest))
         emptied.add(name)
+        views.leave(name)
         power_off.append(Action(POWER_OFF, why, source_host=name))
 
     plan.actions = woken + relief + evacuation + power_off

@@ -74,7 +74,7 @@ class Settings:
     """How the loop runs: history kept, migration time and round period
     (both in steps)."""
 
-    history_length: int = 100
+    history_length: int = 288
     migration_steps: int = 1
     round_steps: int = 1
 
@@ -150,6 +150,9 @@ class _Remembered:
         if entry is not None and entry[0] is utilization:
             return entry[1]
         return self.detector.is_overloaded(utilization)
+
+    def fill_limit(self, utilization):
+        return self.detector.fill_limit(utilization)
 
 
 class Simulation:

@@ -70,6 +70,19 @@ class HostState:
 
 
 @dataclasses.dataclass
+class Room:
+    """How far a round lets placement fill one host, on top of the
+    placement's own thresholds: its use in each dimension, as a share of
+    its capacity, must stay at or under ``cpu`` and ``mem`` with the VMs
+    placed on it, and it receives at most ``moves`` VMs (None: any
+    number)."""
+
+    cpu: float = 1.0
+    mem: float = 1.0
+    moves: int = None
+
+
+@dataclasses.dataclass
 class PlacementResult:
     """Where each placed VM goes (uuid -> host name), the inactive hosts
     that must be woken for it, and why each unplaced VM was not placed."""
@@ -207,6 +220,31 @@ class OverloadDetector(Algorithm):
     def is_overloaded(self, utilization):
         """True when ``utilization`` (0..1, oldest first) is overloaded."""
 
+    def fill_limit(self, utilization):
+        """The utilisation a host whose history is ``utilization`` may be
+        filled to and stay at without this detector calling it
+        overloaded.
+
+        The built-in detectors answer from their parameters (and, those
+        whose threshold follows the history's spread, from the history).
+        This default suits any detector that calls a steady use overloaded
+        no sooner than a higher one: it searches, to 1 % of capacity, the
+        lowest level at which the history followed by as many samples
+        again at that level is overloaded.
+        """
+        steady = max(len(utilization), 1)
+        history = list(utilization)
+        low, high = 0.0, 1.0
+        if not self.is_overloaded(history + [high] * steady):
+            return high
+        while high - low > 0.01:
+            middle = (low + high) / 2
+            if self.is_overloaded(history + [middle] * steady):
+                high = middle
+            else:
+                low = middle
+        return low
+
 
 class VmSelector(Algorithm):
     """Picks the VM to move off an overloaded host."""
@@ -224,8 +262,11 @@ class Placement(Algorithm):
     family = 'placement'
 
     @abc.abstractmethod
-    def place(self, hosts, vms):
-        """A PlacementResult for ``vms`` over ``hosts`` (HostStates)."""
+    def place(self, hosts, vms, rooms=None):
+        """A PlacementResult for ``vms`` over ``hosts`` (HostStates),
+        filling no host beyond its Room in ``rooms`` (host name -> Room;
+        a host without one: as far as the placement's own thresholds
+        allow)."""
 
 
 def load(family, name, params=None, dimension='cpu', option=None):

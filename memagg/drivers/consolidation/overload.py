@@ -44,6 +44,9 @@ class Threshold(base.OverloadDetector):
             return False
         return utilization[-1] > self.params['threshold']
 
+    def fill_limit(self, utilization):
+        return self.params['threshold']
+
 
 class LastNAverage(base.OverloadDetector):
     """Overloaded when the mean of the last ``n`` values is above
@@ -59,6 +62,9 @@ class LastNAverage(base.OverloadDetector):
         if not window:
             return False
         return sum(window) / len(window) > self.params['threshold']
+
+    def fill_limit(self, utilization):
+        return self.params['threshold']
 
 
 def mad(data):
@@ -184,6 +190,45 @@ class Lr(base.OverloadDetector):
             return False
         return self.params['param'] * predicted >= self.params['threshold']
 
+    def fill_limit(self, utilization):
+        """The highest use that, held from now on, keeps the prediction
+        under threshold / param while the line still rises from the
+        history to it, and once it is steady.
+
+        A prediction is a fixed weighted sum of the last ``length`` values
+        (the fit is linear in them): with k new values at level L it is
+        A_k + C_k L, so each k bounds L. For lrr the same bound is taken:
+        its re-weighting pulls the line less towards a few new values.
+        """
+        length = self.params['length']
+        weights = self._prediction_weights()
+        limit = self.params['threshold'] / self.params['param']
+        history = list(utilization)
+        for new in range(1, length):
+            old = length - new
+            if len(history) < old:
+                continue
+            gain = sum(weights[old:])
+            if gain <= 0:
+                continue
+            known = sum(w * u for w, u in zip(weights, history[-old:]))
+            limit = min(limit, (self.params['threshold']
+                                / self.params['param'] - known) / gain)
+        return min(1.0, max(0.0, limit))
+
+    def _prediction_weights(self):
+        """c such that predict(u) = sum(c_i u_i) over the last
+        ``length`` values of u, for the plain tricube fit."""
+        length = self.params['length']
+        ahead = self.params['migration_time'] / self.params['time_step']
+        weights = tricube_weights(length)
+        total = sum(weights)
+        x_mean = sum(w * x for x, w in enumerate(weights)) / total
+        sxx = sum(w * (x - x_mean) ** 2 for x, w in enumerate(weights))
+        at = length - 1 + ahead
+        return [w / total + (at - x_mean) * w * (x - x_mean) / sxx
+                for x, w in enumerate(weights)]
+
 
 class Lrr(Lr):
     """Robust local regression: as lr with bisquare re-weighting."""
@@ -219,6 +264,9 @@ class Otf(base.OverloadDetector):
         over = sum(1 for u in utilization if u >= threshold)
         return (ahead + over) / (ahead + len(utilization)) >= \
             self.params['otf']
+
+    def fill_limit(self, utilization):
+        return self.params['threshold']
 
 
 def host_overloaded(cpu_detector, mem_detector, host):

@@ -181,3 +181,7 @@ class Mhod(base.OverloadDetector):
             params['migration_time'] / params['time_step'],
             len(states), sum(states), grid)
         return policy is None
+
+    def fill_limit(self, utilization):
+        # Below the overload state a host is never reported.
+        return self.params['state_config'][0]

@@ -61,13 +61,17 @@ class _Pool:
         self.tree = [_ABSENT] * (2 * width)
         self.cpu = {}
         self.mem = {}
+        # VMs each host may still receive (None: any number).
+        self.moves = {}
         # (-free cpu, position) of hosts not admitted for the current cpu.
         self.waiting = []
 
-    def add(self, pos, cpu, mem):
+    def add(self, pos, cpu, mem, moves=None):
         self.cpu[pos] = cpu
         self.mem[pos] = mem
-        heapq.heappush(self.waiting, (-cpu, pos))
+        self.moves[pos] = moves
+        if moves is None or moves > 0:
+            heapq.heappush(self.waiting, (-cpu, pos))
 
     def admit(self, cpu):
         """Admit every waiting host with at least ``cpu`` free."""
@@ -117,6 +121,12 @@ class _Pool:
         more)."""
         self.cpu[pos] -= cpu
         self.mem[pos] -= mem
+        if self.moves[pos] is not None:
+            self.moves[pos] -= 1
+            if not self.moves[pos]:
+                # It may receive no more: out of the pool for good.
+                self._set(pos, _ABSENT)
+                return
         if self.cpu[pos] >= cpu:
             self._set(pos, self.mem[pos])
         else:
@@ -156,6 +166,11 @@ class BestFitDecreasing(base.Placement):
     latest samples of its VMs being placed (with no utilisation history,
     the demand of the VMs that stay); its used memory is the sum over the
     VMs that stay. A VM is never placed back on the host it is on.
+
+    A host's Room, when the round gives one, lowers the shares of it that
+    may be used to ``min(cpu_threshold, room.cpu)`` and
+    ``min(ram_threshold, room.mem)``, and a host takes no more than
+    ``room.moves`` VMs.
     """
 
     name = 'best_fit_decreasing'
@@ -169,7 +184,14 @@ class BestFitDecreasing(base.Placement):
             return vm.booked_mb
         return vm.wss_maxavg_mb
 
-    def _free(self, host, moving):
+    def _shares(self, room):
+        """The (cpu, mem) shares of a host that may be used."""
+        cpu, mem = self.params['cpu_threshold'], self.params['ram_threshold']
+        if room is None:
+            return cpu, mem
+        return min(cpu, room.cpu), min(mem, room.mem)
+
+    def _free(self, host, moving, room):
         """Free (cpu, mem) of ``host`` once ``moving`` VMs have left."""
         cpu_used = (host.cpu_history[-1] * host.cpu_total
                     if host.cpu_history else 0.0)
@@ -182,24 +204,28 @@ class BestFitDecreasing(base.Placement):
                 if not host.cpu_history:
                     cpu_used += _demand(vm, self.params['last_n_vm_cpu'])
         cpu_used = max(cpu_used, 0.0)
-        return (self.params['cpu_threshold'] * host.cpu_total - cpu_used,
-                self.params['ram_threshold'] * host.mem_usable_mb - mem_used)
+        cpu_share, mem_share = self._shares(room)
+        return (cpu_share * host.cpu_total - cpu_used,
+                mem_share * host.mem_usable_mb - mem_used)
 
-    def place(self, hosts, vms):
-        """A PlacementResult for ``vms`` over ``hosts`` (HostStates)."""
+    def place(self, hosts, vms, rooms=None):
+        """A PlacementResult for ``vms`` over ``hosts`` (HostStates),
+        within ``rooms`` (host name -> base.Room)."""
         result = base.PlacementResult()
         moving = {vm.uuid for vm in vms}
         last_n = self.params['last_n_vm_cpu']
+        rooms = rooms or {}
 
         free = {}
         for host in hosts:
+            room = rooms.get(host.name)
             if host.active:
-                free[host.name] = self._free(host, moving)
+                free[host.name] = self._free(host, moving, room)
             else:
                 # A powered-off host runs nothing: all of it is free.
-                free[host.name] = (
-                    self.params['cpu_threshold'] * host.cpu_total,
-                    self.params['ram_threshold'] * host.mem_usable_mb)
+                cpu_share, mem_share = self._shares(room)
+                free[host.name] = (cpu_share * host.cpu_total,
+                                   mem_share * host.mem_usable_mb)
         order = sorted(free, key=lambda name: (free[name], name))
         position = {name: i for i, name in enumerate(order)}
         source = {vm.uuid: host.name for host in hosts for vm in host.vms}
@@ -208,7 +234,9 @@ class BestFitDecreasing(base.Placement):
         inactive = _Pool(len(order))
         for host in hosts:
             pool = active if host.active else inactive
-            pool.add(position[host.name], *free[host.name])
+            room = rooms.get(host.name)
+            pool.add(position[host.name], *free[host.name],
+                     None if room is None else room.moves)
 
         demands = []
         for vm in vms:
@@ -232,11 +260,19 @@ class BestFitDecreasing(base.Placement):
                         cpu, mem, active, inactive, skip)
                     continue
                 inactive.remove(pos)
-                active.add(pos, inactive.cpu[pos], inactive.mem[pos])
+                active.add(pos, inactive.cpu[pos], inactive.mem[pos],
+                           inactive.moves[pos])
                 active.admit(cpu)
                 result.woken.append(order[pos])
             active.take(pos, cpu, mem)
             result.placements[uuid] = order[pos]
+        capped = len({pos for pool in (active, inactive)
+                      for pos, moves in pool.moves.items() if moves == 0})
+        if result.unplaced and capped:
+            note = (' (%d host%s may receive no more VMs this round)'
+                    % (capped, '' if capped == 1 else 's'))
+            result.unplaced = {uuid: reason + note
+                               for uuid, reason in result.unplaced.items()}
         return result
 
     def _reason(self, cpu, mem, active, inactive, skip):

@@ -87,7 +87,7 @@ def test_an_audit_is_stored_pending_and_cast(api, scheduler):
 def test_an_audit_keeps_its_basis_execution_and_parameters(api, scheduler):
     parameters = {'overload_cpu': 'threshold',
                   'overload_cpu_params': {'threshold': 0.7},
-                  'underload_require': 'either'}
+                  'underload_require': 'either', 'fill_headroom_cpu': 0.1}
 
     response = _post(api, '/v1/audits', {
         'memory_basis': 'booked', 'auto_execute': True,
@@ -107,7 +107,12 @@ def test_an_audit_keeps_its_basis_execution_and_parameters(api, scheduler):
      'unknown field; this request accepts: auto_execute, memory_basis, '
      'parameters'),
     ({'parameters': {'threshold': 0.5}}, 'parameters.threshold',
-     'unknown field; parameters accepts: overload_cpu, overload_cpu_params'),
+     'unknown field; parameters accepts: fill_headroom_cpu, '
+     'fill_headroom_mem, fill_window, '),
+    ({'parameters': {'fill_headroom_cpu': 2}},
+     'parameters.fill_headroom_cpu', 'got 2: give a value from 0.0 to 1.0'),
+    ({'parameters': {'fill_window': 1.5}}, 'parameters.fill_window',
+     'got 1.5: give a whole number'),
     ({'parameters': {'overload_cpu_params': '{}'}},
      'parameters.overload_cpu_params', 'give a JSON object'),
     ({'parameters': {'overload_cpu': 'nosuch'}}, 'parameters.overload_cpu',

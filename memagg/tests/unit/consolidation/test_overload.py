@@ -257,3 +257,80 @@ def test_invalid_parameters_name_the_key():
     with pytest.raises(exceptions.InvalidParameter) as err:
         base.load('overload', 'mad', {'safety': 2})
     assert err.value.kwargs['field'] == 'overload.mad.safety'
+
+
+QUIET = [0.4, 0.5] * 20
+
+
+@pytest.mark.parametrize('detector, limit', [
+    (overload.Threshold({'threshold': 0.8}), 0.8),
+    (overload.LastNAverage({'threshold': 0.7, 'n': 3}), 0.7),
+    (overload.Otf({'threshold': 0.75, 'limit': 5}), 0.75),
+    (base.load('overload', 'mhod'), 0.8),
+    (overload.Threshold(dimension='mem'), 0.95),
+])
+def test_fill_limit_is_the_steady_use_the_detector_accepts(detector, limit):
+    assert detector.fill_limit(QUIET) == pytest.approx(limit)
+    # Held just under it from now on, a host is never overloaded; held
+    # above it, it is.
+    assert not any(detector.is_overloaded(QUIET + [limit - 0.01] * steps)
+                   for steps in range(1, 60))
+    assert detector.is_overloaded(QUIET + [limit + 0.05] * 60)
+
+
+@pytest.mark.parametrize('detector', [
+    overload.Lr({'threshold': 0.8, 'param': 1.25}),
+    overload.Lrr(),
+])
+def test_fill_limit_of_regressions_covers_the_rise_to_it(detector):
+    steady = detector.params['threshold'] / detector.params['param']
+    limit = detector.fill_limit(QUIET)
+    # A step up from the history is a rising line, extrapolated above
+    # the new level for a while: the limit is below the steady one.
+    assert limit < steady - 0.03
+    assert detector.is_overloaded(QUIET + [steady - 0.01] * 10)
+    assert not any(detector.is_overloaded(QUIET + [limit - 0.01] * steps)
+                   for steps in range(1, 60))
+    # Nothing to rise from: the steady level.
+    assert detector.fill_limit([steady] * 40) == pytest.approx(steady)
+
+
+@pytest.mark.parametrize('cls', [overload.Mad, overload.Iqr])
+def test_fill_limit_of_adaptive_thresholds_is_searched(cls):
+    detector = cls()
+    # The threshold falls as the spread grows, and a host filled above its
+    # past widens it: the limit is the highest level that, once it makes
+    # half the history, is not overloaded.
+    limit = detector.fill_limit(QUIET)
+    assert limit < 1 - detector.params['threshold'] * detector.spread(QUIET)
+    assert not detector.is_overloaded(QUIET + [limit] * len(QUIET))
+    assert detector.is_overloaded(QUIET + [limit + 0.02] * len(QUIET))
+    # A steady history is no exception: the step up from it widens the
+    # spread.
+    assert 0.6 < detector.fill_limit([0.5] * 20) < 0.8
+
+
+class _MeanAbove(base.OverloadDetector):
+    """A plug-in without a fill_limit of its own: overloaded when the mean
+    of its history is above 0.6."""
+
+    name = 'mean_above'
+
+    def is_overloaded(self, utilization):
+        return sum(utilization) / len(utilization) > 0.6
+
+
+class _Never(_MeanAbove):
+
+    def is_overloaded(self, utilization):
+        return False
+
+
+def test_fill_limit_of_any_plug_in_is_searched():
+    # Ten samples at 0.4 then ten at L: mean (0.4 + L) / 2 > 0.6 above
+    # L = 0.8. The search answers within 1 % below.
+    limit = _MeanAbove().fill_limit([0.4] * 10)
+    assert 0.79 <= limit <= 0.8
+    assert not _MeanAbove().is_overloaded([0.4] * 10 + [limit] * 10)
+    assert _Never().fill_limit([0.4] * 10) == 1.0
+    assert _MeanAbove().fill_limit([]) == pytest.approx(0.6, abs=0.01)

@@ -105,6 +105,37 @@ def test_partial_plan_with_reasons():
     assert 'no cpu history' in result.unplaced['no-data']
 
 
+def test_rooms_lower_how_far_a_host_is_filled():
+    # A would take v under 0.8 of its cpu (200 + 500 <= 800) and 0.95 of
+    # its memory; a room of 0.6 cpu leaves it 400, so v goes to B; a room
+    # of 0.5 memory leaves C 500 MiB, too little for w.
+    hosts = [host('A', 1000, 10000, 0.2), host('B', 1000, 10000, 0.0),
+             host('C', 1000, 1000, 0.0, active=False)]
+    vms = [vm('v', [500.0], 100.0)]
+    assert bfd().place(hosts, vms).placements == {'v': 'A'}
+    rooms = {'A': base.Room(cpu=0.6), 'C': base.Room(mem=0.5)}
+    assert bfd().place(hosts, vms, rooms).placements == {'v': 'B'}
+
+    result = bfd().place(hosts[2:], [vm('w', [10.0], 600.0)], rooms)
+    assert result.woken == []
+    assert result.unplaced['w'].startswith('memory:')
+
+
+def test_rooms_cap_the_vms_a_host_receives():
+    # A has room for all three but takes two; the third goes to B. With B
+    # taking none, it stays, and the reason says why hosts were left out.
+    hosts = [host('A', 1000, 10000, 0.0), host('B', 1000, 10000, 0.5)]
+    vms = [vm('v%d' % i, [100.0 - i], 100.0) for i in range(3)]
+    rooms = {'A': base.Room(moves=2)}
+    result = bfd().place(hosts, vms, rooms)
+    assert result.placements == {'v0': 'B', 'v1': 'B', 'v2': 'B'}
+    rooms = {'A': base.Room(moves=2), 'B': base.Room(moves=0)}
+    result = bfd().place(hosts, vms, rooms)
+    assert result.placements == {'v0': 'A', 'v1': 'A'}
+    assert result.unplaced['v2'].endswith(
+        '(2 hosts may receive no more VMs this round)')
+
+
 def test_cpu_and_memory_never_together():
     # A has the cpu (800 >= 500) but 0.95 * 1000 = 950 MiB; B has 10000 MiB
     # but 0.8 * 100 = 80 cpu: the memory of hosts with the cpu is short.

@@ -25,7 +25,9 @@ from memagg.drivers.consolidation import base
 from memagg.scheduler import consolidation as cons
 
 # Underloaded below 0.2 in both dimensions; overloaded above 0.8 cpu or
-# 0.95 memory; packing up to 0.8 cpu and 0.95 memory.
+# 0.95 memory; packing up to 0.8 cpu and 0.95 memory, by the latest
+# samples: no headroom under the detectors (hysteresis is tested on its
+# own, with HYSTERESIS).
 SIMPLE = {
     'underload_cpu': 'threshold', 'underload_cpu_params': {'threshold': 0.2},
     'underload_mem': 'threshold', 'underload_mem_params': {'threshold': 0.2},
@@ -33,6 +35,7 @@ SIMPLE = {
     'overload_mem': 'threshold', 'overload_mem_params': {},
     'vm_selection': 'minimum_migration_time_max_cpu',
     'vm_selection_params': {},
+    'fill_headroom_cpu': 0, 'fill_headroom_mem': 0, 'fill_window': 1,
 }
 
 
@@ -244,6 +247,141 @@ def test_defaults_are_neats_with_memory(conf):
                            vms=[base.VmState('s1', [2.4] * 40, 600, 600)])
     plan = cons.plan_round([busy, spare], algorithms)
     assert plan.overloaded == {'busy': ['cpu']}
+
+
+# SIMPLE with hysteresis: hosts are filled, and relieved, to 0.1 under
+# what the detectors accept (0.7 cpu, 0.85 memory), counting cpu at its
+# peak over the last 4 samples.
+HYSTERESIS = dict(SIMPLE, fill_headroom_cpu=0.1, fill_headroom_mem=0.1,
+                  fill_window=4)
+
+
+def test_hysteresis_refuses_a_fill_the_detector_would_flag(conf):
+    # The cpu detector calls a host overloaded above 0.6, below the 0.8 to
+    # which placement would fill: idle's VM (2 cores) would take b from
+    # 0.5 to 0.7, where the detector flags it at the next round. The round
+    # fills no host above what its detector accepts: idle is kept.
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, overload_cpu_params={'threshold': 0.6}))
+    idle = host('idle', [vm('i1', 2, 100)])
+    b = host('b', [vm('b1', 5, 300)])
+
+    assert algorithms.placement.place([b], idle.vms).placements == {
+        'i1': 'b'}
+    assert algorithms.overload_cpu.is_overloaded(b.cpu_history + [0.7])
+    plan = cons.plan_round([idle, b], algorithms)
+    assert plan.actions == []
+    assert plan.kept['idle'] == (
+        'VM i1 fits on no other active host: cpu: no host has 2.0 cpu free '
+        'for it (the most free is 1.0)')
+
+
+def test_headroom_keeps_a_gap_under_the_detector(conf):
+    # b at 0.55 of 10 cores takes 1.4 more (0.69) but not 2 (0.75, under
+    # the detector's 0.8 but above its 0.7 fill level).
+    algorithms = cons.load_algorithms(CONF.consolidation, HYSTERESIS)
+    b = host('b', [vm('b1', 5.5, 300)])
+    small = host('small', [vm('s1', 1.4, 100)])
+    big = host('big', [vm('g1', 2, 100)])
+    assert migrations(cons.plan_round([small, b], algorithms)) == [
+        ('s1', 'small', 'b', 'underload:cpu+memory')]
+    assert 'big' in cons.plan_round([big, b], algorithms).kept
+    assert migrations(cons.plan_round([big, b], cons.load_algorithms(
+        CONF.consolidation, SIMPLE))) == [
+        ('g1', 'big', 'b', 'underload:cpu+memory')]
+
+
+def test_an_overloaded_host_is_relieved_under_its_fill_level_in_one_move(
+        conf):
+    # a uses 9 of 10 cores. Without headroom, leaving 0.8 is enough (need
+    # 1 core): every VM does it alone, the cheapest (a1, 100 MiB) leaves
+    # and a stays at 0.8, on the detector's edge. With a fill level of
+    # 0.7, 2 cores must leave: of the VMs that do it alone (a2, a3) the
+    # cheaper leaves.
+    vms = [vm('a1', 1, 100), vm('a2', 2, 300), vm('a3', 6, 400)]
+    spare = host('spare', [vm('s1', 4, 100)], mem=4000)
+    plan = cons.plan_round([host('a', vms), spare], cons.load_algorithms(
+        CONF.consolidation, SIMPLE))
+    assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
+    plan = cons.plan_round([host('a', vms), spare], cons.load_algorithms(
+        CONF.consolidation, HYSTERESIS))
+    assert migrations(plan) == [('a2', 'a', 'spare', 'overload:cpu')]
+
+
+def test_when_no_vm_relieves_alone_the_one_relieving_most_leaves(conf):
+    # 9.5 of 10 cores, 2.5 over the 0.7 fill level: no VM has that much.
+    # The 2-core VMs relieve most; the cheapest of them (x, 100 MiB)
+    # leaves, then 0.5 core is over and every VM would do: the cheapest of
+    # all (z, 50 MiB). Two moves, where the cheapest first would take
+    # three (z, then x, then y).
+    vms = [vm('x', 2, 100), vm('y', 2, 200), vm('w', 2, 300),
+           vm('v', 2, 400), vm('z', 1.5, 50)]
+    spare = host('spare', [], cpus=20, mem=4000)
+    spare.cpu_history = spare.mem_history = [0.3, 0.3]
+    plan = cons.plan_round([host('a', vms, mem=2000), spare],
+                           cons.load_algorithms(CONF.consolidation,
+                                                HYSTERESIS))
+    assert migrations(plan) == [('x', 'a', 'spare', 'overload:cpu'),
+                                ('z', 'a', 'spare', 'overload:cpu')]
+
+
+def test_placement_counts_cpu_at_its_peak_over_the_window(conf):
+    algorithms = cons.load_algorithms(CONF.consolidation, HYSTERESIS)
+    # b uses 0.3 now but 0.6 two samples ago: with the window of 4 it has
+    # 0.7 - 0.6 = 1 core left, not 4.
+    b = host('b', [vm('b1', 3, 300)])
+    b.cpu_history = [0.2, 0.6, 0.4, 0.3]
+    idle = host('idle', [vm('i1', 1.5, 100)])
+    assert 'idle' in cons.plan_round([idle, b], algorithms).kept
+    latest = cons.load_algorithms(CONF.consolidation,
+                                  dict(HYSTERESIS, fill_window=1))
+    assert migrations(cons.plan_round([idle, b], latest)) == [
+        ('i1', 'idle', 'b', 'underload:cpu+memory')]
+    # A VM is weighed by its peak too: quiet now (0.5 core), it used 1.5.
+    b.cpu_history = [0.3] * 4
+    quiet = vm('q1', 0.5, 100)
+    quiet.cpu_history = [1.5, 0.5, 0.5, 0.5]
+    idle = host('idle', [quiet])
+    assert migrations(cons.plan_round([idle, b], algorithms)) == [
+        ('q1', 'idle', 'b', 'underload:cpu+memory')]
+    b.cpu_history = [0.6] * 4
+    assert 'idle' in cons.plan_round([idle, b], algorithms).kept
+
+
+def test_no_memory_headroom_for_booked_memory(conf):
+    # b books 800 of 1000 MiB; a's VM books 100 more: 0.9, under the
+    # detector's 0.95. By booked memory nothing grows: it fits.
+    booked = cons.load_algorithms(CONF.consolidation,
+                                  dict(HYSTERESIS, memory_basis='booked'))
+    a = host('a', [vm('a1', 0.5, 50, booked=100)])
+    b = host('b', [vm('b1', 5, 300, booked=800)])
+    b.mem_history = [0.8, 0.8]
+    assert migrations(cons.plan_round([a, b], booked)) == [
+        ('a1', 'a', 'b', 'underload:cpu+memory')]
+
+
+def test_control_options_are_checked_and_typed(conf):
+    algorithms = cons.load_algorithms(CONF.consolidation, {
+        'fill_headroom_cpu': '0.25', 'fill_window': '12'})
+    assert (algorithms.controls.fill_headroom_cpu,
+            algorithms.controls.fill_window) == (0.25, 12)
+    for name, value, words in (
+            ('fill_headroom_cpu', 'much', 'must be a number'),
+            ('fill_headroom_mem', 1.5, 'between 0.0 and 1.0'),
+            ('fill_window', 2.5, 'must be an integer'),
+            ('fill_window', 0, 'at least 1'),
+            ('fill_window', True, 'must be an integer')):
+        with pytest.raises(exceptions.InvalidParameter) as err:
+            cons.load_algorithms(CONF.consolidation, {name: value})
+        assert "'[consolidation] %s'" % name in str(err.value)
+        assert words in str(err.value)
+
+
+def test_control_defaults(conf):
+    controls = cons.load_algorithms(CONF.consolidation).controls
+    assert (controls.fill_headroom_cpu, controls.fill_headroom_mem,
+            controls.fill_window) == (0.02, 0.15, 288)
+    assert CONF.consolidation.history_length == 288
 
 
 @pytest.mark.parametrize('overrides, field, words', [

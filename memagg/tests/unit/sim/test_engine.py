@@ -32,16 +32,23 @@ def _algorithms(basis, **overrides):
         conf.consolidation, dict(overrides, memory_basis=basis))
 
 
-def _simulation(trace, hosts, basis, samples=1, **settings):
+def _simulation(trace, hosts, basis, samples=1, options=None, **settings):
     initial = sim_trace.initial_hosts(trace, hosts)
     wss = maxavg.maxavg(trace.wss_mb, trace.first, samples, 3600,
                         trace.step_s)
-    return engine.Simulation(trace, hosts, initial, wss, _algorithms(basis),
-                             basis, engine.Settings(**settings))
+    return engine.Simulation(
+        trace, hosts, initial, wss, _algorithms(basis, **(options or {})),
+        basis, engine.Settings(**settings))
 
 
-def _simulate(trace, hosts, basis, samples=1, **settings):
-    return _simulation(trace, hosts, basis, samples, **settings).run()
+def _simulate(trace, hosts, basis, samples=1, options=None, **settings):
+    return _simulation(trace, hosts, basis, samples, options,
+                       **settings).run()
+
+
+# No room kept for working sets to grow, as Neat kept none: what the
+# three-host cases below follow by hand.
+NO_HEADROOM = {'fill_headroom_mem': 0}
 
 
 def _csv(tmp_path, rows):
@@ -77,12 +84,12 @@ def test_booked_packing_keeps_every_host(three_hosts):
 
 def test_wss_packing_empties_two_hosts_then_counts_memory_overload(
         three_hosts):
-    result = _simulate(*three_hosts, 'wss')
+    result = _simulate(*three_hosts, 'wss', options=NO_HEADROOM)
 
     # Step 0: working sets are 0.3 of each host, all underloaded; h-a's VM
     # goes to h-b (first by name), h-b having received one stays, h-c's
-    # goes to h-b too (300 more MiB fit under 0.95 x 1000). Both land and
-    # h-a, h-c power off at step 1.
+    # goes to h-b too (300 more MiB fit under 0.95 x 1000 with no
+    # headroom). Both land and h-a, h-c power off at step 1.
     # Step 4: the working sets grow to 400 MiB: h-b's add up to 1200 MiB
     # > 1000 (memory overload, one host-step); its memory utilisation 1.2
     # is above the 0.95 threshold, one VM (v1, the smallest uuid among
@@ -100,8 +107,22 @@ def test_wss_packing_empties_two_hosts_then_counts_memory_overload(
     assert result.rounds == 8
 
 
+def test_memory_headroom_leaves_room_for_working_sets_to_grow(
+        three_hosts):
+    result = _simulate(*three_hosts, 'wss')
+
+    # By default h-b is filled to 0.95 - 0.15 of its memory: h-a's VM
+    # joins it (600 MiB), h-c's does not (900 > 800) and h-c stays on.
+    # When the working sets grow to 400 MiB h-b holds 800 MiB: no memory
+    # overload, nothing moves again.
+    assert result.active_hosts.tolist() == [3] + [2] * 7
+    assert result.by_trigger == {'underload:cpu+memory': 1}
+    assert result.mem_overloaded.sum() == 0
+
+
 def test_longer_migration_time_keeps_hosts_busy(three_hosts):
-    result = _simulate(*three_hosts, 'wss', migration_steps=3)
+    result = _simulate(*three_hosts, 'wss', options=NO_HEADROOM,
+                       migration_steps=3)
 
     # The step-0 moves land at step 3; meanwhile the hosts are on and sit
     # out the rounds.
@@ -200,4 +221,4 @@ def test_run_stops_if_the_planner_moves_a_stand_in(three_hosts,
 
     with pytest.raises(RuntimeError, match='plan_round moved the VMs of '
                                            'host h-c'):
-        _simulate(*three_hosts, 'wss')
+        _simulate(*three_hosts, 'wss', options=NO_HEADROOM)

@@ -164,7 +164,7 @@ def _simulated(capsys, tmp_path, name, *argv):
 def test_tiny_sweep_writes_the_table_json_and_plot(capsys, tmp_path):
     out_dir = tmp_path / 'sweep'
 
-    status, out, err = _run(capsys, *TINY, '--set', 'history_length=20,100',
+    status, out, err = _run(capsys, *TINY, '--set', 'history_length=20,288',
                             '--progress', '--output-dir', str(out_dir))
 
     assert status == 0, err
@@ -173,7 +173,7 @@ def test_tiny_sweep_writes_the_table_json_and_plot(capsys, tmp_path):
     with open(out_dir / 'sweep.csv', newline='') as stream:
         rows = list(csv.DictReader(stream))
     assert [(row['setting'], row['history_length']) for row in rows] == [
-        ('1', '20'), ('2', '100')]
+        ('1', '20'), ('2', '288')]
     assert set(rows[0]) == {'setting', 'history_length', 'pareto'} | {
         name + suffix for name in sweep.FIGURES for suffix in ('', '_sd')}
     assert {row['pareto'] for row in rows} <= {'yes', 'no'}
@@ -181,7 +181,7 @@ def test_tiny_sweep_writes_the_table_json_and_plot(capsys, tmp_path):
     assert (out_dir / 'sweep.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     record = json.loads((out_dir / 'sweep.json').read_text())
     assert record['seeds'] == [0, 1]
-    assert record['grid'] == {'history_length': ['20', '100']}
+    assert record['grid'] == {'history_length': ['20', '288']}
     assert 'seed' not in record['trace']['synthetic']
     assert record['trace']['hosts'] == 4
 
@@ -212,7 +212,7 @@ def test_tiny_sweep_writes_the_table_json_and_plot(capsys, tmp_path):
     assert lines[0].endswith('(mean ±sd over seeds 0, 1)')
     assert re.match(r'#\s+history_length\s+hosts saved %', lines[1])
     assert re.match(r'1\s+20\s+\d+\.\d ±\d+\.\d ', lines[2])
-    assert re.match(r'2\s+100\s+', lines[3])
+    assert re.match(r'2\s+288\s+', lines[3])
     assert lines[-2] == 'wrote %s' % ', '.join(
         str(out_dir / name) for name in sweep.FILES)
     assert re.match(r'2 settings x 2 seeds, and the booked reference per '
