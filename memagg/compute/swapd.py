@@ -242,9 +242,11 @@ class SwapdClient:
 
         With ``adopt`` (a live migration's destination) the pages are on
         the donors already: every slab must have one (SwapdError EINVAL
-        otherwise), the local copy is emptied and rebuilt from the donors
-        in the background (``export_stats``' rebuild_left), and reads go
-        to the donors until then."""
+        otherwise), the local copy is emptied, and reads go to the donors
+        until it is rebuilt from them.  That rebuild waits for
+        ``export_rebuild`` (a migration's finish: run during the
+        migration, it would slow the copy of the guest's memory), then
+        runs in the background (``export_stats``' rebuild_left)."""
         reply = self.request('EXPORT_CREATE', grant=grant, key=key,
                              size=size, slab_size=slab_size, local=local,
                              slabs=slab_specs(slabs, slab_size),
@@ -273,6 +275,14 @@ class SwapdClient:
                              slabs='all' if slabs is None else list(slabs))
         return int(reply['reclaimed'])
 
+    def export_rebuild(self, grant):
+        """Start the rebuild of adopted export ``grant``'s local copy from
+        its donors: {rebuild_left (int, 4 KiB pages still to go through)}.
+        Nothing changes when it runs or is done already, or when the export
+        is not adopted; SwapdError ENOENT when ``grant`` has no export."""
+        return {k: int(v) for k, v in
+                self.request('EXPORT_REBUILD', grant=grant).items()}
+
     def export_drop(self, grant, delete=False):
         """Drop ``grant``'s export (its NBD clients are disconnected); the
         local copy is deleted only with ``delete``."""
@@ -286,9 +296,9 @@ class SwapdClient:
         """``grant``'s export counters (ints): reads, writes, read_bytes,
         write_bytes, zero_reads, local_reads, remote_errors,
         degraded_slabs, clients, lat_p50_us, lat_p99_us, rebuild_left
-        (4 KiB pages an adopted export's rebuild has still to go through;
-        0 when none) and stored_pages (4 KiB pages that count as
-        written)."""
+        (4 KiB pages an adopted export's rebuild has still to go through,
+        all of them until ``export_rebuild``; 0 when none) and
+        stored_pages (4 KiB pages that count as written)."""
         return {k: int(v) for k, v in
                 self.request('EXPORT_STATS', grant=grant).items()}
 

@@ -439,6 +439,26 @@ static char *do_export_reclaim(const struct sd_control_ctx *c,
     return ret ? reply_err(ret, err) : reply_fmt("OK reclaimed=%u\n", done);
 }
 
+static char *do_export_rebuild(const struct sd_control_ctx *c,
+                               const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", NULL };
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys), err[SD_ERRLEN] = "";
+    uint64_t left = 0;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    ret = sd_exports_rebuild(c->exports, grant, &left, err, sizeof(err));
+    if (ret == -ENOENT) {
+        return no_export(grant);
+    }
+    return ret ? reply_err(ret, err) :
+                 reply_fmt("OK rebuild_left=%llu\n", (unsigned long long)left);
+}
+
 static char *do_export_drop(const struct sd_control_ctx *c,
                             const struct sd_args *a)
 {
@@ -550,6 +570,7 @@ static const struct {
     { "EXPORT_CREATE", do_export_create, 0 },
     { "EXPORT_DESCRIBE", do_export_describe, 0 },
     { "EXPORT_RECLAIM", do_export_reclaim, 0 },
+    { "EXPORT_REBUILD", do_export_rebuild, 0 },
     { "EXPORT_DROP", do_export_drop, 0 },
     { "EXPORT_LIST", do_export_list, 0 },
     { "EXPORT_STATS", do_export_stats, 0 },
@@ -583,8 +604,9 @@ int sd_control_handle(const struct sd_control_ctx *ctx, char *line,
     }
     *reply = reply_fmt("ERR EINVAL verb: unknown '%.64s'; one of PING,"
                        "GRANT_ALLOC,GRANT_FREE,DONOR_STATS,EXPORT_CREATE,"
-                       "EXPORT_DESCRIBE,EXPORT_RECLAIM,EXPORT_DROP,"
-                       "EXPORT_LIST,EXPORT_STATS,GHOST\n", args.verb);
+                       "EXPORT_DESCRIBE,EXPORT_RECLAIM,EXPORT_REBUILD,"
+                       "EXPORT_DROP,EXPORT_LIST,EXPORT_STATS,GHOST\n",
+                       args.verb);
     return *reply ? 0 : -ENOMEM;
 }
 

@@ -374,12 +374,13 @@ static int parse_slab_ref(const char *s, size_t len,
     return 0;
 }
 
-/* adopt=, and the rebuilt= of an adopted export's .conf; called once the
- * slabs are known. */
+/* adopt=, and the rebuilt= and rebuild_started= of an adopted export's
+ * .conf; called once the slabs are known. */
 static int parse_adopt(const struct sd_args *a, struct sd_export_spec *spec,
                        int any_local_slabs, char *err, size_t errlen)
 {
     const char *s = sd_args_get(a, "adopt");
+    const char *started = sd_args_get(a, "rebuild_started");
     uint64_t v;
     uint32_t i;
 
@@ -397,6 +398,20 @@ static int parse_adopt(const struct sd_args *a, struct sd_export_spec *spec,
                     "slabs below %u", spec->nslabs);
     }
     spec->rebuilt = s ? (uint32_t)v : 0;
+    if (started && !s) {
+        return fail(err, errlen, -EINVAL, "rebuild_started: only an adopted "
+                    "export's .conf has it, with rebuilt=");
+    }
+    if (started && strcmp(started, "0") != 0 && strcmp(started, "1") != 0) {
+        return fail(err, errlen, -EINVAL, "rebuild_started: must be 0 or 1");
+    }
+    /* A .conf without rebuild_started= predates EXPORT_REBUILD: its
+     * rebuild ran from the adoption on. */
+    spec->rebuild_started = started ? started[0] == '1' : s != NULL;
+    if (!spec->rebuild_started && spec->rebuilt) {
+        return fail(err, errlen, -EINVAL, "rebuilt: a rebuild not started "
+                    "(rebuild_started=0) has rebuilt no slab");
+    }
     if (!spec->adopt) {
         return 0;
     }
@@ -779,11 +794,11 @@ static int peer_submit(struct peer *p, struct sd_io **ios, size_t n,
 /* ---- persistence ---- */
 
 /* Write the export's table to its .conf file (atomically: temp file,
- * fsync, rename), with the state of its rebuild while one runs; called
- * with x->lock held. */
+ * fsync, rename), with the state of its rebuild while it is adopted;
+ * called with x->lock held. */
 static int persist(struct sd_export *x)
 {
-    char tmp[PATH_MAX + 8], adopt[48] = "";
+    char tmp[PATH_MAX + 8], adopt[80] = "";
     char *line = sd_export_spec_format(&x->spec);
     int fd, ret = 0;
 
@@ -791,8 +806,9 @@ static int persist(struct sd_export *x)
         return -ENOMEM;
     }
     if (x->spec.adopt) {
-        snprintf(adopt, sizeof(adopt), " adopt=1 rebuilt=%u",
-                 x->spec.rebuilt);
+        snprintf(adopt, sizeof(adopt), " adopt=1 rebuilt=%u "
+                 "rebuild_started=%d", x->spec.rebuilt,
+                 x->spec.rebuild_started);
     }
     snprintf(tmp, sizeof(tmp), "%s.tmp", x->conf);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -826,7 +842,13 @@ static int persist(struct sd_export *x)
  * An adopted export starts with an empty local copy and every page counted
  * as written, so reads go to the donors, which hold every page the source
  * host wrote (it flushed before handing the VM over; donor memory never
- * written reads as zeros).  A thread walks the export in REBUILD_CHUNK
+ * written reads as zeros).  It stays so, serving the guest's I/O as below,
+ * until EXPORT_REBUILD (sd_exports_rebuild) starts the rebuild: during
+ * the live migration the rebuild's reads and writes would slow the copy
+ * of the guest's memory, so the migration's finish asks for it once the
+ * guest runs here.  The .conf says rebuild_started=0 until then.
+ *
+ * The rebuild is a thread that walks the export in REBUILD_CHUNK
  * steps (rb_cursor): it reads a chunk from its donor and, under rb_lock,
  * writes its non-zero pages to the local copy, unmarks its zero pages as
  * written (they stay holes) and moves rb_cursor past it.  After each slab
@@ -846,7 +868,8 @@ static int persist(struct sd_export *x)
  * the rebuild, which then copies the page, refuses a chunk read while
  * such a write ran (rb_partial, rb_partial_gen) and reads it again.
  *
- * A restart mid-rebuild restores the export as adopted from rebuilt=:
+ * A restart restores a waiting export as waiting (rebuild_started=0).  A
+ * restart mid-rebuild restores the export as adopted from rebuilt=:
  * pages below it are the copy's data extents, as for any export; above
  * it every page counts as written again and the copy's data extents are
  * fresh (written here, or copied past the last save: the current data
@@ -859,6 +882,14 @@ static int rebuilding(struct sd_export *x)
 {
     return __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE) <
            x->written.pages;
+}
+
+/* Pages an adopted export's rebuild has still to go through: all of them
+ * while it waits for EXPORT_REBUILD, 0 once there is nothing to rebuild. */
+static uint64_t rebuild_left(struct sd_export *x)
+{
+    return x->written.pages -
+           __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE);
 }
 
 /* Whether the local copy holds the current data of page p (or its zeros):
@@ -1910,7 +1941,10 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
              strerror(-ret));
         goto out;
     }
-    if (x->spec.adopt) {
+    if (x->spec.adopt && !x->spec.rebuild_started) {
+        sd_log(LOG_INFO, "export %s: adopted; its local copy is rebuilt "
+               "from the donors once EXPORT_REBUILD asks", x->uuid);
+    } else if (x->spec.adopt) {
         sd_log(LOG_INFO, "export %s: adopted; its local copy is rebuilt "
                "from the donors from slab %u of %u", x->uuid,
                x->spec.rebuilt, x->spec.nslabs);
@@ -2135,6 +2169,46 @@ int sd_exports_describe(struct sd_exports *xs,
     return *text ? 0 : -ENOMEM;
 }
 
+int sd_exports_rebuild(struct sd_exports *xs,
+                       const uint8_t grant[SD_UUID_LEN], uint64_t *left,
+                       char *err, size_t errlen)
+{
+    struct sd_export *x = lookup(xs, grant);
+    int ret = 0;
+
+    if (!x) {
+        return fail(err, errlen, -ENOENT, "grant: no export here");
+    }
+    /* Only the control thread starts a rebuild (here) or stops one (a
+     * drop), so rb_running cannot change under this call. */
+    pthread_mutex_lock(&x->lock);
+    if (x->spec.adopt && !x->spec.rebuild_started) {
+        /* Saved first: the rebuild's own saves (rb_slab_done) keep it,
+         * and a restart must not find it waiting again. */
+        x->spec.rebuild_started = 1;
+        ret = persist(x);
+        if (ret) {
+            fail(err, errlen, ret, "cannot write %s: %s", x->conf,
+                 strerror(-ret));
+        } else if ((ret = -pthread_create(&x->rb_thread, NULL,
+                                          rebuild_main, x))) {
+            fail(err, errlen, ret, "cannot start the rebuild's thread: %s",
+                 strerror(-ret));
+        }
+        if (ret) {
+            x->spec.rebuild_started = 0;
+            persist(x);
+        } else {
+            x->rb_running = 1;
+            sd_log(LOG_INFO, "export %s: the rebuild of its local copy "
+                   "from the donors starts", x->uuid);
+        }
+    }
+    pthread_mutex_unlock(&x->lock);
+    *left = rebuild_left(x);
+    return ret;
+}
+
 int sd_exports_reclaim(struct sd_exports *xs,
                        const uint8_t grant[SD_UUID_LEN],
                        const uint32_t *idx, size_t n, uint32_t *done,
@@ -2162,9 +2236,10 @@ int sd_exports_reclaim(struct sd_exports *xs,
 
         if (x->peers[s] && (uint64_t)(s + 1) * pps > cursor) {
             return fail(err, errlen, -EBUSY, "slabs: slab %u of this "
-                        "adopted export is still being rebuilt from its "
-                        "donor (rebuild_left=%llu pages); reclaim it when "
-                        "EXPORT_STATS says rebuild_left=0", s,
+                        "adopted export is not rebuilt from its donor yet "
+                        "(rebuild_left=%llu pages); reclaim it when "
+                        "EXPORT_STATS says rebuild_left=0, after "
+                        "EXPORT_REBUILD", s,
                         (unsigned long long)(x->written.pages - cursor));
         }
     }
@@ -2229,8 +2304,7 @@ int sd_exports_stats(struct sd_exports *xs,
     }
     out->lat_p50_us = sd_hist_percentile(&x->hist, 50);
     out->lat_p99_us = sd_hist_percentile(&x->hist, 99);
-    out->rebuild_left = x->written.pages -
-                        __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE);
+    out->rebuild_left = rebuild_left(x);
     out->stored_pages = sd_bitmap_count(&x->written);
     return 0;
 }

@@ -24,7 +24,10 @@
  * local copy starts empty: every page counts as written and is read from
  * its donor until a background rebuild has copied it (or found it zero),
  * then the export is an ordinary one.  The rebuild never puts a donor's
- * page over one the guest wrote here since the adoption.
+ * page over one the guest wrote here since the adoption.  It starts only
+ * when EXPORT_REBUILD asks (the migration's finish, once the guest runs
+ * here): run during the migration, it would compete with the copy of the
+ * guest's memory and slow it down.
  */
 #ifndef MEMAGG_SWAPD_EXPORT_H
 #define MEMAGG_SWAPD_EXPORT_H
@@ -58,6 +61,8 @@ struct sd_export_spec {
     uint32_t nslabs;                    /* size / slab_size */
     struct sd_export_slab *slabs;       /* nslabs entries */
     int adopt;                          /* the local copy is being rebuilt */
+    int rebuild_started;                /* adopt: EXPORT_REBUILD asked for
+                                         * the rebuild */
     uint32_t rebuilt;                   /* adopt: slabs rebuilt so far */
 };
 
@@ -66,15 +71,18 @@ struct sd_export_spec {
  * donor, slab k at addr + (k - i) * slab_size), the optional
  * local_slabs=<i,...> (slabs served from the local copy) and adopt=0|1.
  * Slabs not listed are local; an adopted export must have every slab on
- * a donor and none in local_slabs.  rebuilt=<n> (slabs) is what an
- * adopted export's .conf adds while its rebuild runs; EXPORT_CREATE does
- * not take it, and with it local_slabs may name the slabs that degraded
- * during the rebuild.  -EINVAL with err naming the field and the fix. */
+ * a donor and none in local_slabs.  rebuilt=<n> (slabs) and
+ * rebuild_started=0|1 are what an adopted export's .conf adds;
+ * EXPORT_CREATE takes neither, and with rebuilt= local_slabs may name the
+ * slabs that degraded since the adoption.  Without rebuild_started=, the
+ * rebuild has started when rebuilt= is given (a .conf written before
+ * EXPORT_REBUILD existed, when it always ran) and waits otherwise (a new
+ * adoption).  -EINVAL with err naming the field and the fix. */
 int sd_export_spec_parse(const struct sd_args *args,
                          struct sd_export_spec *spec,
                          char *err, size_t errlen);
 /* The table as EXPORT_CREATE arguments (malloc'd, one line without its
- * newline; no adopt or rebuilt): runs of slabs on one donor at
+ * newline; no adopt, rebuilt or rebuild_started): runs of slabs on one donor at
  * consecutive addresses become i-j ranges.  NULL when out of memory. */
 char *sd_export_spec_format(const struct sd_export_spec *spec);
 void sd_export_spec_free(struct sd_export_spec *spec);
@@ -119,7 +127,9 @@ struct sd_export_stats {
     uint32_t degraded_slabs, clients;
     uint64_t lat_p50_us, lat_p99_us;
     uint64_t rebuild_left;      /* pages an adopted export's rebuild has
-                                 * still to go through; 0 when none */
+                                 * still to go through (all of them while
+                                 * it waits for EXPORT_REBUILD); 0 when
+                                 * none */
     uint64_t stored_pages;      /* pages that count as written now */
 };
 
@@ -154,16 +164,27 @@ void sd_exports_free(struct sd_exports *xs);
 
 /* Create and persist the export of spec (taken over, even on failure):
  * its socket path goes into sock.  -EEXIST when the grant has one.  With
- * spec->adopt the local copy is emptied first and its rebuild starts. */
+ * spec->adopt the local copy is emptied first; its rebuild waits for
+ * sd_exports_rebuild. */
 int sd_exports_create(struct sd_exports *xs, struct sd_export_spec *spec,
                       char *sock, size_t socklen, char *err, size_t errlen);
 /* The export's table as EXPORT_CREATE arguments (malloc'd). */
 int sd_exports_describe(struct sd_exports *xs,
                         const uint8_t grant[SD_UUID_LEN], char **text);
+/* Start the rebuild of an adopted export's local copy (EXPORT_REBUILD),
+ * saying so in its .conf first; *left is its rebuild_left (pages).  0 and
+ * nothing changed when the rebuild runs or is done already, or when the
+ * export is not adopted; -ENOENT when grant has no export; -errno with err
+ * when the .conf cannot be written or the thread cannot start (the
+ * rebuild still waits). */
+int sd_exports_rebuild(struct sd_exports *xs,
+                       const uint8_t grant[SD_UUID_LEN], uint64_t *left,
+                       char *err, size_t errlen);
 /* Serve slabs idx[0..n) (n == 0: all) from the local copy from now on;
  * *done counts those that were not already local.  -EBUSY (nothing
- * changed) when one of them is not rebuilt yet in an adopted export: its
- * donor still holds pages the local copy lacks. */
+ * changed) when one of them is not rebuilt yet in an adopted export
+ * (its rebuild waiting or running): its donor still holds pages the local
+ * copy lacks. */
 int sd_exports_reclaim(struct sd_exports *xs,
                        const uint8_t grant[SD_UUID_LEN],
                        const uint32_t *idx, size_t n, uint32_t *done,

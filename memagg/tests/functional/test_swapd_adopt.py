@@ -13,9 +13,10 @@
 """A live migration's swap disk between real memagg-swapd processes
 (ALGORITHMS.md §5): host A's memagg-swapd serves an export whose pages are
 on three donors; host B's adopts the same slab table (EXPORT_CREATE
-adopt=1) with an empty local copy, serves every page from the donors and
-rebuilds its copy in the background, while its guest writes and across a
-kill -9.  QEMU's own NBD clients (qemu-io, qemu-img) do the I/O.
+adopt=1) with an empty local copy, serves every page from the donors and,
+once asked (EXPORT_REBUILD, a migration's finish), rebuilds its copy in the
+background, while its guest writes and across kills -9.  QEMU's own NBD
+clients (qemu-io, qemu-img) do the I/O.
 
 A donor made unreachable is a stopped process (SIGSTOP): its memory, the
 grant's pages, survives, and SIGCONT brings it back.  B's rebuild goes
@@ -156,8 +157,9 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     d2, d3 = donors[1], donors[2]
     described = a.client().export_describe(grant)
 
-    # Host B adopts the table while donor 2 is unreachable: the rebuild
-    # copies slabs 0 and 1, then waits at slab 2.
+    # Host B adopts the table while donor 2 is unreachable.  Its rebuild
+    # waits for export_rebuild: every page is read from the donors and
+    # none is rebuilt, across a kill -9, and nothing can be reclaimed.
     d2.proc.send_signal(signal.SIGSTOP)
     b = hosts('b')
     b.start()
@@ -169,9 +171,28 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     sock_b = export['socket']
     assert export['name'] == 'memagg-swap-%s' % grant
     assert sock_b != sock_a
-    polling.wait_for(lambda: ' adopt=1 rebuilt=2' in _conf(b, grant),
-                     DEADLINE, message='slabs 0-1 rebuilt and saved')
+    assert ' adopt=1 rebuilt=0 rebuild_started=0' in _conf(b, grant)
+    _check_reads(sock_b, grant, image, 0, 1, 3)
+    assert _stats(b, grant)['rebuild_left'] == SLABS * PAGES_PER_SLAB
+    b.kill()
+    b.start()
+    assert ' adopt=1 rebuilt=0 rebuild_started=0' in _conf(b, grant)
+    _check_reads(sock_b, grant, image, 0, 1, 3)
+    assert _stats(b, grant)['rebuild_left'] == SLABS * PAGES_PER_SLAB
+    with pytest.raises(swapd_client.SwapdError) as info:
+        b.client().export_reclaim(grant, [0])
+    assert info.value.errno_name == 'EBUSY'
+
+    # export_rebuild: the rebuild copies slabs 0 and 1, then waits at slab
+    # 2.  Asked again, it changes nothing.
+    left = b.client().export_rebuild(grant)['rebuild_left']
+    assert 2 * PAGES_PER_SLAB <= left <= SLABS * PAGES_PER_SLAB
+    polling.wait_for(
+        lambda: ' adopt=1 rebuilt=2 rebuild_started=1' in _conf(b, grant),
+        DEADLINE, message='slabs 0-1 rebuilt and saved')
     assert _stats(b, grant)['rebuild_left'] == 2 * PAGES_PER_SLAB
+    assert b.client().export_rebuild(grant) == {
+        'rebuild_left': 2 * PAGES_PER_SLAB}
     assert b.client().export_describe(grant)['slabs'] == described['slabs']
     _check_reads(sock_b, grant, image, 0, 1, 3)
 
@@ -193,12 +214,13 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     assert _stats(b, grant)['degraded_slabs'] == 1
     _check_reads(sock_b, grant, image, 3)
 
-    # kill -9 mid-rebuild: B comes back adopted, at slab 2 again.
+    # kill -9 mid-rebuild: B comes back adopted, the rebuild at slab 2
+    # again, running with no export_rebuild.
     b.kill()
     b.start()
     assert b.client().export_list() == [grant]
     conf = _conf(b, grant)
-    assert ' local_slabs=3 adopt=1 rebuilt=2' in conf, conf
+    assert ' local_slabs=3 adopt=1 rebuilt=2 rebuild_started=1' in conf, conf
     polling.wait_for(
         lambda: _stats(b, grant)['rebuild_left'] == 2 * PAGES_PER_SLAB,
         DEADLINE, message='the rebuild waits at slab 2 again')
@@ -210,6 +232,7 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     polling.wait_for(lambda: _stats(b, grant)['rebuild_left'] == 0,
                      DEADLINE, message='the rebuild done')
     assert 'adopt=' not in _conf(b, grant)
+    assert b.client().export_rebuild(grant) == {'rebuild_left': 0}
     assert 'cannot read slab 2 from donor %s' % d2.endpoint in b.log()
     whole = os.path.join(b.dir, 'whole.img')
     subprocess.run(['qemu-img', 'convert', '-f', 'raw', '-O', 'raw',
@@ -237,6 +260,9 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     for write in WRITTEN_ON_A:
         _apply(a_image, *write)
     _check_reads(sock_a, grant, a_image, 0, 1, 2)
+    with pytest.raises(swapd_client.SwapdError) as info:
+        b.client().export_rebuild(grant)
+    assert info.value.errno_name == 'ENOENT'
 
 
 def test_adopting_a_table_with_a_local_slab_is_refused(hosts, tmp_path):

@@ -36,6 +36,7 @@
 
 #define GRANT "11111111-2222-4333-8444-555555555555"
 #define KEY "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+#define OTHER "22222222-2222-4333-8444-555555555555"
 
 int sd_main(int argc, char **argv);
 
@@ -124,6 +125,7 @@ static void test_verbs(const char *dir)
                  "argument"));
     CHECK(starts(call("FROB"), "ERR EINVAL verb: unknown 'FROB'; one of "
                  "PING,"));
+    CHECK(strstr(call("FROB"), ",EXPORT_REBUILD,"));
     CHECK(starts(call(""), "ERR EINVAL verb:"));
 
     /* Donor: four slabs asked, three fit: a partial grant. */
@@ -181,6 +183,14 @@ static void test_verbs(const char *dir)
                   "lat_p99_us=0 rebuild_left=0 stored_pages=0") == 0);
     CHECK(strcmp(call("GHOST grant=" GRANT), "OK events= dropped=0") == 0);
     CHECK(starts(call("GHOST grant=" GRANT " max=0"), "ERR EINVAL max:"));
+    /* Not adopted: nothing to rebuild, and asking is no error. */
+    CHECK(strcmp(call("EXPORT_REBUILD grant=" GRANT), "OK rebuild_left=0")
+          == 0);
+    CHECK(starts(call("EXPORT_REBUILD grant=" GRANT " slabs=1"),
+                 "ERR EINVAL slabs: EXPORT_REBUILD takes no such argument"));
+    CHECK(starts(call("EXPORT_REBUILD grant=x"), "ERR EINVAL grant:"));
+    CHECK(strcmp(call("EXPORT_REBUILD grant=" OTHER), "ERR ENOENT grant: "
+                  "no export of " OTHER " here") == 0);
     CHECK(strcmp(call("EXPORT_RECLAIM grant=" GRANT " slabs=all"),
                  "OK reclaimed=1") == 0);
     CHECK(strstr(call("EXPORT_DESCRIBE grant=" GRANT), " local_slabs=1"));
@@ -193,6 +203,19 @@ static void test_verbs(const char *dir)
     CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
     CHECK(starts(call("EXPORT_DROP grant=" GRANT), "ERR ENOENT grant:"));
     CHECK(starts(call("EXPORT_STATS grant=" GRANT), "ERR ENOENT grant:"));
+    CHECK(strcmp(call("EXPORT_LIST"), "OK grants=") == 0);
+
+    /* An adopted export waits for EXPORT_REBUILD (its donor, on a port
+     * nobody listens on, is never asked): every page left to rebuild,
+     * none reclaimable, and it drops. */
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s/copy "
+             "slabs=0-3@tcp://127.0.0.1:1@0@0 adopt=1", dir);
+    CHECK(starts(call(line), "OK name=memagg-swap-" GRANT " socket="));
+    CHECK(strstr(call("EXPORT_STATS grant=" GRANT), " rebuild_left=64 "));
+    CHECK(starts(call("EXPORT_RECLAIM grant=" GRANT " slabs=all"),
+                 "ERR EBUSY slabs: slab 0 of this adopted export"));
+    CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
     CHECK(strcmp(call("EXPORT_LIST"), "OK grants=") == 0);
 }
 

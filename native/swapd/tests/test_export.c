@@ -20,8 +20,8 @@
  * degrades the slab and nothing is lost), bursts of requests over two
  * donors, reclaim, a restart that restores the export from its .conf
  * and local copy, and an adopted export (live migration's destination)
- * whose local copy is rebuilt from its donors while the guest writes,
- * across a restart.
+ * whose local copy is rebuilt from its donors once asked, while the guest
+ * writes, across restarts.
  * Prints "N passed, N failed".
  */
 #include <arpa/inet.h>
@@ -202,9 +202,10 @@ static void test_spec_adopt(void)
 
     CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1", &spec,
                      err) == 0);
-    CHECK(spec.adopt == 1 && spec.rebuilt == 0);
+    /* A new adoption: its rebuild waits for EXPORT_REBUILD. */
+    CHECK(spec.adopt == 1 && spec.rebuilt == 0 && !spec.rebuild_started);
     text = sd_export_spec_format(&spec);     /* the table only */
-    CHECK(text && !strstr(text, "adopt") && !strstr(text, "rebuilt"));
+    CHECK(text && !strstr(text, "adopt") && !strstr(text, "rebuil"));
     free(text);
     sd_export_spec_free(&spec);
     CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=0", &spec,
@@ -236,7 +237,29 @@ static void test_spec_adopt(void)
     CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=3 "
                      "local_slabs=1", &spec, err) == 0);
     CHECK(spec.rebuilt == 3 && spec.slabs[1].local && !spec.slabs[0].local);
+    /* That .conf predates rebuild_started=: its rebuild runs. */
+    CHECK(spec.rebuild_started == 1);
     sd_export_spec_free(&spec);
+
+    /* rebuild_started= (the .conf again) only with rebuilt=, 0 or 1, and
+     * a rebuild not started has rebuilt nothing. */
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=0 "
+                     "rebuild_started=0", &spec, err) == 0 &&
+          spec.adopt && !spec.rebuild_started);
+    sd_export_spec_free(&spec);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=2 "
+                     "rebuild_started=1", &spec, err) == 0 &&
+          spec.rebuild_started && spec.rebuilt == 2);
+    sd_export_spec_free(&spec);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 "
+                     "rebuild_started=1", &spec, err) == -EINVAL &&
+          strncmp(err, "rebuild_started:", 16) == 0);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=0 "
+                     "rebuild_started=yes", &spec, err) == -EINVAL &&
+          strcmp(err, "rebuild_started: must be 0 or 1") == 0);
+    CHECK(parse_spec(SPEC4 "slabs=0-3@tcp://h:1@0@0 adopt=1 rebuilt=2 "
+                     "rebuild_started=0", &spec, err) == -EINVAL &&
+          strncmp(err, "rebuilt:", 8) == 0);
 }
 
 static void test_spec(void)
@@ -676,6 +699,11 @@ static int rebuild_left_is(struct sd_exports *xs, uint64_t want)
     return 0;
 }
 
+static void conf_path(char *path, size_t len)
+{
+    snprintf(path, len, "%s/exports/" GRANT ".conf", tmpdir);
+}
+
 /* Whether the export's .conf holds text (10 s at most: it is written
  * after the rebuild moves on). */
 static int conf_has(const char *text, int want)
@@ -683,7 +711,7 @@ static int conf_has(const char *text, int want)
     char path[256], line[4096];
     int i;
 
-    snprintf(path, sizeof(path), "%s/exports/" GRANT ".conf", tmpdir);
+    conf_path(path, sizeof(path));
     for (i = 0; i < 1000; i++) {
         FILE *f = fopen(path, "r");
         int has = f && fgets(line, sizeof(line), f) && strstr(line, text);
@@ -715,14 +743,42 @@ static uint16_t free_port(void)
     return ntohs(sa.sin_port);
 }
 
+/* Rewrite the export's .conf as the code before EXPORT_REBUILD wrote it:
+ * without rebuild_started=. */
+static void conf_make_old(void)
+{
+    char path[256], line[4096], *at;
+    FILE *f;
+
+    conf_path(path, sizeof(path));
+    f = fopen(path, "r");
+    if (!f || !fgets(line, sizeof(line), f)) {
+        tc_die("conf_make_old: read");
+    }
+    fclose(f);
+    at = strstr(line, " rebuild_started=");
+    if (!at) {
+        tc_die("conf_make_old: no rebuild_started=");
+    }
+    memmove(at, at + strlen(" rebuild_started=1"),
+            strlen(at + strlen(" rebuild_started=1")) + 1);
+    f = fopen(path, "w");
+    if (!f || fputs(line, f) < 0 || fclose(f)) {
+        tc_die("conf_make_old: write");
+    }
+}
+
 /* A live migration's destination: the source wrote its pages to three
  * donors (D1: slab 0, D2: slab 1, D3: slabs 2-3); this host adopts the
- * table with a local copy that holds junk.  D2 does not listen until
- * late, so the rebuild waits at slab 1 while the guest writes:
- * whole pages, part of a page, zeros, on a healthy donor (D3, whose copy
- * is then altered behind the export's back) and on slab 1, which
- * degrades.  A restart finds the export adopted again; once D2 answers,
- * the rebuild ends and the local copy holds exactly the guest's disk. */
+ * table with a local copy that holds junk.  The rebuild waits for
+ * sd_exports_rebuild (EXPORT_REBUILD), across a restart, while reads come
+ * from the donors.  Then D2 does not listen until late, so the rebuild
+ * waits at slab 1 while the guest writes: whole pages, part of a page,
+ * zeros, on a healthy donor (D3, whose copy is then altered behind the
+ * export's back) and on slab 1, which degrades.  A restart from a .conf
+ * as written before EXPORT_REBUILD existed finds the export adopted, its
+ * rebuild running; once D2 answers, the rebuild ends and the local copy
+ * holds exactly the guest's disk. */
 static void test_adopt(void)
 {
     static uint8_t want[4 * SLAB], got[4 * SLAB];
@@ -736,7 +792,7 @@ static void test_adopt(void)
     struct sd_exports *xs;
     struct sd_bitmap ext;
     uint32_t idx[2], rkey, n;
-    uint64_t addr[2], p, stored = 0;
+    uint64_t addr[2], p, stored = 0, left;
     uint16_t d2_port = free_port();
     size_t done;
     char *text;
@@ -788,10 +844,42 @@ static void test_adopt(void)
              path, slabs);
     CHECK(parse_spec(line, &spec, err) == 0);
     CHECK(sd_exports_create(xs, &spec, sock, 256, err, sizeof(err)) == 0);
-    /* Slab 0 is rebuilt (its zero pages left out), then D2 is not
-     * there. */
+    /* Waiting: every page is on the donors, read from there, and no
+     * thread copies any (nothing runs that could lower rebuild_left). */
+    CHECK(conf_has(" adopt=1 rebuilt=0 rebuild_started=0", 1));
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, (uint32_t)SLAB, got) == 0 &&
+          memcmp(got, want, SLAB) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.rebuild_left == APAGES && st.stored_pages == APAGES);
+    idx[0] = 0;
+    CHECK(sd_exports_reclaim(xs, grant_bin, idx, 1, &n, err,
+                             sizeof(err)) == -EBUSY);
+    close(fd);
+    /* A restart keeps it waiting. */
+    sd_exports_free(xs);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs) == 1);
+    CHECK(conf_has(" adopt=1 rebuilt=0 rebuild_started=0", 1));
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_READ, 2 * SLAB, (uint32_t)SLAB, got) == 0 &&
+          memcmp(got, want + 2 * SLAB, SLAB) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.rebuild_left == APAGES);
+    close(fd);
+    CHECK(sd_exports_rebuild(xs, (const uint8_t[SD_UUID_LEN]){ 0 }, &left,
+                             err, sizeof(err)) == -ENOENT);
+
+    /* EXPORT_REBUILD: slab 0 is rebuilt (its zero pages left out), then
+     * D2 is not there.  Asked again, it changes nothing. */
+    CHECK(sd_exports_rebuild(xs, grant_bin, &left, err, sizeof(err)) == 0
+          && left <= APAGES);
     CHECK(rebuild_left_is(xs, 3 * PPS));
-    CHECK(conf_has(" adopt=1 rebuilt=1", 1));
+    CHECK(conf_has(" adopt=1 rebuilt=1 rebuild_started=1", 1));
+    CHECK(sd_exports_rebuild(xs, grant_bin, &left, err, sizeof(err)) == 0
+          && left == 3 * PPS);
+    CHECK(conf_has(" adopt=1 rebuilt=1 rebuild_started=1", 1));
     CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
           st.stored_pages == PPS * 2 / 3 + 3 * PPS);
     fd = open_export(sock);
@@ -841,9 +929,13 @@ static void test_adopt(void)
           st.degraded_slabs == 1 && st.rebuild_left == 3 * PPS);
     close(fd);
 
-    /* A restart: the export comes back adopted, the rebuild at slab 1. */
+    /* A restart, from a .conf of the code before EXPORT_REBUILD: the
+     * export comes back adopted, the rebuild running from slab 1. */
     sd_exports_free(xs);
-    CHECK(conf_has(" local_slabs=0,1 adopt=1 rebuilt=1", 1));
+    CHECK(conf_has(" local_slabs=0,1 adopt=1 rebuilt=1 rebuild_started=1",
+                   1));
+    conf_make_old();
+    CHECK(conf_has(" local_slabs=0,1 adopt=1 rebuilt=1\n", 1));
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
     CHECK(sd_exports_restore(xs) == 1);
@@ -856,11 +948,15 @@ static void test_adopt(void)
           memcmp(got, want + 3 * SLAB, SLAB) == 0);
 
     /* D2 is back (its page 70 is the source's, older than the guest's):
-     * the rebuild goes on and ends. */
+     * the rebuild goes on, with no EXPORT_REBUILD, and ends.  Asked now,
+     * there is nothing left to rebuild. */
     CHECK(sd_tcp_server_start(store[1], "127.0.0.1", d2_port, &server[1],
                               err, sizeof(err)) == 0);
     CHECK(rebuild_left_is(xs, 0));
     CHECK(conf_has("adopt=", 0));
+    CHECK(sd_exports_rebuild(xs, grant_bin, &left, err, sizeof(err)) == 0
+          && left == 0);
+    CHECK(conf_has("rebuil", 0));
     /* Served from the local copy alone, it is the guest's disk. */
     CHECK(sd_exports_reclaim(xs, grant_bin, NULL, 0, &n, err,
                              sizeof(err)) == 0 && n == 2);
