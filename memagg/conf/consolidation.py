@@ -92,6 +92,12 @@ opts = (
                         'most history_length) rather than their latest: '
                         'cover the load\'s daily cycle. 1 places by the '
                         'latest samples, as Neat did.'),
+        cfg.IntOpt('migration_cooldown', default=3600, min=0,
+                   help='Seconds after a VM migrated during which rounds '
+                        'neither move it off an overloaded host nor move '
+                        'it to empty an underloaded one (0: no '
+                        'cool-down). An operator\'s own migration '
+                        '(POST /v1/migrations) is not held back.'),
         cfg.IntOpt('interval', default=600, min=0,
                    help='Seconds between two periodic consolidation '
                         'rounds; 0 runs rounds only on demand '

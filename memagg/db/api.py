@@ -501,6 +501,15 @@ def migrations_copying(context):
             models.Migration.id).all()
 
 
+def migrations_since(context, since):
+    """The migrations queued at ``since`` or later, in any status, oldest
+    first: what consolidation rounds know of recent moves."""
+    with _reader().using(context) as session:
+        return session.query(models.Migration).filter(
+            models.Migration.created_at >= since).order_by(
+            models.Migration.created_at, models.Migration.id).all()
+
+
 def migration_running_for(context, instance_uuid):
     """The migration of ``instance_uuid`` queued or running, or None."""
     with _reader().using(context) as session:

@@ -35,6 +35,10 @@ What a round sees:
   history is its VMs' booked memory, which is flat, as no past of it is
   kept. VM selection still ranks VMs by their resident memory, what a live
   migration copies (ALGORITHMS.md §3.3).
+* Recent migrations (:func:`recent`) are the rows of the migrations
+  table: a VM last moved when its latest migration that did not fail was
+  queued, whoever asked for it (a round's plan or an operator's POST
+  /v1/migrations).
 
 What is stored: an audit an operator asked for (POST /v1/audits) is always
 stored, whatever its plan. A periodic round (:class:`PeriodicRounds`, every
@@ -151,6 +155,28 @@ def collect(context, group=None, memory_basis=WSS, now=None):
     return states, skipped
 
 
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _seconds(moment):
+    return (moment - _EPOCH).total_seconds()
+
+
+def recent(context, controls, now=None):
+    """The consolidation.Recent of a round with ``controls`` (its
+    Controls) at ``now``: when each VM last migrated, from the migrations
+    queued within the cool-down."""
+    now = now or timeutils.utcnow()
+    since = now - datetime.timedelta(seconds=controls.migration_cooldown)
+    moved_at = {}
+    for row in db_api.migrations_since(context, since):
+        if row.status != 'failed':
+            moved_at[row.instance_uuid] = max(
+                moved_at.get(row.instance_uuid, 0.0),
+                _seconds(row.created_at))
+    return consolidation.Recent(now=_seconds(now), moved_at=moved_at)
+
+
 def _actions(plan):
     return [dict(action_type=a.action_type, reason=a.reason,
                  instance_uuid=a.instance_uuid, source_host=a.source_host,
@@ -180,6 +206,9 @@ def summary(plan, skipped=None):
         parts.append(_count(len(plan.unplaced), 'VM') + ' not placed')
     if plan.kept:
         parts.append(_count(len(plan.kept), 'underloaded host') + ' kept')
+    if plan.deferred:
+        parts.append(_count(len(plan.deferred), 'overloaded host')
+                     + ' deferred')
     if skipped:
         parts.append(_count(len(skipped), 'host') + ' left out')
     return '; '.join(parts)
@@ -203,7 +232,8 @@ def _plan_round(context, group, overrides, memory_basis):
         hosts, skipped = collect(context, group, memory_basis)
         if not any(h.active for h in hosts):
             raise RoundFailed(_no_hosts_reason(skipped))
-        return consolidation.plan_round(hosts, algorithms), skipped
+        return consolidation.plan_round(
+            hosts, algorithms, recent(context, algorithms.controls)), skipped
     except RoundFailed:
         raise
     except exceptions.InvalidParameter as exc:
@@ -217,7 +247,7 @@ def _store_plan(context, audit_uuid, plan, skipped):
     unplaced = None
     if not plan.complete or skipped:
         unplaced = {'instances': dict(plan.unplaced),
-                    'hosts': {**skipped, **plan.kept}}
+                    'hosts': {**skipped, **plan.kept, **plan.deferred}}
     line = summary(plan, skipped)
     audit = db_api.audit_store_plan(context, audit_uuid, _actions(plan),
                                     unplaced, state=RECOMMENDED, reason=line,

@@ -13,9 +13,10 @@
 """A consolidation round (ALGORITHMS.md §3.5): from the hosts' states to an
 ordered action plan.
 
-This module only plans: it reads HostStates and returns a Plan, with no DB
-and no RPC, so memagg-scheduler (memagg.scheduler.audits) and memagg-sim
-run the very same round.
+This module only plans: it reads HostStates, and what is known of recent
+migrations as plain data (Recent), and returns a Plan, with no DB and no
+RPC, so memagg-scheduler (memagg.scheduler.audits) and memagg-sim run the
+very same round.
 
 The round, extending Neat's with memory:
 
@@ -50,6 +51,13 @@ quiet still takes their busy hours; an overloaded host sheds VMs until it
 is back under it. Every plug-in answers fill_limit, so this holds
 whichever one detects overload, and placement reads one number per host,
 so it is as fast as without.
+
+A VM that migrated less than ``migration_cooldown`` seconds ago is neither
+selected off an overloaded host nor moved to empty an underloaded one
+(which is then kept): a VM that just moved stays put while the hosts
+settle. An operator's own migration (POST /v1/migrations) is no round's
+and is not held back. An overloaded host whose relief the cool-down holds
+back is listed in ``Plan.deferred``.
 """
 import dataclasses
 import json
@@ -80,7 +88,8 @@ FAMILIES = {
 }
 
 #: The options of Controls.
-CONTROLS = ('fill_headroom_cpu', 'fill_headroom_mem', 'fill_window')
+CONTROLS = ('fill_headroom_cpu', 'fill_headroom_mem', 'fill_window',
+            'migration_cooldown')
 
 #: Every option a round's algorithms are built from; an audit may override
 #: any of them.
@@ -113,19 +122,22 @@ class Plan:
     """A round's result: the ordered actions (power on, migrations of
     overloaded hosts' VMs, migrations emptying underloaded hosts, power
     off), what was detected, and why some VMs or hosts were left as they
-    are."""
+    are: ``unplaced`` (VM -> why no host took it), ``kept`` (underloaded
+    host -> why it was not emptied), ``deferred`` (overloaded host -> why
+    it was left overloaded)."""
 
     actions: list = dataclasses.field(default_factory=list)
     underloaded: list = dataclasses.field(default_factory=list)
     overloaded: dict = dataclasses.field(default_factory=dict)
     unplaced: dict = dataclasses.field(default_factory=dict)
     kept: dict = dataclasses.field(default_factory=dict)
+    deferred: dict = dataclasses.field(default_factory=dict)
 
     @property
     def complete(self):
-        """True when every selected VM was placed and every underloaded
-        host emptied."""
-        return not self.unplaced and not self.kept
+        """True when every overloaded host was relieved, every selected VM
+        placed and every underloaded host emptied."""
+        return not self.unplaced and not self.kept and not self.deferred
 
 
 @dataclasses.dataclass
@@ -136,6 +148,20 @@ class Controls:
     fill_headroom_cpu: float
     fill_headroom_mem: float
     fill_window: int
+    migration_cooldown: int
+
+
+@dataclasses.dataclass
+class Recent:
+    """What a round knows of past migrations, as plain data.
+
+    ``now`` and the values of ``moved_at`` are seconds on one clock (any
+    origin): ``moved_at`` maps a VM's uuid to when it last migrated (a VM
+    left out has not lately).
+    """
+
+    now: float = 0.0
+    moved_at: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -298,10 +324,20 @@ def _vm_memory(vm, algorithms):
     return vm.wss_maxavg_mb
 
 
-def _select(host, dims, algorithms):
+def _cooling(vm, algorithms, recent):
+    """Seconds left of ``vm``'s cool-down (0: none)."""
+    moved = recent.moved_at.get(vm.uuid)
+    cooldown = algorithms.controls.migration_cooldown
+    if moved is None or not cooldown:
+        return 0
+    return max(0.0, moved + cooldown - recent.now)
+
+
+def _select(host, dims, algorithms, recent):
     """VMs to take off ``host``, overloaded in ``dims``: selected one at
-    a time until its histories, without them, are no longer overloaded and
-    its latest use in ``dims`` is back under its fill level.
+    a time, of those not cooling down, until its histories, without them,
+    are no longer overloaded and its latest use in ``dims`` is back under
+    its fill level. Returns them and whether that was reached.
 
     A leaving VM's cpu samples are subtracted from the host's, aligned on
     the newest; its memory in the round's basis (WSS max-average, or
@@ -309,9 +345,10 @@ def _select(host, dims, algorithms):
     known of its past memory.
     """
     # The host as it would be without the VMs chosen so far.
-    probe = dataclasses.replace(host, cpu_history=list(host.cpu_history),
-                                mem_history=list(host.mem_history),
-                                vms=list(host.vms))
+    probe = dataclasses.replace(
+        host, cpu_history=list(host.cpu_history),
+        mem_history=list(host.mem_history),
+        vms=[vm for vm in host.vms if not _cooling(vm, algorithms, recent)])
     cpu = probe.cpu_history
     chosen = []
     while probe.vms:
@@ -328,8 +365,8 @@ def _select(host, dims, algorithms):
             probe.mem_history = [max(0.0, m - share)
                                  for m in probe.mem_history]
         if _relieved(probe, dims, algorithms):
-            break
-    return chosen
+            return chosen, True
+    return chosen, False
 
 
 def _excess(probe, dims, algorithms):
@@ -507,9 +544,11 @@ class _Views:
                                 max(0.0, left_mem - mem))
 
 
-def plan_round(hosts, algorithms):
+def plan_round(hosts, algorithms, recent=None):
     """The Plan of one consolidation round over ``hosts`` (HostStates)
-    with ``algorithms`` (an Algorithms)."""
+    with ``algorithms`` (an Algorithms), knowing ``recent`` (a Recent;
+    None: no migration lately)."""
+    recent = recent if recent is not None else Recent()
     plan = Plan()
     under = {}
     for host in hosts:
@@ -534,7 +573,11 @@ def plan_round(hosts, algorithms):
     for name, dims in plan.overloaded.items():
         # A host shedding VMs takes none: it would be overloaded again.
         views.rooms[name].moves = 0
-        for vm in _select(by_name[name], dims, algorithms):
+        chosen, relieved = _select(by_name[name], dims, algorithms, recent)
+        if not relieved:
+            plan.deferred[name] = _held_back(by_name[name], algorithms,
+                                             recent)
+        for vm in chosen:
             selected.append(vm)
             source[vm.uuid] = name
             reason[vm.uuid] = 'overload:' + _words(dims)
@@ -570,7 +613,8 @@ def plan_round(hosts, algorithms):
                                'to take VMs')
             continue
         if vms:
-            blocked = views.why_not(name, vms)
+            blocked = (_cooling_reason(vms, algorithms, recent)
+                       or views.why_not(name, vms))
             if blocked:
                 plan.kept[name] = blocked
                 continue
@@ -593,3 +637,25 @@ def plan_round(hosts, algorithms):
 
     plan.actions = woken + relief + evacuation + power_off
     return plan
+
+
+def _held_back(host, algorithms, recent):
+    """Why overloaded ``host`` is left overloaded by the VMs it sheds."""
+    cooling = sum(1 for vm in host.vms if _cooling(vm, algorithms, recent))
+    if cooling:
+        return ('%d of its VMs migrated less than migration_cooldown (%d s) '
+                'ago; the others do not relieve it'
+                % (cooling, algorithms.controls.migration_cooldown))
+    return 'it is still overloaded without any of its VMs'
+
+
+def _cooling_reason(vms, algorithms, recent):
+    """Why ``vms`` (an underloaded host's) may not move now, or None."""
+    for vm in vms:
+        left = _cooling(vm, algorithms, recent)
+        if left:
+            return ('VM %s migrated less than migration_cooldown (%d s) '
+                    'ago: %d s to go' % (
+                        vm.uuid, algorithms.controls.migration_cooldown,
+                        math.ceil(left)))
+    return None

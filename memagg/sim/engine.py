@@ -41,7 +41,9 @@ At every step t, in this order:
    scheduler runs one migration per host at a time); its power-ons apply
    at once, its migrations land ``migration_steps`` later (at least one:
    the VM runs on its source for the rest of the step), its power-offs
-   when the host's migrations have landed.
+   when the host's migrations have landed. The round knows when each VM
+   it may move last migrated (consolidation.Recent): the time its
+   migration was planned.
 
 Speed: the trace is numpy arrays (steps x VMs) and per-host sums are
 bincounts. Hosts keep their histories as lists, which the detectors read
@@ -194,6 +196,8 @@ class Simulation:
             by_capacity[self._capacity_of[h]].append(h)
         self._capacities = {c: np.array(members)
                             for c, members in by_capacity.items()}
+        # When each VM last migrated, virtual seconds (-inf: never).
+        self.moved_at = np.full(n_vms, -np.inf)
         self.host_of = np.full(n_vms, -1)
         self.rejected = np.zeros(n_vms, dtype=bool)
         self.active = np.ones(n_hosts, dtype=bool)
@@ -441,20 +445,33 @@ class Simulation:
         return any(count[c] >= given and omitted
                    for c, (given, omitted) in classes.items())
 
+    def _recent(self, t, involved):
+        """The consolidation.Recent of a round at step ``t``: when the VMs
+        on ``involved`` hosts (the only ones a round may move) last
+        migrated."""
+        on = np.flatnonzero(np.isin(self.host_of, list(involved)))
+        on = on[np.isfinite(self.moved_at[on])]
+        ids = self.trace.vm_ids
+        return consolidation.Recent(
+            now=t * self.trace.step_s,
+            moved_at={ids[v]: when for v, when in zip(
+                on.tolist(), self.moved_at[on].tolist())})
+
     def _round(self, t, sums):
         free = np.flatnonzero(self.active & (self.busy == 0)).tolist()
         involved = self._detect(free)
         self.result.rounds += 1
         if not involved:
             return
+        recent = self._recent(t, involved)
         states, classes = self._states(t, sums, involved,
                                        self.spare_inactive)
-        plan = consolidation.plan_round(states, self.algorithms)
+        plan = consolidation.plan_round(states, self.algorithms, recent)
         woken = [a.source_host for a in plan.actions
                  if a.action_type == consolidation.POWER_ON]
         if self._exhausted(woken, classes):
             states, _ = self._states(t, sums, involved, spare=None)
-            plan = consolidation.plan_round(states, self.algorithms)
+            plan = consolidation.plan_round(states, self.algorithms, recent)
         self._apply(t, plan)
 
     def _apply(self, t, plan):
@@ -481,6 +498,7 @@ class Simulation:
                 dst = self.host_index[action.dest_host]
                 self.busy[h] += 1
                 self.busy[dst] += 1
+                self.moved_at[v] = t * self.trace.step_s
                 self.landing[land].append((v, h, dst))
                 result.migrations[t] += 1
                 result.by_trigger[action.reason] += 1

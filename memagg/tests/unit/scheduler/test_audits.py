@@ -19,9 +19,11 @@ from oslo_utils import timeutils
 import pytest
 
 from memagg.common import context
+from memagg.conf import CONF
 from memagg.db import api as db_api
 from memagg.db.sqlalchemy import models
 from memagg.scheduler import audits
+from memagg.scheduler import consolidation
 from memagg.tests.unit.db import rows
 
 HISTORY = 2
@@ -102,6 +104,50 @@ def test_an_overloaded_host_sheds_the_vm_that_relieves_it(rounds):
     assert audit.unplaced is None
     assert audit.reason.startswith('1 overloaded host (busy: cpu); '
                                    '0 underloaded hosts; 1 migration')
+
+
+def test_a_vm_that_migrated_lately_stays(rounds):
+    # As above, but vm 2 moved to busy 10 minutes ago, within the hour's
+    # cool-down: vm 1 (4 cores) leaves instead. Its failed migration and
+    # vm 1's of two hours ago hold nothing back.
+    _host('busy', 8, 16384, [0.95, 0.95],
+          [(_vm(1), 4096, 2000, 4.0), (_vm(2), 2048, 1000, 3.6)])
+    _host('spare', 8, 16384, [0.2, 0.2], [(_vm(3), 12288, 10000, 1.6)])
+    rows.insert(models.Migration,
+                dict(instance_uuid=_vm(2), status='succeeded',
+                     created_at=rows.ago(minutes=10)),
+                dict(instance_uuid=_vm(1), status='failed',
+                     created_at=rows.ago(minutes=5)),
+                dict(instance_uuid=_vm(1), status='succeeded',
+                     created_at=rows.ago(hours=2)))
+
+    audit = _plan()
+
+    assert _actions(audit) == [
+        (0, 'migrate', _vm(1), 'busy', 'spare', 'overload:cpu')]
+    # An audit may lift the cool-down for its round.
+    assert _actions(_plan(parameters={'migration_cooldown': 0})) == [
+        (0, 'migrate', _vm(2), 'busy', 'spare', 'overload:cpu')]
+
+
+def test_recent_is_when_each_vm_last_moved(rounds):
+    now = rows.ago(seconds=0)
+    rows.insert(models.Migration,
+                dict(instance_uuid=_vm(1), status='succeeded',
+                     created_at=now - datetime.timedelta(minutes=50)),
+                dict(instance_uuid=_vm(1), status='running',
+                     created_at=now - datetime.timedelta(minutes=20)),
+                dict(instance_uuid=_vm(2), status='queued',
+                     created_at=now - datetime.timedelta(minutes=70)),
+                dict(instance_uuid=_vm(3), status='failed',
+                     created_at=now - datetime.timedelta(minutes=1)))
+    controls = consolidation.load_algorithms(
+        CONF.consolidation, {'migration_cooldown': 3600}).controls
+
+    recent = audits.recent(_ctxt(), controls, now)
+
+    assert {uuid: recent.now - at for uuid, at in recent.moved_at.items()
+            } == {_vm(1): 1200.0}
 
 
 def test_an_underloaded_host_is_emptied_then_powered_off(rounds):

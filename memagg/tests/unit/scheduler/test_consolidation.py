@@ -360,6 +360,58 @@ def test_no_memory_headroom_for_booked_memory(conf):
         ('a1', 'a', 'b', 'underload:cpu+memory')]
 
 
+def test_a_cooling_vm_is_not_selected(conf):
+    # a (9 of 10 cores) sheds one VM: a1, the cheapest, unless it moved
+    # less than the cool-down (600 s) ago; then a2.
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, migration_cooldown=600))
+    vms = [vm('a1', 3, 100), vm('a2', 3, 200), vm('a3', 3, 300)]
+    spare = host('spare', [vm('s1', 4, 100)], mem=4000)
+
+    def moved(**vms):
+        return cons.Recent(now=10000.0, moved_at=vms)
+
+    plan = cons.plan_round([host('a', vms), spare], algorithms)
+    assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
+    plan = cons.plan_round([host('a', vms), spare], algorithms,
+                           moved(a1=9500.0))
+    assert migrations(plan) == [('a2', 'a', 'spare', 'overload:cpu')]
+    assert plan.complete
+    # 600 s after its move it may go again.
+    plan = cons.plan_round([host('a', vms), spare], algorithms,
+                           moved(a1=9400.0))
+    assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
+    # All cooling: a stays overloaded, and the plan says why.
+    plan = cons.plan_round([host('a', vms), spare], algorithms,
+                           moved(a1=9500.0, a2=9900.0, a3=9999.0))
+    assert plan.actions == [] and plan.overloaded == {'a': ['cpu']}
+    assert plan.deferred == {'a': '3 of its VMs migrated less than '
+                                  'migration_cooldown (600 s) ago; the '
+                                  'others do not relieve it'}
+    assert not plan.complete
+    # A cool-down of 0 holds nothing back.
+    plan = cons.plan_round([host('a', vms), spare], cons.load_algorithms(
+        CONF.consolidation, dict(SIMPLE, migration_cooldown=0)),
+        moved(a1=9999.0))
+    assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
+
+
+def test_a_cooling_vm_keeps_its_underloaded_host_on(conf):
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, migration_cooldown=600))
+    a = host('a', [vm('a1', 0.5, 50), vm('a2', 0.5, 50)])
+    b = host('b', [vm('b1', 5, 500)])
+    plan = cons.plan_round([a, b], algorithms,
+                           cons.Recent(now=1000.0, moved_at={'a2': 700.0}))
+    assert plan.actions == []
+    assert plan.kept == {'a': 'VM a2 migrated less than migration_cooldown '
+                              '(600 s) ago: 300 s to go'}
+    plan = cons.plan_round([a, b], algorithms,
+                           cons.Recent(now=1300.0, moved_at={'a2': 700.0}))
+    assert [x.action_type for x in plan.actions] == [
+        'migrate', 'migrate', 'power_off']
+
+
 def test_control_options_are_checked_and_typed(conf):
     algorithms = cons.load_algorithms(CONF.consolidation, {
         'fill_headroom_cpu': '0.25', 'fill_window': '12'})
@@ -380,7 +432,8 @@ def test_control_options_are_checked_and_typed(conf):
 def test_control_defaults(conf):
     controls = cons.load_algorithms(CONF.consolidation).controls
     assert (controls.fill_headroom_cpu, controls.fill_headroom_mem,
-            controls.fill_window) == (0.02, 0.15, 288)
+            controls.fill_window, controls.migration_cooldown) == (
+        0.02, 0.15, 288, 3600)
     assert CONF.consolidation.history_length == 288
 
 

@@ -92,8 +92,9 @@ def test_wss_packing_empties_two_hosts_then_counts_memory_overload(
     # headroom). Both land and h-a, h-c power off at step 1.
     # Step 4: the working sets grow to 400 MiB: h-b's add up to 1200 MiB
     # > 1000 (memory overload, one host-step); its memory utilisation 1.2
-    # is above the 0.95 threshold, one VM (v1, the smallest uuid among
-    # equals) leaves for h-a, woken for it, and lands at step 5.
+    # is above the 0.95 threshold, one VM (v2: v1 and v3 moved less than
+    # the cool-down ago) leaves for h-a, woken for it, and lands at step
+    # 5.
     # Steps 5-7: h-a (400 MiB) is underloaded, but h-b has no room for
     # its VM: kept, a partial plan each round.
     assert result.active_hosts.tolist() == [3, 1, 1, 1, 1, 2, 2, 2]
@@ -118,6 +119,24 @@ def test_memory_headroom_leaves_room_for_working_sets_to_grow(
     assert result.active_hosts.tolist() == [3] + [2] * 7
     assert result.by_trigger == {'underload:cpu+memory': 1}
     assert result.mem_overloaded.sum() == 0
+
+
+def test_a_vm_that_just_moved_stays_within_the_cool_down(three_hosts):
+    hosts = three_hosts[1]
+    cooling = _simulation(*three_hosts, 'wss', options=NO_HEADROOM)
+    free = _simulation(*three_hosts, 'wss', options=dict(
+        NO_HEADROOM, migration_cooldown=0))
+
+    for sim in (cooling, free):
+        sim.run()
+
+    # v1 and v3 moved to h-b at step 0 (0 s): at step 4 (1200 s) they are
+    # within the 3600 s cool-down and v2 leaves h-b instead of v1, the
+    # smallest uuid among equals.
+    assert cooling.moved_at.tolist() == [0.0, 1200.0, 0.0]
+    assert [hosts.names[h] for h in cooling.host_of] == ['h-b', 'h-a', 'h-b']
+    assert [hosts.names[h] for h in free.host_of] == ['h-a', 'h-b', 'h-b']
+    assert cooling.result.by_trigger == free.result.by_trigger
 
 
 def test_longer_migration_time_keeps_hosts_busy(three_hosts):
