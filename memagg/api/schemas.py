@@ -167,8 +167,9 @@ COMPONENTS = {
                 'What a partial plan left as it is and why: VMs (by UUID) '
                 'that fit on no host, and hosts (by name) that are '
                 'underloaded but kept, overloaded but left so (their VMs '
-                'cooling down after a migration), or left out of the '
-                'round; null when the plan is complete. Since 1.2.')},
+                'cooling down after a migration, a cap on migrations '
+                'reached), or left out of the round; null when the plan '
+                'is complete. Since 1.2.')},
     }, **_TIMESTAMPS), optional=tuple(_AUDIT_SINCE)),
     'Migration': closed_object(dict({
         'uuid': UUID, 'instance_uuid': UUID, 'source_host': NAME,

@@ -98,6 +98,16 @@ opts = (
                         'it to empty an underloaded one (0: no '
                         'cool-down). An operator\'s own migration '
                         '(POST /v1/migrations) is not held back.'),
+        cfg.IntOpt('max_migrations_per_round', default=100, min=0,
+                   help='Migrations a round may plan (0: no cap); '
+                        'overloaded hosts are relieved first, the most '
+                        'loaded first.'),
+        cfg.IntOpt('max_migrations_per_host_hour', default=40, min=0,
+                   help='Migrations a host may take part in, as source or '
+                        'destination, within an hour, those of the last '
+                        'hour and those the round plans (0: no cap). A '
+                        'host being emptied is not held back by its own '
+                        'cap: it is about to power off.'),
         cfg.IntOpt('interval', default=600, min=0,
                    help='Seconds between two periodic consolidation '
                         'rounds; 0 runs rounds only on demand '

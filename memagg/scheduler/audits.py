@@ -38,7 +38,8 @@ What a round sees:
 * Recent migrations (:func:`recent`) are the rows of the migrations
   table: a VM last moved when its latest migration that did not fail was
   queued, whoever asked for it (a round's plan or an operator's POST
-  /v1/migrations).
+  /v1/migrations); a host took part in the migrations queued within the
+  hour with it as source or destination, whatever came of them.
 
 What is stored: an audit an operator asked for (POST /v1/audits) is always
 stored, whatever its plan. A periodic round (:class:`PeriodicRounds`, every
@@ -165,16 +166,23 @@ def _seconds(moment):
 def recent(context, controls, now=None):
     """The consolidation.Recent of a round with ``controls`` (its
     Controls) at ``now``: when each VM last migrated, from the migrations
-    queued within the cool-down."""
+    queued within the cool-down, and each host's migrations within the
+    hour."""
     now = now or timeutils.utcnow()
-    since = now - datetime.timedelta(seconds=controls.migration_cooldown)
-    moved_at = {}
-    for row in db_api.migrations_since(context, since):
-        if row.status != 'failed':
+    horizon = max(controls.migration_cooldown, consolidation.HOUR_S)
+    moved_at, host_moves = {}, {}
+    for row in db_api.migrations_since(
+            context, now - datetime.timedelta(seconds=horizon)):
+        at = _seconds(row.created_at)
+        age = _seconds(now) - at
+        if row.status != 'failed' and age < controls.migration_cooldown:
             moved_at[row.instance_uuid] = max(
-                moved_at.get(row.instance_uuid, 0.0),
-                _seconds(row.created_at))
-    return consolidation.Recent(now=_seconds(now), moved_at=moved_at)
+                moved_at.get(row.instance_uuid, 0.0), at)
+        if age < consolidation.HOUR_S:
+            for host in (row.source_host, row.dest_host):
+                host_moves[host] = host_moves.get(host, 0) + 1
+    return consolidation.Recent(now=_seconds(now), moved_at=moved_at,
+                                host_moves=host_moves)
 
 
 def _actions(plan):

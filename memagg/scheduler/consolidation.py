@@ -56,8 +56,17 @@ A VM that migrated less than ``migration_cooldown`` seconds ago is neither
 selected off an overloaded host nor moved to empty an underloaded one
 (which is then kept): a VM that just moved stays put while the hosts
 settle. An operator's own migration (POST /v1/migrations) is no round's
-and is not held back. An overloaded host whose relief the cool-down holds
-back is listed in ``Plan.deferred``.
+and is not held back.
+
+Caps: a round plans at most ``max_migrations_per_round`` migrations, and a
+host takes part, as source or destination, in at most
+``max_migrations_per_host_hour`` within an hour, counting those of the
+last hour (Recent.host_moves) and the round's own (0: no cap). Overloaded
+hosts are relieved first, the most loaded first. A host being emptied is
+not held back by its own hourly cap: it is about to power off.
+
+An overloaded host whose relief the cool-down or a cap holds back is
+listed in ``Plan.deferred``.
 """
 import dataclasses
 import json
@@ -89,7 +98,11 @@ FAMILIES = {
 
 #: The options of Controls.
 CONTROLS = ('fill_headroom_cpu', 'fill_headroom_mem', 'fill_window',
-            'migration_cooldown')
+            'migration_cooldown', 'max_migrations_per_round',
+            'max_migrations_per_host_hour')
+
+#: The window of Recent.host_moves and max_migrations_per_host_hour, s.
+HOUR_S = 3600
 
 #: Every option a round's algorithms are built from; an audit may override
 #: any of them.
@@ -149,6 +162,8 @@ class Controls:
     fill_headroom_mem: float
     fill_window: int
     migration_cooldown: int
+    max_migrations_per_round: int
+    max_migrations_per_host_hour: int
 
 
 @dataclasses.dataclass
@@ -157,11 +172,14 @@ class Recent:
 
     ``now`` and the values of ``moved_at`` are seconds on one clock (any
     origin): ``moved_at`` maps a VM's uuid to when it last migrated (a VM
-    left out has not lately).
+    left out has not lately). ``host_moves`` maps a host's name to the
+    migrations it took part in, as source or destination, in the HOUR_S
+    before ``now`` (a host left out: none).
     """
 
     now: float = 0.0
     moved_at: dict = dataclasses.field(default_factory=dict)
+    host_moves: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -333,11 +351,30 @@ def _cooling(vm, algorithms, recent):
     return max(0.0, moved + cooldown - recent.now)
 
 
-def _select(host, dims, algorithms, recent):
-    """VMs to take off ``host``, overloaded in ``dims``: selected one at
-    a time, of those not cooling down, until its histories, without them,
-    are no longer overloaded and its latest use in ``dims`` is back under
-    its fill level. Returns them and whether that was reached.
+class _Budget:
+    """The migrations the caps leave: to the round, and to each host."""
+
+    def __init__(self, controls, recent):
+        self.round = controls.max_migrations_per_round or math.inf
+        self.per_host = controls.max_migrations_per_host_hour or math.inf
+        self.used = dict(recent.host_moves)
+
+    def host(self, name):
+        """Migrations host ``name`` may still take part in this hour."""
+        return max(0, self.per_host - self.used.get(name, 0))
+
+    def take(self, source, dest):
+        self.round -= 1
+        for name in (source, dest):
+            self.used[name] = self.used.get(name, 0) + 1
+
+
+def _select(host, dims, algorithms, recent, most):
+    """Up to ``most`` VMs to take off ``host``, overloaded in ``dims``:
+    selected one at a time, of those not cooling down, until its
+    histories, without them, are no longer overloaded and its latest use
+    in ``dims`` is back under its fill level. Returns them and whether
+    that was reached.
 
     A leaving VM's cpu samples are subtracted from the host's, aligned on
     the newest; its memory in the round's basis (WSS max-average, or
@@ -351,7 +388,7 @@ def _select(host, dims, algorithms, recent):
         vms=[vm for vm in host.vms if not _cooling(vm, algorithms, recent)])
     cpu = probe.cpu_history
     chosen = []
-    while probe.vms:
+    while probe.vms and len(chosen) < most:
         vm = algorithms.vm_selection.select(
             probe, _most_relieving(probe, dims, algorithms))
         probe.vms = [other for other in probe.vms if other is not vm]
@@ -430,7 +467,7 @@ class _Views:
     the hosts that stay underloaded round after round.
     """
 
-    def __init__(self, hosts, algorithms):
+    def __init__(self, hosts, algorithms, budget):
         self.window = algorithms.controls.fill_window
         self.algorithms = algorithms
         self.hosts = {}
@@ -445,7 +482,10 @@ class _Views:
                 mem_history=list(host.mem_history[-1:]),
                 vms=list(host.vms))
             cpu, mem = _fill_levels(host, algorithms)
-            self.rooms[host.name] = base.Room(cpu=cpu, mem=mem)
+            moves = budget.host(host.name)
+            self.rooms[host.name] = base.Room(
+                cpu=cpu, mem=mem,
+                moves=None if moves == math.inf else moves)
             if host.active:
                 used = view.cpu_history[-1] if view.cpu_history else 0.0
                 self.spare[host.name] = (
@@ -488,7 +528,17 @@ class _Views:
         levels, or they need more cpu or memory than all have left), or
         None when placement must be asked."""
         others = [spare for other, spare in self.spare.items()
-                  if other != name]
+                  if other != name and self.rooms[other].moves != 0]
+        slots = sum(math.inf if self.rooms[other].moves is None
+                    else self.rooms[other].moves
+                    for other in self.spare if other != name)
+        if slots < len(vms):
+            return ('emptying it takes %d migrations; the other active '
+                    'hosts may take part in %d more this hour '
+                    '(max_migrations_per_host_hour %d)' % (
+                        len(vms), slots,
+                        self.algorithms.controls
+                        .max_migrations_per_host_hour))
         need = {vm.uuid: self._need(vm) for vm in vms}
         for uuid in sorted({max(need, key=lambda u: (need[u], u)),
                             max(need, key=lambda u: (need[u][1], u))}):
@@ -521,7 +571,7 @@ class _Views:
         """Host ``name`` is emptied: it takes no VMs any more."""
         self.spare.pop(name, None)
 
-    def move(self, vm, source, dest):
+    def move(self, vm, source, dest, budget):
         src, dst = self.hosts[source], self.hosts[dest]
         src.vms = [other for other in src.vms if other is not vm]
         cpu, mem = self._need(vm)
@@ -542,6 +592,11 @@ class _Views:
             left_cpu, left_mem = self.spare[dest]
             self.spare[dest] = (max(0.0, left_cpu - cpu),
                                 max(0.0, left_mem - mem))
+        budget.take(source, dest)
+        for name in (source, dest):
+            room = self.rooms[name]
+            if room.moves is not None:
+                room.moves = max(0, room.moves - 1)
 
 
 def plan_round(hosts, algorithms, recent=None):
@@ -565,18 +620,26 @@ def plan_round(hosts, algorithms, recent=None):
     if not under and not plan.overloaded:
         return plan
 
-    views = _Views(hosts, algorithms)
+    budget = _Budget(algorithms.controls, recent)
+    views = _Views(hosts, algorithms, budget)
     by_name = {host.name: host for host in hosts}
     woken, relief, evacuation, power_off = [], [], [], []
 
     selected, source, reason = [], {}, {}
-    for name, dims in plan.overloaded.items():
+    # The most loaded first, should the round's cap stop the relief.
+    for name in sorted(plan.overloaded, key=lambda name: -max(
+            by_name[name].cpu_history[-1:] + by_name[name].mem_history[-1:])):
+        dims = plan.overloaded[name]
         # A host shedding VMs takes none: it would be overloaded again.
         views.rooms[name].moves = 0
-        chosen, relieved = _select(by_name[name], dims, algorithms, recent)
+        most = min(budget.round - len(selected), budget.host(name))
+        chosen, relieved = _select(by_name[name], dims, algorithms, recent,
+                                   most)
         if not relieved:
-            plan.deferred[name] = _held_back(by_name[name], algorithms,
-                                             recent)
+            plan.deferred[name] = _held_back(
+                by_name[name], algorithms, recent,
+                capped=len(chosen) >= most,
+                by_round=budget.round - len(selected) <= budget.host(name))
         for vm in chosen:
             selected.append(vm)
             source[vm.uuid] = name
@@ -590,7 +653,7 @@ def plan_round(hosts, algorithms, recent=None):
             if dest is None:
                 continue
             first_reason.setdefault(dest, reason[vm.uuid])
-            views.move(vm, source[vm.uuid], dest)
+            views.move(vm, source[vm.uuid], dest, budget)
             relief.append(Action(MIGRATE, reason[vm.uuid], vm.uuid,
                                  source[vm.uuid], dest))
         woken = [Action(POWER_ON, first_reason[name], source_host=name)
@@ -614,6 +677,7 @@ def plan_round(hosts, algorithms, recent=None):
             continue
         if vms:
             blocked = (_cooling_reason(vms, algorithms, recent)
+                       or _over_round_cap(vms, algorithms, budget)
                        or views.why_not(name, vms))
             if blocked:
                 plan.kept[name] = blocked
@@ -629,7 +693,7 @@ def plan_round(hosts, algorithms, recent=None):
                 continue
             for vm in vms:
                 dest = result.placements[vm.uuid]
-                views.move(vm, name, dest)
+                views.move(vm, name, dest, budget)
                 evacuation.append(Action(MIGRATE, why, vm.uuid, name, dest))
         emptied.add(name)
         views.leave(name)
@@ -639,13 +703,22 @@ def plan_round(hosts, algorithms, recent=None):
     return plan
 
 
-def _held_back(host, algorithms, recent):
-    """Why overloaded ``host`` is left overloaded by the VMs it sheds."""
+def _held_back(host, algorithms, recent, capped, by_round):
+    """Why overloaded ``host`` is left overloaded by the VMs it sheds:
+    ``capped`` when a cap stopped the selection, the round's (``by_round``)
+    or the host's."""
+    controls = algorithms.controls
+    if capped and by_round:
+        return ('the round planned its max_migrations_per_round (%d)'
+                % controls.max_migrations_per_round)
+    if capped:
+        return ('it took part in its max_migrations_per_host_hour (%d) '
+                'within the hour' % controls.max_migrations_per_host_hour)
     cooling = sum(1 for vm in host.vms if _cooling(vm, algorithms, recent))
     if cooling:
         return ('%d of its VMs migrated less than migration_cooldown (%d s) '
                 'ago; the others do not relieve it'
-                % (cooling, algorithms.controls.migration_cooldown))
+                % (cooling, controls.migration_cooldown))
     return 'it is still overloaded without any of its VMs'
 
 
@@ -659,3 +732,14 @@ def _cooling_reason(vms, algorithms, recent):
                         vm.uuid, algorithms.controls.migration_cooldown,
                         math.ceil(left)))
     return None
+
+
+def _over_round_cap(vms, algorithms, budget):
+    """Why the round's cap keeps an underloaded host with ``vms`` from
+    being emptied, or None."""
+    if len(vms) <= budget.round:
+        return None
+    return ('emptying it takes %d migrations; the round may plan %d more '
+            '(max_migrations_per_round %d)' % (
+                len(vms), budget.round,
+                algorithms.controls.max_migrations_per_round))

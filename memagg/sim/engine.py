@@ -43,7 +43,8 @@ At every step t, in this order:
    the VM runs on its source for the rest of the step), its power-offs
    when the host's migrations have landed. The round knows when each VM
    it may move last migrated (consolidation.Recent): the time its
-   migration was planned.
+   migration was planned; and how many migrations each host took part in
+   within the hour (those planned less than an hour of steps before).
 
 Speed: the trace is numpy arrays (steps x VMs) and per-host sums are
 bincounts. Hosts keep their histories as lists, which the detectors read
@@ -60,6 +61,7 @@ a round sees only the first few of each capacity (see _states).
 import collections
 from collections import abc
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -196,8 +198,14 @@ class Simulation:
             by_capacity[self._capacity_of[h]].append(h)
         self._capacities = {c: np.array(members)
                             for c, members in by_capacity.items()}
-        # When each VM last migrated, virtual seconds (-inf: never).
+        # When each VM last migrated, virtual seconds (-inf: never), and
+        # the migrations of the last hour: (step, source, destination) and
+        # their count per host.
         self.moved_at = np.full(n_vms, -np.inf)
+        self.hour_steps = max(1, math.ceil(
+            consolidation.HOUR_S / trace.step_s - 1e-9))
+        self.last_hour = collections.deque()
+        self.host_moves = np.zeros(n_hosts, dtype=int)
         self.host_of = np.full(n_vms, -1)
         self.rejected = np.zeros(n_vms, dtype=bool)
         self.active = np.ones(n_hosts, dtype=bool)
@@ -448,14 +456,23 @@ class Simulation:
     def _recent(self, t, involved):
         """The consolidation.Recent of a round at step ``t``: when the VMs
         on ``involved`` hosts (the only ones a round may move) last
-        migrated."""
+        migrated, and each host's migrations of the last hour (planned
+        less than an hour of steps ago)."""
+        last_hour = self.last_hour
+        while last_hour and last_hour[0][0] <= t - self.hour_steps:
+            _, src, dst = last_hour.popleft()
+            self.host_moves[src] -= 1
+            self.host_moves[dst] -= 1
         on = np.flatnonzero(np.isin(self.host_of, list(involved)))
         on = on[np.isfinite(self.moved_at[on])]
-        ids = self.trace.vm_ids
+        ids, names = self.trace.vm_ids, self.hosts.names
+        busy = np.flatnonzero(self.host_moves)
         return consolidation.Recent(
             now=t * self.trace.step_s,
             moved_at={ids[v]: when for v, when in zip(
-                on.tolist(), self.moved_at[on].tolist())})
+                on.tolist(), self.moved_at[on].tolist())},
+            host_moves={names[h]: count for h, count in zip(
+                busy.tolist(), self.host_moves[busy].tolist())})
 
     def _round(self, t, sums):
         free = np.flatnonzero(self.active & (self.busy == 0)).tolist()
@@ -499,6 +516,9 @@ class Simulation:
                 self.busy[h] += 1
                 self.busy[dst] += 1
                 self.moved_at[v] = t * self.trace.step_s
+                self.last_hour.append((t, h, dst))
+                self.host_moves[h] += 1
+                self.host_moves[dst] += 1
                 self.landing[land].append((v, h, dst))
                 result.migrations[t] += 1
                 result.by_trigger[action.reason] += 1

@@ -148,6 +148,9 @@ def test_recent_is_when_each_vm_last_moved(rounds):
 
     assert {uuid: recent.now - at for uuid, at in recent.moved_at.items()
             } == {_vm(1): 1200.0}
+    # Every migration queued within the hour loaded its hosts, the failed
+    # one too; the one of 70 minutes ago is past.
+    assert recent.host_moves == {'host-1': 3, 'host-2': 3}
 
 
 def test_an_underloaded_host_is_emptied_then_powered_off(rounds):

@@ -16,6 +16,7 @@ Most cases use threshold detectors so that each decision can be checked by
 hand; one runs the configured defaults (Neat's: mhod for cpu).
 """
 import copy
+import dataclasses
 
 import pytest
 
@@ -412,6 +413,69 @@ def test_a_cooling_vm_keeps_its_underloaded_host_on(conf):
         'migrate', 'migrate', 'power_off']
 
 
+def test_the_round_cap_stops_the_plan_most_loaded_first(conf):
+    # Three hosts over 0.8 cpu, one VM each to shed (the busier of two
+    # equally cheap ones); two migrations allowed: the two most loaded (c,
+    # then a) are relieved, b waits.
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, max_migrations_per_round=2))
+    hosts = [host('a', [vm('a1', 4, 100), vm('a2', 5, 100)]),
+             host('b', [vm('b1', 4, 100), vm('b2', 4.5, 100)]),
+             host('c', [vm('c1', 4, 100), vm('c2', 5.5, 100)]),
+             host('spare', [], cpus=40, mem=4000)]
+    hosts[-1].cpu_history = hosts[-1].mem_history = [0.3, 0.3]
+    plan = cons.plan_round(hosts, algorithms)
+    assert [m[:2] for m in migrations(plan)] == [('c2', 'c'), ('a2', 'a')]
+    assert plan.deferred == {
+        'b': 'the round planned its max_migrations_per_round (2)'}
+    # Emptying a host whole must fit in what the round has left.
+    idle = host('idle', [vm('i1', 0.05, 50), vm('i2', 0.05, 50)], cpus=1)
+    plan = cons.plan_round(hosts + [idle], algorithms)
+    assert plan.kept['idle'] == ('emptying it takes 2 migrations; the round '
+                                 'may plan 0 more (max_migrations_per_round '
+                                 '2)')
+    assert len(migrations(cons.plan_round(hosts, cons.load_algorithms(
+        CONF.consolidation, SIMPLE)))) == 3
+
+
+def test_the_hourly_cap_of_each_host(conf):
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, max_migrations_per_host_hour=3))
+    vms = [vm('a1', 3, 100), vm('a2', 3, 200), vm('a3', 3, 300)]
+    near = host('near', [vm('n1', 4, 100)], mem=4000)
+    far = host('far', [vm('f1', 3, 100)], mem=4000)
+
+    def plan(**moves):
+        return cons.plan_round([host('a', vms), near, far], algorithms,
+                               cons.Recent(host_moves=moves))
+
+    # near (the fullest that fits) takes a1; at its cap it does not, and
+    # far does; with both at their cap a1 stays (a, shedding, takes none
+    # either), and so does it with a at its own cap.
+    assert migrations(plan()) == [('a1', 'a', 'near', 'overload:cpu')]
+    assert migrations(plan(near=3)) == [('a1', 'a', 'far', 'overload:cpu')]
+    capped = plan(near=3, far=5)
+    assert capped.actions == []
+    assert capped.unplaced['a1'].endswith(
+        '(3 hosts may receive no more VMs this round)')
+    capped = plan(a=3)
+    assert capped.actions == []
+    assert capped.deferred == {'a': 'it took part in its '
+                                    'max_migrations_per_host_hour (3) '
+                                    'within the hour'}
+    # A host being emptied is not held back by its own cap, its
+    # destinations are.
+    idle = host('idle', [vm('i1', 0.2, 50), vm('i2', 0.2, 50)])
+    emptied = cons.plan_round([idle, near], algorithms,
+                              cons.Recent(host_moves={'idle': 9}))
+    assert [m[0] for m in migrations(emptied)] == ['i1', 'i2']
+    kept = cons.plan_round([idle, near], algorithms,
+                           cons.Recent(host_moves={'near': 2}))
+    assert kept.kept['idle'] == (
+        'emptying it takes 2 migrations; the other active hosts may take '
+        'part in 1 more this hour (max_migrations_per_host_hour 3)')
+
+
 def test_control_options_are_checked_and_typed(conf):
     algorithms = cons.load_algorithms(CONF.consolidation, {
         'fill_headroom_cpu': '0.25', 'fill_window': '12'})
@@ -431,9 +495,10 @@ def test_control_options_are_checked_and_typed(conf):
 
 def test_control_defaults(conf):
     controls = cons.load_algorithms(CONF.consolidation).controls
-    assert (controls.fill_headroom_cpu, controls.fill_headroom_mem,
-            controls.fill_window, controls.migration_cooldown) == (
-        0.02, 0.15, 288, 3600)
+    assert dataclasses.asdict(controls) == {
+        'fill_headroom_cpu': 0.02, 'fill_headroom_mem': 0.15,
+        'fill_window': 288, 'migration_cooldown': 3600,
+        'max_migrations_per_round': 100, 'max_migrations_per_host_hour': 40}
     assert CONF.consolidation.history_length == 288
 
 

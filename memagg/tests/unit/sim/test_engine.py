@@ -139,6 +139,23 @@ def test_a_vm_that_just_moved_stays_within_the_cool_down(three_hosts):
     assert cooling.result.by_trigger == free.result.by_trigger
 
 
+def test_hosts_take_part_in_no_more_migrations_an_hour_than_the_cap(
+        three_hosts):
+    # One migration per host and hour: h-b takes h-a's VM at step 0 and
+    # cannot take h-c's, which stays on.
+    sim = _simulation(*three_hosts, 'wss', options=dict(
+        NO_HEADROOM, max_migrations_per_host_hour=1))
+
+    result = sim.run()
+
+    assert result.active_hosts.tolist() == [3] + [2] * 7
+    assert result.by_trigger == {'underload:cpu+memory': 1}
+    # The step-0 migration counts for an hour of 5-minute steps, then no
+    # more.
+    assert sim._recent(11, set()).host_moves == {'h-a': 1, 'h-b': 1}
+    assert sim._recent(12, set()).host_moves == {}
+
+
 def test_longer_migration_time_keeps_hosts_busy(three_hosts):
     result = _simulate(*three_hosts, 'wss', options=NO_HEADROOM,
                        migration_steps=3)
