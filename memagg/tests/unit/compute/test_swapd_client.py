@@ -197,6 +197,17 @@ def test_export_stats_are_ints_with_the_rebuild(server, client):
     assert stats['clients'] == 1
 
 
+def test_export_rebuild_starts_it_and_says_what_is_left(server, client):
+    server.replies['EXPORT_REBUILD'] = 'OK rebuild_left=16384\n'
+    assert client.export_rebuild(GRANT) == {'rebuild_left': 16384}
+    assert server.requests == ['EXPORT_REBUILD grant=%s\n' % GRANT]
+    server.replies['EXPORT_REBUILD'] = (
+        'ERR ENOENT grant: no export of %s here\n' % GRANT)
+    with pytest.raises(swapd.SwapdError) as caught:
+        client.export_rebuild(GRANT)
+    assert caught.value.errno_name == 'ENOENT'
+
+
 def test_list_stats_free_reclaim_and_drop(server, client):
     server.replies.update({
         'EXPORT_LIST': 'OK grants=%s,%s\n' % (GRANT, GRANT.upper()),
