@@ -132,50 +132,24 @@ class MigrationHosts(two_hosts.TwoHosts):
                           hypervisor)
         host = two_hosts.Host(hypervisor.name, swapd,
                               os.path.join(self.root,
-                                           '%s.conf' % hypervisor.name))
+                                           '%s.conf' % hypervisor.name),
+                              hypervisor=hypervisor)
         # Inside host B, qemu:///system is B's libvirtd.
         self._write(host, 'qemu:///system', extra)
-        host.hypervisor = hypervisor
         return host
 
-    def start(self):
-        """Start the swapds, the scheduler and the computes; wait until
-        each answers."""
-        for host in (self.a, self.b, self.donor):
-            host.swapd.start()
-        self.scheduler = service_procs.Process(
-            'memagg-scheduler', ['--config-file', self.scheduler_config],
-            os.path.join(self.root, 'memagg-scheduler.log'))
-        self.donor.compute = service_procs.Process(
-            'memagg-compute', ['--config-file', self.donor.config],
-            os.path.join(self.root, '%s-compute.log' % self.donor.name))
-        for host in (self.a, self.b):
-            host.compute = HostProcess(
-                host.hypervisor, 'memagg-compute',
-                ['--config-file', host.config],
-                os.path.join(self.root, '%s-compute.log' % host.name))
-        self._wait_answering([self.a, self.b, self.donor])
-        return self
+    def hosts(self):
+        return [self.a, self.b, self.donor]
 
-    def processes(self):
-        procs = [self.scheduler, self.a.compute, self.b.compute,
-                 self.donor.compute]
-        return [p for p in procs if p is not None]
-
-    def logs(self):
-        out = []
-        for proc in self.processes():
-            out.append('--- %s (%s)\n%s' % (proc.name, proc.log_path,
-                                            proc.log()[-8000:]))
-        for host in (self.a, self.b, self.donor):
-            out.append('--- memagg-swapd of %s\n%s'
-                       % (host.name, host.swapd.log()[-6000:]))
-        return '\n'.join(out)
+    def _compute(self, host):
+        return HostProcess(
+            host.hypervisor, 'memagg-compute',
+            ['--config-file', host.config],
+            os.path.join(self.root, '%s-compute.log' % host.name))
 
     def stop(self):
-        """Stop every process (computes first); [(name, exit code)] of
-        those that did not stop cleanly. The export directories go."""
-        bad = self._stop_all([self.a, self.b, self.donor])
+        """TwoHosts.stop(); the export directories go too."""
+        bad = super().stop()
         for hypervisor in (self.hypervisors.a, self.hypervisors.b):
             shutil.rmtree(hypervisor.path(os.path.dirname(self.export_dir)),
                           ignore_errors=True)

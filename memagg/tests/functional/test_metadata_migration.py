@@ -45,7 +45,6 @@ import pytest
 from memagg.api.controllers import migrations as migrations_api
 from memagg.common import context
 from memagg.common import exceptions
-from memagg.common import rpc
 from memagg.db import api as db_api
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import guest_fixtures
@@ -87,19 +86,14 @@ def hypervisors():
 
 @pytest.fixture
 def overrides():
-    consumer = {
-        'compute': {'guest_memory_mb': BUDGET_MB},
-        'local_policy': {'min_guest_mb': 64},
-        # The grant is the test's own: no second one on top.
-        'swapd': {'auto_grant': False},
-    }
+    # The grant is the test's own: no second one on top.
+    consumer = dict(two_hosts.budget(BUDGET_MB), swapd={'auto_grant': False})
     return {
         'a': consumer,
         # Host B's memagg-compute estimates from the swap ghost alone: a
         # WSS it reports is made of the swap-ins it drained from B's
         # export.
         'b': dict(consumer, wss={'estimator': 'swap_ghost'}),
-        'donor': {'compute': {'reserved_host_memory_mb': 0}},
         'scheduler': {'consolidation': {'max_retries': 0,
                                         'poll_interval': 0.5,
                                         'migration_timeout':
@@ -124,22 +118,10 @@ def memagg(conf, mysql_db, rabbit_url, two_hosts_root,  # noqa: F811
            hypervisors, keystone, overrides):  # noqa: F811
     """memagg on hosts A and B and a donor (migration_hosts), this test
     process an RPC client of them."""
-    guest_fixtures.ensure_libvirtd()
-    hosts = migration_hosts.MigrationHosts(two_hosts_root, mysql_db,
-                                           rabbit_url, hypervisors, keystone,
-                                           overrides)
-    rpc.cleanup()
-    conf.config(control_exchange=hosts.exchange,
-                rpc_response_timeout=two_hosts.RPC_TIMEOUT)
-    conf.config(topic=hosts.scheduler_topic, group='scheduler')
-    rpc.init(url=rabbit_url)
-    try:
-        yield hosts.start()
-    finally:
-        rpc.cleanup()
-        bad = hosts.stop()
-        print(hosts.logs())
-    assert not bad, 'daemons that did not stop cleanly: %s' % (bad,)
+    with two_hosts.running(conf, migration_hosts.MigrationHosts(
+            two_hosts_root, mysql_db, rabbit_url, hypervisors, keystone,
+            overrides)) as hosts:
+        yield hosts
 
 
 @pytest.fixture

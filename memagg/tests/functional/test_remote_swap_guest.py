@@ -43,6 +43,7 @@ from memagg.common import context
 from memagg.db import api as db_api
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
 from memagg.tests.guest import vm
@@ -65,16 +66,8 @@ THROUGH_MEMAGG_MB = 100
 
 @pytest.fixture
 def two_hosts_overrides():
-    """The consumer's budget: BUDGET_MB for its guests, fixed (this
-    machine's reported host memory grows while tests run)."""
-    return {
-        'consumer': {
-            'compute': {'guest_memory_mb': BUDGET_MB},
-            'local_policy': {'min_guest_mb': 64},
-        },
-        # The donor's test-driver host: all of its memory free to lend.
-        'donor': {'compute': {'reserved_host_memory_mb': 0}},
-    }
+    """The consumer's guests held to BUDGET_MB."""
+    return {'consumer': two_hosts_module.budget(BUDGET_MB)}
 
 
 def _grant_of(ctxt, instance_uuid):

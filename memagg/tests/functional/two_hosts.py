@@ -28,8 +28,9 @@ nothing the donor uses.
 The ``two_hosts`` fixture starts everything and stops it (SIGTERM, then
 SIGKILL) however the test ends, and prints every daemon's log (pytest shows
 it with a failure); a daemon that did not stop cleanly fails the test after
-its body.
+its body (running()).
 """
+import contextlib
 import dataclasses
 import os
 import pwd
@@ -55,6 +56,14 @@ QEMU_USER = 'libvirt-qemu'
 RPC_TIMEOUT = 30
 # What the donor lends: room for a grant of a 256 MiB guest and more.
 DONOR_CAPACITY_MB = 512
+
+
+def budget(guest_memory_mb):
+    """A consumer's options holding its guests to ``guest_memory_mb`` in
+    all, fixed (this machine's reported host memory grows while tests
+    run), each guest ballooned down to 64 MiB if need be."""
+    return {'compute': {'guest_memory_mb': guest_memory_mb},
+            'local_policy': {'min_guest_mb': 64}}
 
 
 class Swapd:
@@ -153,11 +162,13 @@ class Swapd:
 
 @dataclasses.dataclass
 class Host:
-    """A memagg "host": its name, its memagg-swapd and memagg-compute."""
+    """A memagg "host": its name, its memagg-swapd and memagg-compute, and
+    the hypervisor_hosts host it runs in (None: this machine as it is)."""
     name: str
     swapd: Swapd
     config: str
     compute: service_procs.Process = None
+    hypervisor: object = None
 
 
 class TwoHosts:
@@ -166,6 +177,7 @@ class TwoHosts:
     def __init__(self, root, mysql_db, rabbit_url, overrides=None):
         run = uuid.uuid4().hex[:10]
         self.root = root
+        self.rabbit_url = rabbit_url
         self.exchange = 'memagg_test_%s' % run
         self.scheduler_topic = 'memagg-scheduler-%s' % run
         self.common = {
@@ -191,7 +203,10 @@ class TwoHosts:
                           os.path.join(root, 'donor.conf'))
         self._write(self.consumer, guest_fixtures.URI,
                     overrides.get('consumer', {}))
-        self._write(self.donor, 'test:///default', overrides.get('donor', {}))
+        # The donor's test-driver host: all of its memory free to lend.
+        self._write(self.donor, 'test:///default', self._merge(
+            {'compute': {'reserved_host_memory_mb': 0}},
+            overrides.get('donor', {})))
         self.scheduler_config = service_procs.write_config(
             os.path.join(root, 'scheduler.conf'),
             self._merge(self.common, overrides.get('scheduler', {})))
@@ -221,20 +236,28 @@ class TwoHosts:
         service_procs.write_config(host.config,
                                    self._merge(sections, extra))
 
+    def hosts(self):
+        """The memagg hosts: the consumers, then the donor."""
+        return [self.consumer, self.donor]
+
     def start(self):
-        """Start both swapds, the scheduler and both computes; wait until
+        """Start the swapds, the scheduler and the computes; wait until
         each answers."""
-        self.consumer.swapd.start()
-        self.donor.swapd.start()
+        for host in self.hosts():
+            host.swapd.start()
         self.scheduler = service_procs.Process(
             'memagg-scheduler', ['--config-file', self.scheduler_config],
             os.path.join(self.root, 'memagg-scheduler.log'))
-        for host in (self.consumer, self.donor):
-            host.compute = service_procs.Process(
-                'memagg-compute', ['--config-file', host.config],
-                os.path.join(self.root, '%s-compute.log' % host.name))
-        self._wait_answering([self.consumer, self.donor])
+        for host in self.hosts():
+            host.compute = self._compute(host)
+        self._wait_answering(self.hosts())
         return self
+
+    def _compute(self, host):
+        """``host``'s memagg-compute, started."""
+        return service_procs.Process(
+            'memagg-compute', ['--config-file', host.config],
+            os.path.join(self.root, '%s-compute.log' % host.name))
 
     def _wait_answering(self, hosts):
         """Wait until the memagg-compute of each of ``hosts`` and the
@@ -260,7 +283,7 @@ class TwoHosts:
             return None
 
     def processes(self):
-        procs = [self.scheduler, self.consumer.compute, self.donor.compute]
+        procs = [self.scheduler] + [host.compute for host in self.hosts()]
         return [p for p in procs if p is not None]
 
     def logs(self):
@@ -268,21 +291,17 @@ class TwoHosts:
         out = []
         for proc in self.processes():
             out.append('--- %s (%s)\n%s' % (proc.name, proc.log_path,
-                                            proc.log()[-6000:]))
-        for host in (self.consumer, self.donor):
+                                            proc.log()[-8000:]))
+        for host in self.hosts():
             out.append('--- memagg-swapd of %s\n%s'
                        % (host.name, host.swapd.log()[-6000:]))
         return '\n'.join(out)
 
     def stop(self):
-        """Stop every process, computes first (they call the others);
-        return [(name, exit code)] of those that did not stop cleanly."""
-        return self._stop_all([self.consumer, self.donor])
-
-    def _stop_all(self, hosts):
-        """Stop the computes of ``hosts``, the scheduler, then the swapds
-        of ``hosts``; [(name, exit code)] of those that did not stop
+        """Stop the computes (they call the others), the scheduler, then
+        the swapds; [(name, exit code)] of those that did not stop
         cleanly."""
+        hosts = self.hosts()
         bad = []
         for proc in [h.compute for h in hosts] + [self.scheduler]:
             if proc is None:
@@ -298,6 +317,28 @@ class TwoHosts:
             if code not in (0, None):
                 bad.append(('memagg-swapd of %s' % host.name, code))
         return bad
+
+
+@contextlib.contextmanager
+def running(conf, hosts):
+    """``hosts`` (a TwoHosts) started, this test process an RPC client of
+    them; stopped however the block ends, every daemon's log printed
+    (pytest shows it with a failure). A daemon that did not stop cleanly
+    fails the block."""
+    guest_fixtures.ensure_libvirtd()
+    rpc.cleanup()
+    conf.config(control_exchange=hosts.exchange,
+                rpc_response_timeout=RPC_TIMEOUT)
+    conf.config(topic=hosts.scheduler_topic, group='scheduler')
+    rpc.init(url=hosts.rabbit_url)
+    try:
+        yield hosts.start()
+    finally:
+        rpc.cleanup()
+        bad = hosts.stop()
+        print(hosts.logs())
+    assert not bad, 'daemons that did not stop cleanly: %s\n%s' % (
+        bad, hosts.logs())
 
 
 @pytest.fixture
@@ -320,20 +361,6 @@ def two_hosts(conf, mysql_db, rabbit_url, two_hosts_root,
               two_hosts_overrides):
     """The two hosts and the scheduler running (see the module); this test
     process is an RPC client of them. Yields the TwoHosts."""
-    guest_fixtures.ensure_libvirtd()
-    hosts = TwoHosts(two_hosts_root, mysql_db, rabbit_url,
-                     two_hosts_overrides)
-    rpc.cleanup()
-    conf.config(control_exchange=hosts.exchange,
-                rpc_response_timeout=RPC_TIMEOUT)
-    conf.config(topic=hosts.scheduler_topic, group='scheduler')
-    rpc.init(url=rabbit_url)
-    try:
-        yield hosts.start()
-    finally:
-        rpc.cleanup()
-        bad = hosts.stop()
-        # Captured: pytest shows it when the test failed.
-        print(hosts.logs())
-    assert not bad, 'daemons that did not stop cleanly: %s\n%s' % (
-        bad, hosts.logs())
+    with running(conf, TwoHosts(two_hosts_root, mysql_db, rabbit_url,
+                                two_hosts_overrides)) as hosts:
+        yield hosts
