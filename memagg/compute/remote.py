@@ -812,14 +812,7 @@ class RemoteMemory:
         migration to this host is over. Idempotent (a rebuild running or
         done, or an export that was never adopted, is left as it is).
         Returns {local_copy_left_mb}; NotFound without an export."""
-        self._check_enabled()
-        _check_uuid('grant_uuid', grant_uuid)
-        try:
-            reply = self._swapd(self.client.export_rebuild, grant_uuid)
-        except swapd.SwapdError as exc:
-            if exc.errno_name == 'ENOENT':
-                raise exceptions.NotFound(resource='Export', id=grant_uuid)
-            raise
+        reply = self._on_export(self.client.export_rebuild, grant_uuid)
         return {'local_copy_left_mb': _pages_mb(reply.get('rebuild_left',
                                                           0))}
 
@@ -827,17 +820,22 @@ class RemoteMemory:
         """What this host's export of ``grant_uuid`` holds: {stored_mb
         (pages written, on the donors), local_copy_left_mb (durability
         copy still to rebuild)}. NotFound without an export."""
+        stats = self._on_export(self.client.export_stats, grant_uuid)
+        return {'stored_mb': _pages_mb(stats.get('stored_pages', 0)),
+                'local_copy_left_mb': _pages_mb(stats.get('rebuild_left',
+                                                          0))}
+
+    def _on_export(self, call, grant_uuid):
+        """memagg-swapd's ``call`` on this host's export of
+        ``grant_uuid``; NotFound without one."""
         self._check_enabled()
         _check_uuid('grant_uuid', grant_uuid)
         try:
-            stats = self._swapd(self.client.export_stats, grant_uuid)
+            return self._swapd(call, grant_uuid)
         except swapd.SwapdError as exc:
             if exc.errno_name == 'ENOENT':
                 raise exceptions.NotFound(resource='Export', id=grant_uuid)
             raise
-        return {'stored_mb': _pages_mb(stats.get('stored_pages', 0)),
-                'local_copy_left_mb': _pages_mb(stats.get('rebuild_left',
-                                                          0))}
 
     def _existing_export(self, uuid):
         return {'name': 'memagg-swap-%s' % uuid,
