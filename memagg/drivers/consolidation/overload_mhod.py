@@ -162,11 +162,12 @@ class Mhod(base.OverloadDetector):
 
     def is_overloaded(self, utilization):
         params = self.params
-        history = utilization[-params['history_size']:]
         threshold = params['state_config'][0]
-        # Most calls end here: decide before mapping the whole history.
-        if len(history) < params['learning_steps'] or history[-1] < threshold:
+        # Most calls end here: decide before copying the history.
+        if (min(len(utilization), params['history_size'])
+                < params['learning_steps'] or utilization[-1] < threshold):
             return False
+        history = utilization[-params['history_size']:]
         states = [int(u >= threshold) for u in history]
         p = transition_matrix(states, params['window_sizes'])
         if p[1][1] == 0:

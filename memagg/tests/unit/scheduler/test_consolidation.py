@@ -17,6 +17,7 @@ hand; one runs the configured defaults (Neat's: mhod for cpu).
 """
 import copy
 import dataclasses
+import random
 
 import pytest
 
@@ -474,6 +475,44 @@ def test_the_hourly_cap_of_each_host(conf):
     assert kept.kept['idle'] == (
         'emptying it takes 2 migrations; the other active hosts may take '
         'part in 1 more this hour (max_migrations_per_host_hour 3)')
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_what_spares_placement_work_never_changes_its_answer(conf, seed):
+    # Random clusters: whenever the round keeps an underloaded host without
+    # asking placement (why_not), placement could not have emptied it; and
+    # placement over the hosts the round offers it (targets) answers as
+    # over every other active host.
+    rng = random.Random(seed)
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        HYSTERESIS, max_migrations_per_host_hour=rng.choice([0, 2, 4])))
+    hosts = []
+    for h in range(12):
+        vms = []
+        for v in range(rng.randint(0, 5)):
+            demand = vm('h%d-v%d' % (h, v), rng.uniform(0.2, 3),
+                        rng.uniform(50, 500))
+            demand.cpu_history = [rng.uniform(0.2, 3) for _ in range(4)]
+            vms.append(demand)
+        state = host('h%d' % h, vms, cpus=rng.choice([6, 12]),
+                     mem=rng.choice([1000, 2000]))
+        state.cpu_history = [rng.uniform(0.05, 0.8) for _ in range(4)]
+        hosts.append(state)
+    moves = {h.name: rng.randint(0, 3) for h in hosts}
+    views = cons._Views(hosts, algorithms, cons._Budget(
+        algorithms.controls, cons.Recent(host_moves=moves)))
+    for state in hosts:
+        if not state.vms:
+            continue
+        others = [views.hosts[h.name] for h in hosts if h is not state]
+        full = views.place(state.vms, others)
+        if views.why_not(state.name, state.vms):
+            assert full.unplaced
+        else:
+            offered = views.place(state.vms,
+                                  views.targets(state.name, state.vms))
+            assert offered.placements == full.placements
+            assert set(offered.unplaced) == set(full.unplaced)
 
 
 def test_control_options_are_checked_and_typed(conf):
