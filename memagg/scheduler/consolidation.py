@@ -41,8 +41,10 @@ The round, extending Neat's with memory:
 Hysteresis keeps a host that a round fills, or relieves, from being found
 overloaded again in the next rounds (ALGORITHMS.md §3.6). A host's fill
 level in a dimension is what its overload detector accepts
-(``OverloadDetector.fill_limit``: a threshold, MHOD's state threshold, the
-spread-based bound of mad and iqr...) less ``fill_headroom_cpu`` or
+(``OverloadDetector.fill_limit``: a threshold, MHOD's state threshold,
+the level whose rise a regression does not extrapolate too far, for the
+others a level searched with the detector itself) less
+``fill_headroom_cpu`` or
 ``fill_headroom_mem`` (no headroom for booked memory, which does not
 grow). Placement fills no host above it (its base.Room), counting a
 host's cpu and a VM's as their peak over the last ``fill_window``
@@ -470,7 +472,6 @@ class _Views:
     def __init__(self, hosts, algorithms, budget):
         self.window = algorithms.controls.fill_window
         self.algorithms = algorithms
-        self.booked = algorithms.memory_basis == 'booked'
         self.hosts = {}
         self.rooms = {}
         self.weighed = {}
@@ -490,7 +491,7 @@ class _Views:
 
     def memory(self, vm):
         """``vm``'s memory in the round's basis, MiB."""
-        return vm.booked_mb if self.booked else vm.wss_maxavg_mb
+        return _vm_memory(vm, self.algorithms)
 
     def demand(self, vm):
         """``vm`` as placement weighs it: its cpu as its peak."""
