@@ -303,7 +303,7 @@ def build_parser():
     rounds.add_argument(
         '--history-length', type=POSITIVE_INT, metavar='N',
         help='Utilisation samples per host the detectors see (default: '
-             '[consolidation] history_length, 100).')
+             '[consolidation] history_length, 288).')
 
     out = parser.add_argument_group('output')
     out.add_argument(
