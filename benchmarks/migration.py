@@ -87,15 +87,12 @@ benchmarks/migration.py [--guest-mb 1024] [--data-mb 640]
 [--quick]
 """
 import argparse
-import json
 import os
 import secrets
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 import xml.etree.ElementTree as ElementTree
@@ -132,88 +129,6 @@ LOCAL_DISK_XML = """<disk type='file' device='disk'>
 
 class RunError(Exception):
     """A case could not run."""
-
-
-# -- Nova's block migration
-
-def _block_migration_code():
-    """nova_libvirt's child script, asked for a block migration when the
-    request says so (block_migration, device_names, disk_paths): what
-    Nova's driver passes for a guest with local disks."""
-    script = nova_libvirt._NOVA_DRIVER  # noqa: SLF001 - same driver code
-    for old, new in (
-            ("serial_listen_addr=None, block_migration=False,",
-             "serial_listen_addr=None,\n"
-             "            block_migration=req['block_migration'],"),
-            ("drv._live_migration_operation(\n"
-             "            None, instance, req['dest'], False, data,\n"
-             "            libvirt_guest.Guest(domain), [])",
-             "drv._live_migration_operation(\n"
-             "            None, instance, req['dest'],\n"
-             "            req['block_migration'], data,\n"
-             "            libvirt_guest.Guest(domain), req['device_names'])"),
-            ("drv._live_migration_data_gb(instance, [])",
-             "drv._live_migration_data_gb(instance, req['disk_paths'])")):
-        if old not in script:
-            raise RunError('nova_libvirt\'s driver script changed: no %r'
-                           % old)
-        script = script.replace(old, new)
-    return script
-
-
-class NovaBlockDriverCode(nova_libvirt.NovaDriverCode):
-    """Nova's driver code as nova_libvirt runs it, plus block migrations:
-    ``block[uuid] = (device_names, disk_paths)`` makes that domain's
-    migration a block migration of those disks."""
-
-    def __init__(self, libvirt_options=None):
-        options = dict({'virt_type': 'qemu'}, **(libvirt_options or {}))
-        self.block = {}
-        self._lock = threading.Lock()
-        self._stderr = tempfile.TemporaryFile(mode='w+')
-        self._proc = subprocess.Popen(
-            [sys.executable, '-c', _block_migration_code(),
-             json.dumps(options)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr, text=True)
-        first = self._proc.stdout.readline()
-        if not first:
-            raise RunError('Nova\'s driver code did not start:\n%s'
-                           % self._errors())
-        config = json.loads(first)
-        self.live_migration_flags = config['live_migration_flags']
-        self.block_migration_flags = config['block_migration_flags']
-        self.monitor_interval = config['monitor_interval']
-
-    def migrate_call(self, uuid, xml, memory_mb, dest, extra_specs=None):
-        device_names, disk_paths = self.block.get(uuid, ([], []))
-        request = {'uuid': uuid, 'xml': xml, 'memory_mb': memory_mb,
-                   'extra_specs': extra_specs or {}, 'dest': dest.name,
-                   'inbound_addr': dest.address,
-                   'live_migration_uri': 'qemu+tcp://%%s:%d/system'
-                   % dest.port,
-                   'block_migration': bool(device_names),
-                   'device_names': device_names, 'disk_paths': disk_paths}
-        with self._lock:
-            self._proc.stdin.write(json.dumps(request) + '\n')
-            self._proc.stdin.flush()
-            line = self._proc.stdout.readline()
-        if not line:
-            raise RunError('Nova\'s driver code exited:\n%s'
-                           % self._errors())
-        answer = json.loads(line)
-        if 'error' in answer:
-            raise RunError('Nova\'s driver code failed:\n%s'
-                           % answer['error'])
-        return answer
-
-
-class Migrator(nova_libvirt.LiveMigrator):
-    """nova_libvirt's LiveMigrator with NovaBlockDriverCode."""
-
-    def __init__(self, hosts, libvirt_options=None):
-        self.hosts = dict(hosts)
-        self.nova = NovaBlockDriverCode(libvirt_options)
 
 
 # -- memagg-swapd on each host
@@ -316,7 +231,7 @@ class Bench:
         # Nova's [libvirt] live_migration_bandwidth (MiB/s, 0: no limit):
         # the migration network's speed, for the memory and for a block
         # migration's disk mirror alike.
-        self.migrator = Migrator(
+        self.migrator = nova_libvirt.LiveMigrator(
             {self.a.name: self.a, self.b.name: self.b},
             {'live_migration_bandwidth': self.args.bandwidth})
 

@@ -22,7 +22,9 @@ oslo.config CONF that clash with memagg's, as in nova_double):
   (nova/virt/libvirt/driver.py) with Nova's default [libvirt] options and
   ``virt_type = qemu``, for a non-block migration: VIR_MIGRATE_LIVE,
   PEER2PEER, UNDEFINE_SOURCE and PERSIST_DEST (no TUNNELLED, TLS,
-  POSTCOPY, AUTO_CONVERGE or PARALLEL, all off by default);
+  POSTCOPY, AUTO_CONVERGE or PARALLEL, all off by default), and for a
+  block migration (NovaDriverCode.block) its block-migration flags (those
+  and VIR_MIGRATE_NON_SHARED_INC);
 * the whole migrateToURI3 call: ``LibvirtDriver._live_migration_operation``
   runs against a recording domain wrapped in Nova's
   ``nova.virt.libvirt.guest.Guest``, with the LibvirtLiveMigrateData that
@@ -57,8 +59,10 @@ migrate call in a thread beside the monitor; ``live_migration_abort``
 destroying what the destination may hold of the domain.
 
 What is left out or simplified: no Neutron (no port bindings, no VIF XML
-updates), no volumes or block migration (block_migration is False, the
-guest's disks are shared paths), no Placement claims, no NUMA, PCI,
+updates), no volumes, no block migration unless asked (the guest's disks
+are shared paths; for a block migration the caller creates the
+destination's files, as ``pre_live_migration`` does), no Placement
+claims, no NUMA, PCI,
 mdev or vPMEM XML updates, no serial console ports, no post-copy or
 force-complete, no instance or migration records (callbacks instead),
 no pre-checks (CPU comparison, shared storage): a destination that cannot
@@ -141,7 +145,8 @@ for line in sys.stdin:
             image_type=CONF.libvirt.images_type,
             graphics_listen_addr_vnc=CONF.vnc.server_listen,
             graphics_listen_addr_spice=CONF.spice.server_listen,
-            serial_listen_addr=None, block_migration=False,
+            serial_listen_addr=None,
+            block_migration=req['block_migration'],
             dst_wants_file_backed_memory=CONF.libvirt.file_backed_memory > 0,
             dst_cpu_shared_set_info=(hardware.get_cpu_shared_set()
                                      or hardware.get_vcpu_pin_set()
@@ -150,9 +155,9 @@ for line in sys.stdin:
             supported_perf_events=[], serial_listen_ports=[])
         domain = RecordingDomain(req['xml'])
         drv._live_migration_operation(
-            None, instance, req['dest'], False, data,
-            libvirt_guest.Guest(domain), [])
-        data_gb = drv._live_migration_data_gb(instance, [])
+            None, instance, req['dest'], req['block_migration'], data,
+            libvirt_guest.Guest(domain), req['device_names'])
+        data_gb = drv._live_migration_data_gb(instance, req['disk_paths'])
         answer = {
             'call': domain.calls[0],
             'downtime_steps': list(migration.downtime_steps(data_gb)),
@@ -178,12 +183,16 @@ def flag_names(flags):
 class NovaDriverCode:
     """Nova's libvirt driver code in a child interpreter, asked what it
     would call (see the module); ``libvirt_options`` overrides Nova's
-    [libvirt] defaults (virt_type is qemu: TCG guests)."""
+    [libvirt] defaults (virt_type is qemu: TCG guests).
+    ``block[uuid] = (device names, disk paths)`` makes that domain's
+    migration a block migration of those disks, as Nova's driver makes it
+    for a guest with local disks."""
 
     def __init__(self, libvirt_options=None):
         pytest.importorskip('nova', reason='the nova package provides '
                                            'Nova\'s libvirt driver')
         options = dict({'virt_type': 'qemu'}, **(libvirt_options or {}))
+        self.block = {}
         self._lock = threading.Lock()
         # A file, not a pipe: nothing reads Nova's warnings as they come.
         self._stderr = tempfile.TemporaryFile(mode='w+')
@@ -209,11 +218,14 @@ class NovaDriverCode:
         of ``uuid`` (migratable ``xml``) to move it to Hypervisor
         ``dest``: {'call': {'dconnuri', 'params', 'flags'},
         'downtime_steps': [[s, ms]...], 'completion_timeout': s}."""
+        device_names, disk_paths = self.block.get(uuid, ([], []))
         request = {'uuid': uuid, 'xml': xml, 'memory_mb': memory_mb,
                    'extra_specs': extra_specs or {}, 'dest': dest.name,
                    'inbound_addr': dest.address,
                    'live_migration_uri': 'qemu+tcp://%%s:%d/system'
-                   % dest.port}
+                   % dest.port,
+                   'block_migration': bool(device_names),
+                   'device_names': device_names, 'disk_paths': disk_paths}
         with self._lock:
             self._proc.stdin.write(json.dumps(request) + '\n')
             self._proc.stdin.flush()
