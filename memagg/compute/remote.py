@@ -133,22 +133,6 @@ def short_of_memory(result):
                 and result.target_mb < result.wss_mb)
 
 
-def remote_budget_mb(caps, held, may_ask):
-    """This host's remote budget: what its VMs hold on donors (``held``,
-    {uuid: MiB}) plus what it may still ask memagg-scheduler for, which is
-    what memagg-scheduler would still grant each VM under its cap
-    (``caps``, {uuid: MiB}), or nothing when it may not ask (``may_ask``
-    false: [swapd] auto_grant off, or memagg-swapd not answering).
-
-    memagg-compute knows no tighter bound (the donors' lendable memory is
-    memagg-scheduler's), so no VM's limit, being at most its cap or its
-    use, can take the sum of the limits beyond this budget while it may
-    ask; when it may not, the budget is what the VMs hold and the limits
-    are scaled to it."""
-    room = sum(max(0, caps[uuid] - held.get(uuid, 0)) for uuid in caps)
-    return sum(held.values()) + (room if may_ask else 0)
-
-
 def plan_period(period, domains, grants, donor, reserve_mb, max_ratio,
                 auto_grant=True, policy=None, use=None):
     """The Plan of one period.
@@ -167,8 +151,9 @@ def plan_period(period, domains, grants, donor, reserve_mb, max_ratio,
 
     Each running VM's remote limit comes from ``policy``, its cap being
     ``max_ratio`` of its booked memory and the host's budget that of
-    remote_budget_mb. A short VM asks for what its limit has beyond what
-    it holds; a VM with a grant asks again only when the policy tops up.
+    budget_base.remote_budget_mb. A short VM asks for what its limit has
+    beyond what it holds; a VM with a grant asks again only when the
+    policy tops up.
     """
     short = [uuid for uuid, result in period.vms.items()
              if short_of_memory(result)]
@@ -191,7 +176,7 @@ def plan_period(period, domains, grants, donor, reserve_mb, max_ratio,
             short=uuid in short,
             limit_mb=use[uuid].limit_mb if uuid in use else None)
          for uuid, cap in caps.items()],
-        remote_budget_mb(caps, held, auto_grant))
+        budget_base.remote_budget_mb(caps, held, auto_grant))
     allocate = []
     if auto_grant:
         for uuid in short:

@@ -41,7 +41,6 @@ the middle finds the grant pending at its next start and cleans it up
 (:meth:`Reservoir.recover`).
 """
 import datetime
-import json
 import math
 import random
 import secrets
@@ -60,21 +59,6 @@ from memagg.scheduler import rpcapi
 LOG = logging.getLogger(__name__)
 
 RemoteMemoryUnavailable = rpcapi.RemoteMemoryUnavailable
-
-
-def load_selection(group):
-    """The donor selection plug-in [reservoir] (``group``) names, with its
-    parameters; InvalidParameter naming the option when either is
-    wrong."""
-    params = group.donor_selection_params
-    try:
-        params = json.loads(params)
-    except ValueError as exc:
-        raise exceptions.InvalidParameter(
-            field=selection_base.PARAMS_OPTION,
-            reason='not valid JSON (%s); write a JSON object such as '
-                   '{"chunk_slabs": 4}' % exc)
-    return selection_base.load(group.donor_selection, params)
 
 
 def grant_dict(grant):
@@ -140,7 +124,8 @@ class Reservoir:
     def __init__(self, conf, compute_api=None, selection=None, rng=None):
         self.conf = conf
         self.group = conf.reservoir
-        self.selection = selection or load_selection(self.group)
+        self.selection = (selection
+                          or selection_base.load_from_group(self.group))
         self._compute = compute_api
         self._compute_lock = threading.Lock()
         self.rng = rng or random.Random()

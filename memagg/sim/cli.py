@@ -35,13 +35,18 @@ from memagg.common import cli
 from memagg.common import exceptions
 from memagg.common import plugins
 from memagg.conf import consolidation as conf_consolidation
+from memagg.conf import reservoir as conf_reservoir
+from memagg.conf import swapd as conf_swapd
 from memagg.conf import wss as conf_wss
+from memagg.drivers.remote_budget import base as budget_base
+from memagg.drivers.reservoir import base as selection_base
 from memagg.scheduler import consolidation
 from memagg.sim import engine
 from memagg.sim import maxavg
 from memagg.sim import plots
 from memagg.sim import progress as sim_progress
 from memagg.sim import report
+from memagg.sim import reservoir
 from memagg.sim import runner
 from memagg.sim import synthetic
 from memagg.sim import trace as sim_trace
@@ -59,9 +64,10 @@ round (the plug-ins and planner memagg-scheduler runs) twice, packing VMs by
 booked memory (memory_basis booked, Neat's way) and by working set (wss,
 memagg's), and compare: hosts on over time, migrations by trigger, time in
 memory overload (the VMs' working sets add up to more than the host's
-memory) and in cpu overload (they use more cores than it has). Writes
-summary.json and active_hosts.png, migrations.png, overload.png to
---output-dir.
+memory and the remote memory they hold) and in cpu overload (they use more
+cores than it has), and remote memory: in use, grant churn and the time
+VMs ran partly remote. Writes summary.json and active_hosts.png,
+migrations.png, overload.png to --output-dir.
 
 Without --trace the built-in synthetic generator makes the trace.
 
@@ -92,9 +98,12 @@ Simulation: each step, migrations of the last round land, VMs arrive and
 leave, each host's cpu (cores used / cores) and memory (its VMs' WSS
 max-average as in [wss] maxavg_*, or their booked memory for the booked
 basis, over its memory) are appended to its histories (last history_length
-samples, reset when the host powers on), overload is counted (from the
-trace's cpu and wss_mb), and every --round-interval a round plans over the
-hosts not busy with a migration. A migration lands --migration-time later
+samples, reset when the host powers on), hosts whose VMs' working sets
+exceed their memory borrow other hosts' idle memory (within [reservoir]
+max_remote_ratio of each VM's booked memory; --max-remote-ratio 0: no
+remote memory), overload is counted (from the trace's cpu and wss_mb), and
+every --round-interval a round plans over the hosts not busy with a
+migration. A migration lands --migration-time later
 (at least one step), a host emptied by a round powers off when its VMs
 have left.
 
@@ -261,7 +270,29 @@ def add_simulation_arguments(group):
         '--migration-time', type=_NON_NEGATIVE, metavar='SECONDS',
         help='Virtual seconds a live migration takes before the VM runs on '
              'its destination, rounded up to whole steps, at least one '
-             '(default: one step). Its hosts sit out rounds meanwhile.')
+             '(default: one step). Its hosts sit out rounds meanwhile, and '
+             'the destination lends none of the memory the VM will use.')
+    group.add_argument(
+        '--max-remote-ratio', type=_FRACTION, metavar='X',
+        help='Largest share of a VM\'s booked memory it may borrow from '
+             'other hosts\' idle memory when its host runs short (default: '
+             '[reservoir] max_remote_ratio, 0.5; 0: no remote memory, as '
+             'also with [swapd] enabled or auto_grant false).')
+    group.add_argument(
+        '--remote-budget', metavar='NAME',
+        help='Per-VM remote limits, the plug-in memagg-compute runs: fixed '
+             'or tlp (default: [reservoir] remote_budget, fixed). The other '
+             '[reservoir] options (tlp_*, donor_reserve_mb, slab_size_mb, '
+             'donor_selection) come from --config-file.')
+    group.add_argument(
+        '--remote-penalty', type=_NON_NEGATIVE, metavar='X',
+        help='Extra cores a VM uses, as a share of the cores it uses, per '
+             'share of its working set that is remote: page faults served '
+             'over the network cost CPU time (default %g: half its working '
+             'set remote, %g %%%% more cores). A model parameter, not a '
+             'memagg option.'
+             % (reservoir.Settings.penalty,
+                50 * reservoir.Settings.penalty))
 
 
 def add_noise_arguments(group):
@@ -304,6 +335,11 @@ def build_parser():
         '--history-length', type=POSITIVE_INT, metavar='N',
         help='Utilisation samples per host the detectors see (default: '
              '[consolidation] history_length, 288).')
+    rounds.add_argument(
+        '--remote-weight', type=_FRACTION, metavar='X',
+        help='Share of the remote memory its VMs hold that counts as a '
+             'host\'s memory for the rounds (default: [consolidation] '
+             'remote_weight, 0).')
 
     out = parser.add_argument_group('output')
     out.add_argument(
@@ -323,11 +359,11 @@ def build_parser():
 
 
 def load_config(path):
-    """The [consolidation] and [wss] options of ``path`` (None: defaults),
-    in a private ConfigOpts."""
+    """The [consolidation], [wss], [reservoir] and [swapd] options of
+    ``path`` (None: defaults), in a private ConfigOpts."""
     conf = cfg.ConfigOpts()
-    conf_consolidation.register_opts(conf)
-    conf_wss.register_opts(conf)
+    for group in (conf_consolidation, conf_wss, conf_reservoir, conf_swapd):
+        group.register_opts(conf)
     try:
         conf(['--config-file', path] if path else [], project='memagg',
              prog=PROG, default_config_files=[], default_config_dirs=[])
@@ -426,7 +462,13 @@ def describe(trace, hosts, info):
 
 #: The [consolidation] options the loop reads itself (the planner's are
 #: consolidation.OPTIONS).
-_LOOP_OPTIONS = ('history_length',)
+_LOOP_OPTIONS = ('history_length', 'remote_weight')
+
+#: The [reservoir] options the reservoir model reads.
+RESERVOIR_OPTIONS = ('max_remote_ratio', 'remote_budget', 'tlp_step_percent',
+                     'tlp_slack_threshold', 'donor_reserve_mb',
+                     'slab_size_mb', 'donor_selection',
+                     'donor_selection_params')
 
 
 def simulated_options():
@@ -444,7 +486,9 @@ class Config:
 
     ``consolidation`` holds every option of simulated_options();
     ``round_interval_s`` and ``migration_time_s`` are virtual seconds
-    (None: one step).
+    (None: one step); ``reservoir`` holds the RESERVOIR_OPTIONS,
+    ``remote_memory`` (whether VMs borrow at all) and ``remote_penalty``
+    (None: no remote memory).
     """
 
     consolidation: dict
@@ -452,6 +496,7 @@ class Config:
     maxavg_slice_s: float
     round_interval_s: float = None
     migration_time_s: float = None
+    reservoir: dict = None
 
     def algorithms(self, basis):
         """The round's plug-ins packing by ``basis``; cli.UsageError naming
@@ -472,7 +517,40 @@ class Config:
         return engine.Settings(
             history_length=self.consolidation['history_length'],
             migration_steps=max(1, math.ceil(migration_s / step_s - 1e-9)),
-            round_steps=max(1, math.ceil(round_s / step_s - 1e-9)))
+            round_steps=max(1, math.ceil(round_s / step_s - 1e-9)),
+            remote_weight=self.consolidation['remote_weight'])
+
+    @property
+    def remote_memory(self):
+        """Whether VMs borrow remote memory."""
+        return bool(self.reservoir and self.reservoir['remote_memory'])
+
+    def remote_plugins(self):
+        """The remote budget and donor selection plug-ins memagg-compute
+        and memagg-scheduler would load (None without remote memory);
+        cli.UsageError naming the option when one is wrong."""
+        if not self.remote_memory:
+            return None
+        group = argparse.Namespace(**{name: self.reservoir[name]
+                                      for name in RESERVOIR_OPTIONS})
+        try:
+            return (budget_base.load({budget_base.GROUP: group}),
+                    selection_base.load_from_group(group))
+        except exceptions.InvalidParameter as error:
+            raise cli.UsageError(error.message)
+
+    def reservoir_model(self, trace, hosts):
+        """The reservoir.Model of the trace (None without remote
+        memory)."""
+        plugins = self.remote_plugins()
+        if plugins is None:
+            return None
+        settings = reservoir.Settings(
+            max_remote_ratio=self.reservoir['max_remote_ratio'],
+            donor_reserve_mb=self.reservoir['donor_reserve_mb'],
+            slab_size_mb=self.reservoir['slab_size_mb'],
+            penalty=self.reservoir['remote_penalty'])
+        return reservoir.Model(settings, *plugins, trace, hosts)
 
     def wss_maxavg(self, trace):
         """Every VM's WSS max-average at every step of ``trace``."""
@@ -484,13 +562,16 @@ class Config:
         basis it packs by) over the trace."""
         return engine.Simulation(trace, hosts, initial, wss_maxavg,
                                  algorithms, algorithms.memory_basis,
-                                 self.settings(trace.step_s))
+                                 self.settings(trace.step_s),
+                                 self.reservoir_model(trace, hosts))
 
     def info(self, step_s):
         """The settings as summary.json records them."""
         settings = self.settings(step_s)
         return {
             'history_length': settings.history_length,
+            'remote_weight': settings.remote_weight,
+            'reservoir': dict(self.reservoir or {}),
             'maxavg_samples': self.maxavg_samples,
             'maxavg_slice_s': self.maxavg_slice_s,
             'migration_time_s': settings.migration_steps * step_s,
@@ -501,11 +582,29 @@ class Config:
         }
 
 
+def _reservoir(conf, args):
+    """The Config.reservoir of ``conf`` with the --max-remote-ratio,
+    --remote-budget and --remote-penalty of ``args`` over it. As
+    memagg-compute, no VM borrows without memagg-swapd ([swapd] enabled) or
+    with [swapd] auto_grant off, nor with a cap of 0."""
+    values = {name: _option(conf, 'reservoir', name,
+                            getattr(args, name, None))
+              for name in RESERVOIR_OPTIONS}
+    values['remote_memory'] = bool(
+        _option(conf, 'swapd', 'enabled', None)
+        and _option(conf, 'swapd', 'auto_grant', None)
+        and values['max_remote_ratio'] > 0)
+    values['remote_penalty'] = (reservoir.Settings.penalty
+                                if args.remote_penalty is None
+                                else args.remote_penalty)
+    return values
+
+
 def configure(conf, given, args):
     """The Config of ``conf`` (load_config) with ``given`` (an option of
     simulated_options() -> its value; None or absent: not given) and the
-    --maxavg-*, --round-interval and --migration-time of ``args`` over
-    it."""
+    --maxavg-*, --round-interval, --migration-time and remote memory
+    options of ``args`` over it."""
     values = {name: _option(conf, 'consolidation', name, given.get(name))
               for name in simulated_options()}
     return Config(
@@ -515,7 +614,8 @@ def configure(conf, given, args):
         maxavg_slice_s=_option(conf, 'wss', 'maxavg_slice_s',
                                args.maxavg_slice_s),
         round_interval_s=args.round_interval,
-        migration_time_s=args.migration_time)
+        migration_time_s=args.migration_time,
+        reservoir=_reservoir(conf, args))
 
 
 def simulate(args, stdout, stderr):
@@ -525,6 +625,7 @@ def simulate(args, stdout, stderr):
     config = configure(conf, {name: getattr(args, name)
                               for name in simulated_options()}, args)
     algorithms = {basis: config.algorithms(basis) for basis in BASES}
+    config.remote_plugins()
     if args.trace and args.write_trace:
         raise cli.UsageError('argument --write-trace: only for the '
                              'synthetic trace; leave it out with --trace')

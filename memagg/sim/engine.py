@@ -23,18 +23,25 @@ At every step t, in this order:
    placement plug-in puts them among the hosts not busy with a migration
    (waking one if none fits); a VM no host can take is rejected and not
    simulated.
-3. Each active host's utilisation: cpu = cores its VMs use / its cores;
-   mem = what its VMs' memory counts as in the basis (wss: their WSS
-   max-average; booked: their booked memory) / its memory. Appended to
-   the host's histories, which start empty when it is powered on and keep
-   the last ``history_length`` samples. Counting booked memory in the
-   detectors too makes the booked basis Neat with booked RAM as its
-   memory: with WSS there, every host packed full by booked memory but
-   using little of it would be found underloaded, and kept, every
-   round.
+3. With the reservoir model (memagg.sim.reservoir), hosts whose VMs'
+   working sets exceed their memory borrow remote memory for them, and
+   the remote share of a VM's working set adds its penalty to its
+   host's cpu.
 4. Accounting: hosts on, hosts whose VMs' working sets (the trace's
-   wss_mb, not the max-average) exceed their memory (memory overload) and
-   hosts whose VMs use more cores than they have (cpu overload).
+   wss_mb, not the max-average) exceed their memory and the remote
+   memory their VMs hold (memory overload) and hosts whose VMs use more
+   cores than they have (cpu overload). Then each active host's
+   utilisation: cpu = cores its VMs use / its cores; mem = what its
+   VMs' memory counts as in the basis (wss: their WSS max-average;
+   booked: their booked memory) / its memory. Appended to the host's
+   histories, which start empty when it is powered on and keep the last
+   ``history_length`` samples. The memory of a host whose VMs hold
+   remote memory counts ``remote_weight`` of it too, as
+   memagg-scheduler counts a host's usable memory. Counting booked
+   memory in the detectors too makes the booked basis Neat with booked
+   RAM as its memory: with WSS there, every host packed full by booked
+   memory but using little of it would be found underloaded, and kept,
+   every round.
 5. Every ``round_steps`` steps, a round: plan_round over the hosts not
    busy with a migration (a host with one in flight, as source,
    destination or waiting to power off, sits the round out, as memagg-
@@ -76,11 +83,13 @@ SPARE_INACTIVE = 4
 @dataclasses.dataclass
 class Settings:
     """How the loop runs: history kept, migration time and round period
-    (both in steps)."""
+    (both in steps), and the share of the remote memory its VMs hold that
+    counts as a host's memory ([consolidation] remote_weight)."""
 
     history_length: int = 288
     migration_steps: int = 1
     round_steps: int = 1
+    remote_weight: float = 0.0
 
 
 @dataclasses.dataclass
@@ -90,7 +99,8 @@ class Result:
     started. Totals: migrations by the plan's reason, power actions that
     took effect, rounds (and those whose plan was partial, with the VMs it
     could not place and the underloaded hosts it kept), VMs rejected on
-    arrival, the loop's wall time."""
+    arrival, the loop's wall time; ``remote``, the reservoir.Stats of the
+    reservoir model (None without it)."""
 
     basis: str
     step_s: float
@@ -107,6 +117,7 @@ class Result:
     kept: int = 0
     rejected: list = dataclasses.field(default_factory=list)
     wall_s: float = 0.0
+    remote: object = None
 
 
 class _History(abc.Sequence):
@@ -164,16 +175,22 @@ class Simulation:
 
     ``initial``: each VM's initial host index (-1: to be placed);
     ``wss_maxavg``: steps x VMs WSS max-average (memagg.sim.maxavg);
-    ``algorithms``: from consolidation.load_algorithms with this basis.
+    ``algorithms``: from consolidation.load_algorithms with this basis;
+    ``reservoir``: a reservoir.Model of this trace and hosts (None: no
+    remote memory).
     """
 
     def __init__(self, trace, hosts, initial, wss_maxavg, algorithms,
-                 basis, settings):
+                 basis, settings, reservoir=None):
         self.trace, self.hosts = trace, hosts
         self.initial = initial
         self.maxavg = wss_maxavg
         self.basis = basis
         self.settings = settings
+        self.reservoir = reservoir
+        # What a host's memory counts as: its memory and, with the
+        # reservoir, remote_weight of what its VMs hold.
+        self.usable = hosts.memory_mb.astype(float)
         self.cpu_mem = [_Remembered(algorithms.overload_cpu),
                         _Remembered(algorithms.overload_mem)]
         self.raw = algorithms
@@ -222,7 +239,8 @@ class Simulation:
             mem_overloaded=np.zeros(steps, dtype=int),
             cpu_overloaded=np.zeros(steps, dtype=int),
             migrations=np.zeros(steps, dtype=int),
-            by_trigger=collections.Counter())
+            by_trigger=collections.Counter(),
+            remote=None if reservoir is None else reservoir.stats)
         order = np.argsort(trace.first, kind='stable')
         self._arrivals = np.split(order, np.searchsorted(
             trace.first[order], np.arange(1, steps)))
@@ -250,6 +268,8 @@ class Simulation:
             self.host_of[self._departures[t - 1]] = -1
         self._arrive(t, self._arrivals[t])
         sums = self._sums(t)
+        if self.reservoir is not None:
+            self._borrow(t, sums)
         self._account(t, sums)
         self._record(sums)
         if t % self.settings.round_steps == 0:
@@ -318,19 +338,38 @@ class Simulation:
             maxavg=np.bincount(where, self.maxavg[t, placed], n),
             booked=np.bincount(where, self.trace.booked_mb[placed], n))
 
+    def _borrow(self, t, sums):
+        """The reservoir's step: sums['uncovered'], per host the working
+        sets neither its memory nor remote memory holds; the penalty added
+        to sums['cpu']; the usable memory of the step."""
+        reserved = np.zeros(len(self.hosts))
+        wss = self.trace.wss_mb[t]
+        for moves in self.landing.values():
+            for v, _, dst in moves:
+                reserved[dst] += wss[v]
+        sums['uncovered'] = self.reservoir.step(
+            t, self.host_of, self.active, sums['wss'], reserved, sums['cpu'])
+        weight = self.settings.remote_weight
+        if weight:
+            holders = np.flatnonzero(self.reservoir.held)
+            self.usable = self.hosts.memory_mb + weight * np.bincount(
+                self.host_of[holders], self.reservoir.held[holders],
+                len(self.hosts))
+
     def _account(self, t, sums):
         active = self.active
         result = self.result
         result.active_hosts[t] = active.sum()
-        result.mem_overloaded[t] = (
-            active & (sums['wss'] > self.hosts.memory_mb)).sum()
+        over = (sums['uncovered'] > 0 if 'uncovered' in sums
+                else sums['wss'] > self.hosts.memory_mb)
+        result.mem_overloaded[t] = (active & over).sum()
         result.cpu_overloaded[t] = (
             active & (sums['cpu'] > self.hosts.cpus)).sum()
 
     def _record(self, sums):
         cpu = (sums['cpu'] / self.hosts.cpus).tolist()
         used = sums['booked' if self.basis == 'booked' else 'maxavg']
-        mem = (used / self.hosts.memory_mb).tolist()
+        mem = (used / self.usable).tolist()
         keep = self.settings.history_length
         for h in np.flatnonzero(self.active).tolist():
             for history, value in ((self.cpu_hist[h], cpu[h]),
@@ -409,7 +448,7 @@ class Simulation:
         the caller to check that.
         """
         names, cpus, memory = (self.hosts.names, self.hosts.cpus.tolist(),
-                               self.hosts.memory_mb.tolist())
+                               self.usable.tolist())
         count = sums['count'].tolist()
         cpu, maxavg, booked = (sums['cpu'].tolist(), sums['maxavg'].tolist(),
                                sums['booked'].tolist())

@@ -11,26 +11,65 @@
 # under the License.
 
 """memagg-sim's JSON summary: per memory basis, hosts on, migrations by
-trigger, power actions, memory and cpu overload time; and how many hosts
-packing by working set saves over packing by booked memory.
+trigger, power actions, memory and cpu overload time, remote memory; and
+how many hosts packing by working set saves over packing by booked
+memory.
 
 Overload time is counted in host-seconds (a host in overload during one
 step counts the step's seconds) and as a fraction of the host-seconds
-hosts were on.
+hosts were on; the time VMs ran partly remote in VM-seconds and as a
+fraction of the VM-seconds VMs ran, and the time hosts had such a VM as
+overload time is.
 """
 import json
 
 SCHEMA_VERSION = 1
 
 
+def _fraction(part, whole):
+    return part / whole if whole else 0.0
+
+
 def _overload(host_steps, active_host_steps, step_s):
     return {'host_seconds': float(host_steps * step_s),
-            'fraction': (host_steps / active_host_steps
-                         if active_host_steps else 0.0)}
+            'fraction': _fraction(host_steps, active_host_steps)}
+
+
+def remote_summary(stats, active_steps, step_s):
+    """The summary of a run's remote memory (memagg.sim.reservoir.Stats),
+    hosts having been on ``active_steps`` host-steps."""
+    hours = len(stats.in_use_mb) * step_s / 3600.0
+    churn = stats.grants_made + stats.grants_ended
+    return {
+        'in_use_mb': {'mean': float(stats.in_use_mb.mean()),
+                      'max': float(stats.in_use_mb.max())},
+        'granted_mb': {'mean': float(stats.granted_mb.mean()),
+                       'max': int(stats.granted_mb.max())},
+        'grants': {
+            'made': stats.grants_made,
+            'ended': stats.grants_ended,
+            'churn': churn,
+            'churn_per_hour': churn / hours if hours else 0.0,
+            'made_mb': stats.made_mb,
+            'released_mb': stats.released_mb,
+            'reclaimed_mb': stats.reclaimed_mb,
+            'refused': stats.refused,
+        },
+        'partly_remote': {
+            'vm_seconds': float(stats.remote_vms.sum() * step_s),
+            'vm_fraction': _fraction(int(stats.remote_vms.sum()),
+                                     int(stats.running_vms.sum())),
+            'host_seconds': float(stats.remote_hosts.sum() * step_s),
+            'host_fraction': _fraction(int(stats.remote_hosts.sum()),
+                                       active_steps),
+        },
+        'penalty_core_seconds': stats.penalty_core_s,
+    }
 
 
 def basis_summary(result):
-    """The summary of one Result (memagg.sim.engine)."""
+    """The summary of one Result (memagg.sim.engine); its ``remote`` is
+    None when the run had no remote memory."""
     step_s = result.step_s
     active = result.active_hosts
     active_steps = int(active.sum())
@@ -61,6 +100,8 @@ def basis_summary(result):
             'kept_hosts': result.kept,
         },
         'rejected_vms': list(result.rejected),
+        'remote': (None if result.remote is None else
+                   remote_summary(result.remote, active_steps, step_s)),
         'wall_time_s': round(result.wall_s, 3),
     }
 
@@ -108,6 +149,16 @@ def text(summary_dict):
                s['migrations']['total'],
                100 * s['memory_overload']['fraction'],
                100 * s['cpu_overload']['fraction']))
+        remote = s.get('remote')
+        if remote:
+            lines.append(
+                '       remote memory in use mean %.0f MiB (max %.0f); '
+                'grants %d made, %d ended; VMs partly remote %.2f%% of VM '
+                'time (hosts %.2f%% of host time)'
+                % (remote['in_use_mb']['mean'], remote['in_use_mb']['max'],
+                   remote['grants']['made'], remote['grants']['ended'],
+                   100 * remote['partly_remote']['vm_fraction'],
+                   100 * remote['partly_remote']['host_fraction']))
     comparison = summary_dict.get('comparison')
     if comparison:
         lines.append('wss packing keeps %.1f%% fewer hosts on than booked '

@@ -76,6 +76,12 @@ class RemoteBudget(metaclass=abc.ABCMeta):
     #: limit grows beyond what it holds (each such request is one more
     #: grant, and one more disk in the guest).
     tops_up = False
+    #: Whether a VM's limit depends on its limit of the period before
+    #: (VmRemote.limit_mb). memagg-compute runs the policy on every VM
+    #: every period; memagg-sim runs it only on the hosts where a limit may
+    #: change: those short of memory and, for a policy that remembers, those
+    #: whose VMs' limits differ from their use.
+    remembers = False
 
     def __init__(self, params=None):
         self.params = params or BudgetParams()
@@ -94,6 +100,22 @@ class RemoteBudget(metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def _limits(self, vms, budget_mb):
         """The Budgets of checked ``vms`` and ``budget_mb``."""
+
+
+def remote_budget_mb(caps, held, may_ask):
+    """A host's remote budget: what its VMs hold on donors (``held``,
+    {uuid: MiB}) plus what it may still ask memagg-scheduler for, which is
+    what memagg-scheduler would still grant each VM under its cap
+    (``caps``, {uuid: MiB}), or nothing when it may not ask (``may_ask``
+    false: [swapd] auto_grant off, or memagg-swapd not answering).
+
+    memagg-compute, and memagg-sim as it, knows no tighter bound (the
+    donors' lendable memory is memagg-scheduler's), so no VM's limit,
+    being at most its cap or its use, can take the sum of the limits
+    beyond this budget while it may ask; when it may not, the budget is
+    what the VMs hold and the limits are scaled to it."""
+    room = sum(max(0, caps[uuid] - held.get(uuid, 0)) for uuid in caps)
+    return sum(held.values()) + (room if may_ask else 0)
 
 
 def _opt(conf, name):

@@ -64,6 +64,7 @@ class TlpBudget(base.RemoteBudget):
 
     name = 'tlp'
     tops_up = True
+    remembers = True
 
     def _limits(self, vms, budget_mb):
         step = self.params.tlp_step_percent / 100.0

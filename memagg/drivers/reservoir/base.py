@@ -17,6 +17,7 @@ donor_selection_params), checked at once: an unknown key or a bad value
 raises InvalidParameter naming ``[reservoir] donor_selection_params.<key>``.
 """
 import abc
+import json
 
 from memagg.common import exceptions
 from memagg.common import plugins
@@ -104,3 +105,19 @@ def load(name, params=None):
     cls = plugins.load(NAMESPACE, name, OPTION, 'donor selection plug-in',
                        invoke=False)
     return cls(params)
+
+
+def load_from_group(group):
+    """The donor selection plug-in [reservoir] (``group``, the option group
+    or any object with its option attributes) names, with its JSON
+    parameters; InvalidParameter naming the option when either is
+    wrong."""
+    params = group.donor_selection_params
+    try:
+        params = json.loads(params)
+    except ValueError as exc:
+        raise exceptions.InvalidParameter(
+            field=PARAMS_OPTION,
+            reason='not valid JSON (%s); write a JSON object such as '
+                   '{"chunk_slabs": 4}' % exc)
+    return load(group.donor_selection, params)

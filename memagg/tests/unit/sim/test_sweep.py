@@ -108,9 +108,10 @@ def test_an_option_given_twice_is_refused():
                                  'twice; list all its values in one --set')
 
 
-def _row(saved, migrations, memory, cpu):
+def _row(saved, migrations, memory, cpu, remote=0.0):
     return {'mean': {'hosts_saved_pct': saved, 'migrations': migrations,
-                     'memory_overload_pct': memory, 'cpu_overload_pct': cpu}}
+                     'memory_overload_pct': memory, 'cpu_overload_pct': cpu,
+                     'remote_pct': remote}}
 
 
 def test_pareto_front_of_hand_made_rows():
@@ -131,22 +132,35 @@ def test_pareto_front_of_hand_made_rows():
     assert sweep.pareto_front([]) == []
 
 
+def test_time_partly_remote_counts_on_the_front():
+    # The second saves as many hosts in as many migrations, without
+    # overload, but only by running VMs partly remote 2 % of the time.
+    rows = [_row(50, 1000, 0.0, 0.0), _row(50, 1000, 0.0, 0.0, remote=2.0),
+            _row(55, 1000, 0.0, 0.0, remote=2.0)]
+
+    assert sweep.pareto_front(rows) == [True, False, True]
+
+
 def test_figures_against_the_reference():
-    def summary(active, by_trigger, memory, cpu):
+    def summary(active, by_trigger, memory, cpu, remote=None):
         return {'active_hosts': {'mean': active},
                 'migrations': {'total': sum(by_trigger.values()),
                                'by_trigger': by_trigger},
                 'memory_overload': {'fraction': memory},
-                'cpu_overload': {'fraction': cpu}}
+                'cpu_overload': {'fraction': cpu}, 'remote': remote}
     booked = summary(40.0, {'underload:cpu+memory': 10}, 0.0, 0.0)
     wss = summary(10.0, {'overload:cpu': 60, 'overload:memory': 15,
                          'overload:cpu+memory': 5,
-                         'underload:cpu+memory': 20}, 0.001, 0.0025)
+                         'underload:cpu+memory': 20}, 0.001, 0.0025,
+                  {'partly_remote': {'vm_fraction': 0.004},
+                   'grants': {'churn': 7}})
 
     assert sweep.figures(wss, booked) == pytest.approx({
         'hosts_saved_pct': 75.0, 'active_hosts': 10.0, 'migrations': 100,
         'memory_triggered_pct': 20.0, 'memory_overload_pct': 0.1,
-        'cpu_overload_pct': 0.25})
+        'cpu_overload_pct': 0.25, 'remote_pct': 0.4, 'grant_churn': 7})
+    # Without remote memory (--max-remote-ratio 0), none is used.
+    assert sweep.figures(booked, booked)['remote_pct'] == 0.0
     assert sweep.figures(booked, booked)['hosts_saved_pct'] == 0.0
     assert sweep.figures(summary(5.0, {}, 0, 0), booked)[
         'memory_triggered_pct'] == 0.0

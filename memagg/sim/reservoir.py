@@ -1,0 +1,342 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""memagg-sim's model of the global memory reservoir (ALGORITHMS.md §4): a
+host whose VMs' working sets exceed its memory borrows other hosts' idle
+memory as remote swap, VM by VM, within each VM's cap.
+
+Every step, once migrations landed and VMs arrived and left, before
+overload is counted (memagg.sim.engine):
+
+1. The grants of VMs that left are released, and the slabs a VM's own host
+   lends it (it migrated onto its donor) are given back: no host lends to
+   itself. A grant follows its VM when it migrates, as a metadata-only
+   migration moves it (ALGORITHMS.md §5).
+2. Each host's lendable memory: its memory less its VMs' working sets,
+   less the working sets of the VMs migrating to it (destination capacity
+   is reserved for migrations in flight), less [reservoir]
+   donor_reserve_mb; nothing while the host is off or short of memory
+   itself (local needs first). A donor lending more than that reclaims
+   the difference, in whole slabs, from its newest grants first.
+3. A host whose VMs' working sets W exceed its memory M is short by
+   W - M, and each of its VMs by its share, w / W of it (the local policy
+   squeezes its VMs alike). Each VM's remote limit comes from the
+   [reservoir] remote_budget plug-in memagg-compute runs (its cap being
+   [reservoir] max_remote_ratio of its booked memory, the host's budget
+   remote_budget.base.remote_budget_mb), a step being one period: a VM
+   that saw swap-ins is one that ran partly remote the step before. A VM
+   short of more than it holds asks memagg-scheduler for its limit less
+   what it holds, when it holds no grant or the plug-in tops up (fixed: its
+   whole cap, once; tlp: each time its limit grows). As memagg-scheduler
+   does, the request is made whole slabs, cut to what the cap leaves, and
+   spread over the donors by the [reservoir] donor_selection plug-in; a
+   request the donors cannot fill is met in part.
+4. A VM runs remote the smaller of its share and what it holds; what its
+   grants do not cover is memory overload, so a host is in memory
+   overload only when its VMs' working sets exceed its memory and the
+   remote memory they hold.
+5. Remote memory is not free: a VM that runs a share f of its working set
+   remote uses ``penalty`` x f more cores than the trace says (page faults
+   served over the network cost CPU time), counted in its host's cpu.
+
+The plug-ins run only on the hosts short of memory and, for a plug-in
+whose limits depend on the period before (tlp), on the hosts whose VMs'
+limits are not yet back to their use: a step where no host is short and
+no limit moves costs a few array operations.
+"""
+import collections
+import dataclasses
+import math
+import random
+
+import numpy as np
+
+from memagg.drivers.remote_budget import base as budget_base
+
+#: Below this (MiB) a host's working sets count as covered: the shares of
+#: a host's shortage are floats whose sum may miss it by a rounding error.
+EPSILON_MB = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The [reservoir] options the model reads (the same defaults), and
+    ``penalty``: the extra cores a VM uses per share of its working set
+    that is remote (memagg-sim --remote-penalty); ``seed`` seeds the
+    donor selection's draws, so that a run is repeatable."""
+
+    max_remote_ratio: float = 0.5
+    donor_reserve_mb: int = 1024
+    slab_size_mb: int = 64
+    penalty: float = 0.1
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class Stats:
+    """What remote memory did over a run. Per step (arrays of the trace's
+    length): remote memory in use (MiB of working sets running remote),
+    remote memory granted (MiB the grants hold), VMs running partly remote,
+    hosts with such a VM, VMs running. Totals: grants made and ended
+    (released when their VM left, or reclaimed to the last slab), MiB
+    granted, released and reclaimed, requests no donor could meet at all,
+    and the extra core-seconds of the penalty."""
+
+    in_use_mb: np.ndarray
+    granted_mb: np.ndarray
+    remote_vms: np.ndarray
+    remote_hosts: np.ndarray
+    running_vms: np.ndarray
+    grants_made: int = 0
+    grants_ended: int = 0
+    made_mb: int = 0
+    released_mb: int = 0
+    reclaimed_mb: int = 0
+    refused: int = 0
+    penalty_core_s: float = 0.0
+
+
+class _Grant:
+    """One grant: its VM and the slabs each donor (host index) lends it."""
+
+    __slots__ = ('vm', 'slabs')
+
+    def __init__(self, vm, slabs):
+        self.vm = vm
+        self.slabs = slabs
+
+
+class Model:
+    """The reservoir over one trace's hosts and VMs.
+
+    ``budget``: the remote_budget plug-in; ``selection``: the donor
+    selection plug-in (memagg.drivers.reservoir). ``step`` is called once
+    per step, in order.
+    """
+
+    def __init__(self, settings, budget, selection, trace, hosts):
+        self.settings = settings
+        self.budget = budget
+        self.selection = selection
+        self.trace = trace
+        self.memory = hosts.memory_mb.astype(float)
+        self.cap = np.floor(settings.max_remote_ratio
+                            * trace.booked_mb).astype(int)
+        self.held = np.zeros(trace.vms, dtype=int)
+        self.lent = np.zeros(len(hosts), dtype=int)
+        self.grants = {}                        # VM -> [_Grant]
+        self.by_donor = collections.defaultdict(list)
+        self.limits = {}                        # VM -> limit, when not its use
+        self.remote = {}                        # VM -> MiB remote last step
+        self.rng = random.Random(settings.seed)
+        steps = trace.steps
+        self.stats = Stats(
+            in_use_mb=np.zeros(steps), granted_mb=np.zeros(steps, dtype=int),
+            remote_vms=np.zeros(steps, dtype=int),
+            remote_hosts=np.zeros(steps, dtype=int),
+            running_vms=np.zeros(steps, dtype=int))
+
+    # -- grants -----------------------------------------------------------
+
+    def _end(self, grant):
+        self.grants[grant.vm].remove(grant)
+        if not self.grants[grant.vm]:
+            del self.grants[grant.vm]
+        self.stats.grants_ended += 1
+
+    def _give_back(self, grant, donor, slabs):
+        """``slabs`` of ``grant``'s on ``donor`` go back to it; MiB."""
+        mb = slabs * self.settings.slab_size_mb
+        grant.slabs[donor] -= slabs
+        if not grant.slabs[donor]:
+            del grant.slabs[donor]
+            self.by_donor[donor].remove(grant)
+        self.lent[donor] -= mb
+        self.held[grant.vm] -= mb
+        if not grant.slabs:
+            self._end(grant)
+        return mb
+
+    def _release(self, host_of):
+        """Step 1: grants of VMs gone, slabs lent by a VM's own host."""
+        for vm in list(self.grants):
+            host = host_of[vm]
+            for grant in list(self.grants[vm]):
+                for donor in list(grant.slabs):
+                    if host < 0:
+                        self.stats.released_mb += self._give_back(
+                            grant, donor, grant.slabs[donor])
+                    elif donor == host:
+                        self.stats.reclaimed_mb += self._give_back(
+                            grant, donor, grant.slabs[donor])
+
+    def _reclaim(self, lendable):
+        """Step 2: each donor lending more than ``lendable`` takes the
+        excess back, in whole slabs, newest grants first."""
+        slab = self.settings.slab_size_mb
+        for donor in np.flatnonzero(self.lent > lendable).tolist():
+            wanted = math.ceil((self.lent[donor] - lendable[donor]) / slab)
+            for grant in reversed(list(self.by_donor[donor])):
+                if wanted <= 0:
+                    break
+                taken = min(wanted, grant.slabs[donor])
+                wanted -= taken
+                self.stats.reclaimed_mb += self._give_back(grant, donor,
+                                                           taken)
+
+    def _grant(self, vm, host, size_mb, room):
+        """memagg-scheduler's answer to ``vm`` on ``host`` asking
+        ``size_mb``: whole slabs, within what its cap leaves, over the
+        donors of ``room`` (host -> MiB it may still lend), which it
+        updates."""
+        slab = self.settings.slab_size_mb
+        count = min(math.ceil(size_mb / slab),
+                    max(0, self.cap[vm] - self.held[vm]) // slab)
+        if count < 1:
+            return
+        picked = self.selection.select(count, slab, list(room.items()),
+                                       host, self.rng)
+        if not picked:
+            self.stats.refused += 1
+            return
+        grant = _Grant(vm, dict(picked))
+        self.grants.setdefault(vm, []).append(grant)
+        for donor, slabs in picked:
+            self.by_donor[donor].append(grant)
+            mb = slabs * slab
+            self.lent[donor] += mb
+            self.held[vm] += mb
+            self.stats.made_mb += mb
+            room[donor] -= mb
+            if room[donor] < slab:
+                del room[donor]
+        self.stats.grants_made += 1
+
+    # -- a step -----------------------------------------------------------
+
+    def step(self, t, host_of, active, wss, reserved, cpu):
+        """Step ``t``: ``host_of`` each VM's host index (-1: not running),
+        ``active`` the hosts on, and per host ``wss`` its VMs' working sets
+        and ``reserved`` those of the VMs migrating to it (MiB). Returns
+        per host the MiB of its VMs' working sets that neither its memory
+        nor their remote memory holds, and the extra cores the penalty
+        adds to ``cpu`` (per host, changed in place)."""
+        stats = self.stats
+        self._release(host_of)
+        need = np.where(active, np.maximum(wss - self.memory, 0.0), 0.0)
+        short = need > 0
+        reserve = self.settings.donor_reserve_mb
+        lendable = np.where(
+            active & ~short,
+            np.maximum(self.memory - wss - reserved - reserve, 0.0), 0.0)
+        if self.lent.any():
+            self._reclaim(lendable)
+        stats.running_vms[t] = int((host_of >= 0).sum())
+        hosts = short.copy()
+        for vm in [vm for vm in self.limits if host_of[vm] < 0]:
+            del self.limits[vm]
+        tracked = list(self.limits)
+        tracked += [vm for vm in self.remote if host_of[vm] >= 0]
+        if tracked:
+            hosts[host_of[tracked]] = True
+        uncovered = need
+        if hosts.any():
+            uncovered = self._borrow(t, host_of, hosts, need, wss, lendable,
+                                     cpu)
+        else:
+            self.remote = {}
+        stats.granted_mb[t] = int(self.held.sum())
+        return uncovered
+
+    def _borrow(self, t, host_of, hosts, need, wss, lendable, cpu):
+        """Steps 3 to 5 on the VMs of ``hosts``."""
+        stats = self.stats
+        placed = np.flatnonzero(host_of >= 0)
+        vms = placed[hosts[host_of[placed]]]
+        vms = vms[np.argsort(host_of[vms], kind='stable')]
+        where = host_of[vms]
+        used = self.trace.wss_mb[t, vms]
+        totals = wss[where]
+        shares = np.divide(need[where] * used, totals,
+                           out=np.zeros(len(vms)), where=totals > 0)
+        room = None
+        remote = {}
+        covered = np.zeros(len(need))
+        penalty = np.zeros(len(need))
+        cuts = np.flatnonzero(np.diff(where)) + 1
+        for group in np.split(np.arange(len(vms)), cuts):
+            host = int(where[group[0]])
+            members = vms[group].tolist()
+            limits = self._limits(members, shares[group])
+            for vm, share in zip(members, shares[group].tolist()):
+                if (share > self.held[vm] + EPSILON_MB
+                        and (self.budget.tops_up or vm not in self.grants)):
+                    size = limits[vm] - self.held[vm]
+                    if size > 0:
+                        if room is None:
+                            room = self._room(lendable)
+                        self._grant(vm, host, size, room)
+                run = min(share, float(self.held[vm]))
+                if run > 0:
+                    remote[vm] = run
+                    covered[host] += run
+            self._remember(members, limits)
+        if remote:
+            ran = np.fromiter(remote, dtype=int, count=len(remote))
+            mb = np.fromiter(remote.values(), dtype=float, count=len(remote))
+            extra = (self.settings.penalty * self.trace.cpu[t, ran] * mb
+                     / self.trace.wss_mb[t, ran])
+            np.add.at(penalty, host_of[ran], extra)
+            cpu += penalty
+            stats.penalty_core_s += float(extra.sum()) * self.trace.step_s
+            stats.in_use_mb[t] = float(mb.sum())
+            stats.remote_vms[t] = len(remote)
+            stats.remote_hosts[t] = int((covered > 0).sum())
+        self.remote = remote
+        uncovered = need - covered
+        uncovered[uncovered < EPSILON_MB] = 0.0
+        return uncovered
+
+    def _limits(self, vms, shares):
+        """This period's limit of each of ``vms`` (one host's) by the
+        remote budget plug-in; VM -> MiB."""
+        caps = {vm: int(self.cap[vm]) for vm in vms}
+        held = {vm: int(self.held[vm]) for vm in vms}
+        ids = self.trace.vm_ids
+        budgets = self.budget.limits(
+            [budget_base.VmRemote(
+                uuid=ids[vm], cap_mb=caps[vm], used_mb=held[vm],
+                swap_ins=int(vm in self.remote),
+                short=share > held[vm] + EPSILON_MB,
+                limit_mb=self.limits.get(vm))
+             for vm, share in zip(vms, shares.tolist())],
+            budget_base.remote_budget_mb(caps, held, True))
+        return {vm: budgets.limits[ids[vm]] for vm in vms}
+
+    def _remember(self, vms, limits):
+        """Keep the limits a remembering plug-in hands back next period;
+        a limit equal to its VM's use is what the plug-in starts a new VM
+        from, and is not kept."""
+        if not self.budget.remembers:
+            return
+        for vm in vms:
+            if limits[vm] != self.held[vm]:
+                self.limits[vm] = limits[vm]
+            else:
+                self.limits.pop(vm, None)
+
+    def _room(self, lendable):
+        """Donor -> MiB it may still lend, for donors with a slab or
+        more."""
+        free = lendable - self.lent
+        donors = np.flatnonzero(free >= self.settings.slab_size_mb)
+        return dict(zip(donors.tolist(), free[donors].tolist()))
