@@ -69,14 +69,14 @@ EPSILON_MB = 1e-6
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """The [reservoir] options the model reads (the same defaults), and
-    ``penalty``: the extra cores a VM uses per share of its working set
-    that is remote (memagg-sim --remote-penalty); ``seed`` seeds the
-    donor selection's draws, so that a run is repeatable."""
+    """The [reservoir] options the model reads, and ``penalty``: the extra
+    cores a VM uses per share of its working set that is remote
+    (memagg-sim --remote-penalty); ``seed`` seeds the donor selection's
+    draws, so that a run is repeatable."""
 
-    max_remote_ratio: float = 0.5
-    donor_reserve_mb: int = 1024
-    slab_size_mb: int = 64
+    max_remote_ratio: float
+    donor_reserve_mb: int
+    slab_size_mb: int
     penalty: float = 0.1
     seed: int = 0
 
