@@ -48,10 +48,11 @@ overload is counted (memagg.sim.engine):
    remote uses ``penalty`` x f more cores than the trace says (page faults
    served over the network cost CPU time), counted in its host's cpu.
 
-The plug-ins run only on the hosts short of memory and, for a plug-in
-whose limits depend on the period before (tlp), on the hosts whose VMs'
-limits are not yet back to their use: a step where no host is short and
-no limit moves costs a few array operations.
+The plug-ins run only on the hosts short of memory or with a VM that ran
+partly remote the step before and, for a plug-in whose limits depend on
+the period before (tlp), on the hosts whose VMs' limits still move: a
+step where no host is short and no limit moves costs a few array
+operations.
 """
 import collections
 import dataclasses
@@ -136,6 +137,7 @@ class Model:
         self.grants = {}                        # VM -> [_Grant]
         self.by_donor = collections.defaultdict(list)
         self.limits = {}                        # VM -> limit, when not its use
+        self.moving = set()                     # VMs whose limit may move
         self.remote = {}                        # VM -> MiB remote last step
         self.rng = random.Random(settings.seed)
         steps = trace.steps
@@ -162,6 +164,8 @@ class Model:
             self.by_donor[donor].remove(grant)
         self.lent[donor] -= mb
         self.held[grant.vm] -= mb
+        if grant.vm in self.limits:
+            self.moving.add(grant.vm)
         if not grant.slabs:
             self._end(grant)
         return mb
@@ -244,7 +248,8 @@ class Model:
         hosts = short.copy()
         for vm in [vm for vm in self.limits if host_of[vm] < 0]:
             del self.limits[vm]
-        tracked = list(self.limits)
+            self.moving.discard(vm)
+        tracked = list(self.moving)
         tracked += [vm for vm in self.remote if host_of[vm] >= 0]
         if tracked:
             hosts[host_of[tracked]] = True
@@ -277,19 +282,21 @@ class Model:
             host = int(where[group[0]])
             members = vms[group].tolist()
             limits = self._limits(members, shares[group])
+            unsettled = set()
             for vm, share in zip(members, shares[group].tolist()):
-                if (share > self.held[vm] + EPSILON_MB
-                        and (self.budget.tops_up or vm not in self.grants)):
-                    size = limits[vm] - self.held[vm]
-                    if size > 0:
-                        if room is None:
-                            room = self._room(lendable)
-                        self._grant(vm, host, size, room)
+                if share > self.held[vm] + EPSILON_MB:
+                    unsettled.add(vm)
+                    if self.budget.tops_up or vm not in self.grants:
+                        size = limits[vm] - self.held[vm]
+                        if size > 0:
+                            if room is None:
+                                room = self._room(lendable)
+                            self._grant(vm, host, size, room)
                 run = min(share, float(self.held[vm]))
                 if run > 0:
                     remote[vm] = run
                     covered[host] += run
-            self._remember(members, limits)
+            self._remember(members, limits, unsettled | set(remote))
         if remote:
             ran = np.fromiter(remote, dtype=int, count=len(remote))
             mb = np.fromiter(remote.values(), dtype=float, count=len(remote))
@@ -322,14 +329,29 @@ class Model:
             budget_base.remote_budget_mb(caps, held, True))
         return {vm: budgets.limits[ids[vm]] for vm in vms}
 
-    def _remember(self, vms, limits):
+    def _remember(self, vms, limits, unsettled):
         """Keep the limits a remembering plug-in hands back next period;
         a limit equal to its VM's use is what the plug-in starts a new VM
-        from, and is not kept."""
+        from, and is not kept.
+
+        A VM whose limit this period left unchanged, and that was neither
+        short nor partly remote (``unsettled``), is steady: until it is
+        short, runs partly remote or its grants change, the plug-in gives
+        it the same limit every period (a VM's limit depends on the others
+        only through scaling to the host's budget, which never happens
+        while the host may ask: no limit exceeds its VM's cap or use, and
+        the budget is their sum). Only VMs whose limits moved keep their
+        hosts in the next period's run."""
         if not self.budget.remembers:
             return
         for vm in vms:
-            if limits[vm] != self.held[vm]:
+            held = int(self.held[vm])
+            if (vm not in unsettled
+                    and limits[vm] == self.limits.get(vm, held)):
+                self.moving.discard(vm)
+            else:
+                self.moving.add(vm)
+            if limits[vm] != held:
                 self.limits[vm] = limits[vm]
             else:
                 self.limits.pop(vm, None)

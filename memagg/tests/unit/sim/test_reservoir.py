@@ -204,6 +204,43 @@ def test_tlp_grows_limits_a_step_at_a_time_where_fixed_asks_the_cap(
     assert result.mem_overloaded.tolist() == [0, 1]
 
 
+class _EveryPeriod(reservoir.Model):
+    """Runs tlp on every host with a VM whose limit it keeps, every
+    period, as memagg-compute does on its host."""
+
+    def _remember(self, vms, limits, unsettled):
+        super()._remember(vms, limits, unsettled)
+        self.moving.update(self.limits)
+
+
+def test_steady_tlp_limits_leave_their_hosts_out_and_change_nothing(
+        tmp_path):
+    # h-a is short at steps 1 to 6; h-b has 150 MiB to lend, a slab, so
+    # its VMs' limits grow beyond what they get (v1 holds the slab), and
+    # shrink step by step once h-a is no longer short: v1's until what it
+    # holds is three quarters of it (the slack threshold), v2's to
+    # nothing. Then neither moves, and h-a is left out.
+    trace, hosts = _week(tmp_path, GROWS + [(700, 500)] * 5
+                         + [(400, 400)] * 100, b_wss=[850] * 107)
+    results = []
+    for kind in (reservoir.Model, _EveryPeriod):
+        model = kind(reservoir.Settings(max_remote_ratio=0.5,
+                                        donor_reserve_mb=0,
+                                        slab_size_mb=100, penalty=0.0),
+                     tlp.TlpBudget(), donors.LargestFirst(), trace, hosts)
+        _simulation(trace, hosts, model).run()
+        results.append(model)
+    skipping, every = results
+
+    assert skipping.limits == every.limits == {0: 133}
+    assert not skipping.moving
+    assert skipping.held.tolist() == every.held.tolist()
+    for name in ('in_use_mb', 'granted_mb', 'remote_vms'):
+        assert (getattr(skipping.stats, name).tolist()
+                == getattr(every.stats, name).tolist())
+    assert skipping.stats.grants_made == every.stats.grants_made
+
+
 def test_memagg_sim_reports_remote_memory_and_uses_tlp_when_told(
         capsys, tmp_path):
     argv = ['--hosts', '4', '--days', '1', '--no-plots', '--quiet',
