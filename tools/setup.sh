@@ -41,7 +41,7 @@ APT_PACKAGES=(
     qemu-system-x86 qemu-utils pkg-config cpio busybox-static
     gcc python3-dev python3-venv make clang libclang-rt-14-dev
     rdma-core libibverbs-dev librdmacm-dev ibverbs-providers
-    fio nbdkit libnbd-bin iproute2 wrk
+    fio nbdkit libnbd-bin iproute2 wrk tini
 )
 
 say() { echo "setup: $*"; }
@@ -137,14 +137,20 @@ start_rabbitmq() {
 # pip, minus the noise: warnings about this machine's extra (local) indexes,
 # and setuptools' deprecation banners while it builds the editable install.
 # libvirt for the real-guest tests: virtlogd (guest consoles) and libvirtd,
-# each started when it is not running.
+# each started when it is not running. libvirtd runs under tini -s, a
+# subreaper: the QEMUs it daemonizes are then reaped as soon as they exit.
+# This machine's PID 1 reaps orphans only every ~2 s, and libvirtd waits for
+# a QEMU's zombie to go at every destroy and at every migration's confirm
+# step, where a host's systemd reaps it at once.
 start_libvirt() {
-    local daemon
-    for daemon in virtlogd libvirtd; do
-        pidof "$daemon" >/dev/null && continue
-        say "starting $daemon"
-        $SUDO "$daemon" -d
-    done
+    if ! pidof virtlogd >/dev/null; then
+        say "starting virtlogd"
+        $SUDO virtlogd -d
+    fi
+    if ! pidof libvirtd >/dev/null; then
+        say "starting libvirtd"
+        $SUDO setsid tini -s -- libvirtd </dev/null >/dev/null 2>&1 &
+    fi
     wait_until 30 libvirtd virsh -q -c qemu:///system version
 }
 

@@ -24,7 +24,9 @@ console files to the virtlogd of its /run) and, in its libvirtd.conf,
 ``listen_tcp = 1``, ``listen_tls = 0``, ``auth_tcp = "none"``, a
 ``tcp_port`` of its own on loopback and a random ``host_uuid``. Both
 daemons run as root and share the network namespace, the cgroup tree and
-everything outside those four directories and /run.
+everything outside those four directories and /run. Each libvirtd runs
+under the same subreaper (guest_fixtures.LIBVIRTD), so a QEMU that exits
+at a migration's confirm step is reaped at once, as on a real host.
 
 What libvirt checks: both hosts have the same hostname, and libvirt
 refuses a migration only when the destination's host UUID equals the
@@ -240,8 +242,9 @@ class HostB(Hypervisor):
                          message='host B\'s virtlogd socket')
         self._run_dev = os.stat(self.path('/run')).st_dev
         assert self._run_dev != os.stat('/run').st_dev
-        self.libvirtd = self._spawn(self.command(['libvirtd', '--listen']),
-                                    self.log_path)
+        self.libvirtd = self._spawn(
+            self.command(guest_fixtures.LIBVIRTD + ['--listen']),
+            self.log_path)
         polling.wait_for(lambda: self._alive(self.libvirtd)
                          and libvirt_driver.answers(self.uri),
                          START_TIMEOUT, interval=0.2,
