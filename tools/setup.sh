@@ -42,6 +42,7 @@ APT_PACKAGES=(
     gcc python3-dev python3-venv make clang libclang-rt-14-dev
     rdma-core libibverbs-dev librdmacm-dev ibverbs-providers
     fio nbdkit libnbd-bin iproute2 wrk tini
+    shellcheck
 )
 
 say() { echo "setup: $*"; }
