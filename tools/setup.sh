@@ -43,6 +43,7 @@ APT_PACKAGES=(
     rdma-core libibverbs-dev librdmacm-dev ibverbs-providers
     fio nbdkit libnbd-bin iproute2 wrk tini
     shellcheck
+    chromium chromium-driver
 )
 
 say() { echo "setup: $*"; }
