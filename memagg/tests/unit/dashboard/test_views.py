@@ -1,0 +1,274 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The panels' views through Django's test client, with Horizon's test
+helpers (a logged-in user and its catalog) and memagg's Client replaced at
+its class: every page shows what the API answered, and policy decides
+what a user sees and may do."""
+import pathlib
+import tempfile
+from unittest import mock
+
+from django.urls import reverse
+from openstack_auth import policy as auth_policy
+from openstack_dashboard.test import helpers
+
+from memagg.client import client as memagg_client
+from memagg.client import exceptions as client_exc
+from memagg.dashboard import charts
+
+ENDPOINT = 'http://memagg.example.com:8780'
+CATALOG_ENTRY = {
+    'type': 'memory-aggregation', 'name': 'memagg', 'endpoints_links': [],
+    'endpoints': [{'region': 'RegionOne', 'interface': interface,
+                   'url': ENDPOINT}
+                  for interface in ('admin', 'internal', 'public')]}
+VM = '6c7e1a8e-1111-4a53-9d5c-4a4ef1f7c001'
+AUDIT = '0a9d1c7e-2222-4c1b-8a43-3b8f0a2d4e01'
+GRANT = 'f3b8e2d1-3333-4e55-b0b2-9a8c7d6e5f01'
+
+HOST_USAGES = {'host_usages': [
+    {'host': 'compute-2', 'state': 'active', 'memory_mb': 65536,
+     'reserved_mb': 1024, 'wss_maxavg_mb': 3000, 'booked_mb': 8192,
+     'instances': 2, 'remote_mb': 0, 'reported_at': '2026-11-26T10:00:00Z'},
+    {'host': 'compute-1', 'state': 'active', 'memory_mb': 65536,
+     'reserved_mb': 1024, 'wss_maxavg_mb': 4000, 'booked_mb': 12288,
+     'instances': 3, 'remote_mb': 256, 'reported_at': '2026-11-26T10:00:00Z'},
+], 'reservoir_free_mb': 16384}
+RESERVOIR = {'free_reservoir_mb': 16384, 'lendable_mb': 8192,
+             'lent_mb': 256, 'borrowed_mb': 256, 'hosts': [
+                 {'host': 'compute-1', 'free_reservoir_mb': 8192,
+                  'lendable_mb': 4096, 'lent_mb': 0, 'borrowed_mb': 256},
+                 {'host': 'compute-2', 'free_reservoir_mb': 8192,
+                  'lendable_mb': 4096, 'lent_mb': 256, 'borrowed_mb': 0}]}
+INSTANCE = {'uuid': VM, 'name': 'vm-one', 'host': 'compute-1',
+            'project_id': '1', 'status': 'active', 'booked_mb': 4096,
+            'current_mb': 2304, 'target_mb': 2048, 'wss_mb': 1152,
+            'wss_maxavg_mb': 1228, 'estimator': 'badis', 'cpu_util': 0.2,
+            'remote_mb': 256}
+SAMPLES = [{'id': n, 'host': 'compute-1',
+            'sampled_at': '2026-11-26T10:0%d:00Z' % n,
+            'wss_mb': 1000 + 50 * n, 'wss_maxavg_mb': 1228,
+            'current_mb': 2304, 'target_mb': 2048 + 100 * n,
+            'estimator': 'badis'} for n in range(3)]
+GRANT_DETAIL = {'uuid': GRANT, 'instance_uuid': VM,
+                'consumer_host': 'compute-1', 'requested_mb': 512,
+                'granted_mb': 256, 'status': 'active', 'slab_size_mb': 128,
+                'partial': True, 'reason': 'donors had 256 MiB free',
+                'slabs': [{'index': i, 'donor_host': 'compute-2',
+                           'size_mb': 128, 'replica_host': None,
+                           'status': 'active', 'endpoint': None}
+                          for i in range(2)]}
+AUDIT_DETAIL = {'uuid': AUDIT, 'state': 'recommended',
+                'memory_basis': 'wss', 'reason': 'compute-2 underloaded',
+                'auto_execute': False, 'unplaced': None,
+                'created_at': '2026-11-26T10:00:00Z',
+                'actions': [
+                    {'sequence': 2, 'action_type': 'power_off',
+                     'instance_uuid': None, 'source_host': 'compute-2',
+                     'dest_host': None, 'reason': 'emptied',
+                     'state': 'pending'},
+                    {'sequence': 1, 'action_type': 'migrate',
+                     'instance_uuid': VM, 'source_host': 'compute-2',
+                     'dest_host': 'compute-1', 'reason': 'underload',
+                     'state': 'pending'}]}
+
+
+def page(items):
+    """A stand-in for memagg.client.base.Page."""
+    return mock.Mock(items=items, all_items=mock.Mock(
+        return_value=iter(items)))
+
+
+class MemaggViewTests(helpers.TestCase):
+    """A project member's session, with memagg in its catalog."""
+
+    # Horizon's sessions are signed cookies: these tests need no database.
+    databases = set()
+
+    def _setup_test_data(self):
+        super()._setup_test_data()
+        self.service_catalog.append(CATALOG_ENTRY)
+
+    def setUp(self):
+        super().setUp()
+        auth_policy.reset()
+        self.addCleanup(auth_policy.reset)
+        patcher = mock.patch.object(memagg_client, 'Client')
+        self.client_class = patcher.start()
+        self.addCleanup(patcher.stop)
+        self.memagg = self.client_class.return_value
+        self.memagg.host_usages.list.return_value = HOST_USAGES
+        self.memagg.reservoir.get.return_value = RESERVOIR
+        self.memagg.instances.list.return_value = page([INSTANCE])
+        self.memagg.instances.get.return_value = INSTANCE
+        self.memagg.instances.wss.return_value = page(SAMPLES)
+        self.memagg.grants.list.return_value = page([GRANT_DETAIL])
+        self.memagg.grants.get.return_value = GRANT_DETAIL
+        self.memagg.audits.list.return_value = page([AUDIT_DETAIL])
+        self.memagg.audits.get.return_value = AUDIT_DETAIL
+        self.memagg.audits.execute.return_value = dict(AUDIT_DETAIL,
+                                                       state='executing')
+
+    def assert_client_made_from_catalog(self):
+        session = self.client_class.call_args.args[0]
+        self.assertEqual(ENDPOINT,
+                         self.client_class.call_args.kwargs[
+                             'endpoint_override'])
+        self.assertEqual(self.token.id, session.auth.token)
+
+
+class ProjectPanelTests(MemaggViewTests):
+
+    def test_lists_own_instances_wss_without_hosts(self):
+        resp = self.client.get(reverse('horizon:project:memory:index'))
+        self.assertEqual(200, resp.status_code)
+        self.assertTemplateUsed(resp, 'memagg_dashboard/project_index.html')
+        self.assertContains(resp, 'vm-one')
+        self.assertContains(resp, '<td class="memagg-wss">1152</td>',
+                            html=True)
+        self.assertNotContains(resp, 'compute-1')
+        self.memagg.instances.list.assert_called_once_with()
+        self.memagg.host_usages.list.assert_not_called()
+        self.assert_client_made_from_catalog()
+
+    def test_instance_history_chart_carries_the_samples(self):
+        resp = self.client.get(reverse('horizon:project:memory:instance',
+                                       args=[VM]))
+        self.assertEqual(200, resp.status_code)
+        self.memagg.instances.wss.assert_called_once_with(VM)
+        body = resp.content.decode()
+        for sample in SAMPLES:
+            self.assertIn('data-mb="%d" data-at="%s"'
+                          % (sample['wss_mb'], sample['sampled_at']), body)
+            self.assertIn('data-mb="%d" data-at="%s"'
+                          % (sample['target_mb'], sample['sampled_at']),
+                          body)
+        self.assertIn('data-series="booked_mb" data-latest-mb="4096"', body)
+        self.assertContains(resp, '<dd id="memagg-estimator">badis</dd>',
+                            html=True)
+
+    def test_admin_panel_is_not_for_members(self):
+        resp = self.client.get(reverse('horizon:admin:memory:index'))
+        self.assertNotEqual(200, resp.status_code)
+        self.memagg.host_usages.list.assert_not_called()
+
+    def test_api_error_is_shown_not_raised(self):
+        self.memagg.instances.list.side_effect = client_exc.Forbidden(
+            'denied')
+        resp = self.client.get(reverse('horizon:project:memory:index'))
+        self.assertEqual(200, resp.status_code)
+        self.assertMessageCount(resp, error=1)
+
+
+class AdminViewTests(MemaggViewTests):
+    """An administrator's session."""
+
+    def setActiveUser(self, *args, **kwargs):
+        kwargs['roles'] = kwargs.get('roles', []) + [
+            self.roles.admin._info]
+        super().setActiveUser(*args, **kwargs)
+
+
+class AdminPanelTests(AdminViewTests):
+
+    def test_host_bars_and_summary(self):
+        resp = self.client.get(reverse('horizon:admin:memory:index'))
+        self.assertEqual(200, resp.status_code)
+        body = resp.content.decode()
+        # compute-1 comes first: hosts are shown by name.
+        self.assertLess(body.index('data-host="compute-1"'),
+                        body.index('data-host="compute-2"'))
+        for series, mb in (('memory_mb', 65536), ('booked_mb', 12288),
+                           ('wss_maxavg_mb', 4000), ('lent_mb', 0),
+                           ('borrowed_mb', 256),
+                           ('free_reservoir_mb', 8192)):
+            self.assertIn('data-series="%s" data-mb="%d"' % (series, mb),
+                          body)
+        self.assertIn('data-series="lent_mb" data-mb="256"', body)
+        # Booked 20480, WSS 7000: 13480 freed; 7000 MiB fit on one host.
+        self.assertContains(
+            resp, '<dd data-mb="13480" id="memagg-freed">13480 MiB</dd>',
+            html=True)
+        self.assertContains(
+            resp, '<dd id="memagg-emptiable" data-hosts="1">1</dd>',
+            html=True)
+        self.assertEqual(charts.nice_ceiling(65536),
+                         resp.context['bars']['scale_mb'])
+
+    def test_reservoir_shows_donors_slabs_and_partial_reason(self):
+        resp = self.client.get(reverse('horizon:admin:memory:reservoir'))
+        self.assertEqual(200, resp.status_code)
+        self.memagg.grants.get.assert_called_once_with(GRANT)
+        self.assertContains(
+            resp, '<td class="memagg-donors">compute-2</td>', html=True)
+        self.assertContains(resp, 'donors had 256 MiB free')
+        self.assertContains(resp, '#1 compute-2 128 MiB (active)')
+
+    def test_audit_actions_in_order_with_execute(self):
+        resp = self.client.get(reverse('horizon:admin:memory:audit',
+                                       args=[AUDIT]))
+        self.assertEqual(200, resp.status_code)
+        body = resp.content.decode()
+        self.assertLess(body.index('data-sequence="1"'),
+                        body.index('data-sequence="2"'))
+        self.assertContains(resp, 'id="memagg-execute"')
+
+    def test_no_execute_once_the_audit_left_recommended(self):
+        self.memagg.audits.get.return_value = dict(AUDIT_DETAIL,
+                                                   state='succeeded')
+        resp = self.client.get(reverse('horizon:admin:memory:audit',
+                                       args=[AUDIT]))
+        self.assertNotContains(resp, 'id="memagg-execute"')
+
+    def test_execute_calls_the_api(self):
+        resp = self.client.post(reverse('horizon:admin:memory:execute',
+                                        args=[AUDIT]))
+        self.assertRedirectsNoFollow(
+            resp, reverse('horizon:admin:memory:audit', args=[AUDIT]))
+        self.memagg.audits.execute.assert_called_once_with(AUDIT)
+
+    def test_audits_listed_newest_first(self):
+        resp = self.client.get(reverse('horizon:admin:memory:audits'))
+        self.assertContains(resp, 'compute-2 underloaded')
+        self.memagg.audits.list.assert_called_once_with(
+            sort_key='created_at', sort_dir='desc')
+
+
+class PolicyOverrideTests(AdminViewTests):
+    """An operator's policy file that keeps Execute from administrators
+    too: the button goes and a posted form is refused."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        directory = pathlib.Path(tmp.name)
+        (directory / 'memagg_policy.yaml').write_text(
+            '"memagg:audit:execute": "!"\n')
+        patcher = mock.patch.object(auth_policy, '_BASE_PATH',
+                                    str(directory))
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def test_no_execute_button(self):
+        resp = self.client.get(reverse('horizon:admin:memory:audit',
+                                       args=[AUDIT]))
+        self.assertEqual(200, resp.status_code)
+        self.assertContains(resp, 'underload')
+        self.assertNotContains(resp, 'id="memagg-execute"')
+
+    def test_posted_execute_is_refused(self):
+        resp = self.client.post(reverse('horizon:admin:memory:execute',
+                                        args=[AUDIT]))
+        self.assertEqual(403, resp.status_code)
+        self.memagg.audits.execute.assert_not_called()
