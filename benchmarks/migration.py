@@ -73,13 +73,17 @@ time at 0 %. Prints a table, the ratios and a verdict per target; exits
 non-zero only when something failed to run, never on the figures.
 
 Why a 1 GiB guest over a 1 Gbit/s migration network by default: every
-migration here pays about 2 s that do not depend on the memory moved
-(libvirt's handshake, starting the destination's QEMU, the source's
-confirm step), the same in every case. Over this machine's loopback, at
-memory speed, a 256 MiB guest's copy takes less than that, and the time
-ratios say more about QEMU's start than about what moved; with the copy
-at a network's speed they converge to the byte ratios, as for the VMs of
-a cloud. ``--guest-mb 256 --bandwidth 0`` shows the small case.
+migration here pays about 0.5 s that do not depend on the memory moved
+(libvirt's handshake and starting the destination's QEMU, 0.35 s in
+libvirt's log; the source's confirm step), the same in every case. Over
+this machine's loopback, at memory speed, a 256 MiB guest's copy takes
+less than that, and the time ratios say more about QEMU's start than
+about what moved; with the copy at a network's speed they converge to the
+byte ratios, as for the VMs of a cloud. ``--guest-mb 256 --bandwidth 0``
+shows the small case. The libvirtds run under a subreaper
+(guest_fixtures.LIBVIRTD): this machine's PID 1 reaps an exited QEMU only
+about 2 s later, and libvirt's confirm step waits for that, which added
+1.8 s to every case here that no host with systemd pays.
 
 Run as root (libvirtd, a mount namespace): .venv/bin/python
 benchmarks/migration.py [--guest-mb 1024] [--data-mb 640]
