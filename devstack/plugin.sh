@@ -11,20 +11,26 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-# devstack plug-in of memagg: devstack calls this at each phase of stack.sh,
-# unstack.sh and clean.sh with the phase as arguments.
+# devstack plug-in of memagg: devstack sources this at each phase of
+# stack.sh, unstack.sh and clean.sh with the mode and phase as arguments
+# (devstack's doc/source/plugins.rst), devstack/settings already sourced.
 
 # shellcheck source=devstack/lib/memagg
 source "$MEMAGG_DIR/devstack/lib/memagg"
 
 if is_service_enabled memagg-api memagg-scheduler memagg-compute memagg-swapd; then
     case "$1 ${2:-}" in
+        "stack pre-install")
+            # Before install: pip builds memagg's C extensions then.
+            echo_summary "Installing memagg's build dependencies"
+            install_memagg_build_deps
+            ;;
         "stack install")
             echo_summary "Installing memagg"
             install_memagg
             ;;
         "stack post-config")
-            echo_summary "Configuring memagg"
+            echo_summary "Configuring memagg, and Nova and Horizon for it"
             configure_memagg
             ;;
         "stack extra")
@@ -32,13 +38,18 @@ if is_service_enabled memagg-api memagg-scheduler memagg-compute memagg-swapd; t
             init_memagg
             start_memagg
             ;;
+        "stack test-config")
+            if is_service_enabled tempest; then
+                echo_summary "Configuring tempest for memagg"
+                configure_tempest_for_memagg
+            fi
+            ;;
+        "unstack ")
+            stop_memagg
+            ;;
+        "clean ")
+            # clean.sh has run unstack.sh first.
+            cleanup_memagg
+            ;;
     esac
-
-    if [[ "$1" == "unstack" ]]; then
-        stop_memagg
-    fi
-
-    if [[ "$1" == "clean" ]]; then
-        cleanup_memagg
-    fi
 fi
