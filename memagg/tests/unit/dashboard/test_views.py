@@ -16,11 +16,16 @@ its class: every page shows what the API answered, and policy decides
 what a user sees and may do."""
 import pathlib
 import tempfile
+import unittest
 from unittest import mock
 
 from django.urls import reverse
+from keystoneauth1 import exceptions as ks_exc
+from openstack import exceptions as sdk_exc
 from openstack_auth import policy as auth_policy
 from openstack_dashboard.test import helpers
+from openstack_dashboard.test.test_data import exceptions as \
+    test_data_exceptions
 
 from memagg.client import client as memagg_client
 from memagg.client import exceptions as client_exc
@@ -35,6 +40,9 @@ CATALOG_ENTRY = {
 VM = '6c7e1a8e-1111-4a53-9d5c-4a4ef1f7c001'
 AUDIT = '0a9d1c7e-2222-4c1b-8a43-3b8f0a2d4e01'
 GRANT = 'f3b8e2d1-3333-4e55-b0b2-9a8c7d6e5f01'
+# What Horizon's test data replaces on exception classes.
+_STUBBED = ('__init__', '__str__', 'silence_logging')
+_ABSENT = object()
 
 HOST_USAGES = {'host_usages': [
     {'host': 'compute-2', 'state': 'active', 'memory_mb': 65536,
@@ -96,7 +104,29 @@ class MemaggViewTests(helpers.TestCase):
     databases = set()
 
     def _setup_test_data(self):
-        super()._setup_test_data()
+        # Horizon's test data stubs the constructors of client exception
+        # classes (keystoneauth's, openstacksdk's...) for good; the rest of
+        # the suite, in the same process, needs them back.
+        stubbed = []
+
+        def stub(cls, *args, **kwargs):
+            stubbed.append((cls, {name: cls.__dict__.get(name, _ABSENT)
+                                  for name in _STUBBED}))
+            return real_stub(cls, *args, **kwargs)
+
+        def restore():
+            for cls, saved in reversed(stubbed):
+                for name, value in saved.items():
+                    if value is _ABSENT:
+                        delattr(cls, name)
+                    else:
+                        setattr(cls, name, value)
+
+        real_stub = test_data_exceptions.create_stubbed_exception
+        self.addCleanup(restore)
+        with mock.patch.object(test_data_exceptions,
+                               'create_stubbed_exception', stub):
+            super()._setup_test_data()
         self.service_catalog.append(CATALOG_ENTRY)
 
     def setUp(self):
@@ -272,3 +302,13 @@ class PolicyOverrideTests(AdminViewTests):
                                         args=[AUDIT]))
         self.assertEqual(403, resp.status_code)
         self.memagg.audits.execute.assert_not_called()
+
+
+def test_view_tests_leave_client_exceptions_as_they_were():
+    suite = unittest.TestSuite([ProjectPanelTests(
+        'test_lists_own_instances_wss_without_hosts')])
+    result = unittest.TestResult()
+    suite.run(result)
+    assert result.wasSuccessful(), result.errors + result.failures
+    assert str(ks_exc.ConnectFailure('refused')) == 'refused'
+    assert str(sdk_exc.SDKException('no such server')) == 'no such server'
