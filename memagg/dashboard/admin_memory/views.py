@@ -85,8 +85,10 @@ class AuditView(views.MemaggView):
     def read(self, memagg, uuid):
         audit = memagg.audits.get(uuid)
         return {'audit': audit,
-                'actions': sorted(audit['actions'],
-                                  key=lambda a: a['sequence']),
+                # Not "actions": Horizon's page header shows a context
+                # variable of that name as its buttons.
+                'plan': sorted(audit['actions'],
+                               key=lambda a: a['sequence']),
                 'can_execute': (audit['state'] == 'recommended' and
                                 horizon_policy.check(EXECUTE_RULE,
                                                      self.request))}

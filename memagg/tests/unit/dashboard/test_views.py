@@ -252,6 +252,9 @@ class AdminPanelTests(AdminViewTests):
         self.assertLess(body.index('data-sequence="1"'),
                         body.index('data-sequence="2"'))
         self.assertContains(resp, 'id="memagg-execute"')
+        # The plan is the table only: Horizon's page header renders a
+        # context variable named "actions" as its buttons.
+        self.assertNotIn('action_type', body)
 
     def test_no_execute_once_the_audit_left_recommended(self):
         self.memagg.audits.get.return_value = dict(AUDIT_DETAIL,
