@@ -26,6 +26,9 @@ from openstack_dashboard.api import base
 from memagg.client import client as memagg_client
 
 SERVICE_TYPE = 'memory-aggregation'
+# How many of an instance's samples its chart shows: an hour at
+# memagg-compute's default 10 s interval.
+HISTORY_SAMPLES = 360
 
 
 def client(request):
@@ -91,18 +94,22 @@ def summary(rows):
     }
 
 
-def grants_with_donors(memagg, status=None):
-    """Grants (``status`` only when given), each with its slabs and the
-    sorted names of the hosts that lend them under ``donors``."""
-    grants = []
-    for grant in memagg.grants.list(status=status).all_items():
+def with_donors(memagg, grants):
+    """``grants`` (items of GET /v1/grants), each read again with its
+    slabs, and the sorted names of the hosts that lend them under
+    ``donors``."""
+    details = []
+    for grant in grants:
         detail = memagg.grants.get(grant['uuid'])
         detail['donors'] = sorted({s['donor_host'] for s in detail['slabs']})
-        grants.append(detail)
-    return grants
+        details.append(detail)
+    return details
 
 
 def instance_history(memagg, uuid):
-    """The instance ``uuid`` and its working-set samples, oldest first."""
-    return (memagg.instances.get(uuid),
-            list(memagg.instances.wss(uuid).all_items()))
+    """The instance ``uuid`` and its latest HISTORY_SAMPLES working-set
+    samples, oldest first."""
+    newest_first = memagg.instances.wss(uuid, sort_key='sampled_at',
+                                        sort_dir='desc',
+                                        limit=HISTORY_SAMPLES).items
+    return memagg.instances.get(uuid), newest_first[::-1]

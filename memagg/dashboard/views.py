@@ -34,6 +34,13 @@ class MemaggView(views.HorizonTemplateView):
         """The page's context, read through the memagg Client."""
         raise NotImplementedError
 
+    def page(self, listing, **options):
+        """One page of ``listing`` (a client manager's ``list``), from the
+        ``marker`` of this request's query string: ``rows``, and the
+        ``next_marker`` a "Next" link carries (None on the last page)."""
+        page = listing(marker=self.request.GET.get('marker'), **options)
+        return {'rows': page.items, 'next_marker': page.next_marker}
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         try:

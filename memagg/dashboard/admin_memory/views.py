@@ -40,7 +40,7 @@ class IndexView(views.MemaggView):
                              memagg.reservoir.get())
         return {'summary': api.summary(rows),
                 'bars': charts.host_bars(rows),
-                'instances': list(memagg.instances.list().all_items())}
+                'instances': self.page(memagg.instances.list)}
 
 
 class InstanceView(views.InstanceView):
@@ -58,8 +58,9 @@ class ReservoirView(views.MemaggView):
     error_message = _('Unable to read the reservoir.')
 
     def read(self, memagg):
-        return {'reservoir': memagg.reservoir.get(),
-                'grants': api.grants_with_donors(memagg)}
+        grants = self.page(memagg.grants.list)
+        grants['rows'] = api.with_donors(memagg, grants['rows'])
+        return {'reservoir': memagg.reservoir.get(), 'grants': grants}
 
 
 class AuditsView(views.MemaggView):
@@ -70,8 +71,8 @@ class AuditsView(views.MemaggView):
     error_message = _('Unable to list the audits.')
 
     def read(self, memagg):
-        return {'audits': memagg.audits.list(sort_key='created_at',
-                                             sort_dir='desc').items}
+        return {'audits': self.page(memagg.audits.list,
+                                    sort_key='created_at', sort_dir='desc')}
 
 
 class AuditView(views.MemaggView):

@@ -25,7 +25,7 @@ class IndexView(views.MemaggView):
     error_message = _('Unable to list your instances\' memory.')
 
     def read(self, memagg):
-        return {'instances': list(memagg.instances.list().all_items())}
+        return {'instances': self.page(memagg.instances.list)}
 
 
 class InstanceView(views.InstanceView):

@@ -91,10 +91,9 @@ AUDIT_DETAIL = {'uuid': AUDIT, 'state': 'recommended',
                      'state': 'pending'}]}
 
 
-def page(items):
+def page(items, next_marker=None):
     """A stand-in for memagg.client.base.Page."""
-    return mock.Mock(items=items, all_items=mock.Mock(
-        return_value=iter(items)))
+    return mock.Mock(items=items, next_marker=next_marker)
 
 
 class MemaggViewTests(helpers.TestCase):
@@ -141,7 +140,8 @@ class MemaggViewTests(helpers.TestCase):
         self.memagg.reservoir.get.return_value = RESERVOIR
         self.memagg.instances.list.return_value = page([INSTANCE])
         self.memagg.instances.get.return_value = INSTANCE
-        self.memagg.instances.wss.return_value = page(SAMPLES)
+        # The newest first, as the panel asks.
+        self.memagg.instances.wss.return_value = page(SAMPLES[::-1])
         self.memagg.grants.list.return_value = page([GRANT_DETAIL])
         self.memagg.grants.get.return_value = GRANT_DETAIL
         self.memagg.audits.list.return_value = page([AUDIT_DETAIL])
@@ -167,22 +167,28 @@ class ProjectPanelTests(MemaggViewTests):
         self.assertContains(resp, '<td class="memagg-wss">1152</td>',
                             html=True)
         self.assertNotContains(resp, 'compute-1')
-        self.memagg.instances.list.assert_called_once_with()
+        self.memagg.instances.list.assert_called_once_with(marker=None)
         self.memagg.host_usages.list.assert_not_called()
+        self.assertNotContains(resp, 'memagg-next')
         self.assert_client_made_from_catalog()
 
     def test_instance_history_chart_carries_the_samples(self):
         resp = self.client.get(reverse('horizon:project:memory:instance',
                                        args=[VM]))
         self.assertEqual(200, resp.status_code)
-        self.memagg.instances.wss.assert_called_once_with(VM)
+        self.memagg.instances.wss.assert_called_once_with(
+            VM, sort_key='sampled_at', sort_dir='desc', limit=360)
         body = resp.content.decode()
-        for sample in SAMPLES:
-            self.assertIn('data-mb="%d" data-at="%s"'
-                          % (sample['wss_mb'], sample['sampled_at']), body)
-            self.assertIn('data-mb="%d" data-at="%s"'
-                          % (sample['target_mb'], sample['sampled_at']),
-                          body)
+        # Drawn oldest first, left to right.
+        for key in ('wss_mb', 'target_mb'):
+            marks = ['data-mb="%d" data-at="%s"'
+                     % (sample[key], sample['sampled_at'])
+                     for sample in SAMPLES]
+            positions = [body.index(mark) for mark in marks]
+            self.assertEqual(sorted(positions), positions)
+        series = resp.context['chart']['series']
+        xs = [dot['x'] for dot in series[2]['dots']]
+        self.assertEqual(sorted(set(xs)), xs)
         self.assertIn('data-series="booked_mb" data-latest-mb="4096"', body)
         self.assertContains(resp, '<dd id="memagg-estimator">badis</dd>',
                             html=True)
@@ -191,6 +197,15 @@ class ProjectPanelTests(MemaggViewTests):
         resp = self.client.get(reverse('horizon:admin:memory:index'))
         self.assertNotEqual(200, resp.status_code)
         self.memagg.host_usages.list.assert_not_called()
+
+    def test_pages_follow_the_api_markers(self):
+        self.memagg.instances.list.return_value = page([INSTANCE],
+                                                       next_marker=VM)
+        resp = self.client.get(reverse('horizon:project:memory:index'),
+                               {'marker': 'previous-last'})
+        self.memagg.instances.list.assert_called_once_with(
+            marker='previous-last')
+        self.assertContains(resp, 'href="?marker=%s"' % VM)
 
     def test_api_error_is_shown_not_raised(self):
         self.memagg.instances.list.side_effect = client_exc.Forbidden(
@@ -274,7 +289,7 @@ class AdminPanelTests(AdminViewTests):
         resp = self.client.get(reverse('horizon:admin:memory:audits'))
         self.assertContains(resp, 'compute-2 underloaded')
         self.memagg.audits.list.assert_called_once_with(
-            sort_key='created_at', sort_dir='desc')
+            marker=None, sort_key='created_at', sort_dir='desc')
 
 
 class PolicyOverrideTests(AdminViewTests):
