@@ -17,7 +17,8 @@ import os
 import django
 from django.test import utils
 
-os.environ.setdefault('DJANGO_SETTINGS_MODULE',
-                      'memagg.tests.unit.dashboard.settings')
+os.environ['DJANGO_SETTINGS_MODULE'] = 'memagg.tests.unit.dashboard.settings'
 django.setup()
+# Loaded now; the processes later tests start need not inherit it.
+del os.environ['DJANGO_SETTINGS_MODULE']
 utils.setup_test_environment()
