@@ -87,6 +87,32 @@ def hosts_fixture():
     assert not failed, (failed, logs)
 
 
+def _stopped(pid):
+    """Whether every thread of process pid is in group stop (state T)."""
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/stat' % (pid, tid)) as f:
+                state = f.read().rsplit(')', 1)[1].split()[0]
+        except FileNotFoundError:
+            continue            # the thread is gone
+        if state != 'T':
+            return False
+    return True
+
+
+def _sigstop(daemon):
+    """Make the daemon unreachable: SIGSTOP, and wait until it holds.
+
+    kill() returns before the process stops: one of its threads (the main
+    one, in sigwait) takes the signal and only when it next runs stops the
+    others.  Until then they serve what arrives; under load that was a
+    donor answering the write that the test sends right after the SIGSTOP
+    to make it time out, and the slab did not degrade."""
+    daemon.proc.send_signal(signal.SIGSTOP)
+    polling.wait_for(lambda: _stopped(daemon.proc.pid), DEADLINE,
+                     interval=0.01, message='%s stopped' % daemon.name)
+
+
 def _apply(image, byte, offset, length):
     image[offset:offset + length] = bytes([byte]) * length
 
@@ -160,7 +186,7 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     # Host B adopts the table while donor 2 is unreachable.  Its rebuild
     # waits for export_rebuild: every page is read from the donors and
     # none is rebuilt, across a kill -9, and nothing can be reclaimed.
-    d2.proc.send_signal(signal.SIGSTOP)
+    _sigstop(d2)
     b = hosts('b')
     b.start()
     local_b = os.path.join(b.dir, 'copy.img')
@@ -206,7 +232,7 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
         _apply(image, *write)
     test_swapd_nbd.qemu_io(sock_b, grant, *['write -P 0x%02x %d %d' % w
                                             for w in b_writes])
-    d3.proc.send_signal(signal.SIGSTOP)
+    _sigstop(d3)
     _apply(image, 0x43, 12 * MIB + 8192, 8192)
     test_swapd_nbd.qemu_io(sock_b, grant, 'write -P 0x43 %d 8192'
                            % (12 * MIB + 8192))
