@@ -19,8 +19,9 @@ import uuid
 
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db import migration
+from memagg.db import reports as db_reports
 from memagg.tests import db_backends
 
 INSTANCES = 10000
@@ -31,7 +32,7 @@ def load(ctx):
     """Report INSTANCES instances on HOSTS hosts, as compute nodes do."""
     per_host = INSTANCES // HOSTS
     for h in range(HOSTS):
-        db_api.report_ingest(
+        db_reports.report_ingest(
             ctx, dict(name='bench-host-%03d' % h, memory_mb=262144,
                       vcpus=64),
             [dict(uuid=str(uuid.uuid4()), name='vm-%d-%d' % (h, i),
@@ -59,7 +60,7 @@ def loaded_mariadb():
                   % (INSTANCES, HOSTS, time.perf_counter() - started))
             yield url, ctx
         finally:
-            db_api.dispose()
+            db_facade.dispose()
 
 
 def percentile(values, fraction):

@@ -38,7 +38,7 @@ import requests
 from memagg.api import app as api_app
 from memagg.api import server
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import listings as db_listings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _api_data as api_data  # noqa: E402
@@ -102,8 +102,8 @@ def main():
 
             def direct(limit):
                 def call(session):
-                    rows = db_api.list_resources(ctx, 'instances',
-                                                 limit=limit)
+                    rows = db_listings.list_resources(ctx, 'instances',
+                                                      limit=limit)
                     assert len(rows) == limit
                 return call
 
@@ -113,9 +113,9 @@ def main():
                 args.requests, args.threads)
             run('GET /v1/instances?limit=1000', page(1000),
                 max(1, args.requests // 10), args.threads)
-            run('peer: db_api.list_resources, 100 rows', direct(100),
+            run('peer: db_listings.list_resources, 100 rows', direct(100),
                 args.requests, args.threads)
-            run('peer: db_api.list_resources, 1000 rows', direct(1000),
+            run('peer: db_listings.list_resources, 1000 rows', direct(1000),
                 max(1, args.requests // 10), args.threads)
         finally:
             httpd.shutdown()

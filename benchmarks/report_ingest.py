@@ -22,7 +22,7 @@ RPC client, cast --reports ComputeReports of --instances instances (one WSS
 sample each) as fast as they can. The clock stops when every sample is in
 the database (bounded by --deadline). Prints reports/s and samples/s
 ingested, and the peer: the same reports stored by calling
-memagg.db.api.report_ingest directly from this process, without RPC. Topic
+memagg.db.reports.report_ingest directly from this process, without RPC. Topic
 and exchange are unique to the run and its queues auto-delete; the database
 is dropped at the end.
 
@@ -42,13 +42,14 @@ import sqlalchemy as sa
 from memagg.common import context as memagg_context
 from memagg.common import rpc
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db import migration
+from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
 from memagg.objects import report as report_obj
 from memagg.scheduler import rpcapi
-from memagg.tests.functional import service_procs
 from memagg.tests import db_backends
+from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
 
@@ -71,7 +72,7 @@ def make_report(node, instances):
 
 
 def count_samples():
-    with db_api.get_engine().connect() as conn:
+    with db_facade.get_engine().connect() as conn:
         return conn.execute(sa.select(sa.func.count()).select_from(
             models.WssSample.__table__)).scalar()
 
@@ -156,8 +157,8 @@ def direct(args):
     began = time.monotonic()
     for report in reports:
         host, instances, samples = report.to_db_values()
-        db_api.report_ingest(ctxt, host, instances, samples,
-                             reported_at=report.reported_at)
+        db_reports.report_ingest(ctxt, host, instances, samples,
+                                 reported_at=report.reported_at)
     return time.monotonic() - began
 
 
@@ -177,11 +178,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, \
             db_backends.provisioned('mysql', pathlib.Path(tmp)) as db_url:
         CONF.set_override('connection', db_url, group='database')
-        db_api.dispose()
+        db_facade.dispose()
         migration.upgrade('head')
         sent, elapsed = through_rpc(args, pathlib.Path(tmp), db_url, server)
         peer = direct(args)
-        db_api.dispose()
+        db_facade.dispose()
     print('%d nodes x %d reports x %d instances = %d reports, %d samples'
           % (args.nodes, args.reports, args.instances, reports, samples))
     print('casts sent in %.2f s: %.0f reports/s published'

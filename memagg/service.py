@@ -40,7 +40,8 @@ import oslo_messaging as messaging
 from memagg.common import context as memagg_context
 from memagg.common import rpc
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
+from memagg.db import services as db_services
 from memagg import objects
 
 LOG = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ def prepare_service(argv, default_config_files=None):
         sys.exit('%s: error: %s' % (os.path.basename(argv[0]), exc))
     logging.setup(CONF, 'memagg')
     objects.register_all()
-    db_api.configure()
+    db_facade.configure()
     try:
         rpc.init(CONF)
     except (messaging.InvalidTransportURL, messaging.DriverLoadFailure) as exc:
@@ -174,8 +175,8 @@ class Service:
             delay = min(delay * 2, _CONNECT_LOG_MAX)
 
     def _heartbeat(self):
-        db_api.service_heartbeat(self.manager.admin_context, self.host,
-                                 self.binary, self.topic)
+        db_services.service_heartbeat(self.manager.admin_context, self.host,
+                                      self.binary, self.topic)
 
     def _loop(self, task):
         if self._stop.wait(task.first_after):

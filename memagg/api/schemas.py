@@ -19,7 +19,7 @@ so they are built by functions.
 """
 import copy
 
-from memagg.db import api as db_api
+from memagg.db import listings as db_listings
 from memagg.scheduler import consolidation
 
 UUID = {'type': 'string', 'format': 'uuid',
@@ -294,7 +294,7 @@ COLLECTIONS = {
 def list_query(collection, max_limit):
     """The schema of a collection's query string (values already typed)."""
     spec = COLLECTIONS[collection]
-    listing = db_api.LISTINGS[spec['listing']]
+    listing = db_listings.LISTINGS[spec['listing']]
     properties = {
         'limit': dict(INTEGER, minimum=1, maximum=max_limit,
                       description='Page size, 1 to %d.' % max_limit),

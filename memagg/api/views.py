@@ -15,7 +15,7 @@ import datetime
 import functools
 
 from memagg.api import schemas
-from memagg.db import api as db_api
+from memagg.db import services as db_services
 
 
 def _value(value):
@@ -48,7 +48,7 @@ def _fields(component, version):
 
 def service(row, version):
     return render('Service', row, version,
-                  state='up' if db_api.service_is_up(row) else 'down')
+                  state='up' if db_services.service_is_up(row) else 'down')
 
 
 def grant_detail(row, version):
@@ -62,5 +62,5 @@ def audit_detail(row, version):
 
 
 def reservoir(summary):
-    """The reservoir body from db_api.reservoir_summary's dict."""
+    """The reservoir body from memagg.db.grants.reservoir_summary's dict."""
     return dict(summary, hosts=[dict(h) for h in summary['hosts']])

@@ -46,7 +46,7 @@ from memagg.compute import manager as compute_manager
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg.compute import swapd as swapd_client
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db import migration
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg import objects
@@ -221,7 +221,7 @@ def main(argv=None):
     """Run memagg-aio until Ctrl-C or SIGTERM."""
     state_dir = _configure(argv or sys.argv)
     objects.register_all()
-    db_api.configure()
+    db_facade.configure()
     migration.upgrade('head')
     rpc.init(url='fake://')
     try:

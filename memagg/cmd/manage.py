@@ -32,8 +32,10 @@ import sqlalchemy as sa
 from memagg.common import cli
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import facade as db_facade
 from memagg.db import migration
+from memagg.db import samples as db_samples
 
 DB_ERROR = 1
 
@@ -69,12 +71,12 @@ class DbCommands:
                 raise cli.UsageError('argument %s: %s is negative; give 0 '
                                      'or more' % (flag, hours))
         context = memagg_context.get_admin_context()
-        count = db_api.purge_wss_samples(context, older_than_hours)
+        count = db_samples.purge_wss_samples(context, older_than_hours)
         hours = (CONF.wss.sample_retention_hours if older_than_hours is None
                  else older_than_hours)
         print('Deleted %d WSS and host samples older than %d hours'
               % (count, hours))
-        count = db_api.purge_audits(context, audits_older_than_hours)
+        count = db_audits.purge_audits(context, audits_older_than_hours)
         hours = (CONF.consolidation.audit_retention_hours
                  if audits_older_than_hours is None
                  else audits_older_than_hours)
@@ -144,7 +146,7 @@ def main(argv=None):
     except cli.UsageError as error:
         return cli.fail(prog, error)
     except (db_exc.DBError, sa.exc.SQLAlchemyError) as error:
-        return cli.fail(prog, db_api.describe_error(error), DB_ERROR)
+        return cli.fail(prog, db_facade.describe_error(error), DB_ERROR)
     return 0
 
 

@@ -28,8 +28,10 @@ import sqlalchemy as sa
 from memagg.common import cli
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
+from memagg.db import listings as db_listings
 from memagg.db import migration
+from memagg.db import services as db_services
 
 # The services that must heartbeat for memagg to work.
 WATCHED_BINARIES = ('memagg-scheduler', 'memagg-compute')
@@ -48,7 +50,7 @@ class Checks(upgradecheck.UpgradeCommands):
         try:
             current = migration.version()
         except _DB_ERRORS as error:
-            return Result(Code.FAILURE, db_api.describe_error(error))
+            return Result(Code.FAILURE, db_facade.describe_error(error))
         head = migration.head()
         if current is None:
             return Result(Code.FAILURE,
@@ -67,17 +69,18 @@ class Checks(upgradecheck.UpgradeCommands):
                 return Result(Code.WARNING, 'Not checked: the services table '
                               'needs the schema at head (see Database '
                               'schema).')
-            services = [s for s in db_api.list_resources(context, 'services')
+            services = [s for s in db_listings.list_resources(context,
+                                                              'services')
                         if s.binary in WATCHED_BINARIES and not s.disabled]
         except _DB_ERRORS as error:
-            return Result(Code.FAILURE, db_api.describe_error(error))
+            return Result(Code.FAILURE, db_facade.describe_error(error))
         if not services:
             return Result(Code.WARNING,
                           'No %s service has registered yet: start them; each '
                           'writes a heartbeat every [DEFAULT] report_interval '
                           'seconds.' % ' or '.join(WATCHED_BINARIES))
         down = ['%s on %s' % (s.binary, s.host) for s in services
-                if not db_api.service_is_up(s)]
+                if not db_services.service_is_up(s)]
         if down:
             return Result(Code.WARNING,
                           '%d of %d services sent no heartbeat in the last '

@@ -18,7 +18,7 @@ from alembic import config as alembic_config
 from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 
-from memagg.db import api as db_api
+from memagg.db import facade
 
 _INI = os.path.join(os.path.dirname(__file__), 'sqlalchemy', 'alembic.ini')
 
@@ -31,14 +31,14 @@ def _config(connection=None):
 
 def upgrade(revision='head', engine=None):
     """Migrate the database up to ``revision``."""
-    engine = engine or db_api.get_engine()
+    engine = engine or facade.get_engine()
     with engine.begin() as connection:
         alembic_command.upgrade(_config(connection), revision)
 
 
 def version(engine=None):
     """The revision the database is at, or None when it has no schema."""
-    engine = engine or db_api.get_engine()
+    engine = engine or facade.get_engine()
     with engine.connect() as connection:
         return alembic_migration.MigrationContext.configure(
             connection).get_current_revision()

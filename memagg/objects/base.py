@@ -23,7 +23,7 @@ class MemaggObject(ovo_base.VersionedObject,
     """Base of every memagg versioned object.
 
     Objects are plain data carried over RPC; the database is written through
-    memagg.db.api, never by the objects themselves.
+    memagg.db's resource modules, never by the objects themselves.
     """
 
     OBJ_SERIAL_NAMESPACE = 'memagg_object'

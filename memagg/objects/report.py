@@ -116,7 +116,7 @@ class ComputeReport(base.MemaggObject):
                      'free_reservoir_mb', 'lendable_mb')
 
     def to_db_values(self):
-        """Return (host, instances, samples) as memagg.db.api.report_ingest
+        """Return (host, instances, samples) as memagg.db.reports.report_ingest
         takes them: dicts of column values.
         """
         host = {'name': self.host}
@@ -127,7 +127,7 @@ class ComputeReport(base.MemaggObject):
 
     def host_sample(self):
         """The host_samples row of this report (``host_sample`` of
-        memagg.db.api.report_ingest). A report from a 1.0 sender, which has
+        memagg.db.reports.report_ingest). A report from a 1.0 sender, which has
         no ``mem_used_mb``, sums what its instances report instead."""
         used = self.mem_used_mb if self.obj_attr_is_set(
             'mem_used_mb') else None

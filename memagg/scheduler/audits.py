@@ -58,7 +58,12 @@ from oslo_utils import timeutils
 
 from memagg.common import exceptions
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import grants as db_grants
+from memagg.db import hosts as db_hosts
+from memagg.db import instances as db_instances
+from memagg.db import migrations as db_migrations
+from memagg.db import samples as db_samples
 from memagg.drivers.consolidation import base
 from memagg.scheduler import consolidation
 
@@ -98,8 +103,8 @@ def collect(context, group=None, memory_basis=WSS, now=None):
     group = group if group is not None else CONF.consolidation
     now = now or timeutils.utcnow()
     since = now - datetime.timedelta(seconds=CONF.service_down_time)
-    rows = db_api.hosts_for_round(context, since)
-    granted = db_api.granted_mb_by_consumer(context)
+    rows = db_hosts.hosts_for_round(context, since)
+    granted = db_grants.granted_mb_by_consumer(context)
     skipped = {}
     hosts = []
     for row in rows:
@@ -113,10 +118,10 @@ def collect(context, group=None, memory_basis=WSS, now=None):
         hosts.append((row, usable))
 
     active = [row.name for row, _ in hosts if row.state != 'standby']
-    instances = db_api.instances_on_hosts(context, active)
-    samples = db_api.host_samples_latest(context, active,
-                                         group.history_length)
-    vm_cpu = db_api.instance_cpu_latest(
+    instances = db_instances.instances_on_hosts(context, active)
+    samples = db_samples.host_samples_latest(context, active,
+                                             group.history_length)
+    vm_cpu = db_samples.instance_cpu_latest(
         context, [i.uuid for i in instances], group.history_length)
     vms_of = {name: [] for name in active}
     for inst in instances:
@@ -171,7 +176,7 @@ def recent(context, controls, now=None):
     now = now or timeutils.utcnow()
     horizon = max(controls.migration_cooldown, consolidation.HOUR_S)
     moved_at, host_moves = {}, {}
-    for row in db_api.migrations_since(
+    for row in db_migrations.migrations_since(
             context, now - datetime.timedelta(seconds=horizon)):
         at = _seconds(row.created_at)
         age = _seconds(now) - at
@@ -257,9 +262,9 @@ def _store_plan(context, audit_uuid, plan, skipped):
         unplaced = {'instances': dict(plan.unplaced),
                     'hosts': {**skipped, **plan.kept, **plan.deferred}}
     line = summary(plan, skipped)
-    audit = db_api.audit_store_plan(context, audit_uuid, _actions(plan),
-                                    unplaced, state=RECOMMENDED, reason=line,
-                                    expected=(PLANNING,))
+    audit = db_audits.audit_store_plan(context, audit_uuid, _actions(plan),
+                                       unplaced, state=RECOMMENDED,
+                                       reason=line, expected=(PLANNING,))
     LOG.info('Audit %s recommended: %s', audit_uuid, line)
     return audit
 
@@ -271,8 +276,8 @@ def run_audit(context, audit_uuid, group=None):
     pending (another round took it)."""
     group = group if group is not None else CONF.consolidation
     try:
-        audit = db_api.audit_set_state(context, audit_uuid, PLANNING,
-                                       expected=(PENDING,))
+        audit = db_audits.audit_set_state(context, audit_uuid, PLANNING,
+                                          expected=(PENDING,))
     except exceptions.Conflict as exc:
         LOG.info('Not planning audit %s: %s', audit_uuid, exc)
         return None
@@ -281,8 +286,8 @@ def run_audit(context, audit_uuid, group=None):
                                     audit.memory_basis)
     except RoundFailed as exc:
         _log_failure(audit_uuid, exc)
-        return db_api.audit_set_state(context, audit_uuid, FAILED,
-                                      reason=str(exc), expected=(PLANNING,))
+        return db_audits.audit_set_state(context, audit_uuid, FAILED,
+                                         reason=str(exc), expected=(PLANNING,))
     return _store_plan(context, audit_uuid, plan, skipped)
 
 
@@ -309,7 +314,7 @@ class PeriodicRounds:
                 LOG.debug('Periodic consolidation round failed as the '
                           'previous one did; not stored: %s', exc)
                 return None
-            audit = db_api.audit_create(context, dict(
+            audit = db_audits.audit_create(context, dict(
                 values, state=FAILED, reason=str(exc),
                 finished_at=timeutils.utcnow()))
             _log_failure(audit.uuid, exc)
@@ -326,7 +331,7 @@ class PeriodicRounds:
                           '(%s)', line)
             return None
         self._changed(('stored', None))
-        audit = db_api.audit_create(context, dict(values, state=PLANNING))
+        audit = db_audits.audit_create(context, dict(values, state=PLANNING))
         return _store_plan(context, audit.uuid, plan, skipped)
 
     def _changed(self, outcome):

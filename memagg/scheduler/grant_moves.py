@@ -38,7 +38,9 @@ import oslo_messaging as messaging
 
 from memagg.common import exceptions
 from memagg.compute import rpcapi as compute_rpcapi
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import instances as db_instances
+from memagg.db import migrations as db_migrations
 from memagg.scheduler import reservoir
 
 LOG = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ class GrantMove:
         self.dest = migration.dest_host
 
     def _grants(self, consumer):
-        return db_api.grants_of_instance(self.context, self.vm, consumer)
+        return db_grants.grants_of_instance(self.context, self.vm, consumer)
 
     def _call(self, method, host, *args, timeout=None):
         # Made on first use: a VM without grants needs no RPC.
@@ -83,8 +85,8 @@ class GrantMove:
         cannot go on (what the destination adopted is dropped again)."""
         grants = self._grants(self.source)
         if not grants:
-            db_api.migration_record(self.context, self.migration.id,
-                                    remote_mb=0, remote_share=0.0)
+            db_migrations.migration_record(self.context, self.migration.id,
+                                           remote_mb=0, remote_share=0.0)
             return None
         remote_mb = 0
         for grant in grants:
@@ -126,12 +128,12 @@ class GrantMove:
 
     def _record_share(self, remote_mb):
         try:
-            instance = db_api.instance_get(self.context, self.vm)
+            instance = db_instances.instance_get(self.context, self.vm)
             resident = instance.current_mb or instance.booked_mb or 0
         except exceptions.NotFound:
             resident = 0
         total = remote_mb + resident
-        db_api.migration_record(
+        db_migrations.migration_record(
             self.context, self.migration.id, remote_mb=remote_mb,
             remote_share=round(remote_mb / total, 4) if total else None)
 
@@ -143,8 +145,8 @@ class GrantMove:
         recorded ({} without grants)."""
         moved = self._grants(self.source) + self._grants(self.dest)
         for grant in moved:
-            db_api.grant_move(self.context, grant.uuid, self.source,
-                              self.dest)
+            db_grants.grant_move(self.context, grant.uuid, self.source,
+                                 self.dest)
         left = self.rebuild_copies() if moved else None
         for grant in moved:
             try:
@@ -159,7 +161,8 @@ class GrantMove:
         # destination's tells what libvirt measured.
         costs = self._hypervisor_costs()
         costs['local_copy_left_mb'] = left
-        db_api.migration_record(self.context, self.migration.id, **costs)
+        db_migrations.migration_record(self.context, self.migration.id,
+                                       **costs)
         return costs
 
     def _hypervisor_costs(self):
@@ -215,8 +218,8 @@ class GrantMove:
             now_left = self.rebuild_copies()
             if now_left is not None:
                 left = now_left
-                db_api.migration_record(self.context, self.migration.id,
-                                        local_copy_left_mb=left)
+                db_migrations.migration_record(self.context, self.migration.id,
+                                               local_copy_left_mb=left)
             if time.monotonic() >= deadline:
                 break
         if not left:

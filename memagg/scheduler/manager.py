@@ -40,7 +40,9 @@ from oslo_log import log as logging
 
 from memagg.common import exceptions
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import reports as db_reports
+from memagg.db import samples as db_samples
 from memagg.drivers.compute_api import base as compute_api
 from memagg.scheduler import audits
 from memagg.scheduler import consolidation
@@ -136,8 +138,8 @@ class SchedulerManager(service.Manager):
 
     def _recover(self):
         self.executor.resume(self.admin_context)
-        for audit in db_api.audits_in_state(self.admin_context,
-                                            (audits.PENDING,)):
+        for audit in db_audits.audits_in_state(self.admin_context,
+                                               (audits.PENDING,)):
             LOG.info('Planning audit %s, pending since before this start',
                      audit.uuid)
             self._plan(audit.uuid)
@@ -147,9 +149,9 @@ class SchedulerManager(service.Manager):
         """Store one ComputeReport (hosts, instances, wss_samples,
         host_samples)."""
         host, instances, samples = report.to_db_values()
-        db_api.report_ingest(ctxt, host, instances, samples,
-                             reported_at=report.reported_at,
-                             host_sample=report.host_sample())
+        db_reports.report_ingest(ctxt, host, instances, samples,
+                                 reported_at=report.reported_at,
+                                 host_sample=report.host_sample())
 
     @messaging.expose
     def report_batch(self, ctxt, reports):
@@ -234,7 +236,7 @@ class SchedulerManager(service.Manager):
     def purge_wss_samples(self):
         """Delete the WSS and host samples older than [wss]
         sample_retention_hours."""
-        count = db_api.purge_wss_samples(self.admin_context)
+        count = db_samples.purge_wss_samples(self.admin_context)
         if count:
             LOG.info('Purged %d samples older than %d hours', count,
                      CONF.wss.sample_retention_hours)

@@ -58,7 +58,9 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import hosts as db_hosts
+from memagg.db import migrations as db_migrations
 from memagg.drivers.compute_api import base as compute_api
 from memagg.scheduler import consolidation
 from memagg.scheduler import grant_moves
@@ -175,8 +177,8 @@ class Executor:
 
         Raises NotFound, or Conflict when the audit is not recommended.
         """
-        db_api.audit_set_state(context, audit_uuid, EXECUTING,
-                               expected=(RECOMMENDED,))
+        db_audits.audit_set_state(context, audit_uuid, EXECUTING,
+                                  expected=(RECOMMENDED,))
         LOG.info('Executing audit %s', audit_uuid)
         self._run(context, audit_uuid)
 
@@ -184,16 +186,16 @@ class Executor:
         """Finish what a stopped scheduler left: audits found planning
         fail (their round is lost; a new one can be asked for), audits
         found executing are run to their end from the state in the DB."""
-        for audit in db_api.audits_in_state(context, (PLANNING,)):
+        for audit in db_audits.audits_in_state(context, (PLANNING,)):
             LOG.warning('Audit %s was planning when memagg-scheduler '
                         'stopped; marking it failed', audit.uuid)
-            db_api.audit_set_state(context, audit.uuid, FAILED,
-                                   reason=RESTARTED_WHILE_PLANNING,
-                                   expected=(PLANNING,))
-        for migration in db_api.migrations_copying(context):
+            db_audits.audit_set_state(context, audit.uuid, FAILED,
+                                      reason=RESTARTED_WHILE_PLANNING,
+                                      expected=(PLANNING,))
+        for migration in db_migrations.migrations_copying(context):
             self.follow_copy(context, migration,
                              migration.local_copy_left_mb)
-        for audit in db_api.audits_in_state(context, (EXECUTING,)):
+        for audit in db_audits.audits_in_state(context, (EXECUTING,)):
             LOG.info('Resuming the execution of audit %s', audit.uuid)
             try:
                 self._run(context, audit.uuid)
@@ -203,23 +205,23 @@ class Executor:
                               'executing until the next start', audit.uuid)
 
     def _run(self, context, audit_uuid):
-        actions = db_api.audit_get(context, audit_uuid).actions
+        actions = db_audits.audit_get(context, audit_uuid).actions
         for action in _of_type(actions, consolidation.POWER_ON):
             self._power(context, action, enable=True)
 
-        actions = db_api.audit_get(context, audit_uuid).actions
+        actions = db_audits.audit_get(context, audit_uuid).actions
         unpowered = {a.source_host for a in _of_type(
             actions, consolidation.POWER_ON) if a.state != SUCCEEDED}
         self._migrate_all(context, audit_uuid, _of_type(
             actions, consolidation.MIGRATE), unpowered)
 
-        actions = db_api.audit_get(context, audit_uuid).actions
+        actions = db_audits.audit_get(context, audit_uuid).actions
         for action in _of_type(actions, consolidation.POWER_OFF):
             left = [a for a in _of_type(actions, consolidation.MIGRATE)
                     if a.source_host == action.source_host
                     and a.state != SUCCEEDED]
             if left and action.state not in ACTION_FINAL_STATES:
-                db_api.audit_action_set_state(
+                db_audits.audit_action_set_state(
                     context, action.id, SKIPPED, note=_note(
                         action, 'skipped: %d VM(s) did not leave the host '
                         '(%s)' % (len(left), ', '.join(
@@ -229,18 +231,18 @@ class Executor:
         self._finish(context, audit_uuid)
 
     def _finish(self, context, audit_uuid):
-        audit = db_api.audit_get(context, audit_uuid)
+        audit = db_audits.audit_get(context, audit_uuid)
         states = collections.Counter(a.state for a in audit.actions)
         if states[SUCCEEDED] == len(audit.actions):
-            db_api.audit_set_state(context, audit_uuid, SUCCEEDED,
-                                   expected=(EXECUTING,))
+            db_audits.audit_set_state(context, audit_uuid, SUCCEEDED,
+                                      expected=(EXECUTING,))
             LOG.info('Audit %s executed: %d actions succeeded', audit_uuid,
                      len(audit.actions))
             return
         summary = ('execution: %d of %d actions failed, %d skipped'
                    % (states[FAILED], len(audit.actions), states[SKIPPED]))
         state = PARTIAL if states[SUCCEEDED] else FAILED
-        db_api.audit_set_state(
+        db_audits.audit_set_state(
             context, audit_uuid, state, expected=(EXECUTING,),
             reason='\n'.join(filter(None, [summary, audit.reason])))
         LOG.warning('Audit %s %s: %s', audit_uuid,
@@ -254,24 +256,24 @@ class Executor:
         compute service, then record the host's state."""
         if action.state in ACTION_FINAL_STATES:
             return
-        db_api.audit_action_set_state(context, action.id, RUNNING)
+        db_audits.audit_action_set_state(context, action.id, RUNNING)
         host = action.source_host
         error = self._call_with_retries(
             lambda: self.compute_api.set_host_enabled(
                 host, enable, reason=None if enable else STANDBY_REASON))
         if error is not None:
-            db_api.audit_action_set_state(
+            db_audits.audit_action_set_state(
                 context, action.id, FAILED,
                 note=_note(action, 'failed: %s' % error))
             return
         try:
-            db_api.host_set_state(context, host,
-                                  ACTIVE if enable else STANDBY)
+            db_hosts.host_set_state(context, host,
+                                    ACTIVE if enable else STANDBY)
         except exceptions.NotFound:
             LOG.warning('Host %s has no row in memagg\'s DB; its compute '
                         'service was %s in Nova all the same', host,
                         'enabled' if enable else 'disabled')
-        db_api.audit_action_set_state(context, action.id, SUCCEEDED)
+        db_audits.audit_action_set_state(context, action.id, SUCCEEDED)
 
     def _call_with_retries(self, call):
         """Run ``call``, again after poll_interval while the compute
@@ -296,19 +298,19 @@ class Executor:
     def _migrate_all(self, context, audit_uuid, actions, unpowered):
         """Run the migrate ``actions`` not yet ended, those an attempt was
         left running first, then in plan order as their hosts have room."""
-        migrations = db_api.migrations_of_audit(context, audit_uuid)
+        migrations = db_migrations.migrations_of_audit(context, audit_uuid)
         followed, waiting = [], []
         for action in actions:
             if action.state in ACTION_FINAL_STATES:
                 continue
             if action.dest_host in unpowered:
-                db_api.audit_action_set_state(
+                db_audits.audit_action_set_state(
                     context, action.id, SKIPPED, note=_note(
                         action, 'skipped: destination %s was not powered '
                         'on' % action.dest_host))
                 continue
             migration = (migrations.get(action.id)
-                         or db_api.migration_queue(context, action.id))
+                         or db_migrations.migration_queue(context, action.id))
             (followed if migration.status == RUNNING else waiting).append(
                 (action, migration))
 
@@ -380,7 +382,7 @@ class _MigrationRun:
             outcome = _Outcome(RUNNING)
         while outcome.status == RUNNING:
             if outcome.error is not None:
-                db_api.migration_attempt_failed(
+                db_migrations.migration_attempt_failed(
                     self.context, self.migration.id, outcome.error,
                     self.bytes)
             if self.migration.attempts > self.opts.max_retries:
@@ -414,7 +416,7 @@ class _MigrationRun:
 
     def _attempt(self):
         """Ask Nova for the migration once, and follow it to its end."""
-        self.migration = db_api.migration_start_attempt(
+        self.migration = db_migrations.migration_start_attempt(
             self.context, self.migration.id)
         self.started = time.monotonic()
         LOG.info('Live-migrating %s from %s to %s, attempt %d', self.vm,
@@ -578,7 +580,7 @@ class _MigrationRun:
             LOG.info('Live migration of %s to %s succeeded', self.vm,
                      self.action.dest_host)
         # What libvirt counted at the end beats Nova's last progress.
-        migration = db_api.migration_finish(
+        migration = db_migrations.migration_finish(
             self.context, self.migration.id, outcome.status,
             duration_s=duration, error=outcome.error,
             bytes_transferred=costs.get('bytes_transferred') or self.bytes,

@@ -62,7 +62,9 @@ from oslo_utils import timeutils
 from memagg.common import exceptions
 from memagg.common import keystone
 from memagg.common import plugins
-from memagg.db import api as db_api
+from memagg.db import hosts as db_hosts
+from memagg.db import instances as db_instances
+from memagg.db import placement as db_placement
 from memagg.scheduler import audits
 
 LOG = logging.getLogger(__name__)
@@ -206,12 +208,12 @@ class InventoryJob:
         down_time = datetime.timedelta(seconds=self.conf.service_down_time)
         since = now - down_time
         # hosts_for_round also returns silent standby hosts: not these.
-        live = [h.name for h in db_api.hosts_for_round(context, since)
+        live = [h.name for h in db_hosts.hosts_for_round(context, since)
                 if h.reported_at is not None and h.reported_at >= since]
-        rows = {row.host: row for row in db_api.placement_inventories(
+        rows = {row.host: row for row in db_placement.placement_inventories(
             context)}
         memory = {name: [0, 0] for name in live}
-        for inst in db_api.instances_on_hosts(context, live):
+        for inst in db_instances.instances_on_hosts(context, live):
             memory[inst.host][0] += inst.booked_mb
             memory[inst.host][1] += audits.resident_mb(inst)
         done = {}
@@ -248,7 +250,7 @@ class InventoryJob:
                           'next run tries again' % (CONFLICT_RETRIES + 1))
         except _Skip as exc:
             if forget is not None:
-                db_api.placement_inventory_release(forget, name)
+                db_placement.placement_inventory_release(forget, name)
                 LOG.warning('Placement job: host %s stopped reporting and '
                             '%s; its operator\'s allocation_ratio is not '
                             'written back', name, exc)
@@ -319,17 +321,17 @@ class InventoryJob:
                               self.margin, self.lowest, self.highest)
         if not worth_writing(current, target, self.step):
             if row is not None and same_ratio(current, operator):
-                db_api.placement_inventory_release(context, name)
+                db_placement.placement_inventory_release(context, name)
             LOG.debug('Placement job: host %s keeps allocation_ratio %s '
                       '(wanted %s)', name, current, target)
             return 'kept %s' % current
         # The operator's ratio is stored before it is overwritten.
-        row = db_api.placement_inventory_take(context, name, current)
+        row = db_placement.placement_inventory_take(context, name, current)
         self._write(provider, inventory, target)
         if same_ratio(target, row.original_allocation_ratio):
-            db_api.placement_inventory_release(context, name)
+            db_placement.placement_inventory_release(context, name)
         else:
-            db_api.placement_inventory_applied(context, name, target)
+            db_placement.placement_inventory_applied(context, name, target)
         LOG.info('Placement job: host %s allocation_ratio %s -> %s (booked '
                  '%d MiB, resident %d MiB, %d MiB allocated)', name,
                  current, target, booked_mb, resident_mb, used_mb)
@@ -347,7 +349,7 @@ class InventoryJob:
                             'allocation_ratio %s allows; nothing more is '
                             'placed there until it has less', name, used_mb,
                             int(usable * original), original)
-        db_api.placement_inventory_release(context, name)
+        db_placement.placement_inventory_release(context, name)
         LOG.info('Placement job: host %s stopped reporting; its operator\'s '
                  'allocation_ratio %s is back', name, original)
         return 'restored %s' % original

@@ -20,7 +20,7 @@ Allocation (:meth:`Reservoir.allocate`):
    VM's cap: [reservoir] max_remote_ratio of its booked memory less what
    its pending and active grants hold.
 2. The slabs are reserved on donors in one transaction that locks the
-   instance's and the donors' rows (memagg.db.api.grant_reserve), so two
+   instance's and the donors' rows (memagg.db.grants.grant_reserve), so two
    allocations at once cannot lend the same memory. A donor is a host
    other than the consumer that reported within [DEFAULT]
    service_down_time; its available memory is the lendable memory it
@@ -52,7 +52,9 @@ from oslo_utils import uuidutils
 
 from memagg.common import exceptions
 from memagg.compute import rpcapi as compute_rpcapi
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import hosts as db_hosts
+from memagg.db import migrations as db_migrations
 from memagg.drivers.reservoir import base as selection_base
 from memagg.scheduler import rpcapi
 
@@ -180,7 +182,7 @@ class Reservoir:
         def plan(instance, held_mb, donors):
             return self._plan(instance, held_mb, donors, wanted, select)
 
-        grant = db_api.grant_reserve(ctxt, dict(
+        grant = db_grants.grant_reserve(ctxt, dict(
             uuid=uuidutils.generate_uuid(), instance_uuid=instance_uuid,
             consumer_host=consumer_host, requested_mb=size_mb,
             slab_size_mb=slab_mb, secret=secrets.token_hex(32)),
@@ -198,7 +200,7 @@ class Reservoir:
         return self._attach(ctxt, grant)
 
     def _plan(self, instance, held_mb, donors, wanted, select):
-        """The reservation of a grant (see memagg.db.api.grant_reserve)."""
+        """The reservation of a grant (see memagg.db.grants.grant_reserve)."""
         slab_mb = self.group.slab_size_mb
         ratio = self.group.max_remote_ratio
         if instance.status == 'gone':
@@ -260,7 +262,7 @@ class Reservoir:
                 unmet += [i for i in indexes if i not in got]
             pending = {}
             if unmet:
-                moved = db_api.grant_move_slabs(
+                moved = db_grants.grant_move_slabs(
                     ctxt, grant.uuid, unmet, self._reported_since(), tried,
                     select)
                 pending = _by_donor(s for s in moved.slabs
@@ -271,8 +273,8 @@ class Reservoir:
             self._abandon(ctxt, grant.uuid, prepared, reason)
             raise RemoteMemoryUnavailable(reason=reason)
         partial = len(kept) < wanted
-        return db_api.grant_prepared(ctxt, grant.uuid, kept, partial,
-                                     '; '.join(notes) or None)
+        return db_grants.grant_prepared(ctxt, grant.uuid, kept, partial,
+                                        '; '.join(notes) or None)
 
     def _prepare_on(self, ctxt, grant, host, indexes, notes):
         """One donor's prepare_slabs: the slabs it prepared."""
@@ -318,7 +320,7 @@ class Reservoir:
         for host in prepared:
             self._free(ctxt, host, grant_uuid)
         try:
-            db_api.grant_delete(ctxt, grant_uuid)
+            db_grants.grant_delete(ctxt, grant_uuid)
         except exceptions.NotFound:
             pass
         LOG.warning('No remote memory granted (grant %s): %s', grant_uuid,
@@ -335,11 +337,11 @@ class Reservoir:
             LOG.warning('Grant %s failed: %s', grant.uuid, reason)
             unfreed = {host for host in _by_donor(grant.slabs)
                        if not self._free(ctxt, host, grant.uuid)}
-            db_api.grant_set_status(ctxt, grant.uuid, 'failed', 'released',
-                                    reason=reason, unfreed=unfreed)
+            db_grants.grant_set_status(ctxt, grant.uuid, 'failed', 'released',
+                                       reason=reason, unfreed=unfreed)
             raise RemoteMemoryUnavailable(reason=reason)
-        grant = db_api.grant_set_status(ctxt, grant.uuid, 'active', 'active',
-                                        expected=('pending',))
+        grant = db_grants.grant_set_status(ctxt, grant.uuid, 'active',
+                                           'active', expected=('pending',))
         LOG.info('Grant %s: %d MiB on %s for instance %s on %s%s',
                  grant.uuid, grant.granted_mb,
                  ', '.join('%s (%d slabs)' % (h, len(i)) for h, i in
@@ -361,14 +363,15 @@ class Reservoir:
         ``consumer_host`` is the host asking, when a consumer asks for its
         VM is gone: a grant consumed elsewhere now (the VM was
         live-migrated there) is left as it is."""
-        grant = db_api.grant_get(ctxt, grant_uuid)
+        grant = db_grants.grant_get(ctxt, grant_uuid)
         if grant.status in ('released', 'failed'):
             return grant_dict(grant)
         if grant.status != 'active':
             raise exceptions.Conflict(reason=(
                 'grant %s is %s: it can be released once it is active'
                 % (grant_uuid, grant.status)))
-        migration = db_api.migration_running_for(ctxt, grant.instance_uuid)
+        migration = db_migrations.migration_running_for(
+            ctxt, grant.instance_uuid)
         if migration is not None:
             raise exceptions.Conflict(reason=(
                 'instance %s of grant %s is in migration %s (%s); the grant '
@@ -388,16 +391,16 @@ class Reservoir:
             LOG.warning('Consumer %s did not reclaim grant %s before its '
                         'release: %s', grant.consumer_host, grant_uuid, exc)
         holding = [s for s in grant.slabs
-                   if s.status in db_api.SLAB_HOLDING]
+                   if s.status in db_grants.SLAB_HOLDING]
         unfreed = {host for host in _by_donor(holding)
                    if not self._free(ctxt, host, grant_uuid)}
         try:
-            grant = db_api.grant_set_status(
+            grant = db_grants.grant_set_status(
                 ctxt, grant_uuid, 'released', 'released',
                 expected=('active',), unfreed=unfreed)
         except exceptions.Conflict:
             # Released by a concurrent call meanwhile.
-            grant = db_api.grant_get(ctxt, grant_uuid)
+            grant = db_grants.grant_get(ctxt, grant_uuid)
         LOG.info('Grant %s released', grant_uuid)
         return grant_dict(grant)
 
@@ -409,9 +412,9 @@ class Reservoir:
         its slabs, then the donor frees them. Returns the MiB reclaimed
         (less when the host lends less, or a consumer failed)."""
         _check_size(size_mb)
-        db_api.host_get(ctxt, donor_host)
+        db_hosts.host_get(ctxt, donor_host)
         groups = {}
-        for grant, slab in db_api.slabs_lent_by(ctxt, donor_host):
+        for grant, slab in db_grants.slabs_lent_by(ctxt, donor_host):
             groups.setdefault(grant.uuid, (grant, []))[1].append(slab)
         reclaimed = 0
         for grant, slabs in groups.values():
@@ -439,7 +442,7 @@ class Reservoir:
                         '%s', grant.consumer_host, indexes, grant.uuid, exc)
             return 0
         freed = self._free(ctxt, donor_host, grant.uuid, indexes)
-        taken = db_api.grant_slabs_reclaimed(
+        taken = db_grants.grant_slabs_reclaimed(
             ctxt, grant.uuid, indexes,
             status='reclaimed' if freed else 'releasing')
         # Slabs the donor did not free are freed again at the next start.
@@ -450,20 +453,20 @@ class Reservoir:
     def pending_grants(self, ctxt):
         """The uuids of the grants pending now: at a start, those a
         previous run left half set up."""
-        return [g.uuid for g in db_api.grants_in_status(ctxt, ('pending',))]
+        return [g.uuid for g in db_grants.grants_in_status(ctxt, ('pending',))]
 
     def recover(self, ctxt, grant_uuids):
         """Clean up the pending grants ``grant_uuids`` a previous run left
         (free their slabs, mark them failed), and free again the slabs
         whose donors did not confirm they freed them."""
         for uuid in grant_uuids:
-            grant = db_api.grant_get(ctxt, uuid)
+            grant = db_grants.grant_get(ctxt, uuid)
             if grant.status != 'pending':
                 continue
             unfreed = {host for host in _by_donor(grant.slabs)
                        if not self._free(ctxt, host, uuid)}
             try:
-                db_api.grant_set_status(
+                db_grants.grant_set_status(
                     ctxt, uuid, 'failed', 'released', expected=('pending',),
                     unfreed=unfreed, reason=(
                         'memagg-scheduler stopped while setting it up; its '
@@ -472,6 +475,6 @@ class Reservoir:
                 continue
             LOG.warning('Grant %s was left pending by a previous run: '
                         'failed, slabs freed', uuid)
-        for (uuid, host), indexes in db_api.slabs_releasing(ctxt).items():
+        for (uuid, host), indexes in db_grants.slabs_releasing(ctxt).items():
             if self._free(ctxt, host, uuid, indexes):
-                db_api.slabs_released(ctxt, uuid, host)
+                db_grants.slabs_released(ctxt, uuid, host)

@@ -18,7 +18,7 @@ import pytest
 
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db import migration
 from memagg.tests import db_backends
 
@@ -41,15 +41,15 @@ def conf():
 def _migrated(backend, conf, tmp_path):
     with db_backends.provisioned(backend, tmp_path) as url:
         conf.config(connection=url, group='database')
-        db_api.dispose()
+        db_facade.dispose()
         migration.upgrade('head')
         yield url
-        db_api.dispose()
+        db_facade.dispose()
 
 
 @pytest.fixture
 def sqlite_db(conf, tmp_path):
-    """A migrated SQLite database that memagg.db.api now uses; its URL."""
+    """A migrated SQLite database that memagg.db now uses; its URL."""
     yield from _migrated('sqlite', conf, tmp_path)
 
 

@@ -24,7 +24,7 @@ from memagg.api.policies import audits as policy
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
 from memagg.scheduler import consolidation
 
 _SINCE = (1, 2)
@@ -46,7 +46,7 @@ def list_audits(query):
 def get_audit(uuid, query):
     base.enforce(policy.GET)
     return {'audit': views.audit_detail(
-        db_api.audit_get(base.context(), uuid), base.version())}
+        db_audits.audit_get(base.context(), uuid), base.version())}
 
 
 def _request_field(field, parameters):
@@ -99,16 +99,16 @@ def create_audit(query, body):
                             base.conf().consolidation.memory_basis)
     parameters = body.get('parameters', {})
     _check_parameters(memory_basis, parameters)
-    audit = db_api.audit_create(ctxt, dict(
+    audit = db_audits.audit_create(ctxt, dict(
         memory_basis=memory_basis, parameters=parameters or None,
         auto_execute=body.get('auto_execute', False)))
     try:
         base.cast_about_audit('run_audit', audit.uuid)
     except exceptions.ServiceUnavailable as exc:
-        db_api.audit_set_state(ctxt, audit.uuid, 'failed',
-                               reason=exc.message, expected=('pending',))
+        db_audits.audit_set_state(ctxt, audit.uuid, 'failed',
+                                  reason=exc.message, expected=('pending',))
         raise
-    return {'audit': views.audit_detail(db_api.audit_get(ctxt, audit.uuid),
+    return {'audit': views.audit_detail(db_audits.audit_get(ctxt, audit.uuid),
                                         base.version())}
 
 
@@ -122,7 +122,7 @@ def create_audit(query, body):
 def execute_audit(uuid, query, body):
     base.enforce(policy.EXECUTE)
     ctxt = base.context()
-    audit = db_api.audit_get(ctxt, uuid)
+    audit = db_audits.audit_get(ctxt, uuid)
     if audit.state != 'recommended':
         raise exceptions.Conflict(
             reason='audit %s is %s: only a recommended audit can be '

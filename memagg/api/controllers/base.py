@@ -32,7 +32,7 @@ from memagg.api import schemas
 from memagg.api import validation
 from memagg.common import exceptions
 from memagg.common import rpc
-from memagg.db import api as db_api
+from memagg.db import listings as db_listings
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -195,11 +195,11 @@ def paginate(collection, query, render, filters=None):
         raise exceptions.InvalidParameter(
             field='until', reason='is before since: give an until later '
                                   'than since')
-    listing = db_api.LISTINGS[spec['listing']]
+    listing = db_listings.LISTINGS[spec['listing']]
     sort_keys = ([query['sort_key']] if 'sort_key' in query
                  else list(listing['sort']))
     sort_dirs = [query.get('sort_dir', 'asc')] * len(sort_keys)
-    rows = db_api.list_resources(
+    rows = db_listings.list_resources(
         context(), spec['listing'], filters=wanted, limit=limit,
         marker=query.get('marker'), sort_keys=sort_keys,
         sort_dirs=sort_dirs, since=since, until=until)

@@ -21,7 +21,8 @@ from memagg.api.controllers import base
 from memagg.api.policies import grants as policy
 from memagg.api import schemas
 from memagg.api import views
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import instances as db_instances
 
 _SINCE = (1, 3)
 
@@ -41,7 +42,7 @@ def list_grants(query):
 def get_grant(uuid, query):
     base.enforce(policy.GET)
     return {'grant': views.grant_detail(
-        db_api.grant_get(base.context(), uuid), base.version())}
+        db_grants.grant_get(base.context(), uuid), base.version())}
 
 
 @base.route('/v1/grants', 'Lend remote memory to an instance: donors set '
@@ -55,12 +56,12 @@ def get_grant(uuid, query):
 def create_grant(query, body):
     base.enforce(policy.CREATE)
     ctxt = base.context()
-    instance = db_api.instance_get(ctxt, body['instance_uuid'])
+    instance = db_instances.instance_get(ctxt, body['instance_uuid'])
     grant = base.call_scheduler(
         'allocate_remote', 'the grant request',
         instance_uuid=instance.uuid, consumer_host=instance.host,
         size_mb=body['size_mb'])
-    return {'grant': views.grant_detail(db_api.grant_get(
+    return {'grant': views.grant_detail(db_grants.grant_get(
         ctxt, grant['uuid']), base.version())}
 
 
@@ -73,8 +74,8 @@ def create_grant(query, body):
 def delete_grant(uuid, query):
     base.enforce(policy.DELETE)
     ctxt = base.context()
-    db_api.grant_get(ctxt, uuid)
+    db_grants.grant_get(ctxt, uuid)
     base.call_scheduler('release_grant', 'the release of grant %s' % uuid,
                         grant_uuid=uuid)
-    return {'grant': views.grant_detail(db_api.grant_get(ctxt, uuid),
+    return {'grant': views.grant_detail(db_grants.grant_get(ctxt, uuid),
                                         base.version())}

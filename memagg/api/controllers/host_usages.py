@@ -26,7 +26,7 @@ from memagg.api.controllers import base
 from memagg.api.policies import host_usages as policy
 from memagg.api import schemas
 from memagg.api import views
-from memagg.db import api as db_api
+from memagg.db import hosts as db_hosts
 from memagg.scheduler import audits
 
 _SINCE = (1, 5)
@@ -37,7 +37,7 @@ _SINCE = (1, 5)
             'now. Since 1.5.', schemas.ref('HostUsages'), min_version=_SINCE)
 def list_host_usages(query):
     base.enforce(policy.LIST)
-    hosts, instances, granted, held = db_api.host_usages(base.context())
+    hosts, instances, granted, held = db_hosts.host_usages(base.context())
     resident = collections.Counter()
     booked = collections.Counter()
     count = collections.Counter()

@@ -15,7 +15,7 @@ from memagg.api.controllers import base
 from memagg.api.policies import hosts as policy
 from memagg.api import schemas
 from memagg.api import views
-from memagg.db import api as db_api
+from memagg.db import hosts as db_hosts
 
 
 @base.route('/v1/hosts', 'List compute hosts.', schemas.list_response('hosts'),
@@ -31,8 +31,8 @@ def list_hosts(query):
             path_params={'name': schemas.NAME}, errors=(404,))
 def get_host(name, query):
     base.enforce(policy.GET)
-    return {'host': views.render('Host', db_api.host_get(base.context(), name),
-                                 base.version())}
+    row = db_hosts.host_get(base.context(), name)
+    return {'host': views.render('Host', row, base.version())}
 
 
 @base.route('/v1/hosts/{name}/reclaim', 'Take back memory the host lends: '
@@ -43,7 +43,7 @@ def get_host(name, query):
             errors=(404,), min_version=(1, 3))
 def reclaim_host(name, query, body):
     base.enforce(policy.RECLAIM)
-    db_api.host_get(base.context(), name)
+    db_hosts.host_get(base.context(), name)
     return {'reclaimed_mb': base.call_scheduler(
         'reclaim', 'the reclaim of memory lent by %s' % name,
         donor_host=name, size_mb=body['size_mb'])}

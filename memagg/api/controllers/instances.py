@@ -19,7 +19,7 @@ from memagg.api.policies import instances as policy
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import instances as db_instances
 
 
 @base.route('/v1/instances', 'List instances (a non-admin sees its own '
@@ -48,7 +48,7 @@ def _may_list_all_projects(context):
 
 
 def _owned_instance(uuid, action):
-    instance = db_api.instance_get(base.context(), uuid)
+    instance = db_instances.instance_get(base.context(), uuid)
     base.enforce(action, {'project_id': instance.project_id})
     return instance
 

@@ -23,7 +23,10 @@ from memagg.api.policies import migrations as policy
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import hosts as db_hosts
+from memagg.db import instances as db_instances
+from memagg.db import migrations as db_migrations
 
 _SINCE = (1, 4)
 #: audit_actions.reason of a migration an operator asked for.
@@ -46,7 +49,7 @@ def list_migrations(query):
 def get_migration(uuid, query):
     base.enforce(policy.GET)
     return {'migration': views.render(
-        'Migration', db_api.migration_get(base.context(), uuid),
+        'Migration', db_migrations.migration_get(base.context(), uuid),
         base.version())}
 
 
@@ -77,19 +80,19 @@ def _check_request(instance, dest):
 def create_migration(query, body):
     base.enforce(policy.CREATE)
     ctxt = base.context()
-    instance = db_api.instance_get(ctxt, body['instance_uuid'])
-    dest = db_api.host_get(ctxt, body['dest_host'])
+    instance = db_instances.instance_get(ctxt, body['instance_uuid'])
+    dest = db_hosts.host_get(ctxt, body['dest_host'])
     _check_request(instance, dest)
-    audit_uuid, migration = db_api.migration_request(
+    audit_uuid, migration = db_migrations.migration_request(
         ctxt, instance.uuid, instance.host, dest.name, REQUESTED)
     try:
         base.cast_about_audit('execute_audit', audit_uuid)
     except exceptions.ServiceUnavailable as exc:
-        db_api.migration_finish(ctxt, migration.id, 'failed',
-                                error=exc.message)
-        db_api.audit_set_state(ctxt, audit_uuid, 'failed',
-                               reason=exc.message,
-                               expected=('recommended',))
+        db_migrations.migration_finish(ctxt, migration.id, 'failed',
+                                       error=exc.message)
+        db_audits.audit_set_state(ctxt, audit_uuid, 'failed',
+                                  reason=exc.message,
+                                  expected=('recommended',))
         raise
     return {'migration': views.render('Migration', migration,
                                       base.version())}

@@ -15,7 +15,7 @@ from memagg.api.controllers import base
 from memagg.api.policies import reservoir as policy
 from memagg.api import schemas
 from memagg.api import views
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
 
 
 @base.route('/v1/reservoir', 'Show the memory reservoir in MiB: free, '
@@ -24,4 +24,4 @@ from memagg.db import api as db_api
 def get_reservoir(query):
     base.enforce(policy.GET)
     return {'reservoir': views.reservoir(
-        db_api.reservoir_summary(base.context()))}
+        db_grants.reservoir_summary(base.context()))}

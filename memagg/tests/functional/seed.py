@@ -29,7 +29,7 @@ from oslo_utils import timeutils
 
 from memagg.common import context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
 
@@ -47,7 +47,7 @@ def _instances(project_id, count):
 
 
 def _report(ctxt, host, instances, now):
-    db_api.report_ingest(
+    db_reports.report_ingest(
         ctxt, dict(name=host, memory_mb=65536, reserved_mb=1024, vcpus=16,
                    cpu_util=0.3, free_reservoir_mb=8192, lendable_mb=4096),
         instances,

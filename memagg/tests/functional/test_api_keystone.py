@@ -28,7 +28,7 @@ from memagg.api import app as api_app
 from memagg.api import server as api_server
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import reports as db_reports
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def instances(keystone, sqlite_db):
     """One instance of the admin's project and one of the member's, on one
     host; their UUIDs keyed 'admin' and 'member'."""
     owned = {'admin': str(uuid.uuid4()), 'member': str(uuid.uuid4())}
-    db_api.report_ingest(
+    db_reports.report_ingest(
         memagg_context.get_admin_context(),
         dict(name=HOST, memory_mb=65536, vcpus=16),
         [dict(uuid=owned[who], name='vm-' + who, booked_mb=4096,

@@ -21,7 +21,7 @@ import time
 import pytest
 import requests
 
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 from memagg.tests.unit.api import data
@@ -38,7 +38,7 @@ STOP_WITHIN = 10
 def database(sqlite_db):
     """A SQLite file holding two hosts and their instances."""
     data.load()
-    db_api.dispose()
+    db_facade.dispose()
     return sqlite_db
 
 

@@ -27,7 +27,8 @@ import requests
 from memagg.common import context
 from memagg.common import exceptions
 from memagg.common import rpc
-from memagg.db import api as db_api
+from memagg.db import listings as db_listings
+from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import service_procs
@@ -45,7 +46,7 @@ def _host(ctxt, name, cpu, vms):
     """Host ``name`` (8 cores, 16 GiB) as memagg-compute reports it, with
     two periods of samples: cpu ``cpu``, ``vms`` [(uuid, wss_mb, cores)]."""
     now = timeutils.utcnow().replace(microsecond=0)
-    db_api.report_ingest(
+    db_reports.report_ingest(
         ctxt, dict(name=name, vcpus=8, memory_mb=16384, reserved_mb=0,
                    cpu_util=cpu),
         [dict(uuid=vm, name=vm[:8], booked_mb=2 * wss, current_mb=wss,
@@ -192,4 +193,4 @@ def test_bad_parameters_are_refused_before_any_audit(plane, admin_context):
     error = response.json()['errors'][0]
     assert error['field'] == 'parameters.placement'
     assert 'best_fit_decreasing' in error['detail']
-    assert db_api.list_resources(admin_context, 'audits') == []
+    assert db_listings.list_resources(admin_context, 'audits') == []

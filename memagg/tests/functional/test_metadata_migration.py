@@ -45,7 +45,9 @@ import pytest
 from memagg.api.controllers import migrations as migrations_api
 from memagg.common import context
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import instances as db_instances
+from memagg.db import migrations as db_migrations
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import hypervisor_hosts
@@ -176,7 +178,7 @@ def _on_remote_swap(hosts, guest, clock):
         polling.wait_for(swapped, 120, interval=1, message=(
             '%d MiB of the guest on the donor' % REMOTE_MB))
     clock.lap('on remote swap')
-    return db_api.grant_get(ctxt, grant['uuid']), md5, dev
+    return db_grants.grant_get(ctxt, grant['uuid']), md5, dev
 
 
 @contextlib.contextmanager
@@ -211,7 +213,7 @@ def _held(dom):
 
 def _instance(ctxt, uuid, host):
     try:
-        instance = db_api.instance_get(ctxt, uuid)
+        instance = db_instances.instance_get(ctxt, uuid)
     except exceptions.NotFound:
         return None
     return instance if instance.host == host else None
@@ -221,7 +223,7 @@ def _migrate(hosts, guest):
     """Ask memagg for the guest's migration to host B as POST
     /v1/migrations does; the migration row."""
     ctxt = context.get_admin_context()
-    audit, migration = db_api.migration_request(
+    audit, migration = db_migrations.migration_request(
         ctxt, guest.uuid, hosts.a.name, hosts.b.name,
         migrations_api.REQUESTED)
     scheduler_rpcapi.SchedulerAPI().execute_audit(ctxt, audit)
@@ -231,7 +233,7 @@ def _migrate(hosts, guest):
 def _ended(migration_uuid):
     ctxt = context.get_admin_context()
     return polling.wait_for(
-        lambda: _if_ended(db_api.migration_get(ctxt, migration_uuid)),
+        lambda: _if_ended(db_migrations.migration_get(ctxt, migration_uuid)),
         MIGRATION_TIMEOUT + 60, interval=0.5,
         message='migration %s ended' % migration_uuid)
 
@@ -304,7 +306,7 @@ def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
     # The grant follows the VM: consumed by B, served by B's memagg-swapd
     # only, over the same slabs on the donor, which neither freed nor
     # copied any.
-    moved = db_api.grant_get(ctxt, grant.uuid)
+    moved = db_grants.grant_get(ctxt, grant.uuid)
     assert (moved.status, moved.consumer_host) == ('active', hosts.b.name)
     assert [(s.index, s.donor_host, s.remote_addr) for s in moved.slabs] == \
         [(s.index, s.donor_host, s.remote_addr) for s in grant.slabs]
@@ -327,8 +329,9 @@ def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
 
     # What memagg recorded: libvirt's bytes, about the resident memory.
     row = polling.wait_for(
-        lambda: _copy_done(db_api.migration_get(ctxt, migration.uuid)), 120,
-        interval=1, message='the local copy rebuilt on host B')
+        lambda: _copy_done(db_migrations.migration_get(ctxt,
+                                                       migration.uuid)),
+        120, interval=1, message='the local copy rebuilt on host B')
     clock.lap('copy rebuilt')
     assert b_export.export_stats(grant.uuid)['rebuild_left'] == 0
     booked = GUEST_MB * MIB
@@ -424,7 +427,7 @@ def test_the_guest_stays_on_host_a_when_host_b_loses_its_swapd(
     assert _domain_state(hypervisors.b, guest.uuid) is None
     _set_paused(hypervisors.a, guest.uuid, False)
     assert guest.check(timeout=600) == md5
-    kept = db_api.grant_get(ctxt, grant.uuid)
+    kept = db_grants.grant_get(ctxt, grant.uuid)
     assert (kept.status, kept.consumer_host) == ('active', hosts.a.name)
     assert grant.uuid in hosts.a.swapd.client().export_list()
     assert hosts.donor.swapd.client().donor_stats()['used'] == lent

@@ -46,7 +46,10 @@ import pytest
 import requests
 
 from memagg.conf import consolidation as consolidation_conf
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import hosts as db_hosts
+from memagg.db import migrations as db_migrations
+from memagg.db import reports as db_reports
 from memagg.drivers.compute_api import base
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
@@ -115,16 +118,16 @@ def exec_conf(monkeypatch, keystone):
 def audit(sqlite_db, admin_context):
     """A recommended audit of PLAN, the hosts known to memagg."""
     for host in HOSTS:
-        db_api.report_ingest(admin_context, {'name': host}, [], [])
-    db_api.host_set_state(admin_context, 'h4', migration.STANDBY)
-    uuid_ = db_api.audit_create(admin_context, {'state': 'planning'}).uuid
-    db_api.audit_store_plan(admin_context, uuid_, PLAN)
+        db_reports.report_ingest(admin_context, {'name': host}, [], [])
+    db_hosts.host_set_state(admin_context, 'h4', migration.STANDBY)
+    uuid_ = db_audits.audit_create(admin_context, {'state': 'planning'}).uuid
+    db_audits.audit_store_plan(admin_context, uuid_, PLAN)
     return uuid_
 
 
 def _migrations(context, audit_uuid):
     return {m.instance_uuid: m for m in
-            db_api.migrations_of_audit(context, audit_uuid).values()}
+            db_migrations.migrations_of_audit(context, audit_uuid).values()}
 
 
 def _hosts(double):
@@ -138,7 +141,7 @@ def test_a_plan_is_executed_through_nova(double, exec_conf, audit,
     executor.execute(admin_context, audit)
 
     assert double.violations == []
-    row = db_api.audit_get(admin_context, audit)
+    row = db_audits.audit_get(admin_context, audit)
     assert (row.state, row.reason) == ('succeeded', None)
     assert [a.state for a in row.actions] == ['succeeded'] * 5
     assert _hosts(double) == DESTINATIONS
@@ -159,8 +162,8 @@ def test_a_plan_is_executed_through_nova(double, exec_conf, audit,
     assert (double.services['h4'].status, double.services['h1'].status,
             double.services['h1'].disabled_reason) == (
         'enabled', 'disabled', 'memagg: consolidated')
-    assert db_api.host_get(admin_context, 'h1').state == 'standby'
-    assert db_api.host_get(admin_context, 'h4').state == 'active'
+    assert db_hosts.host_get(admin_context, 'h1').state == 'standby'
+    assert db_hosts.host_get(admin_context, 'h4').state == 'active'
     for vm, row in _migrations(admin_context, audit).items():
         assert (row.status, row.attempts, row.dest_host) == (
             'succeeded', 1, DESTINATIONS[vm])
@@ -195,7 +198,7 @@ def test_nova_refusals_and_failures_end_or_retry_actions(
     assert _hosts(double) == {VM_A: 'h1', VM_B: 'h3', VM_C: 'h5'}
     # VM A stays on h1, so h1 stays in service.
     assert double.services['h1'].status == 'enabled'
-    row = db_api.audit_get(admin_context, audit)
+    row = db_audits.audit_get(admin_context, audit)
     assert [a.state for a in row.actions] == [
         'succeeded', 'failed', 'succeeded', 'failed', 'skipped']
     assert row.state == 'partial'
@@ -213,7 +216,7 @@ def test_nova_older_than_2_30_is_refused_before_any_migration(
     rows = _migrations(admin_context, audit)
     assert {row.attempts for row in rows.values()} == {1}
     assert all('microversion 2.30' in row.error for row in rows.values())
-    assert db_api.audit_get(admin_context, audit).state == 'failed'
+    assert db_audits.audit_get(admin_context, audit).state == 'failed'
 
 
 def test_the_double_rejects_what_nova_would(double, keystone):
@@ -297,7 +300,7 @@ def test_a_killed_executor_is_resumed_without_restarting_a_migration(
         os.kill(first.pid, signal.SIGKILL)
         first.wait(30)
     assert first.returncode == -signal.SIGKILL
-    assert db_api.audit_get(admin_context, audit).state == 'executing'
+    assert db_audits.audit_get(admin_context, audit).state == 'executing'
     assert double.servers[VM_A].task_state == 'migrating'
 
     looks = double.looks[VM_A]
@@ -314,7 +317,7 @@ def test_a_killed_executor_is_resumed_without_restarting_a_migration(
             second.wait(30)
 
     assert double.violations == []
-    row = db_api.audit_get(admin_context, audit)
+    row = db_audits.audit_get(admin_context, audit)
     assert (row.state, row.reason) == ('succeeded', None), \
         log_path.read_text()
     assert [a.state for a in row.actions] == ['succeeded'] * 5

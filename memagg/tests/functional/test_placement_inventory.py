@@ -30,7 +30,8 @@ from openstack import exceptions as sdk_exc
 from oslo_utils import timeutils
 import pytest
 
-from memagg.db import api as db_api
+from memagg.db import placement as db_placement
+from memagg.db import reports as db_reports
 from memagg.scheduler import placement
 from memagg.tests.functional import placement_server as server_mod
 from memagg.tests.functional import service_procs
@@ -67,7 +68,7 @@ def _name():
 def _report(context, host, vms, reported_at=None):
     """Store memagg-compute's report of ``host`` running ``vms``, a list of
     (booked MiB, WSS max-average MiB)."""
-    db_api.report_ingest(
+    db_reports.report_ingest(
         context, dict(name=host, memory_mb=65536, reserved_mb=0, vcpus=16),
         [dict(uuid=str(uuid.uuid4()), booked_mb=booked, current_mb=booked,
               wss_mb=wss, wss_maxavg_mb=wss)
@@ -78,7 +79,7 @@ def _report(context, host, vms, reported_at=None):
 def _rows(context):
     return {row.host: (row.original_allocation_ratio,
                        row.applied_allocation_ratio)
-            for row in db_api.placement_inventories(context)}
+            for row in db_placement.placement_inventories(context)}
 
 
 def test_ratio_follows_the_working_sets(server, job, admin_context):

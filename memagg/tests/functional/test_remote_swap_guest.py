@@ -40,7 +40,7 @@ import libvirt
 import pytest
 
 from memagg.common import context
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import two_hosts as two_hosts_module
@@ -71,14 +71,14 @@ def two_hosts_overrides():
 
 
 def _grant_of(ctxt, instance_uuid):
-    for grant in db_api.grants_in_status(ctxt, ['active']):
+    for grant in db_grants.grants_in_status(ctxt, ['active']):
         if grant.instance_uuid == instance_uuid:
             return grant
     return None
 
 
 def _donor_lent_mb(ctxt, donor):
-    summary = db_api.reservoir_summary(ctxt)
+    summary = db_grants.reservoir_summary(ctxt)
     return next((h['lent_mb'] for h in summary['hosts']
                  if h['host'] == donor), 0)
 
@@ -170,7 +170,7 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
         reclaimed = scheduler.reclaim(ctxt, hosts.donor.name, slab_mb,
                                       timeout=120)
         assert reclaimed == slab_mb, reclaimed
-        after_reclaim = db_api.grant_get(ctxt, grant.uuid)
+        after_reclaim = db_grants.grant_get(ctxt, grant.uuid)
         assert after_reclaim.granted_mb == grant.granted_mb - slab_mb
         assert [s.status for s in after_reclaim.slabs].count(
             'reclaimed') == 1, [(s.index, s.status)
@@ -212,7 +212,7 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
         released = scheduler.release_grant(ctxt, grant.uuid, timeout=120)
         assert released['status'] == 'released', released
         lap('released')
-        assert db_api.grant_get(ctxt, grant.uuid).status == 'released'
+        assert db_grants.grant_get(ctxt, grant.uuid).status == 'released'
         assert _donor_lent_mb(ctxt, hosts.donor.name) == 0
         assert donor.donor_stats()['used'] == 0
         assert consumer.export_stats(grant.uuid)['clients'] >= 1

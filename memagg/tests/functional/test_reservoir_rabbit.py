@@ -35,7 +35,9 @@ import pytest
 import requests
 
 from memagg.common import rpc
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import listings as db_listings
+from memagg.db import reports as db_reports
 from memagg.tests.functional import service_procs
 from memagg.tests.functional import test_audits_rabbit as audits_rabbit
 from memagg.tests import polling
@@ -154,7 +156,7 @@ def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
     for name, lendable, vms in (
             ('con', 0, [(VM_1, 4096), (VM_2, 4096), (VM_3, 100)]),
             ('don-a', 1024, []), ('don-b', 256, [])):
-        db_api.report_ingest(admin_context, dict(
+        db_reports.report_ingest(admin_context, dict(
             name=name, memory_mb=16384, vcpus=8, lendable_mb=lendable),
             [dict(uuid=vm, name=vm[:8], booked_mb=booked, current_mb=booked)
              for vm, booked in vms], [], reported_at=now)
@@ -216,7 +218,7 @@ def _held(stand_ins):
 
 
 def _stored_slabs(ctxt, grant_uuid):
-    return {(grant_uuid, s.index) for s in db_api.grant_get(
+    return {(grant_uuid, s.index) for s in db_grants.grant_get(
         ctxt, grant_uuid).slabs if s.status == 'active'}
 
 
@@ -233,7 +235,7 @@ def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
     assert {s['donor_host'] for s in first['slabs']} <= {'don-a', 'don-b'}
     assert 'secret' not in made.text and 'rkey' not in made.text
     attached = stand_ins['con'].attached[first['uuid']]
-    assert attached['secret'] == db_api.grant_get(
+    assert attached['secret'] == db_grants.grant_get(
         admin_context, first['uuid']).secret
     assert _held(stand_ins) == _stored_slabs(admin_context, first['uuid'])
 
@@ -255,7 +257,7 @@ def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
     assert refused.status_code == 409
     assert 'no donor has room for a slab of 64 MiB' in \
         refused.json()['errors'][0]['detail']
-    assert len(db_api.list_resources(admin_context, 'grants')) == 2
+    assert len(db_listings.list_resources(admin_context, 'grants')) == 2
 
     reclaimed = requests.post(url + '/v1/hosts/don-b/reclaim', headers=V13,
                               timeout=60, json={'size_mb': 64})
@@ -271,7 +273,7 @@ def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
         assert gone.status_code == 202, gone.text
         assert gone.json()['grant']['status'] == 'released'
     assert _held(stand_ins) == set()
-    assert db_api.reservoir_summary(admin_context)['lent_mb'] == 0
+    assert db_grants.reservoir_summary(admin_context)['lent_mb'] == 0
 
     capped = requests.post(url + '/v1/grants', headers=V13, timeout=60,
                            json={'instance_uuid': VM_3, 'size_mb': 64})
@@ -294,19 +296,19 @@ def test_a_killed_scheduler_cleans_up_its_pending_grant(hosts,
     asker.start()
     try:
         assert consumer.attach_entered.wait(30)
-        (pending,) = db_api.grants_in_status(admin_context, ('pending',))
+        (pending,) = db_grants.grants_in_status(admin_context, ('pending',))
         assert len(_held(stand_ins)) == 4
         # Killed while the consumer attaches: the grant stays pending
         # until the next start.
         restart_scheduler()
         polling.wait_for(
-            lambda: db_api.grant_get(admin_context,
-                                     pending.uuid).status == 'failed',
+            lambda: db_grants.grant_get(admin_context,
+                                        pending.uuid).status == 'failed',
             60, interval=0.2, message='the pending grant failed')
     finally:
         consumer.attach_gate.set()
         asker.join(90)
     assert _held(stand_ins) == set()
-    grant = db_api.grant_get(admin_context, pending.uuid)
+    grant = db_grants.grant_get(admin_context, pending.uuid)
     assert 'stopped while setting it up' in grant.reason
     assert outcome['response'].status_code == 503

@@ -22,7 +22,8 @@ from memagg.common import context
 from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.compute import rpcapi as compute_rpcapi
-from memagg.db import api as db_api
+from memagg.db import hosts as db_hosts
+from memagg.db import listings as db_listings
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
@@ -77,8 +78,8 @@ def test_compute_report_arrives_in_mariadb(plane, admin_context):
     def instance_row():
         for proc in procs:
             assert proc.alive(), proc.log()
-        rows = db_api.list_resources(admin_context, 'instances',
-                                     filters={'host': host_name})
+        rows = db_listings.list_resources(admin_context, 'instances',
+                                          filters={'host': host_name})
         return [r for r in rows if r.uuid == TEST_DOMAIN_UUID]
 
     inst = polling.wait_for(
@@ -87,14 +88,14 @@ def test_compute_report_arrives_in_mariadb(plane, admin_context):
     assert (inst.name, inst.booked_mb, inst.current_mb) == ('test', 8192, 2048)
     # Badis without a sampler: used memory (1024 MiB) + its 64 MiB margin.
     assert (inst.wss_mb, inst.estimator) == (1088, 'badis/V/stats')
-    host = db_api.host_get(admin_context, host_name)
+    host = db_hosts.host_get(admin_context, host_name)
     assert (host.memory_mb, host.vcpus) == (3072, 16)
-    samples = db_api.list_resources(
+    samples = db_listings.list_resources(
         admin_context, 'wss_samples',
         filters={'instance_uuid': TEST_DOMAIN_UUID})
     assert samples and samples[0].host == host_name
     binaries = polling.wait_for(
-        lambda: {s.binary for s in db_api.list_resources(
+        lambda: {s.binary for s in db_listings.list_resources(
             admin_context, 'services', filters={'host': host_name})} >= {
             'memagg-scheduler', 'memagg-compute'}, 30,
         message='heartbeats of both services')

@@ -16,7 +16,7 @@ import urllib.parse
 
 import pytest
 
-from memagg.db import api as db_api
+from memagg.db import listings as db_listings
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
@@ -51,7 +51,7 @@ def test_scheduler_retries_until_rabbitmq_answers(sqlite_db, rabbit_url,
             message='"still retrying" in the scheduler log')
         assert proc.alive(), proc.log()
         assert 'still retrying with backoff' in proc.log()
-        assert not db_api.list_resources(admin_context, 'services')
+        assert not db_listings.list_resources(admin_context, 'services')
 
         forwarder = service_procs.TcpForwarder(
             port, (real.hostname, real.port or 5672))
@@ -61,7 +61,7 @@ def test_scheduler_retries_until_rabbitmq_answers(sqlite_db, rabbit_url,
             message='scheduler connected through the forwarder')
         assert proc.alive(), proc.log()
         rows = polling.wait_for(
-            lambda: db_api.list_resources(admin_context, 'services'), 30,
+            lambda: db_listings.list_resources(admin_context, 'services'), 30,
             message='heartbeat row')
         assert (rows[0].host, rows[0].binary) == (
             'retry-host', 'memagg-scheduler')

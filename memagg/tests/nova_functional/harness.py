@@ -31,8 +31,9 @@ from memagg.api import app as api_app
 from memagg.api import server as api_server
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db import migration as db_migration
+from memagg.db import reports as db_reports
 from memagg.drivers.compute_api import nova as nova_compute_api
 from memagg.nova import conf as memagg_nova_conf
 
@@ -103,8 +104,8 @@ class MemaggNovaTestCase(integrated_helpers.ProviderUsageBaseTestCase):
         conf.config(connection='sqlite:///%s' % os.path.join(
             tmp, 'memagg.sqlite'), group='database')
         conf.config(auth_strategy='noauth', group='api')
-        db_api.dispose()
-        self.addCleanup(db_api.dispose)
+        db_facade.dispose()
+        self.addCleanup(db_facade.dispose)
         db_migration.upgrade('head')
         self.ctxt = memagg_context.get_admin_context()
         server = api_server.make_server(api_app.create_app(CONF),
@@ -120,7 +121,7 @@ class MemaggNovaTestCase(integrated_helpers.ProviderUsageBaseTestCase):
                lendable_mb=0, cpu_util=0.05):
         """memagg-compute's report of ``host``: ``vms`` are (server,
         booked MiB, WSS MiB) with servers as Nova's API shows them."""
-        db_api.report_ingest(self.ctxt, dict(
+        db_reports.report_ingest(self.ctxt, dict(
             name=host, memory_mb=memory_mb, reserved_mb=RESERVED_MB,
             vcpus=10, cpu_util=cpu_util, free_reservoir_mb=lendable_mb,
             lendable_mb=lendable_mb), [dict(

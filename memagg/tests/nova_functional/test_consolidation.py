@@ -13,7 +13,8 @@
 """Consolidation plans packed by working set, executed through this Nova's
 live-migration API by memagg's executor and nova compute API driver, with
 and without the Placement job."""
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import migrations as db_migrations
 from memagg.scheduler import audits
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
@@ -50,7 +51,7 @@ class ConsolidationTest(harness.MemaggNovaTestCase):
                                 WSS_MB)])
 
     def _plan(self):
-        uuid = db_api.audit_create(self.ctxt, {}).uuid
+        uuid = db_audits.audit_create(self.ctxt, {}).uuid
         audit = audits.run_audit(self.ctxt, uuid)
         self.assertEqual(audits.RECOMMENDED, audit.state, audit.reason)
         moves = _moves(audit)
@@ -69,7 +70,7 @@ class ConsolidationTest(harness.MemaggNovaTestCase):
     def _execute(self, audit_uuid):
         executor = migration.Executor(harness.CONF, self.compute_api())
         executor.execute(self.ctxt, audit_uuid)
-        return db_api.audit_get(self.ctxt, audit_uuid)
+        return db_audits.audit_get(self.ctxt, audit_uuid)
 
     def _allocated_mb(self, host):
         rp = self._get_provider_uuid_by_host(host)
@@ -113,8 +114,8 @@ class ConsolidationTest(harness.MemaggNovaTestCase):
 
         refused = [a for a in _moves(audit) if a.state == 'failed']
         self.assertTrue(refused)
-        migrations = {m.instance_uuid: m for m in
-                      db_api.migrations_of_audit(self.ctxt, uuid).values()}
+        migrations = {m.instance_uuid: m for m in db_migrations
+                      .migrations_of_audit(self.ctxt, uuid).values()}
         for action in refused:
             # Nova's reason, and the VM where it was.
             self.assertIn('No valid host',
@@ -140,16 +141,16 @@ class AbortTest(harness.MemaggNovaTestCase):
         server = self.boot(self.flavor(1024), host='h1')
         self.report('h1', [(server, 1024, 300)])
         self.report('h2', [])
-        uuid, _ = db_api.migration_request(
+        uuid, _ = db_migrations.migration_request(
             self.ctxt, server['id'], 'h1', 'h2', 'operator')
 
         executor = migration.Executor(harness.CONF, self.compute_api())
         executor.execute(self.ctxt, uuid)
 
-        audit = db_api.audit_get(self.ctxt, uuid)
+        audit = db_audits.audit_get(self.ctxt, uuid)
         action, = audit.actions
         self.assertEqual('failed', action.state)
-        row, = db_api.migrations_of_audit(self.ctxt, uuid).values()
+        row, = db_migrations.migrations_of_audit(self.ctxt, uuid).values()
         self.assertEqual('failed', row.status)
         self.assertIn("aborted through Nova's live-migration abort API",
                       row.error)

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.db.api on SQLite, MariaDB and PostgreSQL (real servers): the calls
+"""memagg.db on SQLite, MariaDB and PostgreSQL (real servers): the calls
 whose SQL differs between backends (ordering, NULLs, upserts, aggregates,
 bulk deletes)."""
 import threading
@@ -19,7 +19,13 @@ import pytest
 
 from memagg.common import context as memagg_context
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import hosts as db_hosts
+from memagg.db import instances as db_instances
+from memagg.db import listings as db_listings
+from memagg.db import reports as db_reports
+from memagg.db import samples as db_samples
+from memagg.db import services as db_services
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
 
@@ -28,11 +34,11 @@ pytestmark = pytest.mark.functional
 
 def _all_pages(context, resource, limit, **kwargs):
     """Follow markers page by page; return the pages' keys."""
-    key = db_api.LISTINGS[resource]['key']
+    key = db_listings.LISTINGS[resource]['key']
     pages, marker = [], None
     while True:
-        page = db_api.list_resources(context, resource, limit=limit,
-                                     marker=marker, **kwargs)
+        page = db_listings.list_resources(context, resource, limit=limit,
+                                          marker=marker, **kwargs)
         if not page:
             return pages
         assert len(page) <= limit
@@ -49,8 +55,8 @@ def instances(any_db, admin_context):
     rows.insert(models.Instance, *[
         dict(booked_mb=b, wss_mb=w, created_at=created)
         for b, w in zip(booked, wss)])
-    everything = db_api.list_resources(admin_context, 'instances',
-                                       sort_keys=['id'])
+    everything = db_listings.list_resources(admin_context, 'instances',
+                                            sort_keys=['id'])
     return [(i.id, i.uuid, i.booked_mb, i.wss_mb) for i in everything]
 
 
@@ -90,9 +96,9 @@ def test_default_order_breaks_created_at_ties_by_id(admin_context,
 
 
 def test_two_sort_keys_with_mixed_directions(admin_context, instances):
-    page = db_api.list_resources(admin_context, 'instances',
-                                 sort_keys=['booked_mb', 'wss_mb'],
-                                 sort_dirs=['desc', 'asc'])
+    page = db_listings.list_resources(admin_context, 'instances',
+                                      sort_keys=['booked_mb', 'wss_mb'],
+                                      sort_dirs=['desc', 'asc'])
 
     got = [(i.booked_mb, i.wss_mb) for i in page]
     assert got == [(2048, 50), (1024, None), (512, None), (512, None),
@@ -106,9 +112,9 @@ def test_filters_and_time_range(admin_context, any_db):
         dict(instance_uuid=uuid, sampled_at=at[minutes])
         for uuid in ('a', 'b') for minutes in (30, 20, 10)])
 
-    got = db_api.list_resources(admin_context, 'wss_samples',
-                                filters={'instance_uuid': 'a'},
-                                since=at[20], until=at[10])
+    got = db_listings.list_resources(admin_context, 'wss_samples',
+                                     filters={'instance_uuid': 'a'},
+                                     since=at[20], until=at[10])
 
     assert [(s.instance_uuid, s.sampled_at) for s in got] == [
         ('a', at[20]), ('a', at[10])]
@@ -119,7 +125,7 @@ def test_non_numeric_marker_of_integer_key_is_not_found(admin_context,
     rows.insert(models.Service, {})
 
     with pytest.raises(exceptions.MarkerNotFound) as error:
-        db_api.list_resources(admin_context, 'services', marker='abc')
+        db_listings.list_resources(admin_context, 'services', marker='abc')
     assert "'marker'" in str(error.value)
 
 
@@ -129,30 +135,30 @@ def test_report_ingest_upserts_and_marks_gone(admin_context, any_db):
     sample = dict(instance_uuid=a, sampled_at=rows.ago(seconds=10),
                   wss_mb=300, current_mb=1024, estimator='libvirt')
 
-    db_api.report_ingest(
+    db_reports.report_ingest(
         admin_context, dict(name='host-1', memory_mb=8192),
         [dict(uuid=a, booked_mb=1024, current_mb=1024),
          dict(uuid=b, booked_mb=2048, current_mb=2048)], [sample],
         reported_at=rows.ago(seconds=5))
-    db_api.report_ingest(
+    db_reports.report_ingest(
         admin_context, dict(name='host-1', memory_mb=8192,
                             free_reservoir_mb=512),
         [dict(uuid=a, booked_mb=1024, current_mb=768, wss_mb=300),
          dict(uuid=c, booked_mb=512, current_mb=512)],
         [dict(sample, sampled_at=rows.ago(seconds=1))])
 
-    host = db_api.host_get(admin_context, 'host-1')
+    host = db_hosts.host_get(admin_context, 'host-1')
     assert (host.memory_mb, host.free_reservoir_mb) == (8192, 512)
     assert host.reported_at > rows.ago(seconds=5)
     state = {u: (i.host, i.status, i.current_mb) for u, i in (
-        (u, db_api.instance_get(admin_context, u)) for u in (a, b, c))}
+        (u, db_instances.instance_get(admin_context, u)) for u in (a, b, c))}
     assert state == {a: ('host-1', 'active', 768),
                      b: ('host-1', 'gone', 2048),
                      c: ('host-1', 'active', 512)}
-    samples = db_api.list_resources(admin_context, 'wss_samples')
+    samples = db_listings.list_resources(admin_context, 'wss_samples')
     assert [(s.instance_uuid, s.host) for s in samples] == [
         (a, 'host-1'), (a, 'host-1')]
-    assert len(db_api.list_resources(admin_context, 'hosts')) == 1
+    assert len(db_listings.list_resources(admin_context, 'hosts')) == 1
 
 
 def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
@@ -163,8 +169,8 @@ def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
         context = memagg_context.get_admin_context()
         barrier.wait()
         try:
-            db_api.service_heartbeat(context, 'node', 'memagg-compute',
-                                     'memagg-compute.node')
+            db_services.service_heartbeat(context, 'node', 'memagg-compute',
+                                          'memagg-compute.node')
         except Exception as error:
             errors.append(error)
 
@@ -175,7 +181,7 @@ def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
         thread.join(timeout=30)
 
     assert errors == []
-    services = db_api.list_resources(admin_context, 'services')
+    services = db_listings.list_resources(admin_context, 'services')
     assert [(s.host, s.report_count) for s in services] == [('node', 4)]
 
 
@@ -199,7 +205,7 @@ def test_reservoir_summary_counts_active_slabs_of_active_grants(
                      status='reclaimed'),
                 dict(grant_id=g3, index=0, donor_host='h2', size_mb=1024))
 
-    summary = db_api.reservoir_summary(admin_context)
+    summary = db_grants.reservoir_summary(admin_context)
 
     assert summary['hosts'] == [
         dict(host='h1', free_reservoir_mb=1000, lendable_mb=800, lent_mb=512,
@@ -217,9 +223,9 @@ def test_purge_respects_retention(admin_context, conf, any_db):
     at = {hours: rows.ago(hours=hours) for hours in (200, 100, 1)}
     rows.insert(models.WssSample, *[dict(sampled_at=t) for t in at.values()])
 
-    assert db_api.purge_wss_samples(admin_context) == 1
+    assert db_samples.purge_wss_samples(admin_context) == 1
     conf.config(sample_retention_hours=50, group='wss')
-    assert db_api.purge_wss_samples(admin_context) == 1
-    left = db_api.list_resources(admin_context, 'wss_samples')
+    assert db_samples.purge_wss_samples(admin_context) == 1
+    left = db_listings.list_resources(admin_context, 'wss_samples')
     assert [s.sampled_at for s in left] == [at[1]]
-    assert db_api.purge_wss_samples(admin_context, older_than_hours=0) == 1
+    assert db_samples.purge_wss_samples(admin_context, older_than_hours=0) == 1

@@ -19,7 +19,9 @@ import pytest
 import sqlalchemy as sa
 
 from memagg.common import context
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import facade as db_facade
+from memagg.db import instances as db_instances
 from memagg.db import migration
 from memagg.tests import db_backends
 
@@ -34,10 +36,10 @@ AUDIT = '44444444-4444-4444-8444-444444444444'
 def db_at_0001(request, conf, tmp_path):
     with db_backends.provisioned(request.param, tmp_path) as url:
         conf.config(connection=url, group='database')
-        db_api.dispose()
+        db_facade.dispose()
         migration.upgrade('0001')
-        yield db_api.get_engine()
-        db_api.dispose()
+        yield db_facade.get_engine()
+        db_facade.dispose()
 
 
 def test_rows_written_before_0002_read_back_after_it(db_at_0001):
@@ -55,7 +57,7 @@ def test_rows_written_before_0002_read_back_after_it(db_at_0001):
     migration.upgrade('0002')
 
     ctxt = context.get_admin_context()
-    assert db_api.instance_get(ctxt, UUID).vcpus == 0
-    audit = db_api.audit_get(ctxt, AUDIT)
+    assert db_instances.instance_get(ctxt, UUID).vcpus == 0
+    audit = db_audits.audit_get(ctxt, AUDIT)
     assert (audit.auto_execute, audit.unplaced) == (False, None)
     assert 'host_samples' in sa.inspect(db_at_0001).get_table_names()

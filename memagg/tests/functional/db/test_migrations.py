@@ -17,7 +17,7 @@ from alembic import migration as alembic_migration
 import pytest
 import sqlalchemy as sa
 
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db import migration
 from memagg.db.sqlalchemy import models
 from memagg.tests import db_backends
@@ -40,12 +40,12 @@ def schema_diff(engine, metadata):
 
 @pytest.fixture(params=BACKENDS)
 def empty_db(request, conf, tmp_path):
-    """An empty database on each backend, which memagg.db.api now uses."""
+    """An empty database on each backend, which memagg.db now uses."""
     with db_backends.provisioned(request.param, tmp_path) as url:
         conf.config(connection=url, group='database')
-        db_api.dispose()
-        yield db_api.get_engine()
-        db_api.dispose()
+        db_facade.dispose()
+        yield db_facade.get_engine()
+        db_facade.dispose()
 
 
 def test_version_is_none_on_empty_database(empty_db):
@@ -88,7 +88,7 @@ def test_schema_diff_sees_a_column_the_migrations_lack(sqlite_db):
     sa.Table('hosts', metadata, sa.Column('rack', sa.String(64)),
              extend_existing=True)
 
-    diff = schema_diff(db_api.get_engine(), metadata)
+    diff = schema_diff(db_facade.get_engine(), metadata)
 
     assert [(op[0], op[2], op[3].name) for op in diff] == [
         ('add_column', 'hosts', 'rack')]

@@ -20,7 +20,8 @@ import threading
 
 import pytest
 
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import listings as db_listings
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import reservoir
 from memagg.scheduler import rpcapi
@@ -79,7 +80,7 @@ def test_two_allocations_at_once_do_not_overcommit_a_donor(conf, ctxt):
 
     granted = [r['granted_mb'] for r in results if isinstance(r, dict)]
     assert sorted(granted) == [128, 384]
-    lent = db_api.reservoir_summary(ctxt)['hosts']
+    lent = db_grants.reservoir_summary(ctxt)['hosts']
     assert [h['lent_mb'] for h in lent if h['host'] == 'a'] == [512]
     assert len(compute.holding('a')) == 8
 
@@ -93,7 +94,7 @@ def test_two_allocations_for_one_vm_at_once_keep_its_cap(conf, ctxt):
     granted = sorted(r['granted_mb'] for r in results
                      if isinstance(r, dict))
     assert granted == [128, 256]
-    assert sum(g.granted_mb for g in db_api.list_resources(
+    assert sum(g.granted_mb for g in db_listings.list_resources(
         ctxt, 'grants', filters={'instance_uuid': VMS[2]})) == 384
 
 
@@ -103,13 +104,13 @@ def test_grant_rows_round_trip(conf, ctxt):
                               selection=donors.LargestFirst())
     grant = gmc.allocate(ctxt, VMS[3], 'c', 192)
 
-    stored = db_api.grant_get(ctxt, grant['uuid'])
+    stored = db_grants.grant_get(ctxt, grant['uuid'])
     assert (stored.slab_size_mb, stored.partial, stored.status) == (
         64, False, 'active')
     assert [(s.endpoint, s.remote_addr, s.rkey) for s in stored.slabs] == [
         ('tcp://a:7450', 0x10000000 * (i + 1), 1000 + i) for i in range(3)]
-    assert db_api.slabs_lent_by(ctxt, 'a')[0][1].index == 2
+    assert db_grants.slabs_lent_by(ctxt, 'a')[0][1].index == 2
     assert gmc.reclaim(ctxt, 'a', 64) == 64
-    assert db_api.grant_get(ctxt, grant['uuid']).granted_mb == 128
+    assert db_grants.grant_get(ctxt, grant['uuid']).granted_mb == 128
     assert gmc.release(ctxt, grant['uuid'])['status'] == 'released'
-    assert db_api.grants_in_status(ctxt, ('active', 'pending')) == []
+    assert db_grants.grants_in_status(ctxt, ('active', 'pending')) == []

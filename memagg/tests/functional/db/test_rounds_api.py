@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.db.api's calls for consolidation rounds on SQLite, MariaDB and
+"""memagg.db's calls for consolidation rounds on SQLite, MariaDB and
 PostgreSQL: latest samples per host and per VM (window functions), the
 hosts a round considers, audits and their stored plans, the purge of host
 samples and of ended audits."""
@@ -21,7 +21,13 @@ import pytest
 import sqlalchemy as sa
 
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import facade as db_facade
+from memagg.db import grants as db_grants
+from memagg.db import hosts as db_hosts
+from memagg.db import instances as db_instances
+from memagg.db import reports as db_reports
+from memagg.db import samples as db_samples
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
 
@@ -43,13 +49,13 @@ def _at(minutes):
 
 def test_report_stores_a_host_sample_at_the_report_time(db):
     at = rows.ago(minutes=5)
-    db_api.report_ingest(db, dict(name='h1', memory_mb=4096), [], [],
-                         reported_at=at,
-                         host_sample=dict(cpu_util=0.25, mem_used_mb=700))
+    db_reports.report_ingest(db, dict(name='h1', memory_mb=4096), [], [],
+                             reported_at=at,
+                             host_sample=dict(cpu_util=0.25, mem_used_mb=700))
 
-    assert db_api.host_samples_latest(db, ['h1'], 10) == {
+    assert db_samples.host_samples_latest(db, ['h1'], 10) == {
         'h1': [(0.25, 700)]}
-    with db_api.get_engine().connect() as connection:
+    with db_facade.get_engine().connect() as connection:
         stored = connection.execute(sa.select(
             models.HostSample.host, models.HostSample.sampled_at)).all()
     assert stored == [('h1', at)]
@@ -61,7 +67,7 @@ def test_latest_host_samples_are_the_newest_n_oldest_first(db):
              mem_used_mb=100 * i)
         for host in ('h1', 'h2') for i in range(5)])
 
-    latest = db_api.host_samples_latest(db, ['h1', 'h2', 'h3'], 3)
+    latest = db_samples.host_samples_latest(db, ['h1', 'h2', 'h3'], 3)
 
     assert latest['h1'] == [(0.2, 200), (0.3, 300), (0.4, 400)]
     assert latest['h2'] == latest['h1']
@@ -75,7 +81,7 @@ def test_latest_cpu_skips_samples_without_cpu(db):
         + [dict(instance_uuid=VM_A, sampled_at=_at(9), cpu_util=None),
            dict(instance_uuid=VM_B, sampled_at=_at(1), cpu_util=0.5)]))
 
-    latest = db_api.instance_cpu_latest(db, [VM_A, VM_B], 2)
+    latest = db_samples.instance_cpu_latest(db, [VM_A, VM_B], 2)
 
     assert latest == {VM_A: [2.0, 3.0], VM_B: [0.5]}
 
@@ -87,7 +93,7 @@ def test_round_hosts_are_the_fresh_and_the_standby(db):
                 dict(name='asleep', reported_at=rows.ago(days=2),
                      state='standby'))
 
-    hosts = db_api.hosts_for_round(db, rows.ago(minutes=1))
+    hosts = db_hosts.hosts_for_round(db, rows.ago(minutes=1))
 
     assert [h.name for h in hosts] == ['asleep', 'fresh']
 
@@ -98,7 +104,8 @@ def test_instances_on_hosts_leave_out_gone_ones(db):
                 dict(uuid=VM_B, host='h1', status='gone'),
                 dict(host='h2'))
 
-    assert [i.uuid for i in db_api.instances_on_hosts(db, ['h1'])] == [VM_A]
+    assert [i.uuid for i in db_instances.instances_on_hosts(db, ['h1'])] == [
+        VM_A]
 
 
 def test_granted_memory_counts_active_grants_per_consumer(db):
@@ -107,17 +114,17 @@ def test_granted_memory_counts_active_grants_per_consumer(db):
                 dict(consumer_host='h1', granted_mb=512),
                 dict(consumer_host='h1', granted_mb=1024, status='released'))
 
-    assert db_api.granted_mb_by_consumer(db) == {'h1': 768}
+    assert db_grants.granted_mb_by_consumer(db) == {'h1': 768}
 
 
 def test_plan_is_stored_in_order_and_replaces_an_earlier_one(db):
-    audit = db_api.audit_create(db, dict(memory_basis='booked',
-                                         auto_execute=True))
+    audit = db_audits.audit_create(db, dict(memory_basis='booked',
+                                            auto_execute=True))
     assert (audit.state, audit.auto_execute) == ('pending', True)
-    db_api.audit_set_state(db, audit.uuid, 'planning')
+    db_audits.audit_set_state(db, audit.uuid, 'planning')
     first = [dict(action_type='power_off', source_host='h9',
                   reason='underload:cpu+memory')]
-    db_api.audit_store_plan(db, audit.uuid, first, state='planning')
+    db_audits.audit_store_plan(db, audit.uuid, first, state='planning')
     actions = [
         dict(action_type='migrate', instance_uuid=VM_A, source_host='h1',
              dest_host='h2', reason='overload:memory'),
@@ -127,10 +134,10 @@ def test_plan_is_stored_in_order_and_replaces_an_earlier_one(db):
              reason='underload:cpu+memory')]
     unplaced = {'instances': {}, 'hosts': {'h4': 'VM x fits nowhere'}}
 
-    db_api.audit_store_plan(db, audit.uuid, actions, unplaced,
-                            expected=('planning',))
+    db_audits.audit_store_plan(db, audit.uuid, actions, unplaced,
+                               expected=('planning',))
 
-    stored = db_api.audit_get(db, audit.uuid)
+    stored = db_audits.audit_get(db, audit.uuid)
     assert stored.state == 'recommended'
     assert stored.unplaced == unplaced
     assert [(a.sequence, a.action_type, a.instance_uuid, a.source_host,
@@ -142,19 +149,19 @@ def test_plan_is_stored_in_order_and_replaces_an_earlier_one(db):
 
 
 def test_state_change_checks_the_expected_state(db):
-    audit = db_api.audit_create(db, {})
+    audit = db_audits.audit_create(db, {})
 
     with pytest.raises(exceptions.Conflict) as error:
-        db_api.audit_set_state(db, audit.uuid, 'executing',
-                               expected=('recommended',))
+        db_audits.audit_set_state(db, audit.uuid, 'executing',
+                                  expected=('recommended',))
     assert 'is pending, not recommended' in str(error.value)
 
-    db_api.audit_set_state(db, audit.uuid, 'failed', reason='no hosts')
-    failed = db_api.audit_get(db, audit.uuid)
+    db_audits.audit_set_state(db, audit.uuid, 'failed', reason='no hosts')
+    failed = db_audits.audit_get(db, audit.uuid)
     assert (failed.state, failed.reason) == ('failed', 'no hosts')
     assert failed.finished_at is not None
     with pytest.raises(exceptions.NotFound):
-        db_api.audit_set_state(db, MISSING, 'failed')
+        db_audits.audit_set_state(db, MISSING, 'failed')
 
 
 def test_audits_in_state_oldest_first(db):
@@ -165,7 +172,7 @@ def test_audits_in_state_oldest_first(db):
                      created_at=rows.ago(minutes=2)),
                 dict(state='succeeded'))
 
-    assert [a.uuid for a in db_api.audits_in_state(
+    assert [a.uuid for a in db_audits.audits_in_state(
         db, ['planning', 'pending'])] == [VM_A, VM_B]
 
 
@@ -177,8 +184,8 @@ def test_purge_drops_old_host_samples_too(db):
                      mem_used_mb=2))
     rows.insert(models.WssSample, dict(sampled_at=rows.ago(hours=3)))
 
-    assert db_api.purge_wss_samples(db, older_than_hours=1) == 2
-    assert db_api.host_samples_latest(db, ['h1'], 5) == {'h1': [(0.2, 2)]}
+    assert db_samples.purge_wss_samples(db, older_than_hours=1) == 2
+    assert db_samples.host_samples_latest(db, ['h1'], 5) == {'h1': [(0.2, 2)]}
 
 
 def _audit(state, hours, created_hours=None):
@@ -200,7 +207,7 @@ def _left():
     """What is left: audit ids, the audit ids of the actions, the audit id
     (None without one) of each migration's action."""
     action = models.AuditAction
-    with db_api.get_engine().connect() as connection:
+    with db_facade.get_engine().connect() as connection:
         audits = connection.scalars(sa.select(models.Audit.id)).all()
         actions = connection.scalars(sa.select(action.audit_id)).all()
         migrations = connection.scalars(
@@ -222,7 +229,7 @@ def test_purge_deletes_ended_audits_with_actions_and_migrations(db):
     # A migration whose action is gone already is no audit's.
     rows.insert(models.Migration, dict(created_at=rows.ago(hours=30)))
 
-    assert db_api.purge_audits(db, older_than_hours=24) == 5
+    assert db_audits.purge_audits(db, older_than_hours=24) == 5
 
     assert _left() == (kept, sorted(kept * 2), [None] + kept)
 
@@ -232,20 +239,20 @@ def test_purge_keeps_audits_for_their_retention(db, conf):
     _audit('failed', hours=800)
 
     # The default: 720 hours.
-    assert db_api.purge_audits(db) == 1
+    assert db_audits.purge_audits(db) == 1
     assert _left()[0] == [recent]
     conf.config(audit_retention_hours=50, group='consolidation')
-    assert db_api.purge_audits(db) == 1
-    assert db_api.purge_audits(db, older_than_hours=0) == 0
+    assert db_audits.purge_audits(db) == 1
+    assert db_audits.purge_audits(db, older_than_hours=0) == 0
     assert _left() == ([], [], [])
 
 
 def test_purge_deletes_audits_in_batches(db, monkeypatch):
-    monkeypatch.setattr(db_api, '_PURGE_BATCH', 2)
+    monkeypatch.setattr(db_audits, '_PURGE_BATCH', 2)
     for _ in range(5):
         _audit('succeeded', hours=10)
     kept = _audit('executing', hours=10)
 
-    assert db_api.purge_audits(db, older_than_hours=1) == 5
+    assert db_audits.purge_audits(db, older_than_hours=1) == 5
 
     assert _left() == ([kept], [kept, kept], [kept])

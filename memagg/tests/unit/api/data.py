@@ -23,7 +23,9 @@ from oslo_utils import timeutils
 from sqlalchemy import orm
 
 from memagg.common import context as memagg_context
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
+from memagg.db import reports as db_reports
+from memagg.db import services as db_services
 from memagg.db.sqlalchemy import models
 
 PROJECT_A = 'project-a'
@@ -51,16 +53,16 @@ def load():
                         current_mb=2048, target_mb=1500,
                         estimator='libvirt')
                    for uuid, _ in instances for i in range(SAMPLES)]
-        db_api.report_ingest(
+        db_reports.report_ingest(
             ctx, dict(name=name, memory_mb=memory, vcpus=8,
                       free_reservoir_mb=4096, lendable_mb=2048),
             [dict(uuid=uuid, name='vm-' + uuid[:4], project_id=project,
                   booked_mb=4096, current_mb=2048, wss_mb=1005,
                   wss_maxavg_mb=1100, remote_mb=512, estimator='badis')
              for uuid, project in instances], samples)
-    db_api.service_heartbeat(ctx, 'host-1', 'memagg-compute', 'compute')
-    db_api.service_heartbeat(ctx, 'ctl', 'memagg-scheduler', 'scheduler')
-    with orm.Session(db_api.get_engine()) as session, session.begin():
+    db_services.service_heartbeat(ctx, 'host-1', 'memagg-compute', 'compute')
+    db_services.service_heartbeat(ctx, 'ctl', 'memagg-scheduler', 'scheduler')
+    with orm.Session(db_facade.get_engine()) as session, session.begin():
         stale = session.query(models.Service).filter_by(host='ctl').one()
         stale.last_seen_at = timeutils.utcnow() - datetime.timedelta(
             days=1)
@@ -94,7 +96,7 @@ def load_instances(count, host='bulk-host', project=PROJECT_A):
     """Add ``count`` instances on one host in one report; return their
     UUIDs in creation order."""
     uuids = ['%08x-0000-4000-8000-%012x' % (count, i) for i in range(count)]
-    db_api.report_ingest(
+    db_reports.report_ingest(
         memagg_context.get_admin_context(),
         dict(name=host, memory_mb=1 << 20),
         [dict(uuid=uuid, name='vm-%d' % i, project_id=project,

@@ -22,7 +22,8 @@ import pytest
 from memagg.api import microversion
 from memagg.common import context
 from memagg.common import rpc
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import listings as db_listings
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.api import data
 from memagg.tests.unit.db import rows
@@ -66,8 +67,8 @@ def _post(api, path, body=None, headers=V12, **kwargs):
 
 
 def _audits():
-    return db_api.list_resources(context.get_admin_context(),
-                                 'audits')
+    return db_listings.list_resources(context.get_admin_context(),
+                                      'audits')
 
 
 def test_an_audit_is_stored_pending_and_cast(api, scheduler):
@@ -94,8 +95,8 @@ def test_an_audit_keeps_its_basis_execution_and_parameters(api, scheduler):
         'parameters': parameters})
 
     assert response.status_code == 202
-    stored = db_api.audit_get(context.get_admin_context(),
-                              response.json['audit']['uuid'])
+    stored = db_audits.audit_get(context.get_admin_context(),
+                                 response.json['audit']['uuid'])
     assert (stored.memory_basis, stored.auto_execute, stored.parameters) \
         == ('booked', True, parameters)
 

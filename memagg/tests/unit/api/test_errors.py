@@ -16,7 +16,8 @@ import pytest
 from memagg.api import app as api_app
 from memagg.api import microversion
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
+from memagg.db import grants as db_grants
 from memagg.tests.unit.api import conftest
 from memagg.tests.unit.api import data
 
@@ -86,7 +87,7 @@ def test_bad_microversion(api, value, status):
 def test_unexpected_failure_is_500_without_traceback(api, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError('internal detail 0xdeadbeef')
-    monkeypatch.setattr(db_api, 'reservoir_summary', broken)
+    monkeypatch.setattr(db_grants, 'reservoir_summary', broken)
     error = _error(api.get('/v1/reservoir'), 500)
     assert 'deadbeef' not in error['detail']
     assert 'Traceback' not in error['detail']
@@ -96,10 +97,10 @@ def test_unreachable_database_is_503_with_retry_after(conf, api):
     conf.config(db_retry_after=17, group='api')
     conf.config(connection='mysql+pymysql://root@127.0.0.1:9/none',
                 max_retries=0, group='database')
-    db_api.dispose()
+    db_facade.dispose()
     client = conftest.Client(api_app.create_app(CONF))
     response = client.get('/v1/instances')
     error = _error(response, 503)
     assert response.headers['Retry-After'] == '17'
     assert 'database' in error['detail']
-    db_api.dispose()
+    db_facade.dispose()

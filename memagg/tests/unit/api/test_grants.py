@@ -18,7 +18,8 @@ import pytest
 
 from memagg.api import microversion
 from memagg.common import context
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import listings as db_listings
 from memagg.tests.unit.api import data
 
 V13 = {microversion.HEADER: 'memory-aggregation 1.3'}
@@ -42,8 +43,8 @@ def test_a_grant_is_made_and_shown_without_its_secret(api, scheduler):
             for s in grant['slabs']] == [
         (i, 'host-2', 'tcp://host-2:7450', 'active') for i in range(4)]
     text = response.get_data(as_text=True)
-    secret = db_api.grant_get(context.get_admin_context(),
-                              grant['uuid']).secret
+    secret = db_grants.grant_get(context.get_admin_context(),
+                                 grant['uuid']).secret
     assert secret not in text
     assert 'secret' not in text and 'rkey' not in text
     assert 'remote_addr' not in text
@@ -103,7 +104,7 @@ def test_nothing_grantable_is_409_with_the_reason(api, conf, scheduler):
     assert error['code'] == 'memagg.remote_memory_unavailable'
     assert error['detail'].startswith('No remote memory can be granted: ')
     assert 'max_remote_ratio' in error['detail']
-    assert [g.instance_uuid for g in db_api.list_resources(
+    assert [g.instance_uuid for g in db_listings.list_resources(
         context.get_admin_context(),
         'grants')] == [data.INSTANCE_A]
 

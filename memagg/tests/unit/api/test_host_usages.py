@@ -21,7 +21,8 @@ from memagg.api import microversion
 from memagg.api import openapi
 from memagg.common import context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
+from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.api import data
 from memagg.tests.unit.db import rows
@@ -71,8 +72,8 @@ def _seed_sums():
     pending and a released grant; host-4 stale, host-5 standby, both
     lending; host-6 reported nothing yet."""
     ctx = context.get_admin_context()
-    db_api.report_ingest(ctx, dict(name='host-3', memory_mb=16384,
-                                   reserved_mb=1024, lendable_mb=3000), [
+    db_reports.report_ingest(ctx, dict(name='host-3', memory_mb=16384,
+                                       reserved_mb=1024, lendable_mb=3000), [
         dict(uuid='a0000000-0000-4000-8000-000000000001', booked_mb=2048,
              wss_maxavg_mb=700, wss_mb=900, current_mb=2048),
         dict(uuid='a0000000-0000-4000-8000-000000000002', booked_mb=1024,
@@ -81,11 +82,12 @@ def _seed_sums():
              current_mb=400),
         dict(uuid='a0000000-0000-4000-8000-000000000004', booked_mb=256,
              status='gone', wss_maxavg_mb=100, current_mb=256)], [])
-    db_api.report_ingest(ctx, dict(name='host-4', memory_mb=8192,
-                                   lendable_mb=5000), [],
-                         [], reported_at=rows.ago(hours=1))
-    db_api.report_ingest(ctx, dict(name='host-5', memory_mb=8192,
-                                   lendable_mb=7000, state='standby'), [], [])
+    db_reports.report_ingest(ctx, dict(name='host-4', memory_mb=8192,
+                                       lendable_mb=5000), [],
+                             [], reported_at=rows.ago(hours=1))
+    db_reports.report_ingest(ctx, dict(name='host-5', memory_mb=8192,
+                                       lendable_mb=7000, state='standby'),
+                             [], [])
     rows.insert(models.Host, dict(name='host-6', memory_mb=4096))
     rows.insert(models.Grant, dict(consumer_host='host-3', granted_mb=128,
                                    status='pending'),
@@ -128,7 +130,7 @@ def test_one_query_per_table_however_many_hosts(api):
 
         def record(conn, cursor, statement, *args):
             statements.append(statement)
-        engine = db_api.get_engine()
+        engine = db_facade.get_engine()
         sa.event.listen(engine, 'before_cursor_execute', record)
         try:
             assert _get(api).status_code == 200

@@ -20,7 +20,8 @@ import pytest
 
 from memagg.api import microversion
 from memagg.common import context
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
+from memagg.db import listings as db_listings
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.api import data
 from memagg.tests.unit.api import test_audits
@@ -39,13 +40,14 @@ def _post(api, body, headers=V14, **kwargs):
 
 
 def _migrations_of(instance_uuid):
-    return db_api.list_resources(context.get_admin_context(), 'migrations',
-                                 filters={'instance_uuid': instance_uuid})
+    return db_listings.list_resources(
+        context.get_admin_context(), 'migrations',
+        filters={'instance_uuid': instance_uuid})
 
 
 def _requested_audits():
-    return [a for a in db_api.list_resources(context.get_admin_context(),
-                                             'audits')
+    return [a for a in db_listings.list_resources(context.get_admin_context(),
+                                                  'audits')
             if a.uuid != data.AUDIT]
 
 
@@ -114,7 +116,7 @@ def test_an_unknown_instance_or_host_is_404(api, scheduler,
 
 
 def _set(model, key, value, **values):
-    with db_api.get_engine().begin() as connection:
+    with db_facade.get_engine().begin() as connection:
         connection.execute(model.__table__.update().where(
             getattr(model, key) == value).values(**values))
 

@@ -18,7 +18,7 @@ from oslo_upgradecheck import upgradecheck
 import pytest
 
 from memagg.cmd import status
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db import migration
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.cmd import tools
@@ -29,12 +29,12 @@ Code = upgradecheck.Code
 
 @pytest.fixture
 def use_database(conf):
-    """Point memagg.db.api at a URL of the test's choosing."""
+    """Point memagg.db at a URL of the test's choosing."""
     def use(url, **options):
         conf.config(connection=url, group='database', **options)
-        db_api.dispose()
+        db_facade.dispose()
     yield use
-    db_api.dispose()
+    db_facade.dispose()
 
 
 def _service(host, binary, seconds_ago, **values):

@@ -20,7 +20,8 @@ from memagg.common import context
 from memagg.common import exceptions
 from memagg.compute import manager as compute_manager
 from memagg.compute import rpcapi as compute_rpcapi
-from memagg.db import api as db_api
+from memagg.db import hosts as db_hosts
+from memagg.db import listings as db_listings
 from memagg.scheduler import manager as scheduler_manager
 from memagg import service
 from memagg.tests import polling
@@ -61,17 +62,17 @@ def test_compute_answers_ping_and_host_status(services):
 
 def test_reports_reach_the_database(services, admin_context):
     def stored():
-        rows = db_api.list_resources(admin_context, 'instances',
-                                     filters={'host': 'node-a'})
+        rows = db_listings.list_resources(admin_context, 'instances',
+                                          filters={'host': 'node-a'})
         return [r for r in rows if r.uuid == TEST_DOMAIN_UUID]
 
     inst = polling.wait_for(stored, 10, message='instance row of node-a')[0]
     # Badis without a sampler: used memory (1024 MiB) + its 64 MiB margin.
     assert (inst.booked_mb, inst.wss_mb) == (8192, 1088)
-    assert db_api.host_get(admin_context, 'node-a').memory_mb == 3072
+    assert db_hosts.host_get(admin_context, 'node-a').memory_mb == 3072
     services_rows = polling.wait_for(
-        lambda: len(db_api.list_resources(admin_context, 'services')) == 2
-        and db_api.list_resources(admin_context, 'services'), 10,
+        lambda: len(db_listings.list_resources(admin_context, 'services')) == 2
+        and db_listings.list_resources(admin_context, 'services'), 10,
         message='two heartbeats')
     assert {(s.host, s.binary) for s in services_rows} == {
         ('ctl', 'memagg-scheduler'), ('node-a', 'memagg-compute')}

@@ -10,14 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Rows for DB tests, written straight to the database memagg.db.api uses."""
+"""Rows for DB tests, written straight to the database memagg.db uses."""
 import datetime
 import uuid
 
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
-from memagg.db import api as db_api
+from memagg.db import facade as db_facade
 from memagg.db.sqlalchemy import models
 
 _DEFAULTS = {
@@ -54,7 +54,7 @@ def insert(model, *rows):
     """Insert ``rows`` (dicts overriding plausible defaults); return their
     ids in order."""
     ids = []
-    with db_api.get_engine().begin() as connection:
+    with db_facade.get_engine().begin() as connection:
         for n, row in enumerate(rows, 1):
             values = dict(_DEFAULTS[model](n), **row)
             result = connection.execute(sa.insert(model).values(**values))

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.db.api on SQLite: argument checks, lookups, heartbeats. The
+"""memagg.db on SQLite: argument checks, lookups, heartbeats. The
 backend-sensitive calls also run on MariaDB and PostgreSQL in
 memagg/tests/functional/db/test_api.py."""
 import datetime
@@ -19,7 +19,15 @@ from oslo_utils import timeutils
 import pytest
 
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import grants as db_grants
+from memagg.db import hosts as db_hosts
+from memagg.db import instances as db_instances
+from memagg.db import listings as db_listings
+from memagg.db import migrations as db_migrations
+from memagg.db import reports as db_reports
+from memagg.db import samples as db_samples
+from memagg.db import services as db_services
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
 
@@ -36,7 +44,7 @@ def _uuids(page):
 
 def test_unknown_filter_names_the_field(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.list_resources(db, 'instances', filters={'flavor': 'm1'})
+        db_listings.list_resources(db, 'instances', filters={'flavor': 'm1'})
 
     assert "'flavor'" in str(error.value)
     assert 'host, project_id, status' in str(error.value)
@@ -47,9 +55,9 @@ def test_filter_selects_matching_rows(db):
                 dict(uuid='b', project_id='p2'),
                 dict(uuid='c', project_id='p1', host='host-2'))
 
-    page = db_api.list_resources(db, 'instances',
-                                 filters={'project_id': 'p1',
-                                          'host': 'host-2'})
+    page = db_listings.list_resources(db, 'instances',
+                                      filters={'project_id': 'p1',
+                                               'host': 'host-2'})
 
     assert _uuids(page) == ['c']
 
@@ -58,7 +66,7 @@ def test_unknown_marker_is_marker_not_found(db):
     rows.insert(models.Instance, {})
 
     with pytest.raises(exceptions.MarkerNotFound) as error:
-        db_api.list_resources(db, 'instances', marker='no-such-uuid')
+        db_listings.list_resources(db, 'instances', marker='no-such-uuid')
 
     assert "'marker'" in str(error.value)
     assert 'no-such-uuid' in str(error.value)
@@ -67,7 +75,7 @@ def test_unknown_marker_is_marker_not_found(db):
 def test_marker_is_the_listing_key(db):
     rows.insert(models.Host, dict(name='a'), dict(name='b'), dict(name='c'))
 
-    page = db_api.list_resources(db, 'hosts', marker='a', limit=1)
+    page = db_listings.list_resources(db, 'hosts', marker='a', limit=1)
 
     assert [h.name for h in page] == ['b']
 
@@ -75,12 +83,12 @@ def test_marker_is_the_listing_key(db):
 def test_last_page_is_empty_after_last_marker(db):
     rows.insert(models.Host, dict(name='a'))
 
-    assert db_api.list_resources(db, 'hosts', marker='a') == []
+    assert db_listings.list_resources(db, 'hosts', marker='a') == []
 
 
 def test_unknown_sort_key_names_the_choices(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.list_resources(db, 'hosts', sort_keys=['secret'])
+        db_listings.list_resources(db, 'hosts', sort_keys=['secret'])
 
     assert "'sort_key'" in str(error.value)
     assert 'memory_mb' in str(error.value)
@@ -88,8 +96,8 @@ def test_unknown_sort_key_names_the_choices(db):
 
 def test_bad_sort_dir(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.list_resources(db, 'hosts', sort_keys=['name'],
-                              sort_dirs=['up'])
+        db_listings.list_resources(db, 'hosts', sort_keys=['name'],
+                                   sort_dirs=['up'])
 
     assert "'sort_dir'" in str(error.value)
     assert 'asc or desc' in str(error.value)
@@ -97,8 +105,8 @@ def test_bad_sort_dir(db):
 
 def test_more_sort_dirs_than_keys(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.list_resources(db, 'hosts', sort_keys=['name'],
-                              sort_dirs=['asc', 'desc'])
+        db_listings.list_resources(db, 'hosts', sort_keys=['name'],
+                                   sort_dirs=['asc', 'desc'])
 
     assert "'sort_dir'" in str(error.value)
 
@@ -107,16 +115,16 @@ def test_missing_sort_dirs_repeat_the_last(db):
     rows.insert(models.Host, dict(name='a', memory_mb=1),
                 dict(name='b', memory_mb=2), dict(name='c', memory_mb=2))
 
-    page = db_api.list_resources(db, 'hosts',
-                                 sort_keys=['memory_mb', 'name'],
-                                 sort_dirs=['desc'])
+    page = db_listings.list_resources(db, 'hosts',
+                                      sort_keys=['memory_mb', 'name'],
+                                      sort_dirs=['desc'])
 
     assert [h.name for h in page] == ['c', 'b', 'a']
 
 
 def test_negative_limit(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.list_resources(db, 'hosts', limit=-1)
+        db_listings.list_resources(db, 'hosts', limit=-1)
 
     assert "'limit'" in str(error.value)
 
@@ -124,12 +132,12 @@ def test_negative_limit(db):
 def test_limit_zero_returns_nothing(db):
     rows.insert(models.Host, {})
 
-    assert db_api.list_resources(db, 'hosts', limit=0) == []
+    assert db_listings.list_resources(db, 'hosts', limit=0) == []
 
 
 def test_unknown_resource(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.list_resources(db, 'flavors')
+        db_listings.list_resources(db, 'flavors')
 
     assert "'resource'" in str(error.value)
 
@@ -139,17 +147,17 @@ def test_time_range_bounds_created_at(db):
     rows.insert(models.Audit, *[
         dict(uuid='a%d' % h, created_at=t) for h, t in at.items()])
 
-    page = db_api.list_resources(db, 'audits', since=at[4], until=at[2])
+    page = db_listings.list_resources(db, 'audits', since=at[4], until=at[2])
 
     assert _uuids(page) == ['a4', 'a3', 'a2']
 
 
 def test_get_missing_row_is_not_found(db):
-    for get, resource in ((db_api.host_get, 'Host'),
-                          (db_api.instance_get, 'Instance'),
-                          (db_api.grant_get, 'Grant'),
-                          (db_api.audit_get, 'Audit'),
-                          (db_api.migration_get, 'Migration')):
+    for get, resource in ((db_hosts.host_get, 'Host'),
+                          (db_instances.instance_get, 'Instance'),
+                          (db_grants.grant_get, 'Grant'),
+                          (db_audits.audit_get, 'Audit'),
+                          (db_migrations.migration_get, 'Migration')):
         with pytest.raises(exceptions.NotFound) as error:
             get(db, 'missing')
         assert str(error.value) == '%s missing could not be found.' % resource
@@ -160,57 +168,57 @@ def test_grant_get_returns_its_slabs_in_order(db):
     rows.insert(models.Slab, dict(grant_id=grant_id, index=1),
                 dict(grant_id=grant_id, index=0))
 
-    grant = db_api.grant_get(db, 'g')
+    grant = db_grants.grant_get(db, 'g')
 
     assert [s.index for s in grant.slabs] == [0, 1]
 
 
 def test_heartbeat_creates_then_refreshes(db):
-    first = db_api.service_heartbeat(db, 'node', 'memagg-compute', 't1')
-    second = db_api.service_heartbeat(db, 'node', 'memagg-compute', 't2')
+    first = db_services.service_heartbeat(db, 'node', 'memagg-compute', 't1')
+    second = db_services.service_heartbeat(db, 'node', 'memagg-compute', 't2')
 
     assert first.report_count == 1
     assert second.id == first.id
     assert (second.report_count, second.topic) == (2, 't2')
     assert second.last_seen_at >= first.last_seen_at
-    assert db_api.service_is_up(second)
+    assert db_services.service_is_up(second)
 
 
 def test_service_is_up_follows_service_down_time(db, conf):
-    service = db_api.service_heartbeat(db, 'node', 'memagg-compute', 't')
+    service = db_services.service_heartbeat(db, 'node', 'memagg-compute', 't')
     conf.config(service_down_time=60)
 
     service.last_seen_at = timeutils.utcnow() - datetime.timedelta(seconds=50)
-    assert db_api.service_is_up(service)
+    assert db_services.service_is_up(service)
     service.last_seen_at = timeutils.utcnow() - datetime.timedelta(seconds=70)
-    assert not db_api.service_is_up(service)
+    assert not db_services.service_is_up(service)
     service.last_seen_at = None
-    assert not db_api.service_is_up(service)
+    assert not db_services.service_is_up(service)
 
 
 def test_report_with_unknown_column_names_it(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.report_ingest(db, dict(name='h'),
-                             [dict(uuid='a', colour='red')], [])
+        db_reports.report_ingest(db, dict(name='h'),
+                                 [dict(uuid='a', colour='red')], [])
 
     assert "'instances'" in str(error.value)
     assert 'colour' in str(error.value)
-    assert db_api.list_resources(db, 'hosts') == []
+    assert db_listings.list_resources(db, 'hosts') == []
 
 
 def test_gone_instance_comes_back_when_reported_again(db):
-    db_api.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
-    db_api.report_ingest(db, dict(name='h'), [], [])
-    assert db_api.instance_get(db, 'a').status == 'gone'
+    db_reports.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
+    db_reports.report_ingest(db, dict(name='h'), [], [])
+    assert db_instances.instance_get(db, 'a').status == 'gone'
 
-    db_api.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
+    db_reports.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
 
-    assert db_api.instance_get(db, 'a').status == 'active'
+    assert db_instances.instance_get(db, 'a').status == 'active'
 
 
 def test_purge_rejects_negative_age(db):
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.purge_wss_samples(db, older_than_hours=-1)
+        db_samples.purge_wss_samples(db, older_than_hours=-1)
 
     assert "'older_than_hours'" in str(error.value)
 
@@ -220,8 +228,8 @@ def test_audit_purge_rejects_negative_age(db):
                                    updated_at=rows.ago(hours=1)))
 
     with pytest.raises(exceptions.InvalidParameter) as error:
-        db_api.purge_audits(db, older_than_hours=-1)
+        db_audits.purge_audits(db, older_than_hours=-1)
 
     assert "'older_than_hours'" in str(error.value)
     assert '-1 is negative' in str(error.value)
-    assert len(db_api.list_resources(db, 'audits')) == 1
+    assert len(db_listings.list_resources(db, 'audits')) == 1

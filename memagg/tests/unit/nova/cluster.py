@@ -26,7 +26,7 @@ from nova import objects
 from nova.scheduler import host_manager
 
 from memagg.common import context
-from memagg.db import api as db_api
+from memagg.db import reports as db_reports
 from memagg.nova import filters
 
 objects.register_all()
@@ -41,7 +41,7 @@ def report(host, vms=(), memory_mb=HOST_MB, lendable_mb=0,
            reported_at=None):
     """memagg-compute's report of ``host``; ``vms`` are (booked MiB,
     WSS^maxavg MiB)."""
-    db_api.report_ingest(
+    db_reports.report_ingest(
         context.get_admin_context(),
         dict(name=host, memory_mb=memory_mb, reserved_mb=RESERVED_MB,
              lendable_mb=lendable_mb),

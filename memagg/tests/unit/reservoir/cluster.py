@@ -16,7 +16,7 @@ import datetime
 
 from oslo_utils import timeutils
 
-from memagg.db import api as db_api
+from memagg.db import reports as db_reports
 
 VM_1 = '10000000-0000-4000-8000-000000000001'
 VM_2 = '10000000-0000-4000-8000-000000000002'
@@ -27,7 +27,7 @@ def host(ctxt, name, lendable_mb, vms=(), age_s=0):
     """Host ``name`` lending ``lendable_mb``, reported ``age_s`` seconds
     ago, with ``vms`` [(uuid, booked_mb)]."""
     at = timeutils.utcnow() - datetime.timedelta(seconds=age_s)
-    db_api.report_ingest(
+    db_reports.report_ingest(
         ctxt, dict(name=name, memory_mb=65536, vcpus=8,
                    free_reservoir_mb=lendable_mb + 1024,
                    lendable_mb=lendable_mb),

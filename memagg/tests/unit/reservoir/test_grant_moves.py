@@ -18,16 +18,18 @@ import oslo_messaging as messaging
 import pytest
 
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import grants as db_grants
+from memagg.db import migrations as db_migrations
 from memagg.drivers.compute_api import none
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import migration
 from memagg.scheduler import reservoir
+from memagg.tests import polling
 from memagg.tests.unit.reservoir import cluster
 from memagg.tests.unit.reservoir.cluster import VM_1, VM_2
 from memagg.tests.unit.reservoir import compute_double
 from memagg.tests.unit.scheduler import test_migration as executor_tests
-from memagg.tests import polling
 
 
 @pytest.fixture
@@ -85,7 +87,7 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
     row = _migrate(reservoir_opts, ctxt, compute, nova)
 
     assert row.status == 'succeeded'
-    assert db_api.grant_get(ctxt, uuid).consumer_host == 'd'
+    assert db_grants.grant_get(ctxt, uuid).consumer_host == 'd'
     assert compute.exported('d') == {uuid}
     assert compute.exported('c') == set()
     # The donor's slabs were neither freed nor moved.
@@ -98,7 +100,8 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
     assert (row.bytes_transferred, row.downtime_ms) == (301 << 20, 42)
     # The copy's rebuild is followed until it is done.
     polling.wait_for(
-        lambda: db_api.migration_get(ctxt, row.uuid).local_copy_left_mb == 0,
+        lambda: db_migrations.migration_get(
+            ctxt, row.uuid).local_copy_left_mb == 0,
         10, interval=0.05, message='the copy rebuilt')
 
 
@@ -126,7 +129,7 @@ def test_a_destination_that_cannot_serve_the_grant_stops_the_migration(
         row.error)
     assert 'memagg-swapd of d does not answer' in row.error
     assert nova.calls == []
-    assert db_api.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+    assert db_grants.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
     assert compute.exported('c') == {grant['uuid']}
 
 
@@ -139,7 +142,7 @@ def test_a_failed_migration_leaves_the_grant_on_its_source(
 
     assert row.status == 'failed'
     assert nova.servers[VM_1]['host'] == 'c'
-    assert db_api.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+    assert db_grants.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
     assert compute.exported('c') == {grant['uuid']}
     assert compute.exported('d') == set()
     assert ('drop_export', 'd', grant['uuid']) in compute.calls
@@ -152,20 +155,20 @@ def test_no_host_releases_a_grant_while_its_vm_migrates(
     audit = executor_tests.make_audit(
         ctxt, [executor_tests.migrate(VM_1, 'c', 'd')])
     executor_tests.migrations_by_vm(ctxt, audit)
-    db_api.migration_queue(
-        ctxt, db_api.audit_get(ctxt, audit).actions[0].id)
+    db_migrations.migration_queue(
+        ctxt, db_audits.audit_get(ctxt, audit).actions[0].id)
 
     with pytest.raises(exceptions.Conflict) as caught:
         gmc.release(ctxt, grant['uuid'], consumer_host='d')
 
     assert 'can be released once it ends' in caught.value.message
-    assert db_api.grant_get(ctxt, grant['uuid']).status == 'active'
+    assert db_grants.grant_get(ctxt, grant['uuid']).status == 'active'
 
 
 def test_the_old_consumer_of_a_moved_grant_releases_nothing(
         reservoir_opts, ctxt, compute, grant):
     gmc = reservoir.Reservoir(reservoir_opts.conf, compute_api=compute)
-    db_api.grant_move(ctxt, grant['uuid'], 'c', 'd')
+    db_grants.grant_move(ctxt, grant['uuid'], 'c', 'd')
 
     answer = gmc.release(ctxt, grant['uuid'], consumer_host='c')
 
@@ -180,12 +183,12 @@ def test_the_old_consumer_of_a_moved_grant_releases_nothing(
 
 def test_a_grant_moves_only_between_its_migration_s_hosts(ctxt, grant):
     with pytest.raises(exceptions.Conflict) as caught:
-        db_api.grant_move(ctxt, grant['uuid'], 'a', 'd')
+        db_grants.grant_move(ctxt, grant['uuid'], 'a', 'd')
     assert 'consumed by c, neither a nor d' in caught.value.message
     # Moving again is a no-op.
-    db_api.grant_move(ctxt, grant['uuid'], 'c', 'd')
-    assert db_api.grant_move(ctxt, grant['uuid'], 'c',
-                             'd').consumer_host == 'd'
+    db_grants.grant_move(ctxt, grant['uuid'], 'c', 'd')
+    assert db_grants.grant_move(ctxt, grant['uuid'], 'c',
+                                'd').consumer_host == 'd'
 
 
 def test_without_a_driver_that_migrates_no_host_is_asked_anything(
@@ -199,7 +202,7 @@ def test_without_a_driver_that_migrates_no_host_is_asked_anything(
     assert 'the none compute API driver cannot live-migrate VM %s' % (
         VM_1) in row.error
     assert compute.calls == calls_before
-    assert db_api.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+    assert db_grants.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
 
 
 def test_a_destination_that_stops_serving_mid_migration_aborts_it(
@@ -220,7 +223,7 @@ def test_a_destination_that_stops_serving_mid_migration_aborts_it(
     assert ('abort', VM_1) in nova.calls
     assert 'destination d no longer serves grant %s' % uuid in row.error
     assert nova.servers[VM_1]['host'] == 'c'
-    assert db_api.grant_get(ctxt, uuid).consumer_host == 'c'
+    assert db_grants.grant_get(ctxt, uuid).consumer_host == 'c'
     assert compute.exported('c') == {uuid}
     assert len(compute.holding('a')) == 4
 

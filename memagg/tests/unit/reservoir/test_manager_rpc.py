@@ -18,7 +18,7 @@ client)."""
 import pytest
 
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import manager
 from memagg.scheduler import reservoir
@@ -113,7 +113,7 @@ def test_a_restarted_scheduler_cleans_up_pending_grants(
     svc = _service(conf, compute)
     try:
         (grant,) = polling.wait_for(
-            lambda: db_api.grants_in_status(admin_context, ('failed',)), 10,
+            lambda: db_grants.grants_in_status(admin_context, ('failed',)), 10,
             message='the pending grant failed')
     finally:
         svc.stop()

@@ -19,7 +19,8 @@ recovery of grants a stopped scheduler left pending."""
 import pytest
 
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import grants as db_grants
+from memagg.db import listings as db_listings
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import reservoir
 from memagg.scheduler import rpcapi
@@ -59,7 +60,7 @@ def three_hosts(ctxt):
 
 
 def _stored(ctxt, uuid):
-    grant = db_api.grant_get(ctxt, uuid)
+    grant = db_grants.grant_get(ctxt, uuid)
     return grant, [(s.index, s.donor_host, s.status) for s in grant.slabs]
 
 
@@ -122,7 +123,7 @@ def test_a_cap_of_zero_grants_nothing(conf, three_hosts, gmc, compute):
         gmc.allocate(three_hosts, VM_1, 'c', 64)
 
     assert 'max_remote_ratio' in error.value.message
-    assert db_api.list_resources(three_hosts, 'grants') == []
+    assert db_listings.list_resources(three_hosts, 'grants') == []
     assert compute.calls == []
 
 
@@ -191,8 +192,8 @@ def test_when_every_donor_fails_nothing_is_stored_or_held(three_hosts, gmc,
 
     assert 'a prepared 0 of 2 slabs' in error.value.message
     assert 'b failed to prepare' in error.value.message
-    assert [g.uuid for g in db_api.list_resources(three_hosts, 'grants')] \
-        == [grant['uuid']]
+    assert [g.uuid for g in db_listings.list_resources(
+        three_hosts, 'grants')] == [grant['uuid']]
     assert compute.holding() == {(grant['uuid'], 0), (grant['uuid'], 1)}
 
 
@@ -225,7 +226,7 @@ def test_an_attach_failure_frees_the_slabs_and_fails_the_grant(
         gmc.allocate(three_hosts, VM_1, 'c', 256)
 
     assert 'c could not attach it: libvirt is down' in error.value.message
-    (grant,) = db_api.list_resources(three_hosts, 'grants')
+    (grant,) = db_listings.list_resources(three_hosts, 'grants')
     assert (grant.status, grant.reason) == (
         'failed', 'c could not attach it: libvirt is down')
     assert {s.status for s in grant.slabs} == {'released'}
@@ -301,7 +302,7 @@ def test_a_donor_that_does_not_free_is_freed_again_at_recovery(
     compute.free_fails.clear()
     gmc.recover(three_hosts, [])
     assert compute.holding() == set()
-    assert {s.status for s in db_api.grant_get(
+    assert {s.status for s in db_grants.grant_get(
         three_hosts, grant['uuid']).slabs} == {'released'}
 
 
@@ -321,7 +322,7 @@ def test_reclaim_takes_the_newest_grants_slabs_first(three_hosts, gmc,
     assert ('a', older['uuid'], [7]) in compute.called('free_slabs')
     old, slabs = _stored(three_hosts, older['uuid'])
     assert old.granted_mb == 448 and slabs[7] == (7, 'a', 'reclaimed')
-    assert db_api.grant_get(three_hosts, newer['uuid']).granted_mb == 0
+    assert db_grants.grant_get(three_hosts, newer['uuid']).granted_mb == 0
     assert len(compute.holding('a')) == 7
 
 
@@ -346,7 +347,7 @@ def test_recovery_fails_pending_grants_and_frees_their_slabs(
     compute.hook = stop_before_attach
     with pytest.raises(KeyboardInterrupt):
         gmc.allocate(three_hosts, VM_1, 'c', 128)
-    (left,) = db_api.list_resources(three_hosts, 'grants')
+    (left,) = db_listings.list_resources(three_hosts, 'grants')
     assert left.status == 'pending' and len(compute.holding('a')) == 2
     compute.hook = None
 

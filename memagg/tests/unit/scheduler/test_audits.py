@@ -20,7 +20,9 @@ import pytest
 
 from memagg.common import context
 from memagg.conf import CONF
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import listings as db_listings
+from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
 from memagg.scheduler import audits
 from memagg.scheduler import consolidation
@@ -39,7 +41,7 @@ def _host(name, vcpus, memory_mb, cpu, vms, reserved_mb=0, state='active',
     cores)], a host sample per value of ``cpu`` (its memory use is the sum
     of the VMs' WSS) and a cpu sample per VM at the same times."""
     now = reported_at or timeutils.utcnow()
-    db_api.report_ingest(
+    db_reports.report_ingest(
         _ctxt(), dict(name=name, vcpus=vcpus, memory_mb=memory_mb,
                       reserved_mb=reserved_mb, cpu_util=cpu[-1], state=state),
         [dict(uuid=uuid, name=uuid[-4:], booked_mb=booked,
@@ -75,11 +77,11 @@ def rounds(conf, sqlite_db):
 
 
 def _plan(memory_basis='wss', parameters=None):
-    audit = db_api.audit_create(_ctxt(), dict(memory_basis=memory_basis,
-                                              parameters=parameters))
+    audit = db_audits.audit_create(_ctxt(), dict(memory_basis=memory_basis,
+                                                 parameters=parameters))
     result = audits.run_audit(_ctxt(), audit.uuid)
     assert result is not None
-    return db_api.audit_get(_ctxt(), audit.uuid)
+    return db_audits.audit_get(_ctxt(), audit.uuid)
 
 
 def _actions(audit):
@@ -252,10 +254,10 @@ def test_collect_reads_histories_capacity_and_grants(rounds):
           reserved_mb=1024)
     rows.insert(models.Grant, dict(consumer_host='h1', granted_mb=2048))
     # A VM reported by a 1.0 compute node: no cpu samples.
-    db_api.report_ingest(_ctxt(), dict(name='h2', vcpus=2, memory_mb=4096,
-                                       cpu_util=0.25),
-                         [dict(uuid=_vm(2), booked_mb=1024, current_mb=900,
-                               cpu_util=0.5, vcpus=2)], [])
+    db_reports.report_ingest(_ctxt(), dict(name='h2', vcpus=2, memory_mb=4096,
+                                           cpu_util=0.25),
+                             [dict(uuid=_vm(2), booked_mb=1024, current_mb=900,
+                                   cpu_util=0.5, vcpus=2)], [])
 
     hosts, skipped = audits.collect(_ctxt())
 
@@ -293,14 +295,14 @@ def test_bad_stored_parameters_fail_the_audit_naming_them(rounds):
 
 
 def test_an_audit_already_taken_is_left_alone(rounds):
-    audit = db_api.audit_create(_ctxt(), dict(state='planning'))
+    audit = db_audits.audit_create(_ctxt(), dict(state='planning'))
 
     assert audits.run_audit(_ctxt(), audit.uuid) is None
-    assert db_api.audit_get(_ctxt(), audit.uuid).state == 'planning'
+    assert db_audits.audit_get(_ctxt(), audit.uuid).state == 'planning'
 
 
 def _stored():
-    return db_api.list_resources(_ctxt(), 'audits')
+    return db_listings.list_resources(_ctxt(), 'audits')
 
 
 def _messages(caplog, level):
@@ -342,7 +344,7 @@ def test_a_periodic_round_with_actions_is_stored(rounds):
     audit = periodic.run(_ctxt())
 
     assert [a.uuid for a in _stored()] == [audit.uuid]
-    stored = db_api.audit_get(_ctxt(), audit.uuid)
+    stored = db_audits.audit_get(_ctxt(), audit.uuid)
     assert (stored.state, stored.memory_basis, stored.auto_execute) == (
         'recommended', 'booked', True)
     assert [a[1] for a in _actions(stored)] == ['migrate', 'power_off']

@@ -22,7 +22,9 @@ import pytest
 
 from memagg.common import context
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import hosts as db_hosts
+from memagg.db import listings as db_listings
 from memagg.db.sqlalchemy import models
 from memagg.objects import report as report_obj
 from memagg.scheduler import manager
@@ -51,15 +53,15 @@ def _report(host, uuids, sampled_at=None):
 
 
 def _samples(ctxt):
-    return db_api.list_resources(ctxt, 'wss_samples')
+    return db_listings.list_resources(ctxt, 'wss_samples')
 
 
 def test_report_is_stored(sqlite_db, admin_context):
     mgr = manager.SchedulerManager(host='ctl')
     mgr.report(admin_context, _report('node-a', UUIDS[:2]))
-    host = db_api.host_get(admin_context, 'node-a')
+    host = db_hosts.host_get(admin_context, 'node-a')
     assert (host.memory_mb, host.free_reservoir_mb) == (4096, 100)
-    assert {i.uuid for i in db_api.list_resources(
+    assert {i.uuid for i in db_listings.list_resources(
         admin_context, 'instances')} == set(UUIDS[:2])
     assert len(_samples(admin_context)) == 2
 
@@ -68,8 +70,8 @@ def test_report_batch_stores_every_report(sqlite_db, admin_context):
     mgr = manager.SchedulerManager(host='ctl')
     mgr.report_batch(admin_context, [_report('node-a', UUIDS[:1]),
                                      _report('node-b', UUIDS[1:])])
-    assert {h.name for h in db_api.list_resources(admin_context, 'hosts')} \
-        == {'node-a', 'node-b'}
+    assert {h.name for h in db_listings.list_resources(
+        admin_context, 'hosts')} == {'node-a', 'node-b'}
     assert len(_samples(admin_context)) == 3
 
 
@@ -135,15 +137,15 @@ class _Executor:
         self.resumed.set()
 
     def execute(self, ctxt, audit_uuid):
-        db_api.audit_set_state(ctxt, audit_uuid, 'executing',
-                               expected=('recommended',))
+        db_audits.audit_set_state(ctxt, audit_uuid, 'executing',
+                                  expected=('recommended',))
         self.executed.append(audit_uuid)
         assert self.gate.wait(30)
-        db_api.audit_set_state(ctxt, audit_uuid, 'succeeded')
+        db_audits.audit_set_state(ctxt, audit_uuid, 'succeeded')
 
 
 def _state(ctxt, uuid):
-    return db_api.audit_get(ctxt, uuid).state
+    return db_audits.audit_get(ctxt, uuid).state
 
 
 def _cluster(ctxt):
@@ -175,13 +177,13 @@ def rounds(conf, fake_rpc, sqlite_db, admin_context):
 
 
 def test_an_audit_asked_for_is_planned(rounds, admin_context):
-    audit = db_api.audit_create(admin_context, {})
+    audit = db_audits.audit_create(admin_context, {})
 
     rpcapi.SchedulerAPI().run_audit(admin_context, audit.uuid)
 
     polling.wait_for(lambda: _state(admin_context, audit.uuid) ==
                      'recommended', 10, message='audit recommended')
-    actions = db_api.audit_get(admin_context, audit.uuid).actions
+    actions = db_audits.audit_get(admin_context, audit.uuid).actions
     assert [(a.action_type, a.source_host, a.dest_host) for a in actions] \
         == [('migrate', 'idle', 'work'), ('power_off', 'idle', None)]
     assert rounds[1].executed == []
@@ -192,7 +194,7 @@ def test_execution_runs_on_the_worker_while_rpc_answers(
     _svc, executor = rounds
     executor.gate.clear()
     api = rpcapi.SchedulerAPI()
-    audit = db_api.audit_create(admin_context, dict(auto_execute=True))
+    audit = db_audits.audit_create(admin_context, dict(auto_execute=True))
     api.run_audit(admin_context, audit.uuid)
     polling.wait_for(lambda: executor.executed == [audit.uuid], 10,
                      message='auto-executed after planning')
@@ -201,8 +203,8 @@ def test_execution_runs_on_the_worker_while_rpc_answers(
     assert api.ping(admin_context, timeout=5)['binary'] == 'memagg-scheduler'
     api.report(admin_context, _report('node-c', UUIDS[2:]))
     polling.wait_for(lambda: any(h.name == 'node-c' for h in
-                                 db_api.list_resources(admin_context,
-                                                       'hosts')),
+                                 db_listings.list_resources(admin_context,
+                                                            'hosts')),
                      10, message='report stored during the execution')
     assert _state(admin_context, audit.uuid) == 'executing'
 
@@ -214,7 +216,7 @@ def test_execution_runs_on_the_worker_while_rpc_answers(
 def test_execute_asked_for_twice_runs_once(rounds, admin_context):
     _svc, executor = rounds
     api = rpcapi.SchedulerAPI()
-    audit = db_api.audit_create(admin_context, {})
+    audit = db_audits.audit_create(admin_context, {})
     api.run_audit(admin_context, audit.uuid)
     polling.wait_for(lambda: _state(admin_context, audit.uuid) ==
                      'recommended', 10, message='audit recommended')
@@ -222,7 +224,7 @@ def test_execute_asked_for_twice_runs_once(rounds, admin_context):
     api.execute_audit(admin_context, audit.uuid)
     api.execute_audit(admin_context, audit.uuid)
     # A round queued behind them shows both executions were taken.
-    later = db_api.audit_create(admin_context, {})
+    later = db_audits.audit_create(admin_context, {})
     api.run_audit(admin_context, later.uuid)
 
     polling.wait_for(lambda: _state(admin_context, later.uuid) ==
@@ -232,13 +234,13 @@ def test_execute_asked_for_twice_runs_once(rounds, admin_context):
 
 
 def _audits(ctxt):
-    return db_api.list_resources(ctxt, 'audits')
+    return db_listings.list_resources(ctxt, 'audits')
 
 
 def test_periodic_rounds_do_not_pile_up(rounds, admin_context):
     svc, executor = rounds
     executor.gate.clear()
-    busy = db_api.audit_create(admin_context, dict(auto_execute=True))
+    busy = db_audits.audit_create(admin_context, dict(auto_execute=True))
     svc.manager.run_audit(admin_context, busy.uuid)
     polling.wait_for(lambda: executor.executed, 10,
                      message='an execution holding the worker')
@@ -246,7 +248,7 @@ def test_periodic_rounds_do_not_pile_up(rounds, admin_context):
     svc.manager.periodic_round()
     svc.manager.periodic_round()
     # A round queued behind them shows what the periodic ones stored.
-    later = db_api.audit_create(admin_context, {})
+    later = db_audits.audit_create(admin_context, {})
     svc.manager.run_audit(admin_context, later.uuid)
 
     executor.gate.set()

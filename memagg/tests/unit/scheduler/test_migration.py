@@ -25,7 +25,10 @@ import threading
 import pytest
 
 from memagg.common import exceptions
-from memagg.db import api as db_api
+from memagg.db import audits as db_audits
+from memagg.db import hosts as db_hosts
+from memagg.db import migrations as db_migrations
+from memagg.db import reports as db_reports
 from memagg.drivers.compute_api import base
 from memagg.drivers.compute_api import none
 from memagg.scheduler import consolidation
@@ -198,7 +201,7 @@ def options(conf):
 @pytest.fixture
 def hosts(sqlite_db, admin_context):
     for host in HOSTS:
-        db_api.report_ingest(admin_context, {'name': host}, [], [])
+        db_reports.report_ingest(admin_context, {'name': host}, [], [])
     return HOSTS
 
 
@@ -212,18 +215,18 @@ def power(action_type, host, reason='underload:cpu+memory'):
 
 
 def make_audit(context, actions, state=migration.RECOMMENDED):
-    uuid = db_api.audit_create(context, {'state': 'planning'}).uuid
-    db_api.audit_store_plan(context, uuid, actions, state=state)
+    uuid = db_audits.audit_create(context, {'state': 'planning'}).uuid
+    db_audits.audit_store_plan(context, uuid, actions, state=state)
     return uuid
 
 
 def states(context, uuid):
-    return [a.state for a in db_api.audit_get(context, uuid).actions]
+    return [a.state for a in db_audits.audit_get(context, uuid).actions]
 
 
 def migrations_by_vm(context, uuid):
     return {m.instance_uuid: m for m in
-            db_api.migrations_of_audit(context, uuid).values()}
+            db_migrations.migrations_of_audit(context, uuid).values()}
 
 
 # A plan of every kind of action: h4 is woken for VM 2, h1 emptied and
@@ -251,12 +254,12 @@ def test_plan_runs_power_on_then_migrations_then_power_off(
     assert nova.enabled['h4'] and not nova.enabled['h1']
     assert {vm: s['host'] for vm, s in nova.servers.items()} == {
         VM[0]: 'h2', VM[1]: 'h3', VM[2]: 'h4'}
-    audit = db_api.audit_get(admin_context, uuid)
+    audit = db_audits.audit_get(admin_context, uuid)
     assert (audit.state, audit.reason) == ('succeeded', None)
     assert audit.finished_at is not None
     assert states(admin_context, uuid) == ['succeeded'] * 5
-    assert db_api.host_get(admin_context, 'h1').state == 'standby'
-    assert db_api.host_get(admin_context, 'h4').state == 'active'
+    assert db_hosts.host_get(admin_context, 'h1').state == 'standby'
+    assert db_hosts.host_get(admin_context, 'h4').state == 'active'
     rows = migrations_by_vm(admin_context, uuid)
     assert {vm: (m.status, m.attempts, m.source_host, m.dest_host)
             for vm, m in rows.items()} == {
@@ -303,7 +306,7 @@ def test_per_host_limit_is_never_exceeded_and_hosts_run_in_parallel(
     assert not thread.is_alive()
     assert nova.peak_total == concurrent
     assert max(nova.peak.values()) == limit
-    assert db_api.audit_get(admin_context, uuid).state == 'succeeded'
+    assert db_audits.audit_get(admin_context, uuid).state == 'succeeded'
     assert nova.accepted == collections.Counter(
         {vm: 1 for vm in servers})
 
@@ -336,7 +339,7 @@ def test_failed_migrations_are_retried_up_to_max_retries(
     # h1 keeps a VM: it stays powered on.
     assert ('disable', 'h1', 'memagg: consolidated') not in nova.calls
     # Some actions succeeded: the audit is partial, not failed.
-    audit = db_api.audit_get(admin_context, uuid)
+    audit = db_audits.audit_get(admin_context, uuid)
     assert audit.state == 'partial'
     assert audit.finished_at is not None
     lines = audit.reason.splitlines()
@@ -358,7 +361,7 @@ def test_a_refusal_is_not_retried_and_keeps_novas_message(
     assert nova.calls == [('migrate', VM[0], 'h2')]
     assert (row.status, row.attempts) == ('failed', 1)
     assert 'No valid host was found' in row.error
-    assert db_api.audit_get(admin_context, uuid).state == 'failed'
+    assert db_audits.audit_get(admin_context, uuid).state == 'failed'
 
 
 def test_unavailable_nova_is_retried_but_an_accepted_call_never_twice(
@@ -379,7 +382,7 @@ def test_unavailable_nova_is_retried_but_an_accepted_call_never_twice(
         ('migrate', VM[1], 'h3')]
     assert (rows[VM[1]].status, rows[VM[1]].attempts) == ('succeeded', 1)
     assert nova.busy_refusals == 0
-    assert db_api.audit_get(admin_context, uuid).state == 'succeeded'
+    assert db_audits.audit_get(admin_context, uuid).state == 'succeeded'
 
 
 def test_a_migration_past_the_timeout_fails_without_a_retry(
@@ -400,7 +403,7 @@ def test_a_migration_past_the_timeout_fails_without_a_retry(
     assert nova.servers[VM[0]]['host'] == 'h1'
     assert 1 <= rows[VM[0]].duration_s < 10
     assert rows[VM[1]].status == 'succeeded'
-    assert db_api.audit_get(admin_context, uuid).state == 'partial'
+    assert db_audits.audit_get(admin_context, uuid).state == 'partial'
 
 
 def test_a_host_that_was_not_woken_receives_no_vm(options, hosts,
@@ -416,7 +419,7 @@ def test_a_host_that_was_not_woken_receives_no_vm(options, hosts,
     assert ('migrate', VM[2], 'h4') not in nova.calls
     assert states(admin_context, uuid) == [
         'failed', 'succeeded', 'succeeded', 'skipped', 'succeeded']
-    reason = db_api.audit_get(admin_context, uuid).reason
+    reason = db_audits.audit_get(admin_context, uuid).reason
     assert 'action 0 (power_on h4) failed: Nova refused' in reason
     assert 'destination h4 was not powered on' in reason
     assert VM[2] not in migrations_by_vm(admin_context, uuid)
@@ -433,9 +436,9 @@ def test_an_unavailable_service_api_is_retried_within_bounds(
     assert [c for c in nova.calls if c[0] == 'disable'] == [
         ('disable', 'h1', 'memagg: consolidated')] * 3
     assert states(admin_context, uuid)[-1] == 'failed'
-    assert 'after 3 attempts' in db_api.audit_get(admin_context,
-                                                  uuid).reason
-    assert db_api.host_get(admin_context, 'h1').state == 'active'
+    assert 'after 3 attempts' in db_audits.audit_get(admin_context,
+                                                     uuid).reason
+    assert db_hosts.host_get(admin_context, 'h1').state == 'active'
 
 
 def test_the_none_driver_fails_the_plan_at_once_naming_the_option(
@@ -445,7 +448,7 @@ def test_the_none_driver_fails_the_plan_at_once_naming_the_option(
     migration.Executor(options.conf, none.NoComputeApi(options.conf)) \
         .execute(admin_context, uuid)
 
-    audit = db_api.audit_get(admin_context, uuid)
+    audit = db_audits.audit_get(admin_context, uuid)
     assert audit.state == 'failed'
     assert 'compute_api_driver = nova' in audit.reason
     # Not retried: the driver cannot migrate whatever happens.
@@ -459,13 +462,13 @@ def test_only_a_recommended_audit_is_executed(options, hosts,
     with pytest.raises(exceptions.Conflict):
         migration.Executor(options.conf, FakeNova(SERVERS)).execute(
             admin_context, uuid)
-    assert db_api.audit_get(admin_context, uuid).state == 'failed'
+    assert db_audits.audit_get(admin_context, uuid).state == 'failed'
 
 
 def test_resume_fails_audits_left_planning(options, hosts, admin_context):
-    uuid = db_api.audit_create(admin_context, {'state': 'planning'}).uuid
+    uuid = db_audits.audit_create(admin_context, {'state': 'planning'}).uuid
     migration.Executor(options.conf, FakeNova({})).resume(admin_context)
-    audit = db_api.audit_get(admin_context, uuid)
+    audit = db_audits.audit_get(admin_context, uuid)
     assert (audit.state, audit.reason) == (
         'failed', 'memagg-scheduler restarted while planning')
 
@@ -475,9 +478,10 @@ class Crash(Exception):
 
 
 # What the executor writes, each a point where it can be stopped.
-_WRITES = ('audit_set_state', 'audit_action_set_state', 'migration_queue',
-           'migration_start_attempt', 'migration_attempt_failed',
-           'migration_finish', 'host_set_state')
+_WRITES = {db_audits: ('audit_set_state', 'audit_action_set_state'),
+           db_migrations: ('migration_queue', 'migration_start_attempt',
+                           'migration_attempt_failed', 'migration_finish'),
+           db_hosts: ('host_set_state',)}
 _NOVA_CALLS = ('live_migrate', 'get_server_state', 'get_migration_progress',
                'set_host_enabled')
 
@@ -494,7 +498,7 @@ def _crash_after(monkeypatch, nova, writes=None):
         def call(*args, **kwargs):
             if dead.is_set():
                 raise Crash(name)
-            if name in _WRITES:
+            if any(name in names for names in _WRITES.values()):
                 if writes is not None and len(done) >= writes:
                     dead.set()
                     raise Crash(name)
@@ -502,8 +506,10 @@ def _crash_after(monkeypatch, nova, writes=None):
             return real(*args, **kwargs)
         return call
 
-    for name in _WRITES:
-        monkeypatch.setattr(db_api, name, guard(getattr(db_api, name), name))
+    for module, names in _WRITES.items():
+        for name in names:
+            monkeypatch.setattr(module, name,
+                                guard(getattr(module, name), name))
     for name in _NOVA_CALLS:
         monkeypatch.setattr(nova, name, guard(getattr(nova, name), name))
     return done
@@ -532,7 +538,7 @@ def test_the_run_resumed_below_makes_the_writes_counted(
     done = _crash_after(monkeypatch, nova)
     migration.Executor(options.conf, nova).execute(admin_context, uuid)
     assert len(done) == _PLAN_WRITES
-    assert db_api.audit_get(admin_context, uuid).state == 'succeeded'
+    assert db_audits.audit_get(admin_context, uuid).state == 'succeeded'
 
 
 @pytest.mark.slow
@@ -552,13 +558,13 @@ def test_resume_finishes_a_plan_stopped_after_any_write(
     with pytest.raises(Crash):
         migration.Executor(options.conf, nova).execute(admin_context, uuid)
     monkeypatch.undo()
-    assert db_api.audit_get(admin_context, uuid).state == 'executing'
+    assert db_audits.audit_get(admin_context, uuid).state == 'executing'
     if nova_meanwhile == 'migrations ended':
         nova.complete_all()
 
     migration.Executor(options.conf, nova).resume(admin_context)
 
-    audit = db_api.audit_get(admin_context, uuid)
+    audit = db_audits.audit_get(admin_context, uuid)
     assert (audit.state, audit.reason) == ('succeeded', None)
     assert states(admin_context, uuid) == ['succeeded'] * 5
     assert {vm: s['host'] for vm, s in nova.servers.items()} == {
@@ -570,17 +576,17 @@ def test_resume_finishes_a_plan_stopped_after_any_write(
     assert nova.accepted == {VM[0]: 1, VM[1]: 2, VM[2]: 1}
     rows = migrations_by_vm(admin_context, uuid)
     assert {m.status for m in rows.values()} == {'succeeded'}
-    assert db_api.host_get(admin_context, 'h1').state == 'standby'
+    assert db_hosts.host_get(admin_context, 'h1').state == 'standby'
 
 
 def _stopped_between_write_and_call(admin_context, nova, attempts):
     """An audit whose VM 0 migration the DB says is running (attempt
     ``attempts``), Nova having never received it."""
     uuid = make_audit(admin_context, PLAN[1:2], state='executing')
-    action = db_api.audit_get(admin_context, uuid).actions[0]
-    row = db_api.migration_queue(admin_context, action.id)
+    action = db_audits.audit_get(admin_context, uuid).actions[0]
+    row = db_migrations.migration_queue(admin_context, action.id)
     for _ in range(attempts):
-        db_api.migration_start_attempt(admin_context, row.id)
+        db_migrations.migration_start_attempt(admin_context, row.id)
     return uuid
 
 
@@ -595,7 +601,7 @@ def test_resume_retries_an_attempt_nova_never_received(
     assert (row.status, row.attempts) == ('succeeded', 2)
     assert 'after memagg-scheduler restarted' in row.error
     assert nova.accepted[VM[0]] == 1
-    assert db_api.audit_get(admin_context, uuid).state == 'succeeded'
+    assert db_audits.audit_get(admin_context, uuid).state == 'succeeded'
 
 
 def test_resume_fails_a_migration_whose_attempts_are_spent(
@@ -611,6 +617,6 @@ def test_resume_fails_a_migration_whose_attempts_are_spent(
     # When the attempt ended is unknown: no duration is made up.
     assert row.duration_s is None
     assert nova.calls == []
-    audit = db_api.audit_get(admin_context, uuid)
+    audit = db_audits.audit_get(admin_context, uuid)
     assert audit.state == 'failed'
     assert 'after 1 attempts' in audit.reason

@@ -1,0 +1,130 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""memagg's database engine and transactions, and the helpers the resource
+modules (memagg.db.hosts, .instances, .grants, ...) share.
+
+Resource functions take a RequestContext first (enginefacade keeps the session
+on it) and return model objects detached from the session, or raise
+memagg.common.exceptions.
+"""
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
+import sqlalchemy as sa
+
+from memagg.common import exceptions
+from memagg.conf import CONF
+
+
+_context_manager = enginefacade.transaction_context()
+_configured = False
+
+
+def configure():
+    """Point the engine facade at [database]; call once per process."""
+    global _configured
+    if not _configured:
+        _context_manager.configure(**dict(CONF.database.items()))
+        _configured = True
+
+
+def get_engine():
+    """The writer engine (migrations, tests)."""
+    configure()
+    return _context_manager.writer.get_engine()
+
+
+def dispose():
+    """Close the engine's connections and drop the engine facade, so the
+    next call builds a new one on the [database] options then in force."""
+    global _context_manager, _configured
+    if _configured:
+        _context_manager.dispose_pool()
+    _context_manager = enginefacade.transaction_context()
+    _configured = False
+
+
+def reader():
+    """The engine facade's reader, to open a transaction on a context."""
+    configure()
+    return _context_manager.reader
+
+
+def writer():
+    """The engine facade's writer, to open a transaction on a context."""
+    configure()
+    return _context_manager.writer
+
+
+def _lost_race(error):
+    """Whether a write failed only because a concurrent one went first."""
+    if isinstance(error, db_exc.DBDuplicateEntry):
+        return True
+    # SQLite (all-in-one mode) fails at once, rather than wait, when two
+    # transactions that both read want to write; the loser can start again.
+    error = getattr(error, 'inner_exception', None) or error
+    return (isinstance(error, sa.exc.OperationalError)
+            and 'database is locked' in str(error))
+
+
+def retry_on_race(func):
+    """Run ``func``'s transaction again when it lost a race with a
+    concurrent writer or the backend broke a deadlock."""
+    return oslo_db_api.wrap_db_retry(
+        max_retries=5, retry_interval=0.05, retry_on_deadlock=True,
+        exception_checker=_lost_race)(func)
+
+
+def check_columns(model, values, field):
+    """Raise InvalidParameter naming ``field`` when ``values`` has a key
+    that is not a column of ``model``."""
+    unknown = sorted(set(values) - set(model.__table__.columns.keys()))
+    if unknown:
+        raise exceptions.InvalidParameter(
+            field=field, reason='unknown column(s) %s of %s'
+            % (', '.join(unknown), model.__tablename__))
+
+
+def get_one(context, model, column, value, resource):
+    """The row of ``model`` whose ``column`` is ``value``; NotFound naming
+    ``resource`` when there is none."""
+    with reader().using(context) as session:
+        row = session.query(model).filter(
+            getattr(model, column) == value).first()
+        if row is None:
+            raise exceptions.NotFound(resource=resource, id=value)
+        return row
+
+
+def locked(session, model, resource, row_id):
+    """Row ``row_id`` of ``model``, locked until the transaction ends;
+    NotFound naming ``resource`` when it is gone."""
+    row = session.query(model).filter_by(id=row_id).with_for_update().first()
+    if row is None:
+        raise exceptions.NotFound(resource=resource, id=row_id)
+    return row
+
+
+def describe_error(error):
+    """One line for an operator about a failed database call: which
+    database (password hidden), the driver's reason, and where to fix it."""
+    # The driver's message can go on with the SQL and its parameters; its
+    # first line names the cause.
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    try:
+        url = sa.engine.make_url(CONF.database.connection).render_as_string(
+            hide_password=True)
+    except sa.exc.ArgumentError:
+        url = '(unparsable URL)'
+    return ('database %s failed: %s; check [database] connection and that '
+            'the server is running' % (url, reason))

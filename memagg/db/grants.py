@@ -1,0 +1,337 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Grants of remote memory and their slabs (the global memory reservoir,
+memagg.scheduler.reservoir), and the summary of what the reservoir lends.
+
+A grant is reserved, with its slabs on their donors, in one transaction that
+locks the instance and the donor hosts' rows, so that two allocations at once
+can neither exceed a VM's cap nor lend a donor's memory twice.
+"""
+import sqlalchemy as sa
+
+from memagg.common import exceptions
+from memagg.db import facade
+from memagg.db.sqlalchemy import models
+
+
+#: Slab states that hold memory on the donor.
+SLAB_HOLDING = ('pending', 'active', 'releasing')
+#: Grant states whose memory counts against the VM's cap.
+GRANT_HOLDING = ('pending', 'active')
+
+#: How GET lists grants: its model, the column a marker names, the
+#: default sort, and the columns a request may filter and sort on.
+LISTING = dict(model=models.Grant, key='uuid', sort=['created_at'],
+               filters=('instance_uuid', 'consumer_host', 'status'),
+               sort_keys=('created_at', 'granted_mb', 'requested_mb'))
+
+
+def grant_get(context, uuid):
+    return facade.get_one(context, models.Grant, 'uuid', uuid, 'Grant')
+
+
+def _donors_available(session, consumer_host, reported_since, exclude):
+    """Lock the rows of the hosts that may lend now (reported at or after
+    ``reported_since``, active, not ``consumer_host`` nor in ``exclude``)
+    in name order; return ``[(name, available_mb)]``, where available is
+    the reported lendable memory less the slabs the host holds."""
+    hosts = session.query(models.Host).filter(
+        models.Host.name != consumer_host,
+        models.Host.name.not_in(list(exclude)),
+        models.Host.state == 'active',
+        models.Host.reported_at >= reported_since).order_by(
+        models.Host.name).with_for_update().all()
+    if not hosts:
+        return []
+    # A locking read: on MariaDB a plain one would read the transaction's
+    # snapshot, from before a concurrent reservation committed.
+    held = {}
+    for host, size_mb in session.query(
+            models.Slab.donor_host, models.Slab.size_mb).filter(
+            models.Slab.donor_host.in_([h.name for h in hosts]),
+            models.Slab.status.in_(SLAB_HOLDING)).with_for_update(read=True):
+        held[host] = held.get(host, 0) + size_mb
+    return [(h.name, h.lendable_mb - held.get(h.name, 0)) for h in hosts]
+
+
+def _slab_rows(assignments, indexes, size_mb):
+    """Slab rows for ``assignments`` [(donor, n)], numbered by
+    ``indexes`` in order."""
+    indexes = iter(indexes)
+    return [models.Slab(index=next(indexes), donor_host=host,
+                        size_mb=size_mb, status='pending')
+            for host, count in assignments for _ in range(count)]
+
+
+@facade.retry_on_race
+def grant_reserve(context, values, reported_since, plan):
+    """Reserve a new grant, pending, and its slabs on their donors.
+
+    ``values`` are Grant columns (``uuid``, ``instance_uuid``,
+    ``consumer_host``, ``requested_mb``, ``slab_size_mb``, ``secret``).
+    With the instance's and the donors' rows locked, ``plan(instance,
+    held_mb, donors)`` is called — ``held_mb`` is what the instance's
+    pending and active grants hold, ``donors`` ``[(host, available_mb)]``
+    as in :func:`_donors_available` — and returns ``(assignments, reason)``:
+    ``[(host, n_slabs)]`` and why it is less than requested (or None); it
+    raises to store nothing. May run again when a concurrent writer wins.
+    Returns the grant with its slabs (indexes from 0 in assignment order);
+    NotFound when the instance is unknown.
+    """
+    facade.check_columns(models.Grant, values, 'grant')
+    with facade.writer().using(context) as session:
+        instance = session.query(models.Instance).filter_by(
+            uuid=values['instance_uuid']).with_for_update().first()
+        if instance is None:
+            raise exceptions.NotFound(resource='Instance',
+                                      id=values['instance_uuid'])
+        held = sum(size for size, in session.query(
+            models.Grant.granted_mb).filter(
+            models.Grant.instance_uuid == instance.uuid,
+            models.Grant.status.in_(GRANT_HOLDING)).with_for_update(
+            read=True))
+        donors = _donors_available(session, values['consumer_host'],
+                                   reported_since, ())
+        assignments, reason = plan(instance, held, donors)
+        count = sum(n for _, n in assignments)
+        grant = models.Grant(**dict(values, status='pending',
+                                    granted_mb=count * values[
+                                        'slab_size_mb'],
+                                    reason=reason))
+        grant.slabs = _slab_rows(assignments, range(count),
+                                 values['slab_size_mb'])
+        session.add(grant)
+        session.flush()
+        return grant
+
+
+@facade.retry_on_race
+def grant_move_slabs(context, grant_uuid, indexes, reported_since, exclude,
+                     select):
+    """Give the slabs ``indexes`` of pending grant ``grant_uuid`` other
+    donors: with the donors' rows locked (not the consumer, not those in
+    ``exclude``), ``select(n_slabs, donors)`` returns ``[(host, n)]``; the
+    indexes, in order, go to those hosts and the rest are deleted. Returns
+    the grant."""
+    with facade.writer().using(context) as session:
+        grant = session.query(models.Grant).filter_by(
+            uuid=grant_uuid).with_for_update().first()
+        if grant is None:
+            raise exceptions.NotFound(resource='Grant', id=grant_uuid)
+        indexes = sorted(indexes)
+        for slab in list(grant.slabs):
+            if slab.index in indexes:
+                grant.slabs.remove(slab)
+        session.flush()
+        donors = _donors_available(session, grant.consumer_host,
+                                   reported_since, exclude)
+        assignments = select(len(indexes), donors) if donors else []
+        grant.slabs.extend(_slab_rows(assignments, indexes,
+                                      grant.slab_size_mb))
+        grant.granted_mb = sum(s.size_mb for s in grant.slabs)
+        session.flush()
+        return grant
+
+
+def _grant_for_update(session, uuid):
+    grant = session.query(models.Grant).filter_by(
+        uuid=uuid).with_for_update().first()
+    if grant is None:
+        raise exceptions.NotFound(resource='Grant', id=uuid)
+    return grant
+
+
+@facade.retry_on_race
+def grant_prepared(context, grant_uuid, prepared, partial, reason):
+    """Record what the donors of pending grant ``grant_uuid`` set up:
+    ``prepared`` maps slab index -> ``(endpoint, remote_addr, rkey)``;
+    slabs not in it are deleted, ``granted_mb`` is what remains. Returns
+    the grant."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        for slab in list(grant.slabs):
+            if slab.index not in prepared:
+                grant.slabs.remove(slab)
+                continue
+            slab.endpoint, slab.remote_addr, slab.rkey = prepared[slab.index]
+        grant.granted_mb = sum(s.size_mb for s in grant.slabs)
+        grant.partial = partial
+        grant.reason = reason
+        session.flush()
+        return grant
+
+
+@facade.retry_on_race
+def grant_set_status(context, grant_uuid, status, slab_status,
+                     reason=None, expected=None, unfreed=()):
+    """Move grant ``grant_uuid`` to ``status`` and its slabs that hold
+    memory to ``slab_status`` — but those of the donors in ``unfreed``,
+    which did not confirm they freed them, to ``releasing``. ``reason``
+    replaces the grant's when given. With ``expected`` (states), raise
+    Conflict unless the grant is in one of them. Returns the grant."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        if expected is not None and grant.status not in expected:
+            raise exceptions.Conflict(reason='grant %s is %s, not %s' % (
+                grant_uuid, grant.status, ' or '.join(expected)))
+        grant.status = status
+        if reason is not None:
+            grant.reason = reason
+        for slab in grant.slabs:
+            if slab.status in SLAB_HOLDING:
+                slab.status = ('releasing' if slab.donor_host in unfreed
+                               else slab_status)
+        session.flush()
+        return grant
+
+
+@facade.retry_on_race
+def grant_move(context, grant_uuid, source_host, dest_host):
+    """Make ``dest_host`` the consumer of active grant ``grant_uuid``,
+    whose VM moved there from ``source_host``; nothing changes when it is
+    the consumer already. Conflict when the grant is not active or is
+    consumed by a third host. Returns the grant."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        if grant.status != 'active':
+            raise exceptions.Conflict(reason='grant %s is %s, not active'
+                                      % (grant_uuid, grant.status))
+        if grant.consumer_host not in (source_host, dest_host):
+            raise exceptions.Conflict(reason=(
+                'grant %s is consumed by %s, neither %s nor %s' % (
+                    grant_uuid, grant.consumer_host, source_host,
+                    dest_host)))
+        grant.consumer_host = dest_host
+        session.flush()
+        return grant
+
+
+def grants_of_instance(context, instance_uuid, consumer_host):
+    """The active grants of ``instance_uuid`` consumed on
+    ``consumer_host``, oldest first."""
+    with facade.reader().using(context) as session:
+        return session.query(models.Grant).filter_by(
+            instance_uuid=instance_uuid, consumer_host=consumer_host,
+            status='active').order_by(models.Grant.created_at,
+                                      models.Grant.id).all()
+
+
+@facade.retry_on_race
+def grant_delete(context, grant_uuid):
+    """Delete grant ``grant_uuid`` and its slabs (one that granted
+    nothing)."""
+    with facade.writer().using(context) as session:
+        session.delete(_grant_for_update(session, grant_uuid))
+
+
+def grants_in_status(context, statuses):
+    """The grants whose status is one of ``statuses``, oldest first."""
+    with facade.reader().using(context) as session:
+        return session.query(models.Grant).filter(
+            models.Grant.status.in_(list(statuses))).order_by(
+            models.Grant.created_at, models.Grant.id).all()
+
+
+def slabs_lent_by(context, donor_host):
+    """The active slabs ``donor_host`` holds for active grants, the newest
+    grants' first (their highest indexes first): ``[(grant, slab)]``."""
+    with facade.reader().using(context) as session:
+        rows = session.query(models.Slab, models.Grant).join(
+            models.Grant).filter(
+            models.Slab.donor_host == donor_host,
+            models.Slab.status == 'active',
+            models.Grant.status == 'active').order_by(
+            models.Grant.created_at.desc(), models.Grant.id.desc(),
+            models.Slab.index.desc()).all()
+        return [(grant, slab) for slab, grant in rows]
+
+
+@facade.retry_on_race
+def grant_slabs_reclaimed(context, grant_uuid, indexes, status='reclaimed'):
+    """Move the active slabs ``indexes`` of grant ``grant_uuid`` to
+    ``status`` (reclaimed, or releasing when the donor did not confirm it
+    freed them) and take their memory off the grant's ``granted_mb``;
+    return the MiB taken."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        taken = 0
+        for slab in grant.slabs:
+            if slab.index in indexes and slab.status == 'active':
+                slab.status = status
+                taken += slab.size_mb
+        grant.granted_mb -= taken
+        return taken
+
+
+def slabs_releasing(context):
+    """Slabs whose donor has not confirmed it freed them: ``{(grant uuid,
+    donor host): [index, ...]}``."""
+    with facade.reader().using(context) as session:
+        rows = session.query(models.Grant.uuid, models.Slab.donor_host,
+                             models.Slab.index).join(models.Grant).filter(
+            models.Slab.status == 'releasing').order_by(
+            models.Slab.index).all()
+    result = {}
+    for uuid, host, index in rows:
+        result.setdefault((uuid, host), []).append(index)
+    return result
+
+
+@facade.retry_on_race
+def slabs_released(context, grant_uuid, donor_host):
+    """Mark the releasing slabs of ``grant_uuid`` on ``donor_host``
+    released (the donor freed them)."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        for slab in grant.slabs:
+            if slab.donor_host == donor_host and slab.status == 'releasing':
+                slab.status = 'released'
+
+
+def granted_mb_by_consumer(context):
+    """Memory granted by active grants, in MiB, per consumer host."""
+    with facade.reader().using(context) as session:
+        return {host: int(total or 0) for host, total in session.query(
+            models.Grant.consumer_host, sa.func.sum(models.Grant.granted_mb))
+            .filter(models.Grant.status == 'active')
+            .group_by(models.Grant.consumer_host).all()}
+
+
+def reservoir_summary(context):
+    """Memory the cluster can lend and has lent, in MiB, per host and total.
+
+    ``lent_mb`` counts the slabs a host still holds for active grants (not
+    those reclaimed), ``borrowed_mb`` the memory granted to a host's
+    instances by active grants.
+    """
+    with facade.reader().using(context) as session:
+        hosts = session.query(models.Host).order_by(models.Host.name).all()
+        lent = dict(session.query(models.Slab.donor_host,
+                                  sa.func.sum(models.Slab.size_mb))
+                    .join(models.Grant)
+                    .filter(models.Grant.status == 'active',
+                            models.Slab.status == 'active')
+                    .group_by(models.Slab.donor_host).all())
+        borrowed = dict(session.query(models.Grant.consumer_host,
+                                      sa.func.sum(models.Grant.granted_mb))
+                        .filter(models.Grant.status == 'active')
+                        .group_by(models.Grant.consumer_host).all())
+    per_host = [dict(host=h.name, free_reservoir_mb=h.free_reservoir_mb,
+                     lendable_mb=h.lendable_mb,
+                     lent_mb=int(lent.get(h.name) or 0),
+                     borrowed_mb=int(borrowed.get(h.name) or 0))
+                for h in hosts]
+    totals = {key: sum(h[key] for h in per_host)
+              for key in ('free_reservoir_mb', 'lendable_mb', 'lent_mb',
+                          'borrowed_mb')}
+    return dict(totals, hosts=per_host)
