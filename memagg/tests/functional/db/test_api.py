@@ -16,9 +16,11 @@ bulk deletes)."""
 import threading
 
 import pytest
+import sqlalchemy as sa
 
 from memagg.common import context as memagg_context
 from memagg.common import exceptions
+from memagg.db import facade as db_facade
 from memagg.db import grants as db_grants
 from memagg.db import hosts as db_hosts
 from memagg.db import instances as db_instances
@@ -159,6 +161,72 @@ def test_report_ingest_upserts_and_marks_gone(admin_context, any_db):
     assert [(s.instance_uuid, s.host) for s in samples] == [
         (a, 'host-1'), (a, 'host-1')]
     assert len(db_listings.list_resources(admin_context, 'hosts')) == 1
+
+
+def _round_trips(call):
+    """Run ``call``; return the statements it sent to the database, one per
+    round trip: an executemany of anything but an INSERT counts once per
+    row, as the drivers (PyMySQL's for one) send those one by one."""
+    sent = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        many = executemany and not statement.lstrip().startswith('INSERT')
+        sent.extend([statement] * (len(parameters) if many else 1))
+
+    engine = db_facade.get_engine()
+    sa.event.listen(engine, 'before_cursor_execute', count)
+    try:
+        call()
+    finally:
+        sa.event.remove(engine, 'before_cursor_execute', count)
+    return sent
+
+
+def _report_of(size):
+    """A report of ``size`` instances, every other one without wss_mb, and
+    a sample each."""
+    uuids = ['00000000-0000-0000-%04d-%012d' % (size, i) for i in range(size)]
+    instances = [dict(uuid=u, booked_mb=1024, current_mb=1024,
+                      **({'wss_mb': 300} if i % 2 else {}))
+                 for i, u in enumerate(uuids)]
+    samples = [dict(instance_uuid=u, sampled_at=rows.ago(seconds=10),
+                    wss_mb=300, current_mb=1024, estimator='libvirt')
+               for u in uuids]
+    return instances, samples
+
+
+def test_report_statements_do_not_grow_with_instances(admin_context, any_db):
+    trips = {}
+    for size in (5, 50):
+        host = dict(name='host-%d' % size)
+        instances, samples = _report_of(size)
+        load = dict(cpu_util=0.5, mem_used_mb=2048)
+        first = _round_trips(lambda: db_reports.report_ingest(
+            admin_context, host, instances, samples, host_sample=load))
+        # All but the first change, the last is gone.
+        again = [instances[0]] + [dict(i, current_mb=768)
+                                  for i in instances[1:-1]]
+        second = _round_trips(lambda: db_reports.report_ingest(
+            admin_context, host, again, samples, host_sample=load))
+        same = _round_trips(lambda: db_reports.report_ingest(
+            admin_context, host, again, samples, host_sample=load))
+        trips[size] = (len(first), len(second), len(same))
+
+        state = [(i.uuid, i.status, i.current_mb, i.updated_at is None)
+                 for i in db_listings.list_resources(
+                     admin_context, 'instances',
+                     filters={'host': host['name']}, sort_keys=['uuid'])]
+        assert state == (
+            [(instances[0]['uuid'], 'active', 1024, True)]
+            + [(i['uuid'], 'active', 768, False) for i in instances[1:-1]]
+            + [(instances[-1]['uuid'], 'gone', 1024, False)])
+        assert len(db_listings.list_resources(
+            admin_context, 'wss_samples', filters={
+                'instance_uuid': instances[1]['uuid']})) == 3
+
+    assert trips[5] == trips[50]
+    # The eight statements report_ingest names, and SQLite's BEGIN.
+    assert max(trips[50]) <= 9
 
 
 def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
