@@ -25,11 +25,7 @@ from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests import polling
 
 URI = 'qemu:///system'
-# libvirtd as tini's child: tini -s is a subreaper, so the QEMUs libvirtd
-# daemonizes are reaped the moment they exit. This machine's PID 1 reaps
-# orphans only every ~2 s, and libvirtd waits for a QEMU's zombie to go at
-# each destroy and each migration's confirm step (a host's systemd reaps at
-# once): without it every one of them took 1.8 s more here.
+# libvirtd under a subreaper, as tools/setup.sh's start_libvirt says why.
 LIBVIRTD = ['tini', '-s', '--', 'libvirtd']
 
 
@@ -45,7 +41,6 @@ def ensure_libvirtd():
     if not _running('virtlogd'):
         subprocess.run(['virtlogd', '-d'], check=True)
     if not _running('libvirtd'):
-        # Under a subreaper, as tools/setup.sh starts it (see there).
         subprocess.Popen(LIBVIRTD, start_new_session=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
