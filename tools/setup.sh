@@ -13,9 +13,9 @@
 
 # Prepare this Debian 12 machine to run and test memagg, from a clean clone.
 #
-#  1. apt-get installs what is missing (RabbitMQ, MariaDB, PostgreSQL,
+#  1. apt-get installs what is missing (RabbitMQ, MariaDB, PostgreSQL, Redis,
 #     libvirt + QEMU, build tools); apt-get update only when something is.
-#  2. Starts RabbitMQ, MariaDB and PostgreSQL when their port does not
+#  2. Starts RabbitMQ, MariaDB, PostgreSQL and Redis when their port does not
 #     answer, and makes root@127.0.0.1 (MariaDB, no password) and
 #     postgres@127.0.0.1 (PostgreSQL, trust) reachable, as the tests expect.
 #  3. Creates .venv (memagg, editable, with test requirements) and
@@ -36,7 +36,7 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 APT_PACKAGES=(
-    rabbitmq-server mariadb-server postgresql
+    rabbitmq-server mariadb-server postgresql redis-server
     libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-dev
     qemu-system-x86 qemu-utils pkg-config cpio busybox-static
     gcc python3-dev python3-venv make clang libclang-rt-14-dev
@@ -128,6 +128,15 @@ start_mariadb() {
     fi
 }
 
+# Redis: the coordination backend of the scheduler workers' tests on Redis.
+start_redis() {
+    port_open 6379 && return
+    say "starting Redis"
+    $SUDO runuser -u redis -- /usr/bin/redis-server --bind 127.0.0.1 \
+        --port 6379 --daemonize yes --save '' --appendonly no --dir /tmp
+    wait_until 30 Redis port_open 6379
+}
+
 start_rabbitmq() {
     port_open 5672 && return
     say "starting RabbitMQ"
@@ -186,6 +195,7 @@ install_packages
 start_postgresql
 start_mariadb
 start_rabbitmq
+start_redis
 start_libvirt
 # Exact versions from upper-constraints.txt (tools/generate-constraints.sh).
 make_venv .venv \

@@ -24,6 +24,7 @@ from oslo_config import cfg
 from memagg.conf import api
 from memagg.conf import compute
 from memagg.conf import consolidation
+from memagg.conf import coordination
 from memagg.conf import database
 from memagg.conf import default
 from memagg.conf import local_policy
@@ -38,6 +39,6 @@ from memagg.conf import wss
 CONF = cfg.ConfigOpts()
 
 for _module in (default, api, compute, database, messaging, scheduler,
-                consolidation, wss, local_policy, nova, placement, reservoir,
-                swapd):
+                consolidation, coordination, wss, local_policy, nova,
+                placement, reservoir, swapd):
     _module.register_opts(CONF)

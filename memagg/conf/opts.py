@@ -14,6 +14,7 @@
 from memagg.conf import api
 from memagg.conf import compute
 from memagg.conf import consolidation
+from memagg.conf import coordination
 from memagg.conf import database
 from memagg.conf import default
 from memagg.conf import local_policy
@@ -26,7 +27,8 @@ from memagg.conf import swapd
 from memagg.conf import wss
 
 _MODULES = (default, api, compute, database, scheduler, consolidation,
-            wss, local_policy, nova, placement, reservoir, swapd)
+            coordination, wss, local_policy, nova, placement, reservoir,
+            swapd)
 
 
 def list_opts():

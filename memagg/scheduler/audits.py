@@ -55,7 +55,9 @@ import datetime
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 
+from memagg.common import coordination
 from memagg.common import exceptions
 from memagg.conf import CONF
 from memagg.db import audits as db_audits
@@ -295,8 +297,11 @@ class PeriodicRounds:
     """The periodic rounds of one memagg-scheduler, and what the previous
     one came to (see the module's docstring for what is stored)."""
 
-    def __init__(self, group=None):
+    def __init__(self, group=None, claim=None):
         self._group = group
+        # The audit a round stores is claimed while it is planning
+        # (memagg.common.coordination), so no other worker fails it.
+        self._claim = claim or coordination.no_claim
         # ('failed', reason), ('empty', summary) or ('stored', None).
         self._previous = None
 
@@ -331,8 +336,11 @@ class PeriodicRounds:
                           '(%s)', line)
             return None
         self._changed(('stored', None))
-        audit = db_audits.audit_create(context, dict(values, state=PLANNING))
-        return _store_plan(context, audit.uuid, plan, skipped)
+        audit_uuid = uuidutils.generate_uuid()
+        with self._claim('audit-%s' % audit_uuid):
+            db_audits.audit_create(context, dict(values, uuid=audit_uuid,
+                                                 state=PLANNING))
+            return _store_plan(context, audit_uuid, plan, skipped)
 
     def _changed(self, outcome):
         changed = outcome != self._previous

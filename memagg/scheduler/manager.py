@@ -24,6 +24,13 @@ the global memory reservoir (memagg.scheduler.reservoir): grants of remote
 memory are allocated, released and reclaimed in the RPC handlers, which
 the threading executor runs side by side.
 
+Several workers may share the topic (``[coordination] backend_url``,
+memagg.common.coordination): each report, audit request or grant goes to
+one of them; periodic rounds, the purge, the Placement job and the
+recovery of what a dead worker left run on the elected leader only, and a
+worker claims an audit or grant before it works on it, so no two workers
+plan, execute or set up the same one.
+
 Rounds and executions run one after another on one worker thread, never in
 an RPC handler, so RPC (reports, pings) is answered while a plan executes
 for minutes; a round is never planned while a plan is being carried out,
@@ -38,6 +45,7 @@ import threading
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from memagg.common import coordination
 from memagg.common import exceptions
 from memagg.conf import CONF
 from memagg.db import audits as db_audits
@@ -102,12 +110,16 @@ class SchedulerManager(service.Manager):
     target = messaging.Target(version='1.3')
 
     def __init__(self, host=None, executor=None, reservoir=None,
-                 placement_job=None):
+                 placement_job=None, coordinator=None):
         super().__init__(host)
         consolidation.load_algorithms(CONF.consolidation)
+        self.coordinator = coordinator or coordination.Coordinator(
+            CONF, CONF.scheduler.topic)
         self.executor = executor or migration.Executor(
             CONF, compute_api.load(CONF))
+        self.executor.claim = self.coordinator.claim
         self.reservoir = reservoir or reservoir_mod.Reservoir(CONF)
+        self.reservoir.claim = self.coordinator.claim
         self.placement_job = placement_job or placement.load(CONF)
         # Grant clean-up has a thread of its own: it must not wait behind
         # a plan's execution.
@@ -116,7 +128,8 @@ class SchedulerManager(service.Manager):
         # Whether a periodic round is queued and not yet planned: rounds
         # do not pile up behind a long execution.
         self._periodic_queued = threading.Event()
-        self._periodic = audits.PeriodicRounds()
+        self._recovery_queued = threading.Event()
+        self._periodic = audits.PeriodicRounds(claim=self.coordinator.claim)
 
     def init_host(self):
         """Start the worker and let it finish what a previous run left:
@@ -135,8 +148,10 @@ class SchedulerManager(service.Manager):
     def cleanup_host(self):
         self._worker.stop()
         self._grants_worker.stop()
+        self.coordinator.stop()
 
     def _recover(self):
+        self._recovery_queued.clear()
         self.executor.resume(self.admin_context)
         for audit in db_audits.audits_in_state(self.admin_context,
                                                (audits.PENDING,)):
@@ -202,7 +217,13 @@ class SchedulerManager(service.Manager):
         return self.reservoir.reclaim(ctxt, donor_host, size_mb)
 
     def _plan(self, audit_uuid):
-        self._auto_execute(audits.run_audit(self.admin_context, audit_uuid))
+        with self.coordinator.claim('audit-%s' % audit_uuid) as claimed:
+            if not claimed:
+                LOG.info('Not planning audit %s: another worker claims it',
+                         audit_uuid)
+                return
+            audit = audits.run_audit(self.admin_context, audit_uuid)
+        self._auto_execute(audit)
 
     def _auto_execute(self, audit):
         # ``audit`` is None when a round stored none.
@@ -211,11 +232,16 @@ class SchedulerManager(service.Manager):
             self._execute(audit.uuid)
 
     def _execute(self, audit_uuid):
-        try:
-            self.executor.execute(self.admin_context, audit_uuid)
-        except (exceptions.Conflict, exceptions.NotFound) as exc:
-            # Asked twice, or for an audit that is gone: nothing to do.
-            LOG.warning('Not executing audit %s: %s', audit_uuid, exc)
+        with self.coordinator.claim('audit-%s' % audit_uuid) as claimed:
+            if not claimed:
+                LOG.warning('Not executing audit %s: another worker claims '
+                            'it', audit_uuid)
+                return
+            try:
+                self.executor.execute(self.admin_context, audit_uuid)
+            except (exceptions.Conflict, exceptions.NotFound) as exc:
+                # Asked twice, or for an audit that is gone: nothing to do.
+                LOG.warning('Not executing audit %s: %s', audit_uuid, exc)
 
     def periodic_round(self):
         """Queue a round with the [consolidation] options, unless the
@@ -241,18 +267,50 @@ class SchedulerManager(service.Manager):
             LOG.info('Purged %d samples older than %d hours', count,
                      CONF.wss.sample_retention_hours)
 
+    def recover_orphans(self):
+        """Queue the recovery of what a dead worker left (audits on the
+        rounds worker, grants on the grants worker), unless the previous
+        one still waits."""
+        if self._recovery_queued.is_set():
+            return
+        self._recovery_queued.set()
+        self._worker.submit('Resuming audits left by a stopped worker',
+                            self._recover)
+        self._grants_worker.submit(
+            'Cleaning up grants left by a stopped worker',
+            self.reservoir.recover, self.admin_context,
+            self.reservoir.pending_grants(self.admin_context))
+
+    def _as_leader(self, name, func):
+        # Every worker keeps the task's timer; only the leader runs it, so
+        # a new leader takes the jobs over at their next period.
+        def run():
+            if self.coordinator.is_leader():
+                LOG.debug('Periodic job %s: running it as the leader', name)
+                func()
+        return run
+
     def periodic_tasks(self):
-        tasks = [service.PeriodicTask('purge-wss-samples',
-                                      CONF.scheduler.purge_interval,
-                                      self.purge_wss_samples)]
+        """The jobs that run once in the cluster, run by the leader (every
+        worker when there is no [coordination] backend)."""
+        jobs = [service.PeriodicTask('purge-wss-samples',
+                                     CONF.scheduler.purge_interval,
+                                     self.purge_wss_samples)]
         if CONF.consolidation.interval > 0:
-            tasks.append(service.PeriodicTask(
+            jobs.append(service.PeriodicTask(
                 'consolidation-round', CONF.consolidation.interval,
                 self.periodic_round,
                 first_after=CONF.consolidation.interval))
         if self.placement_job is not None:
-            tasks.append(service.PeriodicTask(
+            jobs.append(service.PeriodicTask(
                 'placement-inventory', self.placement_job.interval,
                 functools.partial(self.placement_job.run,
                                   self.admin_context)))
-        return tasks
+        if self.coordinator.enabled:
+            jobs.append(service.PeriodicTask(
+                'recover-orphans', CONF.coordination.recover_interval,
+                self.recover_orphans,
+                first_after=CONF.coordination.recover_interval))
+        for job in jobs:
+            job.func = self._as_leader(job.name, job.func)
+        return jobs

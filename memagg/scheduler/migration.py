@@ -57,6 +57,7 @@ import time
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from memagg.common import coordination
 from memagg.common import exceptions
 from memagg.db import audits as db_audits
 from memagg.db import hosts as db_hosts
@@ -139,6 +140,10 @@ class Executor:
         self.compute_api = compute_api
         self.compute_rpc = compute_rpc
         self._slots = _HostSlots()
+        #: Claims an audit or a copy before this executor works on it
+        #: (memagg.common.coordination): with several workers, what one
+        #: runs is not resumed by another.
+        self.claim = coordination.no_claim
 
     def grant_move(self, context, migration):
         """The GrantMove of ``migration``'s VM."""
@@ -158,8 +163,13 @@ class Executor:
 
     def _follow_copy(self, context, migration, left, interval, timeout):
         try:
-            self.grant_move(context, migration).follow_copy(left, interval,
-                                                            timeout)
+            with self.claim('copy-%s' % migration.uuid) as claimed:
+                if not claimed:
+                    LOG.debug('Durability copy of migration %s is followed '
+                              'by another worker', migration.uuid)
+                    return
+                self.grant_move(context, migration).follow_copy(
+                    left, interval, timeout)
         except Exception:
             LOG.exception('Following the durability copy of migration %s '
                           'failed; the next start follows it again',
@@ -185,24 +195,44 @@ class Executor:
     def resume(self, context):
         """Finish what a stopped scheduler left: audits found planning
         fail (their round is lost; a new one can be asked for), audits
-        found executing are run to their end from the state in the DB."""
+        found executing are run to their end from the state in the DB.
+        Audits and copies another live worker has claimed are left to
+        it."""
         for audit in db_audits.audits_in_state(context, (PLANNING,)):
-            LOG.warning('Audit %s was planning when memagg-scheduler '
-                        'stopped; marking it failed', audit.uuid)
-            db_audits.audit_set_state(context, audit.uuid, FAILED,
-                                      reason=RESTARTED_WHILE_PLANNING,
-                                      expected=(PLANNING,))
+            with self.claim('audit-%s' % audit.uuid) as claimed:
+                if not claimed:
+                    continue
+                LOG.warning('Audit %s was planning when its '
+                            'memagg-scheduler stopped; marking it failed',
+                            audit.uuid)
+                try:
+                    db_audits.audit_set_state(
+                        context, audit.uuid, FAILED,
+                        reason=RESTARTED_WHILE_PLANNING,
+                        expected=(PLANNING,))
+                except exceptions.Conflict:
+                    # Its round was stored before the claim was taken.
+                    continue
         for migration in db_migrations.migrations_copying(context):
             self.follow_copy(context, migration,
                              migration.local_copy_left_mb)
         for audit in db_audits.audits_in_state(context, (EXECUTING,)):
-            LOG.info('Resuming the execution of audit %s', audit.uuid)
-            try:
-                self._run(context, audit.uuid)
-            except Exception:
-                # One audit's trouble must not keep the others stopped.
-                LOG.exception('Resuming audit %s failed; it stays '
-                              'executing until the next start', audit.uuid)
+            with self.claim('audit-%s' % audit.uuid) as claimed:
+                if claimed:
+                    self._resume(context, audit.uuid)
+
+    def _resume(self, context, audit_uuid):
+        # Read again under the claim: the worker that held it may have
+        # finished the audit in between.
+        if db_audits.audit_get(context, audit_uuid).state != EXECUTING:
+            return
+        LOG.info('Resuming the execution of audit %s', audit_uuid)
+        try:
+            self._run(context, audit_uuid)
+        except Exception:
+            # One audit's trouble must not keep the others stopped.
+            LOG.exception('Resuming audit %s failed; it stays executing '
+                          'until the next resumption (see resume)', audit_uuid)
 
     def _run(self, context, audit_uuid):
         actions = db_audits.audit_get(context, audit_uuid).actions

@@ -50,6 +50,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
+from memagg.common import coordination
 from memagg.common import exceptions
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import grants as db_grants
@@ -131,6 +132,10 @@ class Reservoir:
         self._compute = compute_api
         self._compute_lock = threading.Lock()
         self.rng = rng or random.Random()
+        #: Claims a grant while it is set up or recovered
+        #: (memagg.common.coordination): with several workers, a grant one
+        #: sets up is not taken for one a dead worker left.
+        self.claim = coordination.no_claim
 
     @property
     def compute(self):
@@ -182,22 +187,25 @@ class Reservoir:
         def plan(instance, held_mb, donors):
             return self._plan(instance, held_mb, donors, wanted, select)
 
-        grant = db_grants.grant_reserve(ctxt, dict(
-            uuid=uuidutils.generate_uuid(), instance_uuid=instance_uuid,
-            consumer_host=consumer_host, requested_mb=size_mb,
-            slab_size_mb=slab_mb, secret=secrets.token_hex(32)),
-            self._reported_since(), plan)
-        prepared = {}
-        try:
-            grant = self._prepare(ctxt, grant, wanted, select, prepared)
-        except RemoteMemoryUnavailable:
-            raise
-        except BaseException as exc:
-            # Whatever went wrong, no prepared slab may stay behind.
-            self._abandon(ctxt, grant.uuid, prepared, 'setting it up '
-                          'failed: %s: %s' % (type(exc).__name__, exc))
-            raise
-        return self._attach(ctxt, grant)
+        grant_uuid = uuidutils.generate_uuid()
+        # Claimed before its row exists, so that no recovery takes it.
+        with self.claim('grant-%s' % grant_uuid):
+            grant = db_grants.grant_reserve(ctxt, dict(
+                uuid=grant_uuid, instance_uuid=instance_uuid,
+                consumer_host=consumer_host, requested_mb=size_mb,
+                slab_size_mb=slab_mb, secret=secrets.token_hex(32)),
+                self._reported_since(), plan)
+            prepared = {}
+            try:
+                grant = self._prepare(ctxt, grant, wanted, select, prepared)
+            except RemoteMemoryUnavailable:
+                raise
+            except BaseException as exc:
+                # Whatever went wrong, no prepared slab may stay behind.
+                self._abandon(ctxt, grant.uuid, prepared, 'setting it up '
+                              'failed: %s: %s' % (type(exc).__name__, exc))
+                raise
+            return self._attach(ctxt, grant)
 
     def _plan(self, instance, held_mb, donors, wanted, select):
         """The reservation of a grant (see memagg.db.grants.grant_reserve)."""
@@ -456,25 +464,31 @@ class Reservoir:
         return [g.uuid for g in db_grants.grants_in_status(ctxt, ('pending',))]
 
     def recover(self, ctxt, grant_uuids):
-        """Clean up the pending grants ``grant_uuids`` a previous run left
-        (free their slabs, mark them failed), and free again the slabs
-        whose donors did not confirm they freed them."""
+        """Clean up the pending grants ``grant_uuids`` a previous run or a
+        dead worker left (free their slabs, mark them failed; those another
+        live worker claims are left to it), and free again the slabs whose
+        donors did not confirm they freed them."""
         for uuid in grant_uuids:
-            grant = db_grants.grant_get(ctxt, uuid)
-            if grant.status != 'pending':
-                continue
-            unfreed = {host for host in _by_donor(grant.slabs)
-                       if not self._free(ctxt, host, uuid)}
-            try:
-                db_grants.grant_set_status(
-                    ctxt, uuid, 'failed', 'released', expected=('pending',),
-                    unfreed=unfreed, reason=(
-                        'memagg-scheduler stopped while setting it up; its '
-                        'slabs were freed'))
-            except exceptions.Conflict:
-                continue
-            LOG.warning('Grant %s was left pending by a previous run: '
-                        'failed, slabs freed', uuid)
+            with self.claim('grant-%s' % uuid) as claimed:
+                if claimed:
+                    self._recover_grant(ctxt, uuid)
         for (uuid, host), indexes in db_grants.slabs_releasing(ctxt).items():
             if self._free(ctxt, host, uuid, indexes):
                 db_grants.slabs_released(ctxt, uuid, host)
+
+    def _recover_grant(self, ctxt, uuid):
+        grant = db_grants.grant_get(ctxt, uuid)
+        if grant.status != 'pending':
+            return
+        unfreed = {host for host in _by_donor(grant.slabs)
+                   if not self._free(ctxt, host, uuid)}
+        try:
+            db_grants.grant_set_status(
+                ctxt, uuid, 'failed', 'released', expected=('pending',),
+                unfreed=unfreed, reason=(
+                    'memagg-scheduler stopped while setting it up; its '
+                    'slabs were freed'))
+        except exceptions.Conflict:
+            return
+        LOG.warning('Grant %s was left pending by a stopped worker: '
+                    'failed, slabs freed', uuid)
