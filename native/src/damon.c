@@ -38,7 +38,8 @@
  * sample_interval rmap walks, whatever the VM's size.
  * Turning a kdamond on and off costs about 0.2 ms; writing the n regions'
  * start and end files costs more (about 1.3 us each), so nothing that did
- * not change is written again.
+ * not change is written again: a sample kept from the last window costs
+ * no write at all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -72,6 +73,7 @@ struct slot {
     uint64_t sample_us;
     pid_t target;
     int *fds;                   /* open start/end files of the regions */
+    uint64_t *vals;             /* what each of them holds (with fds) */
     unsigned int nr_fds;
     int kdamond_pid;
 };
@@ -193,7 +195,9 @@ static void drop_fds(struct slot *s)
         }
     }
     free(s->fds);
+    free(s->vals);
     s->fds = NULL;
+    s->vals = NULL;
     s->nr_fds = 0;
 }
 
@@ -482,11 +486,17 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
     }
     if (!s->fds && fd_budget_left(n * 2)) {
         s->fds = malloc(sizeof(*s->fds) * n * 2);
-        if (s->fds) {
+        s->vals = malloc(sizeof(*s->vals) * n * 2);
+        if (s->fds && s->vals) {
             for (k = 0; k < n * 2; k++) {
                 s->fds[k] = -1;
             }
             s->nr_fds = n * 2;
+        } else {
+            free(s->fds);
+            free(s->vals);
+            s->fds = NULL;
+            s->vals = NULL;
         }
     }
     slot_path(p, sizeof(p), i, "contexts/0/targets/0/regions");
@@ -498,9 +508,14 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
     }
     for (k = 0; k < n * 2 && !ret; k++) {
         uint64_t v = starts[k / 2] + (k % 2 ? size : 0);
-        int len = snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
         int fd = s->fds ? s->fds[k] : -1;
+        int len;
 
+        /* A kept sample: the file already holds it. */
+        if (fd >= 0 && s->vals[k] == v) {
+            continue;
+        }
+        len = snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
         if (fd < 0) {
             snprintf(rel, sizeof(rel), "%u/%s", k / 2,
                      k % 2 ? "end" : "start");
@@ -513,6 +528,7 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
         }
         if (s->fds && fd >= 0) {
             s->fds[k] = fd;
+            s->vals[k] = ret ? UINT64_MAX : v;
         } else if (fd >= 0) {
             close(fd);
         }

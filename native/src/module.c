@@ -57,18 +57,18 @@ static int backend_index(const char *name)
 static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "pid", "start", "length", "n", "backend",
-                              "seed", "sample_interval", NULL };
+                              "seed", "sample_interval", "keep", NULL };
     PyObject *seed_obj = Py_None, *interval_obj = Py_None;
-    long long pid, start, length, n = 1000;
+    long long pid, start, length, n = 1000, keep = -1;
     const char *backend = "auto";
     double interval = 0;
     uint64_t seed;
     char err[MS_ERRLEN] = "";
     int b, ret;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLL|LsOO", kwlist, &pid,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLL|LsOOL", kwlist, &pid,
                                      &start, &length, &n, &backend,
-                                     &seed_obj, &interval_obj)) {
+                                     &seed_obj, &interval_obj, &keep)) {
         return -1;
     }
     if (pid <= 0 || pid > INT32_MAX) {
@@ -119,6 +119,11 @@ static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
                      interval_obj);
         return -1;
     }
+    if (keep != -1 && (keep < 1 || keep > 1000000)) {
+        PyErr_Format(PyExc_ValueError, "keep must be between 1 and 1000000 "
+                     "windows, not %lld", keep);
+        return -1;
+    }
     if (self->s) {
         ms_sampler_close(self->s);
         self->s = NULL;
@@ -132,6 +137,9 @@ static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
     if (ret) {
         raise_errno(ret, err);
         return -1;
+    }
+    if (keep != -1) {
+        ms_sampler_set_keep(self->s, (unsigned int)keep);
     }
     return 0;
 }
@@ -221,6 +229,42 @@ static PyObject *Sampler_get_backend(SamplerObject *self, void *closure)
     return PyUnicode_FromString(ms_backend_names[ms_sampler_backend(self->s)]);
 }
 
+static PyObject *Sampler_get_n(SamplerObject *self, void *closure)
+{
+    (void)closure;
+    if (check_open(self)) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(ms_sampler_n(self->s));
+}
+
+static int Sampler_set_n(SamplerObject *self, PyObject *value, void *closure)
+{
+    char err[MS_ERRLEN] = "";
+    long long n;
+    int ret;
+
+    (void)closure;
+    if (check_open(self)) {
+        return -1;
+    }
+    n = value ? PyLong_AsLongLong(value) : -1;
+    if (n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+    }
+    if (n < 1 || n > MS_MAX_SAMPLES) {
+        PyErr_Format(PyExc_ValueError, "n must be an integer between 1 and "
+                     "%u", MS_MAX_SAMPLES);
+        return -1;
+    }
+    ret = ms_sampler_set_n(self->s, (unsigned int)n, err, sizeof(err));
+    if (ret) {
+        raise_errno(ret, err);
+        return -1;
+    }
+    return 0;
+}
+
 static void Sampler_dealloc(SamplerObject *self)
 {
     if (self->s) {
@@ -250,6 +294,9 @@ static PyMethodDef Sampler_methods[] = {
 static PyGetSetDef Sampler_getset[] = {
     { "backend", (getter)Sampler_get_backend, NULL,
       "Name of the backend in use.", NULL },
+    { "n", (getter)Sampler_get_n, (setter)Sampler_set_n,
+      "Pages sampled per window; a new n is drawn at the next begin().",
+      NULL },
     { NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -258,12 +305,14 @@ static PyTypeObject SamplerType = {
     .tp_name = "memagg._native.Sampler",
     .tp_doc = PyDoc_STR(
         "Sampler(pid, start, length, n=1000, backend='auto', seed=None, "
-        "sample_interval=None)\n\n"
+        "sample_interval=None, keep=32)\n\n"
         "Accessed-bit sampling of n random pages of [start, start+length) "
         "in process pid, drawn one per n equal slices of the range.  "
         "sample_interval (s) is how often DAMON checks each page's accessed "
         "bit during a period; None sets it from the period, as the time "
-        "between begin() and collect() (half of it, 1 s at first)."),
+        "between begin() and collect() (1 s at first).  keep: windows a drawn "
+        "sample serves at most while none of its pages moved, appeared or "
+        "went (1: drawn anew every window)."),
     .tp_basicsize = sizeof(SamplerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

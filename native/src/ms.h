@@ -124,6 +124,12 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
                     const uint64_t *seed, double sample_interval,
                     char *err, size_t errlen);
 enum ms_backend ms_sampler_backend(const struct ms_sampler *s);
+unsigned int ms_sampler_n(const struct ms_sampler *s);
+/* A new n takes effect at the next begin(), with a new draw. */
+int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
+                     size_t errlen);
+/* Windows a drawn sample serves at most while its pages stay put. */
+void ms_sampler_set_keep(struct ms_sampler *s, unsigned int windows);
 int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen);
 int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
                        char *err, size_t errlen);

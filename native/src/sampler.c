@@ -55,16 +55,26 @@ const char *const ms_backend_names[MS_NR_BACKENDS] = {
 /*
  * Automatic DAMON sampling interval.  The accessed state is sticky between
  * checks (the young bit, or the page's idle flag once reclaim took the bit),
- * so one check at the end of the period would do; every check costs two
- * rmap walks per page, and collect() waits for the next one.  So: m = 2
- * checks per period as the caller paces it (more only for periods over a
- * minute, to keep that wait short), the last one 5 % after the period's
- * end so that collect() rarely waits long; the first period uses 1 s.
+ * so one check at the end of the period does; every check costs two rmap
+ * walks per page, and collect() waits for the next one.  So: one check per
+ * period as the caller paces it (one per 30 s for periods over that, to
+ * keep a late collect()'s wait short), 5 % after the period's end so that
+ * collect() waits little; the first period uses 1 s.
  */
 #define AUTO_FIRST_US 1000000ULL
 #define AUTO_MIN_US 10000ULL
 #define AUTO_MAX_CHECK_S 30.0
 #define AUTO_SLACK 1.05
+
+/*
+ * Redrawing the sample costs more than watching it: a pagemap read per
+ * page and, for damon_paddr, two sysfs writes per region (about 4 us a
+ * page against well under 1 us for a window over the same pages).  So a
+ * sample is kept from one window to the next while none of its pages
+ * changed (same presence, same PFN at both ends of the window), and drawn
+ * anew after MS_KEEP_WINDOWS windows, when a page changed, or when n did.
+ */
+#define MS_KEEP_WINDOWS 32
 
 struct ms_sampler {
     pid_t pid;
@@ -79,6 +89,9 @@ struct ms_sampler {
     int idle_fd;
     int damon_slot;
     int begun;
+    int kept;                   /* windows the current sample has served */
+    unsigned int keep_windows;  /* at most; 1 draws anew every window */
+    int unchanged;              /* last collect found every page in place */
     double t_begin;
     uint64_t *pages;            /* sampled page indexes, then vpage numbers */
     struct ms_pagemap_entry *entries;   /* at begin() */
@@ -169,6 +182,44 @@ void ms_sampler_close(struct ms_sampler *s)
     free(s);
 }
 
+static int alloc_samples(struct ms_sampler *s, unsigned int n)
+{
+    uint64_t *pages = calloc(n, sizeof(*pages));
+    struct ms_pagemap_entry *entries = calloc(n, sizeof(*entries));
+    struct ms_pagemap_entry *now = calloc(n, sizeof(*now));
+    uint64_t *keys = calloc(n, sizeof(*keys));
+    unsigned int *key_of = calloc(n, sizeof(*key_of));
+    unsigned char *hit = calloc(n, sizeof(*hit));
+
+    if (!pages || !entries || !now || !keys || !key_of || !hit) {
+        free(pages);
+        free(entries);
+        free(now);
+        free(keys);
+        free(key_of);
+        free(hit);
+        return -ENOMEM;
+    }
+    free(s->pages);
+    free(s->entries);
+    free(s->now);
+    free(s->keys);
+    free(s->key_of);
+    free(s->hit);
+    s->pages = pages;
+    s->entries = entries;
+    s->now = now;
+    s->keys = keys;
+    s->key_of = key_of;
+    s->hit = hit;
+    s->n = n;
+    s->nr_sampled = 0;
+    s->nr_keys = 0;
+    s->nr_present = 0;
+    s->unchanged = 0;
+    return 0;
+}
+
 int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
                     uint64_t length, unsigned int n, int backend,
                     const uint64_t *seed, double sample_interval,
@@ -216,7 +267,6 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
     s->pid = pid;
     s->start = start;
     s->nr_pages = length / MS_PAGE_SIZE;
-    s->n = n;
     s->backend = (enum ms_backend)backend;
     s->auto_interval = sample_interval == 0;
     s->sample_us = s->auto_interval ? AUTO_FIRST_US
@@ -229,14 +279,8 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
     } else if (getrandom(&s->rng, sizeof(s->rng), 0) != sizeof(s->rng)) {
         s->rng = (uint64_t)getpid() ^ (uint64_t)(ms_now() * 1e9);
     }
-    s->pages = calloc(n, sizeof(*s->pages));
-    s->entries = calloc(n, sizeof(*s->entries));
-    s->now = calloc(n, sizeof(*s->now));
-    s->keys = calloc(n, sizeof(*s->keys));
-    s->key_of = calloc(n, sizeof(*s->key_of));
-    s->hit = calloc(n, sizeof(*s->hit));
-    if (!s->pages || !s->entries || !s->now || !s->keys || !s->key_of ||
-        !s->hit) {
+    s->keep_windows = MS_KEEP_WINDOWS;
+    if (alloc_samples(s, n)) {
         ms_sampler_close(s);
         ms_err(err, errlen, "out of memory for %u samples", n);
         return -ENOMEM;
@@ -266,6 +310,38 @@ enum ms_backend ms_sampler_backend(const struct ms_sampler *s)
     return s->backend;
 }
 
+unsigned int ms_sampler_n(const struct ms_sampler *s)
+{
+    return s->n;
+}
+
+int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
+                     size_t errlen)
+{
+    if (n == 0 || n > MS_MAX_SAMPLES) {
+        ms_err(err, errlen, "n must be between 1 and %u, not %u",
+               MS_MAX_SAMPLES, n);
+        return -EINVAL;
+    }
+    if (s->begun) {
+        ms_err(err, errlen, "n cannot change during a window");
+        return -EBUSY;
+    }
+    if (n == s->n) {
+        return 0;
+    }
+    if (alloc_samples(s, n)) {
+        ms_err(err, errlen, "out of memory for %u samples", n);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void ms_sampler_set_keep(struct ms_sampler *s, unsigned int windows)
+{
+    s->keep_windows = windows ? windows : 1;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -284,6 +360,8 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
     unsigned int i, hidden = 0;
     int ret;
 
+    s->kept = 0;
+    s->unchanged = 0;
     ret = ms_draw_pages(&s->rng, s->nr_pages, s->n, s->pages,
                         &s->nr_sampled);
     if (ret) {
@@ -368,12 +446,28 @@ static int damon_arm(struct ms_sampler *s, char *err, size_t errlen)
                           s->sample_us, err, errlen);
 }
 
+/*
+ * The last window ended with every sampled page as it began (the sample's
+ * pagemap entries are still right) and the sample has not served its
+ * windows yet: watch the same pages again.
+ */
+static int keep_sample(struct ms_sampler *s)
+{
+    if (!s->unchanged || !pfn_backend(s) ||
+        (unsigned int)s->kept + 1 >= s->keep_windows) {
+        return 0;
+    }
+    s->kept++;
+    return 1;
+}
+
 int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
 {
     char text[2] = "1";
-    int fd, ret = 0;
+    int fd, ret = 0, keep = keep_sample(s);
 
     s->begun = 0;
+    s->unchanged = 0;
     if (s->damon_slot >= 0) {
         ms_damon_stop(s->damon_slot);
     }
@@ -391,22 +485,28 @@ int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
         close(fd);
         break;
     case MS_PAGE_IDLE:
-        ret = draw_and_locate(s, err, errlen);
+        ret = keep ? 0 : draw_and_locate(s, err, errlen);
         if (!ret && (ret = ms_idle_mark(s->idle_fd, s->keys, s->nr_keys))) {
             ms_err(err, errlen, "cannot mark pages idle: %s", strerror(-ret));
         }
         break;
     case MS_DAMON_PADDR:
     case MS_DAMON_VADDR:
-        ret = damon_arm(s, err, errlen);
+        ret = keep ? ms_damon_start(s->damon_slot, "paddr", s->pid, s->keys,
+                                    s->nr_keys, MS_PAGE_SIZE, s->sample_us,
+                                    err, errlen)
+                   : damon_arm(s, err, errlen);
         /*
          * DAMON refused the regions: their sysfs files went stale under us
          * (ENODEV, ENOENT: the directories were recreated) or the kernel
          * rejected the setup (EINVAL), e.g. for a page the balloon freed or
          * moved since pagemap was read.  ms_damon_start() has forgotten the
          * slot's setup: draw again and rebuild it, once, rather than lose
-         * the period.
+         * the period (a kept sample is drawn anew first).
          */
+        if (keep && (ret == -ENODEV || ret == -ENOENT || ret == -EINVAL)) {
+            ret = damon_arm(s, err, errlen);
+        }
         if (ret == -ENODEV || ret == -ENOENT || ret == -EINVAL) {
             ret = damon_arm(s, err, errlen);
         }
@@ -489,7 +589,12 @@ static int recheck(struct ms_sampler *s, char *err, size_t errlen)
     }
     s->nr_moved = 0;
     s->nr_vanished = 0;
+    s->unchanged = 1;
     for (i = 0; i < s->nr_sampled; i++) {
+        if (s->now[i].present != s->entries[i].present ||
+            s->now[i].pfn != s->entries[i].pfn) {
+            s->unchanged = 0;
+        }
         if (!s->entries[i].present) {
             continue;
         }
@@ -504,6 +609,7 @@ static int recheck(struct ms_sampler *s, char *err, size_t errlen)
         }
     }
     if ((uint64_t)s->nr_moved * 2 > s->nr_present) {
+        s->unchanged = 0;
         ms_err(err, errlen, "the host moved %u of %u sampled pages during "
                "the window (compaction or migration)", s->nr_moved,
                s->nr_present);
@@ -567,29 +673,24 @@ static int collect_page_idle(struct ms_sampler *s, unsigned int *accessed,
  * DAMON's answer.  While every sampled page stays where it was, the bytes
  * its scheme matched, spread over the samples.  Otherwise (damon_paddr
  * only) the accessed regions, counted for the stable samples alone.  The
- * second pagemap read comes after the kdamond's answer, so that a page
- * moved while it was awaited is caught.
+ * pagemap read comes after the kdamond's answer, so that a page moved
+ * while it was awaited is caught.
  */
 static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
                          unsigned int *accessed, char *err, size_t errlen)
 {
     int paddr = s->backend == MS_DAMON_PADDR;
-    int ret = 0;
+    int ret;
 
-    if (paddr) {
+    ret = ms_damon_collect(s->damon_slot, NULL, 0, NULL, dr, err, errlen);
+    if (ret == 0 && paddr) {
         ret = recheck(s, err, errlen);
     }
     if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
-        ret = ms_damon_collect(s->damon_slot, NULL, 0, NULL, dr, err, errlen);
-        if (ret == 0 && paddr) {
-            ret = recheck(s, err, errlen);
-        }
-        if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
-            *accessed = scale_to_samples(
-                s, (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE));
-            ms_damon_stop(s->damon_slot);
-            return 0;
-        }
+        *accessed = scale_to_samples(
+            s, (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE));
+        ms_damon_stop(s->damon_slot);
+        return 0;
     }
     if (ret == 0) {
         ret = ms_damon_collect(s->damon_slot, s->keys, s->nr_keys, s->hit,
@@ -610,7 +711,7 @@ static void next_interval(struct ms_sampler *s, double period)
     uint64_t m = (uint64_t)(period / AUTO_MAX_CHECK_S) + 1;
     double us;
 
-    us = period * AUTO_SLACK / (double)(m < 2 ? 2 : m) * 1e6;
+    us = period * AUTO_SLACK / (double)m * 1e6;
     s->sample_us = us < AUTO_MIN_US ? AUTO_MIN_US : (uint64_t)us;
 }
 

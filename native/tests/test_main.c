@@ -715,6 +715,73 @@ static void test_damon_paddr_moves(void)
     ms_sampler_close(s);
 }
 
+static uint64_t fake_get_u64(const char *rel)
+{
+    char path[512];
+    uint64_t v = 0;
+
+    snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
+    CHECK(ms_read_u64_file(path, &v, NULL, 0) == 0);
+    return v;
+}
+
+#define REGION0_START "damon/kdamonds/0/contexts/0/targets/0/regions/0/start"
+
+/*
+ * A sample whose pages stayed put serves the next window as it is: no
+ * pagemap read at begin() (a page that appears in between is seen only
+ * when the window ends, and then the sample is drawn anew), no region
+ * written again.
+ */
+static void test_damon_kept_sample(void)
+{
+    struct ms_sampler *s;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+
+    s = fake_sampler(MS_DAMON_PADDR);
+    if (!s) {
+        return;
+    }
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64(REGION0_START) == fake_pfn(0) * MS_PAGE_SIZE);
+    /* Whatever the file holds now, a kept sample does not write it. */
+    fake_put("7\n", REGION0_START);
+    fake_map(50, 2000);
+    fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/start",
+             FAKE_KEYS);
+    fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/end",
+             FAKE_KEYS);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64(REGION0_START) == 7);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.present == FAKE_PRESENT && r.sampled == FAKE_PAGES);
+    /* Page 50 appeared during the last window: drawn anew, it counts. */
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.present == FAKE_PRESENT + 1);
+
+    /* keep = 1: every window draws anew. */
+    ms_sampler_set_keep(s, 1);
+    fake_map(50, 0);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.present == FAKE_PRESENT);
+
+    /* A new n: the next window draws that many. */
+    CHECK(ms_sampler_set_n(s, 0, err, sizeof(err)) == -EINVAL);
+    CHECK(strstr(err, "n must be between 1 and") != NULL);
+    CHECK(ms_sampler_set_n(s, 16, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_n(s) == 16);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_set_n(s, 32, err, sizeof(err)) == -EBUSY);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.sampled == 16 && r.present == 12);
+    ms_sampler_close(s);
+    fake_pagemap();
+}
+
 int main(void)
 {
     test_parse_u64();
@@ -733,6 +800,7 @@ int main(void)
     test_page_idle_moves();
     test_most_pages_moved();
     test_damon_paddr_moves();
+    test_damon_kept_sample();
     fake_teardown();
     return check_summary();
 }
