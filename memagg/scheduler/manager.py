@@ -134,11 +134,14 @@ class SchedulerManager(service.Manager):
     def init_host(self):
         """Start the worker and let it finish what a previous run left:
         executions are resumed, audits left planning are marked failed by
-        the executor, and audits still pending are planned."""
+        the executor, and audits still pending are planned. With several
+        workers, what another live worker claims is left to it."""
+        self.coordinator.start()
         self._worker.start()
         self._worker.submit('Resuming audits', self._recover)
         # Read before RPC is served: a grant pending now was left half set
-        # up by a previous run, not started by this one.
+        # up by a previous run (or, with several workers, is claimed by the
+        # live one setting it up), not started by this one.
         pending = self.reservoir.pending_grants(self.admin_context)
         self._grants_worker.start()
         self._grants_worker.submit('Cleaning up grants left pending',
@@ -167,6 +170,7 @@ class SchedulerManager(service.Manager):
         db_reports.report_ingest(ctxt, host, instances, samples,
                                  reported_at=report.reported_at,
                                  host_sample=report.host_sample())
+        LOG.debug('Stored the report of %s', report.host)
 
     @messaging.expose
     def report_batch(self, ctxt, reports):
