@@ -57,7 +57,8 @@ _AUDIT_SINCE = {'auto_execute': (1, 2), 'unplaced': (1, 2)}
 _GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3)}
 _MIGRATION_SINCE = {'remote_mb': (1, 6), 'local_copy_left_mb': (1, 6)}
 FIELDS_SINCE = {
-    'Instance': {'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1)},
+    'Instance': {'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1),
+                 'local_policy': (1, 7)},
     'Audit': _AUDIT_SINCE,
     'AuditDetail': _AUDIT_SINCE,
     'Grant': _GRANT_SINCE,
@@ -95,11 +96,17 @@ COMPONENTS = {
         'wss_maxavg_mb': dict(_nullable(INTEGER), description=(
             'Smoothed working set (WSS^maxavg), MiB. Since 1.1.')),
         'estimator': {'type': ['string', 'null']},
+        'local_policy': {'type': ['string', 'null'], 'description': (
+            'The compute node\'s local policy that sets the balloon '
+            'target, with its mode (e.g. cmms/equal); null for an '
+            'unmanaged instance or before its host reported one. '
+            'Since 1.7.')},
         'cpu_util': {'type': 'number'},
         'remote_mb': dict(INTEGER, description=(
             'Memory of the instance held remotely (grants), MiB. '
             'Since 1.1.')),
-    }, **_TIMESTAMPS), optional=('remote_mb', 'wss_maxavg_mb')),
+    }, **_TIMESTAMPS), optional=('remote_mb', 'wss_maxavg_mb',
+                                 'local_policy')),
     'WssSample': closed_object({
         'id': INTEGER, 'host': NAME, 'sampled_at': DATETIME,
         'wss_mb': INTEGER, 'wss_maxavg_mb': _nullable(INTEGER),

@@ -98,6 +98,7 @@ class Collector:
                 wss_mb=result.wss_mb if result else None,
                 wss_maxavg_mb=result.wss_maxavg_mb if result else None,
                 estimator=result.estimator if result else None,
+                local_policy=result.local_policy if result else None,
                 cpu_util=cpu_util, vcpus=dom.vcpus))
             if samples and result is not None and result.wss_mb is not None:
                 wss_samples.append(report_obj.WssSample(

@@ -40,7 +40,9 @@ NO_STATS = 'no balloon statistics'
 @dataclasses.dataclass
 class VmResult:
     """One VM's outcome of a period (MiB). ``estimator`` names what the
-    WSS came from ('badis/V/sampler'), or 'unmanaged: <reason>'."""
+    WSS came from ('badis/V/sampler'), or 'unmanaged: <reason>';
+    ``local_policy`` what set its balloon target ('cmms/equal'), None for
+    an unmanaged VM."""
 
     uuid: str
     current_mb: int
@@ -48,6 +50,7 @@ class VmResult:
     wss_maxavg_mb: int | None = None
     target_mb: int | None = None
     estimator: str | None = None
+    local_policy: str | None = None
     managed: bool = True
     shortage: bool = False
     sampler_backend: str | None = None
@@ -236,7 +239,7 @@ class MemoryManager:
         result = VmResult(
             uuid=dom.uuid, current_mb=m_cur, wss_mb=estimate.wss_mb,
             wss_maxavg_mb=maxavg, estimator=label[:64],
-            shortage=estimate.shortage,
+            local_policy=self.policy.label[:64], shortage=estimate.shortage,
             sampler_backend=vm.sampler.backend_name,
             sampler_error=vm.sampler.error)
         LOG.debug('VM %s: m_cur %d MiB, WSS %s (%s), max-average %s, '

@@ -27,7 +27,8 @@ class InstanceReport(base.MemaggObject):
 
     # Version 1.0: Initial version
     # Version 1.1: vcpus
-    VERSION = '1.1'
+    # Version 1.2: local_policy
+    VERSION = '1.2'
 
     fields = {
         'uuid': fields.UUIDField(),
@@ -41,11 +42,15 @@ class InstanceReport(base.MemaggObject):
         'estimator': fields.StringField(nullable=True),
         'cpu_util': fields.FloatField(),
         'vcpus': fields.IntegerField(default=0),
+        'local_policy': fields.StringField(nullable=True, default=None),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+        target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 2):
+            primitive.pop('local_policy', None)
+        if target < (1, 1):
             primitive.pop('vcpus', None)
 
 
@@ -86,7 +91,8 @@ class ComputeReport(base.MemaggObject):
 
     # Version 1.0: Initial version
     # Version 1.1: mem_used_mb; InstanceReport 1.1, WssSample 1.1
-    VERSION = '1.1'
+    # Version 1.2: InstanceReport 1.2
+    VERSION = '1.2'
 
     fields = {
         'host': fields.StringField(),
@@ -103,8 +109,8 @@ class ComputeReport(base.MemaggObject):
     }
 
     obj_relationships = {
-        'instances': [('1.0', '1.0'), ('1.1', '1.1')],
-        'samples': [('1.0', '1.0'), ('1.1', '1.1')],
+        'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.2')],
+        'samples': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.1')],
     }
 
     def obj_make_compatible(self, primitive, target_version):

@@ -118,6 +118,8 @@ class Instance(Base):
         sa.Integer, nullable=True)
     estimator: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(64), nullable=True)
+    local_policy: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64), nullable=True)
     cpu_util: orm.Mapped[float] = orm.mapped_column(
         sa.Float, nullable=False, default=0.0)
     remote_mb: orm.Mapped[int] = orm.mapped_column(

@@ -93,6 +93,12 @@ class LocalPolicy(metaclass=abc.ABCMeta):
     def __init__(self, params=None):
         self.params = params or PolicyParams()
 
+    @property
+    def label(self):
+        """What the API shows as an instance's local policy: the plug-in's
+        name, and the mode that changes its targets where it has one."""
+        return self.name
+
     @abc.abstractmethod
     def raw_targets(self, vms, host_budget_mb):
         """{uuid: target MiB} before the common limits."""

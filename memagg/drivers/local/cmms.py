@@ -31,6 +31,10 @@ class CmmsPolicy(base.LocalPolicy):
 
     name = 'cmms'
 
+    @property
+    def label(self):
+        return '%s/%s' % (self.name, self.params.share_policy)
+
     def raw_targets(self, vms, host_budget_mb):
         need = {vm.uuid: vm.demand_mb for vm in vms}
         booked = {vm.uuid: vm.m_init_mb for vm in vms}

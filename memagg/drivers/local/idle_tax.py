@@ -32,6 +32,10 @@ class IdleTaxPolicy(base.LocalPolicy):
         #: The τ of the last period (None before the first).
         self.tau = None
 
+    @property
+    def label(self):
+        return '%s/%s' % (self.name, self.params.tau_mode)
+
     def raw_targets(self, vms, host_budget_mb):
         used = {vm.uuid: vm.demand_mb for vm in vms}
         equal_share = host_budget_mb / len(vms)

@@ -20,7 +20,7 @@ class ListInstance(base.ListCommand):
     columns = ('uuid', 'name', 'host', 'project_id', 'status', 'booked_mb',
                'current_mb', 'wss_mb')
     long_columns = ('target_mb', 'wss_maxavg_mb', 'remote_mb', 'estimator',
-                    'cpu_util', 'created_at', 'updated_at')
+                    'local_policy', 'cpu_util', 'created_at', 'updated_at')
     filters = ('host', 'project_id', 'status')
     marker_help = 'this instance UUID (the last of the previous page)'
 

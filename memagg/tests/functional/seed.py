@@ -42,7 +42,8 @@ def _instances(project_id, count):
                  project_id=project_id, status='active', booked_mb=4096,
                  current_mb=2048 + 256 * n, target_mb=2048,
                  wss_mb=1024 + 128 * n, wss_maxavg_mb=1100 + 128 * n,
-                 estimator='badis', cpu_util=0.2, vcpus=2, remote_mb=0)
+                 estimator='badis', local_policy='cmms/equal', cpu_util=0.2,
+                 vcpus=2, remote_mb=0)
             for n in range(count)]
 
 

@@ -67,7 +67,7 @@ CALLS = [
     ('/v1/instances', '/v1/instances', MEMBER_A, 200),
     ('/v1/instances', '/v1/instances?limit=0', {}, 400),
     ('/v1/instances', '/v1/instances', {
-        microversion.HEADER: 'memory-aggregation 1.7'}, 406),
+        microversion.HEADER: 'memory-aggregation 1.99'}, 406),
     ('/v1/instances/{uuid}', '/v1/instances/' + data.INSTANCE_A, LATEST,
      200),
     ('/v1/instances/{uuid}', '/v1/instances/' + data.INSTANCE_B, MEMBER_A,

@@ -278,10 +278,13 @@ def test_instance_chart_carries_the_wss_history(browser, deployment,
                  for dot in browser.find_all(
                      '#memagg-history g[data-series="%s"] circle' % key)]
         assert shown == [(s[key], s['sampled_at']) for s in samples]
-    booked = admin_api.instances.get(uuid)['booked_mb']
+    instance = admin_api.instances.get(uuid)
     assert browser.attr('#memagg-history g[data-series="booked_mb"]',
-                        'data-latest-mb') == str(booked)
+                        'data-latest-mb') == str(instance['booked_mb'])
     assert browser.find('#memagg-estimator').text == samples[-1]['estimator']
+    assert instance['local_policy']
+    assert (browser.find('#memagg-local-policy').text
+            == instance['local_policy'])
     browser.screenshot('admin-instance',
                        [c for _, _, c in charts.HISTORY_SERIES])
 

@@ -58,7 +58,8 @@ def load():
                       free_reservoir_mb=4096, lendable_mb=2048),
             [dict(uuid=uuid, name='vm-' + uuid[:4], project_id=project,
                   booked_mb=4096, current_mb=2048, wss_mb=1005,
-                  wss_maxavg_mb=1100, remote_mb=512, estimator='badis')
+                  wss_maxavg_mb=1100, remote_mb=512, estimator='badis',
+                  local_policy='cmms/equal')
              for uuid, project in instances], samples)
     db_services.service_heartbeat(ctx, 'host-1', 'memagg-compute', 'compute')
     db_services.service_heartbeat(ctx, 'ctl', 'memagg-scheduler', 'scheduler')

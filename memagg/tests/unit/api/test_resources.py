@@ -27,27 +27,31 @@ def test_root_version_document(api):
     (version,) = response.json['versions']
     assert version['id'] == 'v1.0'
     assert version['status'] == 'CURRENT'
-    assert (version['min_version'], version['max_version']) == ('1.0', '1.6')
+    assert (version['min_version'], version['max_version']) == ('1.0', '1.7')
     assert version['links'][0]['href'].endswith('/v1/')
     assert api.get('/v1').json['version'] == version
 
 
 def test_version_echoed_with_vary(api):
     response = api.get('/v1/hosts', headers=LATEST)
-    assert response.headers[microversion.HEADER] == 'memory-aggregation 1.6'
+    assert response.headers[microversion.HEADER] == 'memory-aggregation 1.7'
     assert microversion.HEADER in response.headers['Vary']
     plain = api.get('/v1/hosts')
     assert plain.headers[microversion.HEADER] == 'memory-aggregation 1.0'
 
 
 def test_instance_fields_gated_by_microversion(api):
-    old = api.get('/v1/instances/' + data.INSTANCE_A).json['instance']
-    new = api.get('/v1/instances/' + data.INSTANCE_A,
-                  headers=LATEST).json['instance']
+    def get(version):
+        return api.get('/v1/instances/' + data.INSTANCE_A, headers={
+            microversion.HEADER: 'memory-aggregation ' + version,
+        }).json['instance']
+    old, v16, new = get('1.0'), get('1.6'), get('latest')
     assert 'remote_mb' not in old and 'wss_maxavg_mb' not in old
-    assert (new['remote_mb'], new['wss_maxavg_mb']) == (512, 1100)
+    assert (v16['remote_mb'], v16['wss_maxavg_mb']) == (512, 1100)
+    assert 'local_policy' not in v16
+    assert new['local_policy'] == 'cmms/equal'
     assert {k: v for k, v in new.items()
-            if k not in ('remote_mb', 'wss_maxavg_mb')} == old
+            if k not in ('remote_mb', 'wss_maxavg_mb', 'local_policy')} == old
 
 
 def test_services_state_from_heartbeat(api):

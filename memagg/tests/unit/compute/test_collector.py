@@ -47,6 +47,7 @@ def test_a_period_of_the_libvirt_test_host(conf, driver):
     # No sampler on test:///default: Badis uses the guest's used memory
     # (available 2 GiB - usable 1 GiB) plus its 64 MiB margin.
     assert (inst.wss_mb, inst.estimator) == (1088, 'badis/V/stats')
+    assert inst.local_policy == 'cmms/equal'
     # cmms shrinks toward the WSS, at most max_step_mb (512) a period.
     assert inst.target_mb == 1536
     assert report.free_reservoir_mb == 3072 - 256 - 1536
@@ -109,6 +110,7 @@ def test_a_guest_without_balloon_or_stats_is_marked_and_left_alone(
     inst = report.instances[0]
     assert inst.wss_mb is None and inst.target_mb is None
     assert inst.estimator == 'unmanaged: %s' % reason
+    assert inst.local_policy is None
     assert inst.current_mb == 256
     assert report.samples == []
     assert drv.moves == []

@@ -61,8 +61,8 @@ RESERVOIR = {'free_reservoir_mb': 16384, 'lendable_mb': 8192,
 INSTANCE = {'uuid': VM, 'name': 'vm-one', 'host': 'compute-1',
             'project_id': '1', 'status': 'active', 'booked_mb': 4096,
             'current_mb': 2304, 'target_mb': 2048, 'wss_mb': 1152,
-            'wss_maxavg_mb': 1228, 'estimator': 'badis', 'cpu_util': 0.2,
-            'remote_mb': 256}
+            'wss_maxavg_mb': 1228, 'estimator': 'badis',
+            'local_policy': 'cmms/equal', 'cpu_util': 0.2, 'remote_mb': 256}
 SAMPLES = [{'id': n, 'host': 'compute-1',
             'sampled_at': '2026-11-26T10:0%d:00Z' % n,
             'wss_mb': 1000 + 50 * n, 'wss_maxavg_mb': 1228,
@@ -192,6 +192,8 @@ class ProjectPanelTests(MemaggViewTests):
         self.assertIn('data-series="booked_mb" data-latest-mb="4096"', body)
         self.assertContains(resp, '<dd id="memagg-estimator">badis</dd>',
                             html=True)
+        self.assertContains(
+            resp, '<dd id="memagg-local-policy">cmms/equal</dd>', html=True)
 
     def test_admin_panel_is_not_for_members(self):
         resp = self.client.get(reverse('horizon:admin:memory:index'))

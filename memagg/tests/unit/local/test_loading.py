@@ -52,6 +52,18 @@ def test_each_plug_in_loads_by_name(conf, name, cls):
     assert policy.params.weights == {'gold': 8.0, 'lead': 0.5}
 
 
+@pytest.mark.parametrize('name, mode, label', [
+    ('cmms', {'share_policy': 'proportional'}, 'cmms/proportional'),
+    ('idle_tax', {'tau_mode': 'static'}, 'idle_tax/static'),
+    ('weighted', {'share_policy': 'proportional'}, 'weighted'),
+])
+def test_the_label_names_the_plug_in_and_the_mode_it_runs(
+        conf, name, mode, label):
+    conf.config(policy=name, group='local_policy', **mode)
+
+    assert base.load_policy(CONF).label == label
+
+
 def test_unknown_policy_names_the_option_and_the_choices(conf):
     conf.config(policy='fifo', group='local_policy')
 

@@ -24,8 +24,8 @@ from memagg.objects import report
 # Changing an object's fields changes its hash: bump its VERSION (and keep
 # the old version readable) before updating the hash here.
 EXPECTED_FINGERPRINTS = {
-    'ComputeReport': '1.1-d16c7c9686fd9af4b7c4a40d9cc92663',
-    'InstanceReport': '1.1-6b464b536ba00c86a349b8893cc3f668',
+    'ComputeReport': '1.2-d16c7c9686fd9af4b7c4a40d9cc92663',
+    'InstanceReport': '1.2-ab787085c305a94aad8948fc393de61f',
     'WssSample': '1.1-d6cb28112c9409b46f14aec532991e3b',
 }
 
@@ -40,7 +40,8 @@ def _report():
         instances=[report.InstanceReport(
             uuid=UUID, name='vm1', project_id='p1', booked_mb=2048,
             current_mb=1024, target_mb=None, wss_mb=700, wss_maxavg_mb=None,
-            estimator='libvirt_stats', cpu_util=0.5, vcpus=2)],
+            estimator='libvirt_stats', local_policy='cmms/equal',
+            cpu_util=0.5, vcpus=2)],
         samples=[report.WssSample(
             instance_uuid=UUID, sampled_at=NOW, wss_mb=700,
             wss_maxavg_mb=None, current_mb=1024, target_mb=None,
@@ -68,7 +69,7 @@ def test_report_survives_the_rpc_serializer():
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     primitive = serializer.serialize_entity(ctxt, _report())
     assert primitive['memagg_object.name'] == 'ComputeReport'
-    assert primitive['memagg_object.version'] == '1.1'
+    assert primitive['memagg_object.version'] == '1.2'
     again = serializer.deserialize_entity(ctxt, primitive)
     # Field by field: ovo's == also compares the order of the changed-field
     # list, which follows string hashing and so varies between runs.
@@ -113,6 +114,14 @@ def test_a_1_0_receiver_gets_a_1_0_report():
     assert 'vcpus' not in instance['memagg_object.data']
     assert sample['memagg_object.version'] == '1.0'
     assert 'cpu_util' not in sample['memagg_object.data']
+
+
+def test_a_1_1_receiver_gets_no_local_policy():
+    primitive = _report().obj_to_primitive(target_version='1.1')
+    instance = primitive['memagg_object.data']['instances'][0]
+    assert instance['memagg_object.version'] == '1.1'
+    assert 'local_policy' not in instance['memagg_object.data']
+    assert instance['memagg_object.data']['vcpus'] == 2
 
 
 def test_a_1_0_report_still_gives_a_host_sample():
