@@ -76,6 +76,18 @@ const char *const ms_backend_names[MS_NR_BACKENDS] = {
  */
 #define MS_KEEP_WINDOWS 32
 
+/*
+ * Reading pagemap again at collect() is the sampler's main cost (about
+ * 1.5 us a page).  Above MS_RECHECK_MIN samples it first reads every
+ * MS_RECHECK_STRIDE-th sample only (a different eighth each window); only
+ * when one of those changed does it read them all.  A share q of changed
+ * pages goes unseen with probability (1 - q)^(n / 8): below 1 % for q = 1 %
+ * at n = 4,000, and what goes unseen then biases the window by at most q.
+ * Every sample is read within MS_RECHECK_STRIDE windows of a kept sample.
+ */
+#define MS_RECHECK_STRIDE 8
+#define MS_RECHECK_MIN 512
+
 struct ms_sampler {
     pid_t pid;
     uint64_t start;
@@ -99,6 +111,9 @@ struct ms_sampler {
     uint64_t *keys;             /* sorted distinct PFNs or addresses */
     unsigned int *key_of;       /* sample -> its PFN's key (PFN backends) */
     unsigned char *hit;         /* key -> accessed, when read per key */
+    uint64_t *sub_pages;        /* the samples a quick recheck reads */
+    struct ms_pagemap_entry *sub_now;
+    unsigned int windows;       /* collected, to rotate the quick rechecks */
     unsigned int nr_sampled;
     unsigned int nr_present;
     unsigned int nr_keys;
@@ -179,6 +194,8 @@ void ms_sampler_close(struct ms_sampler *s)
     free(s->keys);
     free(s->key_of);
     free(s->hit);
+    free(s->sub_pages);
+    free(s->sub_now);
     free(s);
 }
 
@@ -190,16 +207,27 @@ static int alloc_samples(struct ms_sampler *s, unsigned int n)
     uint64_t *keys = calloc(n, sizeof(*keys));
     unsigned int *key_of = calloc(n, sizeof(*key_of));
     unsigned char *hit = calloc(n, sizeof(*hit));
+    uint64_t *sub_pages = calloc(n / MS_RECHECK_STRIDE + 1,
+                                 sizeof(*sub_pages));
+    struct ms_pagemap_entry *sub_now = calloc(n / MS_RECHECK_STRIDE + 1,
+                                              sizeof(*sub_now));
 
-    if (!pages || !entries || !now || !keys || !key_of || !hit) {
+    if (!pages || !entries || !now || !keys || !key_of || !hit ||
+        !sub_pages || !sub_now) {
         free(pages);
         free(entries);
         free(now);
         free(keys);
         free(key_of);
         free(hit);
+        free(sub_pages);
+        free(sub_now);
         return -ENOMEM;
     }
+    free(s->sub_pages);
+    free(s->sub_now);
+    s->sub_pages = sub_pages;
+    s->sub_now = sub_now;
     free(s->pages);
     free(s->entries);
     free(s->now);
@@ -619,6 +647,44 @@ static int recheck(struct ms_sampler *s, char *err, size_t errlen)
 }
 
 /*
+ * The quick recheck: one sample in MS_RECHECK_STRIDE read again.  When all
+ * of those are as they were, the window counts as unchanged, every sample
+ * stable; otherwise every sample is read (recheck()).
+ */
+static int recheck_quick(struct ms_sampler *s, char *err, size_t errlen)
+{
+    unsigned int i, m = 0, off = s->windows % MS_RECHECK_STRIDE;
+    int ret;
+
+    if (s->nr_sampled < MS_RECHECK_MIN) {
+        return recheck(s, err, errlen);
+    }
+    for (i = off; i < s->nr_sampled; i += MS_RECHECK_STRIDE) {
+        s->sub_pages[m++] = s->pages[i];
+    }
+    ret = ms_pagemap_read(s->pagemap_fd, s->sub_pages, m, s->sub_now);
+    if (ret) {
+        ms_err(err, errlen, "cannot read pagemap of process %d: %s",
+               (int)s->pid, strerror(-ret));
+        return ret;
+    }
+    for (i = 0; i < m; i++) {
+        const struct ms_pagemap_entry *was =
+            &s->entries[off + i * MS_RECHECK_STRIDE];
+
+        if (s->sub_now[i].present != was->present ||
+            s->sub_now[i].pfn != was->pfn) {
+            return recheck(s, err, errlen);
+        }
+    }
+    memcpy(s->now, s->entries, sizeof(*s->now) * s->nr_sampled);
+    s->nr_moved = 0;
+    s->nr_vanished = 0;
+    s->unchanged = 1;
+    return 0;
+}
+
+/*
  * How many samples count once the moved ones are left out.  A moved page
  * was in use at both ends of the window, like the k samples present at
  * begin() and at collect(); the m moved ones are m / k of those, so the n
@@ -662,7 +728,7 @@ static int collect_page_idle(struct ms_sampler *s, unsigned int *accessed,
         return ret;
     }
     /* After the bitmap: a page moved while it was read is caught too. */
-    ret = recheck(s, err, errlen);
+    ret = recheck_quick(s, err, errlen);
     if (ret == 0) {
         *accessed = count_stable(s);
     }
@@ -684,7 +750,7 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
 
     ret = ms_damon_collect(s->damon_slot, NULL, 0, NULL, dr, err, errlen);
     if (ret == 0 && paddr) {
-        ret = recheck(s, err, errlen);
+        ret = recheck_quick(s, err, errlen);
     }
     if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
         *accessed = scale_to_samples(
@@ -757,6 +823,7 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
         ret = -EINVAL;
     }
     r->window_s = ms_now() - s->t_begin;
+    s->windows++;
     if (s->auto_interval) {
         next_interval(s, t_asked - s->t_begin);
     }

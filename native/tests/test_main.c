@@ -782,6 +782,38 @@ static void test_damon_kept_sample(void)
     fake_pagemap();
 }
 
+/*
+ * Past 512 samples, collect() reads one sample in 8 again, another eighth
+ * each window, and all of them only when one of those changed: a page
+ * moved during the first window is seen at the fourth, when its eighth
+ * (index 3) comes round.
+ */
+static void test_quick_recheck(void)
+{
+    struct ms_sampler *s = NULL;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+    uint64_t seed = 1;
+    unsigned int w;
+
+    CHECK(ms_sampler_open(&s, getpid(), 0, 1024 * MS_PAGE_SIZE, 1024,
+                          MS_PAGE_IDLE, &seed, 0.1, err, sizeof(err)) == 0);
+    if (!s) {
+        return;
+    }
+    for (w = 0; w < 4; w++) {
+        CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+        if (w == 0) {
+            fake_map(3, 3000);
+        }
+        CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+        CHECK(r.moved == (w == 3 ? 1U : 0U));
+        CHECK(r.present == FAKE_PRESENT - (w == 3 ? 1U : 0U));
+    }
+    ms_sampler_close(s);
+    fake_pagemap();
+}
+
 int main(void)
 {
     test_parse_u64();
@@ -801,6 +833,7 @@ int main(void)
     test_most_pages_moved();
     test_damon_paddr_moves();
     test_damon_kept_sample();
+    test_quick_recheck();
     fake_teardown();
     return check_summary();
 }
