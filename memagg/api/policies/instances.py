@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Policies of /v1/instances: an instance's project may read it."""
+"""Policies of /v1/instances: an instance's project's readers and
+members may read it."""
 from memagg.api.policies import base
 
 LIST = 'memagg:instance:list'
@@ -20,23 +21,26 @@ WSS = 'memagg:instance:wss'
 
 rules = [
     base.get_rule(
-        LIST, base.PROJECT_MEMBER,
+        LIST, base.PROJECT_READER_OR_ADMIN,
         'List instances. Unless memagg:instance:list:'
         'all_projects also passes, only the caller\'s project\'s '
         'instances are listed.',
-        '/v1/instances'),
+        '/v1/instances',
+        base.deprecated(LIST, base.OLD_PROJECT_MEMBER)),
     base.get_rule(
         LIST_ALL_PROJECTS, base.ADMIN,
         'List the instances of every project.',
         '/v1/instances'),
     base.get_rule(
-        GET, base.ADMIN_OR_OWNER,
+        GET, base.PROJECT_READER_OR_ADMIN,
         'Show an instance.',
-        '/v1/instances/{uuid}'),
+        '/v1/instances/{uuid}',
+        base.deprecated(GET, base.OLD_ADMIN_OR_OWNER)),
     base.get_rule(
-        WSS, base.ADMIN_OR_OWNER,
+        WSS, base.PROJECT_READER_OR_ADMIN,
         'List the working-set samples of an instance.',
-        '/v1/instances/{uuid}/wss'),
+        '/v1/instances/{uuid}/wss',
+        base.deprecated(WSS, base.OLD_ADMIN_OR_OWNER)),
 ]
 
 
