@@ -55,6 +55,13 @@ class VmResult:
     shortage: bool = False
     sampler_backend: str | None = None
     sampler_error: str | None = None
+    #: Half-width (MiB) of the sampled estimate's confidence interval,
+    #: and the pages drawn for it.
+    sampler_error_mb: float | None = None
+    sampler_pages: int | None = None
+    #: The estimate was not fed to the max-average: a warming window (VM
+    #: just started, allocation moved) or a lost one the stats stood in for.
+    warming: bool = False
 
 
 @dataclasses.dataclass
@@ -112,6 +119,18 @@ def guest_memory_mb(conf, host_info):
     return host_info.memory_mb - conf.compute.reserved_host_memory_mb
 
 
+def _not_truth(estimate, sample, sampler):
+    """Whether ``estimate`` must stay out of the max-average: built on a
+    warming window of the sampler, or on the balloon statistics standing in
+    for a sampler that is about to give its first window or lost the last
+    one (their used memory counts page cache, and one such value would
+    hold WSS^maxavg up for the whole slice)."""
+    if sample is not None and sample.get('warming') \
+            and estimate.source == 'sampler':
+        return True
+    return estimate.source == 'stats' and (sampler.missed or sampler.fresh)
+
+
 class MemoryManager:
     """Runs the estimation and balloon period of a compute node.
 
@@ -125,6 +144,7 @@ class MemoryManager:
         self.new_estimator = wss_base.load_estimator_factory(conf)
         self.estimator_name = conf.wss.estimator
         self.policy = local_base.load_policy(conf)
+        self.sample_size = sampling.SampleSize.from_conf(conf.wss)
         self.qos = qos.WeightResolver(conf)
         self._vms = {}
 
@@ -137,7 +157,8 @@ class MemoryManager:
                                            wss.maxavg_slice_s),
                      sampling.VmSampler(self.driver, uuid,
                                         wss.sampler_pages,
-                                        wss.sampler_backend))
+                                        wss.sampler_backend,
+                                        size=self.sample_size))
             self._vms[uuid] = vm
         return vm
 
@@ -227,11 +248,13 @@ class MemoryManager:
             max_mb=dom.max_memory_mb, stats=dict(stats), stats_rates=rates,
             sampler=sample, ghost=ghost, has_remote_swap=ghost is not None,
             period_s=self.conf.compute.collect_interval, now=now))
+        not_truth = (vm.estimator.needs_sampler
+                     and _not_truth(estimate, sample, vm.sampler))
         if vm.estimator.needs_sampler:
             vm.sampler.begin()
         else:
             vm.sampler.close()
-        maxavg = vm.maxavg.add(now, estimate.wss_mb)
+        maxavg = vm.maxavg.add(now, None if not_truth else estimate.wss_mb)
         parts = [self.estimator_name, estimate.state]
         if estimate.source != self.estimator_name:
             parts.append(estimate.source)
@@ -241,7 +264,10 @@ class MemoryManager:
             wss_maxavg_mb=maxavg, estimator=label[:64],
             local_policy=self.policy.label[:64], shortage=estimate.shortage,
             sampler_backend=vm.sampler.backend_name,
-            sampler_error=vm.sampler.error)
+            sampler_error=vm.sampler.error,
+            sampler_error_mb=sample.get('error_mb') if sample else None,
+            sampler_pages=sample.get('n') if sample else None,
+            warming=not_truth)
         LOG.debug('VM %s: m_cur %d MiB, WSS %s (%s), max-average %s, '
                   'sample %s', dom.uuid, m_cur, estimate.wss_mb, label,
                   maxavg, sample)

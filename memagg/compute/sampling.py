@@ -21,8 +21,18 @@ lost, but the sampler is kept for the next period; it is opened again only
 when its process is gone or when two windows in a row failed. A window the
 host spoiled by moving most of the sampled pages (EAGAIN: compaction,
 migration) is lost too, but says nothing against the sampler.
+
+The sample size follows the wanted confidence (ALGORITHMS.md §1): each
+window draws the n that gives the hot fraction p of the last one a
+confidence interval of +-error * p, and every sample carries the interval
+it achieved. The first window of a sampler (a VM that started, RAM found
+again) and a window during which the balloon moved the allocation are
+"warming": reported, never fed to the max-average as truth.
 """
+import dataclasses
 import errno
+import math
+import statistics
 
 from oslo_log import log as logging
 
@@ -32,6 +42,71 @@ from memagg.drivers.hypervisor import base as hypervisor
 LOG = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleSize:
+    """How many pages a window samples: ``error`` is the wanted half-width
+    of the hot fraction's interval relative to it at ``confidence`` (0: a
+    fixed ``first`` pages), within [min_pages, max_pages]; ``first`` is
+    the n of a window with no estimate before it."""
+
+    first: int = 1000
+    error: float = 0.05
+    confidence: float = 0.95
+    min_pages: int = 1000
+    max_pages: int = 20000
+    warming_change: float = 0.05
+
+    @classmethod
+    def from_conf(cls, wss):
+        """From the [wss] options; sampler_min_pages above
+        sampler_max_pages is refused, naming both."""
+        if wss.sampler_min_pages > wss.sampler_max_pages:
+            raise ValueError(
+                '[wss] sampler_min_pages (%d) is above sampler_max_pages '
+                '(%d): lower the first or raise the second'
+                % (wss.sampler_min_pages, wss.sampler_max_pages))
+        return cls(first=wss.sampler_pages, error=wss.sampler_error,
+                   confidence=wss.sampler_confidence,
+                   min_pages=wss.sampler_min_pages,
+                   max_pages=wss.sampler_max_pages,
+                   warming_change=wss.sampler_warming_change)
+
+    @property
+    def z(self):
+        """The standard normal quantile of the two-sided confidence."""
+        return statistics.NormalDist().inv_cdf((1 + self.confidence) / 2)
+
+    def pages(self, fraction):
+        """n for the next window, the last one's hot fraction (of the
+        sampled range) being ``fraction`` (None: no estimate yet).
+
+        A binomial proportion p estimated from n pages has the half-width
+        z * sqrt(p (1 - p) / n); it is error * p for
+        n = z^2 (1 - p) / (error^2 p).
+        """
+        if not self.error:
+            return self.first
+        if fraction is None:
+            wanted = self.first
+        elif fraction <= 0:
+            wanted = self.max_pages
+        else:
+            wanted = math.ceil(self.z ** 2 * (1 - fraction)
+                               / (self.error ** 2 * fraction))
+        return max(self.min_pages, min(self.max_pages, wanted))
+
+    def half_width(self, accessed, sampled):
+        """Half-width of the Wilson score interval of accessed / sampled at
+        the confidence level, as a fraction of the sampled range; it stays
+        meaningful at 0 and 1, where the normal approximation's is 0."""
+        if sampled <= 0:
+            return None
+        z, n = self.z, float(sampled)
+        p = min(1.0, max(0.0, accessed / n))
+        return (z / (1 + z * z / n)
+                * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)))
 
 
 def scaled_sample(sample, range_mb, m_cur_mb):
@@ -53,16 +128,29 @@ def scaled_sample(sample, range_mb, m_cur_mb):
 class VmSampler:
     """The sampler of one VM; ``error`` says why there is none."""
 
-    def __init__(self, driver, uuid, pages, backend):
+    def __init__(self, driver, uuid, pages, backend, size=None):
         self.driver = driver
         self.uuid = uuid
-        self.pages = pages
+        self.size = size or SampleSize(first=pages, error=0.0)
+        self.pages = self.size.pages(None)
         self.backend = backend
         self.memory = None
         self.error = None
+        #: The last window was expected and lost: see collect().
+        self.missed = False
         self._sampler = None
         self._begun = False
         self._failed = False
+        self._armed = False
+        self._windows = 0
+        self._m_cur_mb = None
+
+    @property
+    def fresh(self):
+        """No window has come back yet from this VM's sampler, which has
+        not failed to open either: the VM has just started."""
+        return self._windows == 0 and (self._sampler is not None
+                                       or self.error is None)
 
     @property
     def backend_name(self):
@@ -85,6 +173,7 @@ class VmSampler:
             return False
         self.memory = memory
         self.error = None
+        self._windows = 0
         LOG.info('Sampling %d pages of VM %s with %s (guest RAM %#x+%d MiB '
                  'in pid %d, found by %s)', self.pages, self.uuid,
                  self._sampler.backend, memory.start, memory.length // MIB,
@@ -108,12 +197,23 @@ class VmSampler:
         # the same sampler. QEMU restarted or exited, or a second failure
         # in a row: find the guest's RAM again next period.
         if exc.errno == errno.ESRCH or self._failed:
-            self.close()
+            self._close_sampler()
         self._failed = True
 
     def collect(self, m_cur_mb):
-        """The sample of the window begun last period (fraction relative
-        to ``m_cur_mb``), or None."""
+        """The sample of the window begun last period, or None.
+
+        Beyond Sampler.collect()'s keys: ``fraction`` relative to
+        ``m_cur_mb`` (and ``accessed_mb``), ``n`` the pages drawn,
+        ``error_mb`` the half-width of the estimate's confidence interval
+        in MiB, ``warming`` for the first window of a sampler or one during
+        which m_cur moved by more than the SampleSize's warming_change.
+        ``missed`` says afterwards whether a window was armed last period
+        and none came back.
+        """
+        armed, self._armed = self._armed, False
+        m_cur_before, self._m_cur_mb = self._m_cur_mb, m_cur_mb
+        self.missed = armed
         if self._sampler is None or not self._begun:
             return None
         self._begun = False
@@ -124,7 +224,23 @@ class VmSampler:
             return None
         self._failed = False
         self.error = None
-        return scaled_sample(sample, self.memory.length / MIB, m_cur_mb)
+        self.missed = False
+        self._windows += 1
+        range_mb = self.memory.length / MIB
+        scaled = scaled_sample(sample, range_mb, m_cur_mb)
+        sampled = sample.get('sampled') or 0
+        half = self.size.half_width(sample.get('accessed', 0), sampled)
+        moved = (m_cur_before is None or m_cur_mb <= 0
+                 or abs(m_cur_mb - m_cur_before)
+                 > self.size.warming_change * m_cur_before)
+        scaled.update(
+            # clear_refs reads the whole range: its n is every page.
+            n=sampled if sample.get('backend') == 'clear_refs' else self.pages,
+            error_mb=None if half is None else half * range_mb,
+            warming=self._windows == 1 or moved)
+        if sampled > 0 and sample.get('backend') != 'clear_refs':
+            self.pages = self.size.pages(sample.get('accessed', 0) / sampled)
+        return scaled
 
     def begin(self):
         """Open the next window (creating the sampler when needed)."""
@@ -132,16 +248,30 @@ class VmSampler:
         # later); the reason is logged only when it changes.
         if self._sampler is None and not self._open():
             return
+        self._armed = True
         try:
+            # A new n draws anew: keep it within a quarter of the last one
+            # so that a steady VM keeps its sample (and its cost).
+            n = self._sampler.n
+            if not n / 1.25 <= self.pages <= n * 1.25:
+                self._sampler.n = self.pages
+            else:
+                self.pages = n
             self._sampler.begin()
             self._begun = True
         except OSError as exc:
             self._lost(exc)
 
-    def close(self):
-        """Stop sampling and give the kernel resources back."""
+    def _close_sampler(self):
         if self._sampler is not None:
             self._sampler.close()
             self._sampler = None
         self._begun = False
         self._failed = False
+
+    def close(self):
+        """Stop sampling and give the kernel resources back; the next
+        window is a first one (warming)."""
+        self._close_sampler()
+        self._armed = False
+        self._m_cur_mb = None

@@ -28,9 +28,36 @@ opts = [
                     'accessed bits), swap_ghost (distances of swap-ins '
                     'in the eviction queue) or badis (sampler and '
                     'swap-ghost combined by a state machine).'),
-    cfg.IntOpt('sampler_pages', default=1000, min=1,
-               help='Pages n sampled per VM and period by the native '
-                    'sampler; redrawn every period. WSS = (f / n) * m_cur.'),
+    cfg.IntOpt('sampler_pages', default=1000, min=1, max=1000000,
+               help='Pages n sampled per VM by the native sampler in its '
+                    'first window, before any estimate; afterwards n '
+                    'follows sampler_error (or stays at this value when '
+                    'sampler_error is 0). WSS = (f / n) * m_cur.'),
+    cfg.FloatOpt('sampler_error', default=0.05, min=0.0, max=1.0,
+                 help='Wanted half-width of the confidence interval of the '
+                      'sampled hot fraction p, relative to p (0.05: '
+                      '+-5 %). Each window samples n = z^2 (1 - p) / '
+                      '(sampler_error^2 p) pages, p from the last '
+                      'estimate, within sampler_min_pages and '
+                      'sampler_max_pages. 0 samples sampler_pages every '
+                      'window.'),
+    cfg.FloatOpt('sampler_confidence', default=0.95, min=0.5, max=0.9999,
+                 help='Confidence level of the sampler\'s interval: the '
+                      'one sampler_error aims at and the one reported with '
+                      'each estimate (its half-width, in MiB).'),
+    cfg.IntOpt('sampler_min_pages', default=1000, min=1, max=1000000,
+               help='Fewest pages the sampler draws per VM and window, '
+                    'whatever sampler_error asks.'),
+    cfg.IntOpt('sampler_max_pages', default=20000, min=1, max=1000000,
+               help='Most pages the sampler draws per VM and window '
+                    '(a sampled page costs about 2 us of host CPU per '
+                    'window), whatever sampler_error asks.'),
+    cfg.FloatOpt('sampler_warming_change', default=0.05, min=0.0,
+                 help='A VM whose current allocation (balloon "actual") '
+                      'moved by more than this fraction during a window, '
+                      'like a VM whose sampler was just opened, gives a '
+                      'warming estimate: reported, but not fed to the '
+                      'WSS max-average.'),
     cfg.StrOpt('sampler_backend', default='auto',
                choices=['auto', 'page_idle', 'damon_paddr', 'damon_vaddr',
                         'clear_refs'],

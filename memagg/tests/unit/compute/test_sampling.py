@@ -229,6 +229,14 @@ class FailingSampler:
     def backend(self):
         return self._real.backend
 
+    @property
+    def n(self):
+        return self._real.n
+
+    @n.setter
+    def n(self, value):
+        self._real.n = value
+
     def begin(self):
         type(self).begins += 1
         if self.begins in self.fail:
@@ -335,3 +343,150 @@ def test_a_window_the_host_moved_is_not_a_failure_of_the_sampler(
     drv, results = run_periods(guest_ram, 6)
     assert drv.lookups == 1 and sampler_class.opened == 1
     assert results[-1].estimator == 'badis/V/sampler'
+
+
+class TestSampleSize:
+
+    size = sampling.SampleSize(first=1000, error=0.05, confidence=0.95,
+                               min_pages=1000, max_pages=20000)
+
+    @pytest.mark.parametrize('fraction, pages', [
+        # ALGORITHMS.md §1: about 4,600 pages at p = 0.25, 13,800 at 0.1.
+        (0.25, 4610), (0.1, 13830),
+        # A hot VM needs few pages: the floor; an idle one the ceiling.
+        (0.9, 1000), (0.01, 20000), (0.0, 20000),
+        # No estimate yet: the first window's n.
+        (None, 1000),
+    ])
+    def test_n_follows_the_last_fraction(self, fraction, pages):
+        assert self.size.pages(fraction) == pages
+
+    def test_no_wanted_error_keeps_n(self):
+        size = sampling.SampleSize(first=700, error=0.0)
+        assert size.pages(0.01) == size.pages(0.9) == 700
+
+    def test_the_interval_at_that_n_is_the_wanted_one(self):
+        # +-5 % of p = 0.25 at 95 %: 0.0125 of the range.
+        half = self.size.half_width(1152, 4610)
+        assert half == pytest.approx(0.0125, rel=0.01)
+        # Wilson's interval is not empty at p = 0.
+        assert 0 < self.size.half_width(0, 1000) < 0.005
+        assert self.size.half_width(0, 0) is None
+
+    def test_bounds_the_wrong_way_round_name_both_options(self, conf):
+        conf.config(sampler_min_pages=5000, sampler_max_pages=2000,
+                    group='wss')
+        with pytest.raises(ValueError, match='sampler_min_pages .5000. is '
+                           'above sampler_max_pages .2000.'):
+            sampling.SampleSize.from_conf(CONF.wss)
+
+
+class ScriptedSampler:
+    """Stands in for memagg._native.Sampler where the test needs a DAMON
+    backend's exact counts (DAMON is global to the host and a real-guest
+    test may hold it): a quarter of the pages drawn is accessed."""
+
+    instances = []
+
+    def __init__(self, pid, start, length, n=1000, backend='auto'):
+        self.n = n
+        self.backend = 'damon_paddr'
+        self.begun_with = []
+        self.instances.append(self)
+
+    def begin(self):
+        self.begun_with.append(self.n)
+
+    def collect(self):
+        return {'sampled': self.n, 'accessed': self.n // 4,
+                'present': self.n, 'moved': 0, 'fraction': 0.25,
+                'backend': 'damon_paddr', 'window_s': 1.0}
+
+    def close(self):
+        pass
+
+
+def test_n_comes_from_the_wanted_confidence(monkeypatch, conf, guest_ram):
+    conf.config(estimator='sampler', group='wss')
+    monkeypatch.setattr(sampling._native, 'Sampler', ScriptedSampler)
+    ScriptedSampler.instances = []
+    drv, results = run_periods(guest_ram, 3)
+    sampler, = ScriptedSampler.instances
+    # The first window draws sampler_pages; p = 0.25 then asks for 4,610.
+    assert sampler.begun_with == [1000, 4610, 4610]
+    assert [r.sampler_pages for r in results] == [None, 1000, 4610]
+    # The interval is reported in MiB of the 64 MiB range: +-5 % of the
+    # 16 MiB hot at n = 4,610, about twice that at n = 1,000.
+    assert results[2].sampler_error_mb == pytest.approx(0.8, rel=0.02)
+    assert results[1].sampler_error_mb == pytest.approx(1.7, rel=0.05)
+    assert results[2].wss_mb == 16
+
+
+def test_warming_windows_stay_out_of_the_max_average(conf, guest_ram):
+    conf.config(estimator='sampler', sampler_backend='clear_refs',
+                group='wss')
+    address, ram = guest_ram
+    drv = Driver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        period(manager, drv)
+        touch(ram, 16)
+        first = period(manager, drv)
+        touch(ram, 16)
+        steady = period(manager, drv)
+        # The balloon takes a quarter of the guest during the next window.
+        drv.m_cur_mb = RAM_MB * 3 // 4
+        touch(ram, 40)
+        moved = period(manager, drv)
+        touch(ram, 40)
+        after = period(manager, drv)
+    finally:
+        manager.close()
+    # The VM's first window is reported, not taken as truth.
+    assert first.wss_mb == pytest.approx(16, abs=2) and first.warming
+    assert first.wss_maxavg_mb is None
+    assert not steady.warming
+    assert steady.wss_maxavg_mb == steady.wss_mb
+    # So is the window the balloon moved through: 40 MiB read, the
+    # max-average still the steady window's.
+    assert moved.warming and moved.wss_mb == pytest.approx(40, abs=2)
+    assert moved.wss_maxavg_mb == steady.wss_maxavg_mb
+    assert not after.warming and after.wss_maxavg_mb > steady.wss_maxavg_mb
+
+
+class CachedDriver(Driver):
+    """The guest's balloon statistics count 40 MiB used, page cache
+    included."""
+
+    def list_domains(self):
+        domains = super().list_domains()
+        kib = self.m_cur_mb * 1024
+        domains[0].memory_stats['usable'] = kib - 40 * 1024
+        return domains
+
+
+def test_a_missed_window_never_lets_the_stats_into_the_max_average(
+        failing_sampler, guest_ram):
+    failing_sampler(fail_collect=(3, 4))
+    address, ram = guest_ram
+    drv = CachedDriver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        results = []
+        for _ in range(5):
+            touch(ram, 20)
+            results.append(period(manager, drv))
+    finally:
+        manager.close()
+    labels = [r.estimator for r in results]
+    # 1: no window yet: the stats' 40 MiB stand in, not fed; 2: window 1
+    # (warming); 3: window 2, the first fed; 4: window 3 lost, window 2's
+    # held; 5: window 4 lost too: the stats' 40 MiB, reported, not fed.
+    assert labels == ['badis/V/stats', 'badis/V/sampler', 'badis/V/sampler',
+                      'badis/V/held', 'badis/V/stats'], labels
+    assert [r.warming for r in results] == [True, True, False, False, True]
+    assert results[0].wss_maxavg_mb is None
+    assert results[1].wss_maxavg_mb is None
+    assert results[4].wss_mb == 40
+    for result in results[2:]:
+        assert result.wss_maxavg_mb == pytest.approx(20, abs=3)
