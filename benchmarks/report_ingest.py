@@ -27,9 +27,31 @@ and exchange are unique to the run and its queues auto-delete; the database
 is dropped at the end.
 
 Run: .venv/bin/python benchmarks/report_ingest.py [--nodes 20] [--reports 10]
+
+With --fleet, a steady load instead: --nodes (default 1,000) simulated
+compute nodes each send one real ComputeReport (--instances instances,
+default 20) every --period seconds (default 10, the default
+collect_interval), through memagg-scheduler's RPC API on RabbitMQ, spread
+over the period and over --senders processes, for --duration seconds
+(default 60; the figures of doc/source/scaling.rst come from 600). It runs
+once per count of --workers (default 1,2): that many real memagg-scheduler
+processes on one topic, coordinated through tooz on the same MariaDB when
+there are several. Every --sample-every seconds it prints the reports sent
+and stored, the lag (sent but not stored yet), the topic queue's depth
+(rabbitmqctl list_queues: ready and unacknowledged messages), each worker's
+CPU seconds and resident memory (/proc); then the scheduler CPU per report
+and per node, and checks that every sample sent was stored once.
+
+Run: .venv/bin/python benchmarks/report_ingest.py --fleet [--nodes 1000]
+     [--duration 600] [--workers 1,2]
 """
 import argparse
+import heapq
+import multiprocessing
+import os
 import pathlib
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -162,15 +184,305 @@ def direct(args):
     return time.monotonic() - began
 
 
+# -- --fleet: a steady load of many nodes -------------------------------------
+
+def _sender(index, args, options, counter, start_at, stop_at):
+    """One sender process: the nodes index, index + senders, ... each send
+    a report every period, at their own phase of it, until ``stop_at``."""
+    CONF.set_override('transport_url', options['DEFAULT']['transport_url'])
+    CONF.set_override('control_exchange',
+                      options['DEFAULT']['control_exchange'])
+    CONF.set_override('topic', options['scheduler']['topic'],
+                      group='scheduler')
+    transport = rpc.new_transport(CONF)
+    # Registered with the transport; read when the exchange is declared.
+    CONF.set_override('amqp_auto_delete', True,
+                      group='oslo_messaging_rabbit')
+    api = rpcapi.SchedulerAPI(transport=transport)
+    ctxt = memagg_context.get_admin_context()
+    nodes = range(index, args.nodes, args.senders)
+    reports = {n: make_report(n, args.instances) for n in nodes}
+    due = [(start_at + args.period * n / args.nodes, n) for n in nodes]
+    heapq.heapify(due)
+    while due:
+        at, n = heapq.heappop(due)
+        # A sender the machine starves stops on time rather than catch up.
+        if at >= stop_at or time.time() >= stop_at:
+            break
+        # Pacing of the load, not synchronization: a node reports on time.
+        time.sleep(max(0.0, at - time.time()))
+        report = reports[n]
+        now = timeutils.utcnow()
+        report.reported_at = now
+        for sample in report.samples:
+            sample.sampled_at = now
+        api.report(ctxt, report)
+        with counter.get_lock():
+            counter.value += 1
+        heapq.heappush(due, (at + args.period, n))
+    transport.cleanup()
+
+
+def _proc_cpu(pid):
+    """CPU seconds (user + system) process ``pid`` has used."""
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def _proc_rss_mb(pid):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def _queue_depth(vhost, queue):
+    """(ready, unacknowledged) messages of ``queue``, from rabbitmqctl."""
+    out = subprocess.run(
+        ['rabbitmqctl', '-q', 'list_queues', '-p', vhost, 'name',
+         'messages_ready', 'messages_unacknowledged'],
+        capture_output=True, text=True, timeout=60).stdout
+    for line in out.splitlines():
+        cols = line.split()
+        if cols and cols[0] == queue:
+            return int(cols[1]), int(cols[2])
+    return 0, 0
+
+
+def _max_sample_id():
+    with db_facade.get_engine().connect() as conn:
+        return conn.execute(sa.select(sa.func.max(
+            models.WssSample.__table__.c.id))).scalar() or 0
+
+
+def fleet_phase(args, workdir, db_url, server, workers):
+    """One run of the steady load with ``workers`` schedulers; a dict of
+    its figures."""
+    run = uuid.uuid4().hex[:10]
+    topic = 'memagg-scheduler-bench-%s' % run
+    options = {
+        'DEFAULT': {'transport_url': server,
+                    'control_exchange': 'memagg_bench_%s' % run},
+        'database': {'connection': db_url},
+        'scheduler': {'topic': topic},
+        'oslo_messaging_rabbit': {'amqp_auto_delete': True},
+    }
+    for group, name, value in args.scheduler_option:
+        options.setdefault(group, {})[name] = value
+    if workers > 1:
+        url = sa.engine.make_url(db_url)
+        options['coordination'] = {'backend_url': 'mysql://%s@%s:%s/%s' % (
+            url.username, url.host, url.port or 3306, url.database)}
+    procs = []
+    for w in range(workers):
+        options['DEFAULT']['host'] = 'bench-scheduler-%d' % w
+        config = service_procs.write_config(
+            workdir / ('scheduler-%s-%d.conf' % (run, w)), options)
+        procs.append(service_procs.Process(
+            'memagg-scheduler', ['--config-file', str(config)],
+            workdir / ('scheduler-%s-%d.log' % (run, w))))
+    senders = []
+    try:
+        polling.wait_for(
+            lambda: all('serving topic' in p.log() for p in procs), 60,
+            interval=0.2, message='every memagg-scheduler serving')
+        base_id = _max_sample_id()
+        counter = multiprocessing.Value('q', 0)
+        start_at = time.time() + 2.0
+        stop_at = start_at + args.duration
+        senders = [multiprocessing.Process(
+            target=_sender, args=(i, args, options, counter, start_at,
+                                  stop_at), daemon=True)
+                   for i in range(args.senders)]
+        for sender in senders:
+            sender.start()
+        pids = [p.proc.pid for p in procs]
+        rows = []
+        print('\n%d worker(s), %d nodes x %d instances every %g s for %g s'
+              % (workers, args.nodes, args.instances, args.period,
+                 args.duration))
+        print('%6s %8s %8s %6s %7s %7s  %-24s %s' % (
+            't (s)', 'sent', 'stored', 'lag', 'ready', 'unacked',
+            'CPU s (per worker)', 'RSS MiB (per worker)'))
+        time.sleep(max(0.0, start_at - time.time()))
+        next_at = start_at
+        while True:
+            now = time.time()
+            for p in procs:
+                if not p.alive():
+                    sys.exit('memagg-scheduler exited; see %s' % p.log_path)
+            if any(sender.exitcode for sender in senders):
+                sys.exit('a sender failed (exit %s)' % [
+                    sender.exitcode for sender in senders])
+            stored = (_max_sample_id() - base_id) // args.instances
+            ready, unacked = _queue_depth('/', topic)
+            row = dict(t=now - start_at, sent=counter.value, stored=stored,
+                       ready=ready, unacked=unacked,
+                       cpu=[_proc_cpu(pid) for pid in pids],
+                       rss=[_proc_rss_mb(pid) for pid in pids])
+            rows.append(row)
+            print('%6.0f %8d %8d %6d %7d %7d  %-24s %s' % (
+                row['t'], row['sent'], stored, row['sent'] - stored, ready,
+                unacked, ' '.join('%.1f' % c for c in row['cpu']),
+                ' '.join('%.0f' % r for r in row['rss'])), flush=True)
+            done = now >= stop_at and all(
+                not sender.is_alive() for sender in senders)
+            drained = done and stored >= counter.value
+            if drained or now >= stop_at + args.deadline:
+                break
+            next_at += args.sample_every
+            # Pacing of the samples, not synchronization.
+            time.sleep(max(0.5, next_at - time.time()))
+        for sender in senders:
+            sender.join()
+            if sender.exitcode:
+                sys.exit('a sender failed (exit %s)' % sender.exitcode)
+        sent = counter.value
+        with db_facade.get_engine().connect() as conn:
+            total = conn.execute(sa.select(sa.func.count()).select_from(
+                models.WssSample.__table__).where(
+                    models.WssSample.__table__.c.id > base_id)).scalar()
+    finally:
+        for sender in senders:
+            if sender.is_alive():
+                sender.terminate()
+        # A worker still holding a backlog may take long to stop.
+        codes = [p.stop(timeout=120) for p in procs]
+    if any(codes):
+        sys.exit('memagg-scheduler exited %s; see %s' % (
+            codes, ', '.join(str(p.log_path) for p in procs)))
+    # The first period warms up (imports, connections, first rows of every
+    # host); the figures come from the rest.
+    warm = next((r for r in rows if r['t'] >= args.period), rows[0])
+    last = rows[-1]
+    reports = last['stored'] - warm['stored']
+    cpu = sum(last['cpu']) - sum(warm['cpu'])
+    span = last['t'] - warm['t']
+    return dict(workers=workers, sent=sent, samples=total, drained=drained,
+                expected=sent * args.instances, reports=reports, cpu=cpu,
+                span=span,
+                ms_per_report=1000.0 * cpu / reports if reports else 0.0,
+                cores=cpu / span if span else 0.0,
+                max_lag=max(r['sent'] - r['stored'] for r in rows),
+                max_queue=max(r['ready'] + r['unacked'] for r in rows),
+                rss_warm=sum(warm['rss']), rss_last=sum(last['rss']),
+                rss_max=max(sum(r['rss']) for r in rows),
+                per_worker=[c - w for c, w in zip(last['cpu'],
+                                                  warm['cpu'])])
+
+
+def fleet(args):
+    CONF([], project='memagg', default_config_files=[])
+    # A SIGTERM stops the schedulers and drops the database, as ^C does.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(
+        'stopped by SIGTERM'))
+    server = service_procs.RABBIT_SERVER + '/'
+    results = []
+    with tempfile.TemporaryDirectory() as tmp, \
+            db_backends.provisioned('mysql', pathlib.Path(tmp)) as db_url:
+        CONF.set_override('connection', db_url, group='database')
+        db_facade.dispose()
+        migration.upgrade('head')
+        for workers in args.workers:
+            results.append(fleet_phase(args, pathlib.Path(tmp), db_url,
+                                       server, workers))
+        db_facade.dispose()
+    print('\nworkers  reports  samples stored/sent  scheduler CPU  '
+          'ms/report  cores  max lag  max queue  RSS MiB warm->end (max)')
+    for r in results:
+        print('%7d %8d %8d/%-8d %10.1f s %10.2f %6.3f %8d %10d  '
+              '%.0f->%.0f (%.0f)' % (
+                  r['workers'], r['reports'], r['samples'], r['expected'],
+                  r['cpu'], r['ms_per_report'], r['cores'], r['max_lag'],
+                  r['max_queue'], r['rss_warm'], r['rss_last'],
+                  r['rss_max']))
+        if r['workers'] > 1:
+            print('        CPU s per worker: %s' % ', '.join(
+                '%.1f' % c for c in r['per_worker']))
+    for r in results:
+        if not r['drained']:
+            print('%d worker(s): NOT KEEPING UP: %d reports not stored %g s '
+                  'after the load stopped' % (
+                      r['workers'], r['expected'] // args.instances
+                      - r['samples'] // args.instances, args.deadline))
+        elif r['samples'] != r['expected']:
+            sys.exit('%d worker(s): %d samples stored for %d sent'
+                     % (r['workers'], r['samples'], r['expected']))
+    if all(r['drained'] for r in results):
+        print('every sample sent was stored once')
+
+
+def _workers(text):
+    try:
+        counts = [int(n) for n in text.split(',')]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(
+            'a comma-separated list of worker counts such as 1,2, got %r'
+            % text)
+    return counts
+
+
+def _option(text):
+    group_name, sep, value = text.partition('=')
+    group, dot, name = group_name.rpartition('.')
+    if not sep or not dot or not group or not name:
+        raise argparse.ArgumentTypeError(
+            'GROUP.NAME=VALUE such as DEFAULT.executor_thread_pool_size=8, '
+            'got %r' % text)
+    return group, name, value
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--nodes', type=int, default=20)
+    parser.add_argument('--fleet', action='store_true',
+                        help='a steady load of --nodes nodes reporting '
+                             'every --period s (see above)')
+    parser.add_argument('--nodes', type=int, default=None,
+                        help='simulated compute nodes (default 20, or '
+                             '1000 with --fleet)')
     parser.add_argument('--reports', type=int, default=10,
                         help='reports each node sends')
     parser.add_argument('--instances', type=int, default=20,
                         help='instances (and WSS samples) per report')
-    parser.add_argument('--deadline', type=float, default=300)
+    parser.add_argument('--deadline', type=float, default=None,
+                        help='seconds to wait for the last report to be '
+                             'stored (default 300; with --fleet, 60 after '
+                             'the load stopped)')
+    parser.add_argument('--period', type=float, default=10.0,
+                        help='--fleet: seconds between two reports of a '
+                             'node')
+    parser.add_argument('--duration', type=float, default=60.0,
+                        help='--fleet: seconds of load per worker count')
+    parser.add_argument('--workers', type=_workers, default=[1, 2],
+                        help='--fleet: worker counts to run, e.g. 1,2')
+    parser.add_argument('--senders', type=int, default=2,
+                        help='--fleet: sender processes')
+    parser.add_argument('--scheduler-option', type=_option, action='append',
+                        default=[], metavar='GROUP.NAME=VALUE',
+                        help='--fleet: an option of the schedulers\' '
+                             'memagg.conf (repeatable)')
+    parser.add_argument('--sample-every', type=float, default=10.0,
+                        help='--fleet: seconds between two samples')
     args = parser.parse_args()
+    for name in ('nodes', 'reports', 'instances', 'senders'):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error('--%s: must be at least 1, got %d' % (name, value))
+    for name in ('period', 'duration', 'sample_every'):
+        if getattr(args, name) <= 0:
+            parser.error('--%s: must be positive, got %g' % (
+                name.replace('_', '-'), getattr(args, name)))
+    if args.fleet:
+        args.nodes = args.nodes or 1000
+        args.deadline = 60.0 if args.deadline is None else args.deadline
+        fleet(args)
+        return
+    args.nodes = args.nodes or 20
+    args.deadline = 300.0 if args.deadline is None else args.deadline
     CONF([], project='memagg', default_config_files=[])
     server = service_procs.RABBIT_SERVER + '/'
     reports = args.nodes * args.reports

@@ -1,0 +1,64 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""benchmarks/report_ingest.py --fleet as CI runs it: a few nodes for a few
+seconds, with one and two real memagg-scheduler processes on RabbitMQ and
+MariaDB. The figures are not asserted (they depend on the machine), only
+that both runs took place, measured the workers and stored every sample
+once."""
+import re
+
+import pytest
+
+from memagg.tests.functional import benchmark_script
+
+pytestmark = [pytest.mark.functional]
+
+SCRIPT = 'report_ingest.py'
+NODES, PERIOD, DURATION, INSTANCES = 20, 1, 3, 5
+
+
+@pytest.mark.slow
+def test_quick_fleet_run_with_one_and_two_workers():
+    run = benchmark_script.run(
+        SCRIPT, '--fleet', '--nodes', str(NODES), '--period', str(PERIOD),
+        '--duration', str(DURATION), '--instances', str(INSTANCES),
+        '--sample-every', '1', timeout=300)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    header = lines.index(next(line for line in lines
+                              if line.startswith('workers  reports')))
+    rows = {}
+    for line in lines[header + 1:]:
+        match = re.match(r'\s+(\d+)\s+(\d+)\s+(\d+)/(\d+)\s', line)
+        if match:
+            rows[int(match.group(1))] = [int(g) for g in match.groups()[1:]]
+    assert sorted(rows) == [1, 2], run.stdout
+    for workers, (reports, stored, sent) in rows.items():
+        # Every node sent about DURATION / PERIOD reports.
+        assert sent >= NODES * INSTANCES * (DURATION - 1), run.stdout
+        assert stored == sent, run.stdout
+    assert 'every sample sent was stored once' in lines, run.stdout
+    # Both workers of the second run took reports (CPU per worker).
+    per_worker = next(line for line in lines
+                      if line.strip().startswith('CPU s per worker: '))
+    assert len(per_worker.split(':')[1].split(',')) == 2
+
+
+def test_bad_worker_counts_are_one_line_and_exit_2():
+    run = benchmark_script.run(SCRIPT, '--fleet', '--workers', '1,0',
+                               timeout=60)
+
+    benchmark_script.assert_refused(
+        run, "a comma-separated list of worker counts such as 1,2, got "
+        "'1,0'")
