@@ -18,9 +18,22 @@ from memagg.conf import CONF
 from memagg.scheduler import manager
 from memagg import service
 
+#: RPC handlers memagg-scheduler runs at once unless [DEFAULT]
+#: executor_thread_pool_size says otherwise. oslo.messaging's default of 64
+#: threads contending for the GIL under a load of reports more than
+#: doubled the CPU each report costs (doc/source/scaling.rst).
+EXECUTOR_THREADS = 8
+
+
+def set_defaults(conf):
+    """memagg-scheduler's defaults of library options (a config file
+    still overrides them)."""
+    conf.set_default('executor_thread_pool_size', EXECUTOR_THREADS)
+
 
 def main(argv=None):
     """Run memagg-scheduler until SIGTERM or SIGINT."""
+    set_defaults(CONF)
     service.prepare_service(argv or sys.argv)
     try:
         scheduler = manager.SchedulerManager()
