@@ -55,8 +55,11 @@ class Persona:
     project_id: str
 
 
+# Roles as Keystone's tokens carry them: admin implies manager, which
+# implies member, which implies reader.
 PERSONAS = (
-    Persona('admin', ('admin', 'member', 'reader'), 'admin-project'),
+    Persona('admin', ('admin', 'manager', 'member', 'reader'),
+            'admin-project'),
     Persona('project member', ('member', 'reader'), OWNER),
     Persona('project reader', ('reader',), OWNER),
     Persona('member of another project', ('member', 'reader'), OTHER),
