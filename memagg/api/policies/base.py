@@ -56,11 +56,15 @@ rules = [
         'project_member_api', 'role:member and project_id:%(project_id)s',
         description='The project member persona: a member of the project '
                     'that owns the target.'),
+    # Members too, not only through Keystone's implied reader role: a
+    # token with member alone (noauth, a cloud without the implication)
+    # reads what the member persona may.
     policy.RuleDefault(
         'project_reader_or_admin',
-        'rule:project_reader_api or rule:admin_api',
-        description='A reader of the project that owns the target, or an '
-                    'administrator.'),
+        'rule:project_reader_api or rule:project_member_api or '
+        'rule:admin_api',
+        description='A reader or member of the project that owns the '
+                    'target, or an administrator.'),
     policy.RuleDefault(
         'admin_or_owner', 'role:admin or project_id:%(project_id)s',
         description='An administrator, or a user with any role on the '

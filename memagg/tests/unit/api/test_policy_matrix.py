@@ -112,3 +112,13 @@ def test_old_defaults_apply_only_when_new_defaults_are_not_enforced(conf):
     old = policy.make_enforcer(CONF)
     assert _enforce(old, 'memagg:instance:get', 'p', ['observer'], 'p')
     assert not _enforce(old, 'memagg:instance:get', 'p', ['observer'], 'q')
+
+
+def test_member_reads_without_the_implied_reader_role():
+    """A token with member but not reader (noauth, or a cloud without
+    Keystone's role implications) is still the member persona."""
+    enforcer = policy.make_enforcer(CONF)
+    for rule in ('memagg:instance:get', 'memagg:instance:wss',
+                 'memagg:instance:list'):
+        assert _enforce(enforcer, rule, 'p', ['member'], 'p')
+        assert not _enforce(enforcer, rule, 'p', ['member'], 'q')
