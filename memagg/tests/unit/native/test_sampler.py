@@ -218,6 +218,7 @@ def test_damon_left_off_after_close(hot_child):
     (dict(seed=-1), 'seed'),
     (dict(sample_interval=0.0), 'sample_interval'),
     (dict(sample_interval='often'), 'sample_interval'),
+    (dict(keep=0), 'keep'),
 ])
 def test_bad_arguments_name_the_argument(kwargs, name):
     args = dict(pid=os.getpid(), start=0, length=MIB)
@@ -225,6 +226,21 @@ def test_bad_arguments_name_the_argument(kwargs, name):
     with pytest.raises(ValueError) as exc:
         _native.Sampler(**args)
     assert str(exc.value).startswith(name + ' ')
+
+
+@needs_root
+@pytest.mark.parametrize('n', [0, 10 ** 7, 'many'])
+def test_a_bad_new_n_names_it_and_keeps_the_old(n):
+    sampler = _native.Sampler(os.getpid(), 0, MIB, n=100,
+                              backend='clear_refs')
+    try:
+        with pytest.raises(ValueError, match='^n must be an integer'):
+            sampler.n = n
+        assert sampler.n == 100
+        sampler.n = 200
+        assert sampler.n == 200
+    finally:
+        sampler.close()
 
 
 @needs_root
