@@ -39,8 +39,8 @@ VERSIONS = {
     (1, 6): 'Metadata-only live migration: a migration of an instance '
             'with grants moves them to the destination; migrations show '
             'remote_mb and local_copy_left_mb.',
-    (1, 7): 'Instances show local_policy: the compute node\'s policy '
-            'that sets their balloon target.',
+    (1, 7): 'Instances show local_policy: the local policy of their '
+            'compute node, which sets their balloon target.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -40,8 +40,8 @@ def test_other_versions_are_refused_in_one_line(version):
         plugin.check_api_version(version)
     assert str(caught.value) == (
         '--os-memagg-api-version %s is not supported: give one of 1, 1.0, '
-        '1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7 (1, the default, is the newest both '
-        'sides support)' % version)
+        '1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7 (1, the default, is the newest '
+        'both sides support)' % version)
 
 
 def test_the_option_defaults_to_the_environment(monkeypatch):
