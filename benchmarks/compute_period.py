@@ -33,11 +33,15 @@ period.
 
 Run as root:  .venv/bin/python benchmarks/compute_period.py
               [--guests 6] [--memory-mb 128] [--periods 10] [--period 3]
-              [--thp]
+              [--thp] [--profile]
 """
 import argparse
+import cProfile
 import os
+import pstats
 import shutil
+import signal
+import sys
 import tempfile
 import threading
 import time
@@ -158,9 +162,15 @@ def main():
     parser.add_argument('--thp', action='store_true',
                         help="guest RAM as QEMU's default (anonymous, "
                              "transparent huge pages) rather than a memfd")
+    parser.add_argument('--profile', action='store_true',
+                        help="then as many periods again under cProfile, "
+                             "and where their process CPU went (the "
+                             "figure above is taken without it)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error('needs root: PFNs in pagemap, clear_refs and DAMON')
+    # Killed (e.g. by timeout): still destroy the guests.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     conf = config_fixture.Config(CONF)
     conf.setUp()
     CONF([], project='memagg', default_config_files=[])
@@ -182,6 +192,7 @@ def main():
             guest.wait_console(r'MEMAGG READY', 300)
         for k, guest in enumerate(guests):
             guest.set_hot(8 + 12 * (k % 6))
+        print('guests up and hot', file=sys.stderr, flush=True)
         driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
         memory = memory_mod.MemoryManager(driver, CONF)
         collector = collector_mod.Collector(driver, 'bench-period', memory)
@@ -203,6 +214,14 @@ def main():
         lv = libvirtd_cpu() - lv0
         sampled = sum(1 for i in report.instances
                       if i.estimator and 'sampler' in i.estimator)
+        print('measured periods done', file=sys.stderr, flush=True)
+        profile = None
+        if args.profile:
+            profile = cProfile.Profile(time.process_time)
+            for _ in range(args.periods):
+                t0 = time.monotonic()
+                profile.runcall(collector.run_period)
+                time.sleep(max(0.0, args.period - (time.monotonic() - t0)))
 
         ranges = []
         for guest in guests:
@@ -234,6 +253,8 @@ def main():
              lv / per * 1e3, theirs / per * 1e3,
              theirs / per / ours if ours else 0,
              sum(wall) / len(wall), max(wall)))
+    if profile is not None:
+        pstats.Stats(profile).sort_stats('tottime').print_stats(25)
 
 
 if __name__ == '__main__':
