@@ -55,11 +55,14 @@ const char *const ms_backend_names[MS_NR_BACKENDS] = {
 /*
  * Automatic DAMON sampling interval.  The accessed state is sticky between
  * checks (the young bit, or the page's idle flag once reclaim took the bit),
- * so one check at the end of the period does; every check costs two rmap
- * walks per page, and collect() waits for the next one.  So: one check per
- * period as the caller paces it (one per 30 s for periods over that, to
- * keep a late collect()'s wait short), 5 % after the period's end so that
- * collect() waits little; the first period uses 1 s.
+ * so one check at the end of the period would do; every check costs two
+ * rmap walks per page, and collect() waits for the next one.  So: two
+ * checks per period as the caller paces it (one per 30 s for periods over
+ * a minute, to keep a late collect()'s wait short), the last one 5 % after
+ * the period's end; the first period uses 1 s.  One check would halve the
+ * walks, but then a collect() that just missed it waits a whole period, and
+ * a host collecting its VMs one after another stretches its period by
+ * those waits, which the next interval then follows.
  */
 #define AUTO_FIRST_US 1000000ULL
 #define AUTO_MIN_US 10000ULL
@@ -777,7 +780,7 @@ static void next_interval(struct ms_sampler *s, double period)
     uint64_t m = (uint64_t)(period / AUTO_MAX_CHECK_S) + 1;
     double us;
 
-    us = period * AUTO_SLACK / (double)m * 1e6;
+    us = period * AUTO_SLACK / (double)(m < 2 ? 2 : m) * 1e6;
     s->sample_us = us < AUTO_MIN_US ? AUTO_MIN_US : (uint64_t)us;
 }
 
