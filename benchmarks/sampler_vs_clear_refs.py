@@ -47,6 +47,9 @@ import time
 from memagg.compute import sampling
 from memagg.drivers.hypervisor import base as hypervisor
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _wss_tool  # noqa: E402
+
 HOTSET = os.path.join(os.path.dirname(__file__), os.pardir, 'memagg',
                       'tests', 'unit', 'native', 'hotset.py')
 GIB = 1 << 30
@@ -61,21 +64,11 @@ PAGE_COST_TARGET_US = 1.0
 def wss_tool(pid, start, length, period):
     """The classic method; returns (fraction, cpu seconds)."""
     c0 = time.process_time()
-    with open('/proc/%d/clear_refs' % pid, 'w') as f:
-        f.write('1')
+    _wss_tool.clear_refs(pid)
     time.sleep(period)
-    referenced_kb = 0
-    inside = False
-    with open('/proc/%d/smaps' % pid) as f:
-        for line in f:
-            head = line.split(None, 1)[0]
-            if '-' in head and not head.endswith(':'):
-                lo, hi = (int(x, 16) for x in head.split('-'))
-                inside = lo < start + length and hi > start
-            elif inside and head == 'Referenced:':
-                referenced_kb += int(line.split()[1])
+    referenced = _wss_tool.referenced_bytes(pid, start, length)
     c1 = time.process_time()
-    return referenced_kb * 1024 / length, c1 - c0
+    return referenced / length, c1 - c0
 
 
 class OneProcess:

@@ -13,18 +13,29 @@
 """Fixtures every functional test module shares, defined once here so the
 session starts one of each: a RabbitMQ virtual host, a real Keystone and a
 running memagg behind it (``deployment``), a real Placement
-(``placement_server``); and ``qemu_workdir``, a test's directory for what
-QEMU opens."""
+(``placement_server``); ``virt``, a module's connection to the test
+libvirtd; and ``qemu_workdir``, a test's directory for what QEMU opens."""
 import os
 import shutil
 import tempfile
 
+import libvirt
 import pytest
 
 from memagg.tests.functional.deployment import deployment  # noqa: F401
+from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional.keystone import keystone  # noqa: F401
 from memagg.tests.functional.placement_server import placement_server  # noqa: F401,E501
 from memagg.tests.functional.service_procs import rabbit_url_fixture  # noqa: F401,E501
+
+
+@pytest.fixture(scope='module')
+def virt():
+    """A connection to the libvirtd the guest tests run their guests on
+    (started if it is not running)."""
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    yield conn
+    conn.close()
 
 
 @pytest.fixture

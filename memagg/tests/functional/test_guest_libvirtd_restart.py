@@ -15,10 +15,8 @@ process of a running guest outlives the daemon, and once libvirtd answers
 again the loop reconnects and goes on estimating and ballooning that guest.
 """
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 
 import libvirt
 import pytest
@@ -59,22 +57,13 @@ def stop_libvirtd():
                      interval=0.2, message='libvirtd exiting')
 
 
-@pytest.fixture
-def guest_dir():
-    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
-    # is out of its reach.
-    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def test_the_loop_survives_a_libvirtd_restart(guest_dir, conf):
+def test_the_loop_survives_a_libvirtd_restart(qemu_workdir, conf):
     conf.config(collect_interval=PERIOD, balloon_stats_period=2,
                 group='compute')
     conf.config(estimator='badis', group='wss')
     uri = guest_fixtures.ensure_libvirtd()
     conn = libvirt.open(uri)
-    guest = vm.TestGuest(conn, guest_dir, 'memagg-libvirtd-restart',
+    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-libvirtd-restart',
                          memory_mb=256)
     loop = None
     try:

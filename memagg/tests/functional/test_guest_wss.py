@@ -14,13 +14,9 @@
 Badis estimate over the native sampler follows the guest's hot set phase by
 phase, the balloon follows the local policy, the guest stays alive; a guest
 squeezed below its hot set grows back to its booked size."""
-import shutil
-import tempfile
 
-import libvirt
 import pytest
 
-from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
 from memagg.tests import polling
@@ -34,22 +30,6 @@ MEMORY_MB = 256
 def within(estimate, truth):
     """The issue's tolerance: +-20 % or +-24 MiB, whichever is wider."""
     return abs(estimate - truth) <= max(0.2 * truth, 24)
-
-
-@pytest.fixture(scope='module')
-def virt():
-    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def guest_dir():
-    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
-    # is out of its reach.
-    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -67,7 +47,7 @@ def _alive(guest, beats_before, timeout=30):
 
 
 def test_estimate_follows_the_phases_and_the_balloon_the_policy(
-        virt, guest_dir, loop_conf):
+        virt, qemu_workdir, loop_conf):
     # Badis' pinned-page margin (64 MiB by default) is a safety cushion on
     # top of the measurement; this test checks the measurement.
     loop_conf.config(min_margin_mb=0, group='wss')
@@ -76,7 +56,7 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
     # the phase did not fit (OOM). Shortage and growth are the next test's
     # subject; swap is only a safety net here.
     loop_conf.config(min_guest_mb=232, group='local_policy')
-    guest = vm.TestGuest(virt, guest_dir, 'memagg-wss-phases',
+    guest = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-phases',
                          memory_mb=MEMORY_MB, swap_mb=128)
     loop = None
     try:
@@ -117,12 +97,12 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
 
 
 def test_a_squeezed_guest_grows_back_first_and_a_guest_without_balloon_is_left_alone(  # noqa: E501
-        virt, guest_dir, loop_conf):
+        virt, qemu_workdir, loop_conf):
     # No floor to speak of: only the shortage signal may grow the guest.
     loop_conf.config(min_guest_mb=64, group='local_policy')
-    squeezed = vm.TestGuest(virt, guest_dir, 'memagg-wss-squeezed',
+    squeezed = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-squeezed',
                             memory_mb=MEMORY_MB, swap_mb=256)
-    plain = vm.TestGuest(virt, guest_dir, 'memagg-wss-noballoon',
+    plain = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-noballoon',
                          memory_mb=MEMORY_MB, balloon='none')
     loop = None
     try:

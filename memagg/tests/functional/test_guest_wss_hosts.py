@@ -16,14 +16,10 @@ pages, one accessed bit per 2 MiB on the host) follows its hot set phase by
 phase; six guests under one memagg-compute, each with its own hot set, are
 all estimated within tolerance in the same periods."""
 import os
-import shutil
-import tempfile
 import time
 
-import libvirt
 import pytest
 
-from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
 from memagg.tests import polling
@@ -41,22 +37,6 @@ def within(estimate, truth):
     whichever is wider."""
     return estimate is not None and abs(estimate - truth) <= max(
         0.2 * truth, 24)
-
-
-@pytest.fixture(scope='module')
-def virt():
-    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def guest_dir():
-    # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
-    # is out of its reach.
-    path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -88,11 +68,11 @@ def _settled(loop, uuids, first, periods=3):
     'issue 17, point 5: one accessed bit per 2 MiB huge page; measured '
     'here 111-116/201-208/96-106 MiB (two runs) for hot sets of '
     '60/150/40 MiB'))
-def test_thp_backed_guest_follows_its_phases(virt, guest_dir, loop_conf):
+def test_thp_backed_guest_follows_its_phases(virt, qemu_workdir, loop_conf):
     # The floor leaves the guest room for its 150 MiB phase, as in the
     # memfd guest's phase test.
     loop_conf.config(min_guest_mb=232, group='local_policy')
-    guest = vm.TestGuest(virt, guest_dir, 'memagg-wss-thp', memory_mb=256,
+    guest = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-thp', memory_mb=256,
                          swap_mb=128, memfd=False)
     loop = None
     began = time.monotonic()
@@ -129,10 +109,10 @@ HOT_SETS = (8, 20, 32, 44, 56, 68)
 
 
 def test_six_guests_under_one_compute_each_within_tolerance(
-        virt, guest_dir, loop_conf):
+        virt, qemu_workdir, loop_conf):
     # No balloon moves: the subject is six estimates in the same periods.
     loop_conf.config(min_guest_mb=SMALL_MB, group='local_policy')
-    guests = [vm.TestGuest(virt, guest_dir, 'memagg-wss-six-%d' % k,
+    guests = [vm.TestGuest(virt, qemu_workdir, 'memagg-wss-six-%d' % k,
                            memory_mb=SMALL_MB)
               for k in range(GUESTS)]
     loop = None
