@@ -12,6 +12,7 @@
 
 """Real memagg processes for functional tests: a RabbitMQ virtual host,
 config files, start, stop."""
+import contextlib
 import os
 import select
 import signal
@@ -24,6 +25,12 @@ import uuid
 
 import pytest
 import requests
+
+from memagg.common import context
+from memagg.common import exceptions
+from memagg.common import rpc
+from memagg.scheduler import rpcapi as scheduler_rpcapi
+from memagg.tests import polling
 
 # The RabbitMQ server the tests use, without a virtual host.
 RABBIT_SERVER = os.environ.get('MEMAGG_TEST_RABBIT_SERVER',
@@ -112,6 +119,55 @@ def answers(url):
         return requests.get(url, timeout=10).status_code == 200
     except (requests.ConnectionError, requests.Timeout):
         return False
+
+
+@contextlib.contextmanager
+def control_plane(conf, rabbit_url, tmp_path, options, start_timeout=60,
+                  stop_timeout=30):
+    """Run memagg-scheduler and memagg-api on ``options`` (config sections,
+    which must name [DEFAULT] control_exchange and [scheduler] topic) and
+    point this process's RPC at the same exchange and topic; yield
+    (API URL, processes) once the scheduler answers a ping and the API
+    GET /. Both must exit 0 when stopped."""
+    config = write_config(tmp_path / 'memagg.conf', options)
+    rpc.cleanup()
+    conf.config(control_exchange=options['DEFAULT']['control_exchange'])
+    conf.config(topic=options['scheduler']['topic'], group='scheduler')
+    rpc.init(url=rabbit_url)
+    procs = []
+    try:
+        for name in ('memagg-scheduler', 'memagg-api'):
+            procs.append(Process(name, ['--config-file', str(config)],
+                                 tmp_path / ('%s.log' % name)))
+        url = 'http://127.0.0.1:%d' % options['api']['port']
+        # A cast before the scheduler has declared its queue would be lost.
+        polling.wait_for(lambda: alive(procs) and _scheduler_answers(),
+                         start_timeout, message='memagg-scheduler answering')
+        polling.wait_for(lambda: alive(procs) and answers(url + '/'),
+                         start_timeout, message='memagg-api answering')
+        yield url, procs
+    finally:
+        rpc.cleanup()
+        # memagg-scheduler finishes the calls in flight before it exits.
+        codes = dict((proc.name, proc.stop(timeout=stop_timeout))
+                     for proc in procs)
+    assert codes == {'memagg-scheduler': 0, 'memagg-api': 0}, codes
+
+
+def alive(procs):
+    """True while every one of ``procs`` runs; fails with the log of the
+    first that exited."""
+    for proc in procs:
+        assert proc.alive(), '%s exited:\n%s' % (proc.name, proc.log())
+    return True
+
+
+def _scheduler_answers():
+    try:
+        return scheduler_rpcapi.SchedulerAPI().ping(
+            context.get_admin_context(), timeout=1)
+    except exceptions.RPCTimeout:
+        return None
 
 
 def free_port():

@@ -41,12 +41,8 @@ import pytest
 import sqlalchemy
 from sqlalchemy import orm
 
-from memagg.common import context
-from memagg.common import exceptions
-from memagg.common import rpc
 from memagg.db import facade as db_facade
 from memagg.db.sqlalchemy import models
-from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 from memagg.tests.unit.api import data
@@ -79,20 +75,6 @@ BUSY_AUDIT_STATES = ('pending', 'planning', 'executing')
 BUSY_MIGRATION_STATES = ('queued', 'running')
 
 
-def _alive(procs):
-    for proc in procs:
-        assert proc.alive(), '%s exited:\n%s' % (proc.name, proc.log())
-    return True
-
-
-def _scheduler_answers():
-    try:
-        return scheduler_rpcapi.SchedulerAPI().ping(
-            context.get_admin_context(), timeout=1)
-    except exceptions.RPCTimeout:
-        return None
-
-
 @pytest.fixture
 def live_api(conf, mysql_db, rabbit_url, tmp_path):
     """memagg-scheduler and memagg-api (uWSGI) on the seeded MariaDB
@@ -114,31 +96,10 @@ def live_api(conf, mysql_db, rabbit_url, tmp_path):
         'consolidation': {'interval': 0, 'max_retries': 0,
                           'poll_interval': 0.1},
     }
-    config = service_procs.write_config(tmp_path / 'memagg.conf', options)
-    rpc.cleanup()
-    conf.config(control_exchange=options['DEFAULT']['control_exchange'])
-    conf.config(topic=options['scheduler']['topic'], group='scheduler')
-    rpc.init(url=rabbit_url)
-    procs = []
-    try:
-        for name in ('memagg-scheduler', 'memagg-api'):
-            procs.append(service_procs.Process(
-                name, ['--config-file', str(config)],
-                tmp_path / ('%s.log' % name)))
-        url = 'http://127.0.0.1:%d' % port
-        polling.wait_for(lambda: _alive(procs) and _scheduler_answers(),
-                         START_TIMEOUT, message='memagg-scheduler answering')
-        polling.wait_for(
-            lambda: _alive(procs) and service_procs.answers(url + '/'),
-            START_TIMEOUT,
-            message='memagg-api answering')
-        yield url, procs
-    finally:
-        rpc.cleanup()
-        # memagg-scheduler finishes the calls in flight before it exits.
-        codes = dict((proc.name, proc.stop(timeout=STOP_TIMEOUT))
-                     for proc in procs)
-    assert codes == {'memagg-scheduler': 0, 'memagg-api': 0}, codes
+    with service_procs.control_plane(
+            conf, rabbit_url, tmp_path, options,
+            start_timeout=START_TIMEOUT, stop_timeout=STOP_TIMEOUT) as plane:
+        yield plane
 
 
 def _config(path):
@@ -236,7 +197,7 @@ def test_fuzzed_from_the_document(live_api, tmp_path):
                for r in op.values()) > MIN_CASES // 10, rates
     assert sum(r['accepted'] for op in rates.values()
                for r in op.values()) > MIN_CASES // 10, rates
-    _alive(procs)
+    service_procs.alive(procs)
     polling.wait_for(_scheduler_idle, 120,
                      message='memagg-scheduler done with the audits and '
                              'migrations the run asked for')

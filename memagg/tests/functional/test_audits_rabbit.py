@@ -24,13 +24,9 @@ from oslo_utils import timeutils
 import pytest
 import requests
 
-from memagg.common import context
-from memagg.common import exceptions
-from memagg.common import rpc
 from memagg.db import listings as db_listings
 from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
-from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 from memagg.tests.unit.db import rows
@@ -80,43 +76,9 @@ def plane(conf, mysql_db, rabbit_url, tmp_path, admin_context):
         'consolidation': {'interval': 0, 'max_retries': 0,
                           'poll_interval': 0.1},
     }
-    config = service_procs.write_config(tmp_path / 'memagg.conf', options)
-    rpc.cleanup()
-    conf.config(control_exchange=options['DEFAULT']['control_exchange'])
-    conf.config(topic=options['scheduler']['topic'], group='scheduler')
-    rpc.init(url=rabbit_url)
-    procs = []
-    try:
-        for name in ('memagg-scheduler', 'memagg-api'):
-            procs.append(service_procs.Process(
-                name, ['--config-file', str(config)],
-                tmp_path / ('%s.log' % name)))
-        url = 'http://127.0.0.1:%d' % port
-        # A cast before the scheduler has declared its queue would be lost.
-        polling.wait_for(lambda: _alive(procs) and _ping(), 60,
-                         message='memagg-scheduler answering')
-        polling.wait_for(
-            lambda: _alive(procs) and service_procs.answers(url + '/'), 60,
-            message='memagg-api answering')
-        yield url, procs
-    finally:
-        rpc.cleanup()
-        codes = dict((proc.name, proc.stop()) for proc in procs)
-    assert codes == {'memagg-scheduler': 0, 'memagg-api': 0}, codes
-
-
-def _alive(procs):
-    for proc in procs:
-        assert proc.alive(), proc.log()
-    return True
-
-
-def _ping():
-    try:
-        return scheduler_rpcapi.SchedulerAPI().ping(
-            context.get_admin_context(), timeout=1)
-    except exceptions.RPCTimeout:
-        return None
+    with service_procs.control_plane(conf, rabbit_url, tmp_path,
+                                     options) as plane:
+        yield plane
 
 
 def _audit(url, audit_uuid, states):
@@ -144,8 +106,8 @@ def test_an_audit_asked_for_is_planned_and_shown(plane, admin_context):
     assert created['state'] == 'pending'
 
     audit = polling.wait_for(
-        lambda: _alive(procs) and _audit(url, created['uuid'],
-                                         ('recommended', 'failed')),
+        lambda: service_procs.alive(procs) and _audit(
+            url, created['uuid'], ('recommended', 'failed')),
         60, interval=0.2, message='audit planned')
 
     assert audit['state'] == 'recommended', audit['reason']
@@ -171,8 +133,8 @@ def test_an_audit_asked_for_is_planned_and_shown(plane, admin_context):
                              headers=LATEST, timeout=30)
     assert executed.status_code == 202, executed.text
     done = polling.wait_for(
-        lambda: _alive(procs) and _audit(url, audit['uuid'],
-                                         ('succeeded', 'failed')),
+        lambda: service_procs.alive(procs) and _audit(
+            url, audit['uuid'], ('succeeded', 'failed')),
         60, interval=0.2, message='execution ended')
     assert done['state'] == 'failed'
     assert [a['state'] for a in done['actions']] == [
