@@ -141,7 +141,7 @@ def control_plane(conf, rabbit_url, tmp_path, options, start_timeout=60,
                                  tmp_path / ('%s.log' % name)))
         url = 'http://127.0.0.1:%d' % options['api']['port']
         # A cast before the scheduler has declared its queue would be lost.
-        polling.wait_for(lambda: alive(procs) and _scheduler_answers(),
+        polling.wait_for(lambda: alive(procs) and scheduler_answers(),
                          start_timeout, message='memagg-scheduler answering')
         polling.wait_for(lambda: alive(procs) and answers(url + '/'),
                          start_timeout, message='memagg-api answering')
@@ -162,7 +162,9 @@ def alive(procs):
     return True
 
 
-def _scheduler_answers():
+def scheduler_answers():
+    """memagg-scheduler's answer to a ping on this process's RPC exchange
+    and topic, or None when none came within a second."""
     try:
         return scheduler_rpcapi.SchedulerAPI().ping(
             context.get_admin_context(), timeout=1)
@@ -229,3 +231,41 @@ class TcpForwarder:
         self.server.shutdown()
         self.server.server_close()
         self._thread.join()
+
+
+class ForwarderProcess:
+    """A TcpForwarder from a free loopback port to the TCP address
+    ``upstream``, run in a child process: stop() kills the child, which cuts
+    every relayed connection at once, and start() listens again on the same
+    port. Nothing of it lives in the test's process, whose threads and
+    descriptors a long suite has worn."""
+
+    _SCRIPT = ('import signal, sys\n'
+               'from memagg.tests.functional import service_procs\n'
+               'service_procs.TcpForwarder(int(sys.argv[1]),'
+               ' (sys.argv[2], int(sys.argv[3])))\n'
+               'print("ready", flush=True)\n'
+               'signal.pause()\n')
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.port = free_port()
+        self._proc = None
+
+    def start(self, timeout=30):
+        """Listen; return once the child says it does."""
+        self._proc = subprocess.Popen(
+            [sys.executable, '-c', self._SCRIPT, str(self.port),
+             self.upstream[0], str(self.upstream[1])],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        ready = select.select([self._proc.stdout], [], [], timeout)[0]
+        assert ready and self._proc.stdout.readline() == b'ready\n', (
+            'forwarder to %s:%d did not start' % self.upstream)
+
+    def stop(self):
+        """Kill the child (idempotent)."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc.stdout.close()
+            self._proc = None

@@ -13,18 +13,18 @@
 """Database faults against a real memagg-api process: 503 + Retry-After,
 fast, and recovery when the database comes back.
 
-The database is real MariaDB, reached through a TCP relay this test owns,
-so "the database went away" is a real loss of connectivity.
+The database is real MariaDB, reached through a TCP relay in a process this
+test owns, so "the database went away" is a real loss of connectivity.
 """
 import contextlib
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 import requests
+import sqlalchemy
+from sqlalchemy import pool
 
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
@@ -33,60 +33,6 @@ from memagg.tests.unit.api import data
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
 RETRY_AFTER = 7
-
-
-class Relay:
-    """A TCP relay from a loopback port to ``upstream``; stop() cuts every
-    connection, start() accepts again on the same port."""
-
-    def __init__(self, upstream):
-        self.upstream = upstream
-        self.port = service_procs.free_port()
-        self._sockets = []
-        self._lock = threading.Lock()
-        self._listener = None
-
-    def start(self):
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(('127.0.0.1', self.port))
-        listener.listen(16)
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,),
-                         daemon=True).start()
-
-    def stop(self):
-        with self._lock:
-            sockets, self._sockets = self._sockets + [self._listener], []
-        for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-
-    def _accept(self, listener):
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream)
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self._sockets += [client, server]
-            for src, dst in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(src, dst),
-                                 daemon=True).start()
-
-    @staticmethod
-    def _pump(src, dst):
-        with contextlib.suppress(OSError):
-            while chunk := src.recv(65536):
-                dst.sendall(chunk)
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
 
 
 @contextlib.contextmanager
@@ -151,23 +97,23 @@ def _serving(url):
 
 def test_database_lost_then_back(tmp_path, mysql_db):
     data.load()
-    relay = Relay(('127.0.0.1', 3306))
+    relay = service_procs.ForwarderProcess(('127.0.0.1', 3306))
     relay.start()
     via_relay = mysql_db.replace('@127.0.0.1:3306/',
                                  '@127.0.0.1:%d/' % relay.port)
     try:
         with memagg_api(tmp_path, via_relay) as url:
-            # Two CI runs of the whole suite each saw one request of this
-            # test go unanswered for 30 s (once the very first), never a
-            # run of it alone: a request that hangs is retried, and the
-            # failure shows the API's log.
+            # CI runs of the whole suite saw requests of this test hang
+            # (never a run of it alone) while the relay lived in pytest's
+            # process; it has its own now. A request that hangs is
+            # retried, and a failure shows the API's log and MariaDB's
+            # sessions.
             try:
                 hosts = polling.wait_for(
                     lambda: _serving(url), 60, interval=0.5,
                     message='API serving through the relay')
             except AssertionError as exc:
-                pytest.fail('%s; memagg-api log:\n%s'
-                            % (exc, _log_tail(tmp_path)))
+                pytest.fail('%s; %s' % (exc, _diagnosis(tmp_path)))
             assert len(hosts.json()['hosts']) == 2
 
             relay.stop()
@@ -176,7 +122,7 @@ def test_database_lost_then_back(tmp_path, mysql_db):
                 lost = requests.get(url + '/v1/hosts', timeout=10)
             except requests.Timeout:
                 pytest.fail('no answer within 10 s with the database gone; '
-                            'memagg-api log:\n%s' % _log_tail(tmp_path))
+                            '%s' % _diagnosis(tmp_path))
             _assert_503(lost)
             assert time.monotonic() - started < 5
 
@@ -187,6 +133,14 @@ def test_database_lost_then_back(tmp_path, mysql_db):
         relay.stop()
 
 
-def _log_tail(tmp_path, lines=60):
+def _diagnosis(tmp_path, lines=60):
+    """The tail of memagg-api's log and MariaDB's sessions."""
     text = (tmp_path / 'memagg-api.log').read_text(errors='replace')
-    return '\n'.join(text.splitlines()[-lines:])
+    engine = sqlalchemy.create_engine(
+        'mysql+pymysql://root@127.0.0.1:3306/', poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        sessions = connection.execute(
+            sqlalchemy.text('SHOW FULL PROCESSLIST')).fetchall()
+    return 'memagg-api log:\n%s\nMariaDB sessions:\n%s' % (
+        '\n'.join(text.splitlines()[-lines:]),
+        '\n'.join(repr(tuple(row)) for row in sessions))
