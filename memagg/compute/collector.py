@@ -38,6 +38,17 @@ def _ratio(numerator, denominator):
     return min(1.0, max(0.0, numerator / denominator))
 
 
+def _sampler_values(result):
+    """The sampler fields of a VM's InstanceReport and WssSample from its
+    VmResult (None: no period ran for it yet)."""
+    if result is None:
+        return {}
+    return {'sampler_backend': result.sampler_backend,
+            'sampler_error_mb': result.sampler_error_mb,
+            'sampler_pages': result.sampler_pages,
+            'warming': result.warming}
+
+
 class Collector:
     """Reads the host through ``driver``; ``memory`` (a MemoryManager)
     runs the estimation and balloon period; ``remote`` (a RemoteMemory,
@@ -91,6 +102,7 @@ class Collector:
             current_mb = (current // 1024 if current is not None
                           else dom.current_memory_mb)
             cpu_util = self._domain_util(dom, wall_ns)
+            sampler = _sampler_values(result)
             instances.append(report_obj.InstanceReport(
                 uuid=dom.uuid, name=dom.name, project_id=None,
                 booked_mb=dom.max_memory_mb, current_mb=current_mb,
@@ -99,7 +111,7 @@ class Collector:
                 wss_maxavg_mb=result.wss_maxavg_mb if result else None,
                 estimator=result.estimator if result else None,
                 local_policy=result.local_policy if result else None,
-                cpu_util=cpu_util, vcpus=dom.vcpus))
+                cpu_util=cpu_util, vcpus=dom.vcpus, **sampler))
             if samples and result is not None and result.wss_mb is not None:
                 wss_samples.append(report_obj.WssSample(
                     instance_uuid=dom.uuid, sampled_at=now,
@@ -107,7 +119,7 @@ class Collector:
                     wss_maxavg_mb=result.wss_maxavg_mb,
                     current_mb=current_mb, target_mb=result.target_mb,
                     estimator=result.estimator,
-                    cpu_util=cpu_util * max(dom.vcpus, 0)))
+                    cpu_util=cpu_util * max(dom.vcpus, 0), **sampler))
         self._domain_cpu = domain_cpu
         reserved = CONF.compute.reserved_host_memory_mb
         if period is not None:

@@ -21,6 +21,26 @@ from oslo_versionedobjects import fields
 from memagg.objects import base
 
 
+def _sampler_fields():
+    """The native sampler behind an estimate (memagg.compute.sampling):
+    the kernel interface it reads (None without a sampler), the half-width
+    of the sampled estimate's confidence interval in MiB and the pages it
+    drew (None without a sampled window); ``warming`` when the estimate was
+    kept out of the WSS max-average (a first window, a moved allocation,
+    or the balloon statistics standing in for a lost window)."""
+    return {
+        'sampler_backend': fields.StringField(nullable=True, default=None),
+        'sampler_error_mb': fields.FloatField(nullable=True, default=None),
+        'sampler_pages': fields.IntegerField(nullable=True, default=None),
+        'warming': fields.BooleanField(default=False),
+    }
+
+
+def _pop_sampler_fields(primitive):
+    for name in _sampler_fields():
+        primitive.pop(name, None)
+
+
 @base.MemaggObjectRegistry.register
 class InstanceReport(base.MemaggObject):
     """One VM on the reporting host, with its memory sizes in MiB."""
@@ -28,7 +48,8 @@ class InstanceReport(base.MemaggObject):
     # Version 1.0: Initial version
     # Version 1.1: vcpus
     # Version 1.2: local_policy
-    VERSION = '1.2'
+    # Version 1.3: sampler_backend, sampler_error_mb, sampler_pages, warming
+    VERSION = '1.3'
 
     fields = {
         'uuid': fields.UUIDField(),
@@ -43,11 +64,14 @@ class InstanceReport(base.MemaggObject):
         'cpu_util': fields.FloatField(),
         'vcpus': fields.IntegerField(default=0),
         'local_policy': fields.StringField(nullable=True, default=None),
+        **_sampler_fields(),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 3):
+            _pop_sampler_fields(primitive)
         if target < (1, 2):
             primitive.pop('local_policy', None)
         if target < (1, 1):
@@ -61,7 +85,8 @@ class WssSample(base.MemaggObject):
 
     # Version 1.0: Initial version
     # Version 1.1: cpu_util
-    VERSION = '1.1'
+    # Version 1.2: sampler_backend, sampler_error_mb, sampler_pages, warming
+    VERSION = '1.2'
 
     fields = {
         'instance_uuid': fields.UUIDField(),
@@ -72,11 +97,15 @@ class WssSample(base.MemaggObject):
         'target_mb': fields.IntegerField(nullable=True),
         'estimator': fields.StringField(),
         'cpu_util': fields.FloatField(nullable=True, default=None),
+        **_sampler_fields(),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+        target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 2):
+            _pop_sampler_fields(primitive)
+        if target < (1, 1):
             primitive.pop('cpu_util', None)
 
 
@@ -92,7 +121,8 @@ class ComputeReport(base.MemaggObject):
     # Version 1.0: Initial version
     # Version 1.1: mem_used_mb; InstanceReport 1.1, WssSample 1.1
     # Version 1.2: InstanceReport 1.2
-    VERSION = '1.2'
+    # Version 1.3: InstanceReport 1.3, WssSample 1.2
+    VERSION = '1.3'
 
     fields = {
         'host': fields.StringField(),
@@ -109,8 +139,10 @@ class ComputeReport(base.MemaggObject):
     }
 
     obj_relationships = {
-        'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.2')],
-        'samples': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.1')],
+        'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.2'),
+                      ('1.3', '1.3')],
+        'samples': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.1'),
+                    ('1.3', '1.2')],
     }
 
     def obj_make_compatible(self, primitive, target_version):

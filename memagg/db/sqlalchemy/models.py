@@ -120,6 +120,14 @@ class Instance(Base):
         sa.String(64), nullable=True)
     local_policy: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(64), nullable=True)
+    sampler_backend: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(32), nullable=True)
+    sampler_error_mb: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Double, nullable=True)
+    sampler_pages: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    warming: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, nullable=False, default=False, server_default='0')
     cpu_util: orm.Mapped[float] = orm.mapped_column(
         sa.Float, nullable=False, default=0.0)
     remote_mb: orm.Mapped[int] = orm.mapped_column(
@@ -154,6 +162,18 @@ class WssSample(Base):
     # The VM's CPU use over the period, in cores (host cpu units).
     cpu_util: orm.Mapped[float | None] = orm.mapped_column(
         sa.Float, nullable=True)
+    # The native sampler's window behind wss_mb: its kernel interface,
+    # the half-width of its confidence interval (MiB; a double, as
+    # MariaDB's FLOAT would show 0.8 as 0.800000011920929) and its pages;
+    # and whether wss_mb was kept out of wss_maxavg_mb.
+    sampler_backend: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(32), nullable=True)
+    sampler_error_mb: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Double, nullable=True)
+    sampler_pages: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    warming: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, nullable=False, default=False, server_default='0')
 
 
 class HostSample(Base):

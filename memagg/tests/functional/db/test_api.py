@@ -29,6 +29,7 @@ from memagg.db import reports as db_reports
 from memagg.db import samples as db_samples
 from memagg.db import services as db_services
 from memagg.db.sqlalchemy import models
+from memagg.objects import report as objects_report
 from memagg.tests.unit.db import rows
 
 pytestmark = pytest.mark.functional
@@ -227,6 +228,49 @@ def test_report_statements_do_not_grow_with_instances(admin_context, any_db):
     assert trips[5] == trips[50]
     # The eight statements report_ingest names, and SQLite's BEGIN.
     assert max(trips[50]) <= 9
+
+
+def test_a_report_stores_its_sampler_beside_one_from_an_older_node(
+        admin_context, any_db):
+    """Two compute nodes: one reports its VM's sampler (ComputeReport 1.3),
+    the other is a release older (1.2, no sampler fields); both are stored,
+    in as many statements as a report without sampler fields."""
+    sampler = dict(sampler_backend='damon_paddr', sampler_error_mb=0.8,
+                   sampler_pages=4610, warming=True)
+    new_uuid, old_uuid = ('00000000-0000-0000-0007-00000000000%d' % n
+                          for n in (1, 2))
+
+    def report(host, uuid, **extra):
+        return objects_report.ComputeReport(
+            host=host, reported_at=rows.ago(seconds=1), memory_mb=4096,
+            reserved_mb=0, vcpus=2, cpu_util=0.1, free_reservoir_mb=0,
+            lendable_mb=0, mem_used_mb=40,
+            instances=[objects_report.InstanceReport(
+                uuid=uuid, name='vm', project_id=None, booked_mb=1024,
+                current_mb=1024, target_mb=None, wss_mb=40,
+                wss_maxavg_mb=None, estimator='badis/V/sampler',
+                cpu_util=0.1, vcpus=1, **extra)],
+            samples=[objects_report.WssSample(
+                instance_uuid=uuid, sampled_at=rows.ago(seconds=1),
+                wss_mb=40, wss_maxavg_mb=None, current_mb=1024,
+                target_mb=None, estimator='badis/V/sampler', cpu_util=0.1,
+                **extra)])
+
+    older = objects_report.ComputeReport.obj_from_primitive(
+        report('host-old', old_uuid).obj_to_primitive(target_version='1.2'))
+    trips = [len(_round_trips(lambda r=r: db_reports.report_ingest(
+        admin_context, *r.to_db_values(), host_sample=r.host_sample())))
+        for r in (report('host-new', new_uuid, **sampler), older)]
+
+    assert trips[0] == trips[1]
+    for uuid, expected in ((new_uuid, sampler), (old_uuid, dict(
+            sampler_backend=None, sampler_error_mb=None, sampler_pages=None,
+            warming=False))):
+        instance = db_instances.instance_get(admin_context, uuid)
+        sample, = db_listings.list_resources(
+            admin_context, 'wss_samples', filters={'instance_uuid': uuid})
+        for row in (instance, sample):
+            assert {k: getattr(row, k) for k in expected} == expected
 
 
 def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):

@@ -154,3 +154,31 @@ def test_samples_carry_cpu_in_cores_and_the_report_memory_in_use():
     assert report.mem_used_mb == (inst.wss_maxavg_mb or inst.wss_mb)
     assert report.host_sample() == {'cpu_util': report.cpu_util,
                                     'mem_used_mb': report.mem_used_mb}
+
+
+class _SampledMemory:
+    """A MemoryManager whose period gave one VM a sampled, warming
+    estimate."""
+
+    def run_period(self, host_info, domains, now, ghosts=None):
+        return memory.PeriodResult(vms={TEST_DOMAIN_UUID: memory.VmResult(
+            uuid=TEST_DOMAIN_UUID, current_mb=256, wss_mb=40,
+            wss_maxavg_mb=None, target_mb=256, estimator='badis/V/sampler',
+            local_policy='cmms/equal', sampler_backend='damon_paddr',
+            sampler_error_mb=0.8, sampler_pages=4610, warming=True)},
+            reservoir_mb=1024)
+
+
+def test_the_sampler_behind_an_estimate_reaches_the_report():
+    drv = _Driver({'actual': 262144, 'available': 262144})
+    coll = collector.Collector(drv, 'h', _SampledMemory())
+    before = coll.collect()
+    report = coll.run_period()
+
+    sampler = dict(sampler_backend='damon_paddr', sampler_error_mb=0.8,
+                   sampler_pages=4610, warming=True)
+    for item in (report.instances[0], report.samples[0]):
+        assert {k: getattr(item, k) for k in sampler} == sampler
+    # Before any period the VM has no sampler values to report: its row
+    # keeps what it had.
+    assert not set(sampler) & set(before.instances[0].as_dict())

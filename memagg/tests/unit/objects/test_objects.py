@@ -14,6 +14,7 @@
 import datetime
 
 from oslo_versionedobjects import fixture as ovo_fixture
+import pytest
 
 from memagg.common import context
 from memagg.common import rpc
@@ -24,13 +25,15 @@ from memagg.objects import report
 # Changing an object's fields changes its hash: bump its VERSION (and keep
 # the old version readable) before updating the hash here.
 EXPECTED_FINGERPRINTS = {
-    'ComputeReport': '1.2-d16c7c9686fd9af4b7c4a40d9cc92663',
-    'InstanceReport': '1.2-ab787085c305a94aad8948fc393de61f',
-    'WssSample': '1.1-d6cb28112c9409b46f14aec532991e3b',
+    'ComputeReport': '1.3-d16c7c9686fd9af4b7c4a40d9cc92663',
+    'InstanceReport': '1.3-9eaa283a461bd7a5cbd73647cbaec4ec',
+    'WssSample': '1.2-c53266a2ef6ba431336c21d37bea65a3',
 }
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
+SAMPLER = dict(sampler_backend='damon_paddr', sampler_error_mb=12.5,
+               sampler_pages=4610, warming=True)
 
 
 def _report():
@@ -40,12 +43,12 @@ def _report():
         instances=[report.InstanceReport(
             uuid=UUID, name='vm1', project_id='p1', booked_mb=2048,
             current_mb=1024, target_mb=None, wss_mb=700, wss_maxavg_mb=None,
-            estimator='libvirt_stats', local_policy='cmms/equal',
-            cpu_util=0.5, vcpus=2)],
+            estimator='badis/V/sampler', local_policy='cmms/equal',
+            cpu_util=0.5, vcpus=2, **SAMPLER)],
         samples=[report.WssSample(
             instance_uuid=UUID, sampled_at=NOW, wss_mb=700,
             wss_maxavg_mb=None, current_mb=1024, target_mb=None,
-            estimator='libvirt_stats', cpu_util=1.0)],
+            estimator='badis/V/sampler', cpu_util=1.0, **SAMPLER)],
         mem_used_mb=700)
 
 
@@ -69,7 +72,7 @@ def test_report_survives_the_rpc_serializer():
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     primitive = serializer.serialize_entity(ctxt, _report())
     assert primitive['memagg_object.name'] == 'ComputeReport'
-    assert primitive['memagg_object.version'] == '1.2'
+    assert primitive['memagg_object.version'] == '1.3'
     again = serializer.deserialize_entity(ctxt, primitive)
     # Field by field: ovo's == also compares the order of the changed-field
     # list, which follows string hashing and so varies between runs.
@@ -96,10 +99,11 @@ def test_to_db_values_names_only_columns():
                         lendable_mb=0)
     assert instances[0]['uuid'] == UUID and instances[0]['wss_mb'] == 700
     assert instances[0]['vcpus'] == 2
+    assert {k: instances[0][k] for k in SAMPLER} == SAMPLER
     assert samples == [dict(instance_uuid=UUID, sampled_at=NOW, wss_mb=700,
                             wss_maxavg_mb=None, current_mb=1024,
-                            target_mb=None, estimator='libvirt_stats',
-                            cpu_util=1.0)]
+                            target_mb=None, estimator='badis/V/sampler',
+                            cpu_util=1.0, **SAMPLER)]
     assert _report().host_sample() == {'cpu_util': 0.25, 'mem_used_mb': 700}
 
 
@@ -122,6 +126,30 @@ def test_a_1_1_receiver_gets_no_local_policy():
     assert instance['memagg_object.version'] == '1.1'
     assert 'local_policy' not in instance['memagg_object.data']
     assert instance['memagg_object.data']['vcpus'] == 2
+
+
+@pytest.mark.parametrize('version', ['1.0', '1.1', '1.2'])
+def test_a_receiver_before_1_3_gets_no_sampler_fields(version):
+    primitive = _report().obj_to_primitive(target_version=version)
+    data = primitive['memagg_object.data']
+    for item in data['instances'] + data['samples']:
+        assert not set(SAMPLER) & set(item['memagg_object.data'])
+    assert data['instances'][0]['memagg_object.data']['wss_mb'] == 700
+
+
+def test_a_1_2_report_is_read_without_sampler_fields():
+    """What a compute node of the release before sends: the scheduler
+    reads it, and its rows leave the sampler columns to their defaults."""
+    serializer = rpc.RequestContextSerializer()
+    ctxt = context.RequestContext(project_id='p1', roles=['admin'])
+    old = serializer.deserialize_entity(
+        ctxt, _report().obj_to_primitive(target_version='1.2'))
+
+    assert old.VERSION == '1.2'
+    assert old.instances[0].local_policy == 'cmms/equal'
+    host, instances, samples = old.to_db_values()
+    for row in instances + samples:
+        assert not set(SAMPLER) & set(row)
 
 
 def test_a_1_0_report_still_gives_a_host_sample():
