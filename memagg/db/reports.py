@@ -23,6 +23,8 @@ without locks and existing rows written by primary key: on MariaDB a range
 update (of a host's instances, say) or an upsert on the uuid would lock
 index gaps that concurrent reports insert into, and deadlock with them.
 """
+import functools
+
 from oslo_utils import timeutils
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -52,24 +54,31 @@ def _insert(session, table, rows, now):
 
 def _update_by_id(session, table, rows):
     """Write ``rows`` (every column of rows already in ``table``) over the
-    rows with their ids, in one multi-row upsert per _BATCH rows: a
-    conflict on the primary key locks only that row on every backend."""
-    dialect = session.get_bind().dialect.name
+    rows with their ids, in one upsert executed with every row's
+    parameters: a conflict on the primary key locks only that row on every
+    backend. The statement is the same whatever the rows, so SQLAlchemy
+    compiles it once per process rather than once per report, and the
+    drivers send it as one multi-row statement per batch (PyMySQL rewrites
+    the executemany; SQLAlchemy's insertmanyvalues does for psycopg2)."""
+    columns = tuple(c for c in rows[0] if c != 'id')
+    stmt = _upsert_by_id(session.get_bind().dialect.name, table, columns)
     for start in range(0, len(rows), _BATCH):
-        batch = rows[start:start + _BATCH]
-        columns = [c for c in batch[0] if c not in ('id', 'created_at')]
-        if dialect in ('mysql', 'mariadb'):
-            stmt = mysql.insert(table).values(batch)
-            stmt = stmt.on_duplicate_key_update(
-                {c: stmt.inserted[c] for c in columns})
-        else:
-            insert = {'postgresql': postgresql.insert,
-                      'sqlite': sqlite.insert}[dialect]
-            stmt = insert(table).values(batch)
-            stmt = stmt.on_conflict_do_update(
-                index_elements=['id'],
-                set_={c: stmt.excluded[c] for c in columns})
-        session.execute(stmt)
+        session.execute(stmt, rows[start:start + _BATCH])
+
+
+@functools.lru_cache(maxsize=32)
+def _upsert_by_id(dialect, table, columns):
+    """The upsert of ``columns`` by id of _update_by_id; created_at is
+    kept."""
+    kept = [c for c in columns if c != 'created_at']
+    if dialect in ('mysql', 'mariadb'):
+        stmt = mysql.insert(table)
+        return stmt.on_duplicate_key_update(
+            {c: stmt.inserted[c] for c in kept})
+    stmt = {'postgresql': postgresql.insert, 'sqlite': sqlite.insert}[
+        dialect](table)
+    return stmt.on_conflict_do_update(
+        index_elements=['id'], set_={c: stmt.excluded[c] for c in kept})
 
 
 def _write_instances(session, host_name, instances, now):
