@@ -39,7 +39,7 @@ from memagg.db.sqlalchemy import models
 _BATCH = 1000
 
 
-def _insert(session, table, rows, now):
+def _insert(conn, table, rows, now):
     """Insert ``rows`` into ``table`` in one executemany per _BATCH rows; a
     column a row leaves out takes its scalar default (else NULL), as every
     row of one executemany must give the same columns."""
@@ -48,11 +48,11 @@ def _insert(session, table, rows, now):
                 for c in table.columns if c.key != 'id'}
     defaults.update(created_at=now, updated_at=None)
     for start in range(0, len(rows), _BATCH):
-        session.execute(sa.insert(table), [
+        conn.execute(sa.insert(table), [
             dict(defaults, **row) for row in rows[start:start + _BATCH]])
 
 
-def _update_by_id(session, table, rows):
+def _update_by_id(conn, table, rows):
     """Write ``rows`` (every column of rows already in ``table``) over the
     rows with their ids, in one upsert executed with every row's
     parameters: a conflict on the primary key locks only that row on every
@@ -61,9 +61,9 @@ def _update_by_id(session, table, rows):
     drivers send it as one multi-row statement per batch (PyMySQL rewrites
     the executemany; SQLAlchemy's insertmanyvalues does for psycopg2)."""
     columns = tuple(c for c in rows[0] if c != 'id')
-    stmt = _upsert_by_id(session.get_bind().dialect.name, table, columns)
+    stmt = _upsert_by_id(conn.dialect.name, table, columns)
     for start in range(0, len(rows), _BATCH):
-        session.execute(stmt, rows[start:start + _BATCH])
+        conn.execute(stmt, rows[start:start + _BATCH])
 
 
 @functools.lru_cache(maxsize=32)
@@ -81,7 +81,7 @@ def _upsert_by_id(dialect, table, columns):
         index_elements=['id'], set_={c: stmt.excluded[c] for c in kept})
 
 
-def _write_instances(session, host_name, instances, now):
+def _write_instances(conn, host_name, instances, now):
     """Store the report's ``instances`` (merged by uuid) as on
     ``host_name``, and mark gone those the host reported before but not
     now. A row that would not change is not written, so its updated_at
@@ -91,7 +91,7 @@ def _write_instances(session, host_name, instances, now):
     for values in instances:
         reported.setdefault(values['uuid'], {}).update(
             values, host=host_name, status=values.get('status', 'active'))
-    stored = session.execute(sa.select(table).where(sa.or_(
+    stored = conn.execute(sa.select(table).where(sa.or_(
         table.c.uuid.in_(list(reported)), table.c.host == host_name)))
     stored = {row.uuid: row._asdict() for row in stored}
     new, changed = [], []
@@ -105,12 +105,25 @@ def _write_instances(session, host_name, instances, now):
             if row['host'] == host_name and row['uuid'] not in reported
             and row['status'] != 'gone']
     if new:
-        _insert(session, table, new, now)
+        _insert(conn, table, new, now)
     if changed:
-        _update_by_id(session, table, changed)
+        _update_by_id(conn, table, changed)
     if gone:
-        session.execute(sa.update(table).where(table.c.id.in_(gone)).values(
+        conn.execute(sa.update(table).where(table.c.id.in_(gone)).values(
             status='gone', updated_at=now))
+
+
+def _write_host(conn, values, now):
+    """Insert or update (by id, as a row lock only) the hosts row named
+    ``values['name']``."""
+    table = models.Host.__table__
+    host_id = conn.execute(sa.select(table.c.id).where(
+        table.c.name == values['name'])).scalar()
+    if host_id is None:
+        _insert(conn, table, [values], now)
+    else:
+        conn.execute(sa.update(table).where(table.c.id == host_id).values(
+            dict(values, updated_at=now)))
 
 
 @facade.retry_on_race
@@ -141,21 +154,15 @@ def report_ingest(context, host, instances, samples, reported_at=None,
     reported_at = reported_at or timeutils.utcnow()
     now = timeutils.utcnow()
     name = host['name']
-    with facade.writer().using(context) as session:
-        row = session.query(models.Host).filter_by(name=name).first()
-        if row is None:
-            row = models.Host(name=name)
-            session.add(row)
-        for key, value in host.items():
-            setattr(row, key, value)
-        row.reported_at = reported_at
-
-        _write_instances(session, name, instances, now)
+    # A Connection, not an ORM Session: every statement here is Core, and
+    # the Session's unit of work cost as much CPU as the statements.
+    with facade.writer().connection.using(context) as conn:
+        _write_host(conn, dict(host, reported_at=reported_at), now)
+        _write_instances(conn, name, instances, now)
         if samples:
-            _insert(session, models.WssSample.__table__,
+            _insert(conn, models.WssSample.__table__,
                     [dict(sample, host=name) for sample in samples], now)
         if host_sample is not None:
-            _insert(session, models.HostSample.__table__, [dict(
+            _insert(conn, models.HostSample.__table__, [dict(
                 {'sampled_at': reported_at}, **host_sample, host=name)],
                 now)
-    return row
