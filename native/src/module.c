@@ -57,18 +57,20 @@ static int backend_index(const char *name)
 static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "pid", "start", "length", "n", "backend",
-                              "seed", "sample_interval", "keep", NULL };
+                              "seed", "sample_interval", "keep",
+                              "split_huge_pages", NULL };
     PyObject *seed_obj = Py_None, *interval_obj = Py_None;
     long long pid, start, length, n = 1000, keep = -1;
     const char *backend = "auto";
     double interval = 0;
     uint64_t seed;
     char err[MS_ERRLEN] = "";
-    int b, ret;
+    int b, ret, split = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLL|LsOOL", kwlist, &pid,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LLL|LsOOLp", kwlist, &pid,
                                      &start, &length, &n, &backend,
-                                     &seed_obj, &interval_obj, &keep)) {
+                                     &seed_obj, &interval_obj, &keep,
+                                     &split)) {
         return -1;
     }
     if (pid <= 0 || pid > INT32_MAX) {
@@ -141,6 +143,13 @@ static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
     if (keep != -1) {
         ms_sampler_set_keep(self->s, (unsigned int)keep);
     }
+    ret = ms_sampler_set_split_thp(self->s, split, err, sizeof(err));
+    if (ret) {
+        ms_sampler_close(self->s);
+        self->s = NULL;
+        raise_errno(ret, err);
+        return -1;
+    }
     return 0;
 }
 
@@ -189,21 +198,23 @@ static PyObject *Sampler_collect(SamplerObject *self, PyObject *unused)
     }
     if (r.kdamond_cpu_s >= 0) {
         return Py_BuildValue(
-            "{s:I,s:I,s:I,s:I,s:d,s:s,s:d,s:d,s:i}",
+            "{s:I,s:I,s:I,s:I,s:d,s:s,s:d,s:I,s:I,s:I,s:d,s:d,s:i}",
             "sampled", r.sampled, "accessed", r.accessed,
             "present", r.present, "moved", r.moved,
             "fraction", r.sampled ? (double)r.accessed / r.sampled : 0.0,
             "backend", ms_backend_names[ms_sampler_backend(self->s)],
-            "window_s", r.window_s, "kdamond_cpu_s", r.kdamond_cpu_s,
-            "kdamond_pid", r.kdamond_pid);
+            "window_s", r.window_s, "split", r.split, "huge", r.huge,
+            "zero", r.zero, "split_s", r.split_s,
+            "kdamond_cpu_s", r.kdamond_cpu_s, "kdamond_pid", r.kdamond_pid);
     }
     return Py_BuildValue(
-        "{s:I,s:I,s:I,s:I,s:d,s:s,s:d}",
+        "{s:I,s:I,s:I,s:I,s:d,s:s,s:d,s:I,s:I,s:I,s:d}",
         "sampled", r.sampled, "accessed", r.accessed, "present", r.present,
         "moved", r.moved,
         "fraction", r.sampled ? (double)r.accessed / r.sampled : 0.0,
         "backend", ms_backend_names[ms_sampler_backend(self->s)],
-        "window_s", r.window_s);
+        "window_s", r.window_s, "split", r.split, "huge", r.huge,
+        "zero", r.zero, "split_s", r.split_s);
 }
 
 static PyObject *Sampler_close(SamplerObject *self, PyObject *unused)
@@ -278,8 +289,11 @@ static PyMethodDef Sampler_methods[] = {
       "Draw n random pages of the range and start watching them." },
     { "collect", (PyCFunction)Sampler_collect, METH_NOARGS,
       "Count the watched pages accessed since begin(): a dict with "
-      "sampled, accessed, present, moved, fraction, backend, window_s (and "
-      "kdamond_cpu_s, kdamond_pid for DAMON).  With the PFN backends "
+      "sampled, accessed, present, moved, fraction, backend, window_s, "
+      "split, huge, zero, split_s (and kdamond_cpu_s, kdamond_pid for "
+      "DAMON).  split: huge pages split at the window's begin() (split_s "
+      "the time it took), huge: samples still under a huge page, zero: "
+      "samples at the zero page (idle); 0 without split_huge_pages.  With the PFN backends "
       "(page_idle, damon_paddr) a page the host moved during the window "
       "(compaction, migration) is left out: moved counts them, present "
       "does not, and sampled leaves out the share of the drawn pages they "
@@ -305,14 +319,17 @@ static PyTypeObject SamplerType = {
     .tp_name = "memagg._native.Sampler",
     .tp_doc = PyDoc_STR(
         "Sampler(pid, start, length, n=1000, backend='auto', seed=None, "
-        "sample_interval=None, keep=32)\n\n"
+        "sample_interval=None, keep=32, split_huge_pages=False)\n\n"
         "Accessed-bit sampling of n random pages of [start, start+length) "
         "in process pid, drawn one per n equal slices of the range.  "
         "sample_interval (s) is how often DAMON checks each page's accessed "
         "bit during a period; None sets it from the period, as the time "
         "between begin() and collect() (1 s at first).  keep: windows a drawn "
         "sample serves at most while none of its pages moved, appeared or "
-        "went (1: drawn anew every window)."),
+        "went (1: drawn anew every window).  split_huge_pages: split the "
+        "transparent huge pages under the drawn pages (process_madvise "
+        "MADV_COLD over 4 KiB of each), so that each sampled 4 KiB page "
+        "has its own accessed bit; not for clear_refs."),
     .tp_basicsize = sizeof(SamplerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

@@ -43,6 +43,7 @@ struct ms_paths {
     char page_idle[128];    /* "/sys/kernel/mm/page_idle/bitmap" */
     char damon[128];        /* "/sys/kernel/mm/damon/admin" */
     char lock[128];         /* lock file serialising DAMON between processes */
+    char kpageflags[128];   /* "/proc/kpageflags" */
 };
 extern struct ms_paths ms_paths;
 
@@ -77,6 +78,16 @@ int ms_draw_pages(uint64_t *state, uint64_t nr_pages, unsigned int n,
 /* ---- pagemap.c: bulk pagemap lookups ---- */
 int ms_pagemap_read(int fd, const uint64_t *vpages, unsigned int n,
                     struct ms_pagemap_entry *out);
+
+/* ---- thp.c: transparent huge pages under the samples ---- */
+#define MS_KPF_THP 22
+#define MS_KPF_ZERO_PAGE 24
+#define MS_HUGE_PAGES 512       /* 4 KiB pages per 2 MiB huge page */
+int ms_kpageflags_read(int fd, const uint64_t *pfns, unsigned int n,
+                       uint64_t *flags);
+int ms_pidfd_open(pid_t pid);
+/* Split the huge pages holding these (sorted, one per huge page) pages. */
+int ms_thp_split(int pidfd, const uint64_t *vpages, unsigned int n);
 
 /* ---- page_idle.c ---- */
 int ms_idle_mark(int fd, const uint64_t *pfns, unsigned int n);
@@ -114,6 +125,11 @@ struct ms_result {
     double window_s;
     double kdamond_cpu_s;   /* < 0 when the backend has no kernel thread */
     int kdamond_pid;
+    /* Huge page splitting at the window's begin() (thp.c), when on. */
+    unsigned int split;     /* huge pages split */
+    unsigned int huge;      /* samples left under a huge page (unsplit) */
+    unsigned int zero;      /* samples at the zero page: counted idle */
+    double split_s;         /* time spent on it */
 };
 /* sample_interval: DAMON's, in seconds; 0 lets the sampler pace it. */
 struct ms_sampler;
@@ -128,6 +144,13 @@ unsigned int ms_sampler_n(const struct ms_sampler *s);
 /* A new n takes effect at the next begin(), with a new draw. */
 int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
                      size_t errlen);
+/*
+ * Split the transparent huge pages under the sampled pages at each draw,
+ * so that their accessed bits are per 4 KiB page (thp.c); not for
+ * clear_refs.  Needs /proc/kpageflags and CAP_SYS_NICE over the process.
+ */
+int ms_sampler_set_split_thp(struct ms_sampler *s, int on, char *err,
+                             size_t errlen);
 /* Windows a drawn sample serves at most while its pages stay put. */
 void ms_sampler_set_keep(struct ms_sampler *s, unsigned int windows);
 int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen);

@@ -43,6 +43,7 @@ struct ms_paths ms_paths = {
     .page_idle = "/sys/kernel/mm/page_idle/bitmap",
     .damon = "/sys/kernel/mm/damon/admin",
     .lock = "/run/memagg-damon.lock",
+    .kpageflags = "/proc/kpageflags",
 };
 
 const char *const ms_backend_names[MS_NR_BACKENDS] = {
@@ -107,6 +108,9 @@ struct ms_sampler {
     int kept;                   /* windows the current sample has served */
     unsigned int keep_windows;  /* at most; 1 draws anew every window */
     int unchanged;              /* last collect found every page in place */
+    int split_thp;              /* split huge pages under samples (thp.c) */
+    int kpf_fd;                 /* /proc/kpageflags, when split_thp */
+    int pidfd;                  /* the process, for process_madvise() */
     double t_begin;
     uint64_t *pages;            /* sampled page indexes, then vpage numbers */
     struct ms_pagemap_entry *entries;   /* at begin() */
@@ -116,6 +120,12 @@ struct ms_sampler {
     unsigned char *hit;         /* key -> accessed, when read per key */
     uint64_t *sub_pages;        /* the samples a quick recheck reads */
     struct ms_pagemap_entry *sub_now;
+    uint64_t *kflags;           /* sample -> its page's kpageflags */
+    unsigned char *zero;        /* sample -> at the zero page */
+    unsigned int nr_split;      /* huge pages split at the last draw */
+    unsigned int nr_huge;       /* samples under a huge page still */
+    unsigned int nr_zero;       /* samples at the zero page */
+    double split_s;
     unsigned int windows;       /* collected, to rotate the quick rechecks */
     unsigned int nr_sampled;
     unsigned int nr_present;
@@ -191,6 +201,14 @@ void ms_sampler_close(struct ms_sampler *s)
     if (s->idle_fd >= 0) {
         close(s->idle_fd);
     }
+    if (s->kpf_fd >= 0) {
+        close(s->kpf_fd);
+    }
+    if (s->pidfd >= 0) {
+        close(s->pidfd);
+    }
+    free(s->kflags);
+    free(s->zero);
     free(s->pages);
     free(s->entries);
     free(s->now);
@@ -214,9 +232,13 @@ static int alloc_samples(struct ms_sampler *s, unsigned int n)
                                  sizeof(*sub_pages));
     struct ms_pagemap_entry *sub_now = calloc(n / MS_RECHECK_STRIDE + 1,
                                               sizeof(*sub_now));
+    uint64_t *kflags = calloc(n, sizeof(*kflags));
+    unsigned char *zero = calloc(n, sizeof(*zero));
 
     if (!pages || !entries || !now || !keys || !key_of || !hit ||
-        !sub_pages || !sub_now) {
+        !sub_pages || !sub_now || !kflags || !zero) {
+        free(kflags);
+        free(zero);
         free(pages);
         free(entries);
         free(now);
@@ -229,6 +251,10 @@ static int alloc_samples(struct ms_sampler *s, unsigned int n)
     }
     free(s->sub_pages);
     free(s->sub_now);
+    free(s->kflags);
+    free(s->zero);
+    s->kflags = kflags;
+    s->zero = zero;
     s->sub_pages = sub_pages;
     s->sub_now = sub_now;
     free(s->pages);
@@ -247,6 +273,8 @@ static int alloc_samples(struct ms_sampler *s, unsigned int n)
     s->nr_sampled = 0;
     s->nr_keys = 0;
     s->nr_present = 0;
+    s->nr_huge = 0;
+    s->nr_zero = 0;
     s->unchanged = 0;
     return 0;
 }
@@ -294,6 +322,8 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
     }
     s->pagemap_fd = fd;
     s->idle_fd = -1;
+    s->kpf_fd = -1;
+    s->pidfd = -1;
     s->damon_slot = -1;
     s->pid = pid;
     s->start = start;
@@ -368,6 +398,39 @@ int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
     return 0;
 }
 
+int ms_sampler_set_split_thp(struct ms_sampler *s, int on, char *err,
+                             size_t errlen)
+{
+    int fd;
+
+    if (!on || s->backend == MS_CLEAR_REFS) {
+        s->split_thp = 0;
+        return 0;
+    }
+    if (s->kpf_fd < 0) {
+        fd = open(ms_paths.kpageflags, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fd = -errno;
+            ms_err(err, errlen, "cannot open %s to find huge pages: %s",
+                   ms_paths.kpageflags, strerror(-fd));
+            return fd;
+        }
+        s->kpf_fd = fd;
+    }
+    if (s->pidfd < 0) {
+        fd = ms_pidfd_open(s->pid);
+        if (fd < 0) {
+            ms_err(err, errlen, fd == -ESRCH ? "process %d does not exist"
+                   : "cannot open a pidfd of process %d to split its huge "
+                   "pages: %s", (int)s->pid, strerror(-fd));
+            return fd;
+        }
+        s->pidfd = fd;
+    }
+    s->split_thp = 1;
+    return 0;
+}
+
 void ms_sampler_set_keep(struct ms_sampler *s, unsigned int windows)
 {
     s->keep_windows = windows ? windows : 1;
@@ -383,6 +446,95 @@ static int cmp_u64(const void *a, const void *b)
 static int pfn_backend(const struct ms_sampler *s)
 {
     return s->backend == MS_PAGE_IDLE || s->backend == MS_DAMON_PADDR;
+}
+
+/* kpageflags of the present samples (0 for the others). */
+static int read_kflags(struct ms_sampler *s, char *err, size_t errlen)
+{
+    unsigned int i;
+    int ret;
+
+    for (i = 0; i < s->nr_sampled; i++) {
+        s->kflags[i] = 0;
+        if (s->entries[i].present && s->entries[i].pfn) {
+            ret = ms_kpageflags_read(s->kpf_fd, &s->entries[i].pfn, 1,
+                                     &s->kflags[i]);
+            if (ret) {
+                ms_err(err, errlen, "cannot read %s: %s",
+                       ms_paths.kpageflags, strerror(-ret));
+                return ret;
+            }
+        }
+    }
+    return 0;
+}
+
+static int under_thp(const struct ms_sampler *s, unsigned int i)
+{
+    return (s->kflags[i] & (1ULL << MS_KPF_THP)) &&
+           !(s->kflags[i] & (1ULL << MS_KPF_ZERO_PAGE));
+}
+
+/*
+ * Split the huge pages that hold sampled pages (one call per huge page,
+ * the samples being sorted), read where the samples are again (a split
+ * maps parts holding only zeros to the zero page), and mark the samples at
+ * the zero page.  Only the huge pages under this draw's samples: at most n
+ * per draw, none while the sample is kept; a page khugepaged collapsed
+ * back moved (new PFN), which draws anew and splits it again.
+ */
+static int split_huge(struct ms_sampler *s, char *err, size_t errlen)
+{
+    double t0 = ms_now();
+    uint64_t last = UINT64_MAX;
+    unsigned int i, m = 0;
+    int ret;
+
+    ret = read_kflags(s, err, errlen);
+    if (ret) {
+        return ret;
+    }
+    /* keys is free until the samples' keys are made: the split list. */
+    for (i = 0; i < s->nr_sampled; i++) {
+        if (under_thp(s, i) && s->pages[i] / MS_HUGE_PAGES != last) {
+            last = s->pages[i] / MS_HUGE_PAGES;
+            s->keys[m++] = s->pages[i];
+        }
+    }
+    if (m) {
+        ret = ms_thp_split(s->pidfd, s->keys, m);
+        if (ret == -ESRCH) {
+            ms_err(err, errlen, "process %d does not exist", (int)s->pid);
+            return ret;
+        }
+        if (ret) {
+            ms_err(err, errlen, "cannot split the huge pages of process "
+                   "%d (process_madvise MADV_COLD): %s", (int)s->pid,
+                   strerror(-ret));
+            return ret;
+        }
+        ret = ms_pagemap_read(s->pagemap_fd, s->pages, s->nr_sampled,
+                              s->entries);
+        if (!ret) {
+            ret = read_kflags(s, err, errlen);
+        } else {
+            ms_err(err, errlen, "cannot read pagemap of process %d: %s",
+                   (int)s->pid, strerror(-ret));
+        }
+        if (ret) {
+            return ret;
+        }
+    }
+    s->nr_split = m;
+    s->nr_huge = 0;
+    s->nr_zero = 0;
+    for (i = 0; i < s->nr_sampled; i++) {
+        s->zero[i] = (s->kflags[i] & (1ULL << MS_KPF_ZERO_PAGE)) != 0;
+        s->nr_zero += s->zero[i];
+        s->nr_huge += under_thp(s, i) ? 1 : 0;
+    }
+    s->split_s = ms_now() - t0;
+    return 0;
 }
 
 /* Draw the pages and find which are resident, and where. */
@@ -409,6 +561,16 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
                (int)s->pid, strerror(-ret));
         return ret == -ESRCH ? -ESRCH : ret;
     }
+    if (s->split_thp) {
+        ret = split_huge(s, err, errlen);
+        if (ret) {
+            return ret;
+        }
+    } else {
+        memset(s->zero, 0, s->nr_sampled);
+        s->nr_huge = 0;
+        s->nr_zero = 0;
+    }
     s->nr_present = 0;
     s->nr_keys = 0;
     s->nr_moved = 0;
@@ -416,7 +578,8 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
     for (i = 0; i < s->nr_sampled; i++) {
         const struct ms_pagemap_entry *e = &s->entries[i];
 
-        if (!e->present) {
+        /* The zero page holds none of the process's memory: idle. */
+        if (!e->present || s->zero[i]) {
             continue;
         }
         s->nr_present++;
@@ -447,7 +610,7 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
     for (i = 0; i < s->nr_sampled; i++) {
         const uint64_t *key = NULL;
 
-        if (s->entries[i].present) {
+        if (s->entries[i].present && !s->zero[i]) {
             key = bsearch(&s->entries[i].pfn, s->keys, s->nr_keys,
                           sizeof(*s->keys), cmp_u64);
         }
@@ -499,6 +662,8 @@ int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
 
     s->begun = 0;
     s->unchanged = 0;
+    s->nr_split = 0;
+    s->split_s = 0;
     if (s->damon_slot >= 0) {
         ms_damon_stop(s->damon_slot);
     }
@@ -626,7 +791,7 @@ static int recheck(struct ms_sampler *s, char *err, size_t errlen)
             s->now[i].pfn != s->entries[i].pfn) {
             s->unchanged = 0;
         }
-        if (!s->entries[i].present) {
+        if (!s->entries[i].present || s->zero[i]) {
             continue;
         }
         if (!s->now[i].present) {
@@ -838,5 +1003,9 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
     r->present = s->nr_present - s->nr_moved;
     r->moved = s->nr_moved;
     r->accessed = accessed;
+    r->split = s->nr_split;
+    r->huge = s->nr_huge;
+    r->zero = s->nr_zero;
+    r->split_s = s->split_s;
     return 0;
 }

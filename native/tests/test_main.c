@@ -227,6 +227,79 @@ static void test_page_idle(void)
     unlink(path);
 }
 
+/*
+ * A real transparent huge page of this process split by ms_thp_split(): it
+ * keeps its data and PFNs, and kpageflags no longer says THP.  Without
+ * root (no PFNs) or without a huge page (THP off) only the errors are
+ * checked.
+ */
+static void test_thp_split_self(void)
+{
+    const size_t huge = MS_HUGE_PAGES * MS_PAGE_SIZE;
+    uint64_t vpage, pfn_before = 0, flags = 0, raw;
+    struct ms_pagemap_entry e;
+    int pidfd, pm = -1, kpf = -1;
+    char *map, *mem;
+    size_t i;
+
+    CHECK(ms_pidfd_open(-1) == -EINVAL);
+    pidfd = ms_pidfd_open(getpid());
+    CHECK(pidfd >= 0);
+    if (pidfd < 0) {
+        return;
+    }
+    map = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED);
+    if (map == MAP_FAILED) {
+        close(pidfd);
+        return;
+    }
+    mem = (char *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+    madvise(mem, huge, MADV_HUGEPAGE);
+    for (i = 0; i < huge; i++) {
+        mem[i] = (char)(i % 251 + 1);
+    }
+    vpage = (uintptr_t)mem / MS_PAGE_SIZE + 7;
+    pm = open("/proc/self/pagemap", O_RDONLY);
+    kpf = open("/proc/kpageflags", O_RDONLY);
+    if (pm >= 0 && kpf >= 0 && ms_pagemap_read(pm, &vpage, 1, &e) == 0 &&
+        e.pfn) {
+        pfn_before = e.pfn;
+        CHECK(ms_kpageflags_read(kpf, &e.pfn, 1, &flags) == 0);
+    }
+    CHECK(ms_thp_split(pidfd, &vpage, 1) == 0);
+    if (flags & (1ULL << MS_KPF_THP)) {
+        CHECK(ms_pagemap_read(pm, &vpage, 1, &e) == 0);
+        CHECK(e.pfn == pfn_before);
+        CHECK(ms_kpageflags_read(kpf, &e.pfn, 1, &flags) == 0);
+        CHECK(!(flags & (1ULL << MS_KPF_THP)));
+    } else {
+        fprintf(stderr, "test_thp_split_self: no huge page here (not root "
+                "or THP off): split not checked\n");
+    }
+    for (i = 0; i < huge && mem[i] == (char)(i % 251 + 1); i++) {
+    }
+    CHECK(i == huge);
+    /* A PFN past the end of memory reads short: no flags. */
+    raw = UINT64_C(1) << 50;
+    if (kpf >= 0) {
+        CHECK(ms_kpageflags_read(kpf, &raw, 1, &flags) == 0 && flags == 0);
+    }
+    /* Unmapped: the kernel says ENOMEM. */
+    munmap(map, 2 * huge);
+    CHECK(ms_thp_split(pidfd, &vpage, 1) == -ENOMEM);
+    close(pidfd);
+    CHECK(ms_thp_split(pidfd, &vpage, 1) == -EBADF);
+    CHECK(ms_kpageflags_read(-1, &raw, 1, &flags) == -EBADF);
+    if (pm >= 0) {
+        close(pm);
+    }
+    if (kpf >= 0) {
+        close(kpf);
+    }
+}
+
 static void test_sampler_args(void)
 {
     struct ms_sampler *s = NULL;
@@ -471,7 +544,12 @@ static void fake_setup(void)
              "%s/page_idle/bitmap", fake_root);
     snprintf(ms_paths.damon, sizeof(ms_paths.damon), "%s/damon", fake_root);
     snprintf(ms_paths.lock, sizeof(ms_paths.lock), "%s/lock", fake_root);
+    snprintf(ms_paths.kpageflags, sizeof(ms_paths.kpageflags),
+             "%s/kpageflags", fake_root);
     fake_pagemap();
+    /* 4096 PFNs of page flags, none set. */
+    fake_put("", "kpageflags");
+    CHECK(truncate(ms_paths.kpageflags, 4096 * 8) == 0);
     /* 4096 PFNs of idle bits, none set. */
     fake_put("", "page_idle/bitmap");
     CHECK(truncate(ms_paths.page_idle, 4096 / 8) == 0);
@@ -782,6 +860,73 @@ static void test_damon_kept_sample(void)
     fake_pagemap();
 }
 
+static void fake_kflags(uint64_t pfn, uint64_t flags)
+{
+    int fd = open(ms_paths.kpageflags, O_WRONLY);
+
+    CHECK(fd >= 0 && pwrite(fd, &flags, 8, (off_t)(pfn * 8)) == 8);
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+/*
+ * Huge page splitting on: a sample at the zero page holds no memory and
+ * is idle, whatever the zero page's own accessed state, and is left out
+ * of the pages watched; a sample under a huge page is split through
+ * process_madvise(), which the fake kernel cannot serve (the fake pages
+ * are not mapped here): begin() fails, naming the split.
+ */
+static void test_split_and_zero_page(void)
+{
+    struct ms_sampler *s;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+    unsigned int i;
+
+    s = fake_sampler(MS_PAGE_IDLE);
+    if (!s) {
+        return;
+    }
+    CHECK(ms_sampler_set_split_thp(s, 1, err, sizeof(err)) == 0);
+    fake_kflags(fake_pfn(10), 1ULL << MS_KPF_ZERO_PAGE);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    for (i = 0; i < 16; i++) {
+        idle_access(fake_pfn(i));
+    }
+    idle_access(fake_pfn(45));
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.sampled == FAKE_PAGES && r.present == FAKE_PRESENT - 1);
+    CHECK(r.accessed == WINDOW_ACCESSED - 1);
+    CHECK(r.zero == 1 && r.split == 0 && r.huge == 0);
+
+    ms_sampler_set_keep(s, 1);
+    fake_kflags(fake_pfn(20), 1ULL << MS_KPF_THP);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == -ENOMEM);
+    CHECK(strstr(err, "cannot split the huge pages of process") != NULL);
+    fake_kflags(fake_pfn(20), 0);
+
+    /* Off: the zero page is a page like the others. */
+    CHECK(ms_sampler_set_split_thp(s, 0, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.present == FAKE_PRESENT && r.zero == 0);
+    fake_kflags(fake_pfn(10), 0);
+    ms_sampler_close(s);
+
+    /* No kpageflags: set_split_thp() says which file. */
+    s = fake_sampler(MS_PAGE_IDLE);
+    if (!s) {
+        return;
+    }
+    unlink(ms_paths.kpageflags);
+    CHECK(ms_sampler_set_split_thp(s, 1, err, sizeof(err)) == -ENOENT);
+    CHECK(strstr(err, "kpageflags") != NULL);
+    ms_sampler_close(s);
+    fake_put("", "kpageflags");
+    CHECK(truncate(ms_paths.kpageflags, 4096 * 8) == 0);
+}
+
 /*
  * Past 512 samples, collect() reads one sample in 8 again, another eighth
  * each window, and all of them only when one of those changed: a page
@@ -828,12 +973,14 @@ int main(void)
     test_page_idle_unsupported();
     test_dead_process();
     test_clear_refs_self();
+    test_thp_split_self();
     fake_setup();
     test_page_idle_moves();
     test_most_pages_moved();
     test_damon_paddr_moves();
     test_damon_kept_sample();
     test_quick_recheck();
+    test_split_and_zero_page();
     fake_teardown();
     return check_summary();
 }

@@ -12,7 +12,7 @@
 
 """Child process with a known hot set.
 
-    hotset.py TOTAL_MIB HOT_MIB [PASSES_FILE] [--scatter SEED]
+    hotset.py TOTAL_MIB HOT_MIB [PASSES_FILE] [--scatter SEED] [--thp]
 
 Maps TOTAL MiB, touches all of it once, prints the mapping's address, then
 writes one byte per page of the hot set forever, counting its passes over
@@ -23,6 +23,9 @@ The hot set is the first HOT MiB, or with --scatter a random choice (seeded)
 of 64 KiB chunks adding up to HOT MiB spread over the whole mapping: a
 contiguous hot set lines up with a stratified sampler's strata and so hides
 its statistical error; a scattered one does not.
+
+With --thp the mapping asks for transparent huge pages (MADV_HUGEPAGE, as
+QEMU does for guest RAM) before it is touched.
 
 On SIGUSR1 it gives the second half of the mapping back (MADV_DONTNEED)
 before its next pass, as a host taking pages away (a balloon, swap).
@@ -53,10 +56,13 @@ def main():
     parser.add_argument('hot_mib', type=int)
     parser.add_argument('passes', nargs='?')
     parser.add_argument('--scatter', type=int, metavar='SEED')
+    parser.add_argument('--thp', action='store_true')
     args = parser.parse_args()
     total = args.total_mib << 20
     hot = args.hot_mib << 20
     mem = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if args.thp:
+        mem.madvise(mmap.MADV_HUGEPAGE)
     mem[0:total:PAGE] = b'\x01' * (total // PAGE)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
     print(addr, flush=True)
