@@ -158,7 +158,9 @@ class MemoryManager:
                      sampling.VmSampler(self.driver, uuid,
                                         wss.sampler_pages,
                                         wss.sampler_backend,
-                                        size=self.sample_size))
+                                        size=self.sample_size,
+                                        split_huge_pages=(
+                                            wss.sampler_split_huge_pages)))
             self._vms[uuid] = vm
         return vm
 

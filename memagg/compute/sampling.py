@@ -126,14 +126,18 @@ def scaled_sample(sample, range_mb, m_cur_mb):
 
 
 class VmSampler:
-    """The sampler of one VM; ``error`` says why there is none."""
+    """The sampler of one VM; ``error`` says why there is none.
+    ``split_huge_pages``: split the transparent huge pages under the
+    sampled pages (the native Sampler's option of that name)."""
 
-    def __init__(self, driver, uuid, pages, backend, size=None):
+    def __init__(self, driver, uuid, pages, backend, size=None,
+                 split_huge_pages=False):
         self.driver = driver
         self.uuid = uuid
         self.size = size or SampleSize(first=pages, error=0.0)
         self.pages = self.size.pages(None)
         self.backend = backend
+        self.split_huge_pages = split_huge_pages
         self.memory = None
         self.error = None
         #: The last window was expected and lost: see collect().
@@ -166,7 +170,8 @@ class VmSampler:
         try:
             self._sampler = _native.Sampler(
                 memory.pid, memory.start, memory.length, n=self.pages,
-                backend=self.backend)
+                backend=self.backend,
+                split_huge_pages=self.split_huge_pages)
         except (OSError, ValueError) as exc:
             self._fail('sampler backend %s unavailable: %s'
                        % (self.backend, exc))

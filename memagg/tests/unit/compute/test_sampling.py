@@ -388,9 +388,11 @@ class ScriptedSampler:
 
     instances = []
 
-    def __init__(self, pid, start, length, n=1000, backend='auto'):
+    def __init__(self, pid, start, length, n=1000, backend='auto',
+                 split_huge_pages=False):
         self.n = n
         self.backend = 'damon_paddr'
+        self.split_huge_pages = split_huge_pages
         self.begun_with = []
         self.instances.append(self)
 
@@ -420,6 +422,18 @@ def test_n_comes_from_the_wanted_confidence(monkeypatch, conf, guest_ram):
     assert results[2].sampler_error_mb == pytest.approx(0.8, rel=0.02)
     assert results[1].sampler_error_mb == pytest.approx(1.7, rel=0.05)
     assert results[2].wss_mb == 16
+
+
+@pytest.mark.parametrize('split', [True, False])
+def test_huge_page_splitting_follows_the_option(monkeypatch, conf,
+                                                guest_ram, split):
+    conf.config(estimator='sampler', sampler_split_huge_pages=split,
+                group='wss')
+    monkeypatch.setattr(sampling._native, 'Sampler', ScriptedSampler)
+    ScriptedSampler.instances = []
+    run_periods(guest_ram, 1)
+    sampler, = ScriptedSampler.instances
+    assert sampler.split_huge_pages is split
 
 
 def test_warming_windows_stay_out_of_the_max_average(conf, guest_ram):
