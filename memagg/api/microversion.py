@@ -41,6 +41,9 @@ VERSIONS = {
             'remote_mb and local_copy_left_mb.',
     (1, 7): 'Instances show local_policy: the local policy of their '
             'compute node, which sets their balloon target.',
+    (1, 8): 'Instances and their WSS history show the native sampler '
+            'behind each estimate: sampler_backend, sampler_error_mb, '
+            'sampler_pages and warming.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -56,9 +56,12 @@ _TIMESTAMPS = {'created_at': DATETIME, 'updated_at': _nullable(DATETIME)}
 _AUDIT_SINCE = {'auto_execute': (1, 2), 'unplaced': (1, 2)}
 _GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3)}
 _MIGRATION_SINCE = {'remote_mb': (1, 6), 'local_copy_left_mb': (1, 6)}
+_SAMPLER_SINCE = {'sampler_backend': (1, 8), 'sampler_error_mb': (1, 8),
+                  'sampler_pages': (1, 8), 'warming': (1, 8)}
 FIELDS_SINCE = {
-    'Instance': {'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1),
-                 'local_policy': (1, 7)},
+    'Instance': dict({'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1),
+                      'local_policy': (1, 7)}, **_SAMPLER_SINCE),
+    'WssSample': _SAMPLER_SINCE,
     'Audit': _AUDIT_SINCE,
     'AuditDetail': _AUDIT_SINCE,
     'Grant': _GRANT_SINCE,
@@ -68,6 +71,27 @@ FIELDS_SINCE = {
 }
 
 _REASONS = {'type': 'object', 'additionalProperties': {'type': 'string'}}
+
+# The native sampler behind an estimate (memagg-compute), since 1.8.
+_SAMPLER = {
+    'sampler_backend': {'type': ['string', 'null'], 'description': (
+        'The kernel interface of the native sampler behind the estimate: '
+        'page_idle, damon_paddr, damon_vaddr or clear_refs; null when the '
+        'estimator samples nothing or the sampler is unavailable. '
+        'Since 1.8.')},
+    'sampler_error_mb': {'type': ['number', 'null'], 'description': (
+        'Half-width, MiB, of the confidence interval (at the compute '
+        'node [wss] sampler_confidence) of the sampled hot set the '
+        'estimate was built on; null without a sampled window. '
+        'Since 1.8.')},
+    'sampler_pages': {'type': ['integer', 'null'], 'description': (
+        'Pages the sampler drew for the estimate; null without a sampled '
+        'window. Since 1.8.')},
+    'warming': {'type': 'boolean', 'description': (
+        'The estimate was kept out of wss_maxavg_mb: the first window of '
+        'the sampler, a window during which the allocation moved, or the '
+        'balloon statistics standing in for a lost window. Since 1.8.')},
+}
 
 COMPONENTS = {
     'Link': closed_object({'rel': {'type': 'string'},
@@ -105,14 +129,14 @@ COMPONENTS = {
         'remote_mb': dict(INTEGER, description=(
             'Memory of the instance held remotely (grants), MiB. '
             'Since 1.1.')),
-    }, **_TIMESTAMPS), optional=('remote_mb', 'wss_maxavg_mb',
-                                 'local_policy')),
-    'WssSample': closed_object({
+    }, **_SAMPLER, **_TIMESTAMPS), optional=(
+        'remote_mb', 'wss_maxavg_mb', 'local_policy', *_SAMPLER)),
+    'WssSample': closed_object(dict({
         'id': INTEGER, 'host': NAME, 'sampled_at': DATETIME,
         'wss_mb': INTEGER, 'wss_maxavg_mb': _nullable(INTEGER),
         'current_mb': INTEGER, 'target_mb': _nullable(INTEGER),
         'estimator': {'type': 'string'},
-    }),
+    }, **_SAMPLER), optional=tuple(_SAMPLER)),
     'ReservoirHost': closed_object({
         'host': NAME, 'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER,
         'lent_mb': INTEGER, 'borrowed_mb': INTEGER,

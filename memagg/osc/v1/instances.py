@@ -20,7 +20,8 @@ class ListInstance(base.ListCommand):
     columns = ('uuid', 'name', 'host', 'project_id', 'status', 'booked_mb',
                'current_mb', 'wss_mb')
     long_columns = ('target_mb', 'wss_maxavg_mb', 'remote_mb', 'estimator',
-                    'local_policy', 'cpu_util', 'created_at', 'updated_at')
+                    'local_policy', 'sampler_backend', 'sampler_error_mb',
+                    'warming', 'cpu_util', 'created_at', 'updated_at')
     filters = ('host', 'project_id', 'status')
     marker_help = 'this instance UUID (the last of the previous page)'
 
@@ -55,6 +56,8 @@ class ListInstanceWss(base.ListCommand):
 
     columns = ('id', 'sampled_at', 'host', 'wss_mb', 'wss_maxavg_mb',
                'current_mb', 'target_mb', 'estimator')
+    long_columns = ('sampler_backend', 'sampler_error_mb', 'sampler_pages',
+                    'warming')
     filters = ('since', 'until')
     marker_help = 'this sample id (the last of the previous page)'
 

@@ -31,7 +31,7 @@ def _client(deployment, account, **kwargs):
 def test_the_catalog_endpoint_and_a_token_reach_memagg(deployment):
     admin = _client(deployment, deployment.keystone.admin)
 
-    assert admin.api_version == '1.7'
+    assert admin.api_version == '1.8'
     assert admin.http.endpoint.rstrip('/') == deployment.url
     assert set(deployment.hosts) <= {h['name']
                                      for h in admin.hosts.list().items}

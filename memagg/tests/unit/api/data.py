@@ -41,6 +41,17 @@ T0 = datetime.datetime(2024, 5, 1, 12, 0, 0)
 SAMPLES = 6
 
 
+def sampler(i):
+    """The sampler behind an instance's i-th estimate: the first window
+    warming, from sampler_pages, the next ones from the n their hot
+    fraction asked for."""
+    if i == 0:
+        return dict(sampler_backend='damon_paddr', sampler_error_mb=24.5,
+                    sampler_pages=1000, warming=True)
+    return dict(sampler_backend='damon_paddr', sampler_error_mb=12.25,
+                sampler_pages=4610, warming=False)
+
+
 def load():
     """Write the cluster; return the admin context used."""
     ctx = memagg_context.get_admin_context()
@@ -51,7 +62,7 @@ def load():
                         sampled_at=T0 + datetime.timedelta(minutes=i),
                         wss_mb=1000 + i, wss_maxavg_mb=1100,
                         current_mb=2048, target_mb=1500,
-                        estimator='libvirt')
+                        estimator='badis/V/sampler', **sampler(i))
                    for uuid, _ in instances for i in range(SAMPLES)]
         db_reports.report_ingest(
             ctx, dict(name=name, memory_mb=memory, vcpus=8,
@@ -59,7 +70,7 @@ def load():
             [dict(uuid=uuid, name='vm-' + uuid[:4], project_id=project,
                   booked_mb=4096, current_mb=2048, wss_mb=1005,
                   wss_maxavg_mb=1100, remote_mb=512, estimator='badis',
-                  local_policy='cmms/equal')
+                  local_policy='cmms/equal', **sampler(SAMPLES - 1))
              for uuid, project in instances], samples)
     db_services.service_heartbeat(ctx, 'host-1', 'memagg-compute', 'compute')
     db_services.service_heartbeat(ctx, 'ctl', 'memagg-scheduler', 'scheduler')

@@ -19,6 +19,7 @@ from memagg.api import microversion
 from memagg.tests.unit.api import data
 
 LATEST = {microversion.HEADER: 'memory-aggregation latest'}
+SAMPLER = ('sampler_backend', 'sampler_error_mb', 'sampler_pages', 'warming')
 
 
 def test_root_version_document(api):
@@ -27,14 +28,14 @@ def test_root_version_document(api):
     (version,) = response.json['versions']
     assert version['id'] == 'v1.0'
     assert version['status'] == 'CURRENT'
-    assert (version['min_version'], version['max_version']) == ('1.0', '1.7')
+    assert (version['min_version'], version['max_version']) == ('1.0', '1.8')
     assert version['links'][0]['href'].endswith('/v1/')
     assert api.get('/v1').json['version'] == version
 
 
 def test_version_echoed_with_vary(api):
     response = api.get('/v1/hosts', headers=LATEST)
-    assert response.headers[microversion.HEADER] == 'memory-aggregation 1.7'
+    assert response.headers[microversion.HEADER] == 'memory-aggregation 1.8'
     assert microversion.HEADER in response.headers['Vary']
     plain = api.get('/v1/hosts')
     assert plain.headers[microversion.HEADER] == 'memory-aggregation 1.0'
@@ -45,13 +46,30 @@ def test_instance_fields_gated_by_microversion(api):
         return api.get('/v1/instances/' + data.INSTANCE_A, headers={
             microversion.HEADER: 'memory-aggregation ' + version,
         }).json['instance']
-    old, v16, new = get('1.0'), get('1.6'), get('latest')
+    old, v16, v17, new = get('1.0'), get('1.6'), get('1.7'), get('latest')
     assert 'remote_mb' not in old and 'wss_maxavg_mb' not in old
     assert (v16['remote_mb'], v16['wss_maxavg_mb']) == (512, 1100)
     assert 'local_policy' not in v16
-    assert new['local_policy'] == 'cmms/equal'
+    assert v17['local_policy'] == 'cmms/equal'
+    assert not set(SAMPLER) & set(v17)
+    assert {k: new[k] for k in SAMPLER} == data.sampler(data.SAMPLES - 1)
     assert {k: v for k, v in new.items()
-            if k not in ('remote_mb', 'wss_maxavg_mb', 'local_policy')} == old
+            if k not in ('remote_mb', 'wss_maxavg_mb', 'local_policy',
+                         *SAMPLER)} == old
+
+
+def test_wss_history_shows_the_sampler_from_1_8(api):
+    def history(version):
+        return api.get('/v1/instances/%s/wss' % data.INSTANCE_A, headers={
+            microversion.HEADER: 'memory-aggregation ' + version,
+        }).json['wss_samples']
+    v17, v18 = history('1.7'), history('1.8')
+    assert [{k: s[k] for k in SAMPLER} for s in v18] == [
+        data.sampler(i) for i in range(data.SAMPLES)]
+    assert [s['warming'] for s in v18] == [True] + [False] * 5
+    assert all(not set(SAMPLER) & set(s) for s in v17)
+    assert [{k: v for k, v in s.items() if k not in SAMPLER}
+            for s in v18] == v17
 
 
 def test_services_state_from_heartbeat(api):

@@ -1,0 +1,63 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack memagg instance wss list`` and ``instance list`` through
+memagg's real client against the real API served on loopback: the sampler
+behind each estimate shows with --long, from microversion 1.8."""
+import types
+
+import pytest
+
+from memagg.osc.v1 import instances
+from memagg.tests.unit.api import data
+
+SAMPLER = ['sampler_backend', 'sampler_error_mb', 'sampler_pages',
+           'warming']
+
+
+def _run(make_client, command_class, argv, version=None):
+    app = types.SimpleNamespace(client_manager=types.SimpleNamespace(
+        memagg=make_client(version)))
+    command = command_class(app, None)
+    columns, rows = command.take_action(
+        command.get_parser('memagg').parse_args(argv))
+    return list(columns), [dict(zip(columns, row)) for row in rows]
+
+
+def test_wss_history_long_shows_the_sampler_of_each_window(make_client):
+    columns, rows = _run(make_client, instances.ListInstanceWss,
+                         [data.INSTANCE_A, '--long'])
+
+    assert columns[-4:] == SAMPLER
+    assert [{k: r[k] for k in SAMPLER} for r in rows] == [
+        data.sampler(i) for i in range(data.SAMPLES)]
+
+
+@pytest.mark.parametrize('argv, version', [
+    ([], None), (['--long'], '1.7')])
+def test_wss_history_without_the_sampler(make_client, argv, version):
+    columns, rows = _run(make_client, instances.ListInstanceWss,
+                         [data.INSTANCE_A] + argv, version)
+
+    assert not set(SAMPLER) & set(columns)
+    assert [r['wss_mb'] for r in rows] == list(range(1000, 1006))
+
+
+def test_instance_list_long_shows_the_latest_sampler(make_client):
+    columns, rows = _run(make_client, instances.ListInstance, ['--long'])
+
+    latest = data.sampler(data.SAMPLES - 1)
+    assert {'sampler_backend', 'sampler_error_mb', 'warming'} <= set(columns)
+    assert [(r['sampler_backend'], r['sampler_error_mb'], r['warming'])
+            for r in rows] == [(latest['sampler_backend'],
+                                latest['sampler_error_mb'],
+                                latest['warming'])] * 2
