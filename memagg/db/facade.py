@@ -17,6 +17,8 @@ Resource functions take a RequestContext first (enginefacade keeps the session
 on it) and return model objects detached from the session, or raise
 memagg.common.exceptions.
 """
+import functools
+
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
@@ -85,10 +87,16 @@ def retry_on_race(func):
         exception_checker=_lost_race)(func)
 
 
+@functools.lru_cache(maxsize=None)
+def _column_keys(model):
+    # check_columns runs for each VM of every compute report.
+    return frozenset(model.__table__.columns.keys())
+
+
 def check_columns(model, values, field):
     """Raise InvalidParameter naming ``field`` when ``values`` has a key
     that is not a column of ``model``."""
-    unknown = sorted(set(values) - set(model.__table__.columns.keys()))
+    unknown = sorted(set(values) - _column_keys(model))
     if unknown:
         raise exceptions.InvalidParameter(
             field=field, reason='unknown column(s) %s of %s'
