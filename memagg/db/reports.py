@@ -56,29 +56,42 @@ def _update_by_id(conn, table, rows):
     """Write ``rows`` (every column of rows already in ``table``) over the
     rows with their ids, in one upsert executed with every row's
     parameters: a conflict on the primary key locks only that row on every
-    backend. The statement is the same whatever the rows, so SQLAlchemy
-    compiles it once per process rather than once per report, and the
-    drivers send it as one multi-row statement per batch (PyMySQL rewrites
-    the executemany; SQLAlchemy's insertmanyvalues does for psycopg2)."""
-    columns = tuple(c for c in rows[0] if c != 'id')
-    stmt = _upsert_by_id(conn.dialect.name, table, columns)
+    backend, and the drivers send it as one multi-row statement per batch
+    (PyMySQL and mysqlclient rewrite the executemany, SQLAlchemy's
+    insertmanyvalues does for psycopg2)."""
+    upsert = _upsert_by_id(conn.dialect, table, tuple(rows[0]))
     for start in range(0, len(rows), _BATCH):
-        conn.execute(stmt, rows[start:start + _BATCH])
+        upsert(conn, rows[start:start + _BATCH])
 
 
 @functools.lru_cache(maxsize=32)
 def _upsert_by_id(dialect, table, columns):
-    """The upsert of ``columns`` by id of _update_by_id; created_at is
-    kept."""
-    kept = [c for c in columns if c != 'created_at']
-    if dialect in ('mysql', 'mariadb'):
-        stmt = mysql.insert(table)
-        return stmt.on_duplicate_key_update(
-            {c: stmt.inserted[c] for c in kept})
-    stmt = {'postgresql': postgresql.insert, 'sqlite': sqlite.insert}[
-        dialect](table)
-    return stmt.on_conflict_do_update(
-        index_elements=['id'], set_={c: stmt.excluded[c] for c in kept})
+    """A function(conn, rows) running _update_by_id's upsert of rows of
+    ``columns`` (id among them; created_at is kept) on ``dialect``."""
+    kept = [c for c in columns if c not in ('id', 'created_at')]
+    if dialect.name not in ('mysql', 'mariadb'):
+        stmt = {'postgresql': postgresql.insert, 'sqlite': sqlite.insert}[
+            dialect.name](table)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=['id'], set_={c: stmt.excluded[c] for c in kept})
+        return lambda conn, rows: conn.execute(stmt, rows)
+    stmt = mysql.insert(table)
+    stmt = stmt.on_duplicate_key_update({c: stmt.inserted[c] for c in kept})
+    # SQLAlchemy does not cache a dialect's upsert: it compiled this one at
+    # every report, 0.4 ms of CPU. Compiled once here, it goes to the
+    # driver as is, with the values its column types convert for it.
+    compiled = stmt.compile(dialect=dialect, column_keys=list(columns))
+    convert = {c: proc for c in columns
+               if (proc := table.c[c].type.bind_processor(dialect))}
+
+    def upsert(conn, rows):
+        params = []
+        for row in rows:
+            row = dict(row, **{c: proc(row[c]) for c, proc in convert.items()})
+            params.append(tuple(row[k] for k in compiled.positiontup)
+                          if compiled.positional else row)
+        conn.exec_driver_sql(compiled.string, params)
+    return upsert
 
 
 def _write_instances(conn, host_name, instances, now):
