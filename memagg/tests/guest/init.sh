@@ -158,8 +158,10 @@ while :; do
         hot)
             seq=$((seq + 1))
             # Rewriting the file both sizes it and touches all of it.
-            dd if=/dev/zero of=/hot/data bs=1M count="$arg" 2>/dev/null \
-                || say "HOT-FAILED $arg"
+            # Random, not zeros: a host that splits a huge page maps its
+            # 4 KiB parts holding only zeros to the shared zero page.
+            dd if=/dev/urandom of=/hot/data bs=1M count="$arg" \
+                iflag=fullblock 2>/dev/null || say "HOT-FAILED $arg"
             say "PHASE $seq hot=$arg"
             ;;
         fill)
