@@ -71,7 +71,7 @@ opts = [
                      'bit: a huge page has one for its 2 MiB, and a hot set '
                      'then reads as rounded up to whole huge pages. At '
                      'most one huge page per sampled page (sampler_max_'
-                     'pages) is split per draw, about 0.2 ms each; the '
+                     'pages) is split per draw, 0.2-0.8 ms each; the '
                      'guest runs on 4 KiB host pages there until '
                      'khugepaged collapses them back. Not for clear_refs. '
                      'Needs /proc/kpageflags and CAP_SYS_NICE.'),
