@@ -18,8 +18,6 @@ import pytest
 
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
-from memagg.db import facade as db_facade
-from memagg.db import migration
 from memagg.tests import db_backends
 
 # Nova's harness needs an interpreter of its own (see
@@ -38,37 +36,32 @@ def conf():
     fixture.cleanUp()
 
 
-def _migrated(backend, conf, tmp_path):
-    with db_backends.provisioned(backend, tmp_path) as url:
-        conf.config(connection=url, group='database')
-        db_facade.dispose()
-        migration.upgrade('head')
-        yield url
-        db_facade.dispose()
-
-
 @pytest.fixture
 def sqlite_db(conf, tmp_path):
     """A migrated SQLite database that memagg.db now uses; its URL."""
-    yield from _migrated('sqlite', conf, tmp_path)
+    with db_backends.migrated('sqlite', conf, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
 def mysql_db(conf, tmp_path):
     """A migrated database on the real MariaDB server; its URL."""
-    yield from _migrated('mysql', conf, tmp_path)
+    with db_backends.migrated('mysql', conf, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
 def postgresql_db(conf, tmp_path):
     """A migrated database on the real PostgreSQL server; its URL."""
-    yield from _migrated('postgresql', conf, tmp_path)
+    with db_backends.migrated('postgresql', conf, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture(params=['sqlite', 'mysql', 'postgresql'])
 def any_db(request, conf, tmp_path):
     """Each of the three backends in turn, migrated; its URL."""
-    yield from _migrated(request.param, conf, tmp_path)
+    with db_backends.migrated(request.param, conf, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture

@@ -23,6 +23,9 @@ import uuid
 
 import sqlalchemy as sa
 
+from memagg.db import facade as db_facade
+from memagg.db import migration
+
 SERVERS = {
     'mysql': os.environ.get('MEMAGG_TEST_MYSQL_URL',
                             'mysql+pymysql://root@127.0.0.1:3306'),
@@ -57,3 +60,15 @@ def provisioned(backend, tmp_path):
                     {'n': name})
             conn.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
         admin.dispose()
+
+
+@contextlib.contextmanager
+def migrated(backend, conf, tmp_path, revision='head'):
+    """A new database on ``backend`` migrated to ``revision`` and made
+    memagg.db's through ``conf``; yield its URL."""
+    with provisioned(backend, tmp_path) as url:
+        conf.config(connection=url, group='database')
+        db_facade.dispose()
+        migration.upgrade(revision)
+        yield url
+        db_facade.dispose()

@@ -34,12 +34,8 @@ AUDIT = '44444444-4444-4444-8444-444444444444'
 
 @pytest.fixture(params=['sqlite', 'mysql', 'postgresql'])
 def db_at_0001(request, conf, tmp_path):
-    with db_backends.provisioned(request.param, tmp_path) as url:
-        conf.config(connection=url, group='database')
-        db_facade.dispose()
-        migration.upgrade('0001')
+    with db_backends.migrated(request.param, conf, tmp_path, '0001'):
         yield db_facade.get_engine()
-        db_facade.dispose()
 
 
 def test_rows_written_before_0002_read_back_after_it(db_at_0001):

@@ -37,12 +37,8 @@ SAMPLER = dict(sampler_backend='damon_paddr', sampler_error_mb=0.8,
 
 @pytest.fixture(params=['sqlite', 'mysql', 'postgresql'])
 def db_at_0006(request, conf, tmp_path):
-    with db_backends.provisioned(request.param, tmp_path) as url:
-        conf.config(connection=url, group='database')
-        db_facade.dispose()
-        migration.upgrade('0006')
+    with db_backends.migrated(request.param, conf, tmp_path, '0006'):
         yield db_facade.get_engine()
-        db_facade.dispose()
 
 
 def test_rows_from_before_0007_have_no_sampler(db_at_0006):
