@@ -86,7 +86,23 @@ class Host(Base):
         sa.DateTime, nullable=True)
 
 
-class Instance(Base):
+class SamplerWindow:
+    """The native sampler's window behind an estimate (wss_mb): its kernel
+    interface, the half-width of its confidence interval (MiB; a double,
+    as MariaDB's FLOAT would show 0.8 as 0.800000011920929), its pages,
+    and whether the estimate was kept out of wss_maxavg_mb (warming)."""
+
+    sampler_backend: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(32), nullable=True)
+    sampler_error_mb: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Double, nullable=True)
+    sampler_pages: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    warming: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, nullable=False, default=False, server_default='0')
+
+
+class Instance(SamplerWindow, Base):
     """A VM on a compute node, with its memory sizes and current WSS."""
 
     __tablename__ = 'instances'
@@ -120,14 +136,6 @@ class Instance(Base):
         sa.String(64), nullable=True)
     local_policy: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(64), nullable=True)
-    sampler_backend: orm.Mapped[str | None] = orm.mapped_column(
-        sa.String(32), nullable=True)
-    sampler_error_mb: orm.Mapped[float | None] = orm.mapped_column(
-        sa.Double, nullable=True)
-    sampler_pages: orm.Mapped[int | None] = orm.mapped_column(
-        sa.Integer, nullable=True)
-    warming: orm.Mapped[bool] = orm.mapped_column(
-        sa.Boolean, nullable=False, default=False, server_default='0')
     cpu_util: orm.Mapped[float] = orm.mapped_column(
         sa.Float, nullable=False, default=0.0)
     remote_mb: orm.Mapped[int] = orm.mapped_column(
@@ -136,7 +144,7 @@ class Instance(Base):
         sa.Integer, nullable=False, default=0, server_default='0')
 
 
-class WssSample(Base):
+class WssSample(SamplerWindow, Base):
     """One period's working-set estimate of one instance."""
 
     __tablename__ = 'wss_samples'
@@ -162,18 +170,6 @@ class WssSample(Base):
     # The VM's CPU use over the period, in cores (host cpu units).
     cpu_util: orm.Mapped[float | None] = orm.mapped_column(
         sa.Float, nullable=True)
-    # The native sampler's window behind wss_mb: its kernel interface,
-    # the half-width of its confidence interval (MiB; a double, as
-    # MariaDB's FLOAT would show 0.8 as 0.800000011920929) and its pages;
-    # and whether wss_mb was kept out of wss_maxavg_mb.
-    sampler_backend: orm.Mapped[str | None] = orm.mapped_column(
-        sa.String(32), nullable=True)
-    sampler_error_mb: orm.Mapped[float | None] = orm.mapped_column(
-        sa.Double, nullable=True)
-    sampler_pages: orm.Mapped[int | None] = orm.mapped_column(
-        sa.Integer, nullable=True)
-    warming: orm.Mapped[bool] = orm.mapped_column(
-        sa.Boolean, nullable=False, default=False, server_default='0')
 
 
 class HostSample(Base):
