@@ -25,7 +25,9 @@ contiguous hot set lines up with a stratified sampler's strata and so hides
 its statistical error; a scattered one does not.
 
 With --thp the mapping asks for transparent huge pages (MADV_HUGEPAGE, as
-QEMU does for guest RAM) before it is touched.
+QEMU does for guest RAM) before it is touched, and MADV_NOHUGEPAGE after:
+the huge pages stay, but khugepaged no longer collapses the ones a test
+splits (it would within seconds, moving the pages a sampler watches).
 
 On SIGUSR1 it gives the second half of the mapping back (MADV_DONTNEED)
 before its next pass, as a host taking pages away (a balloon, swap).
@@ -64,6 +66,8 @@ def main():
     if args.thp:
         mem.madvise(mmap.MADV_HUGEPAGE)
     mem[0:total:PAGE] = b'\x01' * (total // PAGE)
+    if args.thp:
+        mem.madvise(mmap.MADV_NOHUGEPAGE)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
     print(addr, flush=True)
     ranges = hot_ranges(total, hot, args.scatter)
