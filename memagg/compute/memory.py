@@ -182,24 +182,45 @@ class MemoryManager:
         ``ghosts``: {uuid: GhostPeriod} of the VMs with a remote-swap disk
         (their swap ghost this period). A domain that vanishes in the
         middle is dropped from the result."""
-        results, policy_vms = {}, []
+        results, policy_vms, to_begin = {}, [], []
         taken_mb = 0
         ghosts = ghosts or {}
+        # Every VM's window ends, then every VM's next one begins: the
+        # damon_paddr samplers share one kdamond, asked once and restarted
+        # once a period (sampling.commit_windows).
         for dom in domains:
             try:
-                result, vm_memory = self._observe(dom, now,
-                                                  ghosts.get(dom.uuid))
+                result, vm_memory, vm = self._observe(
+                    dom, now, ghosts.get(dom.uuid))
             except hypervisor.DomainGone:
                 LOG.info('VM %s vanished during the period; skipped',
                          dom.uuid)
                 self.forget(dom.uuid)
                 continue
             results[dom.uuid] = result
+            if vm is not None:
+                to_begin.append(vm)
             if vm_memory is None:
                 taken_mb += result.current_mb
             else:
                 policy_vms.append(vm_memory)
         self._forget_gone(domains)
+        for vm in to_begin:
+            if self._vms.get(vm.uuid) is not vm:
+                continue
+            try:
+                vm.sampler.begin()
+            except hypervisor.DomainGone:
+                LOG.info('VM %s vanished during the period; skipped',
+                         vm.uuid)
+                self.forget(vm.uuid)
+                del results[vm.uuid]
+                policy_vms = [v for v in policy_vms if v.uuid != vm.uuid]
+                continue
+            # The sampler opens at its first begin(), or fails to.
+            results[vm.uuid].sampler_backend = vm.sampler.backend_name
+            results[vm.uuid].sampler_error = vm.sampler.error
+        sampling.commit_windows()
 
         budget = guest_memory_mb(self.conf, host_info) - taken_mb
         decision = self.policy.compute(policy_vms, budget)
@@ -224,7 +245,8 @@ class MemoryManager:
         return PeriodResult(vms=results, reservoir_mb=decision.reservoir_mb)
 
     def _observe(self, dom, now, ghost=None):
-        """(VmResult, VmMemory or None when unmanaged) of one domain;
+        """(VmResult, VmMemory or None when unmanaged, the _Vm whose
+        sampler is to begin its next window or None) of one domain;
         ``ghost``: its GhostPeriod when it has a remote-swap disk."""
         reason = unmanaged_reason(dom)
         vm = self._vm(dom.uuid)
@@ -234,7 +256,7 @@ class MemoryManager:
             vm.sampler.close()
             return VmResult(uuid=dom.uuid, current_mb=dom.current_memory_mb,
                             estimator='unmanaged: %s' % reason,
-                            managed=False), None
+                            managed=False), None, None
 
         stats = dom.memory_stats
         m_cur = stats['actual'] // 1024
@@ -252,9 +274,7 @@ class MemoryManager:
             period_s=self.conf.compute.collect_interval, now=now))
         not_truth = (vm.estimator.needs_sampler
                      and _not_truth(estimate, sample, vm.sampler))
-        if vm.estimator.needs_sampler:
-            vm.sampler.begin()
-        else:
+        if not vm.estimator.needs_sampler:
             vm.sampler.close()
         maxavg = vm.maxavg.add(now, None if not_truth else estimate.wss_mb)
         parts = [self.estimator_name, estimate.state]
@@ -277,7 +297,8 @@ class MemoryManager:
             uuid=dom.uuid, m_init_mb=dom.max_memory_mb, m_cur_mb=m_cur,
             wss_mb=estimate.wss_mb, wss_maxavg_mb=maxavg,
             max_mb=dom.max_memory_mb, weight=self.qos.weight(dom.uuid),
-            shortage=estimate.shortage)
+            shortage=estimate.shortage), (
+                vm if vm.estimator.needs_sampler else None)
 
     def forget(self, uuid):
         """Drop what is kept about VM ``uuid`` (it is gone)."""

@@ -22,6 +22,10 @@ when its process is gone or when two windows in a row failed. A window the
 host spoiled by moving most of the sampled pages (EAGAIN: compaction,
 migration) is lost too, but says nothing against the sampler.
 
+The damon_paddr samplers of the host share one kdamond: a period collects
+every VM (one answer of the kdamond serves them all), then begins every
+VM, then commit_windows() restarts the kdamond once on all their pages.
+
 The sample size follows the wanted confidence (ALGORITHMS.md §1): each
 window draws the n that gives the hot fraction p of the last one a
 confidence interval of +-error * p, and every sample carries the interval
@@ -123,6 +127,17 @@ def scaled_sample(sample, range_mb, m_cur_mb):
     accessed_mb = sample.get('accessed', 0) / sampled * range_mb
     return dict(sample, fraction=min(1.0, accessed_mb / m_cur_mb),
                 accessed_mb=accessed_mb)
+
+
+def commit_windows():
+    """Start the windows begun this period: the host's one kdamond restarts
+    on the pages of every damon_paddr sampler begun (a VM not begun this
+    period keeps its window going). A refused restart is logged here; each
+    VM whose window it lost sees the error at its next collect()."""
+    try:
+        _native.damon_commit()
+    except OSError as exc:
+        LOG.warning('DAMON windows not started: %s', exc)
 
 
 class VmSampler:

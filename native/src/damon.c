@@ -16,30 +16,39 @@
  * DAMON through its sysfs interface, shared by every sampler of the process.
  *
  * The sysfs tree is global to the machine, so this file owns it while any
- * sampler is open: a pool of MS_DAMON_SLOTS kdamonds, one slot per sampler,
- * each with one context, one target and one "stat" scheme.  The pool is
- * created on first use and torn down (every kdamond off, nr_kdamonds 0) when
- * the last sampler closes and at process exit.  A lock file keeps two
- * processes from fighting over the tree; whoever takes it turns off any
- * kdamond a crashed run left on.
+ * sampler is open: a pool of MS_DAMON_SLOTS kdamonds, each with one context,
+ * one target and one "stat" scheme.  The pool is created on first use and
+ * torn down (every kdamond off, nr_kdamonds 0) when the last sampler closes
+ * and at process exit.  A lock file keeps two processes from fighting over
+ * the tree; whoever takes it turns off any kdamond a crashed run left on.
  *
- * Measuring a period: the kdamond's sampling interval is the sampler's
+ * damon_paddr samplers share ONE kdamond, the host's: its single target's
+ * regions are the pages every sampler watches, merged (the kernel refuses
+ * more than one paddr target, and a kdamond has one context), so many VMs
+ * cost one kernel thread.  Each sampler is a member (ms_damon_join()); its
+ * begin() arms it with its pages and the kdamond restarts once every member
+ * has armed, or at ms_damon_commit(), so the members' windows are aligned.
+ * The first collect() of a window asks the kdamond for the regions its
+ * scheme matched (update_schemes_tried_regions) and marks them for every
+ * member at once; the others' collect() only read their marks.  A member
+ * armed but not collected when the kdamond restarts (a VM skipped for a
+ * period) has the answer so far kept, and its window goes on: none is lost.
+ * damon_vaddr samplers each have a kdamond of their own (a slot).
+ *
+ * Measuring a window: the kdamond's sampling interval is the (smallest)
  * sample_interval and its aggregation interval is an hour, so a region's
- * access count keeps growing for the whole period instead of being reset
- * every aggregation.  begin() turns the kdamond on, which clears the
- * accessed bits at once.  The scheme is applied every sampling interval and
- * matches regions with at least one access; collect() asks for the bytes it
- * matched (update_schemes_tried_bytes, answered at the next sampling
- * interval, so it blocks for at most one), or for the regions themselves
- * when the sampler must tell the pages apart (update_schemes_tried_regions),
- * and the sampler then turns the kdamond off.  That is "accessed at least
- * once between begin() and collect()", with one accessed-bit check per page
- * per sampling interval: the kdamond's cost is 2 n pages x period /
- * sample_interval rmap walks, whatever the VM's size.
- * Turning a kdamond on and off costs about 0.2 ms; writing the n regions'
+ * access count keeps growing for the whole window instead of being reset
+ * every aggregation.  Turning the kdamond on clears the accessed bits at
+ * once.  The scheme is applied every sampling interval and matches regions
+ * with at least one access; the kdamond answers at its next sampling
+ * interval, so a collect() blocks for at most one.  That is "accessed at
+ * least once between begin() and collect()", with one accessed-bit check
+ * per page per sampling interval: the kdamond's cost is 2 n pages x period
+ * / sample_interval rmap walks, n summed over the members.
+ * Turning a kdamond on and off costs about 0.2 ms; writing the regions'
  * start and end files costs more (about 1.3 us each), so nothing that did
- * not change is written again: a sample kept from the last window costs
- * no write at all.
+ * not change is written again: when every member kept its sample, the
+ * restart writes no region at all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -228,6 +237,8 @@ static int fd_budget_left(unsigned int want)
     return cached + want <= (uint64_t)rl.rlim_cur / 2;
 }
 
+static void host_reset(void);
+
 static void pool_teardown(void)
 {
     int i;
@@ -241,6 +252,7 @@ static void pool_teardown(void)
         drop_fds(&pool.slot[i]);
     }
     memset(pool.slot, 0, sizeof(pool.slot));
+    host_reset();
     if (pool.lockfd >= 0) {
         close(pool.lockfd);
         pool.lockfd = -1;
@@ -670,13 +682,12 @@ static int is_region_dir(const char *name)
 }
 
 /*
- * Mark which of the n regions (sorted starts) were accessed: the scheme's
- * tried regions, which its access pattern limits to regions with at least
- * one access.  Their directories are numbered with gaps: list them.
+ * Call fn(start, end, arg) for each region the scheme of slot i tried,
+ * which its access pattern limits to regions with at least one access.
+ * Their directories are numbered with gaps: list them.
  */
-static int read_tried_regions(int i, const uint64_t *starts, unsigned int n,
-                              unsigned char *accessed, char *err,
-                              size_t errlen)
+static int for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
+                          void *arg, char *err, size_t errlen)
 {
     char p[512], rel[32];
     uint64_t start, end;
@@ -684,7 +695,6 @@ static int read_tried_regions(int i, const uint64_t *starts, unsigned int n,
     DIR *dir;
     int ret = 0;
 
-    memset(accessed, 0, n);
     slot_path(p, sizeof(p), i, "contexts/0/schemes/0/tried_regions");
     dir = opendir(p);
     if (!dir) {
@@ -706,11 +716,35 @@ static int read_tried_regions(int i, const uint64_t *starts, unsigned int n,
             ms_err(err, errlen, "cannot read DAMON tried region %s of %s: %s",
                    de->d_name, p, strerror(-ret));
         } else {
-            ms_mark_range(starts, n, start, end, accessed);
+            fn(start, end, arg);
         }
     }
     closedir(dir);
     return ret;
+}
+
+struct marks {
+    const uint64_t *starts;
+    unsigned int n;
+    unsigned char *accessed;
+};
+
+static void mark_slot_region(uint64_t start, uint64_t end, void *arg)
+{
+    struct marks *mk = arg;
+
+    ms_mark_range(mk->starts, mk->n, start, end, mk->accessed);
+}
+
+/* Mark which of the n regions (sorted starts) were accessed. */
+static int read_tried_regions(int i, const uint64_t *starts, unsigned int n,
+                              unsigned char *accessed, char *err,
+                              size_t errlen)
+{
+    struct marks mk = { starts, n, accessed };
+
+    memset(accessed, 0, n);
+    return for_each_tried(i, mark_slot_region, &mk, err, errlen);
 }
 
 int ms_damon_collect(int i, const uint64_t *starts, unsigned int n,
@@ -752,4 +786,361 @@ void ms_damon_stop(int i)
         kwrite(p, "off", NULL, 0);
         pool.slot[i].running = 0;
     }
+}
+
+/* ---- The host's paddr kdamond, shared by its members ---- */
+
+static struct {
+    int slot;                   /* its pool slot, -1 while it has none */
+    struct ms_damon_member *members;
+    uint64_t *regions;          /* the members' pages, merged */
+    uint64_t watched_n;         /* the members' pages in the running one */
+} host = { .slot = -1 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static int host_running(void)
+{
+    return host.slot >= 0 && pool.slot[host.slot].running;
+}
+
+/* Every member has armed since the kdamond last restarted. */
+static int host_all_pending(void)
+{
+    struct ms_damon_member *m;
+
+    for (m = host.members; m; m = m->next) {
+        if (!m->pending) {
+            return 0;
+        }
+    }
+    return host.members != NULL;
+}
+
+static void host_mark(uint64_t start, uint64_t end, void *arg)
+{
+    struct ms_damon_member *m;
+
+    (void)arg;
+    for (m = host.members; m; m = m->next) {
+        if (m->watched && !m->answered && m->n) {
+            ms_mark_range(m->starts, m->n, start, end, m->hit);
+        }
+    }
+}
+
+/*
+ * The running kdamond's answer, marked for every member watching and not
+ * answered yet; each takes a share of the kdamond's CPU time so far (a new
+ * thread each start) in proportion to its pages.
+ */
+static int host_answer(char *err, size_t errlen)
+{
+    struct ms_damon_member *m;
+    double cpu_s = 0;
+    char p[512];
+    int ret = 0;
+
+    if (host_running()) {
+        slot_path(p, sizeof(p), host.slot, "state");
+        ret = kwrite(p, "update_schemes_tried_regions", err, errlen);
+        if (ret == 0) {
+            ret = for_each_tried(host.slot, host_mark, NULL, err, errlen);
+        }
+        if (ret) {
+            return ret;
+        }
+        cpu_s = (double)thread_cpu_ns(pool.slot[host.slot].kdamond_pid) / 1e9;
+    }
+    for (m = host.members; m; m = m->next) {
+        if (m->watched && !m->answered) {
+            m->answered = 1;
+            m->kdamond_pid = host_running()
+                             ? pool.slot[host.slot].kdamond_pid : 0;
+            if (host.watched_n) {
+                m->cpu_s += cpu_s * m->n / (double)host.watched_n;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Start the kdamond on the armed members' pages, merged. */
+static int host_start(char *err, size_t errlen)
+{
+    struct ms_damon_member *m;
+    uint64_t total = 0, sample_us = 0, *regions;
+    unsigned int i, nr = 0;
+    char p[512];
+    uint64_t kpid = 0;
+    int ret;
+
+    for (m = host.members; m; m = m->next) {
+        if (m->armed) {
+            total += m->n;
+            if (!sample_us || m->sample_us < sample_us) {
+                sample_us = m->sample_us;
+            }
+        }
+    }
+    host.watched_n = total;
+    if (!total) {
+        return 0;
+    }
+    regions = realloc(host.regions, sizeof(*regions) * total);
+    if (!regions) {
+        ms_err(err, errlen, "out of memory for %llu DAMON regions",
+               (unsigned long long)total);
+        return -ENOMEM;
+    }
+    host.regions = regions;
+    for (m = host.members; m; m = m->next) {
+        if (m->armed && m->n) {
+            memcpy(regions + nr, m->starts, sizeof(*regions) * m->n);
+            nr += m->n;
+        }
+    }
+    qsort(regions, nr, sizeof(*regions), cmp_u64);
+    /* Two VMs may share a page (KSM): one region serves both. */
+    for (i = 0, total = 0; i < nr; i++) {
+        if (!total || regions[total - 1] != regions[i]) {
+            regions[total++] = regions[i];
+        }
+    }
+    ret = start_slot(host.slot, "paddr", 0, regions, (unsigned int)total,
+                     MS_PAGE_SIZE, sample_us, err, errlen);
+    if (ret) {
+        slot_forget(&pool.slot[host.slot]);
+        return ret;
+    }
+    pool.slot[host.slot].running = 1;
+    slot_path(p, sizeof(p), host.slot, "pid");
+    pool.slot[host.slot].kdamond_pid = 0;
+    if (ms_read_u64_file(p, &kpid, NULL, 0) == 0) {
+        pool.slot[host.slot].kdamond_pid = (int)kpid;
+    }
+    return 0;
+}
+
+/*
+ * Restart the kdamond on the armed members' pages.  A member still
+ * watching (armed, not collected: skipped this period) first takes the
+ * answer so far, and its window goes on in the new run.  DAMON refusing
+ * the regions (ENODEV, ENOENT: their sysfs files went stale; EINVAL: e.g.
+ * a page the balloon freed or moved since pagemap was read) makes every
+ * armed member draw anew and the kdamond start again, twice at most,
+ * rather than lose the period.  A member whose window is lost holds the
+ * error for its collect().  Called with pool.lock held.
+ */
+static int host_commit(char *err, size_t errlen)
+{
+    struct ms_damon_member *m;
+    char why[MS_ERRLEN] = "";
+    int ret, attempt, skipped = 0;
+
+    for (m = host.members; m; m = m->next) {
+        skipped |= m->armed && m->watched && !m->answered;
+    }
+    /* Asking waits for the kdamond's next check: only when one needs it. */
+    if (skipped && host_running()) {
+        ret = host_answer(why, sizeof(why));
+        for (m = host.members; m; m = m->next) {
+            if (ret && m->armed && !m->pending && !m->answered) {
+                m->error = ret;
+                snprintf(m->errmsg, sizeof(m->errmsg), "%s", why);
+                m->armed = 0;
+            }
+        }
+    }
+    if (host_running()) {
+        ms_damon_stop(host.slot);
+    }
+    for (attempt = 0;; attempt++) {
+        ret = host_start(why, sizeof(why));
+        if (ret == 0 || attempt == 2 ||
+            (ret != -ENODEV && ret != -ENOENT && ret != -EINVAL)) {
+            break;
+        }
+        for (m = host.members; m; m = m->next) {
+            int r;
+
+            if (!m->armed) {
+                continue;
+            }
+            r = m->redraw(m, m->errmsg, sizeof(m->errmsg));
+            if (r == 0 && !m->pending) {
+                r = -EAGAIN;
+                ms_err(m->errmsg, sizeof(m->errmsg), "the window was "
+                       "restarted on pages drawn anew (DAMON refused the "
+                       "last ones)");
+            }
+            if (r) {
+                m->error = r;
+                m->armed = 0;
+            }
+        }
+    }
+    for (m = host.members; m; m = m->next) {
+        m->pending = 0;
+        if (m->armed && ret) {
+            m->error = ret;
+            snprintf(m->errmsg, sizeof(m->errmsg), "%s", why);
+            m->armed = 0;
+        }
+        m->watched = m->armed;
+        m->answered = !m->armed;
+    }
+    if (ret) {
+        ms_err(err, errlen, "%s", why);
+    }
+    return ret;
+}
+
+int ms_damon_join(struct ms_damon_member *m, char *err, size_t errlen)
+{
+    int i, ret;
+
+    pthread_mutex_lock(&pool.lock);
+    ret = pool_get(err, errlen);
+    if (ret == 0 && host.slot < 0) {
+        for (i = 0; i < MS_DAMON_SLOTS && pool.slot[i].used; i++) {
+        }
+        if (i == MS_DAMON_SLOTS) {
+            pool_put();
+            ms_err(err, errlen, "all %d DAMON slots are in use",
+                   MS_DAMON_SLOTS);
+            ret = -EBUSY;
+        } else {
+            pool.slot[i].used = 1;
+            host.slot = i;
+        }
+    }
+    if (ret == 0) {
+        m->armed = m->pending = m->watched = m->error = 0;
+        m->answered = 1;
+        m->n = 0;
+        m->next = host.members;
+        host.members = m;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return ret;
+}
+
+void ms_damon_leave(struct ms_damon_member *m)
+{
+    struct ms_damon_member **pp;
+
+    pthread_mutex_lock(&pool.lock);
+    for (pp = &host.members; *pp && *pp != m; pp = &(*pp)->next) {
+    }
+    if (*pp) {
+        *pp = m->next;
+        if (!host.members) {
+            ms_damon_stop(host.slot);
+            drop_fds(&pool.slot[host.slot]);
+            pool.slot[host.slot].used = 0;
+            pool.slot[host.slot].configured = 0;
+            host.slot = -1;
+            free(host.regions);
+            host.regions = NULL;
+        } else if (host_all_pending()) {
+            /* The others were waiting for this one only. */
+            host_commit(NULL, 0);
+        }
+        pool_put();
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+void ms_damon_arm(struct ms_damon_member *m, const uint64_t *starts,
+                  unsigned int n, unsigned char *hit, uint64_t sample_us)
+{
+    pthread_mutex_lock(&pool.lock);
+    m->starts = starts;
+    m->n = n;
+    m->hit = hit;
+    memset(hit, 0, n);
+    m->sample_us = sample_us;
+    m->cpu_s = 0;
+    m->error = 0;
+    m->armed = 1;
+    m->pending = 1;
+    if (host_all_pending()) {
+        host_commit(NULL, 0);
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+void ms_damon_disarm(struct ms_damon_member *m)
+{
+    pthread_mutex_lock(&pool.lock);
+    m->armed = 0;
+    m->pending = 0;
+    m->answered = 1;
+    pthread_mutex_unlock(&pool.lock);
+}
+
+int ms_damon_commit(char *err, size_t errlen)
+{
+    struct ms_damon_member *m;
+    int ret = 0, pending = 0, armed = 0;
+
+    pthread_mutex_lock(&pool.lock);
+    for (m = host.members; m; m = m->next) {
+        pending |= m->pending;
+        armed |= m->armed;
+    }
+    /* Nothing new to watch, or a kdamond watching nobody any more. */
+    if (pending || (!armed && host_running())) {
+        ret = host_commit(err, errlen);
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return ret;
+}
+
+int ms_damon_member_collect(struct ms_damon_member *m,
+                            struct ms_damon_result *res, char *err,
+                            size_t errlen)
+{
+    int ret = 0;
+
+    pthread_mutex_lock(&pool.lock);
+    /* Armed after every other member's last restart: start it now. */
+    if (m->pending) {
+        host_commit(NULL, 0);
+    }
+    if (m->error) {
+        ret = m->error;
+        ms_err(err, errlen, "%s", m->errmsg);
+        m->error = 0;
+    } else if (!m->watched) {
+        ms_err(err, errlen, "the host's kdamond is not watching this "
+               "sampler's pages");
+        ret = -EINVAL;
+    } else if (!m->answered) {
+        ret = host_answer(err, errlen);
+    }
+    if (ret == 0) {
+        res->accessed_bytes = 0;
+        res->kdamond_cpu_s = m->cpu_s;
+        res->kdamond_pid = m->kdamond_pid;
+    }
+    m->armed = 0;
+    pthread_mutex_unlock(&pool.lock);
+    return ret;
+}
+
+/* The pool is gone: so is the host's kdamond, and its members with it. */
+static void host_reset(void)
+{
+    host.slot = -1;
+    host.members = NULL;
+    free(host.regions);
+    host.regions = NULL;
+    host.watched_n = 0;
 }

@@ -286,12 +286,16 @@ static void Sampler_dealloc(SamplerObject *self)
 
 static PyMethodDef Sampler_methods[] = {
     { "begin", (PyCFunction)Sampler_begin, METH_NOARGS,
-      "Draw n random pages of the range and start watching them." },
+      "Draw n random pages of the range and start watching them "
+      "(damon_paddr: once every damon_paddr sampler of the process has "
+      "begun, or at damon_commit(), the host's one kdamond watching them "
+      "all)." },
     { "collect", (PyCFunction)Sampler_collect, METH_NOARGS,
       "Count the watched pages accessed since begin(): a dict with "
       "sampled, accessed, present, moved, fraction, backend, window_s, "
       "split, huge, zero, split_s (and kdamond_cpu_s, kdamond_pid for "
-      "DAMON).  split: huge pages split at the window's begin() (split_s "
+      "DAMON; damon_paddr's kdamond_cpu_s is its share of the host's "
+      "kdamond, in proportion to its pages).  split: huge pages split at the window's begin() (split_s "
       "the time it took), huge: samples still under a huge page, zero: "
       "samples at the zero page (idle); 0 without split_huge_pages.  With the PFN backends "
       "(page_idle, damon_paddr) a page the host moved during the window "
@@ -368,10 +372,33 @@ static PyObject *native_backends(PyObject *mod, PyObject *unused)
     return d;
 }
 
+static PyObject *native_damon_commit(PyObject *mod, PyObject *unused)
+{
+    char err[MS_ERRLEN] = "";
+    int ret;
+
+    (void)mod;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    ret = ms_damon_commit(err, sizeof(err));
+    Py_END_ALLOW_THREADS
+    if (ret) {
+        return raise_errno(ret, err);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef native_methods[] = {
     { "backends", native_backends, METH_NOARGS,
       "backends() -> {name: (supported, reason)} for every sampler backend, "
       "best first." },
+    { "damon_commit", native_damon_commit, METH_NOARGS,
+      "damon_commit(): start the windows of the damon_paddr samplers begun "
+      "since the host's one kdamond last restarted, without waiting for "
+      "the others to begin (the kdamond restarts by itself once every "
+      "damon_paddr sampler has begun).  A sampler not begun again keeps "
+      "its window going.  OSError when DAMON refused the restart; the "
+      "samplers whose windows it lost raise it at collect()." },
     { NULL, NULL, 0, NULL },
 };
 

@@ -116,6 +116,41 @@ int ms_damon_collect(int slot, const uint64_t *starts, unsigned int n,
                      char *err, size_t errlen);
 void ms_damon_stop(int slot);
 
+/*
+ * A damon_paddr sampler, member of the host's one kdamond (see damon.c).
+ * The member's starts (sorted physical addresses) and hit stay the
+ * sampler's, untouched by it from ms_damon_arm() until its collect.
+ */
+struct ms_damon_member {
+    struct ms_damon_member *next;
+    const uint64_t *starts;
+    unsigned int n;
+    unsigned char *hit;         /* n: accessed since the member armed */
+    uint64_t sample_us;
+    /* Draw the pages anew (starts, n, hit) after DAMON refused them. */
+    int (*redraw)(struct ms_damon_member *m, char *err, size_t errlen);
+    int armed;                  /* its pages belong in the kdamond */
+    int pending;                /* armed since the kdamond last restarted */
+    int watched;                /* its pages are in the running kdamond */
+    int answered;               /* hit holds the running kdamond's answer */
+    int error;                  /* its window was lost: errmsg says why */
+    char errmsg[MS_ERRLEN];
+    double cpu_s;               /* its share of the kdamond's CPU time */
+    int kdamond_pid;
+};
+int ms_damon_join(struct ms_damon_member *m, char *err, size_t errlen);
+void ms_damon_leave(struct ms_damon_member *m);
+/* Open the member's window; the kdamond restarts once all have armed. */
+void ms_damon_arm(struct ms_damon_member *m, const uint64_t *starts,
+                  unsigned int n, unsigned char *hit, uint64_t sample_us);
+void ms_damon_disarm(struct ms_damon_member *m);
+/* Restart the kdamond now for the members armed since its last restart. */
+int ms_damon_commit(char *err, size_t errlen);
+/* End the member's window: hit marks its accessed pages. */
+int ms_damon_member_collect(struct ms_damon_member *m,
+                            struct ms_damon_result *res, char *err,
+                            size_t errlen);
+
 /* ---- sampler.c ---- */
 struct ms_result {
     unsigned int sampled;   /* pages drawn, the moved ones left out */

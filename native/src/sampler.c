@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,9 @@ struct ms_sampler {
     int auto_interval;
     int pagemap_fd;
     int idle_fd;
-    int damon_slot;
+    int damon_slot;             /* damon_vaddr: its own kdamond */
+    int joined;                 /* damon_paddr: member of the host's */
+    struct ms_damon_member member;
     int begun;
     int kept;                   /* windows the current sample has served */
     unsigned int keep_windows;  /* at most; 1 draws anew every window */
@@ -133,6 +136,9 @@ struct ms_sampler {
     unsigned int nr_moved;      /* of the present, now at another PFN */
     unsigned int nr_vanished;   /* of the present, no longer present */
 };
+
+static int damon_redraw(struct ms_damon_member *m, char *err,
+                        size_t errlen);
 
 int ms_backend_supported(enum ms_backend b, char *reason, size_t len)
 {
@@ -194,6 +200,9 @@ void ms_sampler_close(struct ms_sampler *s)
     }
     if (s->damon_slot >= 0) {
         ms_damon_release(s->damon_slot);
+    }
+    if (s->joined) {
+        ms_damon_leave(&s->member);
     }
     if (s->pagemap_fd >= 0) {
         close(s->pagemap_fd);
@@ -354,8 +363,11 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
             ms_err(err, errlen, "cannot open %s: %s", ms_paths.page_idle,
                    strerror(errno));
         }
-    } else if (s->backend == MS_DAMON_PADDR ||
-               s->backend == MS_DAMON_VADDR) {
+    } else if (s->backend == MS_DAMON_PADDR) {
+        s->member.redraw = damon_redraw;
+        ret = ms_damon_join(&s->member, err, errlen);
+        s->joined = ret == 0;
+    } else if (s->backend == MS_DAMON_VADDR) {
         ret = ms_damon_acquire(&s->damon_slot, err, errlen);
     }
     if (ret) {
@@ -619,25 +631,54 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
     return 0;
 }
 
-/* Draw the pages and point the slot's kdamond at them. */
-static int damon_arm(struct ms_sampler *s, char *err, size_t errlen)
+/* Draw the pages; DAMON watches them at these (physical) addresses. */
+static int damon_draw(struct ms_sampler *s, char *err, size_t errlen)
 {
     unsigned int i;
     int ret;
 
     ret = draw_and_locate(s, err, errlen);
-    if (ret || !s->nr_keys) {
-        return ret;
-    }
-    if (s->backend == MS_DAMON_PADDR) {
+    if (ret == 0 && s->backend == MS_DAMON_PADDR) {
         for (i = 0; i < s->nr_keys; i++) {
             s->keys[i] *= MS_PAGE_SIZE;
         }
     }
-    return ms_damon_start(s->damon_slot,
-                          s->backend == MS_DAMON_PADDR ? "paddr" : "vaddr",
-                          s->pid, s->keys, s->nr_keys, MS_PAGE_SIZE,
-                          s->sample_us, err, errlen);
+    return ret;
+}
+
+/* Draw the pages and point the kdamond at them. */
+static int damon_arm(struct ms_sampler *s, char *err, size_t errlen)
+{
+    int ret;
+
+    ret = damon_draw(s, err, errlen);
+    if (ret == 0 && s->backend == MS_DAMON_PADDR) {
+        ms_damon_arm(&s->member, s->keys, s->nr_keys, s->hit, s->sample_us);
+        return 0;
+    }
+    if (ret || !s->nr_keys) {
+        return ret;
+    }
+    return ms_damon_start(s->damon_slot, "vaddr", s->pid, s->keys,
+                          s->nr_keys, MS_PAGE_SIZE, s->sample_us, err,
+                          errlen);
+}
+
+/* The host's kdamond refused the pages: draw them anew for it. */
+static int damon_redraw(struct ms_damon_member *m, char *err, size_t errlen)
+{
+    struct ms_sampler *s = (struct ms_sampler *)(void *)
+        ((char *)m - offsetof(struct ms_sampler, member));
+    int ret;
+
+    ret = damon_draw(s, err, errlen);
+    if (ret == 0) {
+        m->starts = s->keys;
+        m->n = s->nr_keys;
+        m->hit = s->hit;
+        memset(s->hit, 0, s->nr_keys);
+    }
+    return ret;
 }
 
 /*
@@ -667,6 +708,9 @@ int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
     if (s->damon_slot >= 0) {
         ms_damon_stop(s->damon_slot);
     }
+    if (s->joined) {
+        ms_damon_disarm(&s->member);
+    }
     switch (s->backend) {
     case MS_CLEAR_REFS:
         fd = open_proc(s->pid, "clear_refs", O_WRONLY, err, errlen);
@@ -687,22 +731,27 @@ int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
         }
         break;
     case MS_DAMON_PADDR:
+        /*
+         * The host's kdamond starts once every member has armed (or at
+         * ms_damon_commit()); a refusal by DAMON is retried there, with
+         * every member drawing anew, and a window it loses fails collect().
+         */
+        if (keep) {
+            ms_damon_arm(&s->member, s->keys, s->nr_keys, s->hit,
+                         s->sample_us);
+        } else {
+            ret = damon_arm(s, err, errlen);
+        }
+        break;
     case MS_DAMON_VADDR:
-        ret = keep ? ms_damon_start(s->damon_slot, "paddr", s->pid, s->keys,
-                                    s->nr_keys, MS_PAGE_SIZE, s->sample_us,
-                                    err, errlen)
-                   : damon_arm(s, err, errlen);
+        ret = damon_arm(s, err, errlen);
         /*
          * DAMON refused the regions: their sysfs files went stale under us
          * (ENODEV, ENOENT: the directories were recreated) or the kernel
-         * rejected the setup (EINVAL), e.g. for a page the balloon freed or
-         * moved since pagemap was read.  ms_damon_start() has forgotten the
+         * rejected the setup (EINVAL).  ms_damon_start() has forgotten the
          * slot's setup: draw again and rebuild it, once, rather than lose
-         * the period (a kept sample is drawn anew first).
+         * the period.
          */
-        if (keep && (ret == -ENODEV || ret == -ENOENT || ret == -EINVAL)) {
-            ret = damon_arm(s, err, errlen);
-        }
         if (ret == -ENODEV || ret == -ENOENT || ret == -EINVAL) {
             ret = damon_arm(s, err, errlen);
         }
@@ -904,39 +953,42 @@ static int collect_page_idle(struct ms_sampler *s, unsigned int *accessed,
 }
 
 /*
- * DAMON's answer.  While every sampled page stays where it was, the bytes
- * its scheme matched, spread over the samples.  Otherwise (damon_paddr
- * only) the accessed regions, counted for the stable samples alone.  The
+ * damon_vaddr: the bytes its kdamond's scheme matched, spread over the
+ * samples.  damon_paddr: the accessed regions the host's kdamond marked;
+ * while every sampled page stays where it was, the accessed pages spread
+ * over the samples, otherwise counted for the stable samples alone.  The
  * pagemap read comes after the kdamond's answer, so that a page moved
  * while it was awaited is caught.
  */
 static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
                          unsigned int *accessed, char *err, size_t errlen)
 {
-    int paddr = s->backend == MS_DAMON_PADDR;
+    unsigned int i, hits = 0;
     int ret;
 
-    ret = ms_damon_collect(s->damon_slot, NULL, 0, NULL, dr, err, errlen);
-    if (ret == 0 && paddr) {
+    if (s->backend == MS_DAMON_VADDR) {
+        ret = ms_damon_collect(s->damon_slot, NULL, 0, NULL, dr, err,
+                               errlen);
+        if (ret == 0) {
+            *accessed = scale_to_samples(
+                s, (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE));
+        }
+        ms_damon_stop(s->damon_slot);
+        return ret;
+    }
+    ret = ms_damon_member_collect(&s->member, dr, err, errlen);
+    if (ret == 0) {
         ret = recheck_quick(s, err, errlen);
     }
     if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
-        *accessed = scale_to_samples(
-            s, (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE));
-        ms_damon_stop(s->damon_slot);
-        return 0;
-    }
-    if (ret == 0) {
-        ret = ms_damon_collect(s->damon_slot, s->keys, s->nr_keys, s->hit,
-                               dr, err, errlen);
-    }
-    if (ret == 0) {
-        ret = recheck(s, err, errlen);
-    }
-    if (ret == 0) {
+        for (i = 0; i < s->nr_keys; i++) {
+            hits += s->hit[i];
+        }
+        *accessed = scale_to_samples(s, hits);
+    } else if (ret == 0) {
+        /* recheck_quick() read every sample once one had changed. */
         *accessed = count_stable(s);
     }
-    ms_damon_stop(s->damon_slot);
     return ret;
 }
 
@@ -967,6 +1019,9 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
         if (s->damon_slot >= 0) {
             ms_damon_stop(s->damon_slot);
         }
+        if (s->joined) {
+            ms_damon_disarm(&s->member);
+        }
         s->begun = 0;
         ms_err(err, errlen, "process %d does not exist", (int)s->pid);
         return -ESRCH;
@@ -985,6 +1040,8 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
             ret = collect_damon(s, &dr, &accessed, err, errlen);
             r->kdamond_cpu_s = dr.kdamond_cpu_s;
             r->kdamond_pid = dr.kdamond_pid;
+        } else if (s->joined) {
+            ms_damon_disarm(&s->member);
         }
         break;
     default:

@@ -752,18 +752,19 @@ static void test_damon_paddr_moves(void)
     /*
      * The kernel's answer: one region for pages 0-15, one for the KSM
      * page, and the busy pages now at the old PFNs of pages 20 and 21.
-     * total_bytes disagrees on purpose: it tells which answer was used.
+     * total_bytes disagrees on purpose: the host's kdamond serves several
+     * samplers, so only the regions tell whose pages were accessed.
      */
     damon_tried(0, fake_pfn(0), fake_pfn(15));
     damon_tried(2, fake_pfn(20), fake_pfn(21));
     damon_tried(4, fake_pfn(45), fake_pfn(45));
     damon_total_pages(23);
 
-    /* Nothing moved: the bytes, spread over the samples (23 x 48 / 46). */
+    /* Nothing moved: the 19 pages, spread over the samples (x 48 / 46). */
     CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
     CHECK(r.moved == 0 && r.sampled == FAKE_PAGES);
-    CHECK(r.accessed == 24);
+    CHECK(r.accessed == 20);
     CHECK(r.kdamond_cpu_s >= 0);
 
     /* Pages moved: the regions, counted for the samples that stayed. */
@@ -857,6 +858,130 @@ static void test_damon_kept_sample(void)
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
     CHECK(r.sampled == 16 && r.present == 12);
     ms_sampler_close(s);
+    fake_pagemap();
+}
+
+/* The last word written to kdamond 0's state (over the longer ones). */
+static int fake_state_is(const char *want)
+{
+    char path[512], buf[64] = "";
+    ssize_t got;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/damon/kdamonds/0/state", fake_root);
+    fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        return 0;
+    }
+    got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return got >= 0 && strncmp(buf, want, strlen(want)) == 0;
+}
+
+#define HOST_FIRST 2000ULL
+#define TRIED "damon/kdamonds/0/contexts/0/schemes/0/tried_regions"
+
+/*
+ * Two damon_paddr samplers share the host's one kdamond (slot 0): it
+ * starts once both have begun, on both samples merged; one answer, taken
+ * at the first collect(), serves both, each counting its own pages.  A
+ * sampler skipped for a period keeps what was seen before the restart; a
+ * close lets the others' windows start; a restart DAMON refuses fails the
+ * window at collect().
+ */
+static void test_damon_host_shared(void)
+{
+    struct ms_sampler *a, *b = NULL;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "", path[512];
+    uint64_t seed = 2;
+    unsigned int i;
+    int ret;
+
+    for (i = 0; i < FAKE_PAGES; i++) {
+        fake_map(FAKE_PAGES + i, HOST_FIRST + i);
+    }
+    for (i = FAKE_KEYS; i < 2 * FAKE_PAGES; i++) {
+        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
+                 "start", i);
+        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
+                 "end", i);
+    }
+    a = fake_sampler(MS_DAMON_PADDR);
+    ret = ms_sampler_open(&b, getpid(), FAKE_PAGES * MS_PAGE_SIZE,
+                          FAKE_PAGES * MS_PAGE_SIZE, FAKE_PAGES,
+                          MS_DAMON_PADDR, &seed, 0.1, err, sizeof(err));
+    CHECK(ret == 0);
+    if (!a || ret) {
+        ms_sampler_close(a);
+        return;
+    }
+    fake_put("off", "damon/kdamonds/0/state");
+    CHECK(ms_sampler_begin(a, err, sizeof(err)) == 0);
+    CHECK(fake_state_is("off"));
+    CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
+    CHECK(fake_state_is("on"));
+    CHECK(fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
+                       "nr_regions") == FAKE_KEYS + FAKE_PAGES);
+
+    /* a: pages 0-15 (16 x 48 / 46); b: its first 10 pages. */
+    damon_tried(0, fake_pfn(0), fake_pfn(15));
+    damon_tried(2, HOST_FIRST, HOST_FIRST + 9);
+    damon_tried(4, 3000, 3000);
+    CHECK(ms_sampler_collect(a, &r, err, sizeof(err)) == 0);
+    CHECK(r.accessed == 17 && r.kdamond_cpu_s >= 0);
+    /* b reads the answer a's collect() took, not a new one. */
+    damon_tried(2, HOST_FIRST, HOST_FIRST + 19);
+    CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
+    CHECK(r.accessed == 10 && r.sampled == FAKE_PAGES);
+
+    /*
+     * b skipped (a's collect() took its answer, but b is neither collected
+     * nor begun): what it had before the restart stays, its window goes on.
+     */
+    CHECK(ms_sampler_begin(a, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
+    damon_tried(2, HOST_FIRST, HOST_FIRST + 4);
+    CHECK(ms_sampler_collect(a, &r, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_begin(a, err, sizeof(err)) == 0);
+    CHECK(!fake_state_is("on"));
+    CHECK(ms_damon_commit(err, sizeof(err)) == 0);
+    CHECK(fake_state_is("on"));
+    damon_tried(2, HOST_FIRST + 10, HOST_FIRST + 14);
+    CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
+    CHECK(r.accessed == 10);
+
+    /* a closes while b waits for it: b's window starts. */
+    CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
+    CHECK(!fake_state_is("on"));
+    fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/"
+             "nr_regions");
+    ms_sampler_close(a);
+    CHECK(fake_state_is("on"));
+    CHECK(fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
+                       "nr_regions") == FAKE_PAGES);
+    CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
+
+    /*
+     * DAMON refuses the regions (a new n: the region files are opened
+     * anew, and one is gone), drawn anew too: the window fails.
+     */
+    snprintf(path, sizeof(path), "%s/damon/kdamonds/0/contexts/0/targets/0/"
+             "regions/60/start", fake_root);
+    CHECK(unlink(path) == 0);
+    CHECK(ms_sampler_set_n(b, 62, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == -ENOENT);
+    CHECK(strstr(err, "region 60") != NULL);
+    fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/60/"
+             "start");
+    CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
+    CHECK(r.sampled == 62 && r.accessed <= 5);
+    ms_sampler_close(b);
+    CHECK(fake_state_is("off"));
+    damon_tried(2, fake_pfn(20), fake_pfn(21));
+    damon_tried(4, fake_pfn(45), fake_pfn(45));
     fake_pagemap();
 }
 
@@ -979,6 +1104,7 @@ int main(void)
     test_most_pages_moved();
     test_damon_paddr_moves();
     test_damon_kept_sample();
+    test_damon_host_shared();
     test_quick_recheck();
     test_split_and_zero_page();
     fake_teardown();

@@ -14,7 +14,7 @@
 guest whose RAM is QEMU's default (anonymous memory with transparent huge
 pages, one accessed bit per 2 MiB on the host) follows its hot set phase by
 phase; six guests under one memagg-compute, each with its own hot set, are
-all estimated within tolerance in the same periods."""
+all estimated within tolerance in the same periods, by one kdamond."""
 import os
 import time
 
@@ -115,6 +115,18 @@ SMALL_MB = 160
 HOT_SETS = (8, 20, 32, 44, 56, 68)
 
 
+def _kdamonds():
+    """The DAMON kernel threads (kdamond.N) running now."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/comm' % pid) as f:
+                count += f.read().startswith('kdamond')
+        except OSError:
+            pass  # the thread ended while the list was read
+    return count
+
+
 def _beat(guest):
     """The reader's passes and free memory of the guest's last heartbeat."""
     beat = guest.heartbeat() or {}
@@ -146,11 +158,18 @@ def test_six_guests_under_one_compute_each_within_tolerance(
         loop = PeriodLoop(PERIOD).start()
         before = [_beat(g) for g in guests]
         uuids = [g.uuid for g in guests]
+        # The DAMON threads, counted at each look at the reports.
+        kdamonds = []
+
+        def settled():
+            kdamonds.append(_kdamonds())
+            return _settled(loop, uuids, 1)
+
         # From the second period on: the first has no sampler window yet.
         # A period over six TCG guests on 2 cores took 7-22 s here.
         try:
             rows = polling.wait_for(
-                lambda: _settled(loop, uuids, 1), 240,
+                settled, 240,
                 interval=0.5, message='three periods of all six guests')
         except AssertionError:
             raise AssertionError('not three periods of all six: %s' % [
@@ -159,9 +178,16 @@ def test_six_guests_under_one_compute_each_within_tolerance(
         seen = {g.name: (hot, [(r.wss_mb, r.estimator)
                                for r in rows[g.uuid]], _beat(g))
                 for g, hot in zip(guests, HOT_SETS)}
+        backends = {r.sampler_backend for rs in rows.values() for r in rs}
         print('six guests (hot MiB, [(estimate, estimator)], last '
-              'heartbeat), booted in %.0f s, done in %.0f s:'
-              % (booted, time.monotonic() - began), seen)
+              'heartbeat), booted in %.0f s, done in %.0f s, with %s and '
+              'at most %d kdamond(s):'
+              % (booted, time.monotonic() - began, backends,
+                 max(kdamonds)), seen)
+        # One kdamond watches the six (clear_refs here would mean another
+        # process held DAMON).
+        assert backends == {'damon_paddr'}, backends
+        assert max(kdamonds) == 1, kdamonds
         # The subject is the estimate of a hot set being read: every
         # guest's reader kept passing over its set meanwhile.
         stalled = [g.name for g, b in zip(guests, before)

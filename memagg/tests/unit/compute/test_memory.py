@@ -24,6 +24,7 @@ import logging
 import pytest
 
 from memagg.compute import memory
+from memagg.compute import sampling
 from memagg.conf import CONF
 from memagg.drivers.hypervisor import base
 
@@ -141,6 +142,32 @@ class TestStatsRates:
         # Swap-ins between the first two readings are a shortage; the
         # reset reading (reboot) is not a huge negative rate, just none.
         assert shortages == [False, True, False]
+
+
+class TestSamplerWindows:
+
+    def test_every_window_ends_before_any_begins_then_one_commit(
+            self, conf, monkeypatch):
+        # The damon_paddr samplers share one kdamond: one answer serves
+        # every collect(), one restart every begin().
+        conf.config(estimator='sampler', group='wss')
+        conf.config(reserved_host_memory_mb=0, group='compute')
+        calls = []
+        monkeypatch.setattr(sampling.VmSampler, 'collect',
+                            lambda vs, m_cur: calls.append(('end', vs.uuid)))
+        monkeypatch.setattr(sampling.VmSampler, 'begin',
+                            lambda vs: calls.append(('begin', vs.uuid)))
+        monkeypatch.setattr(sampling, 'commit_windows',
+                            lambda: calls.append(('commit',)))
+        drv = Driver()
+        for uuid in ('a', 'b', 'c'):
+            drv.add(uuid, stats_of(600))
+        manager = memory.MemoryManager(drv, CONF)
+        for period in range(2):
+            run(manager, drv, period)
+        assert calls == 2 * [('end', 'a'), ('end', 'b'), ('end', 'c'),
+                             ('begin', 'a'), ('begin', 'b'), ('begin', 'c'),
+                             ('commit',)]
 
 
 class TestVanishingDomains:
