@@ -44,6 +44,13 @@ VERSIONS = {
     (1, 8): 'Instances and their WSS history show the native sampler '
             'behind each estimate: sampler_backend, sampler_error_mb, '
             'sampler_pages and warming.',
+    (1, 9): 'DELETE /v1/grants/{uuid} and POST /v1/hosts/{name}/reclaim '
+            'answer at once, at every version: a grant is releasing, and '
+            'the slabs a reclaim took reclaiming, until memagg-scheduler '
+            'has the hosts give the memory back; a release that a host '
+            'does not answer ends failed with the reason. Of concurrent '
+            'requests one only takes effect. The reclaim answer lists its '
+            'slabs.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -68,6 +68,7 @@ FIELDS_SINCE = {
     'GrantDetail': _GRANT_SINCE,
     'Slab': {'endpoint': (1, 3)},
     'Migration': _MIGRATION_SINCE,
+    'Reclaimed': {'slabs': (1, 9)},
 }
 
 _REASONS = {'type': 'object', 'additionalProperties': {'type': 'string'}}
@@ -145,8 +146,9 @@ COMPONENTS = {
         'index': INTEGER, 'donor_host': NAME, 'size_mb': INTEGER,
         'replica_host': {'type': ['string', 'null']},
         'status': {'type': 'string', 'description': (
-            'pending, active, releasing (the donor has not confirmed it '
-            'freed the slab), released or reclaimed.')},
+            'pending, active, reclaiming (a reclaim took it and has its '
+            'consumer and donor give it up), releasing (the donor has not '
+            'confirmed it freed the slab), released or reclaimed.')},
         'endpoint': {'type': ['string', 'null'], 'description': (
             'The donor\'s data-path endpoint, e.g. tcp://host:7450. '
             'Since 1.3.')},
@@ -158,7 +160,11 @@ COMPONENTS = {
             'Memory the grant lends now, MiB: less than requested_mb when '
             'the grant is partial or slabs were reclaimed.')),
         'status': {'type': 'string', 'description': (
-            'pending (being set up), active, released or failed.')},
+            'pending (being set up), active, releasing (a DELETE was '
+            'accepted; memagg-scheduler has the hosts give the memory '
+            'back), released or failed (reason says why; a release fails '
+            'when a host did not answer after [reservoir] '
+            'operation_attempts).')},
         'slab_size_mb': dict(INTEGER, description=(
             'Size of each of its slabs, MiB. Since 1.3.')),
         'partial': {'type': 'boolean', 'description': (
@@ -243,8 +249,16 @@ COMPONENTS['GrantDetail'] = closed_object(dict(
     optional=tuple(_GRANT_SINCE))
 COMPONENTS['Reclaimed'] = closed_object({
     'reclaimed_mb': dict(INTEGER, description=(
-        'Memory the host lent that was taken back, MiB (whole slabs; less '
-        'than asked when it lent less).'))})
+        'Memory the host lent that this reclaim took, MiB (whole slabs; '
+        'less than asked when it lent less, or a concurrent reclaim took '
+        'some). Its slabs are reclaiming until memagg-scheduler has their '
+        'consumers and the host give them up, then reclaimed; a consumer '
+        'that does not answer keeps them, and its grant says why.')),
+    'slabs': {'type': 'array', 'description': (
+        'The slabs this reclaim took, reclaiming; GET '
+        '/v1/grants/{uuid} shows how each ends. Since 1.9.'),
+        'items': closed_object({'grant_uuid': UUID, 'index': INTEGER})},
+}, optional=('slabs',))
 COMPONENTS['AuditDetail'] = closed_object(dict(
     COMPONENTS['Audit']['properties'],
     actions={'type': 'array',

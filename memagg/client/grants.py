@@ -47,8 +47,9 @@ class GrantManager(base.Manager):
                   'size_mb': size_mb})['grant']
 
     def delete(self, uuid):
-        """Release the grant ``uuid``; return it as it is then.
-        Microversion 1.3."""
+        """Release the grant ``uuid``; return it as it is then: releasing
+        (memagg-scheduler gives the memory back after the answer), or as it
+        was when it was not active. Microversion 1.3."""
         self._http.require(_SINCE, 'deleting a grant')
         return self._http.request(
             'DELETE', '/v1/grants/%s' % base.quote(uuid))['grant']

@@ -35,8 +35,8 @@ class HostManager(base.Manager):
 
     def reclaim(self, name, size_mb):
         """Take back ``size_mb`` MiB the host ``name`` lends (whole slabs,
-        newest grants first); return the MiB taken back. Microversion
-        1.3."""
+        newest grants first); return the MiB the reclaim took, which
+        memagg-scheduler gives back after the answer. Microversion 1.3."""
         self._http.require((1, 3), 'reclaiming memory from a host')
         return self._http.request(
             'POST', '/v1/hosts/%s/reclaim' % base.quote(name),

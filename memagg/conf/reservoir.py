@@ -76,6 +76,15 @@ opts = [
                     'answer one call of a grant\'s set-up or tear-down '
                     '(prepare, attach, free, reclaim slabs) before it '
                     'counts that host as failed.'),
+    cfg.IntOpt('operation_attempts', default=3, min=1,
+               help='Times memagg-scheduler asks a compute host to take '
+                    'part in the release of a grant or a reclaim (each '
+                    'ask waits up to prepare_timeout) before the '
+                    'operation ends without it, failed with the reason.'),
+    cfg.FloatOpt('operation_retry_interval', default=2.0, min=0,
+                 help='Seconds between the first two asks of '
+                      'operation_attempts; each next wait is twice the '
+                      'previous one.'),
 ]
 
 

@@ -17,6 +17,7 @@ A grant is reserved, with its slabs on their donors, in one transaction that
 locks the instance and the donor hosts' rows, so that two allocations at once
 can neither exceed a VM's cap nor lend a donor's memory twice.
 """
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from memagg.common import exceptions
@@ -24,8 +25,9 @@ from memagg.db import facade
 from memagg.db.sqlalchemy import models
 
 
-#: Slab states that hold memory on the donor.
-SLAB_HOLDING = ('pending', 'active', 'releasing')
+#: Slab states that hold memory on the donor (reclaiming: a reclaim took
+#: it and frees it on its donor, memagg.scheduler.reservoir).
+SLAB_HOLDING = ('pending', 'active', 'releasing', 'reclaiming')
 #: Grant states whose memory counts against the VM's cap.
 GRANT_HOLDING = ('pending', 'active')
 
@@ -176,9 +178,10 @@ def grant_set_status(context, grant_uuid, status, slab_status,
                      reason=None, expected=None, unfreed=()):
     """Move grant ``grant_uuid`` to ``status`` and its slabs that hold
     memory to ``slab_status`` — but those of the donors in ``unfreed``,
-    which did not confirm they freed them, to ``releasing``. ``reason``
-    replaces the grant's when given. With ``expected`` (states), raise
-    Conflict unless the grant is in one of them. Returns the grant."""
+    which did not confirm they freed them, to ``releasing``. Slabs a
+    reclaim took (reclaiming) are left to it. ``reason`` replaces the
+    grant's when given. With ``expected`` (states), raise Conflict unless
+    the grant is in one of them. Returns the grant."""
     with facade.writer().using(context) as session:
         grant = _grant_for_update(session, grant_uuid)
         if expected is not None and grant.status not in expected:
@@ -188,11 +191,31 @@ def grant_set_status(context, grant_uuid, status, slab_status,
         if reason is not None:
             grant.reason = reason
         for slab in grant.slabs:
-            if slab.status in SLAB_HOLDING:
+            if slab.status in SLAB_HOLDING and slab.status != 'reclaiming':
                 slab.status = ('releasing' if slab.donor_host in unfreed
                                else slab_status)
         session.flush()
         return grant
+
+
+@facade.retry_on_race
+def grant_compare_and_set(context, grant_uuid, expected, status):
+    """Move grant ``grant_uuid`` from status ``expected`` to ``status`` in
+    one conditional UPDATE: of concurrent callers, one only wins. Returns
+    ``(won, grant)``, the grant as it is after the statement; NotFound
+    when there is no such grant."""
+    with facade.writer().using(context) as session:
+        won = session.execute(
+            sa.update(models.Grant).where(
+                models.Grant.uuid == grant_uuid,
+                models.Grant.status == expected).values(
+                status=status, updated_at=timeutils.utcnow())
+            .execution_options(synchronize_session=False)).rowcount == 1
+        grant = session.query(models.Grant).filter_by(
+            uuid=grant_uuid).populate_existing().first()
+        if grant is None:
+            raise exceptions.NotFound(resource='Grant', id=grant_uuid)
+        return won, grant
 
 
 @facade.retry_on_race
@@ -242,44 +265,106 @@ def grants_in_status(context, statuses):
             models.Grant.created_at, models.Grant.id).all()
 
 
-def slabs_lent_by(context, donor_host):
-    """The active slabs ``donor_host`` holds for active grants, the newest
-    grants' first (their highest indexes first): ``[(grant, slab)]``."""
-    with facade.reader().using(context) as session:
-        rows = session.query(models.Slab, models.Grant).join(
-            models.Grant).filter(
+@facade.retry_on_race
+def slabs_take_for_reclaim(context, donor_host, size_mb):
+    """Take at least ``size_mb`` MiB of the active slabs ``donor_host``
+    lends to active grants, the newest grants' first (their highest
+    indexes first), whole slabs: each goes from active to reclaiming in a
+    conditional UPDATE, so a slab a concurrent reclaim or release took is
+    skipped and no slab is taken twice. Returns ``({grant uuid: [index,
+    ...]}, MiB)`` of what this call took, the newest grants first, indexes
+    in order."""
+    taken, total = {}, 0
+    with facade.writer().using(context) as session:
+        rows = session.query(models.Slab.id, models.Slab.index,
+                             models.Slab.size_mb, models.Grant.id,
+                             models.Grant.uuid).join(models.Grant).filter(
             models.Slab.donor_host == donor_host,
             models.Slab.status == 'active',
             models.Grant.status == 'active').order_by(
             models.Grant.created_at.desc(), models.Grant.id.desc(),
             models.Slab.index.desc()).all()
-        return [(grant, slab) for slab, grant in rows]
+        locked = {}
+        for slab_id, index, slab_mb, grant_id, grant_uuid in rows:
+            if total >= size_mb:
+                break
+            if grant_id not in locked:
+                # A shared lock on the grant's row: a release, which
+                # updates it, waits for this transaction, and the status
+                # read is the committed one, not the snapshot's.
+                locked[grant_id] = session.query(models.Grant.status).filter(
+                    models.Grant.id == grant_id).with_for_update(
+                    read=True).scalar() == 'active'
+            if not locked[grant_id]:
+                continue
+            if session.execute(sa.update(models.Slab).where(
+                    models.Slab.id == slab_id,
+                    models.Slab.status == 'active').values(
+                    status='reclaiming').execution_options(
+                    synchronize_session=False)).rowcount == 1:
+                taken.setdefault(grant_uuid, []).append(index)
+                total += slab_mb
+    return ({uuid: sorted(indexes) for uuid, indexes in taken.items()},
+            total)
 
 
 @facade.retry_on_race
-def grant_slabs_reclaimed(context, grant_uuid, indexes, status='reclaimed'):
-    """Move the active slabs ``indexes`` of grant ``grant_uuid`` to
+def grant_slabs_reclaimed(context, grant_uuid, indexes, status='reclaimed',
+                          reason=None):
+    """Move the reclaiming slabs ``indexes`` of grant ``grant_uuid`` to
     ``status`` (reclaimed, or releasing when the donor did not confirm it
     freed them) and take their memory off the grant's ``granted_mb``;
-    return the MiB taken."""
+    ``reason`` replaces the grant's when given. Return the MiB taken."""
     with facade.writer().using(context) as session:
         grant = _grant_for_update(session, grant_uuid)
+        if reason is not None:
+            grant.reason = reason
         taken = 0
         for slab in grant.slabs:
-            if slab.index in indexes and slab.status == 'active':
+            if slab.index in indexes and slab.status == 'reclaiming':
                 slab.status = status
                 taken += slab.size_mb
         grant.granted_mb -= taken
         return taken
 
 
+@facade.retry_on_race
+def grant_slabs_reclaim_failed(context, grant_uuid, indexes, reason=None):
+    """Give the reclaiming slabs ``indexes`` of grant ``grant_uuid`` back
+    to it (active again: its consumer did not give them up, or the reclaim
+    could not be started) and record ``reason``, when given, as the
+    grant's; return whether the grant is still active.
+    When it is not (released meanwhile), the slabs stay reclaiming, for
+    the caller to free."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        if grant.status != 'active':
+            return False
+        for slab in grant.slabs:
+            if slab.index in indexes and slab.status == 'reclaiming':
+                slab.status = 'active'
+        if reason is not None:
+            grant.reason = reason
+        return True
+
+
+def slabs_reclaiming(context):
+    """Slabs a reclaim took and has not finished: ``{(grant uuid, donor
+    host): [index, ...]}``."""
+    return _slabs_in_status(context, 'reclaiming')
+
+
 def slabs_releasing(context):
     """Slabs whose donor has not confirmed it freed them: ``{(grant uuid,
     donor host): [index, ...]}``."""
+    return _slabs_in_status(context, 'releasing')
+
+
+def _slabs_in_status(context, status):
     with facade.reader().using(context) as session:
         rows = session.query(models.Grant.uuid, models.Slab.donor_host,
                              models.Slab.index).join(models.Grant).filter(
-            models.Slab.status == 'releasing').order_by(
+            models.Slab.status == status).order_by(
             models.Slab.index).all()
     result = {}
     for uuid, host, index in rows:
@@ -320,7 +405,8 @@ def reservoir_summary(context):
                                   sa.func.sum(models.Slab.size_mb))
                     .join(models.Grant)
                     .filter(models.Grant.status == 'active',
-                            models.Slab.status == 'active')
+                            models.Slab.status.in_(('active',
+                                                    'reclaiming')))
                     .group_by(models.Slab.donor_host).all())
         borrowed = dict(session.query(models.Grant.consumer_host,
                                       sa.func.sum(models.Grant.granted_mb))

@@ -22,7 +22,9 @@ executed through the compute API (memagg.scheduler.migration) when asked
 (execute_audit) or at once for an audit made with auto_execute. It also runs
 the global memory reservoir (memagg.scheduler.reservoir): grants of remote
 memory are allocated, released and reclaimed in the RPC handlers, which
-the threading executor runs side by side.
+the threading executor runs side by side; the releases and reclaims the
+API started (finish_release, finish_reclaim casts: the API has answered)
+run on the grants worker, with the clean-up of what a stopped run left.
 
 Several workers may share the topic (``[coordination] backend_url``,
 memagg.common.coordination): each report, audit request or grant goes to
@@ -107,7 +109,7 @@ class SchedulerManager(service.Manager):
     (memagg.scheduler.placement) every [placement] interval seconds.
     """
 
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.4')
 
     def __init__(self, host=None, executor=None, reservoir=None,
                  placement_job=None, coordinator=None):
@@ -219,6 +221,25 @@ class SchedulerManager(service.Manager):
     def reclaim(self, ctxt, donor_host, size_mb):
         """Take memory a donor lends back; the MiB reclaimed."""
         return self.reservoir.reclaim(ctxt, donor_host, size_mb)
+
+    @messaging.expose
+    def finish_release(self, ctxt, grant_uuid):
+        """Carry out the release of grant ``grant_uuid``, which the API
+        made releasing, on the grants worker (a cast: the API has
+        answered)."""
+        self._grants_worker.submit(
+            'Releasing grant %s' % grant_uuid, self.reservoir.finish_release,
+            self.admin_context, grant_uuid)
+
+    @messaging.expose
+    def finish_reclaim(self, ctxt, donor_host, slabs):
+        """Carry out the reclaim of ``slabs`` (grant uuid -> indexes) lent
+        by ``donor_host``, which the API made reclaiming, on the grants
+        worker (a cast)."""
+        self._grants_worker.submit(
+            'Reclaiming slabs of %s' % donor_host,
+            self.reservoir.finish_reclaim, self.admin_context, donor_host,
+            slabs)
 
     def _plan(self, audit_uuid):
         with self.coordinator.claim('audit-%s' % audit_uuid) as claimed:

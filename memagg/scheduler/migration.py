@@ -183,12 +183,14 @@ class Executor:
         """Run the plan of recommended audit ``audit_uuid`` to its end:
         the audit goes executing, then succeeded (every action succeeded)
         or failed (its reason counts and explains the actions that did
-        not). Blocks until then.
+        not). Blocks until then. An audit the API made executing is run
+        from the state in the DB, as a resumed one.
 
-        Raises NotFound, or Conflict when the audit is not recommended.
+        Raises NotFound, or Conflict when the audit is neither recommended
+        nor executing.
         """
         db_audits.audit_set_state(context, audit_uuid, EXECUTING,
-                                  expected=(RECOMMENDED,))
+                                  expected=(RECOMMENDED, EXECUTING))
         LOG.info('Executing audit %s', audit_uuid)
         self._run(context, audit_uuid)
 

@@ -39,12 +39,25 @@ is deleted, and RemoteMemoryUnavailable says why; a grant the consumer
 could not attach is kept, failed, with the reason. A scheduler stopped in
 the middle finds the grant pending at its next start and cleans it up
 (:meth:`Reservoir.recover`).
+
+Release and reclaim are each begun by a compare-and-set in the DB
+(:func:`begin_release`: the grant goes from active to releasing;
+:func:`begin_reclaim`: each slab from active to reclaiming), so that of
+concurrent requests one only carries each out and a slab is freed once.
+The API begins them and answers; memagg-scheduler carries them out after
+(:meth:`Reservoir.finish_release`, :meth:`Reservoir.finish_reclaim`),
+asking each host up to [reservoir] operation_attempts times with growing
+waits; a release a host never answers ends failed with the reason, a
+reclaim its consumer never answers gives the slabs back to the grant with
+the reason. What a stopped scheduler left releasing or reclaiming is
+carried out at its next start.
 """
 import datetime
 import math
 import random
 import secrets
 import threading
+import time
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -114,6 +127,49 @@ def _prepared_slabs(reply, indexes):
             reply, exc))
 
 
+def begin_release(ctxt, grant_uuid, consumer_host=None):
+    """Make active grant ``grant_uuid`` releasing, in one compare-and-set:
+    of concurrent callers one only wins, and only the winner has the
+    release carried out (Reservoir.finish_release). Returns ``(won,
+    grant)``; a grant that is not active, or with ``consumer_host`` one
+    consumed by another host (its VM was live-migrated there), is left as
+    it is (won False). Raises NotFound, or Conflict while the grant is
+    still being set up or its VM migrates (the VM is missing from one of
+    the two hosts then, and its pages are on the donors only)."""
+    grant = db_grants.grant_get(ctxt, grant_uuid)
+    if grant.status == 'active':
+        migration = db_migrations.migration_running_for(
+            ctxt, grant.instance_uuid)
+        if migration is not None:
+            raise exceptions.Conflict(reason=(
+                'instance %s of grant %s is in migration %s (%s); the grant '
+                'can be released once it ends' % (
+                    grant.instance_uuid, grant_uuid, migration.uuid,
+                    migration.status)))
+    if consumer_host is not None and consumer_host != grant.consumer_host:
+        LOG.info('Grant %s not released for %s: its VM lives on %s',
+                 grant_uuid, consumer_host, grant.consumer_host)
+        return False, grant
+    won, grant = db_grants.grant_compare_and_set(ctxt, grant_uuid, 'active',
+                                                 'releasing')
+    if not won and grant.status == 'pending':
+        raise exceptions.Conflict(reason=(
+            'grant %s is pending: it can be released once it is active'
+            % grant_uuid))
+    return won, grant
+
+
+def begin_reclaim(ctxt, donor_host, size_mb):
+    """Take at least ``size_mb`` MiB (whole slabs) of what ``donor_host``
+    lends, newest grants first, for a reclaim: the slabs go reclaiming,
+    each taken by one caller only (Reservoir.finish_reclaim carries the
+    reclaim out). Returns ``({grant uuid: [index, ...]}, MiB)``; raises
+    InvalidParameter for a bad size, NotFound for an unknown host."""
+    _check_size(size_mb)
+    db_hosts.host_get(ctxt, donor_host)
+    return db_grants.slabs_take_for_reclaim(ctxt, donor_host, size_mb)
+
+
 class Reservoir:
     """Allocates, releases and reclaims grants (the Scheduler RPC API 1.2
     calls) with [reservoir]'s options.
@@ -136,6 +192,8 @@ class Reservoir:
         #: (memagg.common.coordination): with several workers, a grant one
         #: sets up is not taken for one a dead worker left.
         self.claim = coordination.no_claim
+        #: Waits between the asks of a release or reclaim.
+        self.sleep = time.sleep
 
     @property
     def compute(self):
@@ -151,16 +209,23 @@ class Reservoir:
             ctxt, host, *args, timeout=self.group.prepare_timeout)
 
     def _free(self, ctxt, host, grant_uuid, indexes=None):
-        """Ask ``host`` to free slabs of a grant; False (logged) when it
-        could not be told."""
+        """Ask ``host`` once to free slabs of a grant; False (logged) when
+        it could not be told."""
+        return self._free_error(ctxt, host, grant_uuid, indexes, 1) is None
+
+    def _free_error(self, ctxt, host, grant_uuid, indexes, attempts):
+        """Ask ``host`` up to ``attempts`` times to free slabs of a grant
+        (``indexes``, None: all); None when it did, else the error
+        (logged)."""
         try:
-            self._call('free_slabs', ctxt, host, grant_uuid, indexes)
-            return True
+            self._ask('free_slabs', ctxt, host, attempts, grant_uuid,
+                      indexes)
+            return None
         except Exception as exc:
             LOG.warning('Donor %s did not free slabs %s of grant %s: %s',
                         host, 'all' if indexes is None else indexes,
                         grant_uuid, exc)
-            return False
+            return exc
 
     def _reported_since(self):
         return timeutils.utcnow() - datetime.timedelta(
@@ -360,101 +425,162 @@ class Reservoir:
 
     # -- release ----------------------------------------------------------
 
+    def _ask(self, method, ctxt, host, attempts, *args):
+        """Compute RPC ``method`` on ``host``, asked up to ``attempts``
+        times (waits from [reservoir] operation_retry_interval, doubling);
+        the reply, or the last error raised."""
+        wait = self.group.operation_retry_interval
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._call(method, ctxt, host, *args)
+            except Exception as exc:
+                if attempt == attempts:
+                    raise
+                LOG.warning('%s did not answer %s (attempt %d of %d), '
+                            'asking again in %.1f s: %s', host, method,
+                            attempt, attempts, wait, exc)
+                self.sleep(wait)
+                wait *= 2
+
+    def _attempts(self, attempts):
+        return self.group.operation_attempts if attempts is None \
+            else attempts
+
     def release(self, ctxt, grant_uuid, consumer_host=None):
-        """Release active grant ``grant_uuid``: the consumer reclaims every
-        slab (its pages go to its local copy), the donors free them.
-        Releasing a released or failed grant changes nothing. Returns the
-        grant dict; Conflict while the grant is still being set up or its
-        VM migrates (the VM is missing from one of the two hosts then,
-        and its pages are on the donors only).
+        """Release active grant ``grant_uuid`` now (each host asked once):
+        the consumer reclaims every slab (its pages go to its local copy),
+        the donors free them. Releasing a grant that is not active changes
+        nothing. Returns the grant dict; Conflict while the grant is still
+        being set up or its VM migrates (the VM is missing from one of the
+        two hosts then, and its pages are on the donors only).
 
         ``consumer_host`` is the host asking, when a consumer asks for its
         VM is gone: a grant consumed elsewhere now (the VM was
         live-migrated there) is left as it is."""
-        grant = db_grants.grant_get(ctxt, grant_uuid)
-        if grant.status in ('released', 'failed'):
+        won, grant = begin_release(ctxt, grant_uuid, consumer_host)
+        if not won:
             return grant_dict(grant)
-        if grant.status != 'active':
-            raise exceptions.Conflict(reason=(
-                'grant %s is %s: it can be released once it is active'
-                % (grant_uuid, grant.status)))
-        migration = db_migrations.migration_running_for(
-            ctxt, grant.instance_uuid)
-        if migration is not None:
-            raise exceptions.Conflict(reason=(
-                'instance %s of grant %s is in migration %s (%s); the grant '
-                'can be released once it ends' % (
-                    grant.instance_uuid, grant_uuid, migration.uuid,
-                    migration.status)))
-        if consumer_host is not None and consumer_host != grant.consumer_host:
-            LOG.info('Grant %s not released for %s: its VM lives on %s',
-                     grant_uuid, consumer_host, grant.consumer_host)
-            return grant_dict(grant)
-        try:
-            self._call('reclaim_slabs', ctxt, grant.consumer_host,
-                       grant_uuid, None)
-        except Exception as exc:
-            # Its local copy holds every page written: freeing the donors
-            # loses nothing even when the consumer did not hear of it.
-            LOG.warning('Consumer %s did not reclaim grant %s before its '
-                        'release: %s', grant.consumer_host, grant_uuid, exc)
-        holding = [s for s in grant.slabs
-                   if s.status in db_grants.SLAB_HOLDING]
-        unfreed = {host for host in _by_donor(holding)
-                   if not self._free(ctxt, host, grant_uuid)}
-        try:
-            grant = db_grants.grant_set_status(
-                ctxt, grant_uuid, 'released', 'released',
-                expected=('active',), unfreed=unfreed)
-        except exceptions.Conflict:
-            # Released by a concurrent call meanwhile.
+        return self.finish_release(ctxt, grant_uuid, attempts=1)
+
+    def finish_release(self, ctxt, grant_uuid, attempts=None):
+        """Carry out the release of grant ``grant_uuid``, which
+        :func:`begin_release` made releasing: the consumer reclaims every
+        slab, the donors free theirs, each host asked up to ``attempts``
+        times ([reservoir] operation_attempts by default). The grant ends
+        released, or failed with the reason when a host never answered
+        (slabs a donor did not confirm freeing stay releasing and are
+        freed again by :meth:`recover`). A grant that is not releasing is
+        left as it is. Returns the grant dict."""
+        attempts = self._attempts(attempts)
+        with self.claim('grant-%s' % grant_uuid) as claimed:
             grant = db_grants.grant_get(ctxt, grant_uuid)
-        LOG.info('Grant %s released', grant_uuid)
+            if not claimed or grant.status != 'releasing':
+                return grant_dict(grant)
+            failures = []
+            try:
+                self._ask('reclaim_slabs', ctxt, grant.consumer_host,
+                          attempts, grant_uuid, None)
+            except Exception as exc:
+                # Its local copy holds every page written: freeing the
+                # donors loses nothing even when the consumer did not hear
+                # of it.
+                failures.append('consumer %s did not reclaim the slabs: %s'
+                                % (grant.consumer_host, exc))
+            holding = [s for s in grant.slabs
+                       if s.status in ('active', 'releasing')]
+            unfreed = set()
+            for host in _by_donor(holding):
+                error = self._free_error(ctxt, host, grant_uuid, None,
+                                         attempts)
+                if error is not None:
+                    unfreed.add(host)
+                    failures.append('donor %s did not free its slabs: %s'
+                                    % (host, error))
+            reason = None
+            if failures:
+                reason = 'release: %s (asked %d times each)%s' % (
+                    '; '.join(failures), attempts,
+                    '; the slabs not freed are freed again at the next '
+                    'start of memagg-scheduler' if unfreed else '')
+            try:
+                grant = db_grants.grant_set_status(
+                    ctxt, grant_uuid, 'failed' if failures else 'released',
+                    'released', reason=reason, expected=('releasing',),
+                    unfreed=unfreed)
+            except exceptions.Conflict:
+                grant = db_grants.grant_get(ctxt, grant_uuid)
+        if failures:
+            LOG.warning('Grant %s: %s', grant_uuid, reason)
+        else:
+            LOG.info('Grant %s released', grant_uuid)
         return grant_dict(grant)
 
     # -- reclaim ----------------------------------------------------------
 
     def reclaim(self, ctxt, donor_host, size_mb):
         """Take back at least ``size_mb`` MiB (whole slabs) that
-        ``donor_host`` lends, newest grants first: each consumer reclaims
-        its slabs, then the donor frees them. Returns the MiB reclaimed
-        (less when the host lends less, or a consumer failed)."""
-        _check_size(size_mb)
-        db_hosts.host_get(ctxt, donor_host)
-        groups = {}
-        for grant, slab in db_grants.slabs_lent_by(ctxt, donor_host):
-            groups.setdefault(grant.uuid, (grant, []))[1].append(slab)
-        reclaimed = 0
-        for grant, slabs in groups.values():
-            indexes = []
-            planned = reclaimed
-            for slab in slabs:
-                if planned >= size_mb:
-                    break
-                indexes.append(slab.index)
-                planned += slab.size_mb
-            if not indexes:
-                break
-            reclaimed += self._reclaim_grant(ctxt, donor_host, grant,
-                                             sorted(indexes))
+        ``donor_host`` lends, newest grants first, now (each host asked
+        once): each consumer reclaims its slabs, then the donor frees
+        them. Returns the MiB reclaimed (less when the host lends less, or
+        a consumer failed)."""
+        taken, _mb = begin_reclaim(ctxt, donor_host, size_mb)
+        reclaimed = self.finish_reclaim(ctxt, donor_host, taken, attempts=1)
         LOG.info('Reclaimed %d MiB of %d MiB asked for by %s', reclaimed,
                  size_mb, donor_host)
         return reclaimed
 
-    def _reclaim_grant(self, ctxt, donor_host, grant, indexes):
+    def finish_reclaim(self, ctxt, donor_host, slabs, attempts=None):
+        """Carry out a reclaim :func:`begin_reclaim` started: ``slabs``
+        maps grant uuid -> indexes on ``donor_host``, reclaiming. Each
+        consumer reclaims its slabs, then the donor frees them, each host
+        asked up to ``attempts`` times; a consumer that never answers
+        keeps its slabs (active again, the grant's reason says why).
+        Slabs no longer reclaiming are skipped. Returns the MiB
+        reclaimed."""
+        attempts = self._attempts(attempts)
+        reclaimed = 0
+        for grant_uuid, indexes in slabs.items():
+            with self.claim('grant-%s' % grant_uuid) as claimed:
+                if claimed:
+                    reclaimed += self._reclaim_grant(
+                        ctxt, donor_host, grant_uuid, indexes, attempts)
+        return reclaimed
+
+    def _reclaim_grant(self, ctxt, donor_host, grant_uuid, indexes,
+                       attempts):
         try:
-            self._call('reclaim_slabs', ctxt, grant.consumer_host,
-                       grant.uuid, indexes)
-        except Exception as exc:
-            LOG.warning('Consumer %s did not reclaim slabs %s of grant %s: '
-                        '%s', grant.consumer_host, indexes, grant.uuid, exc)
+            grant = db_grants.grant_get(ctxt, grant_uuid)
+        except exceptions.NotFound:
             return 0
-        freed = self._free(ctxt, donor_host, grant.uuid, indexes)
+        indexes = sorted(s.index for s in grant.slabs
+                         if s.index in indexes and s.donor_host == donor_host
+                         and s.status == 'reclaiming')
+        if not indexes:
+            return 0
+        try:
+            self._ask('reclaim_slabs', ctxt, grant.consumer_host, attempts,
+                      grant_uuid, indexes)
+        except Exception as exc:
+            reason = ('reclaim of slabs %s from %s failed: consumer %s did '
+                      'not reclaim them (asked %d times): %s; they stay '
+                      'lent' % (indexes, donor_host, grant.consumer_host,
+                                attempts, exc))
+            LOG.warning('Grant %s: %s', grant_uuid, reason)
+            if db_grants.grant_slabs_reclaim_failed(ctxt, grant_uuid,
+                                                    indexes, reason):
+                return 0
+            # Released meanwhile: its pages went to the local copy, the
+            # donor may free them.
+        error = self._free_error(ctxt, donor_host, grant_uuid, indexes,
+                                 attempts)
         taken = db_grants.grant_slabs_reclaimed(
-            ctxt, grant.uuid, indexes,
-            status='reclaimed' if freed else 'releasing')
-        # Slabs the donor did not free are freed again at the next start.
-        return taken if freed else 0
+            ctxt, grant_uuid, indexes,
+            status='reclaimed' if error is None else 'releasing',
+            reason=None if error is None else (
+                'reclaim of slabs %s: donor %s did not free them (asked %d '
+                'times): %s; they are freed again at the next start of '
+                'memagg-scheduler' % (indexes, donor_host, attempts, error)))
+        return taken if error is None else 0
 
     # -- recovery ---------------------------------------------------------
 
@@ -466,12 +592,17 @@ class Reservoir:
     def recover(self, ctxt, grant_uuids):
         """Clean up the pending grants ``grant_uuids`` a previous run or a
         dead worker left (free their slabs, mark them failed; those another
-        live worker claims are left to it), and free again the slabs whose
-        donors did not confirm they freed them."""
+        live worker claims are left to it), carry out the releases and
+        reclaims left unfinished, and free again the slabs whose donors did
+        not confirm they freed them."""
         for uuid in grant_uuids:
             with self.claim('grant-%s' % uuid) as claimed:
                 if claimed:
                     self._recover_grant(ctxt, uuid)
+        for grant in db_grants.grants_in_status(ctxt, ('releasing',)):
+            self.finish_release(ctxt, grant.uuid)
+        for (uuid, host), indexes in db_grants.slabs_reclaiming(ctxt).items():
+            self.finish_reclaim(ctxt, host, {uuid: indexes})
         for (uuid, host), indexes in db_grants.slabs_releasing(ctxt).items():
             if self._free(ctxt, host, uuid, indexes):
                 db_grants.slabs_released(ctxt, uuid, host)

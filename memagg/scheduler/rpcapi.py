@@ -45,9 +45,10 @@ class SchedulerAPI:
       reservoir)
     * 1.3 - release_grant takes consumer_host (grants follow live
       migrations)
+    * 1.4 - finish_release, finish_reclaim (the API answers at once)
     """
 
-    VERSION = '1.3'
+    VERSION = '1.4'
 
     #: Attempts to reach the bus before a cast of the API gives up, so that
     #: a request fails (503) rather than hang while RabbitMQ is down.
@@ -85,6 +86,21 @@ class SchedulerAPI:
         (cast); raises like run_audit."""
         self.client.cast(ctxt, 'execute_audit', version='1.1', retry=retry,
                          audit_uuid=audit_uuid)
+
+    def finish_release(self, ctxt, grant_uuid, retry=API_CAST_RETRY):
+        """Ask for the release of grant ``grant_uuid``, made releasing
+        (memagg.scheduler.reservoir.begin_release), to be carried out
+        (cast); raises like run_audit."""
+        self.client.cast(ctxt, 'finish_release', version='1.4', retry=retry,
+                         grant_uuid=grant_uuid)
+
+    def finish_reclaim(self, ctxt, donor_host, slabs, retry=API_CAST_RETRY):
+        """Ask for the reclaim of ``slabs`` ({grant uuid: [index, ...]})
+        lent by ``donor_host``, made reclaiming
+        (memagg.scheduler.reservoir.begin_reclaim), to be carried out
+        (cast); raises like run_audit."""
+        self.client.cast(ctxt, 'finish_reclaim', version='1.4', retry=retry,
+                         donor_host=donor_host, slabs=slabs)
 
     def _call(self, ctxt, method, timeout, version='1.2', **kwargs):
         try:

@@ -15,7 +15,8 @@
 From microversion 1.2 an audit can be asked for (POST /v1/audits): the API
 checks its options, stores it pending and casts it to memagg-scheduler,
 which plans it; a recommended audit's plan is executed on request (POST
-/v1/audits/{uuid}/execute).
+/v1/audits/{uuid}/execute: the API moves it to executing, so that of two
+requests at once one only is carried out, and casts the execution).
 """
 import re
 
@@ -103,7 +104,8 @@ def create_audit(query, body):
         memory_basis=memory_basis, parameters=parameters or None,
         auto_execute=body.get('auto_execute', False)))
     try:
-        base.cast_about_audit('run_audit', audit.uuid)
+        base.cast_scheduler('run_audit', 'audit %s' % audit.uuid,
+                            audit.uuid)
     except exceptions.ServiceUnavailable as exc:
         db_audits.audit_set_state(ctxt, audit.uuid, 'failed',
                                   reason=exc.message, expected=('pending',))
@@ -122,10 +124,21 @@ def create_audit(query, body):
 def execute_audit(uuid, query, body):
     base.enforce(policy.EXECUTE)
     ctxt = base.context()
-    audit = db_audits.audit_get(ctxt, uuid)
-    if audit.state != 'recommended':
+    # A compare-and-set: of concurrent requests one only moves the audit
+    # on and casts its execution; the others find it executing.
+    try:
+        db_audits.audit_set_state(ctxt, uuid, 'executing',
+                                  expected=('recommended',))
+    except exceptions.Conflict:
         raise exceptions.Conflict(
             reason='audit %s is %s: only a recommended audit can be '
-                   'executed' % (uuid, audit.state))
-    base.cast_about_audit('execute_audit', uuid)
-    return {'audit': views.audit_detail(audit, base.version())}
+                   'executed' % (uuid, db_audits.audit_get(ctxt,
+                                                           uuid).state))
+    try:
+        base.cast_scheduler('execute_audit', 'audit %s' % uuid, uuid)
+    except exceptions.ServiceUnavailable:
+        db_audits.audit_set_state(ctxt, uuid, 'recommended',
+                                  expected=('executing',))
+        raise
+    return {'audit': views.audit_detail(db_audits.audit_get(ctxt, uuid),
+                                        base.version())}

@@ -157,17 +157,18 @@ def call_scheduler(method, what, **kwargs):
             'it runs, and retry later' % (timeout, what)))
 
 
-def cast_about_audit(method, audit_uuid):
-    """Cast ``method`` (run_audit, execute_audit) about an audit to
-    memagg-scheduler; 503 when the bus cannot take it."""
+def cast_scheduler(method, what, *args, **kwargs):
+    """Cast ``method`` (a cast of SchedulerAPI: run_audit, execute_audit,
+    finish_release, finish_reclaim) to memagg-scheduler; 503 naming
+    ``what`` when the bus cannot take it."""
     try:
-        getattr(scheduler_api(), method)(context(), audit_uuid)
+        getattr(scheduler_api(), method)(context(), *args, **kwargs)
     except exceptions.ServiceUnavailable as exc:
-        LOG.error('Could not reach memagg-scheduler about audit %s: %s',
-                  audit_uuid, exc)
+        LOG.error('Could not reach memagg-scheduler about %s: %s', what,
+                  exc)
         raise exceptions.ServiceUnavailable(
             reason='memagg-scheduler could not be reached over the message '
-                   'bus; retry later')
+                   'bus about %s; retry later' % what)
 
 
 def enforce(action, target=None):

@@ -13,16 +13,21 @@
 """/v1/grants: remote memory lent to instances. The secret is never shown.
 
 From microversion 1.3 memory can be asked for (POST /v1/grants) and given
-back (DELETE /v1/grants/{uuid}): the API checks the request and calls
-memagg-scheduler, which sets the grant up on the donors and the
-instance's host, or releases it, before it answers.
+back (DELETE /v1/grants/{uuid}). A grant is set up by memagg-scheduler,
+called, on the donors and the instance's host before the API answers. A
+release answers at once: the API moves the grant from active to releasing
+in one compare-and-set, so that of concurrent DELETEs one only has the
+release carried out, and casts it to memagg-scheduler, which asks the
+hosts with bounded retries (memagg.scheduler.reservoir).
 """
 from memagg.api.controllers import base
 from memagg.api.policies import grants as policy
 from memagg.api import schemas
 from memagg.api import views
+from memagg.common import exceptions
 from memagg.db import grants as db_grants
 from memagg.db import instances as db_instances
+from memagg.scheduler import reservoir
 
 _SINCE = (1, 3)
 
@@ -67,15 +72,24 @@ def create_grant(query, body):
 
 @base.route('/v1/grants/{uuid}', 'Release a grant: the instance\'s pages '
             'go to its host\'s local copy and the donors free the memory. '
-            'Releasing a released grant changes nothing. Since 1.3.',
+            'Answers at once with the grant releasing; it ends released, or '
+            'failed with the reason when a host did not answer. Releasing '
+            'a grant being released, released or failed changes nothing '
+            '(202 with its state); 409 while it is pending or its instance '
+            'migrates. Since 1.3.',
             schemas.item_response('grant', 'GrantDetail'), method='DELETE',
             path_params={'uuid': schemas.UUID}, status=202,
             errors=(404, 409), min_version=_SINCE)
 def delete_grant(uuid, query):
     base.enforce(policy.DELETE)
     ctxt = base.context()
-    db_grants.grant_get(ctxt, uuid)
-    base.call_scheduler('release_grant', 'the release of grant %s' % uuid,
-                        grant_uuid=uuid)
-    return {'grant': views.grant_detail(db_grants.grant_get(ctxt, uuid),
-                                        base.version())}
+    won, grant = reservoir.begin_release(ctxt, uuid)
+    if won:
+        try:
+            base.cast_scheduler('finish_release', 'the release of grant %s'
+                                % uuid, uuid)
+        except exceptions.ServiceUnavailable:
+            db_grants.grant_compare_and_set(ctxt, uuid, 'releasing',
+                                            'active')
+            raise
+    return {'grant': views.grant_detail(grant, base.version())}

@@ -15,7 +15,10 @@ from memagg.api.controllers import base
 from memagg.api.policies import hosts as policy
 from memagg.api import schemas
 from memagg.api import views
+from memagg.common import exceptions
+from memagg.db import grants as db_grants
 from memagg.db import hosts as db_hosts
+from memagg.scheduler import reservoir
 
 
 @base.route('/v1/hosts', 'List compute hosts.', schemas.list_response('hosts'),
@@ -37,13 +40,27 @@ def get_host(name, query):
 
 @base.route('/v1/hosts/{name}/reclaim', 'Take back memory the host lends: '
             'whole slabs, newest grants first; their instances\' pages go '
-            'to their hosts\' local copies first. Since 1.3.',
+            'to their hosts\' local copies first. Answers at once with '
+            'what the reclaim took (reclaiming); memagg-scheduler carries '
+            'it out. A slab is taken by one reclaim only. Since 1.3.',
             schemas.ref('Reclaimed'), method='POST',
             path_params={'name': schemas.NAME}, body=schemas.RECLAIM,
             errors=(404,), min_version=(1, 3))
 def reclaim_host(name, query, body):
     base.enforce(policy.RECLAIM)
-    db_hosts.host_get(base.context(), name)
-    return {'reclaimed_mb': base.call_scheduler(
-        'reclaim', 'the reclaim of memory lent by %s' % name,
-        donor_host=name, size_mb=body['size_mb'])}
+    ctxt = base.context()
+    taken, taken_mb = reservoir.begin_reclaim(ctxt, name, body['size_mb'])
+    if taken:
+        try:
+            base.cast_scheduler('finish_reclaim', 'the reclaim of memory '
+                                'lent by %s' % name, name, taken)
+        except exceptions.ServiceUnavailable:
+            for grant_uuid, indexes in taken.items():
+                db_grants.grant_slabs_reclaim_failed(ctxt, grant_uuid,
+                                                     indexes)
+            raise
+    return views.render('Reclaimed', None, base.version(),
+                        reclaimed_mb=taken_mb, slabs=[
+                            dict(grant_uuid=grant_uuid, index=index)
+                            for grant_uuid, indexes in taken.items()
+                            for index in indexes])

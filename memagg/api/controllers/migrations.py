@@ -86,7 +86,8 @@ def create_migration(query, body):
     audit_uuid, migration = db_migrations.migration_request(
         ctxt, instance.uuid, instance.host, dest.name, REQUESTED)
     try:
-        base.cast_about_audit('execute_audit', audit_uuid)
+        base.cast_scheduler('execute_audit', 'audit %s' % audit_uuid,
+                            audit_uuid)
     except exceptions.ServiceUnavailable as exc:
         db_migrations.migration_finish(ctxt, migration.id, 'failed',
                                        error=exc.message)

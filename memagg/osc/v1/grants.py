@@ -38,7 +38,7 @@ class ListGrant(base.ListCommand):
                             help='Only grants to instances on this host')
         parser.add_argument('--status', metavar='<status>',
                             help='Only grants in this status (pending, '
-                                 'active, released, failed)')
+                                 'active, releasing, released, failed)')
 
     def fetch(self, parsed_args, **query):
         return base.client(self).grants.list(**query)

@@ -188,9 +188,14 @@ def test_a_recommended_audit_is_cast_for_execution(api, scheduler):
     rows.insert(models.Audit, dict(uuid=RECOMMENDED, state='recommended'))
 
     response = _post(api, '/v1/audits/%s/execute' % RECOMMENDED)
+    again = _post(api, '/v1/audits/%s/execute' % RECOMMENDED)
 
     assert response.status_code == 202
-    assert response.json['audit']['state'] == 'recommended'
+    # Moved on by the API: a second request is refused, not cast again.
+    assert response.json['audit']['state'] == 'executing'
+    assert again.status_code == 409
+    assert 'audit %s is executing' % RECOMMENDED in \
+        again.json['errors'][0]['detail']
     assert scheduler.called.wait(10)
     assert scheduler.calls == [('execute_audit', RECOMMENDED)]
 

@@ -21,6 +21,7 @@ from memagg.common import context
 from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
 from memagg.tests.unit.api import data
+from memagg.tests import polling
 
 V13 = {microversion.HEADER: 'memory-aggregation 1.3'}
 
@@ -109,30 +110,67 @@ def test_nothing_grantable_is_409_with_the_reason(api, conf, scheduler):
         'grants')] == [data.INSTANCE_A]
 
 
-def test_release_is_202_and_idempotent(api, scheduler):
+def _grant_status(uuid):
+    return db_grants.grant_get(context.get_admin_context(), uuid).status
+
+
+def test_release_answers_at_once_and_is_carried_out_once(api, scheduler):
     made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_B,
                                      'size_mb': 128}).json['grant']
 
-    for _ in range(2):
-        response = api.delete('/v1/grants/' + made['uuid'], headers=V13)
-        assert response.status_code == 202
-        grant = response.json['grant']
-        assert grant['status'] == 'released'
-        assert {s['status'] for s in grant['slabs']} == {'released'}
+    response = api.delete('/v1/grants/' + made['uuid'], headers=V13)
+
+    assert response.status_code == 202
+    assert response.json['grant']['status'] == 'releasing'
+    polling.wait_for(lambda: _grant_status(made['uuid']) == 'released', 10,
+                     message='the grant released')
+    again = api.delete('/v1/grants/' + made['uuid'], headers=V13)
+    assert again.status_code == 202
+    grant = again.json['grant']
+    assert grant['status'] == 'released'
+    assert {s['status'] for s in grant['slabs']} == {'released'}
     assert scheduler.holding() == set()
     assert len(scheduler.called('reclaim_slabs')) == 1
+    assert len(scheduler.called('free_slabs')) == 1
     assert api.delete('/v1/grants/' + data.MISSING,
                       headers=V13).status_code == 404
 
 
-def test_reclaim_returns_the_memory_taken_back(api, scheduler):
-    _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
-                              'size_mb': 256})
+def test_a_pending_grant_is_409_naming_its_state(api, scheduler):
+    made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_B,
+                                     'size_mb': 128}).json['grant']
+    db_grants.grant_compare_and_set(context.get_admin_context(),
+                                    made['uuid'], 'active', 'pending')
+
+    response = api.delete('/v1/grants/' + made['uuid'], headers=V13)
+
+    assert response.status_code == 409
+    assert 'grant %s is pending' % made['uuid'] in \
+        response.json['errors'][0]['detail']
+    assert scheduler.called('free_slabs') == []
+
+
+def _slab_statuses(uuid):
+    return [s.status for s in db_grants.grant_get(
+        context.get_admin_context(), uuid).slabs]
+
+
+def test_reclaim_answers_with_the_memory_it_took(api, scheduler):
+    made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                     'size_mb': 256}).json['grant']
 
     response = _post(api, '/v1/hosts/host-2/reclaim', {'size_mb': 100})
 
     assert response.status_code == 200
     assert response.json == {'reclaimed_mb': 128}
+    polling.wait_for(lambda: _slab_statuses(made['uuid']) == [
+        'active', 'active', 'reclaimed', 'reclaimed'], 10,
+        message='two slabs reclaimed')
+    assert len(scheduler.holding('host-2')) == 2
+    latest = _post(api, '/v1/hosts/host-2/reclaim', {'size_mb': 64},
+                   headers={microversion.HEADER: 'memory-aggregation 1.9'})
+    assert latest.json == {'reclaimed_mb': 64, 'slabs': [
+        {'grant_uuid': made['uuid'], 'index': 1}]}
     assert _post(api, '/v1/hosts/host-1/reclaim',
                  {'size_mb': 100}).json == {'reclaimed_mb': 0}
     assert _post(api, '/v1/hosts/nowhere/reclaim',

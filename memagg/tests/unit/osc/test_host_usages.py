@@ -33,4 +33,4 @@ def test_one_row_per_host_from_one_request(make_client, server):
     assert all(r['reported_at'].endswith('Z') for r in rows)
     _, recorder = server
     assert [r for r in recorder.requests if r[1] != '/'] == [
-        ('GET', '/v1/host_usages', 'memory-aggregation 1.8')]
+        ('GET', '/v1/host_usages', 'memory-aggregation 1.9')]

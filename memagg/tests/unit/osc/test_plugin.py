@@ -29,19 +29,19 @@ def _manager(version, config):
         get_configuration=lambda: config)
 
 
-@pytest.mark.parametrize('version', ['1', '1.0', '1.3', '1.5', '1.7', '1.8'])
+@pytest.mark.parametrize('version', ['1', '1.0', '1.3', '1.5', '1.8', '1.9'])
 def test_versions_the_client_speaks_are_accepted(version):
     assert plugin.check_api_version(version) is True
 
 
-@pytest.mark.parametrize('version', ['2', '1.9', 'latest', '1.x'])
+@pytest.mark.parametrize('version', ['2', '1.10', 'latest', '1.x'])
 def test_other_versions_are_refused_in_one_line(version):
     with pytest.raises(exceptions.UnsupportedVersion) as caught:
         plugin.check_api_version(version)
     assert str(caught.value) == (
         '--os-memagg-api-version %s is not supported: give one of 1, 1.0, '
-        '1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8 (1, the default, is the '
-        'newest both sides support)' % version)
+        '1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9 (1, the default, is '
+        'the newest both sides support)' % version)
 
 
 def test_the_option_defaults_to_the_environment(monkeypatch):

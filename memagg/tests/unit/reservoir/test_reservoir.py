@@ -296,7 +296,8 @@ def test_a_donor_that_does_not_free_is_freed_again_at_recovery(
 
     released = gmc.release(three_hosts, grant['uuid'])
 
-    assert released['status'] == 'released'
+    assert released['status'] == 'failed'
+    assert 'donor a did not free its slabs' in released['reason']
     assert {s['status'] for s in released['slabs']} == {'releasing'}
     assert len(compute.holding('a')) == 2
     compute.free_fails.clear()
@@ -360,3 +361,136 @@ def test_recovery_fails_pending_grants_and_frees_their_slabs(
     assert 'memagg-scheduler stopped while setting it up' in grant.reason
     assert {s[2] for s in slabs} == {'released'}
     assert compute.holding() == set()
+
+
+# -- releases and reclaims the API starts: begun by a compare-and-set,
+# carried out later with bounded retries --------------------------------
+
+
+@pytest.fixture
+def waits(gmc):
+    """The waits between asks, recorded instead of slept."""
+    recorded = []
+    gmc.sleep = recorded.append
+    return recorded
+
+
+def test_of_two_releases_begun_one_wins(three_hosts, gmc):
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+
+    first = reservoir.begin_release(three_hosts, grant['uuid'])
+    second = reservoir.begin_release(three_hosts, grant['uuid'])
+
+    assert (first[0], first[1].status) == (True, 'releasing')
+    assert (second[0], second[1].status) == (False, 'releasing')
+
+
+def test_a_pending_grant_cannot_be_released_yet(three_hosts, gmc):
+    uuid = gmc.allocate(three_hosts, VM_1, 'c', 128)['uuid']
+    db_grants.grant_compare_and_set(three_hosts, uuid, 'active', 'pending')
+
+    with pytest.raises(exceptions.Conflict) as caught:
+        reservoir.begin_release(three_hosts, uuid)
+
+    assert 'grant %s is pending' % uuid in caught.value.message
+    assert db_grants.grant_get(three_hosts, uuid).status == 'pending'
+
+
+def test_a_release_is_carried_out_once(three_hosts, gmc, compute):
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    reservoir.begin_release(three_hosts, grant['uuid'])
+
+    for _ in range(2):
+        done = gmc.finish_release(three_hosts, grant['uuid'])
+
+    assert (done['status'], done['reason']) == ('released', None)
+    assert compute.holding() == set()
+    assert len(compute.called('free_slabs')) == 1
+    assert len(compute.called('reclaim_slabs')) == 1
+
+
+def test_a_silent_donor_is_asked_operation_attempts_times_then_the_release_fails(  # noqa: E501
+        conf, three_hosts, gmc, compute, waits):
+    conf.config(operation_attempts=3, operation_retry_interval=0.5,
+                group='reservoir')
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    compute.free_fails.add('a')
+    reservoir.begin_release(three_hosts, grant['uuid'])
+
+    done = gmc.finish_release(three_hosts, grant['uuid'])
+
+    assert done['status'] == 'failed'
+    assert 'donor a did not free its slabs' in done['reason']
+    assert 'asked 3 times' in done['reason']
+    assert {s['status'] for s in done['slabs']} == {'releasing'}
+    assert len(compute.called('free_slabs')) == 3
+    assert waits == [0.5, 1.0]
+    # Freed again once the donor answers.
+    compute.free_fails.clear()
+    gmc.recover(three_hosts, [])
+    assert compute.holding() == set()
+
+
+def test_a_release_left_releasing_is_carried_out_at_recovery(
+        three_hosts, gmc, compute):
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    reservoir.begin_release(three_hosts, grant['uuid'])
+
+    gmc.recover(three_hosts, [])
+
+    assert db_grants.grant_get(three_hosts, grant['uuid']).status == \
+        'released'
+    assert compute.holding() == set()
+
+
+def test_a_slab_is_taken_by_one_reclaim_only(three_hosts, gmc, compute):
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 256)
+
+    first = reservoir.begin_reclaim(three_hosts, 'a', 1024)
+    second = reservoir.begin_reclaim(three_hosts, 'a', 1024)
+
+    assert first == ({grant['uuid']: [0, 1, 2, 3]}, 256)
+    assert second == ({}, 0)
+    assert gmc.finish_reclaim(three_hosts, 'a', first[0]) == 256
+    assert gmc.finish_reclaim(three_hosts, 'a', first[0]) == 0
+    assert compute.holding() == set()
+    assert len(compute.called('free_slabs')) == 1
+    stored = db_grants.grant_get(three_hosts, grant['uuid'])
+    assert (stored.granted_mb, {s.status for s in stored.slabs}) == (
+        0, {'reclaimed'})
+
+
+def test_a_consumer_that_never_reclaims_keeps_its_slabs(
+        conf, three_hosts, gmc, compute, waits):
+    conf.config(operation_attempts=2, group='reservoir')
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    compute.reclaim_fails.add('c')
+    taken, _mb = reservoir.begin_reclaim(three_hosts, 'a', 64)
+
+    assert gmc.finish_reclaim(three_hosts, 'a', taken) == 0
+
+    stored = db_grants.grant_get(three_hosts, grant['uuid'])
+    assert {s.status for s in stored.slabs} == {'active'}
+    assert 'consumer c did not reclaim them (asked 2 times)' in \
+        stored.reason
+    assert len(compute.called('reclaim_slabs')) == 2
+    assert len(compute.holding('a')) == 2
+
+
+def test_a_reclaim_left_reclaiming_is_carried_out_at_recovery(
+        three_hosts, gmc, compute):
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    reservoir.begin_reclaim(three_hosts, 'a', 64)
+
+    gmc.recover(three_hosts, [])
+
+    assert [s.status for s in db_grants.grant_get(
+        three_hosts, grant['uuid']).slabs] == ['active', 'reclaimed']
+    assert compute.holding('a') == {(grant['uuid'], 0)}
+
+
+def test_a_released_grant_has_no_slab_to_reclaim(three_hosts, gmc):
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    reservoir.begin_release(three_hosts, grant['uuid'])
+
+    assert reservoir.begin_reclaim(three_hosts, 'a', 64) == ({}, 0)
