@@ -167,8 +167,9 @@ def report_ingest(context, host, instances, samples, reported_at=None,
     reported_at = reported_at or timeutils.utcnow()
     now = timeutils.utcnow()
     name = host['name']
-    # A Connection, not an ORM Session: every statement here is Core, and
-    # the Session's unit of work cost as much CPU as the statements.
+    # A Connection, not an ORM Session: every statement here is Core, so
+    # the Session's bookkeeping would be CPU spent on every report for
+    # nothing.
     with facade.writer().connection.using(context) as conn:
         _write_host(conn, dict(host, reported_at=reported_at), now)
         _write_instances(conn, name, instances, now)
