@@ -88,6 +88,27 @@ def audit_set_state(context, uuid, state, reason=None, expected=None):
 
 
 @facade.retry_on_race
+def audit_compare_and_set(context, uuid, expected, state):
+    """Move audit ``uuid`` from state ``expected`` to ``state`` in one
+    conditional UPDATE: of concurrent callers, one only wins (a locking
+    read would not do on SQLite, which takes no row locks). Returns
+    ``(won, state)``, the audit's state after the statement; NotFound
+    when there is no such audit."""
+    with facade.writer().using(context) as session:
+        won = session.execute(
+            sa.update(models.Audit).where(
+                models.Audit.uuid == uuid,
+                models.Audit.state == expected).values(
+                state=state, updated_at=timeutils.utcnow())
+            .execution_options(synchronize_session=False)).rowcount == 1
+        now = session.query(models.Audit.state).filter_by(
+            uuid=uuid).scalar()
+        if now is None:
+            raise exceptions.NotFound(resource='Audit', id=uuid)
+        return won, now
+
+
+@facade.retry_on_race
 def audit_store_plan(context, uuid, actions, unplaced=None,
                      state='recommended', reason=None, expected=None):
     """Store a plan on audit ``uuid`` in one transaction: ``actions`` (dicts

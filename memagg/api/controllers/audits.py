@@ -126,19 +126,17 @@ def execute_audit(uuid, query, body):
     ctxt = base.context()
     # A compare-and-set: of concurrent requests one only moves the audit
     # on and casts its execution; the others find it executing.
-    try:
-        db_audits.audit_set_state(ctxt, uuid, 'executing',
-                                  expected=('recommended',))
-    except exceptions.Conflict:
+    won, state = db_audits.audit_compare_and_set(ctxt, uuid, 'recommended',
+                                                 'executing')
+    if not won:
         raise exceptions.Conflict(
             reason='audit %s is %s: only a recommended audit can be '
-                   'executed' % (uuid, db_audits.audit_get(ctxt,
-                                                           uuid).state))
+                   'executed' % (uuid, state))
     try:
         base.cast_scheduler('execute_audit', 'audit %s' % uuid, uuid)
     except exceptions.ServiceUnavailable:
-        db_audits.audit_set_state(ctxt, uuid, 'recommended',
-                                  expected=('executing',))
+        db_audits.audit_compare_and_set(ctxt, uuid, 'executing',
+                                        'recommended')
         raise
     return {'audit': views.audit_detail(db_audits.audit_get(ctxt, uuid),
                                         base.version())}

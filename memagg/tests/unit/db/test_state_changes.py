@@ -11,8 +11,8 @@
 # under the License.
 
 """State changes as compare-and-sets, on SQLite, MariaDB and PostgreSQL:
-of concurrent callers one only moves a grant on or takes a slab for a
-reclaim, so the work that follows is done once."""
+of concurrent callers one only moves a grant or an audit on, or takes a
+slab for a reclaim, so the work that follows is done once."""
 import concurrent.futures
 import threading
 import uuid
@@ -20,6 +20,7 @@ import uuid
 import pytest
 
 from memagg.common import exceptions
+from memagg.db import audits as db_audits
 from memagg.db import grants as db_grants
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
@@ -135,3 +136,18 @@ def test_a_reclaim_that_failed_gives_the_slabs_back(grants, admin_context):
         admin_context, newer, [0, 1]) == 256
     assert db_grants.slabs_reclaiming(admin_context) == {
         (older, 'host-2'): [0, 1]}
+
+
+def test_of_concurrent_audit_executions_one_wins(any_db, admin_context):
+    audit = str(uuid.uuid4())
+    rows.insert(models.Audit, dict(uuid=audit, state='recommended'))
+
+    results = _at_once(lambda: db_audits.audit_compare_and_set(
+        admin_context, audit, 'recommended', 'executing'))
+
+    assert sorted(results) == [(False, 'executing')] * (CALLERS - 1) + [
+        (True, 'executing')]
+    assert db_audits.audit_get(admin_context, audit).state == 'executing'
+    with pytest.raises(exceptions.NotFound):
+        db_audits.audit_compare_and_set(admin_context, str(uuid.uuid4()),
+                                        'recommended', 'executing')
