@@ -14,8 +14,9 @@
 and memagg-scheduler on RabbitMQ and MariaDB. An operator asks for remote
 memory for a VM (POST /v1/grants), the scheduler picks donors, has them
 prepare slabs and the VM's host attach the grant; partial grants say why;
-reclaim and release give the donors' memory back; a scheduler killed in
-the middle of a grant cleans it up when it starts again.
+reclaim and release give the donors' memory back, once however many ask at
+the same time, and answer at once even when a compute host does not; a
+scheduler killed in the middle of a grant cleans it up when it starts again.
 
 The compute hosts are stand-ins: RPC servers on RabbitMQ in this test
 process that implement the contract's Compute API 1.1 (prepare_slabs,
@@ -24,8 +25,10 @@ free_slabs, attach_grant, reclaim_slabs) and check every argument they get
 memagg-compute and memagg-swapd serve these calls in
 memagg/tests/functional/test_remote_swap_guest.py.
 """
+import concurrent.futures
 import re
 import threading
+import time
 import uuid
 
 from oslo_utils import timeutils
@@ -44,6 +47,9 @@ from memagg.tests import polling
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
 V13 = {'OpenStack-API-Version': 'memory-aggregation 1.3'}
+V19 = {'OpenStack-API-Version': 'memory-aggregation 1.9'}
+#: Requests fired at once at one route.
+CALLERS = 8
 VM_1, VM_2, VM_3 = ('%08d-0000-4000-8000-000000000000' % n
                     for n in range(1, 4))
 GRANT_KEYS = {'uuid', 'instance_uuid', 'consumer_host', 'requested_mb',
@@ -130,12 +136,14 @@ class ComputeStandIn:
 
 
 @pytest.fixture
-def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
+def hosts(request, conf, mysql_db, rabbit_url, tmp_path, admin_context):
     """Stand-ins for the consumer 'con' and donors 'don-a' (16 slabs) and
     'don-b' (4 slabs), reported to the DB; then memagg-scheduler and
-    memagg-api. Yields (api url, {host: stand-in}, restart_scheduler),
-    where restart_scheduler() kills memagg-scheduler (SIGKILL) and starts
-    it again."""
+    memagg-api. Yields (api url, {host: stand-in}, restart_scheduler,
+    silence), where restart_scheduler() kills memagg-scheduler (SIGKILL)
+    and starts it again and silence(host) stops the stand-in's RPC server,
+    so that the host answers nothing. Parametrized indirectly, the
+    parameter is [reservoir] options for this test."""
     run = uuid.uuid4().hex[:10]
     port = service_procs.free_port()
     options = {
@@ -148,7 +156,8 @@ def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
                 'auth_strategy': 'noauth'},
         'scheduler': {'topic': 'memagg-scheduler-%s' % run},
         'consolidation': {'interval': 0},
-        'reservoir': {'prepare_timeout': 5},
+        'reservoir': dict({'prepare_timeout': 5},
+                          **getattr(request, 'param', {})),
     }
     config = service_procs.write_config(tmp_path / 'memagg.conf', options)
     now = timeutils.utcnow()
@@ -166,7 +175,7 @@ def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
     stand_ins = {'con': ComputeStandIn('con'),
                  'don-a': ComputeStandIn('don-a', 16),
                  'don-b': ComputeStandIn('don-b', 4)}
-    servers, procs = [], {}
+    servers, procs = {}, {}
 
     def start_scheduler():
         procs['memagg-scheduler'] = service_procs.Process(
@@ -183,11 +192,16 @@ def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
         killed.stop()
         start_scheduler()
 
+    def silence(name):
+        server = servers.pop(name)
+        server.stop()
+        server.wait()
+
     try:
         for name, stand_in in stand_ins.items():
-            server = rpc.get_server('memagg-compute', name, [stand_in])
-            server.start()
-            servers.append(server)
+            servers[name] = rpc.get_server('memagg-compute', name,
+                                           [stand_in])
+            servers[name].start()
         start_scheduler()
         procs['memagg-api'] = service_procs.Process(
             'memagg-api', ['--config-file', str(config)],
@@ -196,11 +210,11 @@ def hosts(conf, mysql_db, rabbit_url, tmp_path, admin_context):
         polling.wait_for(lambda: service_procs.alive(procs.values())
                          and service_procs.answers(url + '/'),
                          60, message='memagg-api answering')
-        yield url, stand_ins, restart_scheduler
+        yield url, stand_ins, restart_scheduler, silence
     finally:
         for stand_in in stand_ins.values():
             stand_in.attach_gate.set()
-        for server in servers:
+        for server in servers.values():
             server.stop()
             server.wait()
         rpc.cleanup()
@@ -218,7 +232,7 @@ def _stored_slabs(ctxt, grant_uuid):
 
 
 def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
-    url, stand_ins, _start = hosts
+    url, stand_ins, _start, _silence = hosts
 
     made = requests.post(url + '/v1/grants', headers=V13, timeout=60, json={
         'instance_uuid': VM_1, 'size_mb': 512})
@@ -258,7 +272,8 @@ def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
                               timeout=60, json={'size_mb': 64})
     assert reclaimed.status_code == 200, reclaimed.text
     assert reclaimed.json() == {'reclaimed_mb': 64}
-    assert len(stand_ins['don-b'].held()) == 3
+    polling.wait_for(lambda: len(stand_ins['don-b'].held()) == 3, 30,
+                     interval=0.2, message='a slab of don-b freed')
     assert [c for c in stand_ins['con'].calls
             if c[0] == 'reclaim_slabs'] != []
 
@@ -266,7 +281,11 @@ def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
         gone = requests.delete('%s/v1/grants/%s' % (url, grant['uuid']),
                                headers=V13, timeout=60)
         assert gone.status_code == 202, gone.text
-        assert gone.json()['grant']['status'] == 'released'
+        assert gone.json()['grant']['status'] == 'releasing'
+    for grant in (first, partial):
+        polling.wait_for(lambda: db_grants.grant_get(
+            admin_context, grant['uuid']).status == 'released', 30,
+            interval=0.2, message='grant %s released' % grant['uuid'])
     assert _held(stand_ins) == set()
     assert db_grants.reservoir_summary(admin_context)['lent_mb'] == 0
 
@@ -278,7 +297,7 @@ def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
 
 def test_a_killed_scheduler_cleans_up_its_pending_grant(hosts,
                                                         admin_context):
-    url, stand_ins, restart_scheduler = hosts
+    url, stand_ins, restart_scheduler, _silence = hosts
     consumer = stand_ins['con']
     consumer.attach_gate.clear()
     outcome = {}
@@ -307,3 +326,142 @@ def test_a_killed_scheduler_cleans_up_its_pending_grant(hosts,
     grant = db_grants.grant_get(admin_context, pending.uuid)
     assert 'stopped while setting it up' in grant.reason
     assert outcome['response'].status_code == 503
+
+
+def _at_once(func):
+    """``func()`` from CALLERS threads released together; their results in
+    no particular order."""
+    start = threading.Barrier(CALLERS)
+
+    def call():
+        start.wait(30)
+        return func()
+    with concurrent.futures.ThreadPoolExecutor(CALLERS) as pool:
+        futures = [pool.submit(call) for _ in range(CALLERS)]
+        return [f.result(120) for f in futures]
+
+
+def _calls(stand_in, method, grant_uuid):
+    return [c[2] for c in list(stand_in.calls)
+            if c[0] == method and c[1] == grant_uuid]
+
+
+def _stored_when(ctxt, grant_uuid, predicate, message):
+    """The grant's row once ``predicate(row)`` holds (within 90 s)."""
+    def check():
+        row = db_grants.grant_get(ctxt, grant_uuid)
+        return row if predicate(row) else None
+    return polling.wait_for(check, 90, interval=0.2, message=message)
+
+
+def _grant(url, vm, size_mb):
+    made = requests.post(url + '/v1/grants', headers=V19, timeout=60,
+                         json={'instance_uuid': vm, 'size_mb': size_mb})
+    assert made.status_code == 201, made.text
+    return made.json()['grant']
+
+
+def test_concurrent_deletes_release_a_grant_once(hosts, admin_context):
+    url, stand_ins, _restart, _silence = hosts
+    grant = _grant(url, VM_1, 512)
+    donors = {s['donor_host'] for s in grant['slabs']}
+    path = '%s/v1/grants/%s' % (url, grant['uuid'])
+
+    answers = _at_once(lambda: requests.delete(path, headers=V19,
+                                               timeout=60))
+
+    assert [a.status_code for a in answers] == [202] * CALLERS, [
+        a.text for a in answers]
+    # The winner and those after it see it releasing, any late one
+    # released: never active again, never released twice.
+    assert {a.json()['grant']['status'] for a in answers} <= {
+        'releasing', 'released'}
+    polling.wait_for(lambda: db_grants.grant_get(
+        admin_context, grant['uuid']).status == 'released', 60,
+        interval=0.2, message='the grant released')
+    assert _held(stand_ins) == set()
+    assert {name: _calls(stand_ins[name], 'free_slabs', grant['uuid'])
+            for name in donors} == {name: [None] for name in donors}
+    assert _calls(stand_ins['con'], 'reclaim_slabs', grant['uuid']) == [
+        None]
+    stored = db_grants.grant_get(admin_context, grant['uuid'])
+    assert {s.status for s in stored.slabs} == {'released'}
+    assert db_grants.reservoir_summary(admin_context)['lent_mb'] == 0
+
+
+def test_concurrent_reclaims_take_each_slab_once(hosts, admin_context):
+    url, stand_ins, _restart, _silence = hosts
+    grant = _grant(url, VM_1, 512)
+    donor = grant['slabs'][0]['donor_host']
+    lent = [s['index'] for s in grant['slabs'] if s['donor_host'] == donor]
+    path = '%s/v1/hosts/%s/reclaim' % (url, donor)
+
+    answers = _at_once(lambda: requests.post(
+        path, headers=V19, timeout=60, json={'size_mb': 64 * len(lent)}))
+
+    assert [a.status_code for a in answers] == [200] * CALLERS, [
+        a.text for a in answers]
+    taken = sorted(s['index'] for a in answers for s in a.json()['slabs'])
+    assert taken == sorted(lent)
+    assert sum(a.json()['reclaimed_mb'] for a in answers) == 64 * len(lent)
+    polling.wait_for(lambda: {s.status for s in db_grants.grant_get(
+        admin_context, grant['uuid']).slabs if s.donor_host == donor} == {
+        'reclaimed'}, 60, interval=0.2, message='the slabs reclaimed')
+    freed = [i for indexes in _calls(stand_ins[donor], 'free_slabs',
+                                     grant['uuid']) for i in indexes]
+    reclaimed = [i for indexes in _calls(stand_ins['con'], 'reclaim_slabs',
+                                         grant['uuid']) for i in indexes]
+    assert sorted(freed) == sorted(reclaimed) == sorted(lent)
+    assert not {k for k in stand_ins[donor].held()
+                if k[0] == grant['uuid']}
+    assert db_grants.grant_get(admin_context, grant['uuid']).granted_mb == \
+        512 - 64 * len(lent)
+
+
+# Each ask of a silent host waits prepare_timeout (2 s), twice, with a
+# short wait between: well within the test, far from rpc_response_timeout.
+@pytest.mark.parametrize('hosts', [dict(
+    prepare_timeout=2, operation_attempts=2, operation_retry_interval=0.2)],
+    indirect=True)
+def test_a_silent_compute_host_holds_no_request(hosts, admin_context):
+    url, stand_ins, _restart, silence = hosts
+    grant = _grant(url, VM_1, 256)
+    donors = sorted({s['donor_host'] for s in grant['slabs']})
+    # Below rpc_response_timeout (20 s), the time a request held by a call
+    # to a silent host took, and below one silent host's two asks.
+    deadline = 3.5
+
+    silence('con')
+    started = time.monotonic()
+    reclaim = requests.post(url + '/v1/hosts/%s/reclaim' % donors[0],
+                            headers=V19, timeout=60, json={'size_mb': 64})
+    assert time.monotonic() - started < deadline
+    assert reclaim.status_code == 200, reclaim.text
+    (slab,) = reclaim.json()['slabs']
+    stored = _stored_when(admin_context, grant['uuid'],
+                          lambda row: row.reason, 'the reclaim given up')
+    assert 'consumer con did not reclaim them (asked 2 times)' in \
+        stored.reason
+    assert {s.status for s in stored.slabs} == {'active'}
+    assert len(_calls(stand_ins[donors[0]], 'free_slabs', grant['uuid'])) \
+        == 0
+    assert (grant['uuid'], slab['index']) in stand_ins[donors[0]].held()
+
+    for name in donors:
+        silence(name)
+    started = time.monotonic()
+    gone = requests.delete('%s/v1/grants/%s' % (url, grant['uuid']),
+                           headers=V19, timeout=60)
+    assert time.monotonic() - started < deadline
+    assert (gone.status_code, gone.json()['grant']['status']) == (
+        202, 'releasing')
+    stored = _stored_when(admin_context, grant['uuid'],
+                          lambda row: row.status != 'releasing',
+                          'the release ended')
+    assert stored.status == 'failed'
+    assert 'consumer con did not reclaim the slabs' in stored.reason
+    for name in donors:
+        assert 'donor %s did not free its slabs' % name in stored.reason
+    assert 'asked 2 times each' in stored.reason
+    # Not freed: left releasing, freed again at the next start.
+    assert {s.status for s in stored.slabs} == {'releasing'}
