@@ -465,6 +465,25 @@ def test_only_a_recommended_audit_is_executed(options, hosts,
     assert db_audits.audit_get(admin_context, uuid).state == 'failed'
 
 
+def test_an_audit_the_api_made_executing_is_executed_once(
+        options, hosts, admin_context):
+    nova = FakeNova(SERVERS)
+    nova.enabled['h4'] = False
+    uuid = make_audit(admin_context, PLAN)
+    db_audits.audit_compare_and_set(admin_context, uuid, 'recommended',
+                                    'executing')
+    executor = migration.Executor(options.conf, nova)
+
+    executor.execute(admin_context, uuid)
+    # A second cast of the same request finds it done.
+    with pytest.raises(exceptions.Conflict):
+        executor.execute(admin_context, uuid)
+
+    assert db_audits.audit_get(admin_context, uuid).state == 'succeeded'
+    assert sorted(call[0] for call in nova.calls) == [
+        'disable', 'enable', 'migrate', 'migrate', 'migrate']
+
+
 def test_resume_fails_audits_left_planning(options, hosts, admin_context):
     uuid = db_audits.audit_create(admin_context, {'state': 'planning'}).uuid
     migration.Executor(options.conf, FakeNova({})).resume(admin_context)
