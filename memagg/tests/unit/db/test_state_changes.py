@@ -22,6 +22,7 @@ import pytest
 from memagg.common import exceptions
 from memagg.db import audits as db_audits
 from memagg.db import grants as db_grants
+from memagg.db import migrations as db_migrations
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
 
@@ -151,3 +152,24 @@ def test_of_concurrent_audit_executions_one_wins(any_db, admin_context):
     with pytest.raises(exceptions.NotFound):
         db_audits.audit_compare_and_set(admin_context, str(uuid.uuid4()),
                                         'recommended', 'executing')
+
+
+def test_of_concurrent_migration_requests_one_is_queued(any_db,
+                                                        admin_context):
+    # POST /v1/migrations stores the request with the instance's row
+    # locked: the others find the first one's migration queued.
+    vm = str(uuid.uuid4())
+    rows.insert(models.Instance, dict(uuid=vm, host='host-1'))
+
+    def request():
+        try:
+            return db_migrations.migration_request(
+                admin_context, vm, 'host-1', 'host-2', 'requested')[1].uuid
+        except exceptions.Conflict as exc:
+            return exc.message
+    results = _at_once(request)
+
+    queued = [r for r in results if 'already has migration' not in r]
+    assert len(queued) == 1, results
+    assert all('already has migration %s queued' % queued[0] in r
+               for r in results if r not in queued)
