@@ -38,6 +38,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from memagg.common import context as memagg_context
+from memagg.common import guru
 from memagg.common import rpc
 from memagg.conf import CONF
 from memagg.db import facade as db_facade
@@ -90,6 +91,7 @@ def prepare_service(argv, default_config_files=None):
         # One line naming the problem, not a traceback.
         sys.exit('%s: error: %s' % (os.path.basename(argv[0]), exc))
     logging.setup(CONF, 'memagg')
+    guru.enable(CONF, os.path.basename(argv[0]))
     objects.register_all()
     db_facade.configure()
     try:
@@ -210,6 +212,9 @@ class Service:
 
 def run(services, ready=None):
     """Start ``services``, block until SIGTERM or SIGINT, then stop them.
+    SIGHUP reloads the config files: options marked mutable (logging's
+    ``debug`` and log levels among them) take their new values, the others
+    are logged as needing a restart.
 
     ``ready`` (a callable) runs once every service has been started.
     """
@@ -219,8 +224,13 @@ def run(services, ready=None):
         LOG.info('Received %s; stopping', signal.Signals(signum).name)
         stop.set()
 
+    def _reload(signum, frame):
+        LOG.info('Received SIGHUP; reloading the configuration files')
+        CONF.mutate_config_files()
+
     previous = {sig: signal.signal(sig, _handler)
                 for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, _reload)
     try:
         for service in services:
             service.start()

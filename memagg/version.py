@@ -14,3 +14,20 @@
 import pbr.version
 
 version_info = pbr.version.VersionInfo('memagg')
+
+
+# What a Guru Meditation Report's "Package" section shows (oslo.reports
+# asks the object it is given for these three).
+def vendor_string():
+    """The vendor of this build."""
+    return 'OpenStack Foundation'
+
+
+def product_string():
+    """The product's name."""
+    return 'memagg'
+
+
+def version_string_with_package():
+    """The installed version."""
+    return version_info.version_string()

@@ -41,6 +41,7 @@ from oslo_log import log as logging
 from memagg.api import app as api_app
 from memagg.api import server as api_server
 from memagg.cmd import swapd as swapd_cmd
+from memagg.common import guru
 from memagg.common import rpc
 from memagg.compute import manager as compute_manager
 from memagg.compute import rpcapi as compute_rpcapi
@@ -200,6 +201,7 @@ def _configure(argv):
     except cfg.Error as exc:
         sys.exit('memagg-aio: error: %s' % exc)
     logging.setup(CONF, 'memagg')
+    guru.enable(CONF, 'memagg-aio')
     state_dir = os.path.abspath(CONF.state_dir or default_state_dir())
     try:
         os.makedirs(state_dir, exist_ok=True)

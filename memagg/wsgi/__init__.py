@@ -23,6 +23,8 @@ import os
 
 from oslo_log import log as logging
 
+from memagg.common import guru
+
 CONFIG_FILES_ENV = 'MEMAGG_CONFIG_FILES'
 CONFIG_DIRS_ENV = 'MEMAGG_CONFIG_DIRS'
 
@@ -34,9 +36,10 @@ def _paths(variable):
 
 def configure(conf):
     """Parse ``conf`` from the config files the environment names (see
-    above) and set up logging."""
+    above), set up logging and arm the Guru Meditation Report."""
     logging.register_options(conf)
     conf([], project='memagg',
          default_config_files=_paths(CONFIG_FILES_ENV),
          default_config_dirs=_paths(CONFIG_DIRS_ENV))
     logging.setup(conf, 'memagg')
+    guru.enable(conf, 'memagg-api', on_signal=False)

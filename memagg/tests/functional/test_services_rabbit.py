@@ -13,6 +13,7 @@
 """memagg-scheduler and memagg-compute as real processes on RabbitMQ and
 MariaDB: a compute report reaches the DB; a call to a host with no
 memagg-compute fails with RPCTimeout, not a hang."""
+import signal
 import time
 import uuid
 
@@ -134,3 +135,34 @@ def _try(func, *args):
         return func(*args, timeout=1)
     except exceptions.RPCTimeout:
         return None
+
+
+def test_guru_meditation_report_and_reload_on_sighup(plane, tmp_path):
+    """SIGUSR2: each service writes a Guru Meditation Report to its log;
+    SIGHUP: memagg-compute reloads its config file, and ``debug``, a
+    mutable option, takes effect without a restart."""
+    _host, procs = plane
+    for proc in procs:
+        # Before its handler is set, SIGUSR2 would end the process.
+        polling.wait_for(
+            lambda: service_procs.alive(procs)
+            and 'connected to the message bus' in proc.log(), 60,
+            message='%s serving' % proc.name)
+        proc.proc.send_signal(signal.SIGUSR2)
+    for proc in procs:
+        polling.wait_for(
+            lambda: service_procs.alive(procs)
+            and 'Guru Meditation' in proc.log()
+            and 'product = memagg' in proc.log()
+            and 'Threads' in proc.log(), 30,
+            message='a Guru Meditation Report from %s' % proc.name)
+
+    compute = next(p for p in procs if p.name == 'memagg-compute')
+    assert ' DEBUG ' not in compute.log()
+    with open(tmp_path / 'memagg.conf', 'a') as f:
+        f.write('[DEFAULT]\ndebug = True\n')
+    compute.proc.send_signal(signal.SIGHUP)
+    polling.wait_for(lambda: service_procs.alive(procs)
+                     and ' DEBUG ' in compute.log(), 30,
+                     message='DEBUG lines once debug was reloaded')
+    assert 'reloading the configuration files' in compute.log()
