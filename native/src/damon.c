@@ -30,7 +30,10 @@
  * has armed, or at ms_damon_commit(), so the members' windows are aligned.
  * The first collect() of a window asks the kdamond for the regions its
  * scheme matched (update_schemes_tried_regions) and marks them for every
- * member at once; the others' collect() only read their marks.  A member
+ * member at once; the others' collect() only read their marks.  A kdamond
+ * watching one member only answers with the count of its accessed pages
+ * (update_schemes_tried_bytes), and the regions are asked for only if
+ * some of that member's pages moved.  A member
  * armed but not collected when the kdamond restarts (a VM skipped for a
  * period) has the answer so far kept, and its window goes on: none is lost.
  * damon_vaddr samplers each have a kdamond of their own (a slot).
@@ -82,8 +85,8 @@ struct slot {
     uint64_t sample_us;
     pid_t target;
     int *fds;                   /* open start/end files of the regions */
-    uint64_t *vals;             /* what each of them holds (with fds) */
     unsigned int nr_fds;
+    uint64_t *vals;             /* what each of those files holds */
     int kdamond_pid;
 };
 
@@ -496,20 +499,23 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
         }
         s->nr_regions = n;
     }
-    if (!s->fds && fd_budget_left(n * 2)) {
-        s->fds = malloc(sizeof(*s->fds) * n * 2);
+    /*
+     * What the files hold is known even beyond the descriptors the process
+     * may keep open (tens of thousands of regions on a host sampling many
+     * VMs): a file that holds its value already is not opened at all.
+     */
+    if (!s->vals) {
         s->vals = malloc(sizeof(*s->vals) * n * 2);
-        if (s->fds && s->vals) {
-            for (k = 0; k < n * 2; k++) {
-                s->fds[k] = -1;
-            }
-            s->nr_fds = n * 2;
-        } else {
-            free(s->fds);
-            free(s->vals);
-            s->fds = NULL;
-            s->vals = NULL;
+        for (k = 0; s->vals && k < n * 2; k++) {
+            s->vals[k] = UINT64_MAX;
         }
+    }
+    if (s->vals && !s->fds && fd_budget_left(n * 2)) {
+        s->fds = malloc(sizeof(*s->fds) * n * 2);
+        for (k = 0; s->fds && k < n * 2; k++) {
+            s->fds[k] = -1;
+        }
+        s->nr_fds = s->fds ? n * 2 : 0;
     }
     slot_path(p, sizeof(p), i, "contexts/0/targets/0/regions");
     dirfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -524,7 +530,7 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
         int len;
 
         /* A kept sample: the file already holds it. */
-        if (fd >= 0 && s->vals[k] == v) {
+        if (s->vals && s->vals[k] == v) {
             continue;
         }
         len = snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
@@ -538,9 +544,11 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
             ms_err(err, errlen, "cannot set DAMON region %u of %s: %s",
                    k / 2, p, strerror(errno));
         }
+        if (s->vals) {
+            s->vals[k] = ret ? UINT64_MAX : v;
+        }
         if (s->fds && fd >= 0) {
             s->fds[k] = fd;
-            s->vals[k] = ret ? UINT64_MAX : v;
         } else if (fd >= 0) {
             close(fd);
         }
@@ -684,16 +692,18 @@ static int is_region_dir(const char *name)
 /*
  * Call fn(start, end, arg) for each region the scheme of slot i tried,
  * which its access pattern limits to regions with at least one access.
- * Their directories are numbered with gaps: list them.
+ * Their directories are numbered with gaps: list them.  Each sysfs file
+ * read costs about 7 us here: when total_bytes says that every region is
+ * one page (DAMON's smallest), only their starts are read.
  */
 static int for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
                           void *arg, char *err, size_t errlen)
 {
     char p[512], rel[32];
-    uint64_t start, end;
+    uint64_t start, end, total = 0, nr = 0;
     struct dirent *de;
     DIR *dir;
-    int ret = 0;
+    int ret = 0, one_page;
 
     slot_path(p, sizeof(p), i, "contexts/0/schemes/0/tried_regions");
     dir = opendir(p);
@@ -702,13 +712,20 @@ static int for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
         ms_err(err, errlen, "cannot open %s: %s", p, strerror(errno));
         return ret;
     }
+    while ((de = readdir(dir))) {
+        nr += is_region_dir(de->d_name);
+    }
+    rewinddir(dir);
+    one_page = read_u64_at(dirfd(dir), "total_bytes", &total) == 0 &&
+               total == nr * MS_PAGE_SIZE;
     while (!ret && (de = readdir(dir))) {
         if (!is_region_dir(de->d_name)) {
             continue;
         }
         snprintf(rel, sizeof(rel), "%.15s/start", de->d_name);
         ret = read_u64_at(dirfd(dir), rel, &start);
-        if (ret == 0) {
+        end = start + MS_PAGE_SIZE;
+        if (ret == 0 && !one_page) {
             snprintf(rel, sizeof(rel), "%.15s/end", de->d_name);
             ret = read_u64_at(dirfd(dir), rel, &end);
         }
@@ -834,22 +851,55 @@ static void host_mark(uint64_t start, uint64_t end, void *arg)
     }
 }
 
+/* The one member whose pages the running kdamond watches, or NULL. */
+static struct ms_damon_member *host_sole_member(void)
+{
+    struct ms_damon_member *m, *sole = NULL;
+
+    for (m = host.members; m; m = m->next) {
+        if (m->watched) {
+            if (sole) {
+                return NULL;
+            }
+            sole = m;
+        }
+    }
+    return sole;
+}
+
+static void mark_member_region(uint64_t start, uint64_t end, void *arg)
+{
+    struct ms_damon_member *m = arg;
+
+    ms_mark_range(m->starts, m->n, start, end, m->hit);
+}
+
 /*
  * The running kdamond's answer, marked for every member watching and not
  * answered yet; each takes a share of the kdamond's CPU time so far (a new
- * thread each start) in proportion to its pages.
+ * thread each start) in proportion to its pages.  With bytes_ok and a
+ * kdamond watching one member's pages only, the answer is their count
+ * (tried_bytes: no region directory for the kdamond to create, none to
+ * read, which cost about 5 us per accessed page), its pages unmarked.
  */
-static int host_answer(char *err, size_t errlen)
+static int host_answer(int bytes_ok, char *err, size_t errlen)
 {
-    struct ms_damon_member *m;
+    struct ms_damon_member *m, *sole = NULL;
+    uint64_t bytes = 0;
     double cpu_s = 0;
     char p[512];
     int ret = 0;
 
     if (host_running()) {
+        sole = bytes_ok ? host_sole_member() : NULL;
         slot_path(p, sizeof(p), host.slot, "state");
-        ret = kwrite(p, "update_schemes_tried_regions", err, errlen);
-        if (ret == 0) {
+        ret = kwrite(p, sole ? "update_schemes_tried_bytes"
+                             : "update_schemes_tried_regions", err, errlen);
+        if (ret == 0 && sole) {
+            slot_path(p, sizeof(p), host.slot,
+                      "contexts/0/schemes/0/tried_regions/total_bytes");
+            ret = ms_read_u64_file(p, &bytes, err, errlen);
+        } else if (ret == 0) {
             ret = for_each_tried(host.slot, host_mark, NULL, err, errlen);
         }
         if (ret) {
@@ -860,6 +910,8 @@ static int host_answer(char *err, size_t errlen)
     for (m = host.members; m; m = m->next) {
         if (m->watched && !m->answered) {
             m->answered = 1;
+            m->marked = m != sole;
+            m->accessed_pages = m == sole ? bytes / MS_PAGE_SIZE : 0;
             m->kdamond_pid = host_running()
                              ? pool.slot[host.slot].kdamond_pid : 0;
             if (host.watched_n) {
@@ -948,7 +1000,7 @@ static int host_commit(char *err, size_t errlen)
     }
     /* Asking waits for the kdamond's next check: only when one needs it. */
     if (skipped && host_running()) {
-        ret = host_answer(why, sizeof(why));
+        ret = host_answer(0, why, sizeof(why));
         for (m = host.members; m; m = m->next) {
             if (ret && m->armed && !m->pending && !m->answered) {
                 m->error = ret;
@@ -1022,7 +1074,8 @@ int ms_damon_join(struct ms_damon_member *m, char *err, size_t errlen)
     }
     if (ret == 0) {
         m->armed = m->pending = m->watched = m->error = 0;
-        m->answered = 1;
+        m->answered = m->marked = 1;
+        m->accessed_pages = 0;
         m->n = 0;
         m->next = host.members;
         host.members = m;
@@ -1123,14 +1176,40 @@ int ms_damon_member_collect(struct ms_damon_member *m,
                "sampler's pages");
         ret = -EINVAL;
     } else if (!m->answered) {
-        ret = host_answer(err, errlen);
+        ret = host_answer(1, err, errlen);
     }
     if (ret == 0) {
-        res->accessed_bytes = 0;
+        res->marked = m->marked;
+        res->accessed_bytes = m->accessed_pages * MS_PAGE_SIZE;
         res->kdamond_cpu_s = m->cpu_s;
         res->kdamond_pid = m->kdamond_pid;
     }
     m->armed = 0;
+    pthread_mutex_unlock(&pool.lock);
+    return ret;
+}
+
+int ms_damon_member_mark(struct ms_damon_member *m, char *err,
+                         size_t errlen)
+{
+    char p[512];
+    int ret;
+
+    pthread_mutex_lock(&pool.lock);
+    if (!m->watched || !host_running()) {
+        ms_err(err, errlen, "the host's kdamond is not watching this "
+               "sampler's pages");
+        ret = -EINVAL;
+    } else {
+        slot_path(p, sizeof(p), host.slot, "state");
+        ret = kwrite(p, "update_schemes_tried_regions", err, errlen);
+        if (ret == 0) {
+            memset(m->hit, 0, m->n);
+            ret = for_each_tried(host.slot, mark_member_region, m, err,
+                                 errlen);
+        }
+        m->marked = ret == 0;
+    }
     pthread_mutex_unlock(&pool.lock);
     return ret;
 }

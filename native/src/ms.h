@@ -96,7 +96,9 @@ int ms_idle_read_accessed(int fd, const uint64_t *pfns, unsigned int n,
 
 /* ---- damon.c: the DAMON sysfs slots shared by all samplers ---- */
 struct ms_damon_result {
+    /* damon_paddr: unless marked, the member's accessed pages' bytes */
     uint64_t accessed_bytes;
+    int marked;                 /* damon_paddr: the member's hit is marked */
     double kdamond_cpu_s;
     int kdamond_pid;
 };
@@ -132,7 +134,9 @@ struct ms_damon_member {
     int armed;                  /* its pages belong in the kdamond */
     int pending;                /* armed since the kdamond last restarted */
     int watched;                /* its pages are in the running kdamond */
-    int answered;               /* hit holds the running kdamond's answer */
+    int answered;               /* it has the running kdamond's answer: */
+    int marked;                 /* in hit, page by page, */
+    uint64_t accessed_pages;    /* or else as a count (the sole member) */
     int error;                  /* its window was lost: errmsg says why */
     char errmsg[MS_ERRLEN];
     double cpu_s;               /* its share of the kdamond's CPU time */
@@ -146,10 +150,17 @@ void ms_damon_arm(struct ms_damon_member *m, const uint64_t *starts,
 void ms_damon_disarm(struct ms_damon_member *m);
 /* Restart the kdamond now for the members armed since its last restart. */
 int ms_damon_commit(char *err, size_t errlen);
-/* End the member's window: hit marks its accessed pages. */
+/*
+ * End the member's window: hit marks its accessed pages, or (res->marked
+ * 0: the kdamond watched this member alone) res->accessed_bytes counts
+ * them.
+ */
 int ms_damon_member_collect(struct ms_damon_member *m,
                             struct ms_damon_result *res, char *err,
                             size_t errlen);
+/* After a collect() answered with a count: mark hit from the kdamond. */
+int ms_damon_member_mark(struct ms_damon_member *m, char *err,
+                         size_t errlen);
 
 /* ---- sampler.c ---- */
 struct ms_result {

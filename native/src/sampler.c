@@ -980,9 +980,17 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
     if (ret == 0) {
         ret = recheck_quick(s, err, errlen);
     }
+    /* A count cannot leave the moved pages out: their marks can. */
+    if (ret == 0 && (s->nr_moved || s->nr_vanished) && !dr->marked) {
+        ret = ms_damon_member_mark(&s->member, err, errlen);
+    }
     if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
-        for (i = 0; i < s->nr_keys; i++) {
-            hits += s->hit[i];
+        if (dr->marked) {
+            for (i = 0; i < s->nr_keys; i++) {
+                hits += s->hit[i];
+            }
+        } else {
+            hits = (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE);
         }
         *accessed = scale_to_samples(s, hits);
     } else if (ret == 0) {

@@ -22,12 +22,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -717,6 +719,8 @@ static void test_most_pages_moved(void)
     ms_sampler_close(s);
 }
 
+#define TRIED "damon/kdamonds/0/contexts/0/schemes/0/tried_regions"
+
 /*
  * DAMON's answer: tried region k is [first, last + 1) in PFNs.  The kernel
  * numbers them with gaps (0, 2, 4 here on 6.18).
@@ -752,20 +756,24 @@ static void test_damon_paddr_moves(void)
     /*
      * The kernel's answer: one region for pages 0-15, one for the KSM
      * page, and the busy pages now at the old PFNs of pages 20 and 21.
-     * total_bytes disagrees on purpose: the host's kdamond serves several
-     * samplers, so only the regions tell whose pages were accessed.
      */
     damon_tried(0, fake_pfn(0), fake_pfn(15));
     damon_tried(2, fake_pfn(20), fake_pfn(21));
     damon_tried(4, fake_pfn(45), fake_pfn(45));
-    damon_total_pages(23);
+    damon_total_pages(19);
 
-    /* Nothing moved: the 19 pages, spread over the samples (x 48 / 46). */
+    /*
+     * Nothing moved: the 19 pages, spread over the samples (x 48 / 46).
+     * The kdamond watches this sampler alone: total_bytes is the answer,
+     * no region is read (this one could not be).
+     */
+    fake_put("x\n", "%s/0/start", TRIED);
     CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
     CHECK(r.moved == 0 && r.sampled == FAKE_PAGES);
     CHECK(r.accessed == 20);
     CHECK(r.kdamond_cpu_s >= 0);
+    damon_tried(0, fake_pfn(0), fake_pfn(15));
 
     /* Pages moved: the regions, counted for the samples that stayed. */
     CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
@@ -782,6 +790,24 @@ static void test_damon_paddr_moves(void)
     CHECK(strstr(err, "tried region 2") != NULL);
     fake_pagemap();
     damon_tried(2, fake_pfn(20), fake_pfn(21));
+
+    /*
+     * Regions of one page each, as the kernel leaves them within an
+     * aggregation interval, and total_bytes says so: their ends are not
+     * read.  Pages 1, 2 and the KSM page (three samples) count.
+     */
+    damon_tried(0, fake_pfn(1), fake_pfn(1));
+    damon_tried(2, fake_pfn(2), fake_pfn(2));
+    damon_total_pages(3);
+    fake_put("x\n", "%s/2/end", TRIED);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    churn();
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.moved == 2 && r.accessed == 5);
+    fake_pagemap();
+    damon_tried(0, fake_pfn(0), fake_pfn(15));
+    damon_tried(2, fake_pfn(20), fake_pfn(21));
+    damon_total_pages(19);
 
     /* More than half moved: no window, whatever DAMON says. */
     CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
@@ -861,6 +887,53 @@ static void test_damon_kept_sample(void)
     fake_pagemap();
 }
 
+static unsigned int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    unsigned int nr = 0;
+
+    while (d && readdir(d)) {
+        nr++;
+    }
+    if (d) {
+        closedir(d);
+    }
+    return nr;
+}
+
+/*
+ * More regions than the descriptors the process may keep open (a host
+ * sampling many VMs): their files are opened for each write, and a kept
+ * sample still writes none, since what each holds is remembered.
+ */
+static void test_damon_kept_sample_few_fds(void)
+{
+    struct ms_sampler *s;
+    struct ms_result r;
+    struct rlimit was, few;
+    char err[MS_ERRLEN] = "";
+
+    s = fake_sampler(MS_DAMON_PADDR);
+    if (!s) {
+        return;
+    }
+    CHECK(getrlimit(RLIMIT_NOFILE, &was) == 0);
+    few = was;
+    few.rlim_cur = 100;         /* room for 50 region files, not 92 */
+    CHECK(setrlimit(RLIMIT_NOFILE, &few) == 0);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(open_fds() < 50);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64(REGION0_START) == fake_pfn(0) * MS_PAGE_SIZE);
+    fake_put("7\n", REGION0_START);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64(REGION0_START) == 7);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.sampled == FAKE_PAGES);
+    ms_sampler_close(s);
+    CHECK(setrlimit(RLIMIT_NOFILE, &was) == 0);
+}
+
 /* The last word written to kdamond 0's state (over the longer ones). */
 static int fake_state_is(const char *want)
 {
@@ -879,7 +952,6 @@ static int fake_state_is(const char *want)
 }
 
 #define HOST_FIRST 2000ULL
-#define TRIED "damon/kdamonds/0/contexts/0/schemes/0/tried_regions"
 
 /*
  * Two damon_paddr samplers share the host's one kdamond (slot 0): it
@@ -970,6 +1042,8 @@ static void test_damon_host_shared(void)
              "regions/60/start", fake_root);
     CHECK(unlink(path) == 0);
     CHECK(ms_sampler_set_n(b, 62, err, sizeof(err)) == 0);
+    /* b alone: its accessed pages counted by total_bytes. */
+    damon_total_pages(5);
     CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
     CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == -ENOENT);
     CHECK(strstr(err, "region 60") != NULL);
@@ -1104,6 +1178,7 @@ int main(void)
     test_most_pages_moved();
     test_damon_paddr_moves();
     test_damon_kept_sample();
+    test_damon_kept_sample_few_fds();
     test_damon_host_shared();
     test_quick_recheck();
     test_split_and_zero_page();
