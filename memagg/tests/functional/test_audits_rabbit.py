@@ -27,6 +27,7 @@ import requests
 from memagg.db import listings as db_listings
 from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
+from memagg.tests import concurrency
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 from memagg.tests.unit.db import rows
@@ -128,10 +129,19 @@ def test_an_audit_asked_for_is_planned_and_shown(plane, admin_context):
     assert audit['parameters']['overload_cpu'] == 'threshold'
 
     # Executed without Nova: each migration fails with the driver's
-    # message, the power-off is skipped, the audit fails.
-    executed = requests.post('%s/v1/audits/%s/execute' % (url, audit['uuid']),
-                             headers=LATEST, timeout=30)
-    assert executed.status_code == 202, executed.text
+    # message, the power-off is skipped, the audit fails. Of requests at
+    # once, one only is accepted.
+    answers = concurrency.at_once(lambda: requests.post(
+        '%s/v1/audits/%s/execute' % (url, audit['uuid']), headers=LATEST,
+        timeout=30))
+    assert sorted(a.status_code for a in answers) == [202] + [409] * (
+        len(answers) - 1), [a.text for a in answers]
+    for answer in answers:
+        if answer.status_code == 202:
+            assert answer.json()['audit']['state'] == 'executing'
+        else:
+            assert 'only a recommended audit can be executed' in \
+                answer.json()['errors'][0]['detail']
     done = polling.wait_for(
         lambda: service_procs.alive(procs) and _audit(
             url, audit['uuid'], ('succeeded', 'failed')),

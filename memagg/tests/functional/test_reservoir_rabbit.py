@@ -25,7 +25,6 @@ free_slabs, attach_grant, reclaim_slabs) and check every argument they get
 memagg-compute and memagg-swapd serve these calls in
 memagg/tests/functional/test_remote_swap_guest.py.
 """
-import concurrent.futures
 import re
 import threading
 import time
@@ -41,6 +40,7 @@ from memagg.common import rpc
 from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
 from memagg.db import reports as db_reports
+from memagg.tests import concurrency
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
@@ -48,8 +48,6 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
 V13 = {'OpenStack-API-Version': 'memory-aggregation 1.3'}
 V19 = {'OpenStack-API-Version': 'memory-aggregation 1.9'}
-#: Requests fired at once at one route.
-CALLERS = 8
 VM_1, VM_2, VM_3 = ('%08d-0000-4000-8000-000000000000' % n
                     for n in range(1, 4))
 GRANT_KEYS = {'uuid', 'instance_uuid', 'consumer_host', 'requested_mb',
@@ -328,19 +326,6 @@ def test_a_killed_scheduler_cleans_up_its_pending_grant(hosts,
     assert outcome['response'].status_code == 503
 
 
-def _at_once(func):
-    """``func()`` from CALLERS threads released together; their results in
-    no particular order."""
-    start = threading.Barrier(CALLERS)
-
-    def call():
-        start.wait(30)
-        return func()
-    with concurrent.futures.ThreadPoolExecutor(CALLERS) as pool:
-        futures = [pool.submit(call) for _ in range(CALLERS)]
-        return [f.result(120) for f in futures]
-
-
 def _calls(stand_in, method, grant_uuid):
     return [c[2] for c in list(stand_in.calls)
             if c[0] == method and c[1] == grant_uuid]
@@ -367,10 +352,10 @@ def test_concurrent_deletes_release_a_grant_once(hosts, admin_context):
     donors = {s['donor_host'] for s in grant['slabs']}
     path = '%s/v1/grants/%s' % (url, grant['uuid'])
 
-    answers = _at_once(lambda: requests.delete(path, headers=V19,
-                                               timeout=60))
+    answers = concurrency.at_once(lambda: requests.delete(
+        path, headers=V19, timeout=60))
 
-    assert [a.status_code for a in answers] == [202] * CALLERS, [
+    assert [a.status_code for a in answers] == [202] * len(answers), [
         a.text for a in answers]
     # The winner and those after it see it releasing, any late one
     # released: never active again, never released twice.
@@ -396,10 +381,10 @@ def test_concurrent_reclaims_take_each_slab_once(hosts, admin_context):
     lent = [s['index'] for s in grant['slabs'] if s['donor_host'] == donor]
     path = '%s/v1/hosts/%s/reclaim' % (url, donor)
 
-    answers = _at_once(lambda: requests.post(
+    answers = concurrency.at_once(lambda: requests.post(
         path, headers=V19, timeout=60, json={'size_mb': 64 * len(lent)}))
 
-    assert [a.status_code for a in answers] == [200] * CALLERS, [
+    assert [a.status_code for a in answers] == [200] * len(answers), [
         a.text for a in answers]
     taken = sorted(s['index'] for a in answers for s in a.json()['slabs'])
     assert taken == sorted(lent)

@@ -13,8 +13,6 @@
 """State changes as compare-and-sets, on SQLite, MariaDB and PostgreSQL:
 of concurrent callers one only moves a grant or an audit on, or takes a
 slab for a reclaim, so the work that follows is done once."""
-import concurrent.futures
-import threading
 import uuid
 
 import pytest
@@ -24,9 +22,8 @@ from memagg.db import audits as db_audits
 from memagg.db import grants as db_grants
 from memagg.db import migrations as db_migrations
 from memagg.db.sqlalchemy import models
+from memagg.tests import concurrency
 from memagg.tests.unit.db import rows
-
-CALLERS = 8
 
 
 @pytest.fixture
@@ -44,27 +41,14 @@ def grants(any_db):
     return uuids
 
 
-def _at_once(func):
-    """``func()`` called from CALLERS threads released together; their
-    results."""
-    start = threading.Barrier(CALLERS)
-
-    def call():
-        start.wait(10)
-        return func()
-    with concurrent.futures.ThreadPoolExecutor(CALLERS) as pool:
-        futures = [pool.submit(call) for _ in range(CALLERS)]
-        return [f.result(60) for f in futures]
-
-
 def test_of_concurrent_compare_and_sets_one_wins(grants, admin_context):
     older, _newer = grants
 
-    results = _at_once(lambda: db_grants.grant_compare_and_set(
+    results = concurrency.at_once(lambda: db_grants.grant_compare_and_set(
         admin_context, older, 'active', 'releasing'))
 
     assert sorted(won for won, _grant in results) == \
-        [False] * (CALLERS - 1) + [True]
+        [False] * (concurrency.CALLERS - 1) + [True]
     # Each caller sees the grant as it is after its statement.
     assert {grant.status for _won, grant in results} == {'releasing'}
     assert db_grants.grant_get(admin_context, older).status == 'releasing'
@@ -86,7 +70,7 @@ def test_a_compare_and_set_from_another_state_changes_nothing(
 def test_concurrent_reclaims_take_each_slab_once(grants, admin_context):
     older, newer = grants
 
-    results = _at_once(lambda: db_grants.slabs_take_for_reclaim(
+    results = concurrency.at_once(lambda: db_grants.slabs_take_for_reclaim(
         admin_context, 'host-2', 512))
 
     taken = [(grant, i) for by_grant, _mb in results
@@ -143,11 +127,11 @@ def test_of_concurrent_audit_executions_one_wins(any_db, admin_context):
     audit = str(uuid.uuid4())
     rows.insert(models.Audit, dict(uuid=audit, state='recommended'))
 
-    results = _at_once(lambda: db_audits.audit_compare_and_set(
+    results = concurrency.at_once(lambda: db_audits.audit_compare_and_set(
         admin_context, audit, 'recommended', 'executing'))
 
-    assert sorted(results) == [(False, 'executing')] * (CALLERS - 1) + [
-        (True, 'executing')]
+    assert sorted(results) == [(False, 'executing')] * (
+        concurrency.CALLERS - 1) + [(True, 'executing')]
     assert db_audits.audit_get(admin_context, audit).state == 'executing'
     with pytest.raises(exceptions.NotFound):
         db_audits.audit_compare_and_set(admin_context, str(uuid.uuid4()),
@@ -167,7 +151,7 @@ def test_of_concurrent_migration_requests_one_is_queued(any_db,
                 admin_context, vm, 'host-1', 'host-2', 'requested')[1].uuid
         except exceptions.Conflict as exc:
             return exc.message
-    results = _at_once(request)
+    results = concurrency.at_once(request)
 
     queued = [r for r in results if 'already has migration' not in r]
     assert len(queued) == 1, results
