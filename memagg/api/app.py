@@ -34,6 +34,7 @@ from memagg.api import middleware
 from memagg.api import policy
 from memagg.api import validation
 from memagg.common import context as memagg_context
+from memagg.common import rpc
 
 
 def set_api_defaults(conf):
@@ -97,6 +98,9 @@ def _flask_app(conf):
 
     @app.before_request
     def negotiate():
+        # Built in the worker, after uWSGI forked it: the API's state
+        # changes are notified from its first request on.
+        rpc.init(conf, binary='memagg-api')
         environ = flask.request.environ
         environ[middleware.HANDLED_KEY] = True
         flask.g.version = microversion.parse_header(

@@ -17,7 +17,15 @@ Every process calls :func:`init` once after parsing its configuration. The
 transport comes from ``[DEFAULT] transport_url`` (``rabbit://...`` in
 production, ``fake://`` for in-process messaging in memagg-aio and tests).
 Servers use the ``threading`` executor: memagg runs no eventlet.
+
+The notifier of memagg's versioned notifications (memagg.notifications) is
+built here too, on a transport of its own: ``[oslo_messaging_notifications]
+transport_url`` or, when unset, the RPC one.
 """
+import os
+import sys
+import threading
+
 from kombu import exceptions as kombu_exc
 import oslo_messaging as messaging
 
@@ -29,28 +37,67 @@ from memagg.objects import base as objects_base
 
 TRANSPORT = None
 _URL = None
+NOTIFIER = None
+# memagg-api's request threads may each be the first to need the bus.
+_INIT_LOCK = threading.Lock()
 
 
-def init(conf=CONF, url=None):
-    """Build the process's transport; idempotent.
+def _binary():
+    # The console scripts are memagg-<service>; under uwsgi or a test
+    # runner the program says nothing about the service.
+    name = os.path.basename(sys.argv[0])
+    return name if name.startswith('memagg-') else 'memagg'
+
+
+def init(conf=CONF, url=None, binary=None):
+    """Build the process's transport and notifier; idempotent.
 
     ``url`` overrides ``[DEFAULT] transport_url`` (memagg-aio passes
-    ``fake://``).
+    ``fake://``). ``binary`` (memagg-api, ...; by default the program's
+    name when it is a memagg-* one) and ``[DEFAULT] host`` make the
+    notifications' publisher_id, ``<binary>:<host>``.
     """
-    global TRANSPORT, _URL
     if TRANSPORT is None:
-        objects.register_all()
-        TRANSPORT = messaging.get_rpc_transport(conf, url=url)
-        _URL = messaging.TransportURL.parse(conf, url or conf.transport_url)
+        with _INIT_LOCK:
+            if TRANSPORT is None:
+                _init(conf, url, binary)
     return TRANSPORT
 
 
+def _init(conf, url, binary):
+    global TRANSPORT, _URL, NOTIFIER
+    objects.register_all()
+    transport = messaging.get_rpc_transport(conf, url=url)
+    _URL = messaging.TransportURL.parse(conf, url or conf.transport_url)
+    notifications = messaging.get_notification_transport(conf, url=url)
+    # oslo.messaging sends nowhere by default (driver unset or noop): no
+    # notifier then, so no payload is even built.
+    if set(conf.oslo_messaging_notifications.driver) - {'noop'}:
+        NOTIFIER = messaging.Notifier(
+            notifications,
+            publisher_id='%s:%s' % (binary or _binary(), conf.host),
+            serializer=RequestContextSerializer())
+    else:
+        notifications.cleanup()
+    # Last: a thread that sees the transport set finds the rest ready.
+    TRANSPORT = transport
+
+
 def cleanup():
-    """Close the transport (its connections); :func:`init` may run again."""
-    global TRANSPORT, _URL
+    """Close the transports (their connections); :func:`init` may run
+    again."""
+    global TRANSPORT, _URL, NOTIFIER
     if TRANSPORT is not None:
         TRANSPORT.cleanup()
-        TRANSPORT = _URL = None
+        if NOTIFIER is not None:
+            NOTIFIER.transport.cleanup()
+        TRANSPORT = _URL = NOTIFIER = None
+
+
+def get_notifier():
+    """The process's notifier; None before :func:`init` or when no
+    notification driver is configured (then nothing is sent)."""
+    return NOTIFIER
 
 
 def get_transport():

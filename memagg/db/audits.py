@@ -23,6 +23,7 @@ from memagg.common import exceptions
 from memagg.conf import CONF
 from memagg.db import facade
 from memagg.db.sqlalchemy import models
+from memagg.notifications import audit as audit_notifications
 
 
 #: The states of an audit still being worked on; any other state is an
@@ -53,7 +54,8 @@ def audit_create(context, values):
         row = models.Audit(**values)
         session.add(row)
         session.flush()
-        return row
+    audit_notifications.audit_changed(context, row, None)
+    return row
 
 
 def _audit_for_update(session, uuid, expected):
@@ -83,8 +85,11 @@ def audit_set_state(context, uuid, state, reason=None, expected=None):
     one of them. Returns the audit."""
     with facade.writer().using(context) as session:
         row = _audit_for_update(session, uuid, expected)
+        previous = row.state
         _set_audit_state(row, state, reason)
-        return row
+        session.flush()
+    audit_notifications.audit_changed(context, row, previous)
+    return row
 
 
 @facade.retry_on_race
@@ -101,11 +106,13 @@ def audit_compare_and_set(context, uuid, expected, state):
                 models.Audit.state == expected).values(
                 state=state, updated_at=timeutils.utcnow())
             .execution_options(synchronize_session=False)).rowcount == 1
-        now = session.query(models.Audit.state).filter_by(
-            uuid=uuid).scalar()
-        if now is None:
+        row = session.query(models.Audit).filter_by(
+            uuid=uuid).populate_existing().first()
+        if row is None:
             raise exceptions.NotFound(resource='Audit', id=uuid)
-        return won, now
+    if won:
+        audit_notifications.audit_changed(context, row, expected)
+    return won, row.state
 
 
 @facade.retry_on_race
@@ -121,6 +128,7 @@ def audit_store_plan(context, uuid, actions, unplaced=None,
         facade.check_columns(models.AuditAction, values, 'actions')
     with facade.writer().using(context) as session:
         row = _audit_for_update(session, uuid, expected)
+        previous = row.state
         row.actions = []
         session.flush()
         row.actions = [models.AuditAction(**dict(values, sequence=i))
@@ -128,7 +136,8 @@ def audit_store_plan(context, uuid, actions, unplaced=None,
         row.unplaced = unplaced
         _set_audit_state(row, state, reason)
         session.flush()
-        return row
+    audit_notifications.audit_changed(context, row, previous)
+    return row
 
 
 def audits_in_state(context, states):
@@ -161,9 +170,12 @@ def audit_action_set_state(context, action_id, state, note=None):
     transaction. Returns the action."""
     with facade.writer().using(context) as session:
         row = action_for_update(session, action_id)
-        row.state = state
+        previous, row.state = row.state, state
         note_on_audit(session, row, note)
-        return row
+        audit_uuid = row.audit.uuid
+        session.flush()
+    audit_notifications.action_changed(context, row, previous, audit_uuid)
+    return row
 
 
 # Audits deleted per statement: bounded IN lists.

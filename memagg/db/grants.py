@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from memagg.common import exceptions
 from memagg.db import facade
 from memagg.db.sqlalchemy import models
+from memagg.notifications import grant as grant_notifications
 
 
 #: Slab states that hold memory on the donor (reclaiming: a reclaim took
@@ -114,7 +115,8 @@ def grant_reserve(context, values, reported_since, plan):
                                  values['slab_size_mb'])
         session.add(grant)
         session.flush()
-        return grant
+    grant_notifications.grant_changed(context, grant, None)
+    return grant
 
 
 @facade.retry_on_race
@@ -187,7 +189,7 @@ def grant_set_status(context, grant_uuid, status, slab_status,
         if expected is not None and grant.status not in expected:
             raise exceptions.Conflict(reason='grant %s is %s, not %s' % (
                 grant_uuid, grant.status, ' or '.join(expected)))
-        grant.status = status
+        previous, grant.status = grant.status, status
         if reason is not None:
             grant.reason = reason
         for slab in grant.slabs:
@@ -195,7 +197,8 @@ def grant_set_status(context, grant_uuid, status, slab_status,
                 slab.status = ('releasing' if slab.donor_host in unfreed
                                else slab_status)
         session.flush()
-        return grant
+    grant_notifications.grant_changed(context, grant, previous)
+    return grant
 
 
 @facade.retry_on_race
@@ -215,7 +218,9 @@ def grant_compare_and_set(context, grant_uuid, expected, status):
             uuid=grant_uuid).populate_existing().first()
         if grant is None:
             raise exceptions.NotFound(resource='Grant', id=grant_uuid)
-        return won, grant
+    if won:
+        grant_notifications.grant_changed(context, grant, expected)
+    return won, grant
 
 
 @facade.retry_on_race

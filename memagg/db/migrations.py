@@ -21,6 +21,8 @@ from memagg.common import exceptions
 from memagg.db import audits
 from memagg.db import facade
 from memagg.db.sqlalchemy import models
+from memagg.notifications import audit as audit_notifications
+from memagg.notifications import migration as migration_notifications
 
 
 #: How GET lists migrations: its model, the column a marker names, the
@@ -50,18 +52,20 @@ def migrations_of_audit(context, audit_uuid):
 
 def _queued_migration(session, action):
     """The migration of migrate ``action`` (locked by the caller), created
-    ``queued`` from the action's VM and hosts when it has none yet."""
+    ``queued`` from the action's VM and hosts when it has none yet, and
+    whether it was created."""
     row = session.query(models.Migration).filter_by(
         audit_action_id=action.id).first()
-    if row is None:
-        row = models.Migration(
-            uuid=uuidutils.generate_uuid(), status='queued',
-            instance_uuid=action.instance_uuid,
-            source_host=action.source_host, dest_host=action.dest_host,
-            audit_action_id=action.id, attempts=0)
-        session.add(row)
-        session.flush()
-    return row
+    if row is not None:
+        return row, False
+    row = models.Migration(
+        uuid=uuidutils.generate_uuid(), status='queued',
+        instance_uuid=action.instance_uuid,
+        source_host=action.source_host, dest_host=action.dest_host,
+        audit_action_id=action.id, attempts=0)
+    session.add(row)
+    session.flush()
+    return row, True
 
 
 @facade.retry_on_race
@@ -69,8 +73,11 @@ def migration_queue(context, action_id):
     """The migration of migrate action ``action_id``, created ``queued``
     (from the action's VM and hosts) when it has none yet."""
     with facade.writer().using(context) as session:
-        return _queued_migration(session,
-                                 audits.action_for_update(session, action_id))
+        row, created = _queued_migration(
+            session, audits.action_for_update(session, action_id))
+    if created:
+        migration_notifications.migration_changed(context, row, None)
+    return row
 
 
 #: migrations.status of a migration not yet ended.
@@ -110,11 +117,31 @@ def migration_request(context, instance_uuid, source_host, dest_host,
             actions=[action])
         session.add(audit)
         session.flush()
-        return audit.uuid, _queued_migration(session, action)
+        row, _ = _queued_migration(session, action)
+    audit_notifications.audit_changed(context, audit, None)
+    migration_notifications.migration_changed(context, row, None)
+    return audit.uuid, row
 
 
 def _migration_for_update(session, migration_id):
     return facade.locked(session, models.Migration, 'Migration', migration_id)
+
+
+def _set_action_state(session, migration, state):
+    """Move the action of ``migration`` (if any) to ``state``; return what
+    its notification needs, ``(action, previous state, audit uuid)``, or
+    None."""
+    if migration.audit_action_id is None:
+        return None
+    action = audits.action_for_update(session, migration.audit_action_id)
+    previous, action.state = action.state, state
+    return action, previous, action.audit.uuid
+
+
+def _notify(context, row, previous, action_change):
+    migration_notifications.migration_changed(context, row, previous)
+    if action_change is not None:
+        audit_notifications.action_changed(context, *action_change)
 
 
 @facade.retry_on_race
@@ -125,12 +152,12 @@ def migration_start_attempt(context, migration_id):
     when the attempt started. Returns the migration."""
     with facade.writer().using(context) as session:
         row = _migration_for_update(session, migration_id)
-        row.status = 'running'
+        previous, row.status = row.status, 'running'
         row.attempts += 1
-        if row.audit_action_id is not None:
-            audits.action_for_update(session, row.audit_action_id).state = (
-                'running')
-        return row
+        action_change = _set_action_state(session, row, 'running')
+        session.flush()
+    _notify(context, row, previous, action_change)
+    return row
 
 
 @facade.retry_on_race
@@ -155,16 +182,17 @@ def migration_finish(context, migration_id, status, duration_s=None,
     to the audit's reason. Returns the migration."""
     with facade.writer().using(context) as session:
         row = _migration_for_update(session, migration_id)
-        row.status = status
+        previous, row.status = row.status, status
         for column, value in (('duration_s', duration_s), ('error', error),
                               ('bytes_transferred', bytes_transferred)):
             if value is not None:
                 setattr(row, column, value)
-        if row.audit_action_id is not None:
-            action = audits.action_for_update(session, row.audit_action_id)
-            action.state = status
-            audits.note_on_audit(session, action, note)
-        return row
+        action_change = _set_action_state(session, row, status)
+        if action_change is not None:
+            audits.note_on_audit(session, action_change[0], note)
+        session.flush()
+    _notify(context, row, previous, action_change)
+    return row
 
 
 #: Columns of a migration its executor records besides its status.

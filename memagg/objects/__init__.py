@@ -10,9 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Versioned objects memagg passes over RPC."""
+"""Versioned objects memagg passes over RPC (and, in memagg.notifications,
+the payloads of its notifications)."""
 
 
 def register_all():
     """Import every object module so its classes are in the registry."""
-    __import__('memagg.objects.report')
+    for module in ('memagg.objects.report', 'memagg.notifications.audit',
+                   'memagg.notifications.grant',
+                   'memagg.notifications.migration'):
+        __import__(module)

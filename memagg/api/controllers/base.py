@@ -136,7 +136,7 @@ def scheduler_api():
     config = flask.current_app.config
     with _SCHEDULER_LOCK:
         if config.get('scheduler_api') is None:
-            rpc.init(config['memagg_conf'])
+            rpc.init(config['memagg_conf'], binary='memagg-api')
             config['scheduler_api'] = scheduler_rpcapi.SchedulerAPI()
         return config['scheduler_api']
 

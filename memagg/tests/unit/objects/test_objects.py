@@ -25,7 +25,11 @@ from memagg.objects import report
 # Changing an object's fields changes its hash: bump its VERSION (and keep
 # the old version readable) before updating the hash here.
 EXPECTED_FINGERPRINTS = {
+    'ActionPayload': '1.0-239c715251e79a15769a111ccc5b8f92',
+    'AuditPayload': '1.0-f1001ffabb8f0183df216a403acb3867',
     'ComputeReport': '1.3-d16c7c9686fd9af4b7c4a40d9cc92663',
+    'GrantPayload': '1.0-c2d0f1669f76719e078177c199274f05',
+    'MigrationPayload': '1.0-69ff8df514a8e0bf5770e2efad6b13ed',
     'InstanceReport': '1.3-9eaa283a461bd7a5cbd73647cbaec4ec',
     'WssSample': '1.2-c53266a2ef6ba431336c21d37bea65a3',
 }
