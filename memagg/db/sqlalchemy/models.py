@@ -207,7 +207,8 @@ class Grant(Base):
         sa.Integer, nullable=False)
     granted_mb: orm.Mapped[int] = orm.mapped_column(
         sa.Integer, nullable=False, default=0)
-    # pending (being set up), active, released or failed.
+    # pending (being set up), active, releasing (a release was accepted;
+    # memagg-scheduler frees its slabs), released or failed.
     status: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), nullable=False, default='pending')
     # The grant's data-path key; never returned by the API.
@@ -250,9 +251,11 @@ class Slab(Base):
         sa.String(255), nullable=True)
     rkey: orm.Mapped[int | None] = orm.mapped_column(
         sa.BigInteger, nullable=True)
-    # pending (reserved on the donor, being set up), active, releasing
+    # pending (reserved on the donor, being set up), active, reclaiming
+    # (a reclaim took it; the consumer and donor are being told), releasing
     # (the donor has not confirmed it freed it), released, reclaimed or
-    # failed. Pending, active and releasing slabs hold donor memory.
+    # failed. Pending, active, reclaiming and releasing slabs hold donor
+    # memory.
     status: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), nullable=False, default='active')
     grant: orm.Mapped[Grant] = orm.relationship(back_populates='slabs')
