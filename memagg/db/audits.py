@@ -94,22 +94,13 @@ def audit_set_state(context, uuid, state, reason=None, expected=None):
 
 @facade.retry_on_race
 def audit_compare_and_set(context, uuid, expected, state):
-    """Move audit ``uuid`` from state ``expected`` to ``state`` in one
-    conditional UPDATE: of concurrent callers, one only wins (a locking
-    read would not do on SQLite, which takes no row locks). Returns
-    ``(won, state)``, the audit's state after the statement; NotFound
-    when there is no such audit."""
+    """Move audit ``uuid`` from state ``expected`` to ``state``
+    (facade.compare_and_set). Returns ``(won, state)``, the audit's state
+    after the statement; NotFound when there is no such audit."""
     with facade.writer().using(context) as session:
-        won = session.execute(
-            sa.update(models.Audit).where(
-                models.Audit.uuid == uuid,
-                models.Audit.state == expected).values(
-                state=state, updated_at=timeutils.utcnow())
-            .execution_options(synchronize_session=False)).rowcount == 1
-        row = session.query(models.Audit).filter_by(
-            uuid=uuid).populate_existing().first()
-        if row is None:
-            raise exceptions.NotFound(resource='Audit', id=uuid)
+        won, row = facade.compare_and_set(
+            session, models.Audit, 'Audit', ('uuid', uuid), 'state',
+            expected, state)
     if won:
         audit_notifications.audit_changed(context, row, expected)
     return won, row.state

@@ -22,6 +22,7 @@ import functools
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from memagg.common import exceptions
@@ -112,6 +113,27 @@ def get_one(context, model, column, value, resource):
         if row is None:
             raise exceptions.NotFound(resource=resource, id=value)
         return row
+
+
+def compare_and_set(session, model, resource, key, state, expected, new):
+    """Move the ``model`` row whose ``key`` column matches from ``state``
+    column value ``expected`` to ``new`` in one conditional UPDATE: of
+    concurrent callers, one only wins (a locking read would not do on
+    SQLite, which takes no row locks). Returns ``(won, row)``, the row as
+    it is after the statement; NotFound naming ``resource`` when there is
+    no such row."""
+    column, value = key
+    won = session.execute(
+        sa.update(model).where(
+            getattr(model, column) == value,
+            getattr(model, state) == expected).values(
+            {state: new, 'updated_at': timeutils.utcnow()})
+        .execution_options(synchronize_session=False)).rowcount == 1
+    row = session.query(model).filter(
+        getattr(model, column) == value).populate_existing().first()
+    if row is None:
+        raise exceptions.NotFound(resource=resource, id=value)
+    return won, row
 
 
 def locked(session, model, resource, row_id):

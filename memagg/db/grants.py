@@ -17,7 +17,6 @@ A grant is reserved, with its slabs on their donors, in one transaction that
 locks the instance and the donor hosts' rows, so that two allocations at once
 can neither exceed a VM's cap nor lend a donor's memory twice.
 """
-from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from memagg.common import exceptions
@@ -203,21 +202,13 @@ def grant_set_status(context, grant_uuid, status, slab_status,
 
 @facade.retry_on_race
 def grant_compare_and_set(context, grant_uuid, expected, status):
-    """Move grant ``grant_uuid`` from status ``expected`` to ``status`` in
-    one conditional UPDATE: of concurrent callers, one only wins. Returns
-    ``(won, grant)``, the grant as it is after the statement; NotFound
-    when there is no such grant."""
+    """Move grant ``grant_uuid`` from status ``expected`` to ``status``
+    (facade.compare_and_set). Returns ``(won, grant)``, the grant as it is
+    after the statement; NotFound when there is no such grant."""
     with facade.writer().using(context) as session:
-        won = session.execute(
-            sa.update(models.Grant).where(
-                models.Grant.uuid == grant_uuid,
-                models.Grant.status == expected).values(
-                status=status, updated_at=timeutils.utcnow())
-            .execution_options(synchronize_session=False)).rowcount == 1
-        grant = session.query(models.Grant).filter_by(
-            uuid=grant_uuid).populate_existing().first()
-        if grant is None:
-            raise exceptions.NotFound(resource='Grant', id=grant_uuid)
+        won, grant = facade.compare_and_set(
+            session, models.Grant, 'Grant', ('uuid', grant_uuid), 'status',
+            expected, status)
     if won:
         grant_notifications.grant_changed(context, grant, expected)
     return won, grant
