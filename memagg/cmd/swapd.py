@@ -24,6 +24,8 @@ starts (through :func:`write_config`).
 Exit status: 0 stopped by SIGTERM/SIGINT, 1 failed, 2 bad option (one line
 on stderr naming it).
 """
+import grp
+import os
 import pwd
 import sys
 
@@ -45,6 +47,7 @@ FLAGS = (
     ('capacity_mb', '--capacity-mb'),
     ('transport', '--transport'),
     ('socket_user', '--socket-user'),
+    ('socket_group', '--socket-group'),
 )
 
 # oslo.log's [DEFAULT] debug, read from memagg.conf without oslo.log's other
@@ -91,6 +94,18 @@ def _value(conf, name):
             raise InvalidOption('[swapd] socket_user: no user %r on this '
                                 'host; give QEMU\'s user (e.g. libvirt-qemu)'
                                 % value) from None
+    if name == 'socket_group' and value is not None:
+        try:
+            gid = grp.getgrnam(value).gr_gid
+        except KeyError:
+            raise InvalidOption('[swapd] socket_group: no group %r on this '
+                                'host; give a group QEMU\'s user is in (e.g. '
+                                'libvirt-qemu)' % value) from None
+        # Without root (CAP_CHOWN) a socket goes only to a group one is in.
+        if os.geteuid() != 0 and gid not in (os.getegid(), *os.getgroups()):
+            raise InvalidOption('[swapd] socket_group: memagg-swapd\'s user '
+                                'is not in group %r; add it to the group or '
+                                'start memagg-swapd with that group' % value)
     return value
 
 

@@ -12,7 +12,7 @@
 
 """Options of the [swapd] group: this host's memagg-swapd and remote memory.
 
-memagg-swapd reads its own options here (control_socket to socket_user).
+memagg-swapd reads its own options here (control_socket to socket_group).
 memagg-compute talks to it over its control socket: it donates slabs of
 this host's memory, creates the exports its VMs swap to, hot-plugs them and
 reads their swap-ghost stream. memagg-aio also starts memagg-swapd with
@@ -77,7 +77,14 @@ opts = [
                     'exists, else TCP.'),
     cfg.StrOpt('socket_user',
                help='User the export sockets are given to (QEMU\'s user, '
-                    'e.g. libvirt-qemu). Unset: memagg-swapd\'s own user.'),
+                    'e.g. libvirt-qemu); needs memagg-swapd to run as root. '
+                    'Unset: memagg-swapd\'s own user. Prefer socket_group.'),
+    cfg.StrOpt('socket_group',
+               help='Group the export sockets (mode 0660) are given to: one '
+                    'QEMU\'s user is in (e.g. libvirt-qemu) and '
+                    'memagg-swapd\'s user too, so that memagg-swapd needs '
+                    'no privileges. Unset: socket_user\'s group, else '
+                    'memagg-swapd\'s own.'),
     cfg.BoolOpt('auto_grant', default=True,
                 help='Ask memagg-scheduler for remote memory for a VM that '
                      'is short of memory when this host has none left for '

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -50,7 +51,6 @@ struct options {
     const char *advertise;
     uint64_t capacity_mb;
     const char *transport;
-    const char *socket_user;
     uid_t uid;
     gid_t gid;
     int log_level;
@@ -62,8 +62,8 @@ static const char usage[] =
     "                    [--listen tcp://HOST:PORT] "
     "[--advertise tcp://HOST:PORT]\n"
     "                    [--capacity-mb MB] [--transport auto|tcp|rdma]\n"
-    "                    [--socket-user USER] "
-    "[--log-level debug|info|warning|error]\n"
+    "                    [--socket-user USER] [--socket-group GROUP]\n"
+    "                    [--log-level debug|info|warning|error]\n"
     "\n"
     "Serves this host's VMs' remote-swap disks over NBD (one unix socket "
     "per\nexport in --export-dir) and lends up to --capacity-mb of memory "
@@ -82,8 +82,12 @@ static const char usage[] =
     "  --capacity-mb MB     memory this host may lend (default 0: none)\n"
     "  --transport T        auto (rdma when a device exists, else tcp), "
     "tcp, rdma\n"
-    "  --socket-user USER   owner of the export sockets (QEMU's user), "
-    "mode 0660\n"
+    "  --socket-user USER   owner of the export sockets (QEMU's user; "
+    "needs root)\n"
+    "  --socket-group GROUP group of the export sockets, mode 0660: one "
+    "QEMU's\n"
+    "                       user is in and memagg-swapd's user too "
+    "(no root needed)\n"
     "  --log-level LEVEL    debug, info (default), warning, error\n";
 
 static int bad(const char *opt, const char *fmt, ...)
@@ -102,6 +106,25 @@ static int bad(const char *opt, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+/* Whether this process may give its sockets group gid without CAP_CHOWN:
+ * only a group it is in. */
+static int in_group(gid_t gid)
+{
+    gid_t groups[NGROUPS_MAX];
+    int i, n;
+
+    if (geteuid() == 0 || getegid() == gid) {
+        return 1;
+    }
+    n = getgroups(NGROUPS_MAX, groups);
+    for (i = 0; i < n; i++) {
+        if (groups[i] == gid) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* 0 when parsed; EXIT_USAGE after saying why; -1 for --help. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
@@ -114,11 +137,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "capacity-mb", required_argument, NULL, 'm' },
         { "transport", required_argument, NULL, 't' },
         { "socket-user", required_argument, NULL, 'u' },
+        { "socket-group", required_argument, NULL, 'g' },
         { "log-level", required_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int c;
+    int c, group_given = 0;
 
     memset(o, 0, sizeof(*o));
     o->control = "/run/memagg/swapd/control.sock";
@@ -171,9 +195,27 @@ static int parse_options(int argc, char **argv, struct options *o)
                 return bad("--socket-user", "no user '%s' on this host; "
                            "give QEMU's user (e.g. libvirt-qemu)", optarg);
             }
-            o->socket_user = optarg;
             o->uid = pw->pw_uid;
-            o->gid = pw->pw_gid;
+            if (!group_given) {
+                o->gid = pw->pw_gid;
+            }
+            break;
+        }
+        case 'g': {
+            struct group *gr = getgrnam(optarg);
+
+            if (!gr) {
+                return bad("--socket-group", "no group '%s' on this host; "
+                           "give a group QEMU's user is in (e.g. "
+                           "libvirt-qemu)", optarg);
+            }
+            if (!in_group(gr->gr_gid)) {
+                return bad("--socket-group", "memagg-swapd's user is not "
+                           "in group '%s'; add it to the group or start "
+                           "memagg-swapd with that group", optarg);
+            }
+            o->gid = gr->gr_gid;
+            group_given = 1;
             break;
         }
         case 'v':

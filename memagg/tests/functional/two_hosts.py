@@ -70,8 +70,12 @@ class Swapd:
     """One memagg-swapd process with its directories and memagg.conf under
     ``root``, started as an operator starts it (``--config-file``)."""
 
-    def __init__(self, name, root, capacity_mb=0, socket_user=None):
+    def __init__(self, name, root, capacity_mb=0, socket_user=None,
+                 socket_group=None, user=None, prefix=()):
+        """``user``: the owner of its directories; ``prefix``: the command
+        that runs the daemon (e.g. as ``user``)."""
         self.name = name
+        self.prefix = list(prefix)
         self.dir = os.path.join(root, name)
         self.control = os.path.join(self.dir, 'control.sock')
         self.export_dir = os.path.join(self.dir, 'exports')
@@ -88,16 +92,22 @@ class Swapd:
         # QEMU (an unprivileged user) walks to the export sockets.
         os.chmod(self.dir, 0o755)
         os.chmod(self.export_dir, 0o755)
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            for path in (self.dir, self.export_dir, self.state_dir):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
         self.config_file = os.path.join(self.dir, 'memagg.conf')
         swapd_cmd.write_config(self.config_file, {
             'control_socket': self.control, 'export_dir': self.export_dir,
             'state_dir': self.state_dir, 'listen': self.endpoint,
             'capacity_mb': capacity_mb, 'transport': 'tcp',
-            'socket_user': socket_user}, debug=True)
+            'socket_user': socket_user, 'socket_group': socket_group},
+            debug=True)
 
     def argv(self):
-        return [os.path.join(service_procs.BIN_DIR, 'memagg-swapd'),
-                '--config-file', self.config_file]
+        return self.prefix + [
+            os.path.join(service_procs.BIN_DIR, 'memagg-swapd'),
+            '--config-file', self.config_file]
 
     def start(self, timeout=30):
         """Start the daemon (again, after a stop or kill) and wait until its

@@ -262,6 +262,8 @@ static void test_main_options(void)
     char *bad5[] = { "memagg-swapd", "--socket-user", "no-such-user-x",
                      NULL };
     char *bad6[] = { "memagg-swapd", "--control", NULL };
+    char *bad7[] = { "memagg-swapd", "--socket-group", "no-such-group-x",
+                     NULL };
 
     CHECK(sd_main(2, bad1) == 2);
     CHECK(sd_main(3, bad2) == 2);
@@ -269,6 +271,7 @@ static void test_main_options(void)
     CHECK(sd_main(3, bad4) == 2);
     CHECK(sd_main(3, bad5) == 2);
     CHECK(sd_main(2, bad6) == 2);
+    CHECK(sd_main(3, bad7) == 2);
 }
 
 int main(void)

@@ -17,6 +17,7 @@ it (write_config), and the one-line errors for values it cannot run with.
 The daemon itself starts from a config file in
 memagg/tests/functional/test_swapd_cmd.py.
 """
+import grp
 import os
 import pwd
 
@@ -27,6 +28,8 @@ from memagg.cmd import swapd as swapd_cmd
 from memagg.conf import swapd as swapd_opts
 
 USER = pwd.getpwuid(os.getuid()).pw_name
+# A group this process is in: memagg-swapd may give its sockets to it.
+GROUP = grp.getgrgid(os.getgid()).gr_name
 
 
 def _conf(tmp_path, text):
@@ -54,13 +57,15 @@ advertise = tcp://compute-1.example:7451
 capacity_mb = 2048
 transport = tcp
 socket_user = %s
-""" % USER)
+socket_group = %s
+""" % (USER, GROUP))
     assert swapd_cmd.core_arguments(conf) == [
         '--control', '/r/control.sock', '--export-dir', '/r/exports',
         '--state-dir', '/s', '--listen', 'tcp://10.0.0.2:7451',
         '--advertise', 'tcp://compute-1.example:7451',
         '--capacity-mb', '2048', '--transport', 'tcp',
-        '--socket-user', USER, '--log-level', 'debug']
+        '--socket-user', USER, '--socket-group', GROUP,
+        '--log-level', 'debug']
 
 
 def test_defaults_leave_advertise_and_socket_user_to_the_core(tmp_path):
@@ -77,7 +82,8 @@ def test_a_written_config_reads_back_to_the_same_arguments(tmp_path):
     values = {'control_socket': '/r/$dollar/control.sock',
               'export_dir': '/r/exports', 'state_dir': '/s',
               'listen': 'tcp://127.0.0.1:7452', 'advertise': None,
-              'capacity_mb': 64, 'transport': 'tcp', 'socket_user': None}
+              'capacity_mb': 64, 'transport': 'tcp', 'socket_user': None,
+              'socket_group': None}
     path = tmp_path / 'swapd.conf'
     swapd_cmd.write_config(str(path), values, debug=True)
     conf = cfg.ConfigOpts()
@@ -106,6 +112,9 @@ def test_a_written_config_reads_back_to_the_same_arguments(tmp_path):
     ('swapd', 'socket_user', 'memagg-no-such-user',
      "no user 'memagg-no-such-user' on this host; give QEMU's user "
      "(e.g. libvirt-qemu)"),
+    ('swapd', 'socket_group', 'memagg-no-such-group',
+     "no group 'memagg-no-such-group' on this host; give a group QEMU's "
+     "user is in (e.g. libvirt-qemu)"),
     ('DEFAULT', 'debug', 'maybe', "Unexpected boolean value 'maybe'"),
 ])
 def test_a_bad_value_names_its_option_and_why(tmp_path, group, name, value,
