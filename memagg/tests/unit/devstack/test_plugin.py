@@ -36,8 +36,10 @@ inc/ini-config and lib/apache), that Apache proxies to the uWSGI socket,
 and that the units start.
 """
 import configparser
+import grp
 import os
 import pathlib
+import pwd
 import shlex
 import shutil
 import sqlite3
@@ -74,6 +76,10 @@ ALL_IN_ONE = ('key,mysql,rabbit,placement-api,n-api,n-sch,n-cond,n-cpu,'
 NOVA_FILTERS = 'ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter'
 API_URL = 'http://192.0.2.10/memory-aggregation'
 UWSGI_MODULE = 'memagg.wsgi.api:application'
+# The stand-in's stack user is the test's; QEMU's group stands as its own
+# group, which install -g can give without root.
+STACK_USER = pwd.getpwuid(os.getuid()).pw_name
+QEMU_GROUP = grp.getgrgid(os.getgid()).gr_name
 
 
 class Node:
@@ -91,6 +97,7 @@ class Node:
         self.memagg_conf = self.conf_dir / 'memagg.conf'
         self.uwsgi_ini = self.conf_dir / 'memagg-api-uwsgi.ini'
         self.state_path = root / 'opt' / 'stack' / 'data' / 'memagg'
+        self.run_dir = root / 'run' / 'memagg' / 'swapd'
         self.database = root / 'opt' / 'stack' / 'data' / 'memagg.sqlite'
         self.nova_conf = root / 'etc' / 'nova' / 'nova.conf'
         self.tempest_conf = (root / 'opt' / 'stack' / 'tempest' / 'etc'
@@ -103,6 +110,8 @@ class Node:
                         ENABLED_SERVICES=enabled, DISABLED_SERVICES=disabled,
                         MEMAGG_DIR=str(memagg_dir),
                         MEMAGG_CONF_DIR=str(self.conf_dir),
+                        MEMAGG_SWAPD_RUN_DIR=str(self.run_dir),
+                        MEMAGG_QEMU_GROUP=QEMU_GROUP,
                         PATH='%s:%s' % (self.bin, os.environ['PATH']))
         self.bin.mkdir()
         venv_bin = pathlib.Path(sys.executable).parent
@@ -288,10 +297,18 @@ def test_swapd_starts_before_compute(all_in_one):
     assert all_in_one.processes() == MEMAGG_SERVICES
     starts = {call[1]: call for call in all_in_one.named('run_process')}
     conf = str(all_in_one.memagg_conf)
+    # Unprivileged: the stack user, in QEMU's group.
     assert starts['memagg-swapd'] == [
         'run_process', 'memagg-swapd',
-        '%s/memagg-swapd --config-file %s' % (all_in_one.bin, conf), '',
-        'root']
+        '%s/memagg-swapd --config-file %s' % (all_in_one.bin, conf),
+        QEMU_GROUP, STACK_USER]
+    run_dir = os.stat(all_in_one.run_dir)
+    assert (run_dir.st_mode & 0o777, run_dir.st_uid, run_dir.st_gid) == (
+        0o750, os.getuid(), grp.getgrnam(QEMU_GROUP).gr_gid)
+    assert all_in_one.index(
+        lambda call: call[:2] == ['sudo', 'install'] and
+        call[-1] == str(all_in_one.run_dir)) < all_in_one.index(
+        lambda call: call[:2] == ['run_process', 'memagg-swapd'])
     assert starts['memagg-compute'] == [
         'run_process', 'memagg-compute',
         '%s/memagg-compute --config-file %s' % (all_in_one.bin, conf),
@@ -309,7 +326,11 @@ def test_memagg_conf(all_in_one):
     assert conf['compute']['compute_api_driver'] == 'nova'
     assert conf['compute']['balloon_stats_period'] == '5'
     assert conf['swapd']['advertise'] == 'tcp://192.0.2.10:7450'
-    assert conf['swapd']['socket_user'] == 'libvirt-qemu'
+    assert conf['swapd']['socket_group'] == QEMU_GROUP
+    assert 'socket_user' not in conf['swapd']
+    assert conf['swapd']['control_socket'] == str(
+        all_in_one.run_dir / 'control.sock')
+    assert conf['swapd']['export_dir'] == str(all_in_one.run_dir / 'exports')
     for group in ('nova', 'placement'):
         assert conf[group]['auth_type'] == 'password'
         assert conf[group]['username'] == 'memagg'
