@@ -373,23 +373,36 @@ int ms_damon_supported(const char *ops, char *reason, size_t len)
     return 1;
 }
 
+/*
+ * Mark a free slot used and return its index, or -EBUSY (the caller holds
+ * pool.lock and a reference of the pool, which this drops on failure).
+ */
+static int take_slot(char *err, size_t errlen)
+{
+    int i;
+
+    for (i = 0; i < MS_DAMON_SLOTS && pool.slot[i].used; i++) {
+    }
+    if (i == MS_DAMON_SLOTS) {
+        pool_put();
+        ms_err(err, errlen, "all %d DAMON slots are in use", MS_DAMON_SLOTS);
+        return -EBUSY;
+    }
+    pool.slot[i].used = 1;
+    return i;
+}
+
 int ms_damon_acquire(int *slot, char *err, size_t errlen)
 {
-    int i, ret;
+    int ret;
 
     pthread_mutex_lock(&pool.lock);
     ret = pool_get(err, errlen);
     if (ret == 0) {
-        for (i = 0; i < MS_DAMON_SLOTS && pool.slot[i].used; i++) {
-        }
-        if (i == MS_DAMON_SLOTS) {
-            pool_put();
-            ms_err(err, errlen, "all %d DAMON slots are in use",
-                   MS_DAMON_SLOTS);
-            ret = -EBUSY;
-        } else {
-            pool.slot[i].used = 1;
-            *slot = i;
+        ret = take_slot(err, errlen);
+        if (ret >= 0) {
+            *slot = ret;
+            ret = 0;
         }
     }
     pthread_mutex_unlock(&pool.lock);
@@ -1055,21 +1068,15 @@ static int host_commit(char *err, size_t errlen)
 
 int ms_damon_join(struct ms_damon_member *m, char *err, size_t errlen)
 {
-    int i, ret;
+    int ret;
 
     pthread_mutex_lock(&pool.lock);
     ret = pool_get(err, errlen);
     if (ret == 0 && host.slot < 0) {
-        for (i = 0; i < MS_DAMON_SLOTS && pool.slot[i].used; i++) {
-        }
-        if (i == MS_DAMON_SLOTS) {
-            pool_put();
-            ms_err(err, errlen, "all %d DAMON slots are in use",
-                   MS_DAMON_SLOTS);
-            ret = -EBUSY;
-        } else {
-            pool.slot[i].used = 1;
-            host.slot = i;
+        ret = take_slot(err, errlen);
+        if (ret >= 0) {
+            host.slot = ret;
+            ret = 0;
         }
     }
     if (ret == 0) {
