@@ -216,7 +216,7 @@ def hosts(request, conf, mysql_db, rabbit_url, tmp_path, admin_context):
             server.stop()
             server.wait()
         rpc.cleanup()
-        codes = {name: proc.stop() for name, proc in procs.items()}
+        codes = service_procs.stop_all(procs.values())
     assert codes == {'memagg-scheduler': 0, 'memagg-api': 0}, codes
 
 

@@ -69,8 +69,8 @@ def plane(conf, mysql_db, rabbit_url, tmp_path):
         yield host, procs
     finally:
         rpc.cleanup()
-        codes = [(proc.name, proc.stop()) for proc in procs]
-    assert all(code == 0 for _name, code in codes), codes
+        codes = service_procs.stop_all(procs)
+    assert all(code == 0 for code in codes.values()), codes
 
 
 def test_compute_report_arrives_in_mariadb(plane, admin_context):
