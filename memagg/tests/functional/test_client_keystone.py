@@ -15,8 +15,10 @@ Keystone's catalog, a real token, and Keystone's and memagg's refusals as
 typed exceptions."""
 import pytest
 
+from memagg.api import microversion as api_microversion
 from memagg.client import client as memagg_client
 from memagg.client import exceptions
+from memagg.client import http
 from memagg.tests.functional import keystone as keystone_fixture
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
@@ -31,7 +33,9 @@ def _client(deployment, account, **kwargs):
 def test_the_catalog_endpoint_and_a_token_reach_memagg(deployment):
     admin = _client(deployment, deployment.keystone.admin)
 
-    assert admin.api_version == '1.8'
+    # The newest version both speak: the client's and the API's latest.
+    assert admin.api_version == api_microversion.to_string(http.MAX_VERSION)
+    assert http.MAX_VERSION == api_microversion.MAX_VERSION
     assert admin.http.endpoint.rstrip('/') == deployment.url
     assert set(deployment.hosts) <= {h['name']
                                      for h in admin.hosts.list().items}
