@@ -98,9 +98,10 @@ def _flask_app(conf):
 
     @app.before_request
     def negotiate():
-        # Built in the worker, after uWSGI forked it: the API's state
-        # changes are notified from its first request on.
-        rpc.init(conf, binary='memagg-api')
+        # Built in the worker, after uWSGI forked it, by the first request
+        # that may change a state (and so be notified); reads need no bus.
+        if flask.request.method not in ('GET', 'HEAD', 'OPTIONS'):
+            rpc.init(conf, binary='memagg-api')
         environ = flask.request.environ
         environ[middleware.HANDLED_KEY] = True
         flask.g.version = microversion.parse_header(
