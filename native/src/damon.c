@@ -880,13 +880,6 @@ static struct ms_damon_member *host_sole_member(void)
     return sole;
 }
 
-static void mark_member_region(uint64_t start, uint64_t end, void *arg)
-{
-    struct ms_damon_member *m = arg;
-
-    ms_mark_range(m->starts, m->n, start, end, m->hit);
-}
-
 /*
  * The running kdamond's answer, marked for every member watching and not
  * answered yet; each takes a share of the kdamond's CPU time so far (a new
@@ -1211,9 +1204,8 @@ int ms_damon_member_mark(struct ms_damon_member *m, char *err,
         slot_path(p, sizeof(p), host.slot, "state");
         ret = kwrite(p, "update_schemes_tried_regions", err, errlen);
         if (ret == 0) {
-            memset(m->hit, 0, m->n);
-            ret = for_each_tried(host.slot, mark_member_region, m, err,
-                                 errlen);
+            ret = read_tried_regions(host.slot, m->starts, m->n, m->hit,
+                                     err, errlen);
         }
         m->marked = ret == 0;
     }
