@@ -206,8 +206,6 @@ class MemoryManager:
                 policy_vms.append(vm_memory)
         self._forget_gone(domains)
         for vm in to_begin:
-            if self._vms.get(vm.uuid) is not vm:
-                continue
             try:
                 vm.sampler.begin()
             except hypervisor.DomainGone:
