@@ -59,26 +59,32 @@ def _host(ctxt, name, cpu, vms):
                  wss_maxavg_mb=wss, cpu_util=cores) for vm, wss, cores in vms])
 
 
-@pytest.fixture
-def plane(conf, mysql_db, rabbit_url, tmp_path, admin_context):
-    """memagg-scheduler and memagg-api running; yields the API's URL."""
+def plane_options(rabbit_url, mysql_db):
+    """Config sections of a memagg-scheduler and memagg-api of their own
+    (exchange, topic, port) on ``rabbit_url`` and ``mysql_db`` that plan
+    audits on request only."""
     run = uuid.uuid4().hex[:10]
-    port = service_procs.free_port()
-    options = {
+    return {
         'DEFAULT': {'transport_url': rabbit_url,
                     'control_exchange': 'memagg_test_%s' % run,
                     'report_interval': 1, 'host': 'ctl-%s' % run,
                     # The hand-written reports stay fresh for the test.
                     'service_down_time': 600},
         'database': {'connection': mysql_db},
-        'api': {'host': '127.0.0.1', 'port': port,
+        'api': {'host': '127.0.0.1', 'port': service_procs.free_port(),
                 'auth_strategy': 'noauth'},
         'scheduler': {'topic': 'memagg-scheduler-%s' % run},
         'consolidation': {'interval': 0, 'max_retries': 0,
                           'poll_interval': 0.1},
     }
+
+
+@pytest.fixture
+def plane(conf, mysql_db, rabbit_url, tmp_path, admin_context):
+    """memagg-scheduler and memagg-api running; yields the API's URL."""
     with service_procs.control_plane(conf, rabbit_url, tmp_path,
-                                     options) as plane:
+                                     plane_options(rabbit_url, mysql_db)
+                                     ) as plane:
         yield plane
 
 

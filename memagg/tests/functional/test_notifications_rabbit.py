@@ -54,22 +54,10 @@ def plane_and_listener(conf, mysql_db, rabbit_url, tmp_path):
     """memagg-scheduler and memagg-api sending notifications on a topic of
     their own, and a listener of it; yields (API URL, processes, heard,
     host)."""
-    run = uuid.uuid4().hex[:10]
-    topic = 'versioned_notifications_%s' % run
-    options = {
-        'DEFAULT': {'transport_url': rabbit_url,
-                    'control_exchange': 'memagg_test_%s' % run,
-                    'report_interval': 1, 'host': 'ctl-%s' % run,
-                    'service_down_time': 600},
-        'database': {'connection': mysql_db},
-        'api': {'host': '127.0.0.1', 'port': service_procs.free_port(),
-                'auth_strategy': 'noauth'},
-        'scheduler': {'topic': 'memagg-scheduler-%s' % run},
-        'consolidation': {'interval': 0, 'max_retries': 0,
-                          'poll_interval': 0.1},
-        'oslo_messaging_notifications': {'driver': 'messagingv2',
-                                         'topics': topic},
-    }
+    topic = 'versioned_notifications_%s' % uuid.uuid4().hex[:10]
+    options = dict(audits_rabbit.plane_options(rabbit_url, mysql_db),
+                   oslo_messaging_notifications={'driver': 'messagingv2',
+                                                 'topics': topic})
     heard = _Heard()
     transport = messaging.get_notification_transport(conf.conf,
                                                      url=rabbit_url)
