@@ -674,6 +674,8 @@ struct sd_export {
     struct sd_bitmap written;
     struct peer **peers;                /* per slab; NULL: no donor */
     uint8_t *degraded;                  /* per slab, for the counter */
+    uint8_t *saved_local;               /* per slab, atomic: the .conf on
+                                         * disk says it is local */
     struct sd_nbd_server *nbd;
     uint64_t reads, writes, read_bytes, write_bytes;
     uint64_t zero_reads, local_reads, remote_errors;
@@ -793,16 +795,44 @@ static int peer_submit(struct peer *p, struct sd_io **ios, size_t n,
 
 /* ---- persistence ---- */
 
-/* Write the export's table to its .conf file (atomically: temp file,
- * fsync, rename), with the state of its rebuild while it is adopted;
- * called with x->lock held. */
+/* fsync the directory of the exports' .conf files: a rename in it is
+ * durable only then. */
+static int sync_conf_dir(const struct sd_exports *xs)
+{
+    int fd = open(xs->conf_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+    if (fd < 0) {
+        return -errno;
+    }
+    if (fsync(fd)) {
+        ret = -errno;
+    }
+    close(fd);
+    return ret;
+}
+
+/* Write the export's table to its .conf file durably (temp file, fsync,
+ * rename, fsync of the directory), with the state of its rebuild while it
+ * is adopted; then mark the slabs it saved as local in saved_local.
+ * Called with x->lock held. */
 static int persist(struct sd_export *x)
 {
     char tmp[PATH_MAX + 8], adopt[80] = "";
-    char *line = sd_export_spec_format(&x->spec);
+    uint8_t *snap = malloc(x->spec.nslabs);
+    char *line;
+    uint32_t i;
     int fd, ret = 0;
 
+    /* The slabs local before the table is formatted are in what is
+     * saved: a slab turns local (degrade, reclaim) at any time, but never
+     * back. */
+    for (i = 0; snap && i < x->spec.nslabs; i++) {
+        snap[i] = (uint8_t)__atomic_load_n(&x->spec.slabs[i].local,
+                                           __ATOMIC_SEQ_CST);
+    }
+    line = snap ? sd_export_spec_format(&x->spec) : NULL;
     if (!line) {
+        free(snap);
         return -ENOMEM;
     }
     if (x->spec.adopt) {
@@ -827,13 +857,42 @@ static int persist(struct sd_export *x)
         }
         if (ret) {
             unlink(tmp);
+        } else {
+            ret = sync_conf_dir(x->xs);
         }
     }
     if (ret) {
         sd_log(LOG_ERR, "export %s: cannot write %s: %s", x->uuid, x->conf,
                strerror(-ret));
     }
+    for (i = 0; ret == 0 && i < x->spec.nslabs; i++) {
+        if (snap[i]) {
+            __atomic_store_n(&x->saved_local[i], 1, __ATOMIC_RELEASE);
+        }
+    }
+    free(snap);
     free(line);
+    return ret;
+}
+
+/* Make sure the .conf on disk says slab is local, saving the table when
+ * it does not yet: a write that skipped the slab's donor is acknowledged
+ * only then, or a restart would read the slab's pages from the donor's
+ * stale copy.  0 or -errno (the table could not be saved). */
+static int table_sync(struct sd_export *x, uint32_t slab)
+{
+    int ret = 0;
+
+    if (__atomic_load_n(&x->saved_local[slab], __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    /* A degrade or reclaim saving the table holds the lock: once it is
+     * ours, that save is done, or failed and is tried again here. */
+    pthread_mutex_lock(&x->lock);
+    if (!__atomic_load_n(&x->saved_local[slab], __ATOMIC_ACQUIRE)) {
+        ret = persist(x);
+    }
+    pthread_mutex_unlock(&x->lock);
     return ret;
 }
 
@@ -1273,20 +1332,18 @@ struct xreq {
 
 /* The slab stops using its donor: the donor's copy may now be stale, so it
  * is not read again (and the table on disk says so), but for the pages an
- * adopted export's local copy lacks, which no write here has changed. */
-static void degrade(struct sd_export *x, uint32_t slab, int status)
+ * adopted export's local copy lacks, which no write here has changed.
+ * 0 once the table on disk says so, or -errno. */
+static int degrade(struct sd_export *x, uint32_t slab, int status)
 {
-    if (__atomic_exchange_n(&x->spec.slabs[slab].local, 1,
-                            __ATOMIC_SEQ_CST)) {
-        return;         /* already local: degraded or reclaimed before */
+    if (!__atomic_exchange_n(&x->spec.slabs[slab].local, 1,
+                             __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&x->degraded[slab], 1, __ATOMIC_RELAXED);
+        sd_log(LOG_WARNING, "export %s: slab %u on donor %s failed (%s); it "
+               "is served from the local copy from now on", x->uuid, slab,
+               x->spec.slabs[slab].endpoint, strerror(-status));
     }
-    __atomic_store_n(&x->degraded[slab], 1, __ATOMIC_RELAXED);
-    sd_log(LOG_WARNING, "export %s: slab %u on donor %s failed (%s); it is "
-           "served from the local copy from now on", x->uuid, slab,
-           x->spec.slabs[slab].endpoint, strerror(-status));
-    pthread_mutex_lock(&x->lock);
-    persist(x);
-    pthread_mutex_unlock(&x->lock);
+    return table_sync(x, slab);
 }
 
 static void set_error(struct xreq *r, uint32_t error)
@@ -1397,7 +1454,10 @@ static void seg_done(struct sd_io *io, int status)
 
     if (status) {
         COUNT(x, remote_errors, 1);
-        degrade(x, io->slab, status);
+        if (degrade(x, io->slab, status) && io->op == SD_OP_WRITE) {
+            /* Its donor missed it, and a restart would read the donor. */
+            set_error(r, NBD_EIO);
+        }
         /* A write is in the local copy before its reply; a read comes
          * from it.  But for an adopted export's pages the copy lacks yet:
          * only the donor has them. */
@@ -1609,7 +1669,22 @@ static void finish_write(struct sd_export *x, struct xreq *r)
 {
     struct sd_nbd_io *nio = r->nio;
     size_t done = 0;
+    unsigned i;
 
+    for (i = 0; i < r->nseg; i++) {
+        const struct seg *s = &r->seg[i];
+
+        /* A slab that has a donor but is local (degraded, reclaimed):
+         * the donor misses this write, so the table on disk must say
+         * that before the reply. */
+        if (s->where == SEG_LOCAL && x->peers[s->io.slab] &&
+            table_sync(x, s->io.slab)) {
+            sd_log(LOG_ERR, "export %s: a write to slab %u fails: the "
+                   "table saying the slab is served locally cannot be "
+                   "saved in %s", x->uuid, s->io.slab, x->conf);
+            set_error(r, NBD_EIO);
+        }
+    }
     while (done < nio->len) {
         /* One page per pwrite: the page cache then keeps small folios.
          * A large folio (from one large write) makes every later 4 KiB
@@ -1839,6 +1914,7 @@ static void export_free(struct sd_export *x)
     sd_export_spec_free(&x->spec);
     free(x->peers);
     free(x->degraded);
+    free(x->saved_local);
     pthread_mutex_destroy(&x->lock);
     free(x);
 }
@@ -1880,7 +1956,8 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
 
     x->peers = calloc(x->spec.nslabs, sizeof(*x->peers));
     x->degraded = calloc(x->spec.nslabs, 1);
-    if (!x->peers || !x->degraded ||
+    x->saved_local = calloc(x->spec.nslabs, 1);
+    if (!x->peers || !x->degraded || !x->saved_local ||
         sd_bitmap_init(&x->written,
                        x->spec.size / SD_PAGE_SIZE) ||
         (x->spec.adopt && sd_bitmap_init(&x->fresh, x->written.pages)) ||
@@ -1890,6 +1967,9 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     }
     pps = x->spec.slab_size / SD_PAGE_SIZE;
     x->rb_cursor = x->spec.adopt ? x->spec.rebuilt * pps : x->written.pages;
+    for (i = 0; restoring && i < x->spec.nslabs; i++) {
+        x->saved_local[i] = (uint8_t)x->spec.slabs[i].local;  /* as read */
+    }
     for (i = 0; i < x->spec.nslabs; i++) {
         if (x->spec.slabs[i].endpoint[0] &&
             (ret = peer_get(xs, x->spec.slabs[i].endpoint, &x->peers[i],
@@ -2217,6 +2297,7 @@ int sd_exports_reclaim(struct sd_exports *xs,
     struct sd_export *x = lookup(xs, grant);
     uint32_t i, count = 0;
     uint64_t cursor, pps;
+    int ret;
 
     if (!x) {
         return fail(err, errlen, -ENOENT, "grant: no export here");
@@ -2251,9 +2332,17 @@ int sd_exports_reclaim(struct sd_exports *xs,
             count++;
         }
     }
+    /* Saved before the answer: the caller then has the donors free the
+     * slabs, and a restart must not read them there. */
     pthread_mutex_lock(&x->lock);
-    persist(x);
+    ret = persist(x);
     pthread_mutex_unlock(&x->lock);
+    if (ret) {
+        return fail(err, errlen, ret, "cannot write %s: %s (the slabs are "
+                    "served from the local copy, but a restart would read "
+                    "them from their donors again: do not free them)",
+                    x->conf, strerror(-ret));
+    }
     sd_log(LOG_INFO, "export %s: %u slabs reclaimed to the local copy",
            x->name, count);
     *done = count;

@@ -19,6 +19,14 @@
  * copy only.  Every write goes to the local copy and to the donor; a page
  * never written reads as zeros without asking anyone.
  *
+ * The table in <state-dir>/exports/<uuid>.conf is durable (fsync of the
+ * file and of its directory) before the export's socket is handed out,
+ * and again before any write that skipped a donor (its slab degraded or
+ * reclaimed) is answered: a memagg-swapd restarted after a crash never
+ * reads a page from a donor that missed its last write.  Written pages
+ * are the local copy's data extents, in the page cache before the reply,
+ * so a crash of the process loses none of them.
+ *
  * An adopted export (EXPORT_CREATE adopt=1, the destination of a live
  * migration) takes over a table whose pages are on the donors while its
  * local copy starts empty: every page counts as written and is read from
@@ -184,7 +192,9 @@ int sd_exports_rebuild(struct sd_exports *xs,
  * *done counts those that were not already local.  -EBUSY (nothing
  * changed) when one of them is not rebuilt yet in an adopted export
  * (its rebuild waiting or running): its donor still holds pages the local
- * copy lacks. */
+ * copy lacks.  -errno with err when the table saying so cannot be saved:
+ * a restart would read the slabs from their donors, which must keep
+ * them. */
 int sd_exports_reclaim(struct sd_exports *xs,
                        const uint8_t grant[SD_UUID_LEN],
                        const uint32_t *idx, size_t n, uint32_t *done,

@@ -19,7 +19,9 @@
  * slabs on an in-process donor over TCP (data lands there; a wrong key
  * degrades the slab and nothing is lost), bursts of requests over two
  * donors, reclaim, a restart that restores the export from its .conf
- * and local copy, and an adopted export (live migration's destination)
+ * and local copy, a crash after a donor failed (the table on disk says
+ * which slabs skip their donors before any write that skipped one is
+ * answered), and an adopted export (live migration's destination)
  * whose local copy is rebuilt from its donors once asked, while the guest
  * writes, across restarts.
  * Prints "N passed, N failed".
@@ -654,6 +656,106 @@ static void test_wrong_key(void)
     free(buf);
 }
 
+/* The export's .conf on disk holds text. */
+static int conf_says(const char *text)
+{
+    char path[256], line[4096];
+    FILE *f;
+    int has;
+
+    snprintf(path, sizeof(path), "%s/exports/" GRANT ".conf", tmpdir);
+    f = fopen(path, "r");
+    has = f && fgets(line, sizeof(line), f) && strstr(line, text);
+    if (f) {
+        fclose(f);
+    }
+    return has;
+}
+
+/* A crash (the registry goes without saving anything) after writes that
+ * skipped a donor: the donor was down, so the slab degraded, and the
+ * table on disk said so before the write's reply.  Restarted with the
+ * donor back (holding the page as it was before that write), the export
+ * reads the slab from the local copy, and the other slab from its donor.
+ * A table that cannot be saved fails the write that needed it (and a
+ * reclaim) rather than acknowledging it; the next write saves it. */
+static void test_crash_after_degrade(void)
+{
+    uint8_t key[SD_KEY_LEN], old[4096], new[4096], back[4096];
+    char sock[256], err[SD_ERRLEN], slabs[512], tmp[256];
+    uint32_t idx[2] = { 0, 1 }, rkey, n;
+    struct sd_export_stats st;
+    struct sd_server *server;
+    struct sd_exports *xs;
+    struct sd_store *store;
+    uint64_t addrs[2];
+    uint16_t port;
+    size_t done;
+    int fd;
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    memset(old, 0x0d, sizeof(old));
+    memset(new, 0x7e, sizeof(new));
+    CHECK(sd_store_new(4 * SLAB, &store) == 0);
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
+                              sizeof(err)) == 0);
+    port = sd_server_port(server);
+    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 2, addrs, &done,
+                         &rkey) == 0 && done == 2);
+    snprintf(slabs, sizeof(slabs), "0-1@tcp://127.0.0.1:%u@%llu@0", port,
+             (unsigned long long)addrs[0]);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(create(xs, slabs, sock) == 0);
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 0, 4096, old) == 0);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB, 4096, old) == 0);
+
+    /* The donor goes: the write to slab 1 degrades it, locally only. */
+    sd_server_stop(server);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB, 4096, new) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.degraded_slabs == 1);
+    CHECK(conf_says(" local_slabs=1"));
+
+    /* The crash; the donor is back with the page before the write. */
+    sd_exports_free(xs);
+    close(fd);
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", port, &server, err,
+                              sizeof(err)) == 0);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs) == 1);
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 4096, back) == 0 &&
+          memcmp(back, new, 4096) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, 4096, back) == 0 &&
+          memcmp(back, old, 4096) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.local_reads == 1 && st.remote_errors == 0);
+
+    /* The table cannot be saved (its temp file's path is taken): the
+     * write that degrades slab 0 fails, and so does a reclaim. */
+    snprintf(tmp, sizeof(tmp), "%s/exports/" GRANT ".conf.tmp", tmpdir);
+    CHECK(mkdir(tmp, 0700) == 0);
+    CHECK(sd_store_release(store, grant_bin, &idx[0], 1) == 0);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 0, 4096, new) != 0);
+    CHECK(!conf_says("local_slabs=0"));
+    CHECK(sd_exports_reclaim(xs, grant_bin, &idx[0], 1, &n, err,
+                             sizeof(err)) != 0 && strstr(err, ".conf"));
+    /* Saved again, the next write to the slab is acknowledged. */
+    CHECK(rmdir(tmp) == 0);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 0, 4096, new) == 0);
+    CHECK(conf_says(" local_slabs=0,1"));
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, 4096, back) == 0 &&
+          memcmp(back, new, 4096) == 0);
+    close(fd);
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    sd_exports_free(xs);
+    sd_server_stop(server);
+    sd_store_free(store);
+}
+
 /* ---- adoption ---- */
 
 #define APAGES (4 * SLAB / 4096)        /* the adopted export's pages */
@@ -1022,6 +1124,7 @@ int main(void)
     test_remote_export();
     test_burst_two_donors();
     test_wrong_key();
+    test_crash_after_degrade();
     test_adopt();
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd)) {
