@@ -69,6 +69,17 @@
 #include "ms.h"
 
 #define MS_DAMON_SLOTS 64
+/*
+ * The second scheme of every context matches the regions of more than one
+ * page, whatever their accesses.  memagg sets one-page regions only, and
+ * DAMON neither merges nor grows them within the hour-long aggregation
+ * interval: any byte that scheme tried is a region memagg did not set.
+ * Another DAMON user (or a tool) that rewrote the context's region files
+ * while the kdamond ran, which a kept sample does not write again, had the
+ * next restart watch one region over the biggest System RAM range: every
+ * sampled page read accessed.  The answer of such a kdamond is rejected.
+ */
+#define FOREIGN_SCHEME 1
 #define AGGR_US 3600000000ULL
 /* DAMON's sysfs refuses writes (EBUSY) while another command runs. */
 #define BUSY_RETRY_S 30.0
@@ -433,8 +444,42 @@ static int set_intervals(int i, uint64_t sample_us, char *err, size_t errlen)
         sample_us > AGGR_US ? sample_us : AGGR_US);
     if (pool.slot[i].configured) {
         CTX_SET("schemes/0/apply_interval_us", sample_us);
+        CTX_SET("schemes/1/apply_interval_us", sample_us);
     }
     pool.slot[i].sample_us = sample_us;
+    return 0;
+}
+
+/*
+ * A "stat" scheme k of slot i over the regions of at least min_accesses
+ * accesses and min_sz bytes.  tried_bytes is answered once every scheme
+ * was applied: apply them often.
+ */
+static int set_scheme(int i, int k, uint64_t min_accesses, uint64_t min_sz,
+                      uint64_t sample_us, char *err, size_t errlen)
+{
+    char p[512], rel[128];
+    int ret = 0;
+
+#define SCHEME_SET(file, val) do { \
+        snprintf(rel, sizeof(rel), "schemes/%d/%s", k, (file)); \
+        CTX_SET(rel, (val)); \
+    } while (0)
+
+    snprintf(rel, sizeof(rel), "contexts/0/schemes/%d/action", k);
+    slot_path(p, sizeof(p), i, rel);
+    ret = kwrite(p, "stat", err, errlen);
+    if (ret) {
+        return ret;
+    }
+    SCHEME_SET("apply_interval_us", sample_us);
+    SCHEME_SET("access_pattern/nr_accesses/min", min_accesses);
+    SCHEME_SET("access_pattern/nr_accesses/max", UINT32_MAX);
+    SCHEME_SET("access_pattern/sz/min", min_sz);
+    SCHEME_SET("access_pattern/sz/max", UINT64_MAX);
+    SCHEME_SET("access_pattern/age/min", 0);
+    SCHEME_SET("access_pattern/age/max", UINT32_MAX);
+#undef SCHEME_SET
     return 0;
 }
 
@@ -473,20 +518,16 @@ static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
     if (strcmp(ops, "vaddr") == 0) {
         CTX_SET("targets/0/pid_target", (uint64_t)pid);
     }
-    CTX_SET("schemes/nr_schemes", 1);
-    slot_path(p, sizeof(p), i, "contexts/0/schemes/0/action");
-    ret = kwrite(p, "stat", err, errlen);
+    CTX_SET("schemes/nr_schemes", 2);
+    /* Scheme 0 answers: the regions accessed at least once. */
+    ret = set_scheme(i, 0, 1, 0, sample_us, err, errlen);
+    if (ret == 0) {
+        ret = set_scheme(i, FOREIGN_SCHEME, 0, 2 * MS_PAGE_SIZE, sample_us,
+                         err, errlen);
+    }
     if (ret) {
         return ret;
     }
-    /* tried_bytes is answered once the scheme was applied: do so often. */
-    CTX_SET("schemes/0/apply_interval_us", sample_us);
-    CTX_SET("schemes/0/access_pattern/nr_accesses/min", 1);
-    CTX_SET("schemes/0/access_pattern/nr_accesses/max", UINT32_MAX);
-    CTX_SET("schemes/0/access_pattern/sz/min", 0);
-    CTX_SET("schemes/0/access_pattern/sz/max", UINT64_MAX);
-    CTX_SET("schemes/0/access_pattern/age/min", 0);
-    CTX_SET("schemes/0/access_pattern/age/max", UINT32_MAX);
     snprintf(s->ops, sizeof(s->ops), "%s", ops);
     s->sample_us = sample_us;
     s->target = pid;
@@ -499,10 +540,19 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
 {
     struct slot *s = &pool.slot[i];
     char p[512], rel[64], text[32];
+    uint64_t have = 0;
     unsigned int k;
     int dirfd, ret = 0;
 
     slot_path(p, sizeof(p), i, "contexts/0/targets/0/regions/nr_regions");
+    /*
+     * Another DAMON user may have rewritten the regions since (see
+     * FOREIGN_SCHEME): then no file holds what is remembered of it.
+     */
+    if (s->nr_regions == n &&
+        (ms_read_u64_file(p, &have, NULL, 0) != 0 || have != n)) {
+        s->nr_regions = 0;
+    }
     if (s->nr_regions != n) {
         /* The kernel recreates the region directories: old files are stale. */
         drop_fds(s);
@@ -753,6 +803,30 @@ static int for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
     return ret;
 }
 
+/*
+ * After an update_schemes_tried_* command on slot i: reject the answer of
+ * a kdamond that watched regions memagg did not set (FOREIGN_SCHEME), and
+ * forget the slot's setup, so that its next start writes every file again.
+ */
+static int check_own_regions(int i, char *err, size_t errlen)
+{
+    char p[512];
+    uint64_t bytes = 0;
+    int ret;
+
+    slot_path(p, sizeof(p), i,
+              "contexts/0/schemes/1/tried_regions/total_bytes");
+    ret = ms_read_u64_file(p, &bytes, err, errlen);
+    if (ret == 0 && bytes) {
+        slot_forget(&pool.slot[i]);
+        ms_err(err, errlen, "window rejected: the kdamond watched %llu bytes "
+               "in regions memagg did not set (their sysfs files were "
+               "rewritten by another DAMON user)", (unsigned long long)bytes);
+        ret = -EAGAIN;
+    }
+    return ret;
+}
+
 struct marks {
     const uint64_t *starts;
     unsigned int n;
@@ -793,6 +867,9 @@ int ms_damon_collect(int i, const uint64_t *starts, unsigned int n,
     slot_path(p, sizeof(p), i, "state");
     ret = kwrite(p, accessed ? "update_schemes_tried_regions"
                              : "update_schemes_tried_bytes", err, errlen);
+    if (ret == 0) {
+        ret = check_own_regions(i, err, errlen);
+    }
     if (ret == 0) {
         slot_path(p, sizeof(p), i,
                   "contexts/0/schemes/0/tried_regions/total_bytes");
@@ -901,6 +978,9 @@ static int host_answer(int bytes_ok, char *err, size_t errlen)
         slot_path(p, sizeof(p), host.slot, "state");
         ret = kwrite(p, sole ? "update_schemes_tried_bytes"
                              : "update_schemes_tried_regions", err, errlen);
+        if (ret == 0) {
+            ret = check_own_regions(host.slot, err, errlen);
+        }
         if (ret == 0 && sole) {
             slot_path(p, sizeof(p), host.slot,
                       "contexts/0/schemes/0/tried_regions/total_bytes");
@@ -909,6 +989,14 @@ static int host_answer(int bytes_ok, char *err, size_t errlen)
             ret = for_each_tried(host.slot, host_mark, NULL, err, errlen);
         }
         if (ret) {
+            /* The one answer failed: so did every window waiting for it. */
+            for (m = host.members; m; m = m->next) {
+                if (m->watched && !m->answered) {
+                    m->answered = 1;
+                    m->error = ret;
+                    snprintf(m->errmsg, sizeof(m->errmsg), "%s", err);
+                }
+            }
             return ret;
         }
         cpu_s = (double)thread_cpu_ns(pool.slot[host.slot].kdamond_pid) / 1e9;
@@ -1005,12 +1093,10 @@ static int host_commit(char *err, size_t errlen)
         skipped |= m->armed && m->watched && !m->answered;
     }
     /* Asking waits for the kdamond's next check: only when one needs it. */
-    if (skipped && host_running()) {
-        ret = host_answer(0, why, sizeof(why));
+    if (skipped && host_running() && host_answer(0, why, sizeof(why))) {
+        /* A window the failed answer ended stays out of the new run. */
         for (m = host.members; m; m = m->next) {
-            if (ret && m->armed && !m->pending && !m->answered) {
-                m->error = ret;
-                snprintf(m->errmsg, sizeof(m->errmsg), "%s", why);
+            if (m->error && m->armed && !m->pending) {
                 m->armed = 0;
             }
         }
@@ -1167,6 +1253,10 @@ int ms_damon_member_collect(struct ms_damon_member *m,
     if (m->pending) {
         host_commit(NULL, 0);
     }
+    if (!m->error && m->watched && !m->answered) {
+        /* A failure lands in every member waiting for the answer. */
+        host_answer(1, err, errlen);
+    }
     if (m->error) {
         ret = m->error;
         ms_err(err, errlen, "%s", m->errmsg);
@@ -1175,8 +1265,6 @@ int ms_damon_member_collect(struct ms_damon_member *m,
         ms_err(err, errlen, "the host's kdamond is not watching this "
                "sampler's pages");
         ret = -EINVAL;
-    } else if (!m->answered) {
-        ret = host_answer(1, err, errlen);
     }
     if (ret == 0) {
         res->marked = m->marked;
@@ -1203,6 +1291,9 @@ int ms_damon_member_mark(struct ms_damon_member *m, char *err,
     } else {
         slot_path(p, sizeof(p), host.slot, "state");
         ret = kwrite(p, "update_schemes_tried_regions", err, errlen);
+        if (ret == 0) {
+            ret = check_own_regions(host.slot, err, errlen);
+        }
         if (ret == 0) {
             ret = read_tried_regions(host.slot, m->starts, m->n, m->hit,
                                      err, errlen);

@@ -517,6 +517,15 @@ static void fake_damon_tree(void)
         "contexts/0/schemes/0/access_pattern/age/min",
         "contexts/0/schemes/0/access_pattern/age/max",
         "contexts/0/schemes/0/tried_regions/total_bytes",
+        "contexts/0/schemes/1/action",
+        "contexts/0/schemes/1/apply_interval_us",
+        "contexts/0/schemes/1/access_pattern/nr_accesses/min",
+        "contexts/0/schemes/1/access_pattern/nr_accesses/max",
+        "contexts/0/schemes/1/access_pattern/sz/min",
+        "contexts/0/schemes/1/access_pattern/sz/max",
+        "contexts/0/schemes/1/access_pattern/age/min",
+        "contexts/0/schemes/1/access_pattern/age/max",
+        "contexts/0/schemes/1/tried_regions/total_bytes",
     };
     unsigned int k;
 
@@ -934,6 +943,60 @@ static void test_damon_kept_sample_few_fds(void)
     CHECK(setrlimit(RLIMIT_NOFILE, &was) == 0);
 }
 
+#define FOREIGN_TRIED "damon/kdamonds/0/contexts/0/schemes/1/tried_regions/" \
+    "total_bytes"
+#define NR_REGIONS "damon/kdamonds/0/contexts/0/targets/0/regions/nr_regions"
+
+/*
+ * Another DAMON user rewrites the kdamond's region files while it runs.
+ * The kept sample writes none at the next restart, so the kdamond watches
+ * that user's regions: its second scheme (regions of more than one page,
+ * which memagg never sets) tried some, and the window is rejected however
+ * many pages read accessed; the next window writes every file again.  A
+ * rewritten number of regions is seen before the restart.
+ */
+static void test_damon_foreign_regions(void)
+{
+    struct ms_sampler *s;
+    struct ms_result r;
+    char err[MS_ERRLEN] = "";
+
+    s = fake_sampler(MS_DAMON_PADDR);
+    if (!s) {
+        return;
+    }
+    damon_total_pages(19);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.accessed == 20);
+
+    fake_put("7\n", REGION0_START);
+    fake_put_u64(1ULL << 30, FOREIGN_TRIED);
+    damon_total_pages(FAKE_KEYS);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64(REGION0_START) == 7);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == -EAGAIN);
+    CHECK(strstr(err, "window rejected") != NULL);
+    CHECK(strstr(err, "1073741824 bytes in regions memagg did not set"));
+
+    fake_put("0\n", FOREIGN_TRIED);
+    damon_total_pages(19);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64(REGION0_START) == fake_pfn(0) * MS_PAGE_SIZE);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.accessed == 20);
+
+    /* One region over the biggest System RAM range, as DAMON's default. */
+    fake_put("1\n", NR_REGIONS);
+    fake_put("7\n", REGION0_START);
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64(NR_REGIONS) == FAKE_KEYS);
+    CHECK(fake_get_u64(REGION0_START) == fake_pfn(0) * MS_PAGE_SIZE);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
+    CHECK(r.accessed == 20);
+    ms_sampler_close(s);
+}
+
 /* The last word written to kdamond 0's state (over the longer ones). */
 static int fake_state_is(const char *want)
 {
@@ -1179,6 +1242,7 @@ int main(void)
     test_damon_paddr_moves();
     test_damon_kept_sample();
     test_damon_kept_sample_few_fds();
+    test_damon_foreign_regions();
     test_damon_host_shared();
     test_quick_recheck();
     test_split_and_zero_page();

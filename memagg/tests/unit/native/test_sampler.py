@@ -11,6 +11,7 @@
 # under the License.
 
 """memagg._native.Sampler against a real process with a known hot set."""
+import errno
 import os
 import signal
 import struct
@@ -315,6 +316,59 @@ def test_damon_rearms_when_its_region_files_went_stale(hot_child):
                 f.write(value)
 
         sampler.begin()
+        hot_child.wait_passes(2)
+        result = sampler.collect()
+    finally:
+        sampler.close()
+    assert result['sampled'] == 500
+    assert result['fraction'] == pytest.approx(0.25, abs=0.06)
+
+
+@needs_root
+@pytest.mark.slow
+def test_damon_rejects_a_window_on_regions_it_did_not_set(hot_child):
+    """Another DAMON user rewrites the kdamond's region files while it runs
+    (a real run met one region over the biggest System RAM range there, and
+    every sampled page read accessed). A kept sample writes no region at the
+    next restart, so the kdamond then watches that user's region: the window
+    is rejected (EAGAIN, as a window the host spoiled), and the next one,
+    every file written again, reads the hot set."""
+    if not _native.backends()['damon_paddr'][0]:
+        pytest.skip('no DAMON paddr on this kernel')
+    pid, addr, length = hot_child.pid, hot_child.addr, hot_child.length
+    try:
+        sampler = _native.Sampler(pid, addr, length, n=500,
+                                  backend='damon_paddr', sample_interval=0.1)
+    except OSError as exc:
+        pytest.skip('DAMON is held by another process: %s' % exc)
+    try:
+        sampler.begin()
+        (slot,) = _running_kdamonds()
+        hot_child.wait_passes(2)
+        assert sampler.collect()['fraction'] == pytest.approx(0.25, abs=0.06)
+        regions = ('%s/kdamonds/%d/contexts/0/targets/0/regions'
+                   % (DAMON_ADMIN, slot))
+        with open(regions + '/nr_regions') as f:
+            last = '%s/%d' % (regions, int(f.read()) - 1)
+        with open(last + '/start') as f:
+            start = int(f.read())
+        # The last region grows to 2 MiB: other processes' pages.
+        with open(last + '/end', 'w') as f:
+            f.write(str(start + 2 * MIB))
+
+        sampler.begin()
+        with open(last + '/end') as f:
+            assert int(f.read()) == start + 2 * MIB
+        hot_child.wait_passes(2)
+        with pytest.raises(OSError) as exc:
+            sampler.collect()
+        assert exc.value.errno == errno.EAGAIN
+        assert 'regions memagg did not set' in str(exc.value)
+
+        sampler.begin()
+        # Written again: one page, as every region memagg sets.
+        with open(last + '/start') as f, open(last + '/end') as g:
+            assert int(g.read()) - int(f.read()) == PAGE
         hot_child.wait_passes(2)
         result = sampler.collect()
     finally:
