@@ -476,6 +476,7 @@ class RemoteMemory:
         plan = self.plan
         if plan is None or not self.enabled:
             return
+        self.resume_paused()
         for grant_uuid in plan.release:
             self._try(('release', grant_uuid), self._release, ctxt,
                       grant_uuid)
@@ -484,6 +485,33 @@ class RemoteMemory:
         for instance_uuid, size_mb in plan.allocate:
             self._try(('allocate', instance_uuid), self._allocate, ctxt,
                       instance_uuid, size_mb)
+
+    def resume_paused(self):
+        """Resume the VMs paused on an error of their remote-swap disks
+        (memagg-swapd was away longer than [swapd] reconnect_delay, or
+        libvirt could not ask QEMU to wait) once memagg-swapd serves
+        their exports again: QEMU then retries the failed I/O."""
+        if self._swapd_down:
+            return
+        try:
+            served = set(self.client.export_list())
+        except swapd.SwapdUnavailable as exc:
+            self._down(exc)
+            return
+        except swapd.SwapdError as exc:
+            LOG.warning('memagg-swapd gave no EXPORT_LIST: %s', exc)
+            return
+        serials = {}
+        with self._lock:
+            for grant in self._grants.values():
+                if grant.instance_uuid is not None and grant.uuid in served:
+                    serials.setdefault(grant.instance_uuid, []).append(
+                        grant.serial)
+        for instance, disks in serials.items():
+            try:
+                self.driver.resume_after_swap_error(instance, disks)
+            except (hypervisor.DomainGone, hypervisor.Unsupported):
+                continue
 
     def _try(self, key, func, *args):
         if not self.backoff.ready(key):
@@ -704,8 +732,9 @@ class RemoteMemory:
                     raise
                 export = self._existing_export(uuid)
         try:
-            target = self.driver.attach_swap_disk(instance, export['socket'],
-                                                  export['name'], serial)
+            target = self.driver.attach_swap_disk(
+                instance, export['socket'], export['name'], serial,
+                reconnect_delay=swapd_conf.reconnect_delay)
         except Exception:
             if created:
                 LOG.warning('Grant %s: hot-plug into VM %s failed; dropping '

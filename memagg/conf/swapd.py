@@ -99,6 +99,17 @@ opts = [
     cfg.IntOpt('attach_timeout', default=60, min=1,
                help='Seconds an attach of a grant (export creation and '
                     'hot-plug into the guest) may take.'),
+    cfg.IntOpt('reconnect_delay', default=30, min=0, max=3600,
+               help='Seconds QEMU holds a VM\'s I/O on its remote-swap disk '
+                    'when the NBD connection to memagg-swapd breaks (a '
+                    'crash or restart of memagg-swapd) and retries it once '
+                    'reconnected: the disk\'s <reconnect delay=\'N\'/> '
+                    '(QEMU\'s reconnect-delay). 0: none. A libvirt whose NBD '
+                    'disks have no <reconnect> (9.0 has none) drops it: '
+                    'memagg-compute then logs a warning, and the VM '
+                    'pauses on its swap disk\'s error until memagg-swapd '
+                    'serves the disk again. Applies to disks attached '
+                    'from then on.'),
     cfg.IntOpt('retry_interval', default=60, min=1,
                help='Seconds before a failed request to memagg-scheduler '
                     'for a VM or a donation is tried again; doubles with '

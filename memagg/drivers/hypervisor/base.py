@@ -132,14 +132,24 @@ class HypervisorDriver(metaclass=abc.ABCMeta):
         (live only). Raises DomainGone or Unsupported."""
         raise Unsupported('%s cannot move balloons' % type(self).__name__)
 
-    def attach_swap_disk(self, uuid, socket_path, export_name, serial):
+    def attach_swap_disk(self, uuid, socket_path, export_name, serial,
+                         reconnect_delay=0):
         """Hot-plug NBD export ``export_name`` served on unix socket
         ``socket_path`` into running domain ``uuid`` as a virtio disk with
         ``serial`` (kept in the domain's persistent definition too, when it
         has one). Return its target device (e.g. 'vdb'). A disk with that
         serial already there is not plugged twice: its target is returned.
-        Raises DomainGone or Unsupported."""
+        On a broken connection the hypervisor holds the disk's I/O for
+        ``reconnect_delay`` seconds (0: not at all) while it reconnects,
+        and pauses the domain on the disk's errors rather than passing
+        them to the guest. Raises DomainGone or Unsupported."""
         raise Unsupported('%s cannot hot-plug disks' % type(self).__name__)
+
+    def resume_after_swap_error(self, uuid, serials):
+        """Resume domain ``uuid`` when it is paused on I/O errors of its
+        disks with ``serials`` only (their server was away); return
+        whether it was. Raises DomainGone or Unsupported."""
+        raise Unsupported('%s has no paused domains' % type(self).__name__)
 
     def detach_swap_disk(self, uuid, serial):
         """Remove the disk with ``serial`` from domain ``uuid``: live when

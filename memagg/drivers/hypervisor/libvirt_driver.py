@@ -137,16 +137,28 @@ def qemu_pid(name, pid_dirs=PID_DIRS, proc='/proc'):
     return None
 
 
-def swap_disk_xml(socket_path, export_name, serial, target):
+def swap_disk_xml(socket_path, export_name, serial, target,
+                  reconnect_delay=0):
     """The <disk> of a remote-swap export: NBD over a unix socket, raw,
-    no host cache (memagg-swapd keeps the data), virtio, ``serial``."""
+    no host cache (memagg-swapd keeps the data), virtio, ``serial``.
+
+    A broken connection to memagg-swapd (its crash or restart) must not
+    reach the guest as an I/O error, which on swap kills the process whose
+    page could not be read back: QEMU holds the disk's I/O for
+    ``reconnect_delay`` seconds (>0) while it reconnects, and on an error
+    all the same the VM pauses (error policies 'stop') rather than seeing
+    it, until it is resumed."""
     disk = ElementTree.Element('disk', type='network', device='disk')
     ElementTree.SubElement(disk, 'driver', name='qemu', type='raw',
-                           cache='none')
+                           cache='none', error_policy='stop',
+                           rerror_policy='stop')
     source = ElementTree.SubElement(disk, 'source', protocol='nbd',
                                     name=export_name)
     ElementTree.SubElement(source, 'host', transport='unix',
                            socket=socket_path)
+    if reconnect_delay:
+        ElementTree.SubElement(source, 'reconnect',
+                               delay=str(reconnect_delay))
     ElementTree.SubElement(disk, 'target', dev=target, bus='virtio')
     ElementTree.SubElement(disk, 'serial').text = serial
     return ElementTree.tostring(disk, encoding='unicode')
@@ -222,6 +234,7 @@ class LibvirtDriver(base.HypervisorDriver):
         self.uri = uri
         self._conn = None
         self._lock = threading.Lock()
+        self._reconnect_warned = False
 
     def _connection(self):
         if self._conn is None:
@@ -352,12 +365,13 @@ class LibvirtDriver(base.HypervisorDriver):
     def guest_memory(self, uuid):
         return self._on_domain(uuid, self._guest_memory)
 
-    def attach_swap_disk(self, uuid, socket_path, export_name, serial):
+    def attach_swap_disk(self, uuid, socket_path, export_name, serial,
+                         reconnect_delay=0):
         return self._on_domain(uuid, lambda dom: self._attach_swap_disk(
-            dom, socket_path, export_name, serial))
+            dom, socket_path, export_name, serial, reconnect_delay))
 
-    @staticmethod
-    def _attach_swap_disk(dom, socket_path, export_name, serial):
+    def _attach_swap_disk(self, dom, socket_path, export_name, serial,
+                          reconnect_delay):
         live = ElementTree.fromstring(dom.XMLDesc())
         plugged = find_disk(live, serial)
         if plugged is not None:
@@ -374,10 +388,34 @@ class LibvirtDriver(base.HypervisorDriver):
                 flags |= libvirt.VIR_DOMAIN_AFFECT_CONFIG
         target = free_virtio_target(used)
         dom.attachDeviceFlags(
-            swap_disk_xml(socket_path, export_name, serial, target), flags)
+            swap_disk_xml(socket_path, export_name, serial, target,
+                          reconnect_delay), flags)
         LOG.info('Attached NBD export %s (%s) to %s as %s (serial %s)',
                  export_name, socket_path, dom.name(), target, serial)
+        if reconnect_delay:
+            self._check_reconnect(dom, serial)
         return target
+
+    def _check_reconnect(self, dom, serial):
+        """Warn (once per driver) when libvirt dropped the disk's
+        <reconnect>: it ignores the elements it does not know."""
+        plugged = find_disk(ElementTree.fromstring(dom.XMLDesc()), serial)
+        if (plugged is None or plugged.find('source/reconnect') is not None
+                or self._reconnect_warned):
+            return
+        self._reconnect_warned = True
+        LOG.warning('libvirt %s kept no <reconnect delay> on the remote-swap '
+                    'disk %s of %s: QEMU will not wait for a restarted '
+                    'memagg-swapd, and the VM pauses on the disk\'s error '
+                    'until memagg-compute resumes it ([swapd] '
+                    'reconnect_delay needs a libvirt with <reconnect> on '
+                    'NBD disks)', self._lib_version(dom), serial, dom.name())
+
+    @staticmethod
+    def _lib_version(dom):
+        version = dom.connect().getLibVersion()
+        return '%d.%d.%d' % (version // 1000000, version // 1000 % 1000,
+                             version % 1000)
 
     def migration_stats(self, uuid):
         return self._on_domain(uuid, job_stats_of_migration)
@@ -407,6 +445,30 @@ class LibvirtDriver(base.HypervisorDriver):
             LOG.info('Detached the disk with serial %s from %s', serial,
                      dom.name())
         return found
+
+    def resume_after_swap_error(self, uuid, serials):
+        return self._on_domain(uuid, lambda dom: self._resume_after_swap_error(
+            dom, serials))
+
+    @staticmethod
+    def _resume_after_swap_error(dom, serials):
+        state, reason = dom.state()
+        if (state != libvirt.VIR_DOMAIN_PAUSED
+                or reason != libvirt.VIR_DOMAIN_PAUSED_IOERROR):
+            return False
+        live = ElementTree.fromstring(dom.XMLDesc())
+        ours = {disk.find('target').get('dev') for disk in
+                (find_disk(live, serial) for serial in serials)
+                if disk is not None}
+        failed = set(dom.diskErrors())
+        # Another disk's error is not memagg's to clear.
+        if not failed or not failed <= ours:
+            return False
+        dom.resume()
+        LOG.warning('Resumed %s, paused on an error of its remote-swap disk '
+                    '%s (memagg-swapd was away): QEMU retries the I/O',
+                    dom.name(), ', '.join(sorted(failed)))
+        return True
 
     @staticmethod
     def _hmp(dom, command):

@@ -324,6 +324,9 @@ class Driver(base.HypervisorDriver):
         self.attached = []
         self.detached = []
         self.attach_error = None
+        self.reconnect_delays = []
+        self.resumed = []
+        self.paused = set()
 
     def get_host_info(self):
         return base.HostInfo('node', 8192, 8192, 2)
@@ -331,11 +334,17 @@ class Driver(base.HypervisorDriver):
     def list_domains(self):
         return list(self.domains.values())
 
-    def attach_swap_disk(self, uuid, socket_path, export_name, serial):
+    def attach_swap_disk(self, uuid, socket_path, export_name, serial,
+                         reconnect_delay=0):
         if self.attach_error is not None:
             raise self.attach_error
         self.attached.append((uuid, socket_path, export_name, serial))
+        self.reconnect_delays.append(reconnect_delay)
         return 'vdb'
+
+    def resume_after_swap_error(self, uuid, serials):
+        self.resumed.append((uuid, sorted(serials)))
+        return uuid in self.paused
 
     def detach_swap_disk(self, uuid, serial):
         self.detached.append((uuid, serial))
@@ -623,6 +632,32 @@ def test_attach_grant_creates_the_export_and_hot_plugs_it(lmc, tmp_path):
     assert reply == {'socket': '/run/exports/%s.sock' % GRANT,
                      'serial': 'memagg-swap-0b4f7e0c', 'target_dev': 'vdb'}
     assert lmc.grants_by_instance()[VM].target_dev == 'vdb'
+
+
+def test_attach_grant_asks_for_the_reconnect_delay(conf, lmc):
+    assert conf.conf.swapd.reconnect_delay == 30    # the default
+    conf.config(reconnect_delay=7, group='swapd')
+    lmc.attach_grant(grant_dict())
+    assert lmc.driver.reconnect_delays == [7]
+
+
+def test_a_vm_paused_on_its_swap_disk_is_resumed_once_its_export_is_served(
+        lmc):
+    lmc.attach_grant(grant_dict())
+    lmc.plan_period(period(0), [dom(VM)])
+    lmc.driver.paused.add(VM)
+    lmc.act(None)
+    assert lmc.driver.resumed == [(VM, ['memagg-swap-0b4f7e0c'])]
+    # memagg-swapd away, or back without the export: nothing to resume.
+    lmc.client.down = True
+    lmc.plan_period(period(0), [dom(VM)])
+    lmc.act(None)
+    lmc.client.down = False
+    lmc.client.exports.clear()
+    lmc.plan_period(period(0), [dom(VM)])
+    lmc.act(None)
+    assert lmc.driver.resumed == [(VM, ['memagg-swap-0b4f7e0c'])]
+    assert ('export_list',) in lmc.client.calls[-3:]
 
 
 def test_attach_grant_again_reuses_the_export(lmc, tmp_path):

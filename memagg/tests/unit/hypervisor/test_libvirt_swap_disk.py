@@ -49,16 +49,26 @@ def test_disk_xml_is_the_testbed_nbd_disk():
         '/run/memagg/swapd/exports/%s.sock' % GRANT, 'memagg-swap-' + GRANT,
         SERIAL, 'vdc'))
     assert (disk.get('type'), disk.get('device')) == ('network', 'disk')
+    # An error of the disk pauses the VM rather than reaching the guest.
     assert disk.find('driver').attrib == {'name': 'qemu', 'type': 'raw',
-                                          'cache': 'none'}
+                                          'cache': 'none',
+                                          'error_policy': 'stop',
+                                          'rerror_policy': 'stop'}
     source = disk.find('source')
     assert source.attrib == {'protocol': 'nbd',
                              'name': 'memagg-swap-' + GRANT}
     assert source.find('host').attrib == {
         'transport': 'unix',
         'socket': '/run/memagg/swapd/exports/%s.sock' % GRANT}
+    assert source.find('reconnect') is None
     assert disk.find('target').attrib == {'dev': 'vdc', 'bus': 'virtio'}
     assert disk.findtext('serial') == SERIAL
+
+
+def test_disk_xml_asks_qemu_to_wait_for_a_restarted_server():
+    disk = ElementTree.fromstring(libvirt_driver.swap_disk_xml(
+        '/s.sock', 'e', SERIAL, 'vdb', reconnect_delay=30))
+    assert disk.find('source/reconnect').attrib == {'delay': '30'}
 
 
 @pytest.mark.parametrize('used, expected', [
@@ -97,6 +107,12 @@ class Domain:
 
     def attachDeviceFlags(self, xml, flags):
         self.calls.append(('attach', xml, flags))
+
+    def connect(self):
+        return self
+
+    def getLibVersion(self):
+        return 9000000
 
     def detachDeviceFlags(self, xml, flags):
         self.calls.append(('detach', xml, flags))
@@ -186,3 +202,84 @@ def test_the_test_driver_cannot_hot_plug_and_says_so():
                                     '/s.sock', 'e', SERIAL)
     finally:
         driver.close()
+
+
+class OldLibvirtDomain(Domain):
+    """A domain of a libvirt that knows no <reconnect> on NBD disks: the
+    plugged disk shows up live without it."""
+
+    def attachDeviceFlags(self, xml, flags):
+        super().attachDeviceFlags(xml, flags)
+        disk = ElementTree.fromstring(xml)
+        source = disk.find('source')
+        for reconnect in source.findall('reconnect'):
+            source.remove(reconnect)
+        self.live = DOMAIN % ElementTree.tostring(disk, encoding='unicode')
+
+
+def test_a_libvirt_that_drops_reconnect_is_warned_about_once(caplog):
+    driver = driver_with(OldLibvirtDomain(DOMAIN % ''))
+    driver.attach_swap_disk('u', '/s.sock', 'e', SERIAL, reconnect_delay=30)
+    xml = driver._conn.dom.calls[0][1]
+    assert ElementTree.fromstring(xml).find('source/reconnect') is not None
+    warned = [r for r in caplog.records if 'reconnect' in r.getMessage()]
+    assert len(warned) == 1
+    assert 'libvirt 9.0.0' in warned[0].getMessage()
+    driver._conn.dom = OldLibvirtDomain(DOMAIN % '')
+    driver.attach_swap_disk('u', '/s.sock', 'e', SERIAL, reconnect_delay=30)
+    assert len([r for r in caplog.records
+                if 'reconnect' in r.getMessage()]) == 1
+
+
+def test_a_libvirt_that_keeps_reconnect_is_not_warned_about(caplog):
+    class NewLibvirtDomain(Domain):
+        def attachDeviceFlags(self, xml, flags):
+            super().attachDeviceFlags(xml, flags)
+            self.live = DOMAIN % xml
+
+    driver = driver_with(NewLibvirtDomain(DOMAIN % ''))
+    driver.attach_swap_disk('u', '/s.sock', 'e', SERIAL, reconnect_delay=30)
+    assert not [r for r in caplog.records if 'reconnect' in r.getMessage()]
+
+
+class PausedDomain(Domain):
+    """A domain paused (or not) with I/O errors on some disks."""
+
+    def __init__(self, live, state, errors):
+        super().__init__(live)
+        self._state = state
+        self.errors = errors
+        self.resumed = 0
+
+    def state(self):
+        return self._state
+
+    def diskErrors(self):
+        return dict(self.errors)
+
+    def resume(self):
+        self.resumed += 1
+
+
+IOERROR = (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_IOERROR)
+SWAP_DISK = libvirt_driver.swap_disk_xml('/s.sock', 'e', SERIAL, 'vdb')
+
+
+@pytest.mark.parametrize('state, errors, resumed', [
+    # Paused on its swap disk's error: resumed.
+    (IOERROR, {'vdb': libvirt.VIR_DOMAIN_DISK_ERROR_UNSPEC}, True),
+    # Its root disk failed too: not memagg's to clear.
+    (IOERROR, {'vdb': libvirt.VIR_DOMAIN_DISK_ERROR_UNSPEC,
+               'vda': libvirt.VIR_DOMAIN_DISK_ERROR_UNSPEC}, False),
+    # Paused by the operator, or running.
+    ((libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_USER), {}, False),
+    ((libvirt.VIR_DOMAIN_RUNNING, 1), {}, False),
+    # Paused on an error that is gone from the disks' status.
+    (IOERROR, {}, False),
+])
+def test_resume_after_swap_error_only_for_errors_of_memagg_disks(
+        state, errors, resumed):
+    dom = PausedDomain(DOMAIN % (FILE_DISK % 'vda' + SWAP_DISK), state,
+                       errors)
+    assert driver_with(dom).resume_after_swap_error('u', [SERIAL]) is resumed
+    assert dom.resumed == int(resumed)
