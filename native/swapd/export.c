@@ -2005,6 +2005,13 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
         goto out;
     }
 
+    /* The table is durable before the socket exists: no write reaches
+     * an export a restart would not find. */
+    if (!restoring && (ret = persist(x))) {
+        fail(err, errlen, ret, "cannot write %s: %s", x->conf,
+             strerror(-ret));
+        goto out;
+    }
     be.name = x->name;
     be.size = x->spec.size;
     be.ctx = x;
@@ -2013,12 +2020,9 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     ret = sd_nbd_server_start(x->sock, &be, xs->uid, xs->gid, &x->nbd,
                               err, errlen);
     if (ret) {
-        goto out;
-    }
-    if (!restoring && (ret = persist(x))) {
-        sd_nbd_server_stop(x->nbd);
-        fail(err, errlen, ret, "cannot write %s: %s", x->conf,
-             strerror(-ret));
+        if (!restoring) {
+            unlink(x->conf);
+        }
         goto out;
     }
     if (x->spec.adopt && !x->spec.rebuild_started) {
