@@ -34,10 +34,12 @@ import time
 import typing
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from memagg.common import context as memagg_context
+from memagg.common import exceptions
 from memagg.common import guru
 from memagg.common import rpc
 from memagg.conf import CONF
@@ -187,8 +189,13 @@ class Service:
             started = time.monotonic()
             try:
                 task.func()
+            except (db_exc.DBConnectionError, exceptions.RPCTimeout) as exc:
+                # The database or a peer is out: one line per period; its
+                # traceback would say nothing more and flood the log.
+                LOG.error('%s: periodic task %s failed; next run in %s s: '
+                          '%s', self.binary, task.name, task.interval, exc)
             except Exception:
-                # One failed period (DB or bus down) must not end the task.
+                # One failed period must not end the task.
                 LOG.exception('%s: periodic task %s failed; next run in '
                               '%s s', self.binary, task.name, task.interval)
             elapsed = time.monotonic() - started

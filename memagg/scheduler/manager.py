@@ -44,8 +44,9 @@ import functools
 import queue
 import threading
 
-import oslo_messaging as messaging
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
+import oslo_messaging as messaging
 
 from memagg.common import coordination
 from memagg.common import exceptions
@@ -169,9 +170,17 @@ class SchedulerManager(service.Manager):
         """Store one ComputeReport (hosts, instances, wss_samples,
         host_samples)."""
         host, instances, samples = report.to_db_values()
-        db_reports.report_ingest(ctxt, host, instances, samples,
-                                 reported_at=report.reported_at,
-                                 host_sample=report.host_sample())
+        try:
+            db_reports.report_ingest(ctxt, host, instances, samples,
+                                     reported_at=report.reported_at,
+                                     host_sample=report.host_sample())
+        except db_exc.DBConnectionError as exc:
+            # The next report carries the state again; the WSS history
+            # keeps a gap for the outage, as it should.
+            LOG.error('The report of %s taken at %s is not stored, the '
+                      'database is unavailable: %s', report.host,
+                      report.reported_at, exc)
+            return
         LOG.debug('Stored the report of %s', report.host)
 
     @messaging.expose
