@@ -269,6 +269,14 @@ class TwoHosts:
             'memagg-compute', ['--config-file', host.config],
             os.path.join(self.root, '%s-compute.log' % host.name))
 
+    def restart_compute(self, host):
+        """Stop ``host``'s memagg-compute (SIGTERM) and start it again;
+        wait until it answers. Its exit code."""
+        code = host.compute.stop()
+        host.compute = self._compute(host)
+        self._wait_answering([host])
+        return code
+
     def _wait_answering(self, hosts):
         """Wait until the memagg-compute of each of ``hosts`` and the
         scheduler answer."""

@@ -1,0 +1,303 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A crash of the consumer's memagg-swapd under a guest that swaps to it
+(issue 18, point 1): the guest keeps its data.
+
+A real TCG guest (memagg/tests/guest) gets a grant of four 64 MiB slabs
+lent by a donor memagg-swapd over loopback TCP, attached by memagg-compute's
+own code (RemoteMemory.attach_grant, the libvirt driver's hot-plug); the
+guest makes it its swap, is ballooned below its data and keeps re-reading
+it, so its pages go out to the donor and come back all the time. The
+consumer's memagg-swapd is SIGKILLed in the middle of that and started
+again: it serves the export again from its state directory, the donor and
+the local copy, QEMU's NBD client reconnects, and the md5 sum of the
+guest's data still matches.
+
+The disk is attached with [swapd] reconnect_delay (QEMU holds the I/O
+while it reconnects) where libvirt can ask for it; libvirt 9.0 (this
+testbed's) cannot, so QEMU fails the I/O in flight and the VM pauses on
+the disk's error (error policies 'stop') until memagg-compute's period
+(RemoteMemory.act's resume_paused, run here every 2 s as
+[compute] collect_interval would) resumes it. Without either, a guest
+process whose page could not be read back lost its data (measured before
+this test: "Read-error on swap-device" and an empty md5).
+
+The second test runs the real services (two_hosts.py: memagg-scheduler on
+RabbitMQ and MariaDB, a memagg-compute and memagg-swapd per host): the
+grant is made by memagg-scheduler, the consumer's memagg-compute holds the
+guest below its data by its balloon, and is restarted while the guest
+swaps through memagg-swapd; the guest notices nothing (it keeps swapping
+meanwhile, never pauses, and its md5 sum matches), the export is not
+dropped, and the new memagg-compute finds it again.
+
+Fakes: in the first test, memagg-scheduler (FakeScheduler of the unit
+tests: nothing there asks it anything), the two hosts being two
+memagg-swapd processes on this machine. None in the second; the donor
+runs no guest, so its memagg-compute's hypervisor is libvirt's test
+driver. Both test run guests under the whole libvirtd: run them with no
+other guest test at the same time.
+"""
+import os
+import shutil
+import tempfile
+import threading
+import xml.etree.ElementTree as ElementTree
+
+import libvirt
+import pytest
+
+from memagg.common import context
+from memagg.common import exceptions
+from memagg.compute import remote
+from memagg.db import grants as db_grants
+from memagg.drivers.hypervisor import base
+from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import two_hosts as two_hosts_module
+from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
+from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
+from memagg.tests.guest import vm
+from memagg.scheduler import rpcapi as scheduler_rpcapi
+from memagg.tests.unit.compute import test_compute_remote as helpers
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+GRANT = '7d3c1b2a-9e8f-4a6b-8c5d-4e3f2a1b0c9d'
+SECRET = helpers.SECRET
+MIB = 1024 * 1024
+SLAB_MB = 64
+SLABS = 4
+MEMORY_MB = 256
+# The guest is ballooned to BALLOON_MB while it keeps DATA_MB of random data
+# in a tmpfs: most of it lives on the swap disk.
+BALLOON_MB = 112
+DATA_MB = 160
+SWAPPED_MB = 48
+
+
+@pytest.fixture
+def daemons():
+    """A donor memagg-swapd lending SLABS slabs and the consumer's, whose
+    export sockets QEMU's user may open (in a short path: a unix socket's
+    holds 107 bytes)."""
+    root = tempfile.mkdtemp(prefix='memagg-crash-', dir='/var/tmp')
+    os.chmod(root, 0o755)
+    donor = two_hosts_module.Swapd('donor', root, capacity_mb=SLAB_MB * SLABS)
+    consumer = two_hosts_module.Swapd(
+        'consumer', root, socket_user=two_hosts_module.QEMU_USER)
+    try:
+        donor.start()
+        consumer.start()
+        yield donor, consumer
+    finally:
+        codes = [d.stop() for d in (donor, consumer)]
+        logs = donor.log() + consumer.log()
+        shutil.rmtree(root, ignore_errors=True)
+        assert codes == [0, 0], logs
+
+
+def _remote_memory(conf, daemon, driver):
+    conf.config(control_socket=daemon.control, export_dir=daemon.export_dir,
+                state_dir=daemon.state_dir, group='swapd')
+    return remote.RemoteMemory(driver, daemon.name, conf.conf,
+                               helpers.FakeScheduler(),
+                               client=daemon.client())
+
+
+class Period(threading.Thread):
+    """memagg-compute's period, as far as a paused VM goes: resume_paused
+    every ``interval`` s; records the domain states it saw."""
+
+    def __init__(self, lmc, dom, interval=2):
+        super().__init__(daemon=True)
+        self.lmc = lmc
+        self.dom = dom
+        self.interval = interval
+        self.states = set()
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.wait(self.interval):
+            self.states.add(self.dom.state()[0])
+            self.lmc.resume_paused()
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
+
+
+@pytest.mark.timeout(1500)
+def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
+        conf, daemons, qemu_workdir):
+    donor, consumer = daemons
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
+    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-swapd-crash',
+                         memory_mb=MEMORY_MB)
+    try:
+        guest.start()
+        prepared = _remote_memory(conf, donor, driver).prepare_slabs(
+            GRANT, SECRET, SLAB_MB, list(range(SLABS)))
+        assert len(prepared['slabs']) == SLABS, prepared
+        grant = helpers.grant_dict(
+            uuid=GRANT, instance_uuid=guest.uuid,
+            granted_mb=SLAB_MB * SLABS,
+            slabs=[{'index': s['index'], 'endpoint': prepared['endpoint'],
+                    'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
+                    'status': 'prepared'} for s in prepared['slabs']])
+        lmc = _remote_memory(conf, consumer, driver)
+        attached = lmc.attach_grant(grant)
+        serial = base.swap_serial(GRANT)
+        dev = guest.wait_swap_disk(serial, 120)
+        disk = libvirt_driver.find_disk(
+            ElementTree.fromstring(guest.dom.XMLDesc()), serial)
+        assert disk.find('driver').get('error_policy') == 'stop'
+        assert disk.find('driver').get('rerror_policy') == 'stop'
+        reconnects = disk.find('source/reconnect') is not None
+        driver.set_balloon(guest.uuid, BALLOON_MB)
+        checksum = guest.fill(DATA_MB, timeout=600)
+        client = consumer.client()
+
+        def swapped():
+            beat = guest.heartbeat() or {'swaps': {}}
+            used = beat['swaps'].get(dev, {}).get('used_kb', 0)
+            return used >= SWAPPED_MB * 1024 and beat
+        polling.wait_for(swapped, 600, interval=1,
+                         message='%d MiB on the memagg swap disk' % SWAPPED_MB)
+        before = client.export_stats(GRANT)
+
+        # SIGKILL while the guest reads its data back through the disk.
+        pswpin = guest.heartbeat()['pswpin']
+        mark = guest.start_check()
+        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
+                         120, interval=0.2,
+                         message='the guest swapping in during its check')
+        period = Period(lmc, guest.dom)
+        period.start()
+        try:
+            assert consumer.kill() == -9
+            consumer.start()
+            client = consumer.client()
+            assert client.export_list() == [GRANT]
+            # Served again at the socket QEMU knows.
+            assert os.path.exists(attached['socket'])
+            assert guest.wait_check(mark, 600) == checksum
+        finally:
+            period.stop()
+        beats = guest.heartbeats()
+        polling.wait_for(lambda: guest.heartbeats() > beats + 2, 60,
+                         interval=0.5, message='heartbeats after the restart')
+        assert guest.dom.state()[0] == libvirt.VIR_DOMAIN_RUNNING
+        after = client.export_stats(GRANT)
+        # QEMU reconnected, and the pages read back came from the donor.
+        assert after['clients'] >= 1, after
+        assert after['reads'] > 0 and after['remote_errors'] == 0, after
+        assert after['stored_pages'] > 0, (before, after)
+        assert guest.check(timeout=600) == checksum
+        paused = libvirt.VIR_DOMAIN_PAUSED in period.states
+        # QEMU waited for the new memagg-swapd, or the VM paused and was
+        # resumed: never an error seen by the guest.
+        assert reconnects or paused, period.states
+        print('swapd SIGKILLed under a swapping guest: %d MiB swapped '
+              'through memagg before, md5 %s kept; libvirt kept '
+              '<reconnect>: %s, the VM paused meanwhile: %s; stats before '
+              '%s, after the restart %s' % (
+                  before['write_bytes'] // MIB, checksum, reconnects, paused,
+                  before, after))
+    finally:
+        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
+        guest.destroy()
+        driver.close()
+        conn.close()
+
+
+@pytest.fixture
+def two_hosts_overrides():
+    """The consumer's memagg-compute holds its guest to BALLOON_MB (no
+    less: below, the guest thrashes too hard for TCG to get anywhere) and
+    asks for no grant by itself: the test asks memagg-scheduler for one."""
+    consumer = two_hosts_module.budget(BALLOON_MB)
+    consumer['local_policy']['min_guest_mb'] = BALLOON_MB
+    consumer['swapd'] = {'auto_grant': False}
+    return {'consumer': consumer}
+
+
+def _allocate(ctxt, instance_uuid, consumer_host):
+    """The grant memagg-scheduler makes, once memagg-compute has reported
+    the instance (NotFound before: nothing was made)."""
+    try:
+        return scheduler_rpcapi.SchedulerAPI().allocate_remote(
+            ctxt, instance_uuid, consumer_host, SLAB_MB * SLABS,
+            timeout=120)
+    except exceptions.NotFound:
+        return None
+
+
+@pytest.mark.timeout(1500)
+def test_memagg_compute_restarted_under_a_swapping_guest_changes_nothing(
+        two_hosts, qemu_workdir):  # noqa: F811 - pytest fixtures
+    hosts = two_hosts
+    ctxt = context.get_admin_context()
+    consumer = hosts.consumer.swapd.client()
+    conn = libvirt.open(guest_fixtures.URI)
+    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-compute-restart',
+                         memory_mb=MEMORY_MB)
+    try:
+        guest.start()
+        grant = polling.wait_for(
+            lambda: _allocate(ctxt, guest.uuid, hosts.consumer.name), 120,
+            interval=1, message='a grant for the guest')
+        assert grant['granted_mb'] == SLAB_MB * SLABS, grant
+        dev = guest.wait_swap_disk(base.swap_serial(grant['uuid']), 120)
+        checksum = guest.fill(DATA_MB, timeout=600)
+
+        def swapped():
+            beat = guest.heartbeat() or {'swaps': {}}
+            used = beat['swaps'].get(dev, {}).get('used_kb', 0)
+            return used >= SWAPPED_MB * 1024 and beat
+        polling.wait_for(swapped, 600, interval=1,
+                         message='%d MiB on the memagg swap disk' % SWAPPED_MB)
+
+        # The restart, while the guest reads its data back through the disk.
+        pswpin = guest.heartbeat()['pswpin']
+        mark = guest.start_check()
+        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
+                         120, interval=0.2,
+                         message='the guest swapping in during its check')
+        before = consumer.export_stats(grant['uuid'])
+        assert hosts.restart_compute(hosts.consumer) == 0
+        during = consumer.export_stats(grant['uuid'])
+        assert guest.wait_check(mark, 600) == checksum
+        after = consumer.export_stats(grant['uuid'])
+        # Swap I/O went on through the restart, over the same connection
+        # (memagg-swapd counts from its start: no restart of it either).
+        assert during['reads'] > before['reads'], (before, during)
+        assert after['reads'] >= during['reads'] and after['clients'] == 1
+        assert after['remote_errors'] == 0, after
+        assert consumer.export_list() == [grant['uuid']]
+        assert db_grants.grant_get(ctxt, grant['uuid']).status == 'active'
+        assert guest.dom.state()[0] == libvirt.VIR_DOMAIN_RUNNING
+        # The new memagg-compute found the export and its VM.
+        polling.wait_for(
+            lambda: 'holds 1 exports' in hosts.consumer.compute.log(), 60,
+            interval=0.5, message='the new memagg-compute recovering')
+        assert guest.check(timeout=600) == checksum
+        print('memagg-compute restarted under a swapping guest: md5 %s '
+              'kept, %d reads through memagg-swapd during the restart; '
+              'stats %s' % (checksum, during['reads'] - before['reads'],
+                            after))
+    finally:
+        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
+        guest.destroy()
+        conn.close()
