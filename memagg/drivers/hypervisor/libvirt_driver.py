@@ -235,6 +235,7 @@ class LibvirtDriver(base.HypervisorDriver):
         self._conn = None
         self._lock = threading.Lock()
         self._reconnect_warned = False
+        self._full_warned = set()   # uuids of VMs paused on a full disk
 
     def _connection(self):
         if self._conn is None:
@@ -450,19 +451,30 @@ class LibvirtDriver(base.HypervisorDriver):
         return self._on_domain(uuid, lambda dom: self._resume_after_swap_error(
             dom, serials))
 
-    @staticmethod
-    def _resume_after_swap_error(dom, serials):
+    def _resume_after_swap_error(self, dom, serials):
         state, reason = dom.state()
         if (state != libvirt.VIR_DOMAIN_PAUSED
                 or reason != libvirt.VIR_DOMAIN_PAUSED_IOERROR):
+            self._full_warned.discard(dom.UUIDString())
             return False
         live = ElementTree.fromstring(dom.XMLDesc())
         ours = {disk.find('target').get('dev') for disk in
                 (find_disk(live, serial) for serial in serials)
                 if disk is not None}
-        failed = set(dom.diskErrors())
+        errors = dom.diskErrors()
+        failed = set(errors)
         # Another disk's error is not memagg's to clear.
         if not failed or not failed <= ours:
+            return False
+        if libvirt.VIR_DOMAIN_DISK_ERROR_NO_SPACE in errors.values():
+            # Resumed, it would pause again at once: the local copies'
+            # disk ([swapd] state_dir) needs room first.
+            if dom.UUIDString() not in self._full_warned:
+                self._full_warned.add(dom.UUIDString())
+                LOG.error('%s is paused: its remote-swap disk %s is out of '
+                          'space (the local copy\'s disk, [swapd] '
+                          'state_dir, is full); resume it once there is '
+                          'room', dom.name(), ', '.join(sorted(failed)))
             return False
         dom.resume()
         LOG.warning('Resumed %s, paused on an error of its remote-swap disk '

@@ -260,6 +260,9 @@ class PausedDomain(Domain):
     def resume(self):
         self.resumed += 1
 
+    def UUIDString(self):
+        return TEST_DOMAIN_UUID
+
 
 IOERROR = (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_IOERROR)
 SWAP_DISK = libvirt_driver.swap_disk_xml('/s.sock', 'e', SERIAL, 'vdb')
@@ -276,6 +279,8 @@ SWAP_DISK = libvirt_driver.swap_disk_xml('/s.sock', 'e', SERIAL, 'vdb')
     ((libvirt.VIR_DOMAIN_RUNNING, 1), {}, False),
     # Paused on an error that is gone from the disks' status.
     (IOERROR, {}, False),
+    # Out of space: it would pause again at once.
+    (IOERROR, {'vdb': libvirt.VIR_DOMAIN_DISK_ERROR_NO_SPACE}, False),
 ])
 def test_resume_after_swap_error_only_for_errors_of_memagg_disks(
         state, errors, resumed):
@@ -283,3 +288,14 @@ def test_resume_after_swap_error_only_for_errors_of_memagg_disks(
                        errors)
     assert driver_with(dom).resume_after_swap_error('u', [SERIAL]) is resumed
     assert dom.resumed == int(resumed)
+
+
+def test_a_vm_paused_on_a_full_disk_is_logged_once(caplog):
+    dom = PausedDomain(DOMAIN % SWAP_DISK, IOERROR,
+                       {'vdb': libvirt.VIR_DOMAIN_DISK_ERROR_NO_SPACE})
+    driver = driver_with(dom)
+    assert driver.resume_after_swap_error('u', [SERIAL]) is False
+    assert driver.resume_after_swap_error('u', [SERIAL]) is False
+    assert len([r for r in caplog.records
+                if 'out of space' in r.getMessage()]) == 1
+    assert dom.resumed == 0
