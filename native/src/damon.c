@@ -19,8 +19,13 @@
  * sampler is open: a pool of MS_DAMON_SLOTS kdamonds, each with one context,
  * one target and one "stat" scheme.  The pool is created on first use and
  * torn down (every kdamond off, nr_kdamonds 0) when the last sampler closes
- * and at process exit.  A lock file keeps two processes from fighting over
- * the tree; whoever takes it turns off any kdamond a crashed run left on.
+ * and at process exit.  A lock keeps two processes from fighting over the
+ * tree; whoever takes it turns off any kdamond a crashed run left on.  The
+ * lock is the tree's own directory (flock), not a file under /run: /run
+ * may be private to a mount namespace (a container, each simulated host of
+ * the test rig) while the tree is not, and two memagg-compute processes
+ * with their own /run each drove kdamond 0, rewriting each other's region
+ * files (windows that read every sampled page accessed, or none).
  *
  * damon_paddr samplers share ONE kdamond, the host's: its single target's
  * regions are the pages every sampler watches, merged (the kernel refuses
@@ -299,17 +304,17 @@ static int pool_get(char *err, size_t errlen)
                strerror(errno));
         goto fail;
     }
-    pool.lockfd = open(ms_paths.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    pool.lockfd = open(ms_paths.damon, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pool.lockfd < 0) {
         ret = -errno;
-        ms_err(err, errlen, "cannot open lock file %s: %s", ms_paths.lock,
+        ms_err(err, errlen, "cannot open %s to lock it: %s", ms_paths.damon,
                strerror(errno));
         goto fail;
     }
     if (flock(pool.lockfd, LOCK_EX | LOCK_NB) != 0) {
         ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
         ms_err(err, errlen, "DAMON is in use by another memagg process "
-               "(lock %s held)", ms_paths.lock);
+               "(lock on %s held)", ms_paths.damon);
         goto fail;
     }
     /* Whatever a previous run left behind goes: it cannot be ours to keep. */

@@ -42,7 +42,6 @@ struct ms_paths {
     char proc[128];         /* "/proc" */
     char page_idle[128];    /* "/sys/kernel/mm/page_idle/bitmap" */
     char damon[128];        /* "/sys/kernel/mm/damon/admin" */
-    char lock[128];         /* lock file serialising DAMON between processes */
     char kpageflags[128];   /* "/proc/kpageflags" */
 };
 extern struct ms_paths ms_paths;

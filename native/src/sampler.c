@@ -43,7 +43,6 @@ struct ms_paths ms_paths = {
     .proc = "/proc",
     .page_idle = "/sys/kernel/mm/page_idle/bitmap",
     .damon = "/sys/kernel/mm/damon/admin",
-    .lock = "/run/memagg-damon.lock",
     .kpageflags = "/proc/kpageflags",
 };
 

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -554,7 +555,6 @@ static void fake_setup(void)
     snprintf(ms_paths.page_idle, sizeof(ms_paths.page_idle),
              "%s/page_idle/bitmap", fake_root);
     snprintf(ms_paths.damon, sizeof(ms_paths.damon), "%s/damon", fake_root);
-    snprintf(ms_paths.lock, sizeof(ms_paths.lock), "%s/lock", fake_root);
     snprintf(ms_paths.kpageflags, sizeof(ms_paths.kpageflags),
              "%s/kpageflags", fake_root);
     fake_pagemap();
@@ -997,6 +997,30 @@ static void test_damon_foreign_regions(void)
     ms_sampler_close(s);
 }
 
+/*
+ * DAMON's sysfs tree is locked through its own directory: a process that
+ * holds it (through its own open file, as another process would, whatever
+ * its /run) keeps a sampler from opening DAMON, and the error says so.
+ */
+static void test_damon_locked_by_another(void)
+{
+    struct ms_sampler *s = NULL;
+    char err[MS_ERRLEN] = "";
+    uint64_t seed = 1;
+    int fd = open(ms_paths.damon, O_RDONLY | O_DIRECTORY);
+
+    CHECK(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0);
+    CHECK(ms_sampler_open(&s, getpid(), 0, FAKE_PAGES * MS_PAGE_SIZE,
+                          FAKE_PAGES, MS_DAMON_PADDR, &seed, 0.1, err,
+                          sizeof(err)) == -EBUSY);
+    CHECK(strstr(err, "in use by another memagg process") != NULL);
+    if (fd >= 0) {
+        close(fd);
+    }
+    s = fake_sampler(MS_DAMON_PADDR);
+    ms_sampler_close(s);
+}
+
 /* The last word written to kdamond 0's state (over the longer ones). */
 static int fake_state_is(const char *want)
 {
@@ -1243,6 +1267,7 @@ int main(void)
     test_damon_kept_sample();
     test_damon_kept_sample_few_fds();
     test_damon_foreign_regions();
+    test_damon_locked_by_another();
     test_damon_host_shared();
     test_quick_recheck();
     test_split_and_zero_page();

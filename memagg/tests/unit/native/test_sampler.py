@@ -13,6 +13,7 @@
 """memagg._native.Sampler against a real process with a known hot set."""
 import errno
 import os
+import shutil
 import signal
 import struct
 import subprocess
@@ -375,3 +376,52 @@ def test_damon_rejects_a_window_on_regions_it_did_not_set(hot_child):
         sampler.close()
     assert result['sampled'] == 500
     assert result['fraction'] == pytest.approx(0.25, abs=0.06)
+
+
+HOLD_DAMON = '''
+import sys
+from memagg import _native
+sampler = _native.Sampler(int(sys.argv[1]), int(sys.argv[2]), 1 << 20,
+                          n=16, backend='damon_paddr')
+print('held', flush=True)
+sys.stdin.read()
+sampler.close()
+'''
+
+
+@needs_root
+@pytest.mark.slow
+def test_damon_is_locked_across_mount_namespaces(hot_child):
+    """A memagg process in another mount namespace with a /run of its own
+    (a container, a simulated host of the test rig) holds DAMON: a sampler
+    here cannot take it. With the lock a file under /run, both drove
+    kdamond 0 and rewrote each other's region files."""
+    supported, reason = _native.backends()['damon_paddr']
+    if not supported:
+        pytest.skip(reason)
+    if shutil.which('unshare') is None:
+        pytest.skip('no unshare(1)')
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    holder = subprocess.Popen(
+        ['unshare', '-m', '--propagation', 'private', 'sh', '-c',
+         'mount -t tmpfs none /run && exec "$@"', 'sh', sys.executable,
+         '-c', HOLD_DAMON, str(hot_child.pid), str(hot_child.addr)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, cwd=root,
+        env=dict(os.environ, PYTHONPATH=root))
+    try:
+        line = holder.stdout.readline()
+        if line != 'held\n':
+            holder.stdin.close()
+            pytest.skip('the other namespace did not get DAMON: %s'
+                        % holder.stderr.read()[-300:])
+        with pytest.raises(OSError) as exc:
+            _native.Sampler(hot_child.pid, hot_child.addr, hot_child.length,
+                            n=16, backend='damon_paddr')
+        assert exc.value.errno == errno.EBUSY
+        assert 'in use by another memagg process' in str(exc.value)
+    finally:
+        if not holder.stdin.closed:
+            holder.stdin.close()
+        holder.wait(timeout=30)
