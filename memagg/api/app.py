@@ -74,7 +74,7 @@ def _view(route, query_schema):
             kwargs['body'] = validation.validate_body(
                 flask.request.get_data(), route.body)
         response = flask.jsonify(route.view(**kwargs))
-        response.status_code = route.status
+        response.status_code = route.status_at(flask.g.version)
         return response
     view.__name__ = route.operation_id
     return view

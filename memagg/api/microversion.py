@@ -51,6 +51,10 @@ VERSIONS = {
             'does not answer ends failed with the reason. Of concurrent '
             'requests one only takes effect. The reclaim answer lists its '
             'slabs.',
+    (1, 10): 'POST /v1/grants answers 202 at once with the grant pending, '
+             'its slabs reserved on donors; memagg-scheduler sets it up and '
+             'it ends active, or failed with the reason (409 at once when '
+             'not a slab can be reserved).',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

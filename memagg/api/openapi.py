@@ -66,11 +66,18 @@ def _operation(route, max_limit):
         parameters.append({'name': name, 'in': 'query', 'required': False,
                            'schema': schema})
     parameters.append(_VERSION_PARAMETER)
-    responses = {str(route.status): {
-        'description': http.HTTPStatus(route.status).phrase,
-        'headers': _VERSION_HEADERS,
-        'content': {'application/json': {'schema': route.response}},
-    }}
+    responses = {}
+    # A success status a later microversion replaced says when.
+    successes = [(route.status, ', before %s' % microversion.to_string(
+        route.status_since[0][0]) if route.status_since else '')]
+    successes += [(status, ', since %s' % microversion.to_string(since))
+                  for since, status in route.status_since]
+    for status, when in successes:
+        responses[str(status)] = {
+            'description': http.HTTPStatus(status).phrase + when,
+            'headers': _VERSION_HEADERS,
+            'content': {'application/json': {'schema': route.response}},
+        }
     statuses = set(route.errors) | {400, 406, 500}
     if not route.public:
         statuses |= set(base.COMMON_ERRORS)

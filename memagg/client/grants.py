@@ -39,7 +39,9 @@ class GrantManager(base.Manager):
     def create(self, instance_uuid, size_mb):
         """Lend ``size_mb`` MiB of remote memory to the instance; return
         the grant (partial, with its reason, when less could be lent).
-        Microversion 1.3."""
+        From microversion 1.10 it comes back pending, its slabs reserved,
+        and ends active or failed (``get`` follows it). Microversion
+        1.3."""
         self._http.require(_SINCE, 'creating a grant')
         return self._http.request(
             'POST', '/v1/grants',

@@ -110,7 +110,7 @@ class SchedulerManager(service.Manager):
     (memagg.scheduler.placement) every [placement] interval seconds.
     """
 
-    target = messaging.Target(version='1.4')
+    target = messaging.Target(version='1.5')
 
     def __init__(self, host=None, executor=None, reservoir=None,
                  placement_job=None, coordinator=None):
@@ -230,6 +230,14 @@ class SchedulerManager(service.Manager):
     def reclaim(self, ctxt, donor_host, size_mb):
         """Take memory a donor lends back; the MiB reclaimed."""
         return self.reservoir.reclaim(ctxt, donor_host, size_mb)
+
+    @messaging.expose
+    def finish_allocation(self, ctxt, grant_uuid):
+        """Set up grant ``grant_uuid``, which the API reserved, on the
+        grants worker (a cast: the API has answered)."""
+        self._grants_worker.submit(
+            'Setting up grant %s' % grant_uuid,
+            self.reservoir.finish_allocation, self.admin_context, grant_uuid)
 
     @messaging.expose
     def finish_release(self, ctxt, grant_uuid):

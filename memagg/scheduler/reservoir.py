@@ -243,7 +243,22 @@ class Reservoir:
 
     def allocate(self, ctxt, instance_uuid, consumer_host, size_mb):
         """Grant up to ``size_mb`` MiB to ``instance_uuid`` on
-        ``consumer_host``; return the grant dict (see the RPC API)."""
+        ``consumer_host``, set up before it returns; return the grant dict
+        (see the RPC API). A grant of nothing is deleted and
+        RemoteMemoryUnavailable says why."""
+        grant_uuid = uuidutils.generate_uuid()
+        # Claimed before its row exists, so that no recovery takes it.
+        with self.claim('grant-%s' % grant_uuid):
+            grant = self.reserve(ctxt, instance_uuid, consumer_host, size_mb,
+                                 grant_uuid)
+            return self._set_up(ctxt, grant, keep_failed=False)
+
+    def reserve(self, ctxt, instance_uuid, consumer_host, size_mb,
+                grant_uuid=None):
+        """Steps 1 and 2: store the grant pending, its slabs reserved on
+        donors, and return it; RemoteMemoryUnavailable (nothing stored)
+        when the cap or the donors leave not a slab. Only the database is
+        asked, so the API may call it and answer at once."""
         _check_size(size_mb)
         slab_mb = self.group.slab_size_mb
         wanted = math.ceil(size_mb / slab_mb)
@@ -252,25 +267,49 @@ class Reservoir:
         def plan(instance, held_mb, donors):
             return self._plan(instance, held_mb, donors, wanted, select)
 
-        grant_uuid = uuidutils.generate_uuid()
-        # Claimed before its row exists, so that no recovery takes it.
-        with self.claim('grant-%s' % grant_uuid):
-            grant = db_grants.grant_reserve(ctxt, dict(
-                uuid=grant_uuid, instance_uuid=instance_uuid,
-                consumer_host=consumer_host, requested_mb=size_mb,
-                slab_size_mb=slab_mb, secret=secrets.token_hex(32)),
-                self._reported_since(), plan)
-            prepared = {}
+        return db_grants.grant_reserve(ctxt, dict(
+            uuid=grant_uuid or uuidutils.generate_uuid(),
+            instance_uuid=instance_uuid, consumer_host=consumer_host,
+            requested_mb=size_mb, slab_size_mb=slab_mb,
+            secret=secrets.token_hex(32)), self._reported_since(), plan)
+
+    def finish_allocation(self, ctxt, grant_uuid):
+        """Steps 3 and 4 of a grant the API reserved: it ends active
+        (partial with the reason), or failed with the reason, which is
+        kept for its requester to read. A grant that is no longer pending,
+        or that another worker claims, is left as it is."""
+        with self.claim('grant-%s' % grant_uuid) as claimed:
+            if not claimed:
+                return
+            grant = db_grants.grant_get(ctxt, grant_uuid)
+            if grant.status != 'pending':
+                LOG.info('Grant %s is %s: not set up again', grant_uuid,
+                         grant.status)
+                return
             try:
-                grant = self._prepare(ctxt, grant, wanted, select, prepared)
+                self._set_up(ctxt, grant, keep_failed=True)
             except RemoteMemoryUnavailable:
-                raise
-            except BaseException as exc:
-                # Whatever went wrong, no prepared slab may stay behind.
-                self._abandon(ctxt, grant.uuid, prepared, 'setting it up '
-                              'failed: %s: %s' % (type(exc).__name__, exc))
-                raise
-            return self._attach(ctxt, grant)
+                pass    # the grant is failed with the reason, logged
+
+    def _set_up(self, ctxt, grant, keep_failed):
+        """Steps 3 and 4 of pending ``grant``: the grant dict once active.
+        What fails frees the prepared slabs; a grant of nothing is then
+        failed with the reason when ``keep_failed``, else deleted."""
+        wanted = math.ceil(grant.requested_mb / grant.slab_size_mb)
+        select = self._select(grant.consumer_host)
+        prepared = {}
+        try:
+            grant = self._prepare(ctxt, grant, wanted, select, prepared,
+                                  keep_failed)
+        except RemoteMemoryUnavailable:
+            raise
+        except BaseException as exc:
+            # Whatever went wrong, no prepared slab may stay behind.
+            self._abandon(ctxt, grant.uuid, prepared, 'setting it up '
+                          'failed: %s: %s' % (type(exc).__name__, exc),
+                          keep_failed)
+            raise
+        return self._attach(ctxt, grant)
 
     def _plan(self, instance, held_mb, donors, wanted, select):
         """The reservation of a grant (see memagg.db.grants.grant_reserve)."""
@@ -316,7 +355,7 @@ class Reservoir:
         return 'no donor has room for a slab of %d MiB (%s)' % (
             self.group.slab_size_mb, self._describe(donors))
 
-    def _prepare(self, ctxt, grant, wanted, select, prepared):
+    def _prepare(self, ctxt, grant, wanted, select, prepared, keep_failed):
         """Have the donors prepare the grant's slabs, moving what a donor
         does not prepare to donors not tried yet. Fills ``prepared``
         (donor -> {index: (endpoint, remote_addr, rkey)}) as replies come;
@@ -343,7 +382,7 @@ class Reservoir:
         kept = self._keep_contiguous(ctxt, grant.uuid, prepared, notes)
         if not kept:
             reason = '; '.join(notes) or 'no donor prepared a slab'
-            self._abandon(ctxt, grant.uuid, prepared, reason)
+            self._abandon(ctxt, grant.uuid, prepared, reason, keep_failed)
             raise RemoteMemoryUnavailable(reason=reason)
         partial = len(kept) < wanted
         return db_grants.grant_prepared(ctxt, grant.uuid, kept, partial,
@@ -388,16 +427,22 @@ class Reservoir:
                     del slabs[index]
         return {i: every[i] for i in range(count)}
 
-    def _abandon(self, ctxt, grant_uuid, prepared, reason):
-        """Free what donors prepared and delete the grant."""
-        for host in prepared:
-            self._free(ctxt, host, grant_uuid)
-        try:
-            db_grants.grant_delete(ctxt, grant_uuid)
-        except exceptions.NotFound:
-            pass
+    def _abandon(self, ctxt, grant_uuid, prepared, reason, keep_failed):
+        """Free what donors prepared; fail the grant with ``reason`` when
+        ``keep_failed``, else delete it."""
+        unfreed = {host for host in prepared
+                   if not self._free(ctxt, host, grant_uuid)}
         LOG.warning('No remote memory granted (grant %s): %s', grant_uuid,
                     reason)
+        try:
+            if keep_failed:
+                db_grants.grant_set_status(ctxt, grant_uuid, 'failed',
+                                           'released', reason=reason,
+                                           unfreed=unfreed)
+            else:
+                db_grants.grant_delete(ctxt, grant_uuid)
+        except exceptions.NotFound:
+            pass
 
     def _attach(self, ctxt, grant):
         """Have the consumer attach the grant; then it is active."""

@@ -46,9 +46,10 @@ class SchedulerAPI:
     * 1.3 - release_grant takes consumer_host (grants follow live
       migrations)
     * 1.4 - finish_release, finish_reclaim (the API answers at once)
+    * 1.5 - finish_allocation (POST /v1/grants answers at once)
     """
 
-    VERSION = '1.4'
+    VERSION = '1.5'
 
     #: Attempts to reach the bus before a cast of the API gives up, so that
     #: a request fails (503) rather than hang while RabbitMQ is down.
@@ -86,6 +87,13 @@ class SchedulerAPI:
         (cast); raises like run_audit."""
         self.client.cast(ctxt, 'execute_audit', version='1.1', retry=retry,
                          audit_uuid=audit_uuid)
+
+    def finish_allocation(self, ctxt, grant_uuid, retry=API_CAST_RETRY):
+        """Ask for grant ``grant_uuid``, reserved pending
+        (memagg.scheduler.reservoir.Reservoir.reserve), to be set up on its
+        donors and consumer (cast); raises like run_audit."""
+        self.client.cast(ctxt, 'finish_allocation', version='1.5',
+                         retry=retry, grant_uuid=grant_uuid)
 
     def finish_release(self, ctxt, grant_uuid, retry=API_CAST_RETRY):
         """Ask for the release of grant ``grant_uuid``, made releasing

@@ -43,7 +43,9 @@ class Route:
     """One route (method and path) of the API.
 
     ``body`` is the request body's schema (None: the route takes no body);
-    ``status`` the status of a success; ``min_version`` the microversion
+    ``status`` the status of a success, and ``status_since`` ``((version,
+    status), ...)`` the status that replaced it from a later microversion
+    on (see :meth:`status_at`); ``min_version`` the microversion
     the route appeared in: below it, the path is unknown (404) or, when
     other methods serve it, the method is not allowed (405).
     """
@@ -60,6 +62,15 @@ class Route:
     body: dict = None
     status: int = 200
     min_version: tuple = microversion.MIN_VERSION
+    status_since: tuple = ()
+
+    def status_at(self, version):
+        """The status of a success at microversion ``version``."""
+        status = self.status
+        for since, later in self.status_since:
+            if version >= since:
+                status = later
+        return status
 
     @property
     def operation_id(self):
@@ -86,7 +97,7 @@ COMMON_ERRORS = (400, 401, 403, 406, 500, 503)
 
 def route(path, summary, response, query=None, path_params=None,
           errors=(), public=False, method='GET', body=None, status=200,
-          min_version=microversion.MIN_VERSION):
+          min_version=microversion.MIN_VERSION, status_since=()):
     """Register a view for ``method`` ``path``.
 
     The view is called as ``view(**path_params, query=dict)``, plus
@@ -96,7 +107,8 @@ def route(path, summary, response, query=None, path_params=None,
     def decorator(view):
         ROUTES.append(Route(path, view, summary, response, query,
                             path_params or {}, tuple(errors), public,
-                            method, body, status, min_version))
+                            method, body, status, min_version,
+                            tuple(status_since)))
         return view
     return decorator
 

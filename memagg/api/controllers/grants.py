@@ -13,13 +13,20 @@
 """/v1/grants: remote memory lent to instances. The secret is never shown.
 
 From microversion 1.3 memory can be asked for (POST /v1/grants) and given
-back (DELETE /v1/grants/{uuid}). A grant is set up by memagg-scheduler,
-called, on the donors and the instance's host before the API answers. A
-release answers at once: the API moves the grant from active to releasing
+back (DELETE /v1/grants/{uuid}). From 1.10 a request answers at once: the
+API reserves the slabs on donors in one transaction (409 when not a slab
+can be) and casts the set-up to memagg-scheduler, which has the donors
+prepare them and the instance's host attach the grant; before 1.10 the API
+calls memagg-scheduler to do all of it before answering. A release answers
+at once: the API moves the grant from active to releasing
 in one compare-and-set, so that of concurrent DELETEs one only has the
 release carried out, and casts it to memagg-scheduler, which asks the
 hosts with bounded retries (memagg.scheduler.reservoir).
 """
+import threading
+
+import flask
+
 from memagg.api.controllers import base
 from memagg.api.policies import grants as policy
 from memagg.api import schemas
@@ -30,6 +37,18 @@ from memagg.db import instances as db_instances
 from memagg.scheduler import reservoir
 
 _SINCE = (1, 3)
+_AT_ONCE = (1, 10)
+_RESERVOIR_LOCK = threading.Lock()
+
+
+def _reservoir():
+    """The app's Reservoir, made on first use: it reserves slabs with the
+    [reservoir] options and donor selection plug-in the scheduler uses."""
+    config = flask.current_app.config
+    with _RESERVOIR_LOCK:
+        if config.get('reservoir') is None:
+            config['reservoir'] = reservoir.Reservoir(config['memagg_conf'])
+        return config['reservoir']
 
 
 @base.route('/v1/grants', 'List remote-memory grants.',
@@ -54,20 +73,33 @@ def get_grant(uuid, query):
             'up slabs and the instance\'s host attaches them as its '
             'highest-priority swap. A partial grant says why it is less '
             'than asked; 409 when nothing can be granted, with the reason. '
+            'From 1.10 it answers 202 at once with the grant pending, its '
+            'slabs reserved; it ends active, or failed with the reason. '
             'Since 1.3.',
             schemas.item_response('grant', 'GrantDetail'), method='POST',
             body=schemas.GRANT_CREATE, status=201, errors=(404, 409),
-            min_version=_SINCE)
+            min_version=_SINCE, status_since=((_AT_ONCE, 202),))
 def create_grant(query, body):
     base.enforce(policy.CREATE)
     ctxt = base.context()
     instance = db_instances.instance_get(ctxt, body['instance_uuid'])
-    grant = base.call_scheduler(
-        'allocate_remote', 'the grant request',
-        instance_uuid=instance.uuid, consumer_host=instance.host,
-        size_mb=body['size_mb'])
-    return {'grant': views.grant_detail(db_grants.grant_get(
-        ctxt, grant['uuid']), base.version())}
+    if base.version() < _AT_ONCE:
+        grant = base.call_scheduler(
+            'allocate_remote', 'the grant request',
+            instance_uuid=instance.uuid, consumer_host=instance.host,
+            size_mb=body['size_mb'])
+        return {'grant': views.grant_detail(db_grants.grant_get(
+            ctxt, grant['uuid']), base.version())}
+    grant = _reservoir().reserve(ctxt, instance.uuid, instance.host,
+                                 body['size_mb'])
+    try:
+        base.cast_scheduler('finish_allocation', 'the set-up of grant %s'
+                            % grant.uuid, grant.uuid)
+    except exceptions.ServiceUnavailable:
+        # Nothing was asked of a host yet: the reservation goes.
+        db_grants.grant_delete(ctxt, grant.uuid)
+        raise
+    return {'grant': views.grant_detail(grant, base.version())}
 
 
 @base.route('/v1/grants/{uuid}', 'Release a grant: the instance\'s pages '

@@ -11,7 +11,10 @@
 # under the License.
 
 """openstack memagg grant list | show | create | delete."""
+import time
+
 from osc_lib.command import command
+from osc_lib import exceptions
 
 from memagg.osc.v1 import base
 
@@ -67,11 +70,35 @@ class CreateGrant(base.ShowCommand):
                             metavar='<mb>',
                             help='Memory to lend, MiB (rounded up to whole '
                                  'slabs, cut to the instance\'s cap)')
+        parser.add_argument('--wait', type=int, nargs='?', const=300,
+                            metavar='<seconds>',
+                            help='Wait until the grant is set up (active) '
+                                 'or failed, at most this long (default '
+                                 '300 s); fail with its reason when it '
+                                 'failed. From microversion 1.10 a grant '
+                                 'is set up after the answer.')
         return parser
 
     def fetch(self, parsed_args):
-        return base.client(self).grants.create(parsed_args.instance,
-                                               parsed_args.size_mb)
+        client = base.client(self)
+        grant = client.grants.create(parsed_args.instance,
+                                     parsed_args.size_mb)
+        if parsed_args.wait is None:
+            return grant
+        deadline = time.monotonic() + parsed_args.wait
+        while grant['status'] == 'pending':
+            if time.monotonic() >= deadline:
+                raise exceptions.CommandError(
+                    'grant %s is still pending after %d s; follow it with '
+                    '"openstack memagg grant show %s"' % (
+                        grant['uuid'], parsed_args.wait, grant['uuid']))
+            # Polling the API, as "openstack server create --wait" does.
+            time.sleep(1)
+            grant = client.grants.get(grant['uuid'])
+        if grant['status'] == 'failed':
+            raise exceptions.CommandError('grant %s failed: %s' % (
+                grant['uuid'], grant['reason']))
+        return grant
 
 
 class DeleteGrant(command.Command):

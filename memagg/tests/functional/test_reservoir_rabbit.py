@@ -48,6 +48,7 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
 V13 = {'OpenStack-API-Version': 'memory-aggregation 1.3'}
 V19 = {'OpenStack-API-Version': 'memory-aggregation 1.9'}
+V110 = {'OpenStack-API-Version': 'memory-aggregation 1.10'}
 VM_1, VM_2, VM_3 = ('%08d-0000-4000-8000-000000000000' % n
                     for n in range(1, 4))
 GRANT_KEYS = {'uuid', 'instance_uuid', 'consumer_host', 'requested_mb',
@@ -372,6 +373,43 @@ def test_concurrent_deletes_release_a_grant_once(hosts, admin_context):
     stored = db_grants.grant_get(admin_context, grant['uuid'])
     assert {s.status for s in stored.slabs} == {'released'}
     assert db_grants.reservoir_summary(admin_context)['lent_mb'] == 0
+
+
+def test_concurrent_grant_requests_lend_each_slab_once(hosts,
+                                                       admin_context):
+    """From 1.10 a grant request answers at once; of concurrent ones for
+    one VM, the reservations stay within its cap and the donors' room, and
+    every slab is set up once."""
+    url, stand_ins, _restart, _silence = hosts
+
+    answers = concurrency.at_once(lambda: requests.post(
+        url + '/v1/grants', headers=V110, timeout=60,
+        json={'instance_uuid': VM_1, 'size_mb': 512}))
+
+    assert {a.status_code for a in answers} <= {202, 409}, [
+        a.text for a in answers]
+    made = [a.json()['grant'] for a in answers if a.status_code == 202]
+    assert made and all(g['status'] == 'pending' for g in made)
+    # VM_1's cap: 0.5 x 4096 MiB; the donors lend 20 slabs of 64 MiB.
+    assert sum(g['granted_mb'] for g in made) <= min(2048, 20 * 64)
+    refused = [a.json()['errors'][0]['detail'] for a in answers
+               if a.status_code == 409]
+    assert all('No remote memory can be granted' in r for r in refused)
+
+    def all_set_up():
+        grants = [db_grants.grant_get(admin_context, g['uuid'])
+                  for g in made]
+        return all(g.status != 'pending' for g in grants) and grants
+    grants = polling.wait_for(all_set_up, 60, interval=0.2,
+                              message='every grant set up')
+    assert {g.status for g in grants} == {'active'}
+    stored = set()
+    for grant in grants:
+        stored |= _stored_slabs(admin_context, grant.uuid)
+    assert _held(stand_ins) == stored
+    assert len(stored) == sum(len(g.slabs) for g in grants)
+    assert [len(_calls(stand_ins['con'], 'attach_grant', g.uuid))
+            for g in grants] == [1] * len(grants)
 
 
 def test_concurrent_reclaims_take_each_slab_once(hosts, admin_context):

@@ -11,19 +11,23 @@
 # under the License.
 
 """POST /v1/grants, DELETE /v1/grants/{uuid} and POST
-/v1/hosts/{name}/reclaim (microversion 1.3), through the WSGI app and a
+/v1/hosts/{name}/reclaim (microversion 1.3; POST /v1/grants answers at
+once from 1.10), through the WSGI app and a
 real scheduler manager on the fake RPC driver (memagg-compute stood in for
 at its RPC client); the grant's secret and slab keys are never shown."""
 import pytest
 
 from memagg.api import microversion
 from memagg.common import context
+from memagg.common import exceptions
 from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
+from memagg.scheduler import rpcapi
 from memagg.tests.unit.api import data
 from memagg.tests import polling
 
 V13 = {microversion.HEADER: 'memory-aggregation 1.3'}
+V110 = {microversion.HEADER: 'memory-aggregation 1.10'}
 
 
 def _post(api, path, body, headers=V13):
@@ -213,3 +217,90 @@ def test_an_unanswering_scheduler_is_503(api, conf, fake_rpc):
     assert response.status_code == 503
     assert 'memagg-scheduler did not answer within 1 s to the grant ' \
         'request' in response.json['errors'][0]['detail']
+
+
+def _set_up(uuid):
+    """The grant once memagg-scheduler is done with it (not pending)."""
+    grant = db_grants.grant_get(context.get_admin_context(), uuid)
+    return grant if grant.status != 'pending' else None
+
+
+def test_from_1_10_a_grant_is_answered_pending_then_set_up(api, scheduler):
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                         'size_mb': 200}, headers=V110)
+
+    assert response.status_code == 202, response.json
+    made = response.json['grant']
+    assert (made['status'], made['granted_mb'], made['partial']) == (
+        'pending', 256, False)
+    assert [(s['donor_host'], s['status']) for s in made['slabs']] == [
+        ('host-2', 'pending')] * 4
+    assert 'secret' not in response.get_data(as_text=True)
+    grant = polling.wait_for(lambda: _set_up(made['uuid']), 10,
+                             interval=0.05, message='the grant set up')
+    assert grant.status == 'active'
+    assert {s.status for s in grant.slabs} == {'active'}
+    assert len(scheduler.holding('host-2')) == 4
+    assert scheduler.called('attach_grant') == [('host-1', made['uuid'])]
+
+
+def test_from_1_10_nothing_reservable_is_409_at_once(api, conf, scheduler):
+    conf.config(max_remote_ratio=0.0, group='reservoir')
+
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_B,
+                                         'size_mb': 64}, headers=V110)
+
+    assert response.status_code == 409
+    assert 'max_remote_ratio' in response.json['errors'][0]['detail']
+    assert scheduler.called('prepare_slabs') == []
+    assert [g.instance_uuid for g in db_listings.list_resources(
+        context.get_admin_context(), 'grants')] == [data.INSTANCE_A]
+
+
+def test_from_1_10_a_failed_set_up_is_kept_failed_with_the_reason(
+        api, scheduler):
+    scheduler.attach_fails.add('host-1')
+
+    made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                     'size_mb': 128},
+                 headers=V110).json['grant']
+
+    grant = polling.wait_for(lambda: _set_up(made['uuid']), 10,
+                             interval=0.05, message='the set-up ended')
+    assert grant.status == 'failed'
+    assert grant.reason.startswith('host-1 could not attach it')
+    assert scheduler.holding('host-2') == set()
+    shown = api.get('/v1/grants/' + made['uuid'], headers=V110).json['grant']
+    assert (shown['status'], shown['reason']) == ('failed', grant.reason)
+
+
+def test_from_1_10_donors_that_prepare_nothing_fail_the_grant(
+        api, scheduler):
+    scheduler.behaviour['host-2'] = 'fail'
+
+    made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                     'size_mb': 128},
+                 headers=V110).json['grant']
+
+    grant = polling.wait_for(lambda: _set_up(made['uuid']), 10,
+                             interval=0.05, message='the set-up ended')
+    # No other donor to move the slabs to: the grant holds nothing.
+    assert (grant.status, grant.granted_mb) == ('failed', 0)
+    assert 'host-2 failed to prepare 2 slabs' in grant.reason
+    assert scheduler.holding() == set()
+    assert scheduler.called('attach_grant') == []
+
+
+def test_from_1_10_an_unreachable_bus_is_503_and_reserves_nothing(
+        api, monkeypatch, scheduler):
+    def unreachable(self, ctxt, grant_uuid, retry=None):
+        raise exceptions.ServiceUnavailable(reason='no bus')
+    monkeypatch.setattr(rpcapi.SchedulerAPI, 'finish_allocation',
+                        unreachable)
+
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_B,
+                                         'size_mb': 64}, headers=V110)
+
+    assert response.status_code == 503
+    assert [g.instance_uuid for g in db_listings.list_resources(
+        context.get_admin_context(), 'grants')] == [data.INSTANCE_A]

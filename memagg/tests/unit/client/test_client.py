@@ -25,9 +25,14 @@ from memagg.client import exceptions
 from memagg.client import http
 from memagg.conf import CONF
 from memagg.db.sqlalchemy import models
+from memagg.tests import polling
 from memagg.tests.unit.api import data
 from memagg.tests.unit.api import live
 from memagg.tests.unit.db import rows
+
+# The client's newest version, which the API's must equal.
+LATEST = microversion.to_string(http.MAX_VERSION)
+BEYOND = '%d.%d' % (http.MAX_VERSION[0], http.MAX_VERSION[1] + 1)
 
 RECOMMENDED = '66666666-6666-4666-8666-666666666666'
 
@@ -40,14 +45,14 @@ def _sent(recorder):
 # Negotiation
 
 def test_default_is_the_newest_version_both_sides_support(memagg, server):
-    assert memagg.api_version == '1.9'
+    assert memagg.api_version == LATEST
     memagg.hosts.list()
     memagg.instances.get(data.INSTANCE_A)
     _, recorder = server
     assert _sent(recorder) == [
-        ('GET', '/v1/hosts', 'memory-aggregation 1.9'),
+        ('GET', '/v1/hosts', 'memory-aggregation ' + LATEST),
         ('GET', '/v1/instances/%s' % data.INSTANCE_A,
-         'memory-aggregation 1.9')]
+         'memory-aggregation ' + LATEST)]
     # The version document is read once, and without a version header.
     assert [r for r in recorder.requests if r[1] == '/'] == [
         ('GET', '/', None)]
@@ -81,7 +86,7 @@ def test_an_explicit_version_is_sent_and_shapes_the_answer(make_client,
 
 
 def test_latest_means_the_default(make_client):
-    assert make_client('latest').api_version == '1.9'
+    assert make_client('latest').api_version == LATEST
 
 
 def test_a_version_the_server_does_not_serve_is_a_typed_error(
@@ -99,10 +104,10 @@ def test_a_version_the_server_does_not_serve_is_a_typed_error(
 
 
 @pytest.mark.parametrize('version, message', [
-    ('1.10', 'microversion 1.10 is not supported by this client: it '
-             'speaks 1.0 to 1.9'),
-    ('one', "microversion 'one' is not of the form X.Y (e.g. 1.9) or "
-            "latest"),
+    (BEYOND, 'microversion %s is not supported by this client: it '
+             'speaks 1.0 to %s' % (BEYOND, LATEST)),
+    ('one', "microversion 'one' is not of the form X.Y (e.g. %s) or "
+            "latest" % LATEST),
 ])
 def test_a_version_the_client_does_not_speak_fails_at_once(version,
                                                            message):
@@ -177,9 +182,17 @@ def test_grants(memagg, scheduler):
     assert [s['index'] for s in memagg.grants.get(data.GRANT)['slabs']] == [
         0, 1]
 
-    grant = memagg.grants.create(data.INSTANCE_A, 200)
-    assert (grant['instance_uuid'], grant['granted_mb'],
-            grant['status']) == (data.INSTANCE_A, 256, 'active')
+    made = memagg.grants.create(data.INSTANCE_A, 200)
+    # Since 1.10 the answer comes at once, the slabs reserved.
+    assert (made['instance_uuid'], made['granted_mb'],
+            made['status']) == (data.INSTANCE_A, 256, 'pending')
+
+    def set_up():
+        grant = memagg.grants.get(made['uuid'])
+        return grant if grant['status'] != 'pending' else None
+    grant = polling.wait_for(set_up, 10, interval=0.1,
+                             message='grant set up by memagg-scheduler')
+    assert (grant['granted_mb'], grant['status']) == (256, 'active')
     assert len(grant['slabs']) == 4
     assert 'secret' not in grant
     released = memagg.grants.delete(grant['uuid'])
@@ -240,7 +253,7 @@ def test_host_usages_in_one_request(memagg, server):
         ('host-1', 1100, 4096, 1, 512), ('host-2', 1100, 4096, 1, 0)]
     assert body['reservoir_free_mb'] == 2048 + 2048 - 512
     assert _sent(server[1]) == [
-        ('GET', '/v1/host_usages', 'memory-aggregation 1.9')]
+        ('GET', '/v1/host_usages', 'memory-aggregation ' + LATEST)]
 
 
 def test_listing_host_usages_needs_1_5(make_client, server):
@@ -328,14 +341,14 @@ def test_not_found(memagg):
 
 def test_not_acceptable_when_the_server_stops_serving_the_version(
         memagg, monkeypatch):
-    assert memagg.api_version == '1.9'
+    assert memagg.api_version == LATEST
     monkeypatch.setattr(microversion, 'MAX_VERSION', (1, 2))
 
     exc = _raised(memagg.hosts.list)
 
     assert type(exc) is exceptions.NotAcceptable
     assert exc.field == microversion.HEADER
-    assert 'Version 1.9 is not supported' in exc.message
+    assert 'Version %s is not supported' % LATEST in exc.message
     _check_one_line(exc, 406)
 
 
@@ -348,8 +361,10 @@ def test_conflict(memagg):
 
 
 def test_service_unavailable_when_the_scheduler_does_not_answer(
-        memagg, conf, fake_rpc):
+        make_client, conf, fake_rpc):
     conf.config(rpc_response_timeout=1)
+    # Before 1.10 a grant request waits for memagg-scheduler's answer.
+    memagg = make_client('1.9')
 
     exc = _raised(memagg.grants.create, data.INSTANCE_A, 64)
 

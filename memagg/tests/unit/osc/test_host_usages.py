@@ -14,6 +14,8 @@
 against the real API served on loopback: one request, a row per host."""
 import types
 
+from memagg.api import microversion
+from memagg.client import http
 from memagg.osc.v1 import host_usages
 
 
@@ -33,4 +35,5 @@ def test_one_row_per_host_from_one_request(make_client, server):
     assert all(r['reported_at'].endswith('Z') for r in rows)
     _, recorder = server
     assert [r for r in recorder.requests if r[1] != '/'] == [
-        ('GET', '/v1/host_usages', 'memory-aggregation 1.9')]
+        ('GET', '/v1/host_usages',
+         'memory-aggregation ' + microversion.to_string(http.MAX_VERSION))]
