@@ -46,6 +46,7 @@ from memagg.drivers.hypervisor import base as hypervisor
 LOG = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+PAGE = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,13 +83,18 @@ class SampleSize:
         """The standard normal quantile of the two-sided confidence."""
         return statistics.NormalDist().inv_cdf((1 + self.confidence) / 2)
 
-    def pages(self, fraction):
+    def pages(self, fraction, population=None):
         """n for the next window, the last one's hot fraction (of the
-        sampled range) being ``fraction`` (None: no estimate yet).
+        sampled range) being ``fraction`` (None: no estimate yet), out of
+        ``population`` pages in the range (None: many more than n).
 
         A binomial proportion p estimated from n pages has the half-width
         z * sqrt(p (1 - p) / n); it is error * p for
-        n = z^2 (1 - p) / (error^2 p).
+        n0 = z^2 (1 - p) / (error^2 p). The n pages are distinct pages of
+        the range, so the half-width shrinks by the finite population
+        correction sqrt((N - n) / (N - 1)), and n = n0 / (1 + (n0 - 1) / N)
+        pages give the same interval: at p = 0.25, 4,042 pages of a
+        128 MiB range rather than 4,610, 4,590 of a 4 GiB one.
         """
         if not self.error:
             return self.first
@@ -99,18 +105,26 @@ class SampleSize:
         else:
             wanted = math.ceil(self.z ** 2 * (1 - fraction)
                                / (self.error ** 2 * fraction))
+            if population:
+                wanted = math.ceil(wanted / (1 + (wanted - 1) / population))
         return max(self.min_pages, min(self.max_pages, wanted))
 
-    def half_width(self, accessed, sampled):
+    def half_width(self, accessed, sampled, population=None):
         """Half-width of the Wilson score interval of accessed / sampled at
         the confidence level, as a fraction of the sampled range; it stays
-        meaningful at 0 and 1, where the normal approximation's is 0."""
+        meaningful at 0 and 1, where the normal approximation's is 0. With
+        ``population`` (the pages of the range, the sampled ones distinct)
+        it carries the finite population correction: 0 once every page is
+        sampled."""
         if sampled <= 0:
             return None
         z, n = self.z, float(sampled)
         p = min(1.0, max(0.0, accessed / n))
-        return (z / (1 + z * z / n)
+        half = (z / (1 + z * z / n)
                 * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)))
+        if population and population > 1:
+            half *= math.sqrt(max(0.0, population - n) / (population - 1))
+        return half
 
 
 def scaled_sample(sample, range_mb, m_cur_mb):
@@ -247,9 +261,11 @@ class VmSampler:
         self.missed = False
         self._windows += 1
         range_mb = self.memory.length / MIB
+        population = self.memory.length // PAGE
         scaled = scaled_sample(sample, range_mb, m_cur_mb)
         sampled = sample.get('sampled') or 0
-        half = self.size.half_width(sample.get('accessed', 0), sampled)
+        half = self.size.half_width(sample.get('accessed', 0), sampled,
+                                    population)
         moved = (m_cur_before is None or m_cur_mb <= 0
                  or abs(m_cur_mb - m_cur_before)
                  > self.size.warming_change * m_cur_before)
@@ -259,7 +275,8 @@ class VmSampler:
             error_mb=None if half is None else half * range_mb,
             warming=self._windows == 1 or moved)
         if sampled > 0 and sample.get('backend') != 'clear_refs':
-            self.pages = self.size.pages(sample.get('accessed', 0) / sampled)
+            self.pages = self.size.pages(sample.get('accessed', 0) / sampled,
+                                         population)
         return scaled
 
     def begin(self):

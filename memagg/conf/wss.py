@@ -38,7 +38,9 @@ opts = [
                       'sampled hot fraction p, relative to p (0.05: '
                       '+-5 %). Each window samples n = z^2 (1 - p) / '
                       '(sampler_error^2 p) pages, p from the last '
-                      'estimate, within sampler_min_pages and '
+                      'estimate, fewer in a small VM (finite population '
+                      'correction: n / (1 + (n - 1) / N) of its N pages), '
+                      'within sampler_min_pages and '
                       'sampler_max_pages. 0 samples sampler_pages every '
                       'window.'),
     cfg.FloatOpt('sampler_confidence', default=0.95, min=0.5, max=0.9999,

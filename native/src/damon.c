@@ -79,10 +79,12 @@
  * page, whatever their accesses.  memagg sets one-page regions only, and
  * DAMON neither merges nor grows them within the hour-long aggregation
  * interval: any byte that scheme tried is a region memagg did not set.
- * Another DAMON user (or a tool) that rewrote the context's region files
- * while the kdamond ran, which a kept sample does not write again, had the
- * next restart watch one region over the biggest System RAM range: every
- * sampled page read accessed.  The answer of such a kdamond is rejected.
+ * Another writer of the tree (a second memagg-compute when the lock was a
+ * file under /run, or any DAMON tool) rewrote the context's region files
+ * while the kdamond ran, a kept sample does not write them again, and the
+ * next restart watched one region over the biggest System RAM range:
+ * every sampled page read accessed.  The answer of such a kdamond is
+ * rejected.
  */
 #define FOREIGN_SCHEME 1
 #define AGGR_US 3600000000ULL

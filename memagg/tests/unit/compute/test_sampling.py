@@ -361,6 +361,22 @@ class TestSampleSize:
     def test_n_follows_the_last_fraction(self, fraction, pages):
         assert self.size.pages(fraction) == pages
 
+    @pytest.mark.parametrize('population, pages', [
+        # 128 MiB: the finite population correction matters; 4 GiB: not.
+        (32768, 4042), (1 << 20, 4590),
+    ])
+    def test_distinct_pages_of_a_small_range_need_fewer(
+            self, population, pages):
+        assert self.size.pages(0.25, population) == pages
+        # ... for the same interval: +-5 % of p = 0.25 at 95 %.
+        half = self.size.half_width(pages // 4, pages, population)
+        assert half == pytest.approx(0.0125, rel=0.01)
+
+    def test_every_page_sampled_leaves_no_sampling_error(self):
+        assert self.size.half_width(300, 1000, 1000) == 0
+        corrected = self.size.half_width(300, 1000, 2000)
+        assert corrected < self.size.half_width(300, 1000)
+
     def test_no_wanted_error_keeps_n(self):
         size = sampling.SampleSize(first=700, error=0.0)
         assert size.pages(0.01) == size.pages(0.9) == 700
@@ -414,11 +430,12 @@ def test_n_comes_from_the_wanted_confidence(monkeypatch, conf, guest_ram):
     ScriptedSampler.instances = []
     drv, results = run_periods(guest_ram, 3)
     sampler, = ScriptedSampler.instances
-    # The first window draws sampler_pages; p = 0.25 then asks for 4,610.
-    assert sampler.begun_with == [1000, 4610, 4610]
-    assert [r.sampler_pages for r in results] == [None, 1000, 4610]
+    # The first window draws sampler_pages; p = 0.25 then asks for 4,610
+    # pages, 3,598 once corrected for the 16,384 of the 64 MiB range.
+    assert sampler.begun_with == [1000, 3598, 3598]
+    assert [r.sampler_pages for r in results] == [None, 1000, 3598]
     # The interval is reported in MiB of the 64 MiB range: +-5 % of the
-    # 16 MiB hot at n = 4,610, about twice that at n = 1,000.
+    # 16 MiB hot at n = 3,598, about twice that at n = 1,000.
     assert results[2].sampler_error_mb == pytest.approx(0.8, rel=0.02)
     assert results[1].sampler_error_mb == pytest.approx(1.7, rel=0.05)
     assert results[2].wss_mb == 16
