@@ -32,23 +32,31 @@ the disk's error (error policies 'stop') until memagg-compute's period
 process whose page could not be read back lost its data (measured before
 this test: "Read-error on swap-device" and an empty md5).
 
-The second test runs the real services (two_hosts.py: memagg-scheduler on
+QEMU's side of it where libvirt can ask for reconnect-delay (not this
+testbed's): qemu-io on the export with the NBD driver's reconnect-delay
+writes, the consumer's memagg-swapd is SIGKILLed and started again, and
+the read that follows waits for the reconnection and finds the data;
+without reconnect-delay the same read fails.
+
+The last test runs the real services (two_hosts.py: memagg-scheduler on
 RabbitMQ and MariaDB, a memagg-compute and memagg-swapd per host): the
 grant is made by memagg-scheduler, the consumer's memagg-compute holds the
 guest below its data by its balloon, and is restarted while the guest
-swaps through memagg-swapd; the guest notices nothing (it keeps swapping
-meanwhile, never pauses, and its md5 sum matches), the export is not
-dropped, and the new memagg-compute finds it again.
+swaps through memagg-swapd; the guest notices nothing (its swap I/O goes
+on over the same connection meanwhile, it runs, and its md5 sum matches),
+the export is not dropped, and the new memagg-compute finds it again.
 
-Fakes: in the first test, memagg-scheduler (FakeScheduler of the unit
+Fakes: in the first two tests, memagg-scheduler (FakeScheduler of the unit
 tests: nothing there asks it anything), the two hosts being two
-memagg-swapd processes on this machine. None in the second; the donor
-runs no guest, so its memagg-compute's hypervisor is libvirt's test
-driver. Both test run guests under the whole libvirtd: run them with no
-other guest test at the same time.
+memagg-swapd processes on this machine. None in the last; the donor runs
+no guest, so its memagg-compute's hypervisor is libvirt's test driver.
+The guest tests run their guests under this machine's libvirtd, whose
+every domain the last one's memagg-compute manages: run them with no other
+guest test at the same time.
 """
 import os
 import shutil
+import subprocess
 import tempfile
 import threading
 import xml.etree.ElementTree as ElementTree
@@ -63,6 +71,7 @@ from memagg.db import grants as db_grants
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import test_swapd_nbd
 from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
@@ -220,6 +229,59 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         guest.destroy()
         driver.close()
         conn.close()
+
+
+def _qemu_io_across_a_kill(consumer, socket_path, reconnect_delay):
+    """qemu-io over the export with the NBD driver's reconnect-delay:
+    a write, a pause of 3 s (QEMU's, while the test kills and restarts
+    memagg-swapd after the write), the read of the write. Its output."""
+    options = ('driver=raw,file.driver=nbd,file.server.type=unix,'
+               'file.server.path=%s,file.export=memagg-swap-%s,'
+               'file.reconnect-delay=%d' % (socket_path, GRANT,
+                                            reconnect_delay))
+    proc = subprocess.Popen(
+        ['qemu-io', '--image-opts', options, '-c', 'write -P 0x5a 0 1M',
+         '-c', 'sleep 3000', '-c', 'read -P 0x5a 0 1M'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        writes = consumer.client().export_stats(GRANT)['writes']
+        polling.wait_for(
+            lambda: consumer.client().export_stats(GRANT)['writes'] > writes,
+            30, interval=0.05, message='the write of qemu-io')
+        assert consumer.kill() == -9
+        consumer.start()
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return out
+
+
+def test_qemu_with_reconnect_delay_waits_for_a_restarted_swapd(conf,
+                                                               daemons):
+    test_swapd_nbd._require('qemu-io')
+    donor, consumer = daemons
+    driver = libvirt_driver.LibvirtDriver('test:///default')
+    prepared = _remote_memory(conf, donor, driver).prepare_slabs(
+        GRANT, SECRET, SLAB_MB, [0])
+    driver.close()
+    export = consumer.client().export_create(
+        GRANT, SECRET, SLAB_MB * MIB, SLAB_MB * MIB,
+        os.path.join(consumer.state_dir, 'copy.img'),
+        [{'index': 0, 'endpoint': prepared['endpoint'],
+          'remote_addr': prepared['slabs'][0]['remote_addr'],
+          'rkey': prepared['slabs'][0]['rkey']}])
+
+    out = _qemu_io_across_a_kill(consumer, export['socket'], 30)
+    assert 'read 1048576/1048576 bytes at offset 0' in out, out
+    assert 'fail' not in out.lower(), out
+    # The page came from the donor, through the restarted memagg-swapd.
+    assert consumer.client().export_stats(GRANT)['reads'] >= 1
+
+    # Without reconnect-delay, QEMU fails the read at once.
+    out = _qemu_io_across_a_kill(consumer, export['socket'], 0)
+    assert 'read failed' in out, out
 
 
 @pytest.fixture
