@@ -25,6 +25,7 @@ import time
 from oslo_log import log as logging
 
 from memagg.compute import qos
+from memagg.compute import reclaim as reclaim_mod
 from memagg.compute import sampling
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.local import base as local_base
@@ -62,6 +63,8 @@ class VmResult:
     #: The estimate was not fed to the max-average: a warming window (VM
     #: just started, allocation moved) or a lost one the stats stood in for.
     warming: bool = False
+    #: Host-side reclaim (memagg.compute.reclaim.VmReclaim), None when off.
+    reclaim: object = None
 
 
 @dataclasses.dataclass
@@ -146,6 +149,7 @@ class MemoryManager:
         self.policy = local_base.load_policy(conf)
         self.sample_size = sampling.SampleSize.from_conf(conf.wss)
         self.qos = qos.WeightResolver(conf)
+        self.reclaim = reclaim_mod.HostReclaim(conf)
         self._vms = {}
 
     def _vm(self, uuid):
@@ -160,7 +164,9 @@ class MemoryManager:
                                         wss.sampler_backend,
                                         size=self.sample_size,
                                         split_huge_pages=(
-                                            wss.sampler_split_huge_pages)))
+                                            wss.sampler_split_huge_pages),
+                                        per_page=(
+                                            self.reclaim.needs_idle_pages)))
             self._vms[uuid] = vm
         return vm
 
@@ -240,7 +246,31 @@ class MemoryManager:
             except hypervisor.Unsupported as exc:
                 LOG.warning('VM %s: balloon not moved: %s', vm_memory.uuid,
                             exc)
+        self._reclaim(results)
         return PeriodResult(vms=results, reservoir_mb=decision.reservoir_mb)
+
+    def _reclaim(self, results):
+        """Host-side reclaim of every VM after its balloon moved: a VM
+        whose balloon is being lowered holds its reclaim limit (the
+        balloon first)."""
+        if not self.reclaim.enabled:
+            return
+        psi = reclaim_mod.psi_some()
+        for uuid in list(results):
+            result, vm = results[uuid], self._vms.get(uuid)
+            if vm is None:
+                continue
+            moving = (result.target_mb is not None
+                      and result.target_mb < result.current_mb)
+            try:
+                result.reclaim = self.reclaim.period(
+                    uuid, vm.sampler.memory, vm.sampler.idle_n,
+                    result.wss_maxavg_mb, moving, psi=psi)
+            except hypervisor.DomainGone:
+                LOG.info('VM %s vanished during host reclaim; forgotten',
+                         uuid)
+                self.forget(uuid)
+                del results[uuid]
 
     def _observe(self, dom, now, ghost=None):
         """(VmResult, VmMemory or None when unmanaged, the _Vm whose
@@ -251,10 +281,7 @@ class MemoryManager:
         if dom.balloon:
             self._ensure_stats_period(vm, dom)
         if reason is not None:
-            vm.sampler.close()
-            return VmResult(uuid=dom.uuid, current_mb=dom.current_memory_mb,
-                            estimator='unmanaged: %s' % reason,
-                            managed=False), None, None
+            return self._observe_unmanaged(dom, vm, reason, now)
 
         stats = dom.memory_stats
         m_cur = stats['actual'] // 1024
@@ -265,6 +292,7 @@ class MemoryManager:
         vm.counters = (clock, dict(stats))
 
         sample = vm.sampler.collect(m_cur)
+        self._observe_idle(vm, sample)
         estimate = vm.estimator.estimate(wss_base.Observation(
             uuid=dom.uuid, m_cur_mb=m_cur, m_init_mb=dom.max_memory_mb,
             max_mb=dom.max_memory_mb, stats=dict(stats), stats_rates=rates,
@@ -272,7 +300,10 @@ class MemoryManager:
             period_s=self.conf.compute.collect_interval, now=now))
         not_truth = (vm.estimator.needs_sampler
                      and _not_truth(estimate, sample, vm.sampler))
-        if not vm.estimator.needs_sampler:
+        # Host reclaim's cold set needs the sampler whatever the estimator.
+        sampling_on = (vm.estimator.needs_sampler
+                       or self.reclaim.needs_idle_pages)
+        if not sampling_on:
             vm.sampler.close()
         maxavg = vm.maxavg.add(now, None if not_truth else estimate.wss_mb)
         parts = [self.estimator_name, estimate.state]
@@ -296,11 +327,40 @@ class MemoryManager:
             wss_mb=estimate.wss_mb, wss_maxavg_mb=maxavg,
             max_mb=dom.max_memory_mb, weight=self.qos.weight(dom.uuid),
             shortage=estimate.shortage), (
-                vm if vm.estimator.needs_sampler else None)
+                vm if sampling_on else None)
+
+    def _observe_unmanaged(self, dom, vm, reason, now):
+        """A VM memagg cannot balloon: no target, its memory counts as
+        taken. With host reclaim on its sampler keeps running: its accessed
+        memory is its WSS (the promotion SLO's base) and its idle pages
+        the cold set."""
+        result = VmResult(uuid=dom.uuid, current_mb=dom.current_memory_mb,
+                          estimator='unmanaged: %s' % reason, managed=False)
+        if not self.reclaim.enabled:
+            vm.sampler.close()
+            return result, None, None
+        sample = vm.sampler.collect(dom.current_memory_mb)
+        self._observe_idle(vm, sample)
+        wss = None
+        if sample is not None and sample.get('accessed_mb') is not None:
+            wss = round(sample['accessed_mb'])
+        warming = sample is None or bool(sample.get('warming'))
+        result.wss_mb = wss
+        result.wss_maxavg_mb = vm.maxavg.add(now, None if warming else wss)
+        result.warming = warming
+        result.sampler_backend = vm.sampler.backend_name
+        result.sampler_error = vm.sampler.error
+        return result, None, vm
+
+    def _observe_idle(self, vm, sample):
+        if sample is not None:
+            self.reclaim.observe(vm.uuid, vm.sampler.idle_pages,
+                                 sample.get('window_s'))
 
     def forget(self, uuid):
         """Drop what is kept about VM ``uuid`` (it is gone)."""
         self.qos.forget(uuid)
+        self.reclaim.forget(uuid)
         vm = self._vms.pop(uuid, None)
         if vm is not None:
             vm.sampler.close()

@@ -157,16 +157,23 @@ def commit_windows():
 class VmSampler:
     """The sampler of one VM; ``error`` says why there is none.
     ``split_huge_pages``: split the transparent huge pages under the
-    sampled pages (the native Sampler's option of that name)."""
+    sampled pages (the native Sampler's option of that name); ``per_page``:
+    keep which sampled pages each window saw idle (``idle_pages``, for
+    host-side reclaim's cold set)."""
 
     def __init__(self, driver, uuid, pages, backend, size=None,
-                 split_huge_pages=False):
+                 split_huge_pages=False, per_page=False):
         self.driver = driver
         self.uuid = uuid
         self.size = size or SampleSize(first=pages, error=0.0)
         self.pages = self.size.pages(None)
         self.backend = backend
         self.split_huge_pages = split_huge_pages
+        self.per_page = per_page
+        #: The page numbers the last window saw idle (None: it has no
+        #: result per page), and the n of the draw they came from.
+        self.idle_pages = None
+        self.idle_n = None
         self.memory = None
         self.error = None
         #: The last window was expected and lost: see collect().
@@ -205,6 +212,8 @@ class VmSampler:
             self._fail('sampler backend %s unavailable: %s'
                        % (self.backend, exc))
             return False
+        if self.per_page:
+            self._sampler.per_page = True
         self.memory = memory
         self.error = None
         self._windows = 0
@@ -248,6 +257,7 @@ class VmSampler:
         armed, self._armed = self._armed, False
         m_cur_before, self._m_cur_mb = self._m_cur_mb, m_cur_mb
         self.missed = armed
+        self.idle_pages = None
         if self._sampler is None or not self._begun:
             return None
         self._begun = False
@@ -260,6 +270,14 @@ class VmSampler:
         self.error = None
         self.missed = False
         self._windows += 1
+        if self.per_page:
+            try:
+                self.idle_pages = self._sampler.idle_pages()
+                self.idle_n = self._sampler.n
+            except OSError as exc:
+                # A backend that counts only: no cold set, said once.
+                self._fail('no idle pages for host reclaim: %s' % exc,
+                           'host reclaim')
         range_mb = self.memory.length / MIB
         population = self.memory.length // PAGE
         scaled = scaled_sample(sample, range_mb, m_cur_mb)

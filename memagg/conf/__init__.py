@@ -27,6 +27,7 @@ from memagg.conf import consolidation
 from memagg.conf import coordination
 from memagg.conf import database
 from memagg.conf import default
+from memagg.conf import host_reclaim
 from memagg.conf import local_policy
 from memagg.conf import messaging
 from memagg.conf import nova
@@ -40,5 +41,5 @@ CONF = cfg.ConfigOpts()
 
 for _module in (default, api, compute, database, messaging, scheduler,
                 consolidation, coordination, wss, local_policy, nova,
-                placement, reservoir, swapd):
+                placement, reservoir, swapd, host_reclaim):
     _module.register_opts(CONF)

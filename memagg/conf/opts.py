@@ -17,6 +17,7 @@ from memagg.conf import consolidation
 from memagg.conf import coordination
 from memagg.conf import database
 from memagg.conf import default
+from memagg.conf import host_reclaim
 from memagg.conf import local_policy
 from memagg.conf import messaging
 from memagg.conf import nova
@@ -28,7 +29,7 @@ from memagg.conf import wss
 
 _MODULES = (default, api, compute, database, scheduler, consolidation,
             coordination, wss, local_policy, nova, placement, reservoir,
-            swapd)
+            swapd, host_reclaim)
 
 
 def list_opts():

@@ -21,7 +21,15 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <limits.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "ms.h"
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
 
 typedef struct {
     PyObject_HEAD
@@ -276,6 +284,66 @@ static int Sampler_set_n(SamplerObject *self, PyObject *value, void *closure)
     return 0;
 }
 
+static PyObject *Sampler_idle_pages(SamplerObject *self, PyObject *unused)
+{
+    unsigned int i, n = 0;
+    uint64_t *pages;
+    PyObject *t;
+    int ret;
+
+    (void)unused;
+    if (check_open(self)) {
+        return NULL;
+    }
+    pages = PyMem_Malloc(sizeof(*pages) * (ms_sampler_n(self->s) + 1));
+    if (!pages) {
+        return PyErr_NoMemory();
+    }
+    ret = ms_sampler_idle_pages(self->s, pages, &n);
+    if (ret) {
+        PyMem_Free(pages);
+        return raise_errno(ret, "the last window has no result per sample "
+                           "(per_page off, or a backend that counts only)");
+    }
+    t = PyTuple_New(n);
+    for (i = 0; t && i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(pages[i]);
+
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    PyMem_Free(pages);
+    return t;
+}
+
+static PyObject *Sampler_get_per_page(SamplerObject *self, void *closure)
+{
+    (void)closure;
+    (void)self;
+    PyErr_SetString(PyExc_AttributeError, "per_page is write-only");
+    return NULL;
+}
+
+static int Sampler_set_per_page(SamplerObject *self, PyObject *value,
+                                void *closure)
+{
+    int on;
+
+    (void)closure;
+    if (check_open(self)) {
+        return -1;
+    }
+    on = value ? PyObject_IsTrue(value) : 0;
+    if (on < 0) {
+        return -1;
+    }
+    ms_sampler_set_per_page(self->s, on);
+    return 0;
+}
+
 static void Sampler_dealloc(SamplerObject *self)
 {
     if (self->s) {
@@ -304,6 +372,11 @@ static PyMethodDef Sampler_methods[] = {
       "stood for; a page the host took away (swap, balloon) counts as "
       "idle.  OSError EAGAIN when more than half of the present pages "
       "moved: the window is lost, the sampler can begin() again." },
+    { "idle_pages", (PyCFunction)Sampler_idle_pages, METH_NOARGS,
+      "Page numbers (address / 4096) of the samples the last collect() saw "
+      "idle and in place, as a tuple.  OSError ENODATA when that window "
+      "has no result per sample: per_page is off, or the backend counts "
+      "only (damon_vaddr, clear_refs)." },
     { "close", (PyCFunction)Sampler_close, METH_NOARGS,
       "Stop watching and give back kernel resources." },
     { NULL, NULL, 0, NULL },
@@ -315,6 +388,10 @@ static PyGetSetDef Sampler_getset[] = {
     { "n", (getter)Sampler_get_n, (setter)Sampler_set_n,
       "Pages sampled per window; a new n is drawn at the next begin().",
       NULL },
+    { "per_page", (getter)Sampler_get_per_page,
+      (setter)Sampler_set_per_page,
+      "Keep each sample's own result for idle_pages() (damon_paddr then "
+      "reads the accessed regions rather than a count).", NULL },
     { NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -388,10 +465,83 @@ static PyObject *native_damon_commit(PyObject *mod, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *native_page_out(PyObject *mod, PyObject *args)
+{
+    PyObject *runs, *seq;
+    uint64_t *vpages = NULL, *npages = NULL;
+    Py_ssize_t i, n;
+    long long pid;
+    int pidfd, ret;
+
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "LO:page_out", &pid, &runs)) {
+        return NULL;
+    }
+    if (pid <= 0 || pid > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "pid must be a positive process id, "
+                     "not %lld", pid);
+        return NULL;
+    }
+    seq = PySequence_Fast(runs, "runs must be a sequence of (page, pages)");
+    if (!seq) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    vpages = PyMem_Malloc(sizeof(*vpages) * (size_t)(n + 1));
+    npages = PyMem_Malloc(sizeof(*npages) * (size_t)(n + 1));
+    if (!vpages || !npages) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        unsigned long long a, b;
+
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "KK", &a,
+                              &b)) {
+            goto out;
+        }
+        if (b == 0 || a > UINT64_MAX / MS_PAGE_SIZE - b) {
+            PyErr_Format(PyExc_ValueError, "run %zd: %llu pages from page "
+                         "%llu is not a range of addresses", i, b, a);
+            goto out;
+        }
+        vpages[i] = a;
+        npages[i] = b;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    pidfd = ms_pidfd_open((pid_t)pid);
+    ret = pidfd < 0 ? pidfd
+          : ms_madvise_pages(pidfd, vpages, npages, (unsigned int)n,
+                             MADV_PAGEOUT);
+    if (pidfd >= 0) {
+        close(pidfd);
+    }
+    Py_END_ALLOW_THREADS
+    if (ret) {
+        raise_errno(ret, pidfd < 0 ? "cannot open a pidfd of the process"
+                    : "process_madvise(MADV_PAGEOUT) refused");
+        goto out;
+    }
+    PyMem_Free(vpages);
+    PyMem_Free(npages);
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+out:
+    PyMem_Free(vpages);
+    PyMem_Free(npages);
+    Py_DECREF(seq);
+    return NULL;
+}
+
 static PyMethodDef native_methods[] = {
     { "backends", native_backends, METH_NOARGS,
       "backends() -> {name: (supported, reason)} for every sampler backend, "
       "best first." },
+    { "page_out", native_page_out, METH_VARARGS,
+      "page_out(pid, runs): process_madvise(MADV_PAGEOUT) over runs "
+      "[(page number, pages), ...] of process pid's memory, into the "
+      "host's swap.  OSError: ESRCH when the process is gone, ENOMEM when "
+      "a run is no longer mapped, EPERM without CAP_SYS_NICE over it." },
     { "damon_commit", native_damon_commit, METH_NOARGS,
       "damon_commit(): start the windows of the damon_paddr samplers begun "
       "since the host's one kdamond last restarted, without waiting for "

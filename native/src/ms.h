@@ -87,6 +87,9 @@ int ms_kpageflags_read(int fd, const uint64_t *pfns, unsigned int n,
 int ms_pidfd_open(pid_t pid);
 /* Split the huge pages holding these (sorted, one per huge page) pages. */
 int ms_thp_split(int pidfd, const uint64_t *vpages, unsigned int n);
+/* process_madvise(advice) over npages[i] pages from vpages[i] (1 if NULL). */
+int ms_madvise_pages(int pidfd, const uint64_t *vpages,
+                     const uint64_t *npages, unsigned int n, int advice);
 
 /* ---- page_idle.c ---- */
 int ms_idle_mark(int fd, const uint64_t *pfns, unsigned int n);
@@ -196,6 +199,18 @@ int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
  */
 int ms_sampler_set_split_thp(struct ms_sampler *s, int on, char *err,
                              size_t errlen);
+/*
+ * Keep each sample's own result (host-side reclaim's cold set): damon_paddr
+ * then always reads the accessed regions per page rather than a count.
+ */
+void ms_sampler_set_per_page(struct ms_sampler *s, int on);
+/*
+ * The page numbers of the samples the last collect() saw idle and in
+ * place (at most n); -ENODATA when it has no result per sample (the
+ * backend counts only: damon_vaddr, clear_refs, or per_page off).
+ */
+int ms_sampler_idle_pages(const struct ms_sampler *s, uint64_t *out,
+                          unsigned int *n_out);
 /* Windows a drawn sample serves at most while its pages stay put. */
 void ms_sampler_set_keep(struct ms_sampler *s, unsigned int windows);
 int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen);

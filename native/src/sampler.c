@@ -111,6 +111,8 @@ struct ms_sampler {
     unsigned int keep_windows;  /* at most; 1 draws anew every window */
     int unchanged;              /* last collect found every page in place */
     int split_thp;              /* split huge pages under samples (thp.c) */
+    int per_page;               /* keep each sample's result (reclaim) */
+    int idle_ok;                /* the last collect() has them in hit[] */
     int kpf_fd;                 /* /proc/kpageflags, when split_thp */
     int pidfd;                  /* the process, for process_madvise() */
     double t_begin;
@@ -407,6 +409,11 @@ int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
         return -ENOMEM;
     }
     return 0;
+}
+
+void ms_sampler_set_per_page(struct ms_sampler *s, int on)
+{
+    s->per_page = on;
 }
 
 int ms_sampler_set_split_thp(struct ms_sampler *s, int on, char *err,
@@ -933,6 +940,24 @@ static unsigned int count_stable(const struct ms_sampler *s)
     return accessed;
 }
 
+int ms_sampler_idle_pages(const struct ms_sampler *s, uint64_t *out,
+                          unsigned int *n_out)
+{
+    unsigned int i, m = 0;
+
+    if (!s->idle_ok) {
+        return -ENODATA;
+    }
+    for (i = 0; i < s->nr_sampled; i++) {
+        if (stable(s, i) && s->key_of[i] < s->nr_keys &&
+            !s->hit[s->key_of[i]]) {
+            out[m++] = s->pages[i];
+        }
+    }
+    *n_out = m;
+    return 0;
+}
+
 static int collect_page_idle(struct ms_sampler *s, unsigned int *accessed,
                              char *err, size_t errlen)
 {
@@ -980,7 +1005,8 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
         ret = recheck_quick(s, err, errlen);
     }
     /* A count cannot leave the moved pages out: their marks can. */
-    if (ret == 0 && (s->nr_moved || s->nr_vanished) && !dr->marked) {
+    if (ret == 0 && (s->per_page || s->nr_moved || s->nr_vanished) &&
+        !dr->marked) {
         ret = ms_damon_member_mark(&s->member, err, errlen);
     }
     if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
@@ -1018,6 +1044,7 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
 
     memset(r, 0, sizeof(*r));
     r->kdamond_cpu_s = -1;
+    s->idle_ok = 0;
     if (!s->begun) {
         ms_err(err, errlen, "collect() called without begin()");
         return -EINVAL;
@@ -1063,6 +1090,10 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
     if (ret || s->backend == MS_CLEAR_REFS) {
         return ret;
     }
+    /* Marked above for damon_paddr with per_page; page_idle always is. */
+    s->idle_ok = s->per_page && (s->backend == MS_PAGE_IDLE ||
+                                 (s->backend == MS_DAMON_PADDR &&
+                                  s->nr_keys));
     r->sampled = samples_left(s);
     r->present = s->nr_present - s->nr_moved;
     r->moved = s->nr_moved;

@@ -73,29 +73,43 @@ int ms_pidfd_open(pid_t pid)
     return fd < 0 ? -errno : (int)fd;
 }
 
-int ms_thp_split(int pidfd, const uint64_t *vpages, unsigned int n)
+/*
+ * process_madvise(advice) over runs of pages of the process: run i is
+ * npages[i] pages from page number vpages[i] (one page each without
+ * npages).  The huge page split above and host-side reclaim's page-out
+ * (MADV_PAGEOUT) share it.
+ */
+int ms_madvise_pages(int pidfd, const uint64_t *vpages,
+                     const uint64_t *npages, unsigned int n, int advice)
 {
     struct iovec iov[THP_BATCH];
     unsigned int i = 0, k;
 
     while (i < n) {
+        uint64_t want = 0;
         long got;
 
         for (k = 0; k < THP_BATCH && i + k < n; k++) {
             iov[k].iov_base = (void *)(uintptr_t)(vpages[i + k] *
                                                   MS_PAGE_SIZE);
-            iov[k].iov_len = MS_PAGE_SIZE;
+            iov[k].iov_len = (npages ? npages[i + k] : 1) * MS_PAGE_SIZE;
+            want += iov[k].iov_len;
         }
-        got = syscall(SYS_process_madvise, pidfd, iov, (size_t)k, MADV_COLD,
+        got = syscall(SYS_process_madvise, pidfd, iov, (size_t)k, advice,
                       0U);
         if (got < 0) {
             return -errno;
         }
         /* Short: stopped at a page no longer mapped. */
-        if ((uint64_t)got != k * MS_PAGE_SIZE) {
+        if ((uint64_t)got != want) {
             return -ENOMEM;
         }
         i += k;
     }
     return 0;
+}
+
+int ms_thp_split(int pidfd, const uint64_t *vpages, unsigned int n)
+{
+    return ms_madvise_pages(pidfd, vpages, NULL, n, MADV_COLD);
 }

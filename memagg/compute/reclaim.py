@@ -1,0 +1,287 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Host-side reclaim of cold guest pages in memagg-compute (issue 19,
+ALGORITHMS.md §7).
+
+The cold set comes from the VM's native sampler, never from a guess. The
+sampler watches n pages drawn one per n equal slices of the guest-RAM
+mapping and, with per_page on, tells which of them stayed idle through a
+window. ColdSet follows each sampled page across windows: a page is cold
+once it was seen idle in every window for [host_reclaim] cold_age_s; a
+window that saw it accessed, or did not see it (redrawn, moved, paged out
+already), starts its clock again. The sampler sees a subset: what is paged
+out is the slice each cold sampled page was drawn from (its stratum, the
+part of the guest's RAM it stands for in the WSS estimate), cut at the
+2 MiB boundaries around it, so that a run never reaches into a huge page
+other than the sample's own. Huge pages: the sampler splits the huge
+pages under its samples ([wss] sampler_split_huge_pages), each sampled
+4 KiB page then having its own accessed bit; when it does not, an idle
+sample under a huge page means its whole 2 MiB was idle, and the kernel
+pages such a huge page out whole.
+
+How much is paged out is the [host_reclaim] controller's: each VM's limit
+(MiB it may hold in the host's swap) less what it holds (QEMU's VmSwap),
+the cold runs taken in address order until that is met. Nothing is paged
+out while the host has no free swap space: the reason is reported and the
+balloon goes on alone.
+"""
+import dataclasses
+import time
+
+from oslo_log import log as logging
+
+from memagg.drivers.host_reclaim import base as controller_base
+from memagg.drivers.hypervisor import base as hypervisor
+from memagg.drivers.reclaim import base as mechanism_base
+
+LOG = logging.getLogger(__name__)
+
+PAGE = 4096
+HUGE_PAGES = 512        # 4 KiB pages in a 2 MiB huge page
+PAGES_PER_MIB = 256
+
+
+class ColdSet:
+    """The sampled pages of one VM seen idle window after window, and
+    since when."""
+
+    def __init__(self, cold_age_s):
+        self.cold_age_s = cold_age_s
+        self._since = {}
+
+    def update(self, idle_pages, window_start):
+        """The window that began at ``window_start`` (monotonic seconds)
+        saw ``idle_pages`` idle; every other page's clock stops."""
+        since = self._since
+        self._since = {p: since.get(p, window_start) for p in idle_pages}
+
+    def cold(self, now):
+        """The pages idle for the cold age at ``now``, sorted."""
+        return sorted(p for p, t in self._since.items()
+                      if now - t >= self.cold_age_s)
+
+    def drop(self, pages):
+        """Forget ``pages`` (paged out: their next window does not see
+        them in place anyway)."""
+        for page in pages:
+            self._since.pop(page, None)
+
+    def __len__(self):
+        return len(self._since)
+
+
+def runs_around(pages, start, length, n):
+    """[(first page, pages)] to page out for the cold sampled ``pages``
+    (page numbers) of a mapping of ``length`` bytes from ``start``, drawn
+    one per ``n`` equal slices: each page's slice, cut at the 2 MiB
+    boundaries around the page, in address order, merged where adjacent."""
+    first_page = start // PAGE
+    nr_pages = length // PAGE
+    runs = []
+    for page in pages:
+        index = page - first_page
+        if not 0 <= index < nr_pages:
+            continue
+        stratum = index * n // nr_pages
+        lo = first_page + stratum * nr_pages // n
+        hi = first_page + (stratum + 1) * nr_pages // n
+        block = page - page % HUGE_PAGES
+        lo, hi = max(lo, block), min(hi, block + HUGE_PAGES)
+        if runs and runs[-1][0] + runs[-1][1] >= lo:
+            end = max(runs[-1][0] + runs[-1][1], hi)
+            runs[-1] = (runs[-1][0], end - runs[-1][0])
+        elif hi > lo:
+            runs.append((lo, hi - lo))
+    return runs
+
+
+def take(runs, pages):
+    """The first runs of ``runs`` holding at most ``pages`` pages, the
+    last one cut."""
+    taken, left = [], pages
+    for first, count in runs:
+        if left <= 0:
+            break
+        taken.append((first, min(count, left)))
+        left -= count
+    return taken
+
+
+def psi_some(path='/proc/pressure/memory'):
+    """The host's memory pressure: 'some' avg10 (percent), None without
+    PSI."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith('some '):
+                    fields = dict(kv.split('=') for kv in line.split()[1:])
+                    return float(fields['avg10'])
+    except (OSError, KeyError, ValueError):
+        return None
+    return None
+
+
+def process_counters(pid, proc='/proc'):
+    """(VmSwap in MiB, major faults) of process ``pid``; DomainGone when
+    it has exited."""
+    try:
+        with open('%s/%d/status' % (proc, pid)) as f:
+            status = f.read()
+        with open('%s/%d/stat' % (proc, pid)) as f:
+            stat = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        raise hypervisor.DomainGone('process %d is gone' % pid)
+    swap_kb = 0
+    for line in status.splitlines():
+        if line.startswith('VmSwap:'):
+            swap_kb = int(line.split()[1])
+    # The command name may hold spaces: fields count from after its ')'.
+    majflt = int(stat.rsplit(')', 1)[1].split()[9])
+    return swap_kb / 1024.0, majflt
+
+
+@dataclasses.dataclass
+class VmReclaim:
+    """One VM's host reclaim this period: MiB in the host's swap, paged
+    out this period, the promotion rate and its SLO (pages per minute),
+    the mechanism, and why nothing was reclaimed when so."""
+
+    reclaimed_mb: float = 0.0
+    paged_out_mb: float = 0.0
+    limit_mb: int = 0
+    promotions_per_min: float | None = None
+    slo_per_min: float | None = None
+    mechanism: str | None = None
+    reason: str | None = None
+
+
+class _VmState:
+    def __init__(self, cold_age_s):
+        self.cold = ColdSet(cold_age_s)
+        self.counters = None    # (monotonic time, major faults)
+
+
+class HostReclaim:
+    """Host-side reclaim for the VMs of one node. Loads the controller
+    and the mechanism at construction: a wrong option fails there, naming
+    it; a host that offers no mechanism disables reclaim with the reason
+    (logged once, reported per VM)."""
+
+    def __init__(self, conf, clock=time.monotonic, psi=psi_some,
+                 swap_reason=mechanism_base.host_swap_reason,
+                 counters=process_counters):
+        self.controller = controller_base.load(conf)
+        self.enabled = self.controller.name != 'none'
+        self.cold_age_s = self.controller.params.cold_age_s
+        self.mechanism = None
+        self.unavailable = None
+        self._clock = clock
+        self._psi = psi
+        self._swap_reason = swap_reason
+        self._counters = counters
+        self._vms = {}
+        if self.enabled:
+            try:
+                self.mechanism = mechanism_base.load(conf)
+            except mechanism_base.Unavailable as exc:
+                self.unavailable = 'no reclaim mechanism: %s' % exc
+                LOG.warning('Host reclaim disabled: %s', self.unavailable)
+            else:
+                LOG.info('Host reclaim: %s controller, %s mechanism',
+                         self.controller.name, self.mechanism.name)
+
+    @property
+    def needs_idle_pages(self):
+        """The samplers must keep each sample's result (per_page)."""
+        return self.mechanism is not None and self.mechanism.targeted
+
+    def observe(self, uuid, idle_pages, window_s):
+        """Feed VM ``uuid``'s last window: ``idle_pages`` (the sampler's
+        idle_pages(), None when it has none) over ``window_s`` seconds
+        ending now."""
+        if not self.enabled:
+            return
+        state = self._vms.setdefault(uuid, _VmState(self.cold_age_s))
+        now = self._clock()
+        state.cold.update(idle_pages or (), now - (window_s or 0))
+
+    def period(self, uuid, memory, sample_n, wss_maxavg_mb, balloon_moving,
+               psi=None):
+        """Decide and reclaim for VM ``uuid`` (guest RAM ``memory``, its
+        sampler's n); a VmReclaim, or None when reclaim is off. ``psi``:
+        the host's pressure read once for the period (read here if
+        None). Raises hypervisor.DomainGone when its process is gone."""
+        if not self.enabled:
+            return None
+        result = VmReclaim(mechanism=self.mechanism.name
+                           if self.mechanism else None)
+        if self.mechanism is None:
+            result.reason = self.unavailable
+            return result
+        if memory is None:
+            result.reason = 'guest RAM not found'
+            return result
+        state = self._vms.setdefault(uuid, _VmState(self.cold_age_s))
+        now = self._clock()
+        swapped_mb, majflt = self._counters(memory.pid)
+        rate = None
+        if state.counters is not None and now > state.counters[0]:
+            delta = majflt - state.counters[1]
+            if delta >= 0:
+                rate = delta / (now - state.counters[0]) * 60.0
+        state.counters = (now, majflt)
+        signals = controller_base.Signals(
+            uuid=uuid, wss_maxavg_mb=wss_maxavg_mb, swapped_mb=swapped_mb,
+            promotions_per_min=rate,
+            psi_some=self._psi() if psi is None else psi,
+            balloon_moving=balloon_moving)
+        limit = self.controller.limit_mb(signals)
+        result.reclaimed_mb = swapped_mb
+        result.limit_mb = limit
+        result.promotions_per_min = rate
+        result.slo_per_min = self.controller.slo_per_min(wss_maxavg_mb)
+        want_pages = int((limit - swapped_mb) * PAGES_PER_MIB)
+        if want_pages <= 0:
+            return result
+        reason = self._swap_reason()
+        if reason is not None:
+            result.reason = reason
+            return result
+        runs = []
+        if self.mechanism.targeted:
+            cold = state.cold.cold(now)
+            runs = take(runs_around(cold, memory.start, memory.length,
+                                    sample_n), want_pages)
+            if not runs:
+                return result
+            # Paged out, the samples are no longer in place: their next
+            # window leaves them out and a fault back starts them anew.
+            state.cold.drop(p for p in cold
+                            if any(f <= p < f + c for f, c in runs))
+        try:
+            self.mechanism.reclaim(memory, runs, want_pages * PAGE)
+        except mechanism_base.Unavailable as exc:
+            result.reason = str(exc)
+            LOG.warning('VM %s: host reclaim failed: %s', uuid, exc)
+            return result
+        result.paged_out_mb = (sum(c for _, c in runs) if runs
+                               else want_pages) / PAGES_PER_MIB
+        LOG.debug('VM %s: paged out %.1f MiB (limit %d MiB, in swap %.1f '
+                  'MiB, promotions %s/min)', uuid, result.paged_out_mb,
+                  limit, swapped_mb, rate)
+        return result
+
+    def forget(self, uuid):
+        """Drop what is kept about VM ``uuid`` (gone, or mid-reclaim)."""
+        self._vms.pop(uuid, None)
+        self.controller.forget(uuid)

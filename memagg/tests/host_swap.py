@@ -1,0 +1,60 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A swap file added to the host for a test and removed after it, zswap
+put back as it was (TESTBED.md: no swap device is configured here)."""
+import contextlib
+import os
+import subprocess
+import tempfile
+
+ZSWAP = '/sys/module/zswap/parameters/enabled'
+
+
+def _zswap():
+    try:
+        with open(ZSWAP) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _set_zswap(value):
+    with open(ZSWAP, 'w') as f:
+        f.write(value)
+
+
+@contextlib.contextmanager
+def swap_file(size_mb, zswap=False):
+    """A ``size_mb`` MiB swap file on (zswap on in front of it with
+    ``zswap``); the path. Root only."""
+    before = _zswap()
+    fd, path = tempfile.mkstemp(prefix='memagg-test-swap-', dir='/tmp')
+    os.close(fd)
+    on = False
+    try:
+        subprocess.run(['fallocate', '-l', '%dM' % size_mb, path],
+                       check=True)
+        os.chmod(path, 0o600)
+        subprocess.run(['mkswap', path], check=True,
+                       stdout=subprocess.DEVNULL)
+        if before is not None:
+            _set_zswap('Y' if zswap else 'N')
+        subprocess.run(['swapon', path], check=True)
+        on = True
+        yield path
+    finally:
+        if on:
+            subprocess.run(['swapoff', path], check=True)
+        if before is not None:
+            _set_zswap(before)
+        os.unlink(path)

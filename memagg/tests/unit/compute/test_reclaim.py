@@ -1,0 +1,343 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Host-side reclaim (issue 19): the cold set, the runs paged out, the
+host's swap and PSI, the mechanisms' detection, and the Senpai controller
+on hand-worked periods. The page-out itself runs against real processes
+in memagg/tests/unit/native/test_page_out.py."""
+import os
+
+import pytest
+
+from memagg.common import exceptions
+from memagg.compute import reclaim
+from memagg.conf import CONF
+from memagg.drivers.host_reclaim import base as controller_base
+from memagg.drivers.host_reclaim import senpai
+from memagg.drivers.hypervisor import base as hypervisor
+from memagg.drivers.reclaim import base as mechanism_base
+from memagg.drivers.reclaim import memcg
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def conf():
+    CONF([], project='memagg')
+    yield CONF
+    CONF.clear_override('controller', 'host_reclaim')
+    CONF.clear_override('mechanism', 'host_reclaim')
+    for name in ('cold_age_s', 'promotion_slo', 'psi_some_max', 'grow_mb',
+                 'backoff'):
+        CONF.clear_override(name, 'host_reclaim')
+
+
+# ---- the host's swap -------------------------------------------------
+
+def _files(tmp_path, swaps, swap_total, swap_free):
+    (tmp_path / 'swaps').write_text(
+        'Filename\tType\tSize\tUsed\tPriority\n' + swaps)
+    (tmp_path / 'meminfo').write_text(
+        'MemTotal:  1000 kB\nSwapTotal: %d kB\nSwapFree: %d kB\n'
+        % (swap_total, swap_free))
+    return str(tmp_path / 'meminfo'), str(tmp_path / 'swaps')
+
+
+def test_no_swap_device_is_the_reason(tmp_path):
+    reason = mechanism_base.host_swap_reason(*_files(tmp_path, '', 0, 0))
+    assert 'no swap space configured' in reason
+
+
+def test_full_swap_is_the_reason(tmp_path):
+    reason = mechanism_base.host_swap_reason(*_files(
+        tmp_path, '/tmp/swap file 1024 1024 -2\n', 1024, 0))
+    assert 'full' in reason and '/tmp/swap' in reason
+
+
+def test_free_swap_has_no_reason(tmp_path):
+    assert mechanism_base.host_swap_reason(*_files(
+        tmp_path, '/tmp/swap file 1024 10 -2\n', 1024, 1014)) is None
+
+
+# ---- the cold set and its runs --------------------------------------
+
+def test_a_page_is_cold_after_the_cold_age_of_idle_windows():
+    cold = reclaim.ColdSet(cold_age_s=120)
+    cold.update({1, 2, 3}, window_start=0)
+    cold.update({1, 2, 3}, window_start=60)
+    assert cold.cold(now=119) == []
+    # Page 2 accessed in the third window: its clock starts again.
+    cold.update({1, 3}, window_start=120)
+    assert cold.cold(now=180) == [1, 3]
+    cold.update({1, 2, 3}, window_start=180)
+    assert cold.cold(now=240) == [1, 3]
+    assert cold.cold(now=300) == [1, 2, 3]
+
+
+def test_a_page_not_seen_in_a_window_starts_again():
+    cold = reclaim.ColdSet(cold_age_s=60)
+    cold.update({7}, window_start=0)
+    cold.update(set(), window_start=30)     # redrawn, moved, paged out
+    cold.update({7}, window_start=60)
+    assert cold.cold(now=90) == []
+    assert cold.cold(now=120) == [7]
+    cold.drop([7])
+    assert len(cold) == 0
+
+
+def test_runs_are_the_strata_cut_at_huge_page_boundaries():
+    start = 1000 * 4096 * 512       # 2 MiB aligned, page 512000
+    first = start // 4096
+    # 4096 pages, n = 4: strata of 1024 pages (4 MiB), two huge pages each.
+    runs = reclaim.runs_around([first + 10, first + 1500, first + 3000],
+                               start, 4096 * 4096, 4)
+    assert runs == [(first, 512), (first + 1024, 512),
+                    (first + 2560, 512)]
+
+
+def test_runs_of_small_strata_merge_and_stay_in_the_mapping():
+    start = 512 * 4096
+    first = start // 4096
+    # 1024 pages, n = 256: strata of 4 pages.
+    runs = reclaim.runs_around([first + 1, first + 5, first + 9, 5, 10 ** 9],
+                               start, 1024 * 4096, 256)
+    assert runs == [(first, 12)]
+    assert reclaim.take([(0, 12), (100, 8)], 15) == [(0, 12), (100, 3)]
+    assert reclaim.take([(0, 12)], 0) == []
+
+
+# ---- PSI and QEMU's counters ----------------------------------------
+
+def test_psi_some_avg10(tmp_path):
+    path = tmp_path / 'memory'
+    path.write_text('some avg10=1.50 avg60=0.20 avg300=0.00 total=123\n'
+                    'full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n')
+    assert reclaim.psi_some(str(path)) == 1.5
+    assert reclaim.psi_some(str(tmp_path / 'absent')) is None
+
+
+def test_process_counters_read_swap_and_major_faults(tmp_path):
+    proc = tmp_path / '42'
+    proc.mkdir()
+    (proc / 'status').write_text('Name:\tqemu\nVmSwap:\t  2048 kB\n')
+    fields = ['S'] + ['0'] * 8 + ['77'] + ['0'] * 30
+    (proc / 'stat').write_text('42 (qemu-system x86) ' + ' '.join(fields))
+    assert reclaim.process_counters(42, str(tmp_path)) == (2.0, 77)
+    with pytest.raises(hypervisor.DomainGone):
+        reclaim.process_counters(43, str(tmp_path))
+    # And this very process, through the real /proc.
+    swap_mb, majflt = reclaim.process_counters(os.getpid())
+    assert swap_mb >= 0 and majflt >= 0
+
+
+# ---- mechanisms ------------------------------------------------------
+
+def test_memcg_needs_the_unified_memory_controller(tmp_path):
+    with pytest.raises(mechanism_base.Unavailable, match='cgroup v1'):
+        memcg.MemcgMechanism(root=str(tmp_path)).check_host()
+    (tmp_path / 'cgroup.controllers').write_text('cpu io\n')
+    with pytest.raises(mechanism_base.Unavailable,
+                       match='no memory controller'):
+        memcg.MemcgMechanism(root=str(tmp_path)).check_host()
+    (tmp_path / 'cgroup.controllers').write_text('cpu memory\n')
+    memcg.MemcgMechanism(root=str(tmp_path)).check_host()
+
+
+def test_memcg_writes_the_amount_to_the_vms_cgroup(tmp_path):
+    root, proc = tmp_path / 'cg', tmp_path / 'proc'
+    (root / 'machine.slice' / 'vm1').mkdir(parents=True)
+    (root / 'machine.slice' / 'vm1' / 'memory.reclaim').write_text('')
+    (proc / '9').mkdir(parents=True)
+    (proc / '9' / 'cgroup').write_text('0::/machine.slice/vm1\n')
+    mechanism = memcg.MemcgMechanism(root=str(root), proc=str(proc))
+    memory = hypervisor.GuestMemory(pid=9, start=0, length=MIB,
+                                    method='test')
+    mechanism.reclaim(memory, [], 8 * MIB)
+    assert (root / 'machine.slice' / 'vm1' / 'memory.reclaim').read_text() \
+        == str(8 * MIB)
+    (proc / '9' / 'cgroup').write_text('0::/elsewhere\n')
+    with pytest.raises(mechanism_base.Unavailable, match='does not exist'):
+        mechanism.reclaim(memory, [], MIB)
+
+
+def test_auto_takes_madvise_here_and_memcg_says_why_not(conf):
+    conf.set_override('mechanism', 'auto', 'host_reclaim')
+    assert mechanism_base.load(conf).name == 'madvise'
+    conf.set_override('mechanism', 'memcg', 'host_reclaim')
+    if os.path.exists('/sys/fs/cgroup/cgroup.controllers'):
+        pytest.skip('this host has cgroup v2')
+    with pytest.raises(mechanism_base.Unavailable, match='memcg: .*v1'):
+        mechanism_base.load(conf)
+
+
+def test_an_unknown_mechanism_names_the_option(conf):
+    conf.set_override('mechanism', 'zram', 'host_reclaim')
+    with pytest.raises(exceptions.InvalidParameter,
+                       match=r'\[host_reclaim\] mechanism.*madvise'):
+        mechanism_base.load(conf)
+
+
+@pytest.mark.parametrize('option,value', [
+    ('promotion_slo', 0.0), ('promotion_slo', -1.0), ('promotion_slo', 101.0),
+    ('cold_age_s', 0.0), ('cold_age_s', -5.0), ('backoff', 1.0),
+    ('backoff', 0.0), ('grow_mb', 0), ('psi_some_max', 101.0)])
+def test_a_wrong_option_fails_at_start_naming_it(conf, option, value):
+    conf.set_override('controller', 'senpai', 'host_reclaim')
+    conf.set_override(option, value, 'host_reclaim')
+    with pytest.raises(exceptions.InvalidParameter,
+                       match=r'\[host_reclaim\] %s' % option):
+        reclaim.HostReclaim(conf)
+
+
+def test_an_unknown_controller_names_the_option(conf):
+    conf.set_override('controller', 'tmo', 'host_reclaim')
+    with pytest.raises(exceptions.InvalidParameter,
+                       match=r'\[host_reclaim\] controller.*senpai'):
+        reclaim.HostReclaim(conf)
+
+
+# ---- the Senpai controller on hand-worked periods --------------------
+
+def _signals(promotions=0.0, psi=0.0, swapped=0.0, wss=1000, moving=False):
+    return controller_base.Signals(
+        uuid='vm', wss_maxavg_mb=wss, swapped_mb=swapped,
+        promotions_per_min=promotions, psi_some=psi, balloon_moving=moving)
+
+
+def test_senpai_grows_slowly_and_backs_off_multiplicatively():
+    c = senpai.SenpaiController(controller_base.Params(
+        promotion_slo=0.2, psi_some_max=5.0, grow_mb=32, backoff=0.5))
+    # SLO: 0.2 % of 1000 MiB = 2 MiB = 512 pages a minute.
+    assert c.slo_per_min(1000) == pytest.approx(512)
+    assert c.limit_mb(_signals(swapped=0)) == 32
+    assert c.limit_mb(_signals(swapped=32)) == 64
+    assert c.limit_mb(_signals(swapped=64, promotions=500)) == 96
+    # 600 pages a minute > 512: halved.
+    assert c.limit_mb(_signals(swapped=96, promotions=600)) == 48
+    assert c.limit_mb(_signals(swapped=90, promotions=513)) == 24
+    # Pressure alone backs off too.
+    assert c.limit_mb(_signals(swapped=24, psi=6.0)) == 12
+    # The balloon goes first: held while it is lowered.
+    assert c.limit_mb(_signals(swapped=12, moving=True)) == 12
+    assert c.limit_mb(_signals(swapped=12)) == 44
+
+
+def test_senpai_stays_within_grow_mb_of_what_is_out():
+    c = senpai.SenpaiController(controller_base.Params(grow_mb=32))
+    for _ in range(5):
+        limit = c.limit_mb(_signals(swapped=10))
+    # Nothing cold went out: the limit does not bank 5 x 32 MiB.
+    assert limit == 42
+
+
+def test_senpai_holds_without_a_wss_or_a_first_rate():
+    c = senpai.SenpaiController()
+    assert c.limit_mb(_signals(wss=None)) == 0
+    assert c.limit_mb(_signals(promotions=None)) == 0
+    assert c.limit_mb(_signals()) == 32
+    c.forget('vm')
+    assert c.limit_mb(_signals(promotions=None)) == 0
+
+
+# ---- HostReclaim's period -------------------------------------------
+
+class Recorder(mechanism_base.Mechanism):
+    name = 'madvise'
+
+    def __init__(self):
+        self.calls = []
+
+    def reclaim(self, memory, runs, amount_bytes):
+        self.calls.append((runs, amount_bytes))
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _host_reclaim(conf, counters, swap_reason=lambda: None):
+    conf.set_override('controller', 'senpai', 'host_reclaim')
+    conf.set_override('cold_age_s', 120, 'host_reclaim')
+    conf.set_override('grow_mb', 1, 'host_reclaim')
+    clock = Clock()
+
+    def read_counters(pid):
+        if pid not in counters:
+            raise hypervisor.DomainGone('process %d is gone' % pid)
+        return counters[pid]
+
+    host = reclaim.HostReclaim(conf, clock=clock, psi=lambda: 0.0,
+                               swap_reason=swap_reason,
+                               counters=read_counters)
+    host.mechanism = Recorder()
+    return host, clock
+
+
+def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
+    counters = {5: (0.0, 100)}
+    host, clock = _host_reclaim(conf, counters)
+    start = 512 * 4096 * 64
+    first = start // 4096
+    memory = hypervisor.GuestMemory(pid=5, start=start,
+                                    length=4096 * 4096, method='test')
+    idle = {first + 10, first + 1500}
+    for t in (60, 120, 180):
+        clock.now = t
+        host.observe('vm', idle, window_s=60)
+    # First period: no promotion rate yet, the limit holds at 0.
+    assert host.period('vm', memory, 4, 1000, False).paged_out_mb == 0
+    clock.now = 240
+    host.observe('vm', idle, window_s=60)
+    counters[5] = (0.0, 101)
+    result = host.period('vm', memory, 4, 1000, False)
+    # Limit 1 MiB: 256 pages of the first cold run.
+    assert result.limit_mb == 1
+    assert result.promotions_per_min == pytest.approx(1.0)
+    assert result.slo_per_min == pytest.approx(512)
+    assert host.mechanism.calls == [([(first, 256)], 256 * 4096)]
+    assert result.paged_out_mb == 1
+    # The sample paged out leaves the cold set; the other stays.
+    assert host._vms['vm'].cold.cold(240) == [first + 1500]
+
+
+def test_no_swap_pages_nothing_out_and_says_why(conf):
+    counters = {5: (0.0, 100)}
+    host, clock = _host_reclaim(conf, counters,
+                                swap_reason=lambda: 'no swap space')
+    memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
+                                    method='test')
+    host.observe('vm', {10}, window_s=300)
+    host.period('vm', memory, 4, 1000, False)
+    clock.now = 60
+    result = host.period('vm', memory, 4, 1000, False)
+    assert result.reason == 'no swap space'
+    assert host.mechanism.calls == []
+
+
+def test_a_vm_gone_mid_reclaim_raises_domain_gone(conf):
+    host, _ = _host_reclaim(conf, {})
+    memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
+                                    method='test')
+    with pytest.raises(hypervisor.DomainGone):
+        host.period('vm', memory, 4, 1000, False)
+    host.forget('vm')
+    assert 'vm' not in host._vms
+
+
+def test_reclaim_off_by_default(conf):
+    host = reclaim.HostReclaim(conf)
+    assert not host.enabled and not host.needs_idle_pages
+    assert host.period('vm', None, 4, 1000, False) is None

@@ -1,0 +1,119 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Host-side reclaim's native half against a real process: the sampler's
+idle pages (per_page) and page_out() (process_madvise MADV_PAGEOUT) into
+a swap file added for the test."""
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memagg import _native
+from memagg.tests import host_swap
+from memagg.tests.polling import wait_for
+from memagg.tests.unit.native import test_sampler
+
+PAGE = 4096
+MIB = 1 << 20
+
+needs_root = test_sampler.needs_root
+
+
+def rss_mb(pid):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    raise AssertionError('no VmRSS for %d' % pid)
+
+
+@pytest.fixture
+def hot_child(tmp_path):
+    """256 MiB mapped, the first 64 MiB kept hot."""
+    passes = tmp_path / 'passes'
+    passes.write_bytes(bytes(8))
+    proc = subprocess.Popen([sys.executable, test_sampler.HOTSET, '256',
+                             '64', str(passes)], stdout=subprocess.PIPE,
+                            text=True)
+    addr = int(proc.stdout.readline())
+    yield test_sampler.HotChild(proc, addr, 256 * MIB, passes)
+    proc.kill()
+    proc.wait()
+
+
+@needs_root
+@pytest.mark.slow
+def test_idle_pages_are_the_samples_outside_the_hot_set(hot_child):
+    if not _native.backends()['damon_paddr'][0]:
+        pytest.skip('no damon_paddr here')
+    sampler = _native.Sampler(hot_child.pid, hot_child.addr,
+                              hot_child.length, n=2000,
+                              backend='damon_paddr', seed=3,
+                              sample_interval=0.5)
+    try:
+        sampler.begin()
+        hot_child.wait_passes(2)
+        sampler.collect()
+        # Without per_page the window holds a count only.
+        with pytest.raises(OSError) as exc:
+            sampler.idle_pages()
+        assert exc.value.errno == errno.ENODATA
+        sampler.per_page = True
+        sampler.begin()
+        hot_child.wait_passes(2)
+        result = sampler.collect()
+        idle = sampler.idle_pages()
+    finally:
+        sampler.close()
+    first = hot_child.addr // PAGE
+    hot_end = first + 64 * MIB // PAGE
+    assert len(idle) == result['sampled'] - result['accessed']
+    # Three quarters of the samples are cold, none of them in the hot set.
+    assert len(idle) == pytest.approx(1500, abs=100)
+    assert all(hot_end <= p < first + hot_child.length // PAGE
+               for p in idle)
+
+
+@needs_root
+@pytest.mark.slow
+def test_page_out_takes_the_cold_range_out_of_rss(hot_child):
+    hot_child.wait_passes(1)
+    before = rss_mb(hot_child.pid)
+    assert before >= 250
+    first = hot_child.addr // PAGE
+    cold = (first + 64 * MIB // PAGE, 192 * MIB // PAGE)
+    with host_swap.swap_file(512):
+        _native.page_out(hot_child.pid, [cold])
+        # The kernel pages out at once; the hot set stays resident.
+        wait_for(lambda: rss_mb(hot_child.pid) <= before - 150, timeout=30,
+                 interval=0.1, message='192 MiB paged out')
+        hot_child.wait_passes(2)
+        assert rss_mb(hot_child.pid) <= before - 150
+    # swapoff brought it back: the child kept its data and runs on.
+    hot_child.wait_passes(1)
+
+
+def test_page_out_of_a_dead_process_and_bad_runs_say_so():
+    proc = subprocess.Popen([sys.executable, '-c', 'pass'])
+    proc.wait()
+    with pytest.raises(OSError) as exc:
+        _native.page_out(proc.pid, [(1, 1)])
+    assert exc.value.errno == errno.ESRCH
+    with pytest.raises(ValueError, match='run 0'):
+        _native.page_out(os.getpid(), [(1, 0)])
+    with pytest.raises(ValueError, match='pid'):
+        _native.page_out(0, [])
+    with pytest.raises(TypeError):
+        _native.page_out(os.getpid(), [(1,)])
