@@ -27,6 +27,7 @@ from oslo_log import log as logging
 from memagg.compute import qos
 from memagg.compute import reclaim as reclaim_mod
 from memagg.compute import sampling
+from memagg.drivers.compute_api import base as compute_api
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.local import base as local_base
 from memagg.drivers.wss import base as wss_base
@@ -150,6 +151,10 @@ class MemoryManager:
         self.sample_size = sampling.SampleSize.from_conf(conf.wss)
         self.qos = qos.WeightResolver(conf)
         self.reclaim = reclaim_mod.HostReclaim(conf)
+        # Asked of Nova only when there is reclaim to opt out of.
+        self.reclaim_settings = (qos.WeightResolver(
+            conf, key=compute_api.HOST_RECLAIM_KEY,
+            what='host reclaim setting') if self.reclaim.enabled else None)
         self._vms = {}
 
     def _vm(self, uuid):
@@ -265,7 +270,8 @@ class MemoryManager:
             try:
                 result.reclaim = self.reclaim.period(
                     uuid, vm.sampler.memory, vm.sampler.idle_n,
-                    result.wss_maxavg_mb, moving, psi=psi)
+                    result.wss_maxavg_mb, moving, psi=psi,
+                    setting=self.reclaim_settings.weight(uuid))
             except hypervisor.DomainGone:
                 LOG.info('VM %s vanished during host reclaim; forgotten',
                          uuid)
@@ -361,6 +367,8 @@ class MemoryManager:
         """Drop what is kept about VM ``uuid`` (it is gone)."""
         self.qos.forget(uuid)
         self.reclaim.forget(uuid)
+        if self.reclaim_settings is not None:
+            self.reclaim_settings.forget(uuid)
         vm = self._vms.pop(uuid, None)
         if vm is not None:
             vm.sampler.close()

@@ -37,13 +37,19 @@ class _Entry:
 
 
 class WeightResolver:
-    """A VM's memagg:weight from the [compute] compute_api_driver plug-in.
+    """A VM's memagg:weight from the [compute] compute_api_driver plug-in,
+    or with ``key`` another memagg setting of its flavor or image
+    (memagg:host_reclaim), cached the same way; ``what`` names it in the
+    log.
 
     ``clock`` (seconds, monotonic) is injectable for tests.
     """
 
-    def __init__(self, conf, clock=time.monotonic):
+    def __init__(self, conf, clock=time.monotonic,
+                 key=compute_api.WEIGHT_KEY, what='QoS weight'):
         self.api = compute_api.load(conf)
+        self.key = key
+        self.what = what
         self.ttl = conf.nova.weight_cache_ttl
         self._clock = clock
         self._cache = {}
@@ -60,27 +66,30 @@ class WeightResolver:
         if self._down_until is not None and now < self._down_until:
             return entry.weight.value if entry is not None else None
         try:
-            found = self.api.get_qos_weight(uuid)
+            found = (self.api.get_qos_weight(uuid)
+                     if self.key == compute_api.WEIGHT_KEY
+                     else self.api.get_vm_setting(uuid, self.key))
         except compute_api.InstanceNotFound as exc:
             if uuid not in self._not_found:
-                LOG.warning('VM %s: %s; it gets the default weight, asked '
-                            'again every %d s', uuid, exc, self.ttl)
+                LOG.warning('VM %s: %s; it gets the default %s, asked '
+                            'again every %d s', uuid, exc, self.what,
+                            self.ttl)
                 self._not_found.add(uuid)
             found = compute_api.NO_WEIGHT
         except compute_api.ComputeApiUnavailable as exc:
             if self._down_until is None:
-                LOG.warning('QoS weights unavailable (%s); VMs keep the '
-                            'weight last read or get the default, retried '
-                            'in %d s', exc, self.ttl)
+                LOG.warning('%ss unavailable (%s); VMs keep the one '
+                            'last read or get the default, retried in %d s',
+                            self.what, exc, self.ttl)
             self._down_until = now + self.ttl
             return entry.weight.value if entry is not None else None
         else:
             self._not_found.discard(uuid)
         if self._down_until is not None:
-            LOG.info('QoS weights available again')
+            LOG.info('%ss available again', self.what)
             self._down_until = None
         if entry is None or entry.weight != found:
-            LOG.info('VM %s: QoS weight %s', uuid,
+            LOG.info('VM %s: %s %s', uuid, self.what,
                      '%s (from its %s)' % (found.value, found.source)
                      if found.value is not None else 'default')
         self._cache[uuid] = _Entry(found, now + self.ttl)

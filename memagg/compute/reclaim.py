@@ -39,7 +39,9 @@ import dataclasses
 import time
 
 from oslo_log import log as logging
+from oslo_utils import strutils
 
+from memagg.drivers.compute_api import base as compute_api
 from memagg.drivers.host_reclaim import base as controller_base
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.reclaim import base as mechanism_base
@@ -150,6 +152,23 @@ def process_counters(pid, proc='/proc'):
     return swap_kb / 1024.0, majflt
 
 
+def opt_out_reason(value):
+    """Why a VM whose flavor or image sets memagg:host_reclaim to
+    ``value`` (None: not set) is left alone, or None. A value that is
+    not a boolean leaves it alone too: reclaiming a VM whose owner meant
+    to opt out would be the worse mistake."""
+    if value is None:
+        return None
+    try:
+        wanted = strutils.bool_from_string(value, strict=True)
+    except ValueError:
+        return ('%s=%r is not a boolean: not reclaimed'
+                % (compute_api.HOST_RECLAIM_KEY, value))
+    if wanted:
+        return None
+    return 'opted out (%s=%s)' % (compute_api.HOST_RECLAIM_KEY, value)
+
+
 @dataclasses.dataclass
 class VmReclaim:
     """One VM's host reclaim this period: MiB in the host's swap, paged
@@ -216,17 +235,24 @@ class HostReclaim:
         state.cold.update(idle_pages or (), now - (window_s or 0))
 
     def period(self, uuid, memory, sample_n, wss_maxavg_mb, balloon_moving,
-               psi=None):
+               psi=None, setting=None):
         """Decide and reclaim for VM ``uuid`` (guest RAM ``memory``, its
         sampler's n); a VmReclaim, or None when reclaim is off. ``psi``:
         the host's pressure read once for the period (read here if
-        None). Raises hypervisor.DomainGone when its process is gone."""
+        None); ``setting``: its memagg:host_reclaim (opt_out_reason).
+        Raises hypervisor.DomainGone when its process is gone."""
         if not self.enabled:
             return None
         result = VmReclaim(mechanism=self.mechanism.name
                            if self.mechanism else None)
         if self.mechanism is None:
             result.reason = self.unavailable
+            return result
+        opted_out = opt_out_reason(setting)
+        if opted_out is not None:
+            # Its limit starts from nothing if it opts in again.
+            self.forget(uuid)
+            result.reason = opted_out
             return result
         if memory is None:
             result.reason = 'guest RAM not found'

@@ -41,6 +41,9 @@ OPTION = '[compute] compute_api_driver'
 
 #: The flavor extra spec and image property naming a VM's QoS weight.
 WEIGHT_KEY = 'memagg:weight'
+#: The flavor extra spec and image property by which a VM opts out of
+#: host-side reclaim ('false').
+HOST_RECLAIM_KEY = 'memagg:host_reclaim'
 
 FLAVOR = 'flavor'
 IMAGE = 'image'
@@ -48,9 +51,10 @@ IMAGE = 'image'
 
 @dataclasses.dataclass(frozen=True)
 class QosWeight:
-    """A VM's ``memagg:weight`` as found (a number or a class name such as
-    gold, unparsed: the policy interprets it) and where it came from
-    (FLAVOR or IMAGE); both None when the VM names no weight."""
+    """A VM's ``memagg:weight`` (or another memagg setting: get_vm_setting)
+    as found (a number or a class name such as gold, unparsed: the policy
+    interprets it) and where it came from (FLAVOR or IMAGE); both None
+    when the VM names none."""
 
     value: str | None = None
     source: str | None = None
@@ -59,11 +63,12 @@ class QosWeight:
 NO_WEIGHT = QosWeight()
 
 
-def pick_weight(extra_specs, image_properties):
-    """The QosWeight of a VM with flavor ``extra_specs`` and image
-    ``image_properties`` (dicts, or None when unknown): the flavor's wins."""
+def pick_weight(extra_specs, image_properties, key=WEIGHT_KEY):
+    """The QosWeight (setting ``key``) of a VM with flavor ``extra_specs``
+    and image ``image_properties`` (dicts, or None when unknown): the
+    flavor's wins."""
     for source, values in ((FLAVOR, extra_specs), (IMAGE, image_properties)):
-        value = (values or {}).get(WEIGHT_KEY)
+        value = (values or {}).get(key)
         if value is not None and str(value).strip():
             return QosWeight(value=str(value).strip(), source=source)
     return NO_WEIGHT
@@ -152,7 +157,6 @@ class ComputeApi(metaclass=abc.ABCMeta):
         if not self.executes_plans:
             raise self._cannot('live-migrate VM %s' % instance_uuid)
 
-    @abc.abstractmethod
     def get_qos_weight(self, instance_uuid):
         """The QosWeight of VM ``instance_uuid``: its flavor's extra spec
         memagg:weight, else its image's property, else NO_WEIGHT.
@@ -160,6 +164,14 @@ class ComputeApi(metaclass=abc.ABCMeta):
         Raises InstanceNotFound when the service does not know the VM and
         ComputeApiUnavailable when it cannot say.
         """
+        return self.get_vm_setting(instance_uuid, WEIGHT_KEY)
+
+    def get_vm_setting(self, instance_uuid, key):
+        """Setting ``key`` of VM ``instance_uuid`` (a QosWeight): its
+        flavor's extra spec, else its image's property, else NO_WEIGHT (a
+        driver that reads no flavors: the default). Raises as
+        get_qos_weight."""
+        return NO_WEIGHT
 
     # Executing a plan. A driver without these (none) cannot execute one:
     # the defaults say which option to set.

@@ -25,6 +25,3 @@ class NoComputeApi(base.ComputeApi):
     """Knows no VM's weight and reaches no compute service."""
 
     name = 'none'
-
-    def get_qos_weight(self, instance_uuid):
-        return base.NO_WEIGHT

@@ -95,7 +95,7 @@ class NovaComputeApi(base.ComputeApi):
             session=session, region_name=group.region_name,
             app_name='memagg', **settings)
 
-    def get_qos_weight(self, instance_uuid):
+    def get_vm_setting(self, instance_uuid, key):
         try:
             server = self.connection.compute.get_server(instance_uuid)
         except sdk_exc.NotFoundException:
@@ -109,11 +109,11 @@ class NovaComputeApi(base.ComputeApi):
                 'Nova answered below microversion 2.47, without the '
                 'server\'s flavor extra specs; memagg needs Nova 16 (Pike) '
                 'or later')
-        weight = base.pick_weight(flavor.extra_specs, None)
+        weight = base.pick_weight(flavor.extra_specs, None, key)
         if weight.value is not None:
             return weight
         image_id = server.image.id if server.image else None
-        return base.pick_weight(None, self._image_properties(image_id))
+        return base.pick_weight(None, self._image_properties(image_id), key)
 
     def _image_properties(self, image_id):
         """The image's properties from Glance; None for a VM booted from a
