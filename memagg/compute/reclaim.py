@@ -30,10 +30,10 @@ sample under a huge page means its whole 2 MiB was idle, and the kernel
 pages such a huge page out whole.
 
 How much is paged out is the [host_reclaim] controller's: each VM's limit
-(MiB it may hold in the host's swap) less what it holds (QEMU's VmSwap),
-the cold runs taken in address order until that is met. Nothing is paged
-out while the host has no free swap space: the reason is reported and the
-balloon goes on alone.
+(MiB it may hold in the host's swap) less what it holds (QEMU's swapped
+memory), the cold runs taken in address order until that is met. Nothing
+is paged out while the host has no free swap space: the reason is reported
+and the balloon goes on alone.
 """
 import dataclasses
 import time
@@ -134,18 +134,20 @@ def psi_some(path='/proc/pressure/memory'):
 
 
 def process_counters(pid, proc='/proc'):
-    """(VmSwap in MiB, major faults) of process ``pid``; DomainGone when
-    it has exited."""
+    """(MiB of process ``pid`` in swap, its major faults); DomainGone when
+    it has exited. The swap is smaps_rollup's, not status' VmSwap: guest
+    RAM backed by a memfd (shared memory) leaves no swap entry in QEMU's
+    page tables, and VmSwap counts only those."""
     try:
-        with open('%s/%d/status' % (proc, pid)) as f:
-            status = f.read()
+        with open('%s/%d/smaps_rollup' % (proc, pid)) as f:
+            rollup = f.read()
         with open('%s/%d/stat' % (proc, pid)) as f:
             stat = f.read()
     except (FileNotFoundError, ProcessLookupError):
         raise hypervisor.DomainGone('process %d is gone' % pid)
     swap_kb = 0
-    for line in status.splitlines():
-        if line.startswith('VmSwap:'):
+    for line in rollup.splitlines():
+        if line.startswith('Swap:'):
             swap_kb = int(line.split()[1])
     # The command name may hold spaces: fields count from after its ')'.
     majflt = int(stat.rsplit(')', 1)[1].split()[9])

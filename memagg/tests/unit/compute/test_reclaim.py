@@ -128,7 +128,9 @@ def test_psi_some_avg10(tmp_path):
 def test_process_counters_read_swap_and_major_faults(tmp_path):
     proc = tmp_path / '42'
     proc.mkdir()
-    (proc / 'status').write_text('Name:\tqemu\nVmSwap:\t  2048 kB\n')
+    (proc / 'smaps_rollup').write_text(
+        '7f00-7fff ---p 00000000 00:00 0 [rollup]\nRss:  4096 kB\n'
+        'SwapPss:  1024 kB\nSwap:  2048 kB\n')
     fields = ['S'] + ['0'] * 8 + ['77'] + ['0'] * 30
     (proc / 'stat').write_text('42 (qemu-system x86) ' + ' '.join(fields))
     assert reclaim.process_counters(42, str(tmp_path)) == (2.0, 77)
