@@ -25,9 +25,7 @@ hot-plug is test_libvirt_swap_disk_guest.py and the two-host guest test);
 memagg-scheduler the in-test FakeScheduler.
 """
 import os
-import shutil
 import subprocess
-import tempfile
 
 import pytest
 
@@ -46,19 +44,9 @@ MIB = 1024 * 1024
 
 @pytest.fixture
 def daemons():
-    root = tempfile.mkdtemp(prefix='memagg-c2-swapd-', dir='/var/tmp')
-    os.chmod(root, 0o755)
-    donor = two_hosts.Swapd('donor', root, capacity_mb=256)
-    consumer = two_hosts.Swapd('consumer', root, capacity_mb=0)
-    try:
-        donor.start()
-        consumer.start()
-        yield donor, consumer
-    finally:
-        codes = [d.stop() for d in (donor, consumer)]
-        logs = donor.log() + consumer.log()
-        shutil.rmtree(root, ignore_errors=True)
-        assert codes == [0, 0], logs
+    with two_hosts.donor_and_consumer('memagg-c2-swapd-', 256,
+                                      capacity_mb=0) as pair:
+        yield pair
 
 
 def lmc_of(conf, daemon):

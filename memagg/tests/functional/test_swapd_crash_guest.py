@@ -55,9 +55,7 @@ every domain the last one's memagg-compute manages: run them with no other
 guest test at the same time.
 """
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import xml.etree.ElementTree as ElementTree
 
@@ -100,20 +98,20 @@ def daemons():
     """A donor memagg-swapd lending SLABS slabs and the consumer's, whose
     export sockets QEMU's user may open (in a short path: a unix socket's
     holds 107 bytes)."""
-    root = tempfile.mkdtemp(prefix='memagg-crash-', dir='/var/tmp')
-    os.chmod(root, 0o755)
-    donor = two_hosts_module.Swapd('donor', root, capacity_mb=SLAB_MB * SLABS)
-    consumer = two_hosts_module.Swapd(
-        'consumer', root, socket_user=two_hosts_module.QEMU_USER)
-    try:
-        donor.start()
-        consumer.start()
-        yield donor, consumer
-    finally:
-        codes = [d.stop() for d in (donor, consumer)]
-        logs = donor.log() + consumer.log()
-        shutil.rmtree(root, ignore_errors=True)
-        assert codes == [0, 0], logs
+    with two_hosts_module.donor_and_consumer(
+            'memagg-crash-', SLAB_MB * SLABS,
+            socket_user=two_hosts_module.QEMU_USER) as pair:
+        yield pair
+
+
+def _wait_swapped(guest, dev):
+    """Wait until the guest holds SWAPPED_MB on its memagg swap disk."""
+    def swapped():
+        beat = guest.heartbeat() or {'swaps': {}}
+        return beat['swaps'].get(dev, {}).get('used_kb', 0) >= \
+            SWAPPED_MB * 1024
+    polling.wait_for(swapped, 600, interval=1,
+                     message='%d MiB on the memagg swap disk' % SWAPPED_MB)
 
 
 def _remote_memory(conf, daemon, driver):
@@ -177,13 +175,7 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         driver.set_balloon(guest.uuid, BALLOON_MB)
         checksum = guest.fill(DATA_MB, timeout=600)
         client = consumer.client()
-
-        def swapped():
-            beat = guest.heartbeat() or {'swaps': {}}
-            used = beat['swaps'].get(dev, {}).get('used_kb', 0)
-            return used >= SWAPPED_MB * 1024 and beat
-        polling.wait_for(swapped, 600, interval=1,
-                         message='%d MiB on the memagg swap disk' % SWAPPED_MB)
+        _wait_swapped(guest, dev)
         before = client.export_stats(GRANT)
 
         # SIGKILL while the guest reads its data back through the disk.
@@ -323,13 +315,7 @@ def test_memagg_compute_restarted_under_a_swapping_guest_changes_nothing(
         assert grant['granted_mb'] == SLAB_MB * SLABS, grant
         dev = guest.wait_swap_disk(base.swap_serial(grant['uuid']), 120)
         checksum = guest.fill(DATA_MB, timeout=600)
-
-        def swapped():
-            beat = guest.heartbeat() or {'swaps': {}}
-            used = beat['swaps'].get(dev, {}).get('used_kb', 0)
-            return used >= SWAPPED_MB * 1024 and beat
-        polling.wait_for(swapped, 600, interval=1,
-                         message='%d MiB on the memagg swap disk' % SWAPPED_MB)
+        _wait_swapped(guest, dev)
 
         # The restart, while the guest reads its data back through the disk.
         pswpin = guest.heartbeat()['pswpin']

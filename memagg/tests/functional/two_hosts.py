@@ -34,8 +34,10 @@ import contextlib
 import dataclasses
 import os
 import pwd
+import shutil
 import signal
 import subprocess
+import tempfile
 import uuid
 
 import pytest
@@ -168,6 +170,27 @@ class Swapd:
             code = 'ignored SIGTERM for %d s' % timeout
         self._log.close()
         return code
+
+
+@contextlib.contextmanager
+def donor_and_consumer(prefix, donor_mb, **consumer):
+    """A donor memagg-swapd lending ``donor_mb`` and a consumer's
+    (``consumer``: more Swapd arguments) under a new directory of
+    /var/tmp (short: a unix socket's path holds 107 bytes); both must stop
+    cleanly."""
+    root = tempfile.mkdtemp(prefix=prefix, dir='/var/tmp')
+    os.chmod(root, 0o755)
+    donor = Swapd('donor', root, capacity_mb=donor_mb)
+    consumer = Swapd('consumer', root, **consumer)
+    try:
+        donor.start()
+        consumer.start()
+        yield donor, consumer
+    finally:
+        codes = [d.stop() for d in (donor, consumer)]
+        logs = donor.log() + consumer.log()
+        shutil.rmtree(root, ignore_errors=True)
+        assert codes == [0, 0], logs
 
 
 @dataclasses.dataclass
