@@ -36,6 +36,7 @@ import requests
 
 from memagg.compute import memory
 from memagg.compute import qos
+from memagg.conf import host_reclaim as host_reclaim_conf
 from memagg.conf import local_policy as local_policy_conf
 from memagg.conf import wss as wss_conf
 from memagg.drivers.compute_api import base
@@ -139,7 +140,8 @@ def nova_conf_opts(monkeypatch, keystone):
     """A ConfigOpts of memagg-compute with [nova] pointing at the real
     Keystone as its admin."""
     return nova_double.nova_conf(monkeypatch, keystone,
-                                 (wss_conf, local_policy_conf))
+                                 (wss_conf, local_policy_conf,
+                                  host_reclaim_conf))
 
 
 @pytest.mark.parametrize('max_version', [None, '2.60'])
