@@ -11,13 +11,23 @@
 # under the License.
 
 """A swap file added to the host for a test and removed after it, zswap
-put back as it was (TESTBED.md: no swap device is configured here)."""
+put back as it was (TESTBED.md: no swap device is configured here); and
+how much of a process stays resident."""
 import contextlib
 import os
 import subprocess
 import tempfile
 
 ZSWAP = '/sys/module/zswap/parameters/enabled'
+
+
+def rss_mb(pid):
+    """Process ``pid``'s resident memory (VmRSS), MiB."""
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    raise AssertionError('no VmRSS for %d' % pid)
 
 
 def _zswap():

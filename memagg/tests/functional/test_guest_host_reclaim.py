@@ -34,14 +34,6 @@ MEMORY_MB = 384
 COLD_PERIODS = 20       # bound on the periods the cold memory takes to go
 
 
-def _rss_mb(pid):
-    with open('/proc/%d/status' % pid) as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024.0
-    raise AssertionError('no VmRSS for %d' % pid)
-
-
 @pytest.fixture
 def loop_conf(conf):
     conf.config(collect_interval=PERIOD, group='compute')
@@ -94,7 +86,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
                              and loop.reclaims(guest.uuid), 60,
                              interval=0.5, message='first period')
             pid = loop.memory._vms[guest.uuid].sampler.memory.pid
-            rss_before = _rss_mb(pid)
+            rss_before = host_swap.rss_mb(pid)
 
             def settled():
                 assert not loop.errors, loop.errors
@@ -104,7 +96,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
                     return None
                 wss = loop.results[-1].vms[guest.uuid].wss_maxavg_mb
                 cold = rss_before - wss
-                fallen = rss_before - _rss_mb(pid)
+                fallen = rss_before - host_swap.rss_mb(pid)
                 return fallen >= cold / 2 and (rows, cold, fallen)
             try:
                 rows, cold, fallen = polling.wait_for(
@@ -114,7 +106,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
                 raise AssertionError(
                     'QEMU RSS %.0f -> %.0f MiB; (limit, in swap, '
                     'promotions/min, SLO, reason) by period: %s' % (
-                        rss_before, _rss_mb(pid),
+                        rss_before, host_swap.rss_mb(pid),
                         [(r.limit_mb, round(r.reclaimed_mb),
                           r.promotions_per_min, r.slo_per_min, r.reason)
                          for r in loop.reclaims(guest.uuid)]))

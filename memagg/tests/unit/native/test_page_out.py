@@ -31,14 +31,6 @@ MIB = 1 << 20
 needs_root = test_sampler.needs_root
 
 
-def rss_mb(pid):
-    with open('/proc/%d/status' % pid) as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024.0
-    raise AssertionError('no VmRSS for %d' % pid)
-
-
 @pytest.fixture
 def hot_child(tmp_path):
     """256 MiB mapped, the first 64 MiB kept hot."""
@@ -90,17 +82,17 @@ def test_idle_pages_are_the_samples_outside_the_hot_set(hot_child):
 @pytest.mark.slow
 def test_page_out_takes_the_cold_range_out_of_rss(hot_child):
     hot_child.wait_passes(1)
-    before = rss_mb(hot_child.pid)
+    before = host_swap.rss_mb(hot_child.pid)
     assert before >= 250
     first = hot_child.addr // PAGE
     cold = (first + 64 * MIB // PAGE, 192 * MIB // PAGE)
     with host_swap.swap_file(512):
         _native.page_out(hot_child.pid, [cold])
         # The kernel pages out at once; the hot set stays resident.
-        wait_for(lambda: rss_mb(hot_child.pid) <= before - 150, timeout=30,
-                 interval=0.1, message='192 MiB paged out')
+        wait_for(lambda: host_swap.rss_mb(hot_child.pid) <= before - 150,
+                 timeout=30, interval=0.1, message='192 MiB paged out')
         hot_child.wait_passes(2)
-        assert rss_mb(hot_child.pid) <= before - 150
+        assert host_swap.rss_mb(hot_child.pid) <= before - 150
     # swapoff brought it back: the child kept its data and runs on.
     hot_child.wait_passes(1)
 
