@@ -137,7 +137,8 @@ def _expected_status(route, outcome):
         return 401
     if outcome == policy_matrix.DENIED:
         return 403
-    return ALLOWED_STATUS.get(route.operation_id, route.status)
+    return ALLOWED_STATUS.get(route.operation_id,
+                              route.status_at(microversion.MAX_VERSION))
 
 
 def _token_roles(keystone, token):
