@@ -83,6 +83,20 @@ def _donor_lent_mb(ctxt, donor):
                  if h['host'] == donor), 0)
 
 
+def _wait_balloon_settled(guest):
+    """Wait until memagg-compute has ballooned the guest within BUDGET_MB
+    and its size held for a collect period (two_hosts: 2 s)."""
+    seen = []
+
+    def settled():
+        current = guest.dom.info()[2] // 1024
+        steady = bool(seen) and seen[-1] == current
+        seen.append(current)
+        return steady and current <= BUDGET_MB
+    polling.wait_for(settled, 120, interval=3,
+                     message='the balloon settled within %d MiB' % BUDGET_MB)
+
+
 # Booting, filling and checking 200 MiB in an emulated guest that thrashes
 # swap take minutes (see the figures the test prints).
 @pytest.mark.timeout(1800)
@@ -109,6 +123,10 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
         guest.start()
         guest.wait_console(r'MEMAGG SWAP on', 30)
         lap('booted')
+        # The fill starts once memagg's first balloon moves are done: a
+        # guest filling while its balloon inflates was OOM-killed (a CI run).
+        _wait_balloon_settled(guest)
+        lap('ballooned')
         checksum = guest.fill(DATA_MB, timeout=600)
         lap('filled')
 
