@@ -47,6 +47,14 @@ def load(namespace, name, option, kind, args=(), invoke=True):
     return manager.driver
 
 
+def check_option(ok, group, name, reason):
+    """Raise InvalidParameter naming option [``group``] ``name`` with
+    ``reason`` unless ``ok``."""
+    if not ok:
+        raise exceptions.InvalidParameter(field='[%s] %s' % (group, name),
+                                          reason=reason)
+
+
 def option_value(conf, group, name):
     """``conf.<group>.<name>``; a value oslo.config rejects is raised as
     InvalidParameter naming the option."""

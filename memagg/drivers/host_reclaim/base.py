@@ -22,7 +22,6 @@ that is gone.
 import abc
 import dataclasses
 
-from memagg.common import exceptions
 from memagg.common import plugins
 
 NAMESPACE = 'memagg.host_reclaim'
@@ -84,9 +83,7 @@ class Controller(metaclass=abc.ABCMeta):
 
 
 def _check(ok, option, reason):
-    if not ok:
-        raise exceptions.InvalidParameter(field='[%s] %s' % (GROUP, option),
-                                          reason=reason)
+    plugins.check_option(ok, GROUP, option, reason)
 
 
 def params_from_conf(conf):

@@ -135,9 +135,7 @@ def _opt(conf, name):
 
 
 def _check(ok, option, reason):
-    if not ok:
-        raise exceptions.InvalidParameter(field='[%s] %s' % (GROUP, option),
-                                          reason=reason)
+    plugins.check_option(ok, GROUP, option, reason)
 
 
 def params_from_conf(conf):
