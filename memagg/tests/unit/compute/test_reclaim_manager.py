@@ -97,10 +97,10 @@ def test_a_vm_without_balloon_gives_its_cold_memory_to_swap(reclaim_conf,
     try:
         assert manager.reclaim.needs_idle_pages
         hot_child.wait_passes(1)
-        before = test_page_out.rss_mb(hot_child.pid)
+        before = host_swap.rss_mb(hot_child.pid)
         with host_swap.swap_file(512):
             results = _periods(manager, driver, hot_child, 6)
-            after = test_page_out.rss_mb(hot_child.pid)
+            after = host_swap.rss_mb(hot_child.pid)
             last = results[-1].vms['vm']
     finally:
         manager.close()
