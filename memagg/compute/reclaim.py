@@ -35,6 +35,7 @@ memory), the cold runs taken in address order until that is met. Nothing
 is paged out while the host has no free swap space: the reason is reported
 and the balloon goes on alone.
 """
+import bisect
 import dataclasses
 import time
 
@@ -105,6 +106,18 @@ def runs_around(pages, start, length, n):
         elif hi > lo:
             runs.append((lo, hi - lo))
     return runs
+
+
+def covered(pages, runs):
+    """The ``pages`` inside one of ``runs`` (sorted, disjoint
+    (first, count) pairs, as runs_around and take give them)."""
+    firsts = [first for first, _ in runs]
+    inside = []
+    for page in pages:
+        at = bisect.bisect_right(firsts, page) - 1
+        if at >= 0 and page < runs[at][0] + runs[at][1]:
+            inside.append(page)
+    return inside
 
 
 def take(runs, pages):
@@ -294,8 +307,7 @@ class HostReclaim:
                 return result
             # Paged out, the samples are no longer in place: their next
             # window leaves them out and a fault back starts them anew.
-            state.cold.drop(p for p in cold
-                            if any(f <= p < f + c for f, c in runs))
+            state.cold.drop(covered(cold, runs))
         try:
             self.mechanism.reclaim(memory, runs, want_pages * PAGE)
         except mechanism_base.Unavailable as exc:

@@ -115,6 +115,13 @@ def test_runs_of_small_strata_merge_and_stay_in_the_mapping():
     assert reclaim.take([(0, 12)], 0) == []
 
 
+def test_covered_pages_are_those_inside_a_run():
+    runs = [(10, 5), (100, 8)]
+    assert reclaim.covered([3, 10, 14, 15, 99, 100, 107, 108], runs) == [
+        10, 14, 100, 107]
+    assert reclaim.covered([1, 2], []) == []
+
+
 # ---- PSI and QEMU's counters ----------------------------------------
 
 def test_psi_some_avg10(tmp_path):
