@@ -139,18 +139,28 @@ def conf():
     return flask.current_app.config['memagg_conf']
 
 
-_SCHEDULER_LOCK = threading.Lock()
+_MADE_LOCK = threading.Lock()
+
+
+def made_once(key, make):
+    """The app's ``key``, made by ``make(conf)`` on its first use (kept in
+    the app's config)."""
+    config = flask.current_app.config
+    with _MADE_LOCK:
+        if config.get(key) is None:
+            config[key] = make(config['memagg_conf'])
+        return config[key]
+
+
+def _scheduler_api(conf):
+    rpc.init(conf, binary='memagg-api')
+    return scheduler_rpcapi.SchedulerAPI()
 
 
 def scheduler_api():
     """The app's RPC client of memagg-scheduler, made on first use (the
     transport comes from [DEFAULT] transport_url)."""
-    config = flask.current_app.config
-    with _SCHEDULER_LOCK:
-        if config.get('scheduler_api') is None:
-            rpc.init(config['memagg_conf'], binary='memagg-api')
-            config['scheduler_api'] = scheduler_rpcapi.SchedulerAPI()
-        return config['scheduler_api']
+    return made_once('scheduler_api', _scheduler_api)
 
 
 def call_scheduler(method, what, **kwargs):

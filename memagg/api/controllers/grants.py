@@ -23,10 +23,6 @@ in one compare-and-set, so that of concurrent DELETEs one only has the
 release carried out, and casts it to memagg-scheduler, which asks the
 hosts with bounded retries (memagg.scheduler.reservoir).
 """
-import threading
-
-import flask
-
 from memagg.api.controllers import base
 from memagg.api.policies import grants as policy
 from memagg.api import schemas
@@ -38,17 +34,12 @@ from memagg.scheduler import reservoir
 
 _SINCE = (1, 3)
 _AT_ONCE = (1, 10)
-_RESERVOIR_LOCK = threading.Lock()
 
 
 def _reservoir():
     """The app's Reservoir, made on first use: it reserves slabs with the
     [reservoir] options and donor selection plug-in the scheduler uses."""
-    config = flask.current_app.config
-    with _RESERVOIR_LOCK:
-        if config.get('reservoir') is None:
-            config['reservoir'] = reservoir.Reservoir(config['memagg_conf'])
-        return config['reservoir']
+    return base.made_once('reservoir', reservoir.Reservoir)
 
 
 @base.route('/v1/grants', 'List remote-memory grants.',
