@@ -15,7 +15,8 @@ import glob
 import setuptools
 
 # memagg._native: the C page sampler (native/src); memagg._swapd: the C core
-# of memagg-swapd (native/swapd, with its verbs transport over rdma-core).
+# of memagg-swapd (native/swapd, with its verbs transport over rdma-core and
+# OpenSSL's libcrypto for the page keys).
 # pbr still drives the package metadata from setup.cfg.
 native = setuptools.Extension(
     'memagg._native',
@@ -28,7 +29,7 @@ swapd = setuptools.Extension(
     'memagg._swapd',
     sources=sorted(glob.glob('native/swapd/*.c')),
     depends=sorted(glob.glob('native/swapd/*.h')),
-    libraries=['pthread', 'ibverbs', 'rdmacm'],
+    libraries=['pthread', 'ibverbs', 'rdmacm', 'crypto'],
     extra_compile_args=['-std=gnu11', '-Wall', '-Wextra', '-Werror'],
 )
 
