@@ -16,8 +16,9 @@
  * libFuzzer harness: the TCP transport's frame header parser.  Each input
  * is parsed as it is and, so the fuzzer gets past the magic and version
  * at once, with those two fields set right.  A header the parser accepts
- * must encode back to the same bytes with a payload within the maximum;
- * every rejection must say why.
+ * must encode back to the same bytes with a payload within the maximum
+ * (a sealed frame's: whole pages and their seals); every rejection must
+ * say why.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,7 +38,14 @@ static void check(const uint8_t *data, size_t size)
         }
         return;
     }
-    if (sd_frame_payload_len(&f) > SD_FRAME_MAX_LEN) {
+    if (sd_frame_payload_len(&f) > SD_FRAME_MAX_PAYLOAD) {
+        abort();
+    }
+    if ((f.flags & SD_FRAME_SEALED) &&
+        (f.offset % SD_PAGE_SIZE || f.len % SD_PAGE_SIZE ||
+         (sd_frame_payload_len(&f) &&
+          sd_frame_payload_len(&f) != f.len + f.len / SD_PAGE_SIZE *
+                                     SD_SEAL_LEN))) {
         abort();
     }
     sd_frame_encode(&f, again);

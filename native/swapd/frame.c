@@ -90,7 +90,7 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
     }
     f->op = buf[5];
     f->flags = get16(buf + 6);
-    if (f->flags & ~SD_FRAME_REPLY) {
+    if (f->flags & ~(SD_FRAME_REPLY | SD_FRAME_SEALED)) {
         return reject(why, "unknown flags", -EPROTO);
     }
     if (get32(buf + 84) != 0) {
@@ -123,18 +123,29 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
     if (f->op == SD_FRAME_OP_ERROR && f->status == 0) {
         return reject(why, "error reply without an error", -EINVAL);
     }
+    if ((f->flags & SD_FRAME_SEALED) && f->op == SD_FRAME_OP_ERROR) {
+        return reject(why, "sealed flag on an error reply", -EPROTO);
+    }
+    /* Seals go with whole pages only. */
+    if ((f->flags & SD_FRAME_SEALED) &&
+        (f->offset % SD_PAGE_SIZE || f->len % SD_PAGE_SIZE)) {
+        return reject(why, "sealed frame's offset or length not a multiple "
+                      "of the page size", -EINVAL);
+    }
     return 0;
 }
 
 uint32_t sd_frame_payload_len(const struct sd_frame *f)
 {
     int reply = f->flags & SD_FRAME_REPLY;
+    uint32_t seals = f->flags & SD_FRAME_SEALED ?
+                     f->len / SD_PAGE_SIZE * SD_SEAL_LEN : 0;
 
     if (f->op == SD_OP_WRITE && !reply) {
-        return f->len;
+        return f->len + seals;
     }
     if (f->op == SD_OP_READ && reply && f->status == 0) {
-        return f->len;
+        return f->len + seals;
     }
     return 0;
 }

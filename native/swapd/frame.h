@@ -21,7 +21,9 @@
  *    4   1   version (SD_FRAME_VERSION)
  *    5   1   op: READ, WRITE, or ERROR (a reply to a frame that could not
  *            be parsed; the donor closes the connection after it)
- *    6   2   flags: SD_FRAME_REPLY on replies; others must be 0
+ *    6   2   flags: SD_FRAME_REPLY on replies; SD_FRAME_SEALED on a
+ *            sealed export's READ or WRITE (request and reply); others
+ *            must be 0
  *    8   8   request id, chosen by the consumer, echoed in the reply
  *   16  16   grant uuid
  *   32  32   grant key (zero in replies: the key never travels back)
@@ -32,7 +34,10 @@
  *   84   4   reserved, 0
  *
  * Payload: length bytes after a WRITE request and after a successful READ
- * reply; none otherwise.
+ * reply; none otherwise.  With SD_FRAME_SEALED, offset and length are
+ * multiples of SD_PAGE_SIZE and that payload is followed by the pages'
+ * seals, (length / SD_PAGE_SIZE) * SD_SEAL_LEN bytes, which the donor
+ * stores and returns without reading them.
  */
 #ifndef MEMAGG_SWAPD_FRAME_H
 #define MEMAGG_SWAPD_FRAME_H
@@ -40,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "seal.h"
 #include "swapd.h"
 
 #define SD_FRAME_MAGIC 0x5057534dU     /* "MSWP" in memory order */
@@ -49,6 +55,10 @@
 
 #define SD_FRAME_OP_ERROR 3             /* besides SD_OP_READ, SD_OP_WRITE */
 #define SD_FRAME_REPLY 0x0001
+#define SD_FRAME_SEALED 0x0002
+/* The largest payload: SD_FRAME_MAX_LEN bytes of pages and their seals. */
+#define SD_FRAME_MAX_PAYLOAD (SD_FRAME_MAX_LEN + \
+                              SD_FRAME_MAX_LEN / SD_PAGE_SIZE * SD_SEAL_LEN)
 
 struct sd_frame {
     uint8_t op;
@@ -72,7 +82,8 @@ void sd_frame_encode(const struct sd_frame *f,
 int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
                    const char **why);
 
-/* Bytes of payload that follow a parsed header. */
+/* Bytes of payload that follow a parsed header (with SD_FRAME_SEALED, the
+ * seals too). */
 uint32_t sd_frame_payload_len(const struct sd_frame *f);
 
 #endif

@@ -598,6 +598,9 @@ static int rdma_submit_one(struct sd_peer *p, struct sd_io *io)
         io->remote_addr > UINT64_MAX - io->offset - io->len) {
         return -EINVAL;
     }
+    if (io->seals) {
+        return -EOPNOTSUPP;     /* page seals over RDMA are not built */
+    }
     pthread_mutex_lock(&p->lock);
     if (!p->alive) {
         rc = -ECONNRESET;

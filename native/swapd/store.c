@@ -18,7 +18,9 @@
  * A grant's slabs here are one anonymous mapping (MAP_NORESERVE: the host
  * gives pages only as they are written), laid out in the order they were
  * allocated.  Freeing a slab gives its pages back at once with
- * MADV_DONTNEED; the mapping goes when the grant's last slab does.
+ * MADV_DONTNEED; the mapping goes when the grant's last slab does.  The
+ * slabs' seals are a second such mapping, SD_SEAL_LEN bytes per page, in
+ * the same order.
  * Accesses take the lock shared and are a memcpy; allocation and release
  * take it exclusively.
  */
@@ -31,6 +33,7 @@
 
 #include "store.h"
 #include "donor.h"
+#include "seal.h"
 #include "util.h"
 
 #define GRANT_BUCKETS 64
@@ -49,6 +52,8 @@ struct grant {
     uint64_t slab_size;
     char *base;                 /* NULL once every slab is freed */
     size_t region_len;
+    uint8_t *seals;             /* the slabs' seals, in the same order */
+    size_t seals_len;
     struct slot *slots;         /* sorted by idx */
     size_t nslots;
     size_t live;
@@ -61,7 +66,8 @@ struct grant {
 struct sd_store {
     pthread_rwlock_t lock;
     uint64_t capacity;
-    uint64_t used;
+    uint64_t used;              /* slabs and their seals */
+    uint64_t lent;              /* slabs only: what capacity bounds */
     uint32_t grants;
     uint32_t slabs;
     uint64_t refused;           /* atomic */
@@ -116,6 +122,12 @@ static struct slot *find_slot(struct grant *g, uint32_t idx)
     return NULL;
 }
 
+/* Bytes of seals beside a slab of slab_size. */
+static uint64_t slab_seals(uint64_t slab_size)
+{
+    return slab_size / SD_PAGE_SIZE * SD_SEAL_LEN;
+}
+
 static int slot_cmp(const void *a, const void *b)
 {
     const struct slot *x = a, *y = b;
@@ -152,12 +164,18 @@ static void region_drop(struct sd_store *s, struct grant *g)
         munmap(g->base, g->region_len);
         g->base = NULL;
     }
+    if (g->seals) {
+        munmap(g->seals, g->seals_len);
+        g->seals = NULL;
+    }
 }
 
 static void grant_free(struct sd_store *s, struct grant *g)
 {
     region_drop(s, g);
-    s->used -= (uint64_t)g->live * g->slab_size;
+    s->used -= (uint64_t)g->live *
+               (g->slab_size + slab_seals(g->slab_size));
+    s->lent -= (uint64_t)g->live * g->slab_size;
     s->slabs -= (uint32_t)g->live;
     s->grants--;
     free(g->slots);
@@ -226,7 +244,7 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
         goto fail;
     }
     /* Partial: the first k slabs asked for, as many as capacity holds. */
-    k = s->used < s->capacity ? (s->capacity - s->used) / slab_size : 0;
+    k = s->lent < s->capacity ? (s->capacity - s->lent) / slab_size : 0;
     if (k > n) {
         k = n;
     }
@@ -248,11 +266,21 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
         err = -ENOMEM;
         goto fail;
     }
+    g->seals_len = k * slab_seals(slab_size);
+    g->seals = mmap(NULL, g->seals_len, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (g->seals == MAP_FAILED) {
+        g->seals = NULL;
+        munmap(g->base, g->region_len);
+        err = -ENOMEM;
+        goto fail;
+    }
     if (s->hooked) {
         err = s->hook.reg(s->hook.ctx, g->base, g->region_len, &g->rkey,
                           &g->mr);
         if (err < 0) {
             munmap(g->base, g->region_len);
+            munmap(g->seals, g->seals_len);
             goto fail;
         }
     }
@@ -261,7 +289,8 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
     g->slab_size = slab_size;
     g->live = k;
     *link = g;
-    s->used += g->region_len;
+    s->used += g->region_len + g->seals_len;
+    s->lent += g->region_len;
     s->slabs += (uint32_t)k;
     s->grants++;
     for (i = 0; i < k; i++) {
@@ -312,9 +341,12 @@ int sd_store_release(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
          * region is deregistered, when the last slab goes. */
         madvise(g->base + (size_t)sl->pos * g->slab_size, g->slab_size,
                 MADV_DONTNEED);
+        madvise(g->seals + (size_t)sl->pos * slab_seals(g->slab_size),
+                slab_seals(g->slab_size), MADV_DONTNEED);
         sl->live = 0;
         g->live--;
-        s->used -= g->slab_size;
+        s->used -= g->slab_size + slab_seals(g->slab_size);
+        s->lent -= g->slab_size;
         s->slabs--;
     }
     if (g->live == 0) {
@@ -349,13 +381,18 @@ static void log_unknown(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN])
 int sd_store_access(struct sd_store *s, int op,
                     const uint8_t uuid[SD_UUID_LEN],
                     const uint8_t key[SD_KEY_LEN], uint32_t slab,
-                    uint64_t offset, void *buf, uint32_t len)
+                    uint64_t offset, void *buf, uint32_t len, void *seals)
 {
     struct grant *g;
     struct slot *sl;
+    uint8_t *sp = NULL;
+    size_t seals_len = 0;
     char *p;
 
     if (op != SD_OP_READ && op != SD_OP_WRITE) {
+        return -EINVAL;
+    }
+    if (seals && (offset % SD_PAGE_SIZE || len % SD_PAGE_SIZE)) {
         return -EINVAL;
     }
     pthread_rwlock_rdlock(&s->lock);
@@ -389,10 +426,21 @@ int sd_store_access(struct sd_store *s, int op,
         return -ERANGE;
     }
     p = g->base + (size_t)sl->pos * g->slab_size + offset;
+    if (seals) {
+        sp = g->seals + (size_t)sl->pos * slab_seals(g->slab_size) +
+             offset / SD_PAGE_SIZE * SD_SEAL_LEN;
+        seals_len = len / SD_PAGE_SIZE * SD_SEAL_LEN;
+    }
     if (op == SD_OP_READ) {
         memcpy(buf, p, len);
+        if (sp) {
+            memcpy(seals, sp, seals_len);
+        }
     } else {
         memcpy(p, buf, len);
+        if (sp) {
+            memcpy(sp, seals, seals_len);
+        }
     }
     pthread_rwlock_unlock(&s->lock);
     return 0;

@@ -18,6 +18,11 @@
  * RDMA: one memory region and rkey per grant).  Every access names the
  * grant and carries its key; a wrong key, or the key of a grant already
  * freed, is refused with -EACCES and logged.
+ *
+ * Every slab keeps SD_SEAL_LEN bytes per page of opaque seals beside its
+ * data (a sealed export's; see seal.h), allocated with it and counted in
+ * used; the donor never reads them.  capacity bounds the slabs' data: the
+ * seals (0.8 % of it) come on top.
  */
 #ifndef MEMAGG_SWAPD_STORE_H
 #define MEMAGG_SWAPD_STORE_H
@@ -51,16 +56,19 @@ int sd_store_release(struct sd_store *store,
                      const uint32_t *idx, size_t n);
 
 /* Read (op SD_OP_READ, into buf) or write (from buf) len bytes at offset of
- * slab of grant.  -EACCES: unknown grant or wrong key; -ENOENT: slab not
- * allocated or released; -ERANGE: outside the slab. */
+ * slab of grant, and with seals the pages' seals too (len / SD_PAGE_SIZE
+ * * SD_SEAL_LEN bytes; NULL: the access carries none).  -EACCES: unknown
+ * grant or wrong key; -ENOENT: slab not allocated or released; -ERANGE:
+ * outside the slab; -EINVAL: seals with an offset or len that is not a
+ * multiple of SD_PAGE_SIZE. */
 int sd_store_access(struct sd_store *store, int op,
                     const uint8_t grant[SD_UUID_LEN],
                     const uint8_t key[SD_KEY_LEN], uint32_t slab,
-                    uint64_t offset, void *buf, uint32_t len);
+                    uint64_t offset, void *buf, uint32_t len, void *seals);
 
 struct sd_store_stats {
     uint64_t capacity;      /* bytes */
-    uint64_t used;          /* bytes held by slabs */
+    uint64_t used;          /* bytes held by slabs, their seals included */
     uint32_t grants;
     uint32_t slabs;
     uint64_t refused;       /* accesses refused for their key */

@@ -270,6 +270,19 @@ static int rx_full(struct sd_peer *p, void *buf, size_t len)
     return 0;
 }
 
+/* Fill dst[0..len) from the buffered *data (*avail bytes), then from the
+ * socket; 0 or -errno. */
+static int take(struct sd_peer *p, void *dst, size_t len, const uint8_t **data,
+                size_t *avail)
+{
+    size_t have = len < *avail ? len : *avail;
+
+    memcpy(dst, *data, have);
+    *data += have;
+    *avail -= have;
+    return rx_full(p, (char *)dst + have, len - have);
+}
+
 /* Handle one reply whose header is parsed and whose payload starts at
  * data (avail bytes of it buffered).  Returns how many buffered bytes it
  * used, or -errno when the connection cannot go on. */
@@ -305,13 +318,17 @@ static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
         }
         return err < 0 ? err : (long)have;
     }
-    if (f->op != SD_FRAME_OP_ERROR && (f->op != io->op || f->len != io->len)) {
+    if (f->op != SD_FRAME_OP_ERROR &&
+        (f->op != io->op || f->len != io->len ||
+         !(f->flags & SD_FRAME_SEALED) != !io->seals)) {
         io->done(io, -EPROTO);
         return -EPROTO;
     }
     if (payload) {
-        memcpy(io->buf, data, have);
-        err = rx_full(p, (char *)io->buf + have, payload - have);
+        err = take(p, io->buf, io->len, &data, &avail);
+        if (err == 0 && io->seals) {
+            err = take(p, io->seals, payload - io->len, &data, &avail);
+        }
         if (err < 0) {
             io->done(io, -ECONNRESET);
             return err;
@@ -496,7 +513,7 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
                        size_t *queued)
 {
     uint8_t hdr[SEND_BATCH][SD_FRAME_HDR_LEN];
-    struct iovec iov[2 * SEND_BATCH];
+    struct iovec iov[3 * SEND_BATCH];
     uint32_t slot[SEND_BATCH], gen[SEND_BATCH];
     uint64_t deadline;
     size_t i, k = 0;
@@ -506,7 +523,9 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
         const struct sd_io *io = ios[i];
 
         if ((io->op != SD_OP_READ && io->op != SD_OP_WRITE) ||
-            io->len > SD_FRAME_MAX_LEN || io->offset > UINT64_MAX - io->len) {
+            io->len > SD_FRAME_MAX_LEN || io->offset > UINT64_MAX - io->len ||
+            (io->seals && (io->offset % SD_PAGE_SIZE ||
+                           io->len % SD_PAGE_SIZE))) {
             rc = -EINVAL;
             n = i;
             break;
@@ -545,10 +564,15 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
         f.slab = io->slab;
         f.len = io->len;
         f.offset = io->offset;
+        f.flags = io->seals ? SD_FRAME_SEALED : 0;
         sd_frame_encode(&f, hdr[i]);
         iov[niov++] = (struct iovec){ hdr[i], SD_FRAME_HDR_LEN };
         if (io->op == SD_OP_WRITE && io->len) {
             iov[niov++] = (struct iovec){ io->buf, io->len };
+            if (io->seals) {
+                iov[niov++] = (struct iovec){
+                    io->seals, io->len / SD_PAGE_SIZE * SD_SEAL_LEN };
+            }
         }
     }
     pthread_mutex_lock(&p->send_lock);
@@ -700,15 +724,19 @@ static int serve_frame(struct conn *c, const struct sd_frame *f,
                        uint8_t *payload, struct buf *out)
 {
     struct sd_frame r = {
-        .op = f->op, .flags = SD_FRAME_REPLY, .id = f->id,
-        .slab = f->slab, .len = f->len, .offset = f->offset,
+        .op = f->op, .flags = SD_FRAME_REPLY | (f->flags & SD_FRAME_SEALED),
+        .id = f->id, .slab = f->slab, .len = f->len, .offset = f->offset,
     };
+    int sealed = f->flags & SD_FRAME_SEALED;
     size_t reply_len = SD_FRAME_HDR_LEN;
+    uint8_t *data;
     int rc;
 
     memcpy(r.grant, f->grant, SD_UUID_LEN);
     if (f->op == SD_OP_READ) {
-        reply_len += f->len;
+        /* The payload a successful read reply has. */
+        r.status = 0;
+        reply_len += sd_frame_payload_len(&r);
     }
     /* Keep the batch of replies small enough to send soon. */
     if (out->len && out->len + reply_len > RX_BUF_LEN) {
@@ -721,14 +749,15 @@ static int serve_frame(struct conn *c, const struct sd_frame *f,
         return -ENOMEM;
     }
     if (f->op == SD_OP_READ) {
+        data = out->data + out->len + SD_FRAME_HDR_LEN;
         r.status = sd_store_access(c->srv->store, SD_OP_READ, f->grant,
-                                   f->key, f->slab, f->offset,
-                                   out->data + out->len + SD_FRAME_HDR_LEN,
-                                   f->len);
+                                   f->key, f->slab, f->offset, data,
+                                   f->len, sealed ? data + f->len : NULL);
     } else {
         r.status = sd_store_access(c->srv->store, SD_OP_WRITE, f->grant,
                                    f->key, f->slab, f->offset, payload,
-                                   f->len);
+                                   f->len,
+                                   sealed ? payload + f->len : NULL);
     }
     sd_frame_encode(&r, out->data + out->len);
     out->len += SD_FRAME_HDR_LEN + sd_frame_payload_len(&r);

@@ -42,6 +42,12 @@ struct sd_io {
     uint64_t offset;                /* byte offset inside the slab */
     uint32_t len;                   /* bytes; offset + len <= slab size */
     void *buf;                      /* READ: filled; WRITE: sent */
+    uint8_t *seals;                 /* a sealed export's page seals,
+                                     * len / SD_PAGE_SIZE * SD_SEAL_LEN
+                                     * bytes beside buf (offset and len
+                                     * page multiples); NULL unless sealed.
+                                     * TCP only: RDMA fails such an io
+                                     * with -EOPNOTSUPP */
     void (*done)(struct sd_io *io, int status);
     void *priv;                     /* the submitter's */
 };

@@ -468,10 +468,10 @@ static void test_remote_export(void)
     CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB / 2, (uint32_t)SLAB, buf) == 0);
     /* The donor holds the pages. */
     CHECK(sd_store_access(store, SD_OP_READ, grant_bin, key, 0, SLAB / 2,
-                          back, SLAB / 2) == 0 &&
+                          back, SLAB / 2, NULL) == 0 &&
           memcmp(back, buf, SLAB / 2) == 0);
     CHECK(sd_store_access(store, SD_OP_READ, grant_bin, key, 1, 0,
-                          back, SLAB / 2) == 0 &&
+                          back, SLAB / 2, NULL) == 0 &&
           memcmp(back, buf + SLAB / 2, SLAB / 2) == 0);
     CHECK(reads_back(fd, buf, back));
     CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
@@ -573,7 +573,8 @@ static void test_burst_two_donors(void)
     CHECK(ok);
     for (d = 0; d < 2; d++) {
         CHECK(sd_store_access(store[d], SD_OP_READ, grant_bin, key,
-                              (uint32_t)d, 5 * 3 * PAGE, back, PAGE) == 0 &&
+                              (uint32_t)d, 5 * 3 * PAGE, back, PAGE,
+                              NULL) == 0 &&
               back[0] == d * PER_SLAB + 6 && back[PAGE - 1] == back[0]);
     }
 
@@ -777,7 +778,7 @@ static void fill_donor(struct sd_store *store, uint32_t slab,
     for (p = slab * PPS; p < (slab + 1) * PPS; p++) {
         source_page(p, page);
         if (sd_store_access(store, SD_OP_WRITE, grant_bin, key, slab,
-                            (p - slab * PPS) * 4096, page, 4096)) {
+                            (p - slab * PPS) * 4096, page, 4096, NULL)) {
             tc_die("fill_donor");
         }
     }
@@ -1016,9 +1017,9 @@ static void test_adopt(void)
                 want + 133 * 4096) == 0);
     memset(page, 0xee, sizeof(page));
     CHECK(sd_store_access(store[2], SD_OP_WRITE, grant_bin, key, 2,
-                          2 * 4096, page, 4096) == 0 &&
+                          2 * 4096, page, 4096, NULL) == 0 &&
           sd_store_access(store[2], SD_OP_WRITE, grant_bin, key, 2,
-                          5 * 4096, page, 4096) == 0);
+                          5 * 4096, page, 4096, NULL) == 0);
     /* Slab 1 (D2 away): a write degrades it and lands in the copy; a
      * page the copy lacks cannot be read, nor written in part. */
     memset(want + 70 * 4096, 0xc3, 4096);

@@ -119,6 +119,60 @@ static int rejected(const uint8_t *hdr, size_t len, int err, const char *word)
     return 1;
 }
 
+/* Sealed frames: the seals follow the pages on a WRITE request and a
+ * successful READ reply; offset and length are page multiples. */
+static void test_sealed(void)
+{
+    struct sd_frame f = sample(), g;
+    uint8_t hdr[SD_FRAME_HDR_LEN];
+    const char *why;
+
+    f.flags = SD_FRAME_SEALED;
+    f.offset = 3 * SD_PAGE_SIZE;
+    f.len = 2 * SD_PAGE_SIZE;
+    sd_frame_encode(&f, hdr);
+    CHECK(sd_frame_parse(hdr, sizeof(hdr), &g, &why) == 0);
+    CHECK(g.flags == SD_FRAME_SEALED);
+    CHECK(sd_frame_payload_len(&g) == 2 * SD_PAGE_SIZE + 2 * SD_SEAL_LEN);
+    f.op = SD_OP_READ;
+    sd_frame_encode(&f, hdr);
+    CHECK(sd_frame_parse(hdr, sizeof(hdr), &g, &why) == 0);
+    CHECK(sd_frame_payload_len(&g) == 0);
+    f.flags = SD_FRAME_SEALED | SD_FRAME_REPLY;
+    sd_frame_encode(&f, hdr);
+    CHECK(sd_frame_parse(hdr, sizeof(hdr), &g, &why) == 0);
+    CHECK(sd_frame_payload_len(&g) == 2 * SD_PAGE_SIZE + 2 * SD_SEAL_LEN);
+    f.status = -ENOENT;
+    sd_frame_encode(&f, hdr);
+    CHECK(sd_frame_parse(hdr, sizeof(hdr), &g, &why) == 0);
+    CHECK(sd_frame_payload_len(&g) == 0);
+
+    /* The largest sealed payload. */
+    f = sample();
+    f.flags = SD_FRAME_SEALED;
+    f.offset = 0;
+    f.len = SD_FRAME_MAX_LEN;
+    sd_frame_encode(&f, hdr);
+    CHECK(sd_frame_parse(hdr, sizeof(hdr), &g, &why) == 0);
+    CHECK(sd_frame_payload_len(&g) == SD_FRAME_MAX_PAYLOAD);
+
+    f.offset = 100;
+    sd_frame_encode(&f, hdr);
+    CHECK(rejected(hdr, sizeof(hdr), -EINVAL, "page"));
+    f.offset = 0;
+    f.len = 4095;
+    sd_frame_encode(&f, hdr);
+    CHECK(rejected(hdr, sizeof(hdr), -EINVAL, "page"));
+    f.len = 0;
+    sd_frame_encode(&f, hdr);
+    CHECK(sd_frame_parse(hdr, sizeof(hdr), &g, &why) == 0);
+    f.op = SD_FRAME_OP_ERROR;
+    f.flags = SD_FRAME_REPLY | SD_FRAME_SEALED;
+    f.status = -EINVAL;
+    sd_frame_encode(&f, hdr);
+    CHECK(rejected(hdr, sizeof(hdr), -EPROTO, "sealed"));
+}
+
 static void test_rejections(void)
 {
     struct sd_frame f = sample();
@@ -137,7 +191,7 @@ static void test_rejections(void)
     CHECK(rejected(bad, sizeof(bad), -EPROTO, "version"));
 
     memcpy(bad, hdr, sizeof(bad));
-    bad[6] = 0x02;
+    bad[6] = 0x04;
     CHECK(rejected(bad, sizeof(bad), -EPROTO, "flags"));
     bad[6] = 0x00;
     bad[7] = 0x80;
@@ -203,5 +257,6 @@ int main(void)
 {
     test_round_trip();
     test_rejections();
+    test_sealed();
     return check_summary();
 }

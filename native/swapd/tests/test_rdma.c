@@ -63,7 +63,8 @@ static void test_no_device(void)
     CHECK(sd_store_alloc(store, grant, key, 65536, idx, 1, &addr, &done,
                          &rkey) == 0);
     CHECK(done == 1 && rkey == 0);
-    CHECK(sd_store_access(store, SD_OP_WRITE, grant, key, 0, 0, "x", 1) == 0);
+    CHECK(sd_store_access(store, SD_OP_WRITE, grant, key, 0, 0, "x", 1,
+                          NULL) == 0);
     sd_store_stats(store, &st);
     CHECK(st.grants == 1 && st.refused == 0);
     sd_store_free(store);

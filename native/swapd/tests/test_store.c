@@ -29,9 +29,12 @@
 
 #include "check.h"
 #include "donor.h"
+#include "seal.h"
 #include "store.h"
 
 #define SLAB (64 * 1024ULL)
+/* What a slab holds: its data and its pages' seals. */
+#define HELD (SLAB + SLAB / SD_PAGE_SIZE * SD_SEAL_LEN)
 
 static void make_id(uint8_t *out, size_t n, uint8_t seed)
 {
@@ -85,14 +88,14 @@ static void test_alloc(void)
     CHECK(done == 3 && rkey == 0);
     CHECK(addrs[0] && addrs[1] == addrs[0] + SLAB && addrs[2] == addrs[1] + SLAB);
     sd_store_stats(s, &st);
-    CHECK(st.capacity == 4 * SLAB && st.used == 3 * SLAB);
+    CHECK(st.capacity == 4 * SLAB && st.used == 3 * HELD);
     CHECK(st.grants == 1 && st.slabs == 3 && st.refused == 0);
 
     /* Only one slab of capacity is left: a partial grant, in order. */
     CHECK(sd_store_alloc(s, gb, key, SLAB, idx, 3, addrs, &done, &rkey) == 0);
     CHECK(done == 1);
     sd_store_stats(s, &st);
-    CHECK(st.used == 4 * SLAB && st.grants == 2 && st.slabs == 4);
+    CHECK(st.used == 4 * HELD && st.grants == 2 && st.slabs == 4);
 
     /* None left. */
     CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done, &rkey) ==
@@ -117,7 +120,7 @@ static void test_alloc(void)
     CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done, &rkey) == 0);
     CHECK(done == 1);
     sd_store_stats(s, &st);
-    CHECK(st.used == 4 * SLAB && st.grants == 2);
+    CHECK(st.used == 4 * HELD && st.grants == 2);
     sd_store_free(s);
 
     /* A slab size no address space holds fails cleanly. */
@@ -140,7 +143,8 @@ static void refuse_n(void *arg)
     int i;
 
     for (i = 0; i < a->n; i++) {
-        sd_store_access(a->s, SD_OP_READ, a->grant, a->key, 5, 0, buf, 16);
+        sd_store_access(a->s, SD_OP_READ, a->grant, a->key, 5, 0, buf, 16,
+                        NULL);
     }
 }
 
@@ -166,48 +170,84 @@ static void test_access(void)
 
     /* Never-written memory reads as zeros. */
     memset(out, 1, sizeof(out));
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 4096) == 0);
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 4096, NULL) == 0);
     CHECK(out[0] == 0 && out[4095] == 0);
 
     CHECK(sd_store_access(s, SD_OP_WRITE, g, key, 9, SLAB - 8192, in,
-                          8192) == 0);
-    CHECK(sd_store_access(s, SD_OP_WRITE, g, key, 1, 0, "one", 4) == 0);
+                          8192, NULL) == 0);
+    CHECK(sd_store_access(s, SD_OP_WRITE, g, key, 1, 0, "one", 4, NULL) == 0);
     CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, SLAB - 8192, out,
-                          8192) == 0);
+                          8192, NULL) == 0);
     CHECK(memcmp(in, out, sizeof(in)) == 0);
     /* The slab's address is where the data is (what RDMA reaches). */
     CHECK(memcmp((const char *)(uintptr_t)addrs[1], "one", 4) == 0);
 
     /* Bounds. */
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, SLAB - 10, out, 20) ==
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, SLAB - 10, out, 20,
+                          NULL) ==
           -ERANGE);
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, SLAB + 1, out, 0) ==
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, SLAB + 1, out, 0, NULL) ==
           -ERANGE);
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, UINT64_MAX, out, 2) ==
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, UINT64_MAX, out, 2,
+                          NULL) ==
           -ERANGE);
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, SLAB, out, 0) == 0);
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 7, 0, out, 16) == -ENOENT);
-    CHECK(sd_store_access(s, 3, g, key, 9, 0, out, 16) == -EINVAL);
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, SLAB, out, 0, NULL) == 0);
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 7, 0, out, 16,
+                          NULL) == -ENOENT);
+    CHECK(sd_store_access(s, 3, g, key, 9, 0, out, 16, NULL) == -EINVAL);
+
+    /* Seals: kept beside the pages, whole pages only, never looked at. */
+    {
+        uint8_t seals[2 * SD_SEAL_LEN], back[2 * SD_SEAL_LEN];
+
+        memset(seals, 0xa5, sizeof(seals));
+        seals[SD_SEAL_LEN] = 0x17;
+        CHECK(sd_store_access(s, SD_OP_WRITE, g, key, 5, SLAB - 8192, in,
+                              8192, seals) == 0);
+        /* An unsealed write of the same pages leaves the seals alone. */
+        CHECK(sd_store_access(s, SD_OP_WRITE, g, key, 5, SLAB - 4096, in,
+                              16, NULL) == 0);
+        memset(back, 0, sizeof(back));
+        CHECK(sd_store_access(s, SD_OP_READ, g, key, 5, SLAB - 4096, out,
+                              4096, back) == 0);
+        CHECK(memcmp(back, seals + SD_SEAL_LEN, SD_SEAL_LEN) == 0);
+        CHECK(memcmp(out, in, 4096) == 0);
+        /* Another slab's seals, never written: zeros. */
+        CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 4096,
+                              back) == 0);
+        CHECK(back[0] == 0 && back[SD_SEAL_LEN - 1] == 0);
+        CHECK(sd_store_access(s, SD_OP_READ, g, key, 5, 100, out, 4096,
+                              back) == -EINVAL);
+        CHECK(sd_store_access(s, SD_OP_READ, g, key, 5, 0, out, 100,
+                              back) == -EINVAL);
+        CHECK(sd_store_access(s, SD_OP_READ, g, key, 5, SLAB, out, 4096,
+                              back) == -ERANGE);
+        memset(out, 0, 4096);
+        CHECK(sd_store_access(s, SD_OP_WRITE, g, key, 5, SLAB - 4096, out,
+                              4096, NULL) == 0);
+    }
 
     /* A wrong key: refused, counted each time, logged once. */
     ra = (struct refuse_args){ s, g, wrong, 3 };
     CHECK(log_lines(refuse_n, &ra, "wrong key") == 1);
-    CHECK(sd_store_access(s, SD_OP_WRITE, g, wrong, 9, 0, in, 16) == -EACCES);
+    CHECK(sd_store_access(s, SD_OP_WRITE, g, wrong, 9, 0, in, 16,
+                          NULL) == -EACCES);
     sd_store_stats(s, &st);
     CHECK(st.refused == 4);
     /* and no write happened. */
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 16) == 0);
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 16, NULL) == 0);
     CHECK(out[0] == 0);
 
     /* Release some: freed (and unknown) slabs are gone, others keep
      * their data; freeing twice is fine. */
     CHECK(sd_store_release(s, g, some, 2) == 0);
     CHECK(sd_store_release(s, g, some, 1) == 0);
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 5, 0, out, 16) == -ENOENT);
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 1, 0, out, 4) == 0);
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 5, 0, out, 16,
+                          NULL) == -ENOENT);
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 1, 0, out, 4, NULL) == 0);
     CHECK(memcmp(out, "one", 4) == 0);
     sd_store_stats(s, &st);
-    CHECK(st.used == 2 * SLAB && st.slabs == 2 && st.grants == 1);
+    CHECK(st.used == 2 * HELD && st.slabs == 2 && st.grants == 1);
 
     /* Release the rest one by one: the region goes, the grant's key is
      * still checked until the grant is forgotten. */
@@ -216,8 +256,10 @@ static void test_access(void)
     CHECK(sd_store_release(s, g, some, 2) == 0);
     sd_store_stats(s, &st);
     CHECK(st.used == 0 && st.slabs == 0 && st.grants == 1);
-    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 16) == -ENOENT);
-    CHECK(sd_store_access(s, SD_OP_READ, g, wrong, 9, 0, out, 16) == -EACCES);
+    CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 16,
+                          NULL) == -ENOENT);
+    CHECK(sd_store_access(s, SD_OP_READ, g, wrong, 9, 0, out, 16,
+                          NULL) == -EACCES);
 
     /* Forgotten: its own key is refused now, and logged once. */
     CHECK(sd_store_release(s, g, NULL, 0) == 0);
@@ -327,9 +369,9 @@ static void *worker_main(void *arg)
 
         memset(in, (int)(w->slab * 7 + (unsigned)i), sizeof(in));
         if (sd_store_access(w->s, SD_OP_WRITE, w->grant, w->key, w->slab,
-                            off, in, sizeof(in)) != 0 ||
+                            off, in, sizeof(in), NULL) != 0 ||
             sd_store_access(w->s, SD_OP_READ, w->grant, w->key, w->slab,
-                            off, out, sizeof(out)) != 0 ||
+                            off, out, sizeof(out), NULL) != 0 ||
             memcmp(in, out, sizeof(in)) != 0) {
             w->errors++;
         }
@@ -389,7 +431,7 @@ static void test_concurrency(void)
     pthread_join(churn, NULL);
     CHECK(errors == 0);
     sd_store_stats(s, &st);
-    CHECK(st.grants == 1 && st.slabs == 4 && st.used == 4 * SLAB);
+    CHECK(st.grants == 1 && st.slabs == 4 && st.used == 4 * HELD);
     sd_store_free(s);
 }
 

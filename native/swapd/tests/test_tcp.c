@@ -16,7 +16,8 @@
  * Tests of the TCP transport against a real donor server on 127.0.0.1:
  * round trips, bursts of ios in one submit, many ios in flight from
  * several threads, the donor's refusals (-EACCES, -ENOENT, -ERANGE),
- * large ios, a garbage frame, and faults: a donor that never answers
+ * large ios, sealed ios (pages and their seals), a garbage frame, and
+ * faults: a donor that never answers
  * (-ETIMEDOUT), a donor that goes away (-ECONNRESET, alive() 0), close()
  * with ios in flight and from a done() callback.  Also endpoint parsing.
  * Prints "N passed, N failed".
@@ -222,6 +223,71 @@ static void test_basic(struct sd_peer *p)
                  SD_FRAME_MAX_LEN + 1) == -EINVAL);
     CHECK(run_io(p, SD_OP_READ, grant, key, 1, UINT64_MAX - 2, out, 16) ==
           -EINVAL);
+    CHECK(T->alive(p) == 1);
+}
+
+/* Sealed ios: the seals travel after the pages both ways, land beside
+ * them in the donor's store, and come back with them, for a small io and
+ * one larger than a receive buffer; unaligned ones are not queued. */
+static void test_sealed(struct sd_peer *p, struct sd_store *store)
+{
+    enum { BIG = 1 << 20 };
+    static uint8_t in[BIG], out[BIG], sin[BIG / 4096 * SD_SEAL_LEN],
+        sout[BIG / 4096 * SD_SEAL_LEN], direct[3 * SD_SEAL_LEN];
+    struct waiter w;
+    struct tio t;
+    size_t i;
+    int ok;
+
+    for (i = 0; i < sizeof(in); i++) {
+        in[i] = (uint8_t)(i * 13 + 1);
+    }
+    for (i = 0; i < sizeof(sin); i++) {
+        sin[i] = (uint8_t)(i * 5 + 2);
+    }
+    waiter_init(&w);
+    tio_prep(&t, &w, SD_OP_WRITE, grant, key, 2, 8192, in, 3 * 4096);
+    t.io.seals = sin;
+    ok = submit_counted(p, &t, -EIO) == 0 && wait_pending(&w, 0, 10);
+    CHECK(ok && t.status == 0);
+    CHECK(sd_store_access(store, SD_OP_READ, grant, key, 2, 8192, out,
+                          3 * 4096, direct) == 0);
+    CHECK(memcmp(out, in, 3 * 4096) == 0);
+    CHECK(memcmp(direct, sin, sizeof(direct)) == 0);
+
+    memset(out, 0, sizeof(out));
+    tio_prep(&t, &w, SD_OP_READ, grant, key, 2, 8192, out, 3 * 4096);
+    t.io.seals = sout;
+    ok = submit_counted(p, &t, -EIO) == 0 && wait_pending(&w, 0, 10);
+    CHECK(ok && t.status == 0);
+    CHECK(memcmp(out, in, 3 * 4096) == 0);
+    CHECK(memcmp(sout, sin, 3 * SD_SEAL_LEN) == 0);
+
+    /* Larger than what one recv() brings in. */
+    tio_prep(&t, &w, SD_OP_WRITE, grant, key, 4, 0, in, BIG);
+    t.io.seals = sin;
+    ok = submit_counted(p, &t, -EIO) == 0 && wait_pending(&w, 0, 10);
+    CHECK(ok && t.status == 0);
+    memset(out, 0, sizeof(out));
+    memset(sout, 0, sizeof(sout));
+    tio_prep(&t, &w, SD_OP_READ, grant, key, 4, 0, out, BIG);
+    t.io.seals = sout;
+    ok = submit_counted(p, &t, -EIO) == 0 && wait_pending(&w, 0, 10);
+    CHECK(ok && t.status == 0);
+    CHECK(memcmp(out, in, BIG) == 0 && memcmp(sout, sin, sizeof(sin)) == 0);
+
+    /* A refused sealed read: a status and no payload. */
+    tio_prep(&t, &w, SD_OP_READ, grant, wrong, 4, 0, out, 4096);
+    t.io.seals = sout;
+    ok = submit_counted(p, &t, -EIO) == 0 && wait_pending(&w, 0, 10);
+    CHECK(ok && t.status == -EACCES);
+
+    tio_prep(&t, &w, SD_OP_READ, grant, key, 4, 100, out, 4096);
+    t.io.seals = sout;
+    CHECK(submit1(p, &t.io) == -EINVAL);
+    tio_prep(&t, &w, SD_OP_WRITE, grant, key, 4, 0, out, 4000);
+    t.io.seals = sout;
+    CHECK(submit1(p, &t.io) == -EINVAL);
     CHECK(T->alive(p) == 1);
 }
 
@@ -628,6 +694,7 @@ int main(void)
     test_basic(p);
     test_batch(p);
     test_large(p);
+    test_sealed(p, store);
     test_concurrent(p);
     test_garbage(sd_server_port(srv));
     test_server_stop(p, srv);
