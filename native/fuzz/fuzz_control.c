@@ -19,7 +19,8 @@
  * export verbs answer ENODEV here, so the fuzzer creates no files).  The
  * export-table parser also gets the input after a valid grant, key, size,
  * slab_size and local, so the fuzzer reaches slabs= (ranges), local_slabs=,
- * adopt=, rebuilt= and rebuild_started= without finding a uuid and 64 hex digits first.
+ * adopt=, rebuilt=, rebuild_started=, seal= and page_key= without finding
+ * a uuid and 64 hex digits first.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -367,7 +367,7 @@ static char *do_export_create(const struct sd_control_ctx *c,
 {
     static const char *const keys[] = { "grant", "key", "size", "slab_size",
                                         "local", "slabs", "local_slabs",
-                                        "adopt", NULL };
+                                        "adopt", "seal", NULL };
     char err[SD_ERRLEN] = "", sock[PATH_MAX], uuid[SD_UUID_STRLEN + 1];
     struct sd_export_spec spec;
     char *r = check_keys(a, keys);
@@ -512,7 +512,7 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      "write_bytes=%llu zero_reads=%llu local_reads=%llu "
                      "remote_errors=%llu degraded_slabs=%u clients=%u "
                      "lat_p50_us=%llu lat_p99_us=%llu rebuild_left=%llu "
-                     "stored_pages=%llu\n",
+                     "stored_pages=%llu auth_failures=%llu\n",
                      (unsigned long long)st.reads,
                      (unsigned long long)st.writes,
                      (unsigned long long)st.read_bytes,
@@ -524,7 +524,8 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      (unsigned long long)st.lat_p50_us,
                      (unsigned long long)st.lat_p99_us,
                      (unsigned long long)st.rebuild_left,
-                     (unsigned long long)st.stored_pages);
+                     (unsigned long long)st.stored_pages,
+                     (unsigned long long)st.auth_failures);
 }
 
 static char *do_ghost(const struct sd_control_ctx *c, const struct sd_args *a)

@@ -31,8 +31,12 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
 #include "export.h"
 #include "nbd.h"
+#include "seal.h"
 #include "transport.h"
 #include "util.h"
 
@@ -45,6 +49,8 @@
 #define REBUILD_IO (128U << 10)
 /* A rebuild waiting for its donor says so again after this many tries. */
 #define REBUILD_LOG_EVERY 60
+/* Pages from donors that fail to open are logged once per this many. */
+#define AUTH_LOG_EVERY 1000
 
 /* ---- bitmap ---- */
 
@@ -524,6 +530,24 @@ int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
     if (ret) {
         goto out;
     }
+    s = sd_args_get(a, "seal");
+    if (s && strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
+        ret = fail(err, errlen, -EINVAL, "seal: must be 0 or 1");
+        goto out;
+    }
+    spec->seal = s && s[0] == '1';
+    s = sd_args_get(a, "page_key");
+    if (s && !spec->seal) {
+        ret = fail(err, errlen, -EINVAL, "page_key: only a sealed export "
+                   "(seal=1) has a page key");
+        goto out;
+    }
+    if (s && sd_hex_decode(s, strlen(s), spec->page_key, SD_KEY_LEN)) {
+        ret = fail(err, errlen, -EINVAL, "page_key: must be %d hex digits",
+                   2 * SD_KEY_LEN);
+        goto out;
+    }
+    spec->has_page_key = s != NULL;
     return 0;
 
 out:
@@ -535,6 +559,7 @@ void sd_export_spec_free(struct sd_export_spec *spec)
 {
     free(spec->slabs);
     spec->slabs = NULL;
+    OPENSSL_cleanse(spec->page_key, sizeof(spec->page_key));
 }
 
 /* A growing string. */
@@ -641,6 +666,9 @@ char *sd_export_spec_format(const struct sd_export_spec *spec)
             sep = ",";
         }
     }
+    if (spec->seal) {
+        sb_printf(&b, " seal=1");
+    }
     if (b.oom) {
         free(b.s);
         return NULL;
@@ -678,9 +706,17 @@ struct sd_export {
                                          * disk says it is local */
     struct sd_nbd_server *nbd;
     uint64_t reads, writes, read_bytes, write_bytes;
-    uint64_t zero_reads, local_reads, remote_errors;
+    uint64_t zero_reads, local_reads, remote_errors, auth_failures;
     uint32_t clients;
     struct sd_hist hist;
+    /* Sealed exports: spec.page_key is usable once key_ready (atomic; an
+     * adopted export waits for its key); bad holds the pages the rebuild
+     * found altered on their donor, which fail to read until written. */
+    struct sd_sealer sealer;
+    int key_ready;
+    int nokey_warned;                   /* atomic */
+    int sealer_ok;                      /* sealer is initialised */
+    struct sd_bitmap bad;
     pthread_mutex_t lock;               /* ghost, conf file, spec.adopt and
                                          * spec.rebuilt */
     struct sd_ghost ghost;
@@ -818,6 +854,7 @@ static int sync_conf_dir(const struct sd_exports *xs)
 static int persist(struct sd_export *x)
 {
     char tmp[PATH_MAX + 8], adopt[80] = "";
+    char pkey[sizeof(" page_key=") + 2 * SD_KEY_LEN] = "";
     uint8_t *snap = malloc(x->spec.nslabs);
     char *line;
     uint32_t i;
@@ -840,14 +877,25 @@ static int persist(struct sd_export *x)
                  "rebuild_started=%d", x->spec.rebuilt,
                  x->spec.rebuild_started);
     }
+    if (x->spec.has_page_key) {
+        memcpy(pkey, " page_key=", 10);
+        sd_hex_encode(x->spec.page_key, SD_KEY_LEN, pkey + 10);
+    }
     snprintf(tmp, sizeof(tmp), "%s.tmp", x->conf);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* A stale temp file keeps its mode through O_TRUNC: the page key is
+     * for this user only. */
+    if (fd >= 0 && fchmod(fd, 0600)) {
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0) {
         ret = -errno;
     } else {
         if ((ret = sd_write_full(fd, "EXPORT_CREATE ", 14)) == 0 &&
             (ret = sd_write_full(fd, line, strlen(line))) == 0 &&
             (ret = sd_write_full(fd, adopt, strlen(adopt))) == 0 &&
+            (ret = sd_write_full(fd, pkey, strlen(pkey))) == 0 &&
             (ret = sd_write_full(fd, "\n", 1)) == 0 && fsync(fd)) {
             ret = -errno;
         }
@@ -870,6 +918,7 @@ static int persist(struct sd_export *x)
             __atomic_store_n(&x->saved_local[i], 1, __ATOMIC_RELEASE);
         }
     }
+    OPENSSL_cleanse(pkey, sizeof(pkey));
     free(snap);
     free(line);
     return ret;
@@ -995,9 +1044,15 @@ static int rb_sleep(struct sd_export *x, uint64_t us)
     return stop;
 }
 
+/* What the rebuild found in a page of a sealed export's chunk. */
+enum { RB_PAGE_OK, RB_PAGE_BAD };
+
 /* One chunk read from a donor: its ios and their completion. */
 struct rb_fetch {
     struct sd_io io[REBUILD_CHUNK / REBUILD_IO];
+    /* Sealed exports: the chunk's seals, and each page's verdict. */
+    uint8_t seals[REBUILD_CHUNK / SD_PAGE_SIZE * SD_SEAL_LEN];
+    uint8_t state[REBUILD_CHUNK / SD_PAGE_SIZE];
     pthread_mutex_t lock;
     pthread_cond_t cond;
     unsigned pending;
@@ -1044,6 +1099,10 @@ static int rb_fetch(struct sd_export *x, struct rb_fetch *f, uint64_t off,
         io->len = len - i * REBUILD_IO < REBUILD_IO ? len - i * REBUILD_IO
                                                     : REBUILD_IO;
         io->buf = buf + (size_t)i * REBUILD_IO;
+        if (x->spec.seal) {
+            io->seals = f->seals + (size_t)i * (REBUILD_IO / SD_PAGE_SIZE) *
+                        SD_SEAL_LEN;
+        }
         io->done = rb_fetch_done;
         io->priv = f;
         ios[i] = io;
@@ -1096,12 +1155,69 @@ static int page_is_zero(const char *page)
     return 1;
 }
 
+static int seal_is_zero(const uint8_t *seal)
+{
+    int i;
+
+    for (i = 0; i < SD_SEAL_LEN; i++) {
+        if (seal[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A page of a sealed export from a donor did not open: count it, and log
+ * the first and then every AUTH_LOG_EVERY-th with what became of it. */
+static void auth_failed(struct sd_export *x, uint64_t page, const char *then)
+{
+    uint64_t n = __atomic_fetch_add(&x->auth_failures, 1, __ATOMIC_RELAXED);
+    uint32_t slab = sd_slab_of(page * SD_PAGE_SIZE, x->spec.slab_size);
+
+    if (n % AUTH_LOG_EVERY == 0) {
+        sd_log(LOG_ERR, "export %s: page %llu from donor %s failed "
+               "authentication: altered on the donor or on the wire (%llu "
+               "such pages so far, logged every %u); %s", x->uuid,
+               (unsigned long long)page, x->spec.slabs[slab].endpoint,
+               (unsigned long long)n + 1, AUTH_LOG_EVERY, then);
+    }
+}
+
+/* Open the pages of a sealed export's chunk [off, off + len) read by the
+ * rebuild, in place, each page's verdict in f->state.  A page with
+ * neither data nor seal is one the source never wrote (zeros); a fresh
+ * page is left to the rebuild to skip. */
+static void rb_open(struct sd_export *x, struct rb_fetch *f, uint64_t off,
+                    uint32_t len, char *buf)
+{
+    uint64_t first = off / SD_PAGE_SIZE, n = len / SD_PAGE_SIZE, i, bad;
+
+    for (i = 0; i < n; i++) {
+        char *page = buf + i * SD_PAGE_SIZE;
+        const uint8_t *seal = f->seals + i * SD_SEAL_LEN;
+
+        f->state[i] = RB_PAGE_OK;
+        if ((seal_is_zero(seal) && page_is_zero(page)) ||
+            sd_bitmap_test(&x->fresh, first + i)) {
+            continue;
+        }
+        if (sd_open_pages(x->spec.page_key, x->spec.grant, first + i, page,
+                          seal, 1, &bad)) {
+            f->state[i] = RB_PAGE_BAD;
+            auth_failed(x, first + i, "the rebuild leaves it out of the "
+                        "local copy and reads of it fail with EIO until "
+                        "the guest writes it again");
+        }
+    }
+}
+
 /* Put the chunk [off, off + len) read from the donor (buf) into the local
  * copy, but for its fresh pages, and move rb_cursor past it.  -EAGAIN when
  * a write of part of a page may have raced the read (gen: rb_partial_gen
  * before it): read it again.  -errno when the copy cannot be written. */
 static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
-                     const char *buf, uint64_t gen, uint64_t *copied)
+                     const char *buf, const uint8_t *state, uint64_t gen,
+                     uint64_t *copied)
 {
     uint64_t first = off / SD_PAGE_SIZE, n = len / SD_PAGE_SIZE, i, k;
     int ret = 0;
@@ -1117,12 +1233,20 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
         if (sd_bitmap_test(&x->fresh, first + i)) {
             continue;
         }
+        if (state && state[i] == RB_PAGE_BAD) {
+            /* Never into the copy: it would pass for the page's data. */
+            sd_bitmap_set(&x->bad, first + i, 1);
+            continue;
+        }
         if (page_is_zero(page)) {
             sd_bitmap_clear(&x->written, first + i, 1);
             continue;
         }
         ret = pwrite_full(x->fd, page, SD_PAGE_SIZE,
                           (off_t)((first + i) * SD_PAGE_SIZE));
+        if (ret == 0 && state) {
+            sd_bitmap_clear(&x->bad, first + i, 1);
+        }
         *copied += ret == 0;
     }
     if (ret) {
@@ -1212,6 +1336,18 @@ static void *rebuild_main(void *arg)
         uint32_t len = slab_end - off < REBUILD_CHUNK ?
                        (uint32_t)(slab_end - off) : REBUILD_CHUNK;
 
+        if (x->spec.seal &&
+            !__atomic_load_n(&x->key_ready, __ATOMIC_ACQUIRE)) {
+            /* Nothing from the donors opens before the key is here. */
+            if (failures++ % REBUILD_LOG_EVERY == 0) {
+                sd_log(LOG_WARNING, "export %s: the rebuild waits for the "
+                       "page key (EXPORT_KEY_INSTALL)", x->uuid);
+            }
+            if (rb_sleep(x, RECONNECT_INTERVAL_US)) {
+                break;
+            }
+            continue;
+        }
         pthread_mutex_lock(&x->rb_lock);
         gen = x->rb_partial_gen;
         ret = x->rb_stop ? -ECANCELED : 0;
@@ -1231,7 +1367,11 @@ static void *rebuild_main(void *arg)
                 }
                 continue;
             }
-            ret = rb_commit(x, off, len, buf, gen, &copied);
+            if (x->spec.seal) {
+                rb_open(x, &f, off, len, buf);
+            }
+            ret = rb_commit(x, off, len, buf, x->spec.seal ? f.state : NULL,
+                            gen, &copied);
         }
         if (ret == -ECANCELED) {
             break;
@@ -1299,8 +1439,8 @@ static void rebuild_stop(struct sd_export *x)
 struct xreq;
 
 /* Where a segment's data is: zeros (a read of pages never written), the
- * local copy, or the donor. */
-enum seg_where { SEG_ZERO, SEG_LOCAL, SEG_REMOTE };
+ * local copy, or the donor; or nowhere (its request fails). */
+enum seg_where { SEG_ZERO, SEG_LOCAL, SEG_REMOTE, SEG_FAILED };
 
 struct seg {
     struct sd_io io;
@@ -1311,6 +1451,8 @@ struct seg {
     enum seg_where where;
     int overlay;                /* a read from the donor of a local slab:
                                  * the pages the copy has come from it */
+    char *bounce;               /* sealed: a WRITE's ciphertext and seals,
+                                 * a READ's seals */
 };
 
 #define NO_PAGE UINT64_MAX
@@ -1446,6 +1588,64 @@ static void finish_one(struct xreq *r)
     free(r);
 }
 
+/* Whether page p of a sealed read from a donor is not to be opened: a
+ * page the overlay replaces, a page never written (zeroed here: a TRIM
+ * leaves the donor's copy behind), or, while an adopted export counts
+ * every page as written, a page with neither data nor seal (never
+ * written by the source). */
+static int seal_skip(struct xreq *r, struct seg *s, uint64_t i, int adopting)
+{
+    struct sd_export *x = r->x;
+    uint64_t p = s->off / SD_PAGE_SIZE + i;
+    char *page = s->buf + i * SD_PAGE_SIZE;
+
+    if (s->overlay && local_has(x, p)) {
+        return 1;
+    }
+    if (!sd_bitmap_test(&x->written, p)) {
+        memset(page, 0, SD_PAGE_SIZE);
+        return 1;
+    }
+    return adopting && seal_is_zero(s->io.seals + i * SD_SEAL_LEN) &&
+           page_is_zero(page);
+}
+
+/* Open a sealed read from a donor in place, runs of pages at a time.  0
+ * when every page opened; 1 when one did not and the segment came from
+ * the local copy instead; -EIO when it cannot be served. */
+static int open_seg(struct xreq *r, struct seg *s)
+{
+    struct sd_export *x = r->x;
+    uint64_t p0 = s->off / SD_PAGE_SIZE, n = s->len / SD_PAGE_SIZE;
+    uint64_t i = 0, j, bad = 0;
+    int adopting = rebuilding(x), ret = 0, served;
+
+    while (i < n && ret == 0) {
+        for (j = i; j < n && !seal_skip(r, s, j, adopting); j++) {
+            continue;
+        }
+        if (j > i) {
+            ret = sd_open_pages(x->spec.page_key, x->spec.grant, p0 + i,
+                                s->buf + i * SD_PAGE_SIZE,
+                                s->io.seals + i * SD_SEAL_LEN, j - i, &bad);
+        }
+        i = j + 1;              /* j, if any, was skipped */
+    }
+    if (ret == 0) {
+        return 0;
+    }
+    if (ret != -EBADMSG) {
+        sd_log(LOG_ERR, "export %s: cannot open pages from donor %s: "
+               "OpenSSL failed", x->uuid,
+               x->spec.slabs[s->io.slab].endpoint);
+        return -EIO;
+    }
+    served = local_has_range(x, s->off, s->len) && local_read(r, s) == 0;
+    auth_failed(x, bad, served ? "read from the local copy" :
+                "the local copy lacks it: the read fails with EIO");
+    return served ? 1 : -EIO;
+}
+
 static void seg_done(struct sd_io *io, int status)
 {
     struct seg *s = io->priv;
@@ -1472,9 +1672,16 @@ static void seg_done(struct sd_io *io, int status)
         } else if (io->op == SD_OP_WRITE && seg_skipped(r, s) != NO_PAGE) {
             set_error(r, NBD_EIO);      /* part of a page went nowhere */
         }
-    } else if (s->overlay && overlay_local(r, s)) {
-        set_error(r, NBD_EIO);
+    } else {
+        int opened = io->op == SD_OP_READ && io->seals ? open_seg(r, s) : 0;
+
+        if (opened < 0 ||
+            (opened == 0 && s->overlay && overlay_local(r, s))) {
+            set_error(r, NBD_EIO);
+        }
     }
+    free(s->bounce);
+    s->bounce = NULL;
     finish_one(r);
 }
 
@@ -1570,12 +1777,45 @@ static void adopt_write(struct sd_export *x, struct xreq *r)
     pthread_mutex_unlock(&x->rb_lock);
 }
 
+/* A sealed export's donor io: a WRITE's pages are sealed into a bounce
+ * buffer (the local copy keeps the plaintext), a READ gets room for the
+ * seals.  0, or -ENOKEY (an adopted export's key is not installed yet),
+ * -ENOMEM, -EIO. */
+static int seal_remote(struct sd_export *x, struct seg *s, int write)
+{
+    size_t npages = s->len / SD_PAGE_SIZE, slen = npages * SD_SEAL_LEN;
+    int ret;
+
+    if (!__atomic_load_n(&x->key_ready, __ATOMIC_ACQUIRE)) {
+        return -ENOKEY;
+    }
+    s->bounce = malloc(write ? s->len + slen : slen);
+    if (!s->bounce) {
+        return -ENOMEM;
+    }
+    if (!write) {
+        s->io.seals = (uint8_t *)s->bounce;
+        return 0;
+    }
+    ret = sd_seal_pages(&x->sealer, x->spec.page_key, x->spec.grant,
+                        s->off / SD_PAGE_SIZE, s->buf, s->bounce,
+                        (uint8_t *)s->bounce + s->len, npages);
+    if (ret) {
+        free(s->bounce);
+        s->bounce = NULL;
+        return ret;
+    }
+    s->io.buf = s->bounce;
+    s->io.seals = (uint8_t *)s->bounce + s->len;
+    return 0;
+}
+
 /* The segments of a READ or WRITE that go to donors: each is counted in
  * its request's pending and its io added to remote. */
 static void plan(struct sd_export *x, struct xreq *r, struct sd_io **remote,
                  size_t *nremote)
 {
-    int write = r->nio->type == NBD_CMD_WRITE;
+    int write = r->nio->type == NBD_CMD_WRITE, ret;
     unsigned i;
 
     if (write && rebuilding(x)) {
@@ -1587,7 +1827,12 @@ static void plan(struct sd_export *x, struct xreq *r, struct sd_io **remote,
         uint64_t p1 = (s->off + s->len - 1) / SD_PAGE_SIZE;
         int local = slab_is_local(x, s->io.slab);
 
-        if (!write && !sd_bitmap_any(&x->written, p0, p1 - p0 + 1)) {
+        if (!write && x->bad.words &&
+            sd_bitmap_any(&x->bad, p0, p1 - p0 + 1)) {
+            /* The rebuild found the donor's copy altered (logged). */
+            set_error(r, NBD_EIO);
+            s->where = SEG_FAILED;
+        } else if (!write && !sd_bitmap_any(&x->written, p0, p1 - p0 + 1)) {
             s->where = SEG_ZERO;        /* never written: no trip */
         } else if (local && write && seg_skipped(r, s) != NO_PAGE) {
             sd_log(LOG_ERR, "export %s: a write of part of page %llu cannot "
@@ -1599,6 +1844,19 @@ static void plan(struct sd_export *x, struct xreq *r, struct sd_io **remote,
             s->where = SEG_LOCAL;
         } else if (local && (write || local_has_range(x, s->off, s->len))) {
             s->where = SEG_LOCAL;
+        } else if (x->spec.seal && (ret = seal_remote(x, s, write))) {
+            if (ret != -ENOKEY) {
+                sd_log(LOG_ERR, "export %s: cannot seal or make room for "
+                       "%u bytes at %llu: %s", x->uuid, s->len,
+                       (unsigned long long)s->off, strerror(-ret));
+            } else if (!__atomic_exchange_n(&x->nokey_warned, 1,
+                                            __ATOMIC_RELAXED)) {
+                sd_log(LOG_ERR, "export %s: I/O that needs a donor fails "
+                       "with EIO until the page key is installed "
+                       "(EXPORT_KEY_INSTALL)", x->uuid);
+            }
+            set_error(r, NBD_EIO);
+            s->where = SEG_FAILED;
         } else {
             s->where = SEG_REMOTE;
             s->overlay = local;
@@ -1651,6 +1909,9 @@ static void finish_read(struct sd_export *x, struct xreq *r)
             continue;
         }
         zero = 0;
+        if (s->where == SEG_FAILED) {
+            memset(s->buf, 0, s->len);
+        }
         if (s->where == SEG_LOCAL && local_read(r, s)) {
             set_error(r, NBD_EIO);
         }
@@ -1723,6 +1984,11 @@ static void finish_write(struct sd_export *x, struct xreq *r)
     sd_bitmap_set(&x->written, nio->offset / SD_PAGE_SIZE,
                   (nio->offset + nio->len - 1) / SD_PAGE_SIZE -
                   nio->offset / SD_PAGE_SIZE + 1);
+    if (x->bad.words) {
+        /* Whole pages (sealed): the copy has them now. */
+        sd_bitmap_clear(&x->bad, nio->offset / SD_PAGE_SIZE,
+                        nio->len / SD_PAGE_SIZE);
+    }
     ghost_pages(x, 'o', nio->offset, nio->len);
     finish_one(r);
 }
@@ -1744,6 +2010,9 @@ static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
         pthread_mutex_unlock(&x->rb_lock);
     }
     sd_bitmap_clear(&x->written, first, end - first);
+    if (x->bad.words) {
+        sd_bitmap_clear(&x->bad, first, end - first);
+    }
     if (fallocate(x->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                   (off_t)(first * SD_PAGE_SIZE),
                   (off_t)((end - first) * SD_PAGE_SIZE))) {
@@ -1753,6 +2022,13 @@ static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
                x->uuid, x->spec.local, strerror(errno));
     }
     return 0;
+}
+
+/* A sealed export addresses whole pages only. */
+static int misaligned(const struct sd_export *x, const struct sd_nbd_io *nio)
+{
+    return x->spec.seal &&
+           (nio->offset % SD_PAGE_SIZE || nio->len % SD_PAGE_SIZE);
 }
 
 /* A burst of requests: first every donor io of its READs and WRITEs goes
@@ -1769,7 +2045,8 @@ static void export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
         struct sd_nbd_io *nio = nios[i];
 
         if ((nio->type == NBD_CMD_READ || nio->type == NBD_CMD_WRITE) &&
-            nio->len && (reqs[i] = xreq_new(x, nio)) != NULL) {
+            nio->len && !misaligned(x, nio) &&
+            (reqs[i] = xreq_new(x, nio)) != NULL) {
             nseg += reqs[i]->nseg;
         }
     }
@@ -1800,6 +2077,8 @@ static void export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
         case NBD_CMD_WRITE:
             if (nio->len == 0) {
                 nio->done(nio, 0);
+            } else if (misaligned(x, nio)) {
+                nio->done(nio, NBD_EINVAL);
             } else if (!r) {
                 nio->done(nio, NBD_ENOMEM);
             } else if (nio->type == NBD_CMD_READ) {
@@ -1869,7 +2148,9 @@ int sd_exports_new(const char *state_dir, const char *export_dir,
     snprintf(xs->export_dir, sizeof(xs->export_dir), "%s", export_dir);
     xs->uid = sock_uid;
     xs->gid = sock_gid;
-    if ((ret = mkdir_p(xs->conf_dir, 0700))) {
+    /* The .conf files hold sealed exports' page keys. */
+    if ((ret = mkdir_p(xs->conf_dir, 0700)) ||
+        (chmod(xs->conf_dir, 0700) && (ret = -errno))) {
         fail(err, errlen, ret, "--state-dir: cannot create %s: %s",
              xs->conf_dir, strerror(-ret));
         free(xs);
@@ -1908,6 +2189,10 @@ static void export_free(struct sd_export *x)
     }
     sd_bitmap_destroy(&x->written);
     sd_bitmap_destroy(&x->fresh);
+    sd_bitmap_destroy(&x->bad);
+    if (x->sealer_ok) {
+        sd_sealer_destroy(&x->sealer);
+    }
     pthread_cond_destroy(&x->rb_cond);
     pthread_mutex_destroy(&x->rb_lock);
     sd_ghost_destroy(&x->ghost);
@@ -1917,6 +2202,37 @@ static void export_free(struct sd_export *x)
     free(x->saved_local);
     pthread_mutex_destroy(&x->lock);
     free(x);
+}
+
+/* A sealed export's key, sealer and bad-page map.  A new export draws its
+ * page key here; an adopted one waits for it (sd_exports_key_install); a
+ * restored one has it in its .conf, or still waits when adopted. */
+static int seal_setup(struct sd_export *x, int restoring, char *err,
+                      size_t errlen)
+{
+    if (!restoring && x->spec.adopt) {
+        x->spec.has_page_key = 0;
+    } else if (!restoring) {
+        if (RAND_bytes(x->spec.page_key, SD_KEY_LEN) != 1) {
+            return fail(err, errlen, -EIO, "seal: cannot draw a page key "
+                        "(OpenSSL's RAND_bytes failed)");
+        }
+        x->spec.has_page_key = 1;
+    } else if (!x->spec.has_page_key && !x->spec.adopt) {
+        return fail(err, errlen, -EINVAL, "page_key: missing from the .conf "
+                    "of a sealed export: its pages on the donors cannot be "
+                    "read; drop the export and make a new one");
+    }
+    x->key_ready = x->spec.has_page_key;
+    if (sd_sealer_init(&x->sealer)) {
+        return fail(err, errlen, -EIO, "seal: cannot draw a nonce epoch "
+                    "(OpenSSL's RAND_bytes failed)");
+    }
+    x->sealer_ok = 1;
+    if (x->spec.adopt && sd_bitmap_init(&x->bad, x->written.pages)) {
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    }
+    return 0;
 }
 
 /* Build the export of spec; called with xs->lock held.  restoring: the
@@ -1976,6 +2292,17 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
                             err, errlen))) {
             goto out;
         }
+        if (x->spec.seal && x->peers[i] &&
+            x->peers[i]->t == &sd_rdma_transport) {
+            ret = fail(err, errlen, -EOPNOTSUPP, "seal: page sealing over "
+                       "RDMA is not built yet (slab %u is on %s); "
+                       "[swapd] encrypt_pages=false turns it off", i,
+                       x->spec.slabs[i].endpoint);
+            goto out;
+        }
+    }
+    if (x->spec.seal && (ret = seal_setup(x, restoring, err, errlen))) {
+        goto out;
     }
 
     /* A new adoption empties the copy: whatever it holds would pass for
@@ -2014,6 +2341,8 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     }
     be.name = x->name;
     be.size = x->spec.size;
+    /* Pages are sealed whole: QEMU aligns its requests to this. */
+    be.min_block = x->spec.seal ? SD_PAGE_SIZE : 0;
     be.ctx = x;
     be.submit = export_submit;
     be.clients = export_clients;
@@ -2390,6 +2719,7 @@ int sd_exports_stats(struct sd_exports *xs,
     out->zero_reads = LOAD(x, zero_reads);
     out->local_reads = LOAD(x, local_reads);
     out->remote_errors = LOAD(x, remote_errors);
+    out->auth_failures = LOAD(x, auth_failures);
     out->clients = LOAD(x, clients);
     for (i = 0; i < x->spec.nslabs; i++) {
         out->degraded_slabs += __atomic_load_n(&x->degraded[i],

@@ -36,6 +36,19 @@
  * when EXPORT_REBUILD asks (the migration's finish, once the guest runs
  * here): run during the migration, it would compete with the copy of the
  * guest's memory and slow it down.
+ *
+ * A sealed export (EXPORT_CREATE seal=1) encrypts and authenticates every
+ * page it sends to a donor with its page key (see seal.h); the local copy
+ * keeps plaintext.  It addresses whole pages only (NBD minimum block size
+ * 4096; other requests fail with NBD_EINVAL).  A page read from a donor
+ * that does not open counts in auth_failures and is read from the local
+ * copy, or fails with NBD_EIO when the copy lacks it (adoption).  The key
+ * is drawn by swapd when the export is made and kept in the .conf only
+ * (mode 0600, directory 0700); EXPORT_DESCRIBE shows seal=1, never the
+ * key.  An adopted sealed export waits for its key: the migration's
+ * source wraps it for this host's offer (sd_exports_key_wrap,
+ * sd_exports_key_install); until then its donor reads and writes fail
+ * with NBD_EIO.
  */
 #ifndef MEMAGG_SWAPD_EXPORT_H
 #define MEMAGG_SWAPD_EXPORT_H
@@ -72,6 +85,9 @@ struct sd_export_spec {
     int rebuild_started;                /* adopt: EXPORT_REBUILD asked for
                                          * the rebuild */
     uint32_t rebuilt;                   /* adopt: slabs rebuilt so far */
+    int seal;                           /* pages sealed on the donors */
+    int has_page_key;                   /* page_key is set */
+    uint8_t page_key[SD_KEY_LEN];       /* seal: the pages' AES-256 key */
 };
 
 /* From the arguments of EXPORT_CREATE: grant, key, size, slab_size, local,
@@ -85,13 +101,16 @@ struct sd_export_spec {
  * slabs that degraded since the adoption.  Without rebuild_started=, the
  * rebuild has started when rebuilt= is given (a .conf written before
  * EXPORT_REBUILD existed, when it always ran) and waits otherwise (a new
- * adoption).  -EINVAL with err naming the field and the fix. */
+ * adoption).  seal=0|1 asks for sealed pages; page_key=<64 hex> (a
+ * sealed export's .conf only) is its key.  -EINVAL with err naming the
+ * field and the fix. */
 int sd_export_spec_parse(const struct sd_args *args,
                          struct sd_export_spec *spec,
                          char *err, size_t errlen);
 /* The table as EXPORT_CREATE arguments (malloc'd, one line without its
- * newline; no adopt, rebuilt or rebuild_started): runs of slabs on one donor at
- * consecutive addresses become i-j ranges.  NULL when out of memory. */
+ * newline; seal=1 when sealed; no adopt, rebuilt, rebuild_started or
+ * page_key): runs of slabs on one donor at consecutive addresses become
+ * i-j ranges.  NULL when out of memory. */
 char *sd_export_spec_format(const struct sd_export_spec *spec);
 void sd_export_spec_free(struct sd_export_spec *spec);
 
@@ -139,6 +158,8 @@ struct sd_export_stats {
                                  * it waits for EXPORT_REBUILD); 0 when
                                  * none */
     uint64_t stored_pages;      /* pages that count as written now */
+    uint64_t auth_failures;     /* sealed: pages from donors that did not
+                                 * open */
 };
 
 /* The ghost stream: 'o' (write of a page) and 'i' (read of a page

@@ -315,9 +315,9 @@ static int send_info(int fd, const struct conn *c, uint32_t opt,
     put64(info + 2, c->be.size);
     put16(info + 10, TRANSMISSION_FLAGS);
     ret = send_opt_reply(fd, opt, NBD_REP_INFO, info, 12);
-    if (ret == 0 && block_size) {
+    if (ret == 0 && (block_size || c->be.min_block > 1)) {
         put16(info, NBD_INFO_BLOCK_SIZE);
-        put32(info + 2, 1);
+        put32(info + 2, c->be.min_block > 1 ? c->be.min_block : 1);
         put32(info + 6, SD_PAGE_SIZE);
         put32(info + 10, SD_NBD_MAX_LEN);
         ret = send_opt_reply(fd, opt, NBD_REP_INFO, info, 14);

@@ -147,6 +147,10 @@ struct sd_nbd_io {
 struct sd_nbd_backend {
     const char *name;       /* the export name clients must ask for */
     uint64_t size;
+    /* The smallest block clients may address (0 or 1: any byte); above
+     * 1, NBD_INFO_BLOCK_SIZE is sent whether asked for or not, and the
+     * backend refuses requests not aligned to it. */
+    uint32_t min_block;
     void *ctx;
     /* Take ios[0..n), the requests read in one burst, in order. */
     void (*submit)(void *ctx, struct sd_nbd_io **ios, size_t n);

@@ -111,6 +111,9 @@ static uint32_t tc_opt_reply(int fd, void *data, uint32_t cap, uint32_t *len)
     return type;
 }
 
+/* The minimum block size the last tc_go was told (1 when not told). */
+static uint32_t tc_min_block;
+
 /* NBD_OPT_GO for name: the export size, or exit. */
 static uint64_t tc_go(int fd, const char *name)
 {
@@ -123,6 +126,7 @@ static uint64_t tc_go(int fd, const char *name)
     memcpy(data + 4, name, n);
     memcpy(data + 4 + n, &zero, 2);
     tc_option(fd, NBD_OPT_GO, data, n + 6);
+    tc_min_block = 1;
     for (;;) {
         uint32_t type = tc_opt_reply(fd, info, sizeof(info), &len);
 
@@ -135,6 +139,10 @@ static uint64_t tc_go(int fd, const char *name)
         if (len == 12 && info[0] == 0 && info[1] == NBD_INFO_EXPORT) {
             memcpy(&size, info + 2, 8);
             size = be64toh(size);
+        }
+        if (len == 14 && info[0] == 0 && info[1] == NBD_INFO_BLOCK_SIZE) {
+            memcpy(&tc_min_block, info + 2, 4);
+            tc_min_block = be32toh(tc_min_block);
         }
     }
 }

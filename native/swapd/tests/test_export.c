@@ -23,7 +23,9 @@
  * which slabs skip their donors before any write that skipped one is
  * answered), and an adopted export (live migration's destination)
  * whose local copy is rebuilt from its donors once asked, while the guest
- * writes, across restarts.
+ * writes, across restarts; a sealed export (ciphertext on the donor,
+ * a page altered there caught, its key kept and restored, an adoption
+ * that has no other copy of the altered page).
  * Prints "N passed, N failed".
  */
 #include <arpa/inet.h>
@@ -42,6 +44,7 @@
 #include "control.h"
 #include "export.h"
 #include "nbd_client.h"
+#include "seal.h"
 #include "store.h"
 #include "transport.h"
 #include "util.h"
@@ -1106,6 +1109,232 @@ static void test_adopt(void)
     }
 }
 
+/* A byte of page p of the donor's copy (slab 0 on store), flipped. */
+static void flip_on_donor(struct sd_store *store, const uint8_t *key,
+                          uint64_t p)
+{
+    uint8_t page[4096], seal[SD_SEAL_LEN];
+    uint32_t slab = (uint32_t)(p / PPS);
+    uint64_t off = (p % PPS) * 4096;
+
+    if (sd_store_access(store, SD_OP_READ, grant_bin, key, slab, off, page,
+                        4096, seal) ||
+        (page[100] ^= 0x01, 0) ||
+        sd_store_access(store, SD_OP_WRITE, grant_bin, key, slab, off, page,
+                        4096, seal)) {
+        tc_die("flip_on_donor");
+    }
+}
+
+/* The page key in the export's .conf (64 hex digits) into hex. */
+static int conf_page_key(char *hex)
+{
+    char path[256], line[4096], *k;
+    FILE *f;
+
+    conf_path(path, sizeof(path));
+    f = fopen(path, "r");
+    if (!f || !fgets(line, sizeof(line), f)) {
+        if (f) {
+            fclose(f);
+        }
+        return 0;
+    }
+    fclose(f);
+    k = strstr(line, " page_key=");
+    if (!k || strlen(k) < 10 + 64) {
+        return 0;
+    }
+    memcpy(hex, k + 10, 64);
+    hex[64] = '\0';
+    return 1;
+}
+
+/* A sealed export (seal=1) on one TCP donor: the donor holds ciphertext
+ * and seals; reads open them; a byte flipped on the donor is caught and
+ * the page read from the local copy; unaligned requests are refused; the
+ * .conf keeps the key (mode 0600), EXPORT_DESCRIBE does not show it; a
+ * restart reads the donor's pages again.  Then the same pages adopted
+ * (its .conf with the key, as after a restart): the altered page fails
+ * with EIO, never-written pages read zeros, and the rebuild leaves the
+ * altered page out of the local copy. */
+static void test_sealed_export(void)
+{
+    uint8_t key[SD_KEY_LEN], *buf = malloc(2 * SLAB), *back = malloc(SLAB);
+    uint8_t seals[2 * SD_SEAL_LEN];
+    char sock[256], err[SD_ERRLEN], slabs[512], line[1024], path[256];
+    char hex[65], *text;
+    uint32_t idx[4] = { 0, 1, 2, 3 }, rkey;
+    struct sd_export_stats st;
+    struct sd_export_spec spec;
+    struct sd_server *server;
+    struct sd_exports *xs;
+    struct sd_store *store;
+    uint64_t addrs[4], p;
+    struct stat sb;
+    size_t done;
+    FILE *f;
+    int fd, i;
+
+    /* The table's fields. */
+    CHECK(parse_spec(SPEC4 "slabs= seal=2", &spec, err) == -EINVAL &&
+          strstr(err, "seal"));
+    CHECK(parse_spec(SPEC4 "slabs= page_key=" KEY, &spec, err) == -EINVAL &&
+          strstr(err, "page_key") && strstr(err, "seal=1"));
+    CHECK(parse_spec(SPEC4 "slabs= seal=1 page_key=12", &spec, err) ==
+          -EINVAL && strstr(err, "page_key"));
+    CHECK(parse_spec(SPEC4 "slabs= seal=1 page_key=" KEY, &spec, err) == 0);
+    CHECK(spec.seal && spec.has_page_key);
+    text = sd_export_spec_format(&spec);
+    CHECK(text && strstr(text, " seal=1") && !strstr(text, "page_key") &&
+          !strstr(text, "445566778899aabbccddeeff00112233445566778899"
+                        "aabbccddeeff") == 0);
+    free(text);
+    sd_export_spec_free(&spec);
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    /* Not over RDMA yet: refused, saying how to turn sealing off. */
+    snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
+             "slab_size=%llu local=%s/copy slabs=0@rdma://127.0.0.1:1@0@5 "
+             "seal=1", 4 * SLAB, SLAB, tmpdir);
+    CHECK(parse_spec(line, &spec, err) == 0);
+    CHECK(sd_exports_create(xs, &spec, sock, 256, err, sizeof(err)) ==
+          -EOPNOTSUPP && strstr(err, "RDMA") &&
+          strstr(err, "encrypt_pages=false"));
+    sd_exports_free(xs);
+
+    CHECK(sd_store_new(16 * SLAB, &store) == 0);
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
+                              sizeof(err)) == 0);
+    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 4, addrs, &done,
+                         &rkey) == 0 && done == 4);
+    snprintf(slabs, sizeof(slabs), "0-3@tcp://127.0.0.1:%u@%llu@0",
+             sd_server_port(server), (unsigned long long)addrs[0]);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
+             "slab_size=%llu local=%s/copy slabs=%s seal=1", 4 * SLAB, SLAB,
+             tmpdir, slabs);
+    CHECK(parse_spec(line, &spec, err) == 0);
+    CHECK(sd_exports_create(xs, &spec, sock, 256, err, sizeof(err)) == 0);
+    fd = open_export(sock);
+    CHECK(tc_min_block == 4096);
+
+    for (i = 0; i < (int)(2 * SLAB); i++) {
+        buf[i] = (uint8_t)(i * 7 + i / 4096 + 1);
+    }
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB / 2, (uint32_t)SLAB, buf) == 0);
+    /* The donor has ciphertext and sealed pages. */
+    CHECK(sd_store_access(store, SD_OP_READ, grant_bin, key, 0, SLAB / 2,
+                          back, 8192, seals) == 0);
+    CHECK(memcmp(back, buf, 4096) != 0 && memcmp(back + 4096, buf + 4096,
+                                                 4096) != 0);
+    CHECK(seals[12] == SD_SEAL_VERSION && seals[SD_SEAL_LEN + 12] ==
+          SD_SEAL_VERSION);
+    CHECK(reads_back(fd, buf, back));
+    /* Pages never written: zeros without a trip. */
+    CHECK(tc_io(fd, NBD_CMD_READ, 3 * SLAB, 8192, back) == 0 &&
+          back[0] == 0 && back[8191] == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.auth_failures == 0 && st.local_reads == 0 &&
+          st.zero_reads == 1 && st.remote_errors == 0);
+
+    /* Unaligned requests: refused, the connection goes on. */
+    CHECK(tc_io(fd, NBD_CMD_READ, 512, 4096, back) == NBD_EINVAL);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, 512, back) == NBD_EINVAL);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 4096 + 512, 4096, buf) == NBD_EINVAL);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB / 2, 4096, back) == 0 &&
+          memcmp(back, buf, 4096) == 0);
+
+    /* A byte flipped on the donor: caught, read from the local copy. */
+    p = SLAB / 2 / 4096 + 2;
+    flip_on_donor(store, key, p);
+    CHECK(tc_io(fd, NBD_CMD_READ, p * 4096, 4096, back) == 0 &&
+          memcmp(back, buf + 2 * 4096, 4096) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.auth_failures == 1 && st.local_reads == 1 &&
+          st.remote_errors == 0 && st.degraded_slabs == 0);
+
+    /* The key: in the .conf (mode 0600, directory 0700), not described. */
+    CHECK(conf_page_key(hex) && conf_has(" seal=1", 1));
+    conf_path(path, sizeof(path));
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600);
+    snprintf(path, sizeof(path), "%s/exports", tmpdir);
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+    CHECK(sd_exports_describe(xs, grant_bin, &text) == 0);
+    CHECK(strstr(text, " seal=1") && !strstr(text, "page_key") &&
+          !strstr(text, hex));
+    free(text);
+
+    /* A restart: the key comes back from the .conf; the donor's pages
+     * open again. */
+    sd_exports_free(xs);
+    close(fd);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs) == 1);
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB / 2, 8192, back) == 0 &&
+          memcmp(back, buf, 8192) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB, (uint32_t)SLAB / 2, back) == 0 &&
+          memcmp(back, buf + SLAB / 2, SLAB / 2) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.auth_failures == 0 && st.local_reads == 0);
+    close(fd);
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    sd_exports_free(xs);
+
+    /* Adopted (no local copy): the .conf an adoption has once its key is
+     * installed, restored. */
+    conf_path(path, sizeof(path));
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "EXPORT_CREATE grant=" GRANT " key=" KEY " size=%llu "
+                "slab_size=%llu local=%s/copy slabs=%s seal=1 adopt=1 "
+                "rebuilt=0 rebuild_started=0 page_key=%s\n", 4 * SLAB, SLAB,
+                tmpdir, slabs, hex);
+        fclose(f);
+    }
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs) == 1);
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_READ, p * 4096, 4096, back) == NBD_EIO);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB / 2, 8192, back) == 0 &&
+          memcmp(back, buf, 8192) == 0);
+    /* Never written by the source: zeros (the donor's, no seal). */
+    memset(back, 0xff, 8192);
+    CHECK(tc_io(fd, NBD_CMD_READ, 3 * SLAB, 8192, back) == 0 &&
+          back[0] == 0 && back[8191] == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.auth_failures == 1);
+    /* The rebuild copies the rest, but never the altered page. */
+    CHECK(sd_exports_rebuild(xs, grant_bin, &p, err, sizeof(err)) == 0);
+    CHECK(rebuild_left_is(xs, 0));
+    CHECK(conf_has(" adopt=1", 0) && conf_has(" page_key=", 1));
+    p = SLAB / 2 / 4096 + 2;
+    CHECK(tc_io(fd, NBD_CMD_READ, p * 4096, 4096, back) == NBD_EIO);
+    CHECK(reads_back(fd, buf, back) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB / 2, 8192, back) == 0 &&
+          memcmp(back, buf, 8192) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.auth_failures == 2);
+    /* The guest writes the page again: it reads back. */
+    CHECK(tc_io(fd, NBD_CMD_WRITE, p * 4096, 4096, buf) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, p * 4096, 4096, back) == 0 &&
+          memcmp(back, buf, 4096) == 0);
+    close(fd);
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    sd_exports_free(xs);
+    sd_server_stop(server);
+    sd_store_free(store);
+    free(buf);
+    free(back);
+}
+
 int main(void)
 {
     char cmd[128];
@@ -1127,6 +1356,7 @@ int main(void)
     test_wrong_key();
     test_crash_after_degrade();
     test_adopt();
+    test_sealed_export();
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd)) {
         fprintf(stderr, "cannot remove %s\n", tmpdir);
