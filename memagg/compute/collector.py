@@ -21,13 +21,17 @@ the host's CPUs, or of the guest's vCPUs, over the time since the previous
 read; the first read reports 0. A WSS sample carries the VM's CPU use in
 cores (its utilisation times its vCPUs), the unit consolidation rounds
 weigh VMs in, and the report the sum of the VMs' resident memory (WSS
-max-average) as the host's memory use.
+max-average) as the host's memory use. Each VM's host reclaim (what it
+holds paged out, its promotion rate against the SLO, the mechanism) goes
+with its instance, and what it holds paged out and its promotion rate with
+its WSS sample.
 """
 import threading
 import time
 
 from oslo_utils import timeutils
 
+from memagg.compute import reclaim as reclaim_mod
 from memagg.conf import CONF
 from memagg.objects import report as report_obj
 
@@ -47,6 +51,25 @@ def _sampler_values(result):
             'sampler_error_mb': result.sampler_error_mb,
             'sampler_pages': result.sampler_pages,
             'warming': result.warming}
+
+
+def _reclaim_values(result):
+    """The host reclaim fields of a VM's InstanceReport from its VmResult
+    (None: no period ran for it yet); the WssSample takes reclaimed_mb and
+    promotion_rate of them."""
+    if result is None:
+        return {}
+    reclaim = result.reclaim if result.reclaim is not None else (
+        reclaim_mod.OFF)
+    return {'reclaimed_mb': int(round(reclaim.reclaimed_mb)),
+            'promotion_rate': reclaim.promotions_per_min,
+            'promotion_rate_pct': reclaim.promotion_pct(
+                result.wss_maxavg_mb),
+            'promotion_slo': reclaim.slo_per_min,
+            'reclaim_mechanism': reclaim.label[:255]}
+
+
+_HISTORY_RECLAIM = ('reclaimed_mb', 'promotion_rate')
 
 
 class Collector:
@@ -103,6 +126,7 @@ class Collector:
                           else dom.current_memory_mb)
             cpu_util = self._domain_util(dom, wall_ns)
             sampler = _sampler_values(result)
+            reclaim = _reclaim_values(result)
             instances.append(report_obj.InstanceReport(
                 uuid=dom.uuid, name=dom.name, project_id=None,
                 booked_mb=dom.max_memory_mb, current_mb=current_mb,
@@ -111,7 +135,7 @@ class Collector:
                 wss_maxavg_mb=result.wss_maxavg_mb if result else None,
                 estimator=result.estimator if result else None,
                 local_policy=result.local_policy if result else None,
-                cpu_util=cpu_util, vcpus=dom.vcpus, **sampler))
+                cpu_util=cpu_util, vcpus=dom.vcpus, **sampler, **reclaim))
             if samples and result is not None and result.wss_mb is not None:
                 wss_samples.append(report_obj.WssSample(
                     instance_uuid=dom.uuid, sampled_at=now,
@@ -119,7 +143,8 @@ class Collector:
                     wss_maxavg_mb=result.wss_maxavg_mb,
                     current_mb=current_mb, target_mb=result.target_mb,
                     estimator=result.estimator,
-                    cpu_util=cpu_util * max(dom.vcpus, 0), **sampler))
+                    cpu_util=cpu_util * max(dom.vcpus, 0), **sampler,
+                    **{k: reclaim[k] for k in _HISTORY_RECLAIM}))
         self._domain_cpu = domain_cpu
         reserved = CONF.compute.reserved_host_memory_mb
         if period is not None:

@@ -70,7 +70,9 @@ class VmResult:
 
 @dataclasses.dataclass
 class PeriodResult:
-    """The VMs' results by uuid and the node's free memory reservoir."""
+    """The VMs' results by uuid and the node's free memory reservoir: what
+    the balloon targets and the unmanaged VMs leave of the guests' memory,
+    plus what host reclaim holds paged out (freed as a balloon frees)."""
 
     vms: dict
     reservoir_mb: int
@@ -86,6 +88,13 @@ class _Vm:
         self.sampler = sampler
         self.stats_period_set = False
         self.counters = None  # (monotonic time, memoryStats) last period
+
+
+def reclaimed_mb(results):
+    """MiB host reclaim holds paged out of the VMs of ``results`` (their
+    VmResult by uuid), whole MiB."""
+    return int(sum(r.reclaim.reclaimed_mb for r in results.values()
+                   if r.reclaim is not None))
 
 
 def stats_rates(previous, stats, elapsed_s):
@@ -252,7 +261,8 @@ class MemoryManager:
                 LOG.warning('VM %s: balloon not moved: %s', vm_memory.uuid,
                             exc)
         self._reclaim(results)
-        return PeriodResult(vms=results, reservoir_mb=decision.reservoir_mb)
+        return PeriodResult(vms=results, reservoir_mb=(
+            decision.reservoir_mb + reclaimed_mb(results)))
 
     def _reclaim(self, results):
         """Host-side reclaim of every VM after its balloon moved: a VM

@@ -198,6 +198,28 @@ class VmReclaim:
     mechanism: str | None = None
     reason: str | None = None
 
+    @property
+    def label(self):
+        """The mechanism as memagg-compute reports it: 'madvise', 'memcg'
+        or 'none', followed by ': <reason>' when it reclaims nothing."""
+        name = self.mechanism or 'none'
+        return name if self.reason is None else '%s: %s' % (name,
+                                                            self.reason)
+
+    def promotion_pct(self, wss_maxavg_mb):
+        """The promotion rate as a percentage of ``wss_maxavg_mb`` per
+        minute (the unit of [host_reclaim] promotion_slo); None without
+        either."""
+        if self.promotions_per_min is None or not wss_maxavg_mb:
+            return None
+        return (100.0 * self.promotions_per_min
+                / (wss_maxavg_mb * PAGES_PER_MIB))
+
+
+#: What a VM's mechanism reads as when the node runs no controller.
+OFF = VmReclaim(reason='host reclaim off ([host_reclaim] controller = '
+                       'none)')
+
 
 class _VmState:
     def __init__(self, cold_age_s):

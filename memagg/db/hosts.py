@@ -64,7 +64,8 @@ def host_usages(context):
 
     Returns ``(hosts, instances, granted, held)``: the hosts by name; the
     instances still running (not ``gone``) as rows of ``host``,
-    ``booked_mb``, ``wss_maxavg_mb``, ``wss_mb`` and ``current_mb``; MiB
+    ``booked_mb``, ``wss_maxavg_mb``, ``wss_mb``, ``current_mb`` and
+    ``reclaimed_mb``; MiB
     granted by active grants per consumer host; MiB of the slabs each donor
     holds (pending, active or releasing), per donor host.
     """
@@ -73,7 +74,8 @@ def host_usages(context):
         hosts = session.query(models.Host).order_by(models.Host.name).all()
         instances = session.query(
             inst.host, inst.booked_mb, inst.wss_maxavg_mb, inst.wss_mb,
-            inst.current_mb).filter(inst.status != 'gone').all()
+            inst.current_mb, inst.reclaimed_mb).filter(
+            inst.status != 'gone').all()
         # Joins this transaction: enginefacade nests on one context.
         granted = grants.granted_mb_by_consumer(context)
         held = {host: int(total or 0) for host, total in session.query(

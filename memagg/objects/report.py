@@ -41,6 +41,34 @@ def _pop_sampler_fields(primitive):
         primitive.pop(name, None)
 
 
+def _reclaim_fields(history=False):
+    """Host-side reclaim of the VM (memagg.compute.reclaim): MiB of its
+    guest RAM paged out by host reclaim and not yet faulted back and its
+    promotion rate (pages faulted back per minute); for an instance also
+    that rate as a percentage of its WSS max-average per minute, the
+    promotion SLO (pages per minute) and the mechanism ('madvise',
+    'memcg' or 'none', followed by ': <reason>' when it reclaims
+    nothing). None: not known (no period yet, or a sender from before)."""
+    fields_ = {
+        'reclaimed_mb': fields.IntegerField(nullable=True, default=None),
+        'promotion_rate': fields.FloatField(nullable=True, default=None),
+    }
+    if not history:
+        fields_.update({
+            'promotion_rate_pct': fields.FloatField(nullable=True,
+                                                    default=None),
+            'promotion_slo': fields.FloatField(nullable=True, default=None),
+            'reclaim_mechanism': fields.StringField(nullable=True,
+                                                    default=None),
+        })
+    return fields_
+
+
+def _pop_reclaim_fields(primitive):
+    for name in _reclaim_fields():
+        primitive.pop(name, None)
+
+
 @base.MemaggObjectRegistry.register
 class InstanceReport(base.MemaggObject):
     """One VM on the reporting host, with its memory sizes in MiB."""
@@ -49,7 +77,9 @@ class InstanceReport(base.MemaggObject):
     # Version 1.1: vcpus
     # Version 1.2: local_policy
     # Version 1.3: sampler_backend, sampler_error_mb, sampler_pages, warming
-    VERSION = '1.3'
+    # Version 1.4: reclaimed_mb, promotion_rate, promotion_rate_pct,
+    #              promotion_slo, reclaim_mechanism
+    VERSION = '1.4'
 
     fields = {
         'uuid': fields.UUIDField(),
@@ -65,11 +95,14 @@ class InstanceReport(base.MemaggObject):
         'vcpus': fields.IntegerField(default=0),
         'local_policy': fields.StringField(nullable=True, default=None),
         **_sampler_fields(),
+        **_reclaim_fields(),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 4):
+            _pop_reclaim_fields(primitive)
         if target < (1, 3):
             _pop_sampler_fields(primitive)
         if target < (1, 2):
@@ -86,7 +119,8 @@ class WssSample(base.MemaggObject):
     # Version 1.0: Initial version
     # Version 1.1: cpu_util
     # Version 1.2: sampler_backend, sampler_error_mb, sampler_pages, warming
-    VERSION = '1.2'
+    # Version 1.3: reclaimed_mb, promotion_rate
+    VERSION = '1.3'
 
     fields = {
         'instance_uuid': fields.UUIDField(),
@@ -98,11 +132,14 @@ class WssSample(base.MemaggObject):
         'estimator': fields.StringField(),
         'cpu_util': fields.FloatField(nullable=True, default=None),
         **_sampler_fields(),
+        **_reclaim_fields(history=True),
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 3):
+            _pop_reclaim_fields(primitive)
         if target < (1, 2):
             _pop_sampler_fields(primitive)
         if target < (1, 1):
@@ -116,13 +153,16 @@ class ComputeReport(base.MemaggObject):
     ``cpu_util`` is the fraction (0..1) of the host's CPUs in use over the
     period and ``mem_used_mb`` the sum of its VMs' WSS max-average (what a
     VM without one has in RAM otherwise): together a host sample.
+    ``free_reservoir_mb`` counts what host reclaim holds paged out as
+    freed, as it counts what the balloons hold.
     """
 
     # Version 1.0: Initial version
     # Version 1.1: mem_used_mb; InstanceReport 1.1, WssSample 1.1
     # Version 1.2: InstanceReport 1.2
     # Version 1.3: InstanceReport 1.3, WssSample 1.2
-    VERSION = '1.3'
+    # Version 1.4: InstanceReport 1.4, WssSample 1.3
+    VERSION = '1.4'
 
     fields = {
         'host': fields.StringField(),
@@ -140,9 +180,9 @@ class ComputeReport(base.MemaggObject):
 
     obj_relationships = {
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.2'),
-                      ('1.3', '1.3')],
+                      ('1.3', '1.3'), ('1.4', '1.4')],
         'samples': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.1'),
-                    ('1.3', '1.2')],
+                    ('1.3', '1.2'), ('1.4', '1.3')],
     }
 
     def obj_make_compatible(self, primitive, target_version):
@@ -176,9 +216,20 @@ class ComputeReport(base.MemaggObject):
 
 def resident_mb(instance):
     """What ``instance`` (an InstanceReport) keeps in RAM, in MiB: its WSS
-    max-average, else its latest WSS, else its current size."""
-    for name in ('wss_maxavg_mb', 'wss_mb', 'current_mb'):
+    max-average, else its latest WSS, else its current size less what host
+    reclaim holds paged out (as the balloon lowers the current size)."""
+    for name in ('wss_maxavg_mb', 'wss_mb'):
         if instance.obj_attr_is_set(name) and getattr(instance,
                                                       name) is not None:
             return getattr(instance, name)
-    return 0
+    if not instance.obj_attr_is_set('current_mb'):
+        return 0
+    reclaimed = (instance.reclaimed_mb
+                 if instance.obj_attr_is_set('reclaimed_mb') else None)
+    return in_use_mb(instance.current_mb, reclaimed)
+
+
+def in_use_mb(current_mb, reclaimed_mb):
+    """A VM's memory in use on its host, MiB: its current size (what the
+    balloon left it) less what host reclaim holds paged out."""
+    return max(0, current_mb - (reclaimed_mb or 0))

@@ -29,7 +29,7 @@ What a round sees:
   the memory granted to its VMs x [consolidation] remote_weight).
 * A VM's cpu history is its last history_length samples in cores; its
   memory is its WSS max-average (else its latest WSS, else its current
-  size).
+  size less what host reclaim holds paged out).
 * With memory_basis ``booked`` the round sees memory as Neat did: a VM
   weighs its booked memory in detection and placement, and a host's memory
   history is its VMs' booked memory, which is flat, as no past of it is
@@ -67,6 +67,7 @@ from memagg.db import instances as db_instances
 from memagg.db import migrations as db_migrations
 from memagg.db import samples as db_samples
 from memagg.drivers.consolidation import base
+from memagg.objects import report as report_obj
 from memagg.scheduler import consolidation
 
 LOG = logging.getLogger(__name__)
@@ -86,12 +87,14 @@ _WORDS = {'mem': 'memory'}
 def resident_mb(instance):
     """What ``instance`` (an Instance row) keeps in RAM, in MiB, as rounds,
     the Placement job and GET /v1/host_usages count it: its WSS
-    max-average, else its latest WSS, else its current size."""
-    for value in (instance.wss_maxavg_mb, instance.wss_mb,
-                  instance.current_mb):
+    max-average, else its latest WSS, else its current size less what host
+    reclaim holds paged out (report.in_use_mb)."""
+    for value in (instance.wss_maxavg_mb, instance.wss_mb):
         if value is not None:
             return value
-    return 0
+    if instance.current_mb is None:
+        return 0
+    return report_obj.in_use_mb(instance.current_mb, instance.reclaimed_mb)
 
 
 def collect(context, group=None, memory_basis=WSS, now=None):

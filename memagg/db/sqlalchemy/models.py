@@ -102,7 +102,19 @@ class SamplerWindow:
         sa.Boolean, nullable=False, default=False, server_default='0')
 
 
-class Instance(SamplerWindow, Base):
+class Reclaimed:
+    """Host-side reclaim behind a period (issue 19): MiB of guest RAM host
+    reclaim holds paged out and the promotion rate (pages faulted back
+    per minute; a double, as sampler_error_mb). NULL: not reported (a
+    compute node from before)."""
+
+    reclaimed_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
+    promotion_rate: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Double, nullable=True)
+
+
+class Instance(SamplerWindow, Reclaimed, Base):
     """A VM on a compute node, with its memory sizes and current WSS."""
 
     __tablename__ = 'instances'
@@ -142,9 +154,18 @@ class Instance(SamplerWindow, Base):
         sa.Integer, nullable=False, default=0)
     vcpus: orm.Mapped[int] = orm.mapped_column(
         sa.Integer, nullable=False, default=0, server_default='0')
+    # The promotion rate as a percentage of wss_maxavg_mb per minute, the
+    # SLO it is held to (pages per minute) and the reclaim mechanism
+    # ('madvise', 'memcg', 'none', with ': <reason>' when idle).
+    promotion_rate_pct: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Double, nullable=True)
+    promotion_slo: orm.Mapped[float | None] = orm.mapped_column(
+        sa.Double, nullable=True)
+    reclaim_mechanism: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True)
 
 
-class WssSample(SamplerWindow, Base):
+class WssSample(SamplerWindow, Reclaimed, Base):
     """One period's working-set estimate of one instance."""
 
     __tablename__ = 'wss_samples'

@@ -17,6 +17,7 @@ import pytest
 from memagg.common import exceptions
 from memagg.compute import collector
 from memagg.compute import memory
+from memagg.compute import reclaim
 from memagg.conf import CONF
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
@@ -182,3 +183,52 @@ def test_the_sampler_behind_an_estimate_reaches_the_report():
     # Before any period the VM has no sampler values to report: its row
     # keeps what it had.
     assert not set(sampler) & set(before.instances[0].as_dict())
+
+
+class _ReclaimedMemory:
+    """A MemoryManager whose period reclaimed 300 MiB of one unmanaged VM
+    through madvise (``reclaim``), or ran no controller (None)."""
+
+    def __init__(self, reclaim):
+        self.reclaim = reclaim
+
+    def run_period(self, host_info, domains, now, ghosts=None):
+        return memory.PeriodResult(vms={TEST_DOMAIN_UUID: memory.VmResult(
+            uuid=TEST_DOMAIN_UUID, current_mb=2048, wss_mb=500,
+            wss_maxavg_mb=512, estimator='unmanaged: no balloon device',
+            managed=False, reclaim=self.reclaim)}, reservoir_mb=300)
+
+
+def test_host_reclaim_reaches_the_report():
+    drv = _Driver({'actual': 2048 * 1024, 'available': 2048 * 1024})
+    held = reclaim.VmReclaim(reclaimed_mb=299.7, promotions_per_min=65.536,
+                             slo_per_min=262.144, mechanism='madvise')
+    report = collector.Collector(drv, 'h', _ReclaimedMemory(held)).run_period()
+
+    inst, = report.instances
+    sample, = report.samples
+    assert (inst.reclaimed_mb, inst.promotion_rate, inst.promotion_slo,
+            inst.reclaim_mechanism) == (300, 65.536, 262.144, 'madvise')
+    # 65.536 pages a minute of a 512 MiB WSS^maxavg: 0.05 % of it.
+    assert inst.promotion_rate_pct == pytest.approx(0.05)
+    assert (sample.reclaimed_mb, sample.promotion_rate) == (300, 65.536)
+    assert not {'promotion_slo', 'reclaim_mechanism'} & set(
+        sample.as_dict())
+    assert report.free_reservoir_mb == 300
+
+
+@pytest.mark.parametrize('held, mechanism', [
+    (None, 'none: host reclaim off ([host_reclaim] controller = none)'),
+    (reclaim.VmReclaim(mechanism=None, reason='no reclaim mechanism: x'),
+     'none: no reclaim mechanism: x'),
+    (reclaim.VmReclaim(mechanism='madvise', reason='no swap space'),
+     'madvise: no swap space'),
+])
+def test_the_mechanism_says_why_nothing_is_reclaimed(held, mechanism):
+    drv = _Driver({'actual': 2048 * 1024, 'available': 2048 * 1024})
+    inst, = collector.Collector(drv, 'h', _ReclaimedMemory(held)).run_period(
+    ).instances
+    assert inst.reclaim_mechanism == mechanism
+    assert (inst.reclaimed_mb, inst.promotion_rate,
+            inst.promotion_rate_pct, inst.promotion_slo) == (0, None, None,
+                                                             None)

@@ -112,6 +112,10 @@ def test_a_vm_without_balloon_gives_its_cold_memory_to_swap(reclaim_conf,
     # At least half the 192 MiB cold gone from RSS, and into swap.
     assert before - after >= 96, (before, after)
     assert r.reclaimed_mb >= 96
+    # What it holds in swap is freed in the node's reservoir, as what a
+    # balloon holds is.
+    assert results[-1].reservoir_mb == memory.guest_memory_mb(
+        reclaim_conf, driver.get_host_info()) - 256 + int(r.reclaimed_mb)
     # The hot set stayed resident: promotions within the SLO.
     assert r.promotions_per_min <= r.slo_per_min
     # It grew by grow_mb a period and no faster.
@@ -175,3 +179,61 @@ def test_a_vm_gone_mid_reclaim_is_forgotten(reclaim_conf, tmp_path):
         proc.wait()
     assert 'vm' not in second.vms
     assert 'vm' not in manager._vms
+
+
+class _Reclaimed:
+    """A HostReclaim whose VMs hold ``held`` MiB each in the host's swap
+    (the page-out itself is tested above on a real process)."""
+
+    enabled = True
+    needs_idle_pages = False
+
+    def __init__(self, held):
+        self.held = held
+
+    def observe(self, uuid, idle_pages, window_s):
+        pass
+
+    def period(self, uuid, memory_, sample_n, wss_maxavg_mb, moving,
+               psi=None, setting=None):
+        return reclaim.VmReclaim(reclaimed_mb=self.held[uuid],
+                                 mechanism='madvise')
+
+    def forget(self, uuid):
+        pass
+
+
+class _NoSettings:
+    def weight(self, uuid):
+        return None
+
+    def forget(self, uuid):
+        pass
+
+
+def test_reclaimed_memory_counts_in_the_reservoir_as_ballooned(conf):
+    """The node's reservoir grows by what host reclaim holds of a managed
+    and of an unmanaged VM, as it grows by what a balloon frees."""
+    conf.config(estimator='stats', group='wss')
+    conf.config(reserved_host_memory_mb=0, group='compute')
+    driver = test_memory.Driver()
+    driver.add('managed', test_memory.stats_of(300, m_cur_mb=1024))
+    driver.add('unmanaged', {}, max_mb=1024, balloon=False, current_mb=1024)
+
+    def reservoir(held):
+        manager = memory.MemoryManager(driver, CONF)
+        if held is not None:
+            manager.reclaim = _Reclaimed(held)
+            manager.reclaim_settings = _NoSettings()
+        try:
+            return test_memory.run(manager, driver)
+        finally:
+            manager.close()
+
+    alone = reservoir(None)
+    both = reservoir({'managed': 100.4, 'unmanaged': 250.0})
+
+    assert [alone.vms[u].target_mb for u in alone.vms] == [
+        both.vms[u].target_mb for u in both.vms]
+    assert both.reservoir_mb == alone.reservoir_mb + 350
+    assert memory.reclaimed_mb(both.vms) == 350

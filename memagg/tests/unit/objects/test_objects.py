@@ -27,17 +27,20 @@ from memagg.objects import report
 EXPECTED_FINGERPRINTS = {
     'ActionPayload': '1.0-239c715251e79a15769a111ccc5b8f92',
     'AuditPayload': '1.0-f1001ffabb8f0183df216a403acb3867',
-    'ComputeReport': '1.3-d16c7c9686fd9af4b7c4a40d9cc92663',
+    'ComputeReport': '1.4-d16c7c9686fd9af4b7c4a40d9cc92663',
     'GrantPayload': '1.0-c2d0f1669f76719e078177c199274f05',
     'MigrationPayload': '1.0-69ff8df514a8e0bf5770e2efad6b13ed',
-    'InstanceReport': '1.3-9eaa283a461bd7a5cbd73647cbaec4ec',
-    'WssSample': '1.2-c53266a2ef6ba431336c21d37bea65a3',
+    'InstanceReport': '1.4-1a5c363e6bd6aaf0d35c449fa1abd6b4',
+    'WssSample': '1.3-e307aa6cd0ef770a926d628f647380d6',
 }
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
 SAMPLER = dict(sampler_backend='damon_paddr', sampler_error_mb=12.5,
                sampler_pages=4610, warming=True)
+HISTORY_RECLAIM = dict(reclaimed_mb=300, promotion_rate=120.5)
+RECLAIM = dict(HISTORY_RECLAIM, promotion_rate_pct=0.067,
+               promotion_slo=358.4, reclaim_mechanism='madvise')
 
 
 def _report():
@@ -48,11 +51,12 @@ def _report():
             uuid=UUID, name='vm1', project_id='p1', booked_mb=2048,
             current_mb=1024, target_mb=None, wss_mb=700, wss_maxavg_mb=None,
             estimator='badis/V/sampler', local_policy='cmms/equal',
-            cpu_util=0.5, vcpus=2, **SAMPLER)],
+            cpu_util=0.5, vcpus=2, **SAMPLER, **RECLAIM)],
         samples=[report.WssSample(
             instance_uuid=UUID, sampled_at=NOW, wss_mb=700,
             wss_maxavg_mb=None, current_mb=1024, target_mb=None,
-            estimator='badis/V/sampler', cpu_util=1.0, **SAMPLER)],
+            estimator='badis/V/sampler', cpu_util=1.0, **SAMPLER,
+            **HISTORY_RECLAIM)],
         mem_used_mb=700)
 
 
@@ -76,7 +80,7 @@ def test_report_survives_the_rpc_serializer():
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     primitive = serializer.serialize_entity(ctxt, _report())
     assert primitive['memagg_object.name'] == 'ComputeReport'
-    assert primitive['memagg_object.version'] == '1.3'
+    assert primitive['memagg_object.version'] == '1.4'
     again = serializer.deserialize_entity(ctxt, primitive)
     # Field by field: ovo's == also compares the order of the changed-field
     # list, which follows string hashing and so varies between runs.
@@ -104,10 +108,11 @@ def test_to_db_values_names_only_columns():
     assert instances[0]['uuid'] == UUID and instances[0]['wss_mb'] == 700
     assert instances[0]['vcpus'] == 2
     assert {k: instances[0][k] for k in SAMPLER} == SAMPLER
+    assert {k: instances[0][k] for k in RECLAIM} == RECLAIM
     assert samples == [dict(instance_uuid=UUID, sampled_at=NOW, wss_mb=700,
                             wss_maxavg_mb=None, current_mb=1024,
                             target_mb=None, estimator='badis/V/sampler',
-                            cpu_util=1.0, **SAMPLER)]
+                            cpu_util=1.0, **SAMPLER, **HISTORY_RECLAIM)]
     assert _report().host_sample() == {'cpu_util': 0.25, 'mem_used_mb': 700}
 
 
@@ -154,6 +159,44 @@ def test_a_1_2_report_is_read_without_sampler_fields():
     host, instances, samples = old.to_db_values()
     for row in instances + samples:
         assert not set(SAMPLER) & set(row)
+
+
+@pytest.mark.parametrize('version', ['1.0', '1.2', '1.3'])
+def test_a_receiver_before_1_4_gets_no_reclaim_fields(version):
+    primitive = _report().obj_to_primitive(target_version=version)
+    data = primitive['memagg_object.data']
+    for item in data['instances'] + data['samples']:
+        assert not set(RECLAIM) & set(item['memagg_object.data'])
+
+
+def test_a_1_3_report_is_read_without_reclaim_fields():
+    """A compute node of the release before host reclaim's accounting:
+    its rows leave the reclaim columns NULL and its sampler is kept."""
+    old = report.ComputeReport.obj_from_primitive(
+        _report().obj_to_primitive(target_version='1.3'))
+
+    assert old.VERSION == '1.3'
+    host, instances, samples = old.to_db_values()
+    assert {k: instances[0][k] for k in SAMPLER} == SAMPLER
+    for row in instances + samples:
+        assert not set(RECLAIM) & set(row)
+
+
+def test_reclaimed_memory_lowers_what_a_vm_without_a_wss_uses():
+    """As the balloon lowers current_mb, host reclaim's paged-out memory
+    lowers what a VM without a WSS counts as in RAM; a WSS counts as is."""
+    def instance(**values):
+        return report.InstanceReport(**{**dict(
+            uuid=UUID, name='vm', project_id=None, booked_mb=2048,
+            current_mb=2048, target_mb=None, wss_mb=None,
+            wss_maxavg_mb=None, estimator=None, cpu_util=0.0), **values})
+
+    assert report.resident_mb(instance(reclaimed_mb=800)) == 1248
+    assert report.resident_mb(instance()) == 2048
+    assert report.resident_mb(instance(reclaimed_mb=None)) == 2048
+    assert report.resident_mb(instance(reclaimed_mb=4096)) == 0
+    assert report.resident_mb(instance(wss_maxavg_mb=700,
+                                       reclaimed_mb=800)) == 700
 
 
 def test_a_1_0_report_still_gives_a_host_sample():

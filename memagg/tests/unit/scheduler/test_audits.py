@@ -274,6 +274,23 @@ def test_collect_reads_histories_capacity_and_grants(rounds):
     assert h2.vms[0].cpu_history == [1.0]
 
 
+def test_a_vm_without_a_wss_weighs_what_host_reclaim_left_it(rounds):
+    """Host reclaim's paged-out memory lowers what a VM without a WSS
+    weighs in a round, as a balloon lowers current_mb; a VM with a WSS
+    weighs its WSS max-average whatever it holds paged out."""
+    db_reports.report_ingest(_ctxt(), dict(name='h1', vcpus=2, memory_mb=4096,
+                                           cpu_util=0.25), [
+        dict(uuid=_vm(1), booked_mb=1024, current_mb=1024, reclaimed_mb=600,
+             cpu_util=0.5, vcpus=2),
+        dict(uuid=_vm(2), booked_mb=1024, current_mb=1024, wss_mb=300,
+             wss_maxavg_mb=300, reclaimed_mb=600, cpu_util=0.5, vcpus=2)],
+        [])
+
+    (h1,), _ = audits.collect(_ctxt())
+
+    assert [vm.wss_maxavg_mb for vm in h1.vms] == [424.0, 300.0]
+
+
 def test_no_reporting_host_fails_the_audit_with_the_reason(rounds):
     _host('silent', 8, 16384, [0.05], [], reported_at=rows.ago(hours=1))
 
