@@ -16,7 +16,8 @@
  * libFuzzer harness: the control protocol.  The input is one request line:
  * it goes through the line parser, the export-table parser, the index and
  * uuid/hex parsers, and sd_control_handle against a small donor store (the
- * export verbs answer ENODEV here, so the fuzzer creates no files).  The
+ * export verbs, EXPORT_KEY_WRAP and EXPORT_KEY_INSTALL among them, answer
+ * ENODEV here, so the fuzzer creates no files).  The
  * export-table parser also gets the input after a valid grant, key, size,
  * slab_size and local, so the fuzzer reaches slabs= (ranges), local_slabs=,
  * adopt=, rebuilt=, rebuild_started=, seal= and page_key= without finding

@@ -369,6 +369,8 @@ static char *do_export_create(const struct sd_control_ctx *c,
                                         "local", "slabs", "local_slabs",
                                         "adopt", "seal", NULL };
     char err[SD_ERRLEN] = "", sock[PATH_MAX], uuid[SD_UUID_STRLEN + 1];
+    char offer[2 * SD_KW_PUB_LEN + 1];
+    uint8_t grant[SD_UUID_LEN], pub[SD_KW_PUB_LEN];
     struct sd_export_spec spec;
     char *r = check_keys(a, keys);
     int ret;
@@ -386,7 +388,70 @@ static char *do_export_create(const struct sd_control_ctx *c,
     if (ret) {
         return reply_err(ret, err);
     }
+    /* An adopted sealed export waits for its key: the source wraps it
+     * for this offer. */
+    if (sd_uuid_parse(uuid, strlen(uuid), grant) == 0 &&
+        sd_exports_key_offer(c->exports, grant, pub) == 0) {
+        sd_hex_encode(pub, SD_KW_PUB_LEN, offer);
+        return reply_fmt("OK name=memagg-swap-%s socket=%s key_offer=%s\n",
+                         uuid, sock, offer);
+    }
     return reply_fmt("OK name=memagg-swap-%s socket=%s\n", uuid, sock);
+}
+
+static char *do_export_key_wrap(const struct sd_control_ctx *c,
+                                const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "offer", NULL };
+    uint8_t grant[SD_UUID_LEN], pub[SD_KW_PUB_LEN], blob[SD_KW_BLOB_LEN];
+    char *r = check_keys(a, keys), err[SD_ERRLEN] = "";
+    char hex[2 * SD_KW_BLOB_LEN + 1];
+    const char *s;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    s = sd_args_get(a, "offer");
+    if (!s || sd_hex_decode(s, strlen(s), pub, SD_KW_PUB_LEN)) {
+        return reply_err(EINVAL, "offer: must be the 64 hex digits of the "
+                         "destination's key_offer");
+    }
+    ret = sd_exports_key_wrap(c->exports, grant, pub, blob, err,
+                              sizeof(err));
+    if (ret == -ENOENT) {
+        return no_export(grant);
+    }
+    if (ret) {
+        return reply_err(ret, err);
+    }
+    sd_hex_encode(blob, SD_KW_BLOB_LEN, hex);
+    return reply_fmt("OK wrapped=%s\n", hex);
+}
+
+static char *do_export_key_install(const struct sd_control_ctx *c,
+                                   const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "wrapped", NULL };
+    uint8_t grant[SD_UUID_LEN], blob[SD_KW_BLOB_LEN];
+    char *r = check_keys(a, keys), err[SD_ERRLEN] = "";
+    const char *s;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    s = sd_args_get(a, "wrapped");
+    if (!s || sd_hex_decode(s, strlen(s), blob, SD_KW_BLOB_LEN)) {
+        return reply_fmt("ERR EINVAL wrapped: must be the %d hex digits "
+                         "EXPORT_KEY_WRAP gave on the source\n",
+                         2 * SD_KW_BLOB_LEN);
+    }
+    ret = sd_exports_key_install(c->exports, grant, blob, err, sizeof(err));
+    if (ret == -ENOENT) {
+        return no_export(grant);
+    }
+    return ret ? reply_err(ret, err) : reply_fmt("OK\n");
 }
 
 static char *do_export_describe(const struct sd_control_ctx *c,
@@ -575,6 +640,8 @@ static const struct {
     { "EXPORT_DROP", do_export_drop, 0 },
     { "EXPORT_LIST", do_export_list, 0 },
     { "EXPORT_STATS", do_export_stats, 0 },
+    { "EXPORT_KEY_WRAP", do_export_key_wrap, 0 },
+    { "EXPORT_KEY_INSTALL", do_export_key_install, 0 },
     { "GHOST", do_ghost, 0 },
 };
 
@@ -606,7 +673,8 @@ int sd_control_handle(const struct sd_control_ctx *ctx, char *line,
     *reply = reply_fmt("ERR EINVAL verb: unknown '%.64s'; one of PING,"
                        "GRANT_ALLOC,GRANT_FREE,DONOR_STATS,EXPORT_CREATE,"
                        "EXPORT_DESCRIBE,EXPORT_RECLAIM,EXPORT_REBUILD,"
-                       "EXPORT_DROP,EXPORT_LIST,EXPORT_STATS,GHOST\n",
+                       "EXPORT_DROP,EXPORT_LIST,EXPORT_STATS,"
+                       "EXPORT_KEY_WRAP,EXPORT_KEY_INSTALL,GHOST\n",
                        args.verb);
     return *reply ? 0 : -ENOMEM;
 }

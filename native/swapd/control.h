@@ -16,8 +16,10 @@
  * The control socket: one text line per request and per reply (see the
  * issue 5 contract).  memagg-compute creates, describes, reclaims and drops
  * exports through it, and starts an adopted export's rebuild at a live
- * migration's finish (EXPORT_REBUILD); the scheduler's prepare/free of
- * donor slabs reach the store through it.
+ * migration's finish (EXPORT_REBUILD), and hands a sealed export's page
+ * key from a migration's source to its destination (EXPORT_KEY_WRAP,
+ * EXPORT_KEY_INSTALL); the scheduler's prepare/free of donor slabs reach
+ * the store through it.
  */
 #ifndef MEMAGG_SWAPD_CONTROL_H
 #define MEMAGG_SWAPD_CONTROL_H

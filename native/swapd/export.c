@@ -714,6 +714,9 @@ struct sd_export {
      * found altered on their donor, which fail to read until written. */
     struct sd_sealer sealer;
     int key_ready;
+    struct sd_kw_offer *offer;          /* waiting: the pending private
+                                         * key (x->lock) */
+    uint8_t offer_pub[SD_KW_PUB_LEN];
     int nokey_warned;                   /* atomic */
     int sealer_ok;                      /* sealer is initialised */
     struct sd_bitmap bad;
@@ -2193,6 +2196,7 @@ static void export_free(struct sd_export *x)
     if (x->sealer_ok) {
         sd_sealer_destroy(&x->sealer);
     }
+    sd_kw_offer_free(x->offer);
     pthread_cond_destroy(&x->rb_cond);
     pthread_mutex_destroy(&x->rb_lock);
     sd_ghost_destroy(&x->ghost);
@@ -2224,6 +2228,11 @@ static int seal_setup(struct sd_export *x, int restoring, char *err,
                     "read; drop the export and make a new one");
     }
     x->key_ready = x->spec.has_page_key;
+    /* The offer lives in memory only: a restart makes a new one. */
+    if (!x->key_ready && sd_kw_offer_new(&x->offer, x->offer_pub)) {
+        return fail(err, errlen, -EIO, "seal: cannot make the key offer "
+                    "(OpenSSL failed)");
+    }
     if (sd_sealer_init(&x->sealer)) {
         return fail(err, errlen, -EIO, "seal: cannot draw a nonce epoch "
                     "(OpenSSL's RAND_bytes failed)");
@@ -2730,6 +2739,106 @@ int sd_exports_stats(struct sd_exports *xs,
     out->rebuild_left = rebuild_left(x);
     out->stored_pages = sd_bitmap_count(&x->written);
     return 0;
+}
+
+int sd_exports_key_offer(struct sd_exports *xs,
+                         const uint8_t grant[SD_UUID_LEN],
+                         uint8_t pub[SD_KW_PUB_LEN])
+{
+    struct sd_export *x = lookup(xs, grant);
+    int ret = 0;
+
+    if (!x) {
+        return -ENOENT;
+    }
+    pthread_mutex_lock(&x->lock);
+    if (!x->spec.seal) {
+        ret = -EINVAL;
+    } else if (!x->offer) {
+        ret = -EALREADY;
+    } else {
+        memcpy(pub, x->offer_pub, SD_KW_PUB_LEN);
+    }
+    pthread_mutex_unlock(&x->lock);
+    return ret;
+}
+
+int sd_exports_key_wrap(struct sd_exports *xs,
+                        const uint8_t grant[SD_UUID_LEN],
+                        const uint8_t pub[SD_KW_PUB_LEN],
+                        uint8_t blob[SD_KW_BLOB_LEN], char *err,
+                        size_t errlen)
+{
+    struct sd_export *x = lookup(xs, grant);
+    int ret;
+
+    if (!x) {
+        return -ENOENT;
+    }
+    if (!x->spec.seal) {
+        return fail(err, errlen, -EINVAL, "grant: the export of %s is not "
+                    "sealed: it has no page key to hand over", x->uuid);
+    }
+    if (!__atomic_load_n(&x->key_ready, __ATOMIC_ACQUIRE)) {
+        return fail(err, errlen, -ENOKEY, "grant: the export of %s waits "
+                    "for its own page key (EXPORT_KEY_INSTALL)", x->uuid);
+    }
+    ret = sd_kw_wrap(x->spec.grant, x->spec.page_key, pub, blob);
+    if (ret == -EINVAL) {
+        return fail(err, errlen, ret, "offer: not a usable X25519 public "
+                    "key; give the key_offer= of the destination's "
+                    "EXPORT_CREATE");
+    }
+    if (ret) {
+        return fail(err, errlen, ret, "cannot wrap the page key (OpenSSL "
+                    "failed)");
+    }
+    return 0;
+}
+
+int sd_exports_key_install(struct sd_exports *xs,
+                           const uint8_t grant[SD_UUID_LEN],
+                           const uint8_t blob[SD_KW_BLOB_LEN], char *err,
+                           size_t errlen)
+{
+    struct sd_export *x = lookup(xs, grant);
+    uint8_t key[SD_KEY_LEN];
+    int ret;
+
+    if (!x) {
+        return -ENOENT;
+    }
+    pthread_mutex_lock(&x->lock);
+    if (!x->spec.seal) {
+        ret = fail(err, errlen, -EINVAL, "grant: the export of %s is not "
+                   "sealed: it takes no page key", x->uuid);
+    } else if (x->spec.has_page_key) {
+        ret = fail(err, errlen, -EALREADY, "grant: the export of %s has "
+                   "its page key already", x->uuid);
+    } else if ((ret = sd_kw_unwrap(x->offer, x->spec.grant, blob, key))) {
+        ret = fail(err, errlen, ret == -EBADMSG ? ret : -EIO, "wrapped: "
+                   "does not open with this export's offer (made for "
+                   "another host, grant or offer, or altered)");
+    } else {
+        memcpy(x->spec.page_key, key, SD_KEY_LEN);
+        x->spec.has_page_key = 1;
+        /* Durable before any page is sealed with it. */
+        ret = persist(x);
+        if (ret) {
+            x->spec.has_page_key = 0;
+            OPENSSL_cleanse(x->spec.page_key, SD_KEY_LEN);
+            fail(err, errlen, ret, "cannot write %s: %s (the export still "
+                 "waits for its key)", x->conf, strerror(-ret));
+        } else {
+            __atomic_store_n(&x->key_ready, 1, __ATOMIC_RELEASE);
+            sd_kw_offer_free(x->offer);
+            x->offer = NULL;
+            sd_log(LOG_INFO, "export %s: page key installed", x->uuid);
+        }
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+    pthread_mutex_unlock(&x->lock);
+    return ret;
 }
 
 int sd_exports_ghost(struct sd_exports *xs,

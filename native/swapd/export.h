@@ -58,6 +58,7 @@
 #include <sys/types.h>
 
 #include "control.h"
+#include "keywrap.h"
 #include "swapd.h"
 
 #define SD_ENDPOINT_MAX 128
@@ -220,6 +221,37 @@ int sd_exports_reclaim(struct sd_exports *xs,
                        const uint8_t grant[SD_UUID_LEN],
                        const uint32_t *idx, size_t n, uint32_t *done,
                        char *err, size_t errlen);
+/* Page key handoff for a live migration (sealed exports; see keywrap.h).
+ * The destination's adopted export makes an ephemeral X25519 offer when
+ * it is created or restored without its key; the source wraps its key
+ * for that offer; the destination installs it.  The key itself never
+ * leaves the two swapds in clear. */
+
+/* The public key of the offer of grant's export, which waits for its key.
+ * -ENOENT: no export; -EINVAL: not sealed; -EALREADY: it has its key. */
+int sd_exports_key_offer(struct sd_exports *xs,
+                         const uint8_t grant[SD_UUID_LEN],
+                         uint8_t pub[SD_KW_PUB_LEN]);
+/* Wrap the page key of grant's export for the offer pub into blob.
+ * -ENOENT: no export; -EINVAL with err: not sealed, or pub is not a usable
+ * X25519 public key; -ENOKEY with err: the export waits for its key
+ * itself; -EIO: OpenSSL failed. */
+int sd_exports_key_wrap(struct sd_exports *xs,
+                        const uint8_t grant[SD_UUID_LEN],
+                        const uint8_t pub[SD_KW_PUB_LEN],
+                        uint8_t blob[SD_KW_BLOB_LEN], char *err,
+                        size_t errlen);
+/* Install the page key blob wraps for this export's offer: saved in the
+ * .conf (fsync) before it is used and before this returns 0; the offer's
+ * private key is forgotten then.  -ENOENT: no export; -EALREADY: it has
+ * its key; -EBADMSG with err: the blob does not open with the offer;
+ * -EINVAL with err: not sealed; -errno with err: the .conf cannot be
+ * written (the export still waits). */
+int sd_exports_key_install(struct sd_exports *xs,
+                           const uint8_t grant[SD_UUID_LEN],
+                           const uint8_t blob[SD_KW_BLOB_LEN], char *err,
+                           size_t errlen);
+
 /* Stop serving grant (its rebuild, if any, stops too); the local copy is
  * removed with delete_local.  Nothing on the donors is freed: that is
  * GRANT_FREE's, when the grant is released. */

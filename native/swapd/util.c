@@ -173,6 +173,9 @@ const char *sd_errno_name(int err)
     case ETIMEDOUT: return "ETIMEDOUT";
     case EHOSTUNREACH: return "EHOSTUNREACH";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EBADMSG: return "EBADMSG";
+    case EALREADY: return "EALREADY";
+    case ENOKEY: return "ENOKEY";
     default: return "EIO";
     }
 }

@@ -220,6 +220,125 @@ static void test_verbs(const char *dir)
     CHECK(strcmp(call("EXPORT_LIST"), "OK grants=") == 0);
 }
 
+/* The page_key= of the .conf at path into hex (65 bytes); 1 when found. */
+static int conf_key(const char *path, char *hex)
+{
+    char text[4096], *k;
+    FILE *f = fopen(path, "r");
+    int ok;
+
+    if (!f) {
+        return 0;
+    }
+    ok = fgets(text, sizeof(text), f) != NULL;
+    fclose(f);
+    k = ok ? strstr(text, " page_key=") : NULL;
+    if (!k || strlen(k) < 10 + 64) {
+        return 0;
+    }
+    memcpy(hex, k + 10, 64);
+    hex[64] = '\0';
+    return 1;
+}
+
+/* The page key handoff of a live migration through the control verbs:
+ * the source's sealed export and the destination's adopted one (two
+ * registries, as on two hosts). */
+static void test_key_verbs(const char *dir)
+{
+    char err[SD_ERRLEN], line[1024], src_dir[256], dst_dir[256];
+    char offer[65], wrapped[2 * SD_KW_BLOB_LEN + 1], key_src[65], key_dst[65];
+    struct sd_exports *src, *dst, *saved = ctx.exports;
+    const char *r;
+    char was;
+
+    snprintf(src_dir, sizeof(src_dir), "%s/src", dir);
+    snprintf(dst_dir, sizeof(dst_dir), "%s/dst", dir);
+    CHECK(sd_exports_new(src_dir, src_dir, (uid_t)-1, (gid_t)-1, &src, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_new(dst_dir, dst_dir, (uid_t)-1, (gid_t)-1, &dst, err,
+                         sizeof(err)) == 0);
+
+    ctx.exports = src;
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s/copy slabs= seal=1 "
+             "page_key=" KEY, src_dir);
+    CHECK(starts(call(line), "ERR EINVAL page_key: EXPORT_CREATE takes no "
+                 "such argument"));
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s/copy slabs= seal=1",
+             src_dir);
+    r = call(line);
+    CHECK(starts(r, "OK name=") && !strstr(r, "key_offer="));
+    r = call("EXPORT_DESCRIBE grant=" GRANT);
+    CHECK(strstr(r, " seal=1") && !strstr(r, "page_key"));
+    CHECK(strstr(call("EXPORT_STATS grant=" GRANT), " auth_failures=0"));
+
+    ctx.exports = dst;
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s/copy "
+             "slabs=0-3@tcp://127.0.0.1:1@0@0 adopt=1 seal=1", dst_dir);
+    r = call(line);
+    CHECK(starts(r, "OK name=") && strstr(r, " key_offer="));
+    snprintf(offer, sizeof(offer), "%s",
+             strstr(r, " key_offer=") ? strstr(r, " key_offer=") + 11 : "");
+    CHECK(strlen(offer) == 64);
+    /* The destination has no key to hand over yet. */
+    snprintf(line, sizeof(line), "EXPORT_KEY_WRAP grant=" GRANT " offer=%s",
+             offer);
+    CHECK(starts(call(line), "ERR ENOKEY grant:"));
+
+    ctx.exports = src;
+    CHECK(starts(call("EXPORT_KEY_WRAP grant=" GRANT " offer=12"),
+                 "ERR EINVAL offer:"));
+    CHECK(starts(call("EXPORT_KEY_WRAP grant=" GRANT " offer=" KEY " x=1"),
+                 "ERR EINVAL x:"));
+    CHECK(starts(call("EXPORT_KEY_WRAP grant=" OTHER " offer=" KEY),
+                 "ERR ENOENT grant:"));
+    /* All zeros: a low-order point, no shared secret. */
+    CHECK(starts(call("EXPORT_KEY_WRAP grant=" GRANT " offer=0000000000000"
+                      "000000000000000000000000000000000000000000000000000"),
+                 "ERR EINVAL offer:"));
+    r = call(line);
+    CHECK(starts(r, "OK wrapped="));
+    snprintf(wrapped, sizeof(wrapped), "%s", starts(r, "OK wrapped=") ?
+             r + 11 : "");
+    CHECK(strlen(wrapped) == 2 * SD_KW_BLOB_LEN);
+
+    ctx.exports = dst;
+    CHECK(starts(call("EXPORT_KEY_INSTALL grant=" GRANT " wrapped=zz"),
+                 "ERR EINVAL wrapped:"));
+    /* An altered blob does not open. */
+    was = wrapped[100];
+    wrapped[100] = was == '0' ? '1' : '0';
+    snprintf(line, sizeof(line), "EXPORT_KEY_INSTALL grant=" GRANT
+             " wrapped=%s", wrapped);
+    CHECK(starts(call(line), "ERR EBADMSG wrapped:"));
+    wrapped[100] = was;
+    snprintf(line, sizeof(line), "EXPORT_KEY_INSTALL grant=" GRANT
+             " wrapped=%s", wrapped);
+    CHECK(strcmp(call(line), "OK") == 0);
+    CHECK(starts(call(line), "ERR EALREADY grant:"));
+    snprintf(line, sizeof(line), "EXPORT_KEY_INSTALL grant=" OTHER
+             " wrapped=%s", wrapped);
+    CHECK(starts(call(line), "ERR ENOENT grant:"));
+    CHECK(!strstr(call("EXPORT_DESCRIBE grant=" GRANT), "page_key"));
+
+    /* Both .conf files hold the same key now. */
+    snprintf(line, sizeof(line), "%s/exports/" GRANT ".conf", src_dir);
+    CHECK(conf_key(line, key_src));
+    snprintf(line, sizeof(line), "%s/exports/" GRANT ".conf", dst_dir);
+    CHECK(conf_key(line, key_dst));
+    CHECK(strcmp(key_src, key_dst) == 0);
+
+    CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
+    ctx.exports = src;
+    CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
+    sd_exports_free(src);
+    sd_exports_free(dst);
+    ctx.exports = saved;
+}
+
 static void test_socket(const char *dir)
 {
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -287,6 +406,7 @@ int main(void)
     test_parse_line();
     test_verbs(dir);
     test_socket(dir);
+    test_key_verbs(dir);
     test_main_options();
     sd_exports_free(ctx.exports);
     sd_store_free(ctx.store);

@@ -25,7 +25,8 @@
  * whose local copy is rebuilt from its donors once asked, while the guest
  * writes, across restarts; a sealed export (ciphertext on the donor,
  * a page altered there caught, its key kept and restored, an adoption
- * that has no other copy of the altered page).
+ * that has no other copy of the altered page) and the page key's handoff
+ * to a migration's destination.
  * Prints "N passed, N failed".
  */
 #include <arpa/inet.h>
@@ -1335,6 +1336,98 @@ static void test_sealed_export(void)
     free(back);
 }
 
+/* A live migration's page key handoff: the destination's adopted sealed
+ * export fails donor I/O with EIO until the source's key, wrapped for its
+ * offer, is installed; then it reads the source's pages, and still does
+ * after a restart (the key is in its .conf). */
+static void test_key_handoff(void)
+{
+    uint8_t key[SD_KEY_LEN], *buf = malloc(SLAB), *back = malloc(SLAB);
+    uint8_t pub[SD_KW_PUB_LEN], blob[SD_KW_BLOB_LEN];
+    char sock[2][256], err[SD_ERRLEN], slabs[512], line[1024];
+    char dir[2][128];
+    uint32_t idx[4] = { 0, 1, 2, 3 }, rkey;
+    struct sd_export_stats st;
+    struct sd_export_spec spec;
+    struct sd_server *server;
+    struct sd_exports *xs[2];
+    struct sd_store *store;
+    uint64_t addrs[4];
+    size_t done;
+    int fd[2], i;
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    CHECK(sd_store_new(16 * SLAB, &store) == 0);
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
+                              sizeof(err)) == 0);
+    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 4, addrs, &done,
+                         &rkey) == 0 && done == 4);
+    snprintf(slabs, sizeof(slabs), "0-3@tcp://127.0.0.1:%u@%llu@0",
+             sd_server_port(server), (unsigned long long)addrs[0]);
+    for (i = 0; i < 2; i++) {
+        snprintf(dir[i], sizeof(dir[i]), "%s/%s", tmpdir, i ? "dst" : "src");
+        CHECK(sd_exports_new(dir[i], dir[i], (uid_t)-1, (gid_t)-1, &xs[i],
+                             err, sizeof(err)) == 0);
+        snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
+                 "slab_size=%llu local=%s/copy slabs=%s seal=1%s", 4 * SLAB,
+                 SLAB, dir[i], slabs, i ? " adopt=1" : "");
+        CHECK(parse_spec(line, &spec, err) == 0);
+        CHECK(sd_exports_create(xs[i], &spec, sock[i], 256, err,
+                                sizeof(err)) == 0);
+        fd[i] = open_export(sock[i]);
+    }
+    for (i = 0; i < (int)SLAB; i++) {
+        buf[i] = (uint8_t)(i * 11 + i / 4096 + 3);
+    }
+    CHECK(tc_io(fd[0], NBD_CMD_WRITE, SLAB / 2, (uint32_t)SLAB, buf) == 0);
+    CHECK(sd_exports_key_offer(xs[0], grant_bin, pub) == -EALREADY);
+
+    /* Waiting for the key: donor reads and writes fail. */
+    CHECK(tc_io(fd[1], NBD_CMD_READ, SLAB / 2, 4096, back) == NBD_EIO);
+    CHECK(tc_io(fd[1], NBD_CMD_WRITE, 3 * SLAB, 4096, buf) == NBD_EIO);
+    CHECK(sd_exports_key_offer(xs[1], grant_bin, pub) == 0);
+    CHECK(sd_exports_key_wrap(xs[1], grant_bin, pub, blob, err,
+                              sizeof(err)) == -ENOKEY);
+    CHECK(sd_exports_key_wrap(xs[0], grant_bin, pub, blob, err,
+                              sizeof(err)) == 0);
+    blob[50] ^= 1;
+    CHECK(sd_exports_key_install(xs[1], grant_bin, blob, err,
+                                 sizeof(err)) == -EBADMSG &&
+          strstr(err, "wrapped"));
+    blob[50] ^= 1;
+    CHECK(sd_exports_key_install(xs[1], grant_bin, blob, err,
+                                 sizeof(err)) == 0);
+    CHECK(sd_exports_key_install(xs[1], grant_bin, blob, err,
+                                 sizeof(err)) == -EALREADY);
+    CHECK(sd_exports_key_offer(xs[1], grant_bin, pub) == -EALREADY);
+
+    memset(back, 0, SLAB);
+    CHECK(tc_io(fd[1], NBD_CMD_READ, SLAB / 2, (uint32_t)SLAB, back) == 0 &&
+          memcmp(back, buf, SLAB) == 0);
+    CHECK(sd_exports_stats(xs[1], grant_bin, &st) == 0 &&
+          st.auth_failures == 0);
+
+    /* The destination restarts: the key is read back from its .conf. */
+    close(fd[1]);
+    sd_exports_free(xs[1]);
+    CHECK(sd_exports_new(dir[1], dir[1], (uid_t)-1, (gid_t)-1, &xs[1], err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs[1]) == 1);
+    fd[1] = open_export(sock[1]);
+    memset(back, 0, SLAB);
+    CHECK(tc_io(fd[1], NBD_CMD_READ, SLAB / 2, (uint32_t)SLAB, back) == 0 &&
+          memcmp(back, buf, SLAB) == 0);
+    for (i = 0; i < 2; i++) {
+        close(fd[i]);
+        CHECK(sd_exports_drop(xs[i], grant_bin, 1) == 0);
+        sd_exports_free(xs[i]);
+    }
+    sd_server_stop(server);
+    sd_store_free(store);
+    free(buf);
+    free(back);
+}
+
 int main(void)
 {
     char cmd[128];
@@ -1357,6 +1450,7 @@ int main(void)
     test_crash_after_degrade();
     test_adopt();
     test_sealed_export();
+    test_key_handoff();
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd)) {
         fprintf(stderr, "cannot remove %s\n", tmpdir);
