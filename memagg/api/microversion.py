@@ -55,6 +55,10 @@ VERSIONS = {
              'its slabs reserved on donors; memagg-scheduler sets it up and '
              'it ends active, or failed with the reason (409 at once when '
              'not a slab can be reserved).',
+    (1, 11): 'Instances show their host-side reclaim: reclaimed_mb, '
+             'promotion_rate, promotion_rate_pct, promotion_slo and '
+             'reclaim_mechanism; their WSS history reclaimed_mb and '
+             'promotion_rate.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -58,10 +58,14 @@ _GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3)}
 _MIGRATION_SINCE = {'remote_mb': (1, 6), 'local_copy_left_mb': (1, 6)}
 _SAMPLER_SINCE = {'sampler_backend': (1, 8), 'sampler_error_mb': (1, 8),
                   'sampler_pages': (1, 8), 'warming': (1, 8)}
+_RECLAIM_SINCE = {'reclaimed_mb': (1, 11), 'promotion_rate': (1, 11),
+                  'promotion_rate_pct': (1, 11), 'promotion_slo': (1, 11),
+                  'reclaim_mechanism': (1, 11)}
 FIELDS_SINCE = {
     'Instance': dict({'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1),
-                      'local_policy': (1, 7)}, **_SAMPLER_SINCE),
-    'WssSample': _SAMPLER_SINCE,
+                      'local_policy': (1, 7)}, **_SAMPLER_SINCE,
+                     **_RECLAIM_SINCE),
+    'WssSample': dict(_SAMPLER_SINCE, **_RECLAIM_SINCE),
     'Audit': _AUDIT_SINCE,
     'AuditDetail': _AUDIT_SINCE,
     'Grant': _GRANT_SINCE,
@@ -93,6 +97,40 @@ _SAMPLER = {
         'the sampler, a window during which the allocation moved, or the '
         'balloon statistics standing in for a lost window. Since 1.8.')},
 }
+
+# Host-side reclaim of the instance (memagg-compute), since 1.11; the WSS
+# history keeps the first two.
+_HISTORY_RECLAIM = {
+    'reclaimed_mb': {'type': ['integer', 'null'], 'description': (
+        'Guest memory host-side reclaim holds paged out into the compute '
+        'node\'s swap and not yet faulted back, MiB; counted as freed in '
+        'the host\'s reservoir, as ballooned memory is. 0 when nothing is '
+        'reclaimed; null before the compute node reported it. '
+        'Since 1.11.')},
+    'promotion_rate': {'type': ['number', 'null'], 'description': (
+        'Pages of the instance faulted back from the host\'s swap per '
+        'minute (its promotion rate); null on the first period of host '
+        'reclaim or when host reclaim is off. Since 1.11.')},
+}
+_RECLAIM = dict(_HISTORY_RECLAIM, **{
+    'promotion_rate_pct': {'type': ['number', 'null'], 'description': (
+        'promotion_rate as a percentage of wss_maxavg_mb per minute, the '
+        'unit of the compute node\'s [host_reclaim] promotion_slo; null '
+        'without either. Since 1.11.')},
+    'promotion_slo': {'type': ['number', 'null'], 'description': (
+        'The promotion rate host reclaim holds the instance to, pages per '
+        'minute ([host_reclaim] promotion_slo percent of wss_maxavg_mb); '
+        'above it host reclaim backs off. null when host reclaim is off '
+        'or without a WSS max-average. Since 1.11.')},
+    'reclaim_mechanism': {'type': ['string', 'null'], 'description': (
+        'How host reclaim pages the instance out: madvise '
+        '(process_madvise MADV_PAGEOUT of its cold pages), memcg (its '
+        'cgroup v2 memory.reclaim) or none, followed by ": " and the '
+        'reason when it reclaims nothing (host reclaim off, no mechanism '
+        'on the host, no free swap, opted out through '
+        'memagg:host_reclaim). null before the compute node reported it. '
+        'Since 1.11.')},
+})
 
 COMPONENTS = {
     'Link': closed_object({'rel': {'type': 'string'},
@@ -130,14 +168,16 @@ COMPONENTS = {
         'remote_mb': dict(INTEGER, description=(
             'Memory of the instance held remotely (grants), MiB. '
             'Since 1.1.')),
-    }, **_SAMPLER, **_TIMESTAMPS), optional=(
-        'remote_mb', 'wss_maxavg_mb', 'local_policy', *_SAMPLER)),
+    }, **_SAMPLER, **_RECLAIM, **_TIMESTAMPS), optional=(
+        'remote_mb', 'wss_maxavg_mb', 'local_policy', *_SAMPLER,
+        *_RECLAIM)),
     'WssSample': closed_object(dict({
         'id': INTEGER, 'host': NAME, 'sampled_at': DATETIME,
         'wss_mb': INTEGER, 'wss_maxavg_mb': _nullable(INTEGER),
         'current_mb': INTEGER, 'target_mb': _nullable(INTEGER),
         'estimator': {'type': 'string'},
-    }, **_SAMPLER), optional=tuple(_SAMPLER)),
+    }, **_SAMPLER, **_HISTORY_RECLAIM), optional=(
+        *_SAMPLER, *_HISTORY_RECLAIM)),
     'ReservoirHost': closed_object({
         'host': NAME, 'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER,
         'lent_mb': INTEGER, 'borrowed_mb': INTEGER,

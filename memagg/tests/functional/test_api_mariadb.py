@@ -69,3 +69,22 @@ def test_filters_and_project_scope(api_url):
                           timeout=30)
         assert bad.status_code == 400
         assert bad.json()['errors'][0]['field'] == 'marker'
+
+
+def test_host_reclaim_reads_back_from_mariadb_at_1_11_only(api_url):
+    """The host reclaim columns through MariaDB: an instance and its WSS
+    history show them at 1.11 as they were reported (doubles kept
+    exactly), and 1.10 answers without them."""
+    def get(path, version):
+        return requests.get(api_url + path, timeout=30, headers={
+            'OpenStack-API-Version': 'memory-aggregation ' + version}).json()
+
+    path = '/v1/instances/' + data.INSTANCE_A
+    v110, v111 = (get(path, v)['instance'] for v in ('1.10', '1.11'))
+    assert {k: v111[k] for k in data.RECLAIM} == data.RECLAIM
+    assert {k: v for k, v in v111.items() if k not in data.RECLAIM} == v110
+    history = get(path + '/wss', '1.11')['wss_samples']
+    assert [(s['reclaimed_mb'], s['promotion_rate']) for s in history] == [
+        tuple(data.reclaim(i).values()) for i in range(data.SAMPLES)]
+    assert all('reclaimed_mb' not in s
+               for s in get(path + '/wss', '1.10')['wss_samples'])

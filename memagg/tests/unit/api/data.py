@@ -52,6 +52,22 @@ def sampler(i):
                 sampler_pages=4610, warming=False)
 
 
+def reclaim(i):
+    """Host reclaim behind an instance's i-th period: nothing held on the
+    first (no promotion rate yet), then 64 MiB more a period."""
+    if i == 0:
+        return dict(reclaimed_mb=0, promotion_rate=None)
+    return dict(reclaimed_mb=64 * i, promotion_rate=2.5 * i)
+
+
+#: The instance view of host reclaim after the last period: its rate of
+#: 12.5 pages a minute against 1100 MiB of WSS^maxavg and the 0.2 % SLO.
+RECLAIM = dict(reclaim(SAMPLES - 1),
+               promotion_rate_pct=12.5 * 100 / (1100 * 256),
+               promotion_slo=0.2 / 100 * 1100 * 256,
+               reclaim_mechanism='madvise')
+
+
 def load():
     """Write the cluster; return the admin context used."""
     ctx = memagg_context.get_admin_context()
@@ -62,7 +78,8 @@ def load():
                         sampled_at=T0 + datetime.timedelta(minutes=i),
                         wss_mb=1000 + i, wss_maxavg_mb=1100,
                         current_mb=2048, target_mb=1500,
-                        estimator='badis/V/sampler', **sampler(i))
+                        estimator='badis/V/sampler', **sampler(i),
+                        **reclaim(i))
                    for uuid, _ in instances for i in range(SAMPLES)]
         db_reports.report_ingest(
             ctx, dict(name=name, memory_mb=memory, vcpus=8,
@@ -70,7 +87,8 @@ def load():
             [dict(uuid=uuid, name='vm-' + uuid[:4], project_id=project,
                   booked_mb=4096, current_mb=2048, wss_mb=1005,
                   wss_maxavg_mb=1100, remote_mb=512, estimator='badis',
-                  local_policy='cmms/equal', **sampler(SAMPLES - 1))
+                  local_policy='cmms/equal', **sampler(SAMPLES - 1),
+                  **RECLAIM)
              for uuid, project in instances], samples)
     db_services.service_heartbeat(ctx, 'host-1', 'memagg-compute', 'compute')
     db_services.service_heartbeat(ctx, 'ctl', 'memagg-scheduler', 'scheduler')

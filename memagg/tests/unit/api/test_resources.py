@@ -20,6 +20,9 @@ from memagg.tests.unit.api import data
 
 LATEST = {microversion.HEADER: 'memory-aggregation latest'}
 SAMPLER = ('sampler_backend', 'sampler_error_mb', 'sampler_pages', 'warming')
+RECLAIM = ('reclaimed_mb', 'promotion_rate', 'promotion_rate_pct',
+           'promotion_slo', 'reclaim_mechanism')
+HISTORY_RECLAIM = ('reclaimed_mb', 'promotion_rate')
 
 
 def test_root_version_document(api):
@@ -57,7 +60,43 @@ def test_instance_fields_gated_by_microversion(api):
     assert {k: new[k] for k in SAMPLER} == data.sampler(data.SAMPLES - 1)
     assert {k: v for k, v in new.items()
             if k not in ('remote_mb', 'wss_maxavg_mb', 'local_policy',
-                         *SAMPLER)} == old
+                         *SAMPLER, *RECLAIM)} == old
+
+
+def _get(api, url, version):
+    response = api.get(url, headers={
+        microversion.HEADER: 'memory-aggregation ' + version})
+    assert response.headers[microversion.HEADER] == (
+        'memory-aggregation ' + version)
+    return response.json
+
+
+def test_instances_show_host_reclaim_from_1_11(api):
+    """1.11 adds host reclaim to an instance, alone and in a listing; 1.10
+    answers exactly as before it."""
+    url = '/v1/instances/' + data.INSTANCE_A
+    v110, v111 = (_get(api, url, v)['instance'] for v in ('1.10', '1.11'))
+    assert {k: v111[k] for k in RECLAIM} == data.RECLAIM
+    assert v111['promotion_rate'] < v111['promotion_slo']
+    assert not set(RECLAIM) & set(v110)
+    assert {k: v for k, v in v111.items() if k not in RECLAIM} == v110
+    listed = {i['uuid']: i for i in _get(api, '/v1/instances',
+                                         '1.11')['instances']}
+    assert listed[data.INSTANCE_A] == v111
+    assert all(not set(RECLAIM) & set(i) for i in _get(
+        api, '/v1/instances', '1.10')['instances'])
+
+
+def test_wss_history_shows_host_reclaim_from_1_11(api):
+    url = '/v1/instances/%s/wss' % data.INSTANCE_A
+    v110, v111 = (_get(api, url, v)['wss_samples'] for v in ('1.10', '1.11'))
+    assert [{k: s[k] for k in HISTORY_RECLAIM} for s in v111] == [
+        data.reclaim(i) for i in range(data.SAMPLES)]
+    # A history point shows neither the SLO nor the mechanism.
+    assert all(set(RECLAIM) & set(s) == set(HISTORY_RECLAIM) for s in v111)
+    assert all(not set(RECLAIM) & set(s) for s in v110)
+    assert [{k: v for k, v in s.items() if k not in HISTORY_RECLAIM}
+            for s in v111] == v110
 
 
 def test_wss_history_shows_the_sampler_from_1_8(api):
