@@ -21,7 +21,9 @@ class ListInstance(base.ListCommand):
                'current_mb', 'wss_mb')
     long_columns = ('target_mb', 'wss_maxavg_mb', 'remote_mb', 'estimator',
                     'local_policy', 'sampler_backend', 'sampler_error_mb',
-                    'warming', 'cpu_util', 'created_at', 'updated_at')
+                    'warming', 'reclaimed_mb', 'promotion_rate',
+                    'promotion_slo', 'reclaim_mechanism', 'cpu_util',
+                    'created_at', 'updated_at')
     filters = ('host', 'project_id', 'status')
     marker_help = 'this instance UUID (the last of the previous page)'
 
@@ -40,7 +42,7 @@ class ListInstance(base.ListCommand):
 
 class ShowInstance(base.ShowCommand):
     """Show an instance's memory: booked, current, target, working set,
-    remote."""
+    remote, host reclaim."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -57,7 +59,7 @@ class ListInstanceWss(base.ListCommand):
     columns = ('id', 'sampled_at', 'host', 'wss_mb', 'wss_maxavg_mb',
                'current_mb', 'target_mb', 'estimator')
     long_columns = ('sampler_backend', 'sampler_error_mb', 'sampler_pages',
-                    'warming')
+                    'warming', 'reclaimed_mb', 'promotion_rate')
     filters = ('since', 'until')
     marker_help = 'this sample id (the last of the previous page)'
 

@@ -43,7 +43,11 @@ def _instances(project_id, count):
                  current_mb=2048 + 256 * n, target_mb=2048,
                  wss_mb=1024 + 128 * n, wss_maxavg_mb=1100 + 128 * n,
                  estimator='badis', local_policy='cmms/equal', cpu_util=0.2,
-                 vcpus=2, remote_mb=0)
+                 vcpus=2, remote_mb=0, reclaimed_mb=256 * n,
+                 promotion_rate=4.0 * n, promotion_rate_pct=None,
+                 promotion_slo=0.2 / 100 * (1100 + 128 * n) * 256,
+                 reclaim_mechanism='madvise' if n else (
+                     'none: opted out (memagg:host_reclaim=false)'))
             for n in range(count)]
 
 
@@ -57,7 +61,8 @@ def _report(ctxt, host, instances, now):
               wss_mb=vm['wss_mb'] + 8 * minutes,
               wss_maxavg_mb=vm['wss_maxavg_mb'],
               current_mb=vm['current_mb'], target_mb=vm['target_mb'],
-              estimator='badis')
+              estimator='badis', reclaimed_mb=vm['reclaimed_mb'],
+              promotion_rate=vm['promotion_rate'])
          for vm in instances for minutes in range(SAMPLES)],
         reported_at=now)
 

@@ -231,6 +231,36 @@ def test_version_1_0_hides_later_fields(deployment):
     assert 'remote_mb' not in instance and 'wss_maxavg_mb' not in instance
 
 
+def test_host_reclaim_shows_from_1_11(deployment):
+    """instance show, instance list --long and instance wss list --long
+    show host reclaim at the default version (1.11 for this client) and
+    hide it at 1.10."""
+    uuid_ = deployment.instances['member'][1]
+    reclaim = ('reclaimed_mb', 'promotion_rate', 'promotion_slo',
+               'reclaim_mechanism')
+    shown = as_json(deployment, 'admin', 'instance', 'show', uuid_)
+    assert (shown['reclaimed_mb'], shown['promotion_rate'],
+            shown['reclaim_mechanism']) == (256, 4.0, 'madvise')
+    assert shown['promotion_slo'] == pytest.approx(0.002 * 1228 * 256)
+    listed = {i['uuid']: i for i in as_json(
+        deployment, 'admin', 'instance', 'list', '--long')}
+    assert {k: listed[uuid_][k] for k in reclaim} == {
+        k: shown[k] for k in reclaim}
+    history = as_json(deployment, 'admin', 'instance', 'wss', 'list',
+                      uuid_, '--long')
+    assert {(s['reclaimed_mb'], s['promotion_rate']) for s in history} == {
+        (256, 4.0)}
+
+    older = as_json(deployment, 'admin', '--os-memagg-api-version=1.10',
+                    'instance', 'show', uuid_)
+    assert not set(reclaim) & set(older)
+    assert {k: v for k, v in shown.items()
+            if k not in reclaim + ('promotion_rate_pct',)} == older
+    for row in as_json(deployment, 'admin', '--os-memagg-api-version=1.10',
+                       'instance', 'wss', 'list', uuid_, '--long'):
+        assert not set(reclaim) & set(row)
+
+
 def test_an_unsupported_version_fails_cleanly(deployment):
     error = one_line_error(deployment, 'admin',
                            '--os-memagg-api-version=2.7', 'host', 'list')

@@ -12,7 +12,8 @@
 
 """``openstack memagg instance wss list`` and ``instance list`` through
 memagg's real client against the real API served on loopback: the sampler
-behind each estimate shows with --long, from microversion 1.8."""
+behind each estimate shows with --long, from microversion 1.8; host
+reclaim with --long and in ``instance show``, from 1.11."""
 import types
 
 import pytest
@@ -22,6 +23,8 @@ from memagg.tests.unit.api import data
 
 SAMPLER = ['sampler_backend', 'sampler_error_mb', 'sampler_pages',
            'warming']
+HISTORY_RECLAIM = ['reclaimed_mb', 'promotion_rate']
+LIST_RECLAIM = HISTORY_RECLAIM + ['promotion_slo', 'reclaim_mechanism']
 
 
 def _run(make_client, command_class, argv, version=None):
@@ -37,7 +40,7 @@ def test_wss_history_long_shows_the_sampler_of_each_window(make_client):
     columns, rows = _run(make_client, instances.ListInstanceWss,
                          [data.INSTANCE_A, '--long'])
 
-    assert columns[-4:] == SAMPLER
+    assert columns[-6:] == SAMPLER + HISTORY_RECLAIM
     assert [{k: r[k] for k in SAMPLER} for r in rows] == [
         data.sampler(i) for i in range(data.SAMPLES)]
 
@@ -61,3 +64,49 @@ def test_instance_list_long_shows_the_latest_sampler(make_client):
             for r in rows] == [(latest['sampler_backend'],
                                 latest['sampler_error_mb'],
                                 latest['warming'])] * 2
+
+
+def test_wss_history_long_shows_host_reclaim_of_each_period(make_client):
+    columns, rows = _run(make_client, instances.ListInstanceWss,
+                         [data.INSTANCE_A, '--long'])
+
+    assert [{k: r[k] for k in HISTORY_RECLAIM} for r in rows] == [
+        data.reclaim(i) for i in range(data.SAMPLES)]
+
+
+@pytest.mark.parametrize('argv, version', [
+    ([], None), (['--long'], '1.10')])
+def test_wss_history_without_host_reclaim(make_client, argv, version):
+    columns, rows = _run(make_client, instances.ListInstanceWss,
+                         [data.INSTANCE_A] + argv, version)
+
+    assert not set(HISTORY_RECLAIM) & set(columns)
+    assert len(rows) == data.SAMPLES
+
+
+def test_instance_list_long_shows_host_reclaim(make_client):
+    columns, rows = _run(make_client, instances.ListInstance, ['--long'])
+
+    assert columns.index('warming') < columns.index('reclaimed_mb')
+    assert [{k: r[k] for k in LIST_RECLAIM} for r in rows] == [
+        {k: data.RECLAIM[k] for k in LIST_RECLAIM}] * 2
+    plain, _ = _run(make_client, instances.ListInstance, [])
+    older, _ = _run(make_client, instances.ListInstance, ['--long'], '1.10')
+    assert not set(LIST_RECLAIM) & (set(plain) | set(older))
+
+
+def _show(make_client, version=None):
+    app = types.SimpleNamespace(client_manager=types.SimpleNamespace(
+        memagg=make_client(version)))
+    command = instances.ShowInstance(app, None)
+    names, values = command.take_action(
+        command.get_parser('memagg').parse_args([data.INSTANCE_A]))
+    return dict(zip(names, values))
+
+
+def test_instance_show_has_host_reclaim_from_1_11(make_client):
+    shown, older = _show(make_client), _show(make_client, '1.10')
+
+    assert {k: shown[k] for k in data.RECLAIM} == data.RECLAIM
+    assert not set(data.RECLAIM) & set(older)
+    assert {k: v for k, v in shown.items() if k not in data.RECLAIM} == older
