@@ -577,7 +577,8 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      "write_bytes=%llu zero_reads=%llu local_reads=%llu "
                      "remote_errors=%llu degraded_slabs=%u clients=%u "
                      "lat_p50_us=%llu lat_p99_us=%llu rebuild_left=%llu "
-                     "stored_pages=%llu auth_failures=%llu\n",
+                     "stored_pages=%llu auth_failures=%llu sealed=%u "
+                     "key_pending=%u\n",
                      (unsigned long long)st.reads,
                      (unsigned long long)st.writes,
                      (unsigned long long)st.read_bytes,
@@ -590,7 +591,8 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      (unsigned long long)st.lat_p99_us,
                      (unsigned long long)st.rebuild_left,
                      (unsigned long long)st.stored_pages,
-                     (unsigned long long)st.auth_failures);
+                     (unsigned long long)st.auth_failures, st.sealed,
+                     st.key_pending);
 }
 
 static char *do_ghost(const struct sd_control_ctx *c, const struct sd_args *a)

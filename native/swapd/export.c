@@ -2729,6 +2729,9 @@ int sd_exports_stats(struct sd_exports *xs,
     out->local_reads = LOAD(x, local_reads);
     out->remote_errors = LOAD(x, remote_errors);
     out->auth_failures = LOAD(x, auth_failures);
+    out->sealed = (uint32_t)x->spec.seal;
+    out->key_pending = x->spec.seal &&
+                       !__atomic_load_n(&x->key_ready, __ATOMIC_ACQUIRE);
     out->clients = LOAD(x, clients);
     for (i = 0; i < x->spec.nslabs; i++) {
         out->degraded_slabs += __atomic_load_n(&x->degraded[i],

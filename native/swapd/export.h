@@ -161,6 +161,8 @@ struct sd_export_stats {
     uint64_t stored_pages;      /* pages that count as written now */
     uint64_t auth_failures;     /* sealed: pages from donors that did not
                                  * open */
+    uint32_t sealed;            /* 1 when its pages are sealed */
+    uint32_t key_pending;       /* 1 while it waits for its page key */
 };
 
 /* The ghost stream: 'o' (write of a page) and 'i' (read of a page

@@ -181,7 +181,7 @@ static void test_verbs(const char *dir)
                   "read_bytes=0 write_bytes=0 zero_reads=0 local_reads=0 "
                   "remote_errors=0 degraded_slabs=0 clients=0 lat_p50_us=0 "
                   "lat_p99_us=0 rebuild_left=0 stored_pages=0 "
-                  "auth_failures=0") == 0);
+                  "auth_failures=0 sealed=0 key_pending=0") == 0);
     CHECK(strcmp(call("GHOST grant=" GRANT), "OK events= dropped=0") == 0);
     CHECK(starts(call("GHOST grant=" GRANT " max=0"), "ERR EINVAL max:"));
     /* Not adopted: nothing to rebuild, and asking is no error. */
@@ -272,7 +272,8 @@ static void test_key_verbs(const char *dir)
     CHECK(starts(r, "OK name=") && !strstr(r, "key_offer="));
     r = call("EXPORT_DESCRIBE grant=" GRANT);
     CHECK(strstr(r, " seal=1") && !strstr(r, "page_key"));
-    CHECK(strstr(call("EXPORT_STATS grant=" GRANT), " auth_failures=0"));
+    CHECK(strstr(call("EXPORT_STATS grant=" GRANT),
+                 " auth_failures=0 sealed=1 key_pending=0"));
 
     ctx.exports = dst;
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
@@ -283,6 +284,7 @@ static void test_key_verbs(const char *dir)
     snprintf(offer, sizeof(offer), "%s",
              strstr(r, " key_offer=") ? strstr(r, " key_offer=") + 11 : "");
     CHECK(strlen(offer) == 64);
+    CHECK(strstr(call("EXPORT_STATS grant=" GRANT), " key_pending=1"));
     /* The destination has no key to hand over yet. */
     snprintf(line, sizeof(line), "EXPORT_KEY_WRAP grant=" GRANT " offer=%s",
              offer);
@@ -318,6 +320,7 @@ static void test_key_verbs(const char *dir)
     snprintf(line, sizeof(line), "EXPORT_KEY_INSTALL grant=" GRANT
              " wrapped=%s", wrapped);
     CHECK(strcmp(call(line), "OK") == 0);
+    CHECK(strstr(call("EXPORT_STATS grant=" GRANT), " key_pending=0"));
     CHECK(starts(call(line), "ERR EALREADY grant:"));
     snprintf(line, sizeof(line), "EXPORT_KEY_INSTALL grant=" OTHER
              " wrapped=%s", wrapped);
