@@ -42,7 +42,7 @@ class ComputeManager(service.Manager):
     Invalid [wss] or [local_policy] options raise InvalidParameter here,
     at start, naming the option."""
 
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.4')
 
     def __init__(self, host=None, driver=None, swapd_client=None):
         super().__init__(host)
@@ -112,7 +112,7 @@ class ComputeManager(service.Manager):
     @messaging.expose
     def adopt_grant(self, ctxt, grant):
         """Serve the export of a grant whose VM is live-migrating to this
-        host, from the donors: {socket, name}."""
+        host, from the donors: {socket, name[, key_offer]}."""
         return self.remote.adopt_grant(grant)
 
     @messaging.expose
@@ -129,9 +129,21 @@ class ComputeManager(service.Manager):
 
     @messaging.expose
     def grant_status(self, ctxt, grant_uuid):
-        """{stored_mb, local_copy_left_mb} of this host's export of a
-        grant."""
+        """{stored_mb, local_copy_left_mb, sealed} of this host's export of
+        a grant."""
         return self.remote.grant_status(grant_uuid)
+
+    @messaging.expose
+    def wrap_page_key(self, ctxt, grant_uuid, offer):
+        """A grant's page key sealed for a migration destination's key
+        offer: {wrapped}."""
+        return self.remote.wrap_page_key(grant_uuid, offer)
+
+    @messaging.expose
+    def install_page_key(self, ctxt, grant_uuid, wrapped):
+        """Keep the page key ``wrapped`` for this host's adopted export of
+        a grant: {}."""
+        return self.remote.install_page_key(grant_uuid, wrapped)
 
     @messaging.expose
     def migration_stats(self, ctxt, instance_uuid):

@@ -73,6 +73,9 @@ GONE_PERIODS = 2
 _ENDED_SLABS = frozenset(('released', 'reclaimed', 'failed', 'freed'))
 
 _HEX64 = re.compile(r'^[0-9a-fA-F]{64}$')
+# A wrapped page key: native/swapd/keywrap.h's SD_KW_BLOB_LEN bytes.
+WRAPPED_HEX_LEN = 186
+_HEX_WRAPPED = re.compile(r'^[0-9a-fA-F]{%d}$' % WRAPPED_HEX_LEN)
 _UUID = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$')
 
 
@@ -725,7 +728,8 @@ class RemoteMemory:
             size = (max(s['index'] for s in slabs) + 1) * slab_size_mb * MIB
             try:
                 export = self._swapd(self.client.export_create, uuid, key,
-                                     size, slab_size_mb * MIB, local, slabs)
+                                     size, slab_size_mb * MIB, local, slabs,
+                                     seal=swapd_conf.encrypt_pages)
                 created = True
             except swapd.SwapdError as exc:
                 if exc.errno_name != 'EEXIST':
@@ -765,11 +769,23 @@ class RemoteMemory:
         page from the donors; the local copy is rebuilt only once the
         migration is over (rebuild_grant), so that the rebuild does not
         compete with the migration's copy (ALGORITHMS.md §5). Idempotent.
-        Returns {socket, name}."""
+        Returns {socket, name}; a sealed grant (the dict's ``sealed``, as
+        the source's grant_status says) adds key_offer, the public key the
+        source's wrap_page_key seals the page key for."""
         self._check_enabled()
         uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
+        sealed = grant.get('sealed', False)
+        if not isinstance(sealed, bool):
+            raise exceptions.InvalidParameter(field='grant.sealed',
+                                              reason='must be true or false')
         local = local_copy_path(self.conf.swapd.state_dir, instance, uuid)
-        if uuid in self._swapd(self.client.export_list):
+        exists = uuid in self._swapd(self.client.export_list)
+        if exists and sealed and self._key_pending(uuid):
+            # Its key offer went to a call that failed; no guest uses an
+            # export still waiting for its key, so a new one replaces it.
+            self._swapd(self.client.export_drop, uuid, delete=True)
+            exists = False
+        if exists:
             export = self._existing_export(uuid)
         else:
             try:
@@ -786,7 +802,7 @@ class RemoteMemory:
             try:
                 export = self._swapd(self.client.export_create, uuid, key,
                                      size, slab_size_mb * MIB, local, slabs,
-                                     adopt=True)
+                                     adopt=True, seal=sealed)
             except swapd.SwapdError as exc:
                 if exc.errno_name != 'EEXIST':
                     raise
@@ -801,7 +817,47 @@ class RemoteMemory:
         LOG.info('Grant %s of VM %s adopted for its live migration (%d '
                  'slabs, NBD %s)', uuid, instance, len(slabs),
                  export['socket'])
-        return {'socket': export['socket'], 'name': export['name']}
+        return export
+
+    def _key_pending(self, uuid):
+        return bool(self._swapd(self.client.export_stats,
+                                uuid).get('key_pending', 0))
+
+    def wrap_page_key(self, grant_uuid, offer):
+        """Grant ``grant_uuid``'s page key sealed for ``offer`` (the key
+        offer of the host its VM migrates to): {wrapped}. NotFound
+        without an export."""
+        if not isinstance(offer, str) or not _HEX64.match(offer):
+            raise exceptions.InvalidParameter(
+                field='offer', reason='must be 64 hexadecimal digits (the '
+                                      'destination\'s key_offer)')
+        wrapped = self._on_export(
+            lambda uuid: self.client.export_key_wrap(uuid, offer),
+            grant_uuid)
+        return {'wrapped': wrapped}
+
+    def install_page_key(self, grant_uuid, wrapped):
+        """Keep the page key ``wrapped`` (from the migration source's
+        wrap_page_key) for this host's adopted export of ``grant_uuid``:
+        {}. NotFound without an export; InvalidParameter when it does not
+        open with this export's key offer."""
+        if not isinstance(wrapped, str) or not _HEX_WRAPPED.match(wrapped):
+            raise exceptions.InvalidParameter(
+                field='wrapped', reason='must be %d hexadecimal digits (the '
+                                        'source\'s wrap_page_key)'
+                                        % WRAPPED_HEX_LEN)
+        try:
+            self._on_export(
+                lambda uuid: self.client.export_key_install(uuid, wrapped),
+                grant_uuid)
+        except swapd.SwapdError as exc:
+            if exc.errno_name != 'EBADMSG':
+                raise
+            raise exceptions.InvalidParameter(
+                field='wrapped', reason='does not open with this host\'s key '
+                                        'offer for grant %s; adopt the '
+                                        'grant again' % grant_uuid)
+        return {}
 
     def drop_export(self, grant_uuid):
         """Drop this host's export of ``grant_uuid`` and its local copy
@@ -833,11 +889,13 @@ class RemoteMemory:
     def grant_status(self, grant_uuid):
         """What this host's export of ``grant_uuid`` holds: {stored_mb
         (pages written, on the donors), local_copy_left_mb (durability
-        copy still to rebuild)}. NotFound without an export."""
+        copy still to rebuild), sealed (its pages encrypted with a page
+        key only this host has)}. NotFound without an export."""
         stats = self._on_export(self.client.export_stats, grant_uuid)
         return {'stored_mb': _pages_mb(stats.get('stored_pages', 0)),
                 'local_copy_left_mb': _pages_mb(stats.get('rebuild_left',
-                                                          0))}
+                                                          0)),
+                'sealed': bool(stats.get('sealed', 0))}
 
     def _on_export(self, call, grant_uuid):
         """memagg-swapd's ``call`` on this host's export of

@@ -29,9 +29,11 @@ class ComputeAPI:
       (metadata-only live migration)
     * 1.3 - rebuild_grant (an adopted grant's local copy is rebuilt once
       the migration is over)
+    * 1.4 - wrap_page_key, install_page_key (a sealed grant's page key
+      follows its VM); grant_status gives sealed, adopt_grant key_offer
     """
 
-    VERSION = '1.3'
+    VERSION = '1.4'
 
     def __init__(self):
         self.client = rpc.Client(TOPIC, self.VERSION)
@@ -84,7 +86,8 @@ class ComputeAPI:
     def adopt_grant(self, ctxt, host, grant, timeout=None):
         """Have ``host``, where ``grant``'s VM is live-migrating, serve
         the grant's export from its donors (the grant dict, secret and
-        slabs included), without hot-plug: return {socket, name}."""
+        slabs included), without hot-plug: return {socket, name}, and
+        key_offer for a sealed grant (its dict's ``sealed``)."""
         return self.client.call(ctxt, 'adopt_grant', server=host,
                                 version='1.2', timeout=timeout, grant=grant)
 
@@ -103,8 +106,25 @@ class ComputeAPI:
                                 version='1.3', timeout=timeout,
                                 grant_uuid=grant_uuid)
 
+    def wrap_page_key(self, ctxt, host, grant_uuid, offer, timeout=None):
+        """Have ``host``, the source of ``grant_uuid``'s VM's migration,
+        seal the grant's page key for the destination's key ``offer``:
+        return {wrapped}. Only public keys and ciphertext travel."""
+        return self.client.call(ctxt, 'wrap_page_key', server=host,
+                                version='1.4', timeout=timeout,
+                                grant_uuid=grant_uuid, offer=offer)
+
+    def install_page_key(self, ctxt, host, grant_uuid, wrapped,
+                         timeout=None):
+        """Have ``host``, the destination, open ``wrapped`` (from
+        wrap_page_key) and keep the page key of its adopted export of
+        ``grant_uuid``: return {}."""
+        return self.client.call(ctxt, 'install_page_key', server=host,
+                                version='1.4', timeout=timeout,
+                                grant_uuid=grant_uuid, wrapped=wrapped)
+
     def grant_status(self, ctxt, host, grant_uuid, timeout=None):
-        """{stored_mb, local_copy_left_mb} of ``host``'s export of
+        """{stored_mb, local_copy_left_mb, sealed} of ``host``'s export of
         ``grant_uuid``."""
         return self.client.call(ctxt, 'grant_status', server=host,
                                 version='1.2', timeout=timeout,

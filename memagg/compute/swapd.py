@@ -235,10 +235,18 @@ class SwapdClient:
         return {k: int(v) for k, v in self.request('DONOR_STATS').items()}
 
     def export_create(self, grant, key, size, slab_size, local, slabs,
-                      adopt=False):
+                      adopt=False, seal=False):
         """Create ``grant``'s export over ``slabs`` (dicts of index,
         endpoint, remote_addr, rkey) with its durability copy at
-        ``local``: {name, socket}.
+        ``local``: {name, socket}, and key_offer with ``adopt`` and
+        ``seal``.
+
+        With ``seal`` the pages are encrypted and authenticated with a key
+        of the export's own that memagg-swapd makes and keeps: donors and
+        the network see only ciphertext.  An adopted sealed export waits
+        for that key from the migration's source: its key_offer (a public
+        key) goes to the source's ``export_key_wrap`` and what that returns
+        to ``export_key_install`` here.
 
         With ``adopt`` (a live migration's destination) the pages are on
         the donors already: every slab must have one (SwapdError EINVAL
@@ -250,8 +258,25 @@ class SwapdClient:
         reply = self.request('EXPORT_CREATE', grant=grant, key=key,
                              size=size, slab_size=slab_size, local=local,
                              slabs=slab_specs(slabs, slab_size),
-                             adopt=1 if adopt else None)
-        return {'name': reply['name'], 'socket': reply['socket']}
+                             adopt=1 if adopt else None,
+                             seal=1 if seal else None)
+        export = {'name': reply['name'], 'socket': reply['socket']}
+        if 'key_offer' in reply:
+            export['key_offer'] = reply['key_offer']
+        return export
+
+    def export_key_wrap(self, grant, offer):
+        """``grant``'s page key sealed for the holder of public key
+        ``offer`` (another memagg-swapd's key_offer): hex that only it can
+        open."""
+        return self.request('EXPORT_KEY_WRAP', grant=grant,
+                            offer=offer)['wrapped']
+
+    def export_key_install(self, grant, wrapped):
+        """Open ``wrapped`` (from the source's ``export_key_wrap``) with
+        this adopted export's pending key and keep the page key; SwapdError
+        EBADMSG when it does not open."""
+        self.request('EXPORT_KEY_INSTALL', grant=grant, wrapped=wrapped)
 
     def export_describe(self, grant):
         """What EXPORT_CREATE took for ``grant``: {grant, key, size,
@@ -297,8 +322,11 @@ class SwapdClient:
         write_bytes, zero_reads, local_reads, remote_errors,
         degraded_slabs, clients, lat_p50_us, lat_p99_us, rebuild_left
         (4 KiB pages an adopted export's rebuild has still to go through,
-        all of them until ``export_rebuild``; 0 when none) and
-        stored_pages (4 KiB pages that count as written)."""
+        all of them until ``export_rebuild``; 0 when none),
+        stored_pages (4 KiB pages that count as written), sealed (1 when
+        its pages are encrypted), key_pending (1 while an adopted sealed
+        export waits for its page key) and auth_failures (pages from
+        donors that failed their authentication)."""
         return {k: int(v) for k, v in
                 self.request('EXPORT_STATS', grant=grant).items()}
 

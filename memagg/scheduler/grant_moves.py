@@ -89,18 +89,20 @@ class GrantMove:
                                            remote_mb=0, remote_share=0.0)
             return None
         remote_mb = 0
+        sealed = {}
         for grant in grants:
             try:
-                remote_mb += self._call('grant_status', self.source,
-                                        grant.uuid)['stored_mb']
+                status = self._call('grant_status', self.source, grant.uuid)
             except Exception as exc:
                 LOG.warning('Remote memory of grant %s on %s unknown: %s',
                             grant.uuid, self.source, exc)
+                continue
+            remote_mb += status['stored_mb']
+            sealed[grant.uuid] = status.get('sealed', False)
         self._record_share(remote_mb)
         for grant in grants:
             try:
-                self._call('adopt_grant', self.dest,
-                           reservoir.grant_dict(grant))
+                self._adopt(grant, sealed.get(grant.uuid))
             except Exception as exc:
                 self.abandon()
                 return ('destination %s could not serve grant %s from its '
@@ -109,6 +111,24 @@ class GrantMove:
                  'on donors)', self.migration.uuid, self.dest, len(grants),
                  self.vm, remote_mb)
         return None
+
+    def _adopt(self, grant, sealed):
+        """Have the destination serve ``grant``; a sealed grant's page key
+        goes from the source's memagg-swapd to the destination's sealed
+        for the destination's key offer, so that only public keys and
+        ciphertext pass here. ``sealed`` None: the source did not say,
+        and the destination could not read the pages."""
+        if sealed is None:
+            raise exceptions.ServiceUnavailable(
+                reason='the source %s did not say whether grant %s is '
+                       'sealed' % (self.source, grant.uuid))
+        export = self._call('adopt_grant', self.dest,
+                            dict(reservoir.grant_dict(grant),
+                                 sealed=sealed))
+        if sealed:
+            wrapped = self._call('wrap_page_key', self.source, grant.uuid,
+                                 export['key_offer'])['wrapped']
+            self._call('install_page_key', self.dest, grant.uuid, wrapped)
 
     def destination_problem(self, timeout):
         """Why the destination could not serve the migrating VM's grants

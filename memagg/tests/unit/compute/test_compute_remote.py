@@ -40,6 +40,8 @@ VM = '11111111-2222-3333-4444-555555555555'
 VM2 = '66666666-7777-8888-9999-aaaaaaaaaaaa'
 GRANT = '0b4f7e0c-8d7a-4f3b-9a51-3c2d1e0f9a8b'
 SECRET = 'ab' * 32
+GRANT2 = '2c5a8e1d-9b6f-4c3a-8d72-4e3f2a1b0c9d'
+OFFER = 'cd' * 32
 MIB = 1024 * 1024
 
 
@@ -235,12 +237,27 @@ class FakeSwapd:
         return self.exports[grant]
 
     def export_create(self, grant, key, size, slab_size, local, slabs,
-                      adopt=False):
+                      adopt=False, seal=False):
         self._call('export_create', grant, key, size, slab_size, local,
-                   slabs, *(('adopt',) if adopt else ()))
-        self.exports[grant] = {'grant': grant, 'local': local}
-        return {'name': 'memagg-swap-' + grant,
-                'socket': '/run/exports/%s.sock' % grant}
+                   slabs, *(('adopt',) if adopt else ()),
+                   *(('seal',) if seal else ()))
+        self.exports[grant] = {'grant': grant, 'local': local,
+                               'sealed': seal, 'key_pending': adopt and seal}
+        reply = {'name': 'memagg-swap-' + grant,
+                 'socket': '/run/exports/%s.sock' % grant}
+        if adopt and seal:
+            reply['key_offer'] = OFFER
+        return reply
+
+    def export_key_wrap(self, grant, offer):
+        self._call('export_key_wrap', grant, offer)
+        if grant not in self.exports:
+            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
+        return 'ab' * 93
+
+    def export_key_install(self, grant, wrapped):
+        self._call('export_key_install', grant, wrapped)
+        self.exports[grant]['key_pending'] = False
 
     def export_drop(self, grant, delete=False):
         self._call('export_drop', grant, delete)
@@ -251,7 +268,9 @@ class FakeSwapd:
         self._call('export_stats', grant)
         if grant not in self.exports:
             raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
-        return {'reads': 5, 'stored_pages': 2560, 'rebuild_left': 257}
+        return {'reads': 5, 'stored_pages': 2560, 'rebuild_left': 257,
+                'sealed': int(self.exports[grant]['sealed']),
+                'key_pending': int(self.exports[grant]['key_pending'])}
 
     def export_rebuild(self, grant):
         self._call('export_rebuild', grant)
@@ -514,11 +533,71 @@ def test_an_adopted_grant_is_served_from_its_donors_without_hot_plug(lmc):
     assert len([c for c in lmc.client.calls
                 if c[0] == 'export_create']) == 1
     assert lmc.grant_status(GRANT) == {'stored_mb': 10,
-                                       'local_copy_left_mb': 2}
+                                       'local_copy_left_mb': 2,
+                                       'sealed': False}
     # The copy's rebuild waits for the migration's end.
     assert [c for c in lmc.client.calls if c[0] == 'export_rebuild'] == []
     assert lmc.rebuild_grant(GRANT) == {'local_copy_left_mb': 2}
     assert ('export_rebuild', GRANT) in lmc.client.calls
+
+
+def test_attach_seals_the_pages_unless_encrypt_pages_is_off(conf, lmc):
+    lmc.attach_grant(grant_dict())
+    conf.config(encrypt_pages=False, group='swapd')
+    lmc.attach_grant(grant_dict(uuid=GRANT2))
+    create = [c for c in lmc.client.calls if c[0] == 'export_create']
+    assert [c[1] for c in create] == [GRANT, GRANT2]
+    assert create[0][-1] == 'seal' and 'seal' not in create[1]
+    assert lmc.grant_status(GRANT)['sealed'] is True
+    assert lmc.grant_status(GRANT2)['sealed'] is False
+
+
+def test_a_sealed_grant_is_adopted_with_a_key_offer_and_gets_its_key(lmc):
+    reply = lmc.adopt_grant(grant_dict(sealed=True))
+    assert reply['key_offer'] == OFFER
+    create = [c for c in lmc.client.calls if c[0] == 'export_create']
+    assert create[0][-2:] == ('adopt', 'seal')
+    # The offer went to a call that failed: adopted again, the export
+    # still waiting for its key is made anew with a new offer.
+    assert lmc.adopt_grant(grant_dict(sealed=True))['key_offer'] == OFFER
+    assert ('export_drop', GRANT, True) in lmc.client.calls
+    assert len([c for c in lmc.client.calls
+                if c[0] == 'export_create']) == 2
+    assert lmc.install_page_key(GRANT, 'ab' * 93) == {}
+    # Once it has its key, asking again changes nothing.
+    lmc.adopt_grant(grant_dict(sealed=True))
+    assert len([c for c in lmc.client.calls
+                if c[0] == 'export_create']) == 2
+
+
+@pytest.mark.parametrize('field,call', [
+    ('grant.sealed', lambda lmc: lmc.adopt_grant(grant_dict(sealed='yes'))),
+    ('offer', lambda lmc: lmc.wrap_page_key(GRANT, 'zz' * 32)),
+    ('offer', lambda lmc: lmc.wrap_page_key(GRANT, None)),
+    ('wrapped', lambda lmc: lmc.install_page_key(GRANT, 'ab' * 92)),
+    ('grant_uuid', lambda lmc: lmc.wrap_page_key('nope', OFFER)),
+])
+def test_page_key_calls_name_the_bad_field(lmc, field, call):
+    with pytest.raises(exceptions.InvalidParameter) as caught:
+        call(lmc)
+    assert caught.value.kwargs['field'] == field
+
+
+def test_a_wrapped_key_that_does_not_open_is_a_bad_parameter(lmc):
+    lmc.adopt_grant(grant_dict(sealed=True))
+    lmc.client.errors['export_key_install'] = swapd.SwapdError(
+        'EBADMSG', 'the wrapped key does not open')
+    with pytest.raises(exceptions.InvalidParameter) as caught:
+        lmc.install_page_key(GRANT, 'ab' * 93)
+    assert caught.value.kwargs['field'] == 'wrapped'
+    assert 'adopt the grant again' in caught.value.kwargs['reason']
+
+
+def test_wrap_page_key_needs_the_export(lmc):
+    with pytest.raises(exceptions.NotFound):
+        lmc.wrap_page_key(GRANT, OFFER)
+    lmc.attach_grant(grant_dict())
+    assert lmc.wrap_page_key(GRANT, OFFER) == {'wrapped': 'ab' * 93}
 
 
 def test_drop_export_forgets_the_grant_without_releasing_it(lmc):

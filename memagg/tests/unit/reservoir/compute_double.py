@@ -14,7 +14,8 @@
 ComputeAPI) at the boundary the reservoir and the migration executor call:
 prepare_slabs, free_slabs, attach_grant and reclaim_slabs (1.1),
 adopt_grant, drop_export, grant_status and migration_stats (1.2), and
-rebuild_grant (1.3), with the contract's arguments and replies. Each donor
+rebuild_grant (1.3), wrap_page_key and install_page_key (1.4), with the
+contract's arguments and replies. Each donor
 host keeps the slabs it set up and each consumer its exports, so a test
 can see that nothing leaked."""
 import threading
@@ -31,7 +32,8 @@ class ComputeDouble:
     ``stored_mb`` and ``copy_left_mb`` map a grant to what grant_status
     and rebuild_grant answer (``copy_left_mb`` a list: one answer per
     call, the last repeated); ``stats`` maps a host to its
-    migration_stats reply."""
+    migration_stats reply. Grants are sealed unless ``unsealed`` holds
+    them; a host keeps the page keys it holds in ``page_keys``."""
 
     def __init__(self, behaviour=None):
         self.behaviour = dict(behaviour or {})
@@ -46,6 +48,9 @@ class ComputeDouble:
         self.stored_mb = {}
         self.copy_left_mb = {}
         self.stats = {}
+        self.unsealed = set()
+        self.page_keys = {}     # host -> {grant uuid: key}
+        self.offers = {}        # (host, grant uuid) -> key offer
         self.hook = None    # called with (method, host) before answering
         self._lock = threading.Lock()
 
@@ -129,10 +134,37 @@ class ComputeDouble:
         if host in self.adopt_fails:
             raise exceptions.ServiceUnavailable(
                 reason='memagg-swapd of %s does not answer' % host)
+        assert isinstance(grant['sealed'], bool)
+        reply = {'socket': '/run/memagg/swapd/exports/%s.sock'
+                 % grant['uuid'], 'name': 'memagg-swap-' + grant['uuid']}
         with self._lock:
             self.exports.setdefault(host, set()).add(grant['uuid'])
-        return {'socket': '/run/memagg/swapd/exports/%s.sock'
-                % grant['uuid'], 'name': 'memagg-swap-' + grant['uuid']}
+            if grant['sealed']:
+                offer = '%064x' % len(self.offers)
+                self.offers[(host, grant['uuid'])] = offer
+                reply['key_offer'] = offer
+        return reply
+
+    def _page_key(self, host, grant_uuid):
+        # Each grant's key is made where its export was first created.
+        return self.page_keys.setdefault(host, {}).get(
+            grant_uuid, 'key-of-' + grant_uuid)
+
+    def wrap_page_key(self, ctxt, host, grant_uuid, offer, timeout=None):
+        self._record('wrap_page_key', host, grant_uuid, timeout=timeout)
+        return {'wrapped': '%s:%s' % (offer,
+                                      self._page_key(host, grant_uuid))}
+
+    def install_page_key(self, ctxt, host, grant_uuid, wrapped,
+                         timeout=None):
+        self._record('install_page_key', host, grant_uuid, timeout=timeout)
+        offer, key = wrapped.split(':', 1)
+        with self._lock:
+            if self.offers.pop((host, grant_uuid), None) != offer:
+                raise exceptions.InvalidParameter(
+                    field='wrapped', reason='does not open')
+            self.page_keys.setdefault(host, {})[grant_uuid] = key
+        return {}
 
     def drop_export(self, ctxt, host, grant_uuid, timeout=None):
         self._record('drop_export', host, grant_uuid, timeout=timeout)
@@ -152,7 +184,8 @@ class ComputeDouble:
     def grant_status(self, ctxt, host, grant_uuid, timeout=None):
         self._record('grant_status', host, grant_uuid, timeout=timeout)
         return {'stored_mb': self.stored_mb.get(grant_uuid, 0),
-                'local_copy_left_mb': self._copy_left(host, grant_uuid)}
+                'local_copy_left_mb': self._copy_left(host, grant_uuid),
+                'sealed': grant_uuid not in self.unsealed}
 
     def rebuild_grant(self, ctxt, host, grant_uuid, timeout=None):
         self._record('rebuild_grant', host, grant_uuid, timeout=timeout)

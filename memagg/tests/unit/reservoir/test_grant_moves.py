@@ -74,8 +74,10 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
     nova = executor_tests.FakeNova({VM_1: 'c'})
 
     def in_order(method, host):
-        if method == 'adopt_grant':
+        if method in ('adopt_grant', 'install_page_key'):
             assert nova.calls == []
+        if method == 'wrap_page_key':
+            assert compute.called('adopt_grant')
         # The copy is rebuilt once the VM runs on d (not while its memory
         # is copied), and before the source drops its copy.
         if method == 'rebuild_grant':
@@ -94,6 +96,10 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
     assert len(compute.holding('a')) == 4
     assert compute.called('free_slabs') == []
     assert compute.called('adopt_grant') == [('d', uuid)]
+    # The page key went from c's swapd to d's, sealed for d's offer.
+    assert compute.called('wrap_page_key') == [('c', uuid)]
+    assert compute.called('install_page_key') == [('d', uuid)]
+    assert compute.page_keys['d'][uuid] == 'key-of-' + uuid
     assert compute.called('rebuild_grant')[0] == ('d', uuid)
     # 768 MiB on donors against 1024 MiB resident at the start.
     assert (row.remote_mb, row.remote_share) == (768, 0.4286)
@@ -130,6 +136,36 @@ def test_a_destination_that_cannot_serve_the_grant_stops_the_migration(
     assert 'memagg-swapd of d does not answer' in row.error
     assert nova.calls == []
     assert db_grants.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+    assert compute.exported('c') == {grant['uuid']}
+
+
+def test_an_unsealed_grant_moves_without_a_page_key(
+        reservoir_opts, ctxt, compute, grant):
+    compute.unsealed.add(grant['uuid'])
+    nova = executor_tests.FakeNova({VM_1: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.status == 'succeeded'
+    assert compute.called('wrap_page_key') == []
+    assert compute.called('install_page_key') == []
+
+
+def test_a_source_that_cannot_say_whether_it_seals_stops_the_migration(
+        reservoir_opts, ctxt, compute, grant):
+    def status_fails(method, host):
+        if method == 'grant_status':
+            raise exceptions.ServiceUnavailable(reason='swapd of c is gone')
+    compute.hook = status_fails
+    nova = executor_tests.FakeNova({VM_1: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.status == 'failed'
+    assert 'did not say whether grant %s is sealed' % grant['uuid'] in (
+        row.error)
+    assert nova.calls == []
+    assert compute.called('adopt_grant') == []
     assert compute.exported('c') == {grant['uuid']}
 
 

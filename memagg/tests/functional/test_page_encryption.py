@@ -1,0 +1,276 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Sealed exports between real memagg-swapd processes (issue 18, point 2):
+the pages a consumer sends its donor are ciphertext, a page altered on the
+way back is never returned (read from the local copy, or an I/O error
+where there is none), and the page key follows a live migration sealed
+for the destination.
+
+The donor's TCP endpoint is reached through TamperProxy, a relay of the
+swapd frame protocol (native/swapd/frame.h) in this process that records
+what goes to the donor and, when armed, flips a byte of a page in the
+donor's next READ reply.  QEMU's qemu-io does the I/O.
+"""
+import os
+import socket
+import stat
+import struct
+import subprocess
+import threading
+import uuid
+
+import pytest
+
+from memagg.compute import swapd as swapd_client
+from memagg.tests.functional import test_swapd_nbd
+from memagg.tests.functional.test_swapd_adopt import hosts_fixture  # noqa
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional]
+
+MIB = 1 << 20
+SLAB = 4 * MIB
+SIZE = 2 * SLAB
+KEY = 'e7' * 32
+DEADLINE = 60
+
+HDR = 88
+OP_READ, OP_WRITE = 1, 2
+FLAG_REPLY, FLAG_SEALED = 1, 2
+SEAL_LEN = 32
+
+
+class TamperProxy:
+    """Relay TCP connections from consumers to one donor, frame by frame.
+
+    ``writes`` holds (flags, data) of every WRITE request relayed;
+    ``arm()`` makes the next READ reply that carries pages arrive with one
+    byte of its first page flipped; ``tampered`` counts those."""
+
+    def __init__(self, donor_port):
+        self.donor_port = donor_port
+        self.listener = socket.socket()
+        self.listener.bind(('127.0.0.1', 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.endpoint = 'tcp://127.0.0.1:%d' % self.port
+        self.writes = []
+        self.tampered = 0
+        self._armed = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def arm(self, times=1):
+        with self._lock:
+            self._armed += times
+
+    def close(self):
+        self.listener.close()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return              # closed
+            donor = socket.create_connection(('127.0.0.1', self.donor_port))
+            threading.Thread(target=self._relay, args=(client, donor, False),
+                             daemon=True).start()
+            threading.Thread(target=self._relay, args=(donor, client, True),
+                             daemon=True).start()
+
+    @staticmethod
+    def _read(sock, n):
+        buf = b''
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+
+    @staticmethod
+    def _payload_len(hdr):
+        op = hdr[5]
+        flags, length, status = (struct.unpack_from('<H', hdr, 6)[0],
+                                 struct.unpack_from('<I', hdr, 68)[0],
+                                 struct.unpack_from('<i', hdr, 80)[0])
+        seals = length // 4096 * SEAL_LEN if flags & FLAG_SEALED else 0
+        reply = flags & FLAG_REPLY
+        if (op == OP_WRITE and not reply) or (
+                op == OP_READ and reply and status == 0):
+            return flags, length, length + seals
+        return flags, length, 0
+
+    def _relay(self, src, dst, from_donor):
+        try:
+            while True:
+                hdr = self._read(src, HDR)
+                flags, length, n = self._payload_len(hdr)
+                payload = bytearray(self._read(src, n)) if n else b''
+                if not from_donor and hdr[5] == OP_WRITE:
+                    with self._lock:
+                        self.writes.append((flags, bytes(payload[:length])))
+                if from_donor and hdr[5] == OP_READ and length:
+                    with self._lock:
+                        if self._armed:
+                            self._armed -= 1
+                            self.tampered += 1
+                            payload[100] ^= 0x01
+                dst.sendall(hdr + bytes(payload))
+        except (EOFError, OSError):
+            pass
+        finally:
+            src.close()
+            dst.close()
+
+
+def _qemu_io_fails(sock, grant, command):
+    """Run one qemu-io command that must fail; its output."""
+    uri = 'nbd+unix:///memagg-swap-%s?socket=%s' % (grant, sock)
+    proc = subprocess.run(['qemu-io', '-f', 'raw', uri, '-c', command],
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert 'failed' in out.lower() or proc.returncode != 0, out
+    return out
+
+
+@pytest.fixture(name='proxied')
+def proxied_fixture(hosts):
+    """A donor lending two slabs of a new grant through a TamperProxy:
+    (grant, proxy, slab table)."""
+    donor = hosts('donor', capacity_mb=16)
+    donor.start()
+    proxy = TamperProxy(donor.port)
+    grant = str(uuid.uuid4())
+    lent = donor.client().grant_alloc(grant, KEY, SLAB, [0, 1])
+    table = [{'index': s['index'], 'endpoint': proxy.endpoint,
+              'remote_addr': s['remote_addr'], 'rkey': lent['rkey']}
+             for s in lent['slabs']]
+    yield grant, proxy, table
+    proxy.close()
+
+
+def _conf_path(daemon, grant):
+    return os.path.join(daemon.state_dir, 'exports', '%s.conf' % grant)
+
+
+def _source(hosts, grant, table):
+    """Host A's sealed export with 0x5a in its first 64 KiB and 0x6b at
+    slab 1: (daemon, socket)."""
+    a = hosts('a')
+    a.start()
+    export = a.client().export_create(grant, KEY, SIZE, SLAB,
+                                      os.path.join(a.dir, 'copy.img'),
+                                      table, seal=True)
+    test_swapd_nbd.qemu_io(export['socket'], grant,
+                           'write -P 0x5a 0 65536',
+                           'write -P 0x6b %d 8192' % SLAB, 'flush')
+    return a, export['socket']
+
+
+def test_pages_reach_the_donor_sealed_and_an_altered_one_is_read_locally(
+        hosts, proxied):
+    grant, proxy, table = proxied
+    a, sock = _source(hosts, grant, table)
+
+    # On the wire (and so on the donor): ciphertext and seals only.
+    assert proxy.writes
+    for flags, data in proxy.writes:
+        assert flags & FLAG_SEALED
+        assert b'\x5a' * 64 not in data and b'\x6b' * 64 not in data
+    # The page key is in the export's state, which only swapd reads, and
+    # nowhere else.
+    path = _conf_path(a, grant)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    with open(path) as f:
+        conf = f.read()
+    assert ' page_key=' in conf
+    page_key = conf.split(' page_key=')[1].split()[0]
+    described = a.client().export_describe(grant)
+    assert described['seal'] == '1'
+    assert page_key not in repr(described)
+    assert page_key not in a.log()
+    # A sealed export takes whole pages only and tells QEMU, which then
+    # reads, modifies and writes the page around a smaller write itself.
+    test_swapd_nbd.qemu_io(sock, grant, 'write -P 0x11 512 512',
+                           'read -P 0x5a 0 512', 'read -P 0x11 512 512',
+                           'read -P 0x5a 1024 3072')
+    test_swapd_nbd.qemu_io(sock, grant, 'write -P 0x5a 512 512')
+
+    # A page altered on its way back: the guest gets the right data, from
+    # the local copy, and it is counted and logged.
+    proxy.arm()
+    test_swapd_nbd.qemu_io(sock, grant, 'read -P 0x5a 0 65536')
+    assert proxy.tampered == 1
+    stats = a.client().export_stats(grant)
+    assert stats['auth_failures'] == 1
+    assert stats['local_reads'] >= 1
+    assert 'authentic' in a.log().lower()
+    # Untouched, the donor's pages open again.
+    test_swapd_nbd.qemu_io(sock, grant, 'read -P 0x6b %d 8192' % SLAB)
+    assert a.client().export_stats(grant)['auth_failures'] == 1
+
+
+def test_the_page_key_follows_a_migration_sealed_for_the_destination(
+        hosts, proxied):
+    grant, proxy, table = proxied
+    a, _ = _source(hosts, grant, table)
+    b = hosts('b')
+    b.start()
+    described = a.client().export_describe(grant)
+    export = b.client().export_create(
+        grant, KEY, SIZE, SLAB, os.path.join(b.dir, 'copy.img'),
+        described['slabs'], adopt=True, seal=True)
+    offer = export['key_offer']
+    assert len(offer) == 64
+    assert b.client().export_stats(grant)['key_pending'] == 1
+    # Without its key, B serves nothing from the donor.
+    _qemu_io_fails(export['socket'], grant, 'read -P 0x5a 0 4096')
+
+    # A key sealed for another offer does not open; nor does an altered
+    # one.
+    other = str(uuid.uuid4())
+    wrapped = a.client().export_key_wrap(grant, offer)
+    assert len(wrapped) == 186
+    assert a.client().export_key_wrap(grant, 'ab' * 32) != wrapped
+    altered = wrapped[:-2] + ('00' if wrapped[-2:] != '00' else '01')
+    for bad in (a.client().export_key_wrap(grant, 'ab' * 32), altered):
+        with pytest.raises(swapd_client.SwapdError) as info:
+            b.client().export_key_install(grant, bad)
+        assert info.value.errno_name == 'EBADMSG'
+    with pytest.raises(swapd_client.SwapdError) as info:
+        b.client().export_key_install(other, wrapped)
+    assert info.value.errno_name == 'ENOENT'
+
+    b.client().export_key_install(grant, wrapped)
+    assert b.client().export_stats(grant)['key_pending'] == 0
+    with pytest.raises(swapd_client.SwapdError) as info:
+        b.client().export_key_install(grant, wrapped)
+    assert info.value.errno_name == 'EALREADY'
+    # The key is B's now, across a kill -9: B reads A's pages from the
+    # donor.
+    b.kill()
+    b.start()
+    polling.wait_for(lambda: os.path.exists(export['socket']), DEADLINE,
+                     message='B serves the export again')
+    test_swapd_nbd.qemu_io(export['socket'], grant, 'read -P 0x5a 0 65536',
+                           'read -P 0x6b %d 8192' % SLAB)
+
+    # B has no local copy of these pages yet: an altered one is an I/O
+    # error, never wrong data.
+    proxy.arm()
+    _qemu_io_fails(export['socket'], grant, 'read -P 0x5a 0 4096')
+    assert proxy.tampered == 1
+    assert b.client().export_stats(grant)['auth_failures'] == 1
