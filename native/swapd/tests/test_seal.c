@@ -154,6 +154,13 @@ static void test_round_trip_and_tamper(struct sd_sealer *s)
     other_key[0] ^= 1;
     CHECK(try_open(other_key, grant, 100, cipher, seals, NPAGES, out,
                    &bad) == -EBADMSG && bad == 100);
+    /* The thread's context follows the key back. */
+    CHECK(try_open(key, grant, 100, cipher, seals, NPAGES, out, &bad) == 0);
+    CHECK(sd_seal_pages(s, other_key, grant, 7, plain, cipher, seals, 1) ==
+          0);
+    CHECK(try_open(other_key, grant, 7, cipher, seals, 1, out, &bad) == 0 &&
+          memcmp(out, plain, SD_PAGE_SIZE) == 0);
+    CHECK(try_open(key, grant, 7, cipher, seals, 1, out, &bad) == -EBADMSG);
 
     /* A page the donor never got a sealed write for: zeros, zero seal. */
     memset(bad_seals, 0, sizeof(bad_seals));
