@@ -11,9 +11,9 @@
 # under the License.
 
 """NBD servers for benchmarks/swap_nbd_fio.py: memagg-swapd (a donor and a
-consumer over loopback TCP), nbdkit's memory plugin and qemu-nbd on a tmpfs
-file, and nbdkit relaying to its memory plugin (memagg's hops, for
-reference).
+consumer over loopback TCP, its pages in clear or sealed), nbdkit's memory
+plugin and qemu-nbd on a tmpfs file, and nbdkit relaying to its memory
+plugin (memagg's hops, for reference).
 
 Each server is started by ``start()``, which returns once it answers (an
 NBD greeting on its TCP port or unix socket, or PING on swapd's control
@@ -250,11 +250,14 @@ class MemaggSwapd(_Server):
     The grant is made as memagg-compute makes it: GRANT_ALLOC on the donor,
     then EXPORT_CREATE on the consumer with the slabs' endpoint, address
     and rkey. The consumer's local durability copy lives in ``local_dir``.
-    ``pids`` are the donor's, then the consumer's.
+    ``pids`` are the donor's, then the consumer's.  The pages travel and
+    sit on the donor in clear (EXPORT_CREATE without seal), which start()
+    checks in EXPORT_DESCRIBE.
     """
 
     name = 'memagg'
     description = 'memagg-swapd, donor over loopback TCP'
+    seal = False
 
     def __init__(self, workdir, size, slab_size, local_dir):
         super().__init__(workdir, size)
@@ -302,7 +305,19 @@ class MemaggSwapd(_Server):
         export = _swapd_call(
             'EXPORT_CREATE',
             swapd.SwapdClient(consumer, READY_TIMEOUT).export_create,
-            self.grant, key, self.size, self.slab_size, self._local, slabs)
+            self.grant, key, self.size, self.slab_size, self._local, slabs,
+            seal=self.seal)
+        # A swapd that left the pages in clear (or sealed them unasked)
+        # would make the comparison of the two meaningless.
+        described = _swapd_call(
+            'EXPORT_DESCRIBE',
+            swapd.SwapdClient(consumer, READY_TIMEOUT).export_describe,
+            self.grant)
+        if described.get('seal') != ('1' if self.seal else None):
+            raise ServerError('the export is %s: asked for %s'
+                              % ('sealed' if described.get('seal')
+                                 else 'in clear',
+                                 'sealing' if self.seal else 'clear pages'))
         self.uri = 'nbd+unix:///%s?socket=%s' % (export['name'],
                                                  export['socket'])
 
@@ -326,3 +341,13 @@ class MemaggSwapd(_Server):
             local = getattr(self, '_local', None)
             if local and os.path.exists(local):
                 os.unlink(local)
+
+
+class MemaggSwapdSealed(MemaggSwapd):
+    """memagg-swapd as MemaggSwapd, its pages sealed by the consumer
+    (EXPORT_CREATE seal=1: AES-256-GCM with the export's own key), as
+    memagg-compute creates exports by default."""
+
+    name = 'memagg-sealed'
+    description = 'memagg-swapd, pages sealed, donor over loopback TCP'
+    seal = True

@@ -19,9 +19,13 @@ socket:
 - memagg: a donor memagg-swapd and a consumer memagg-swapd, loopback TCP
   between them; the grant made over their control sockets (GRANT_ALLOC on
   the donor, EXPORT_CREATE on the consumer); fio on the consumer's export
-  socket.  The consumer keeps its local durability copy in --local-dir:
-  by default the temporary directory, on disk like swapd's state
-  directory in production; /dev/shm leaves the filesystem's cost out.
+  socket; the pages in clear.  The consumer keeps its local durability
+  copy in --local-dir: by default the temporary directory, on disk like
+  swapd's state directory in production; /dev/shm leaves the filesystem's
+  cost out.
+- memagg-sealed: the same with EXPORT_CREATE seal=1, memagg-compute's
+  default: each page encrypted and authenticated (AES-256-GCM) by the
+  consumer, so the donor and the network see ciphertext only.
 - nbdkit: its memory plugin over TCP.
 - qemu-nbd: a raw file on /dev/shm over TCP, its default cache mode.
 - nbdkit-relay, a reference rather than a peer: memagg's hops with nbdkit
@@ -42,18 +46,22 @@ Medians over the repeats of:
   clat: the nbd engine sends the request while submitting, so at queue
   depth 1 clat leaves out about half of each request's time);
 - CPU per GiB (over all the repeats): utime + stime of every server
-  process (both swapds for memagg) from /proc/PID/stat, before and after
-  each run, over the bytes moved.  fio's own CPU is not counted.
+  process (both swapds for memagg and memagg-sealed) from /proc/PID/stat,
+  before and after each run, over the bytes moved.  fio's own CPU is not
+  counted.
 
-Prints a table, the ratios memagg / strongest peer (the peer, nbdkit or
-qemu-nbd, with the most IOPS in that cell) and memagg / nbdkit-relay for
-IOPS and p99, and a verdict against the target: at least the strongest
-peer's IOPS and no worse p99.  Exits non-zero only when
-something failed to run, never on the figures.
+Prints a table with the ratios, for IOPS and p99: memagg-sealed / memagg
+(what sealing costs), memagg / strongest peer (the peer, nbdkit or
+qemu-nbd, with the most IOPS in that cell) and memagg / nbdkit-relay.
+Then a verdict line per target: sealing costs at most 10 % of memagg's
+IOPS at queue depth 32 and adds at most 10 % to its p99 in every cell
+(issue 18); memagg has at least the strongest peer's IOPS and no worse
+p99.  Exits non-zero only when something failed to run, never on the
+figures.
 
 Run: .venv/bin/python benchmarks/swap_nbd_fio.py [--size-mb 512]
-         [--runtime 5] [--repeat 3] [--servers memagg nbdkit qemu-nbd
-         nbdkit-relay]
+         [--runtime 5] [--repeat 3] [--servers memagg memagg-sealed
+         nbdkit qemu-nbd nbdkit-relay]
          [--local-dir DIR] [--seed 1] [--quick]
 """
 import argparse
@@ -71,9 +79,12 @@ import _nbd_peers as peers  # noqa: E402
 MIB = 1 << 20
 GIB = 1 << 30
 SLAB_SIZE = 64 * MIB
-SERVERS = ('memagg', 'nbdkit', 'qemu-nbd', 'nbdkit-relay')
+SERVERS = ('memagg', 'memagg-sealed', 'nbdkit', 'qemu-nbd', 'nbdkit-relay')
+SEALED = 'memagg-sealed'
+MEMAGG = ('memagg', SEALED)             # memagg-swapd, with EXPORT_STATS
 PEERS = ('nbdkit', 'qemu-nbd')         # what the target compares with
 RELAY = 'nbdkit-relay'
+SEAL_COST = 0.10    # sealing's target: IOPS at qd 32 and p99 within 10 %
 CELLS = [('randread', 1), ('randread', 32), ('randwrite', 1),
          ('randwrite', 32)]
 
@@ -140,9 +151,9 @@ def summarise(runs):
 
 
 def make_server(name, workdir, args):
-    if name == 'memagg':
-        return peers.MemaggSwapd(workdir, args.size, SLAB_SIZE,
-                                 args.local_dir)
+    if name in MEMAGG:
+        kind = peers.MemaggSwapdSealed if name == SEALED else peers.MemaggSwapd
+        return kind(workdir, args.size, SLAB_SIZE, args.local_dir)
     if name == 'nbdkit':
         return peers.NbdkitMemory(workdir, args.size)
     if name == RELAY:
@@ -176,7 +187,7 @@ def run(names, args):
             try:
                 servers[name].start()
                 fio(servers[name], args, 'write', '1m', 8)
-            except (peers.ServerError, RunError, OSError) as exc:
+            except (peers.ServerError, OSError) as exc:
                 fail(name, exc)
         runs = {name: {key: [] for key in CELLS} for name in servers}
         for key in CELLS:
@@ -188,22 +199,23 @@ def run(names, args):
                             cell(servers[name], args, *key))
                     except (RunError, OSError) as exc:
                         fail(name, exc)
-        if 'memagg' in servers:
+        for name in [n for n in MEMAGG if n in servers]:
             try:
-                stats = servers['memagg'].stats()
-                print('memagg export after the run: %s' % ' '.join(
-                    '%s=%s' % kv for kv in sorted(stats.items())),
+                stats = servers[name].stats()
+                print('%s export after the run: %s' % (name, ' '.join(
+                    '%s=%s' % kv for kv in sorted(stats.items()))),
                     flush=True)
                 off_path = [k for k in ('zero_reads', 'local_reads',
-                                        'remote_errors', 'degraded_slabs')
+                                        'remote_errors', 'degraded_slabs',
+                                        'auth_failures')
                             if stats.get(k, 0)]
                 if off_path:
-                    print('WARNING: not every memagg request went through '
+                    print('WARNING: not every %s request went through '
                           'the donor (%s): its figures are not those of '
-                          'the remote path' % ', '.join(off_path),
+                          'the remote path' % (name, ', '.join(off_path)),
                           flush=True)
             except (peers.ServerError, OSError) as exc:
-                fail('memagg', exc)
+                fail(name, exc)
     finally:
         for server in servers.values():
             server.stop()
@@ -226,8 +238,12 @@ def print_table(results, names):
         head += ' | %-*s' % (width, n)
         sub += ' | %8s %6s %6s %9s' % ('IOPS', 'p50 us', 'p99 us',
                                        'cpu s/GiB')
+    sealed = 'memagg' in names and SEALED in names
     compare = 'memagg' in names and any(n in PEERS for n in names)
     relay = 'memagg' in names and RELAY in names
+    if sealed:
+        head += ' | %s / memagg' % SEALED
+        sub += ' | %5s %5s' % ('IOPS', 'p99')
     if compare:
         head += ' | memagg / strongest peer'
         sub += ' | %-8s %5s %5s' % ('peer', 'IOPS', 'p99')
@@ -241,6 +257,10 @@ def print_table(results, names):
         for n in names:
             iops, p50, p99, cpu, _ = results[n][key]
             line += ' | %8.0f %6.1f %6.1f %9.2f' % (iops, p50, p99, cpu)
+        if sealed:
+            line += ' | %4.2fx %4.2fx' % (
+                results[SEALED][key][0] / results['memagg'][key][0],
+                results[SEALED][key][2] / results['memagg'][key][2])
         if compare:
             peer = strongest_peer(results, key)
             line += ' | %-8s %4.2fx %4.2fx' % (
@@ -253,8 +273,9 @@ def print_table(results, names):
         print(line)
 
 
-def verdict(results):
-    """One line: the target met or not, and where not."""
+def peer_misses(results):
+    """The cells where memagg has fewer IOPS or a higher p99 than the
+    strongest peer, each as text."""
     misses = []
     for key in CELLS:
         peer = strongest_peer(results, key)
@@ -268,7 +289,29 @@ def verdict(results):
         if why:
             misses.append('%s qd%d vs %s: %s'
                           % (key[0], key[1], peer, ', '.join(why)))
-    target = "target (>= strongest peer's IOPS, <= its p99)"
+    return misses
+
+
+def sealing_misses(results):
+    """The cells where memagg-sealed loses more than SEAL_COST of memagg's
+    IOPS (queue depth 32 only) or its p99 is more than SEAL_COST higher,
+    each as text."""
+    misses = []
+    for key in CELLS:
+        s_iops, _, s_p99, _, _ = results[SEALED][key]
+        m_iops, _, m_p99, _, _ = results['memagg'][key]
+        why = []
+        if key[1] == 32 and s_iops < (1 - SEAL_COST) * m_iops:
+            why.append('IOPS %.2fx' % (s_iops / m_iops))
+        if s_p99 > (1 + SEAL_COST) * m_p99:
+            why.append('p99 %.2fx' % (s_p99 / m_p99))
+        if why:
+            misses.append('%s qd%d: %s' % (key[0], key[1], ', '.join(why)))
+    return misses
+
+
+def verdict(target, misses):
+    """One line: the target met or not, and where not."""
     if not misses:
         return 'verdict: %s met in all %d cells' % (target, len(CELLS))
     return 'verdict: %s met in %d of %d cells; missed: %s' % (
@@ -315,19 +358,26 @@ def main():
     print('4 KiB random I/O through NBD, fio nbd engine; %d MiB export '
           'prefilled with 1 MiB writes; %g s per run, median of %d run(s); '
           'latency submit to completion; %d CPUs; CPU = server processes '
-          "only (memagg: donor + consumer swapd); memagg's local copy in %s"
+          'only (memagg, memagg-sealed: donor + consumer swapd); '
+          "memagg's local copy in %s"
           % (args.size_mb, args.runtime, args.repeat, os.cpu_count(),
              args.local_dir), flush=True)
     results, failures = run(names, args)
     ran = [n for n in names if n in results]
     if ran:
         print_table(results, ran)
-    if 'memagg' in results:
-        print('memagg cpu s/GiB, donor + consumer: %s' % ', '.join(
-            '%s qd%d %.2f + %.2f' % (key + tuple(results['memagg'][key][4]))
-            for key in CELLS))
+    for name in [n for n in MEMAGG if n in results]:
+        print('%s cpu s/GiB, donor + consumer: %s' % (name, ', '.join(
+            '%s qd%d %.2f + %.2f' % (key + tuple(results[name][key][4]))
+            for key in CELLS)))
+    if 'memagg' in results and SEALED in results:
+        print(verdict('sealing target (%s >= %.2fx memagg\'s IOPS at qd 32, '
+                      '<= %.2fx its p99)' % (SEALED, 1 - SEAL_COST,
+                                             1 + SEAL_COST),
+                      sealing_misses(results)))
     if 'memagg' in results and any(n in PEERS for n in results):
-        print(verdict(results))
+        print(verdict("target (>= strongest peer's IOPS, <= its p99)",
+                      peer_misses(results)))
     if failures:
         print('could not run: %s' % ', '.join(failures), file=sys.stderr)
         return 1

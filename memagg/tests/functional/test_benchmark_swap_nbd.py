@@ -10,11 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""benchmarks/swap_nbd_fio.py as CI runs it: --quick, every server (two real
-memagg-swapd processes, nbdkit, qemu-nbd, nbdkit relaying to nbdkit) under
-real fio.  The figures are not asserted (they depend on the machine), only
-that each server ran every cell and moved data, and that memagg's reads
-went to its donor."""
+"""benchmarks/swap_nbd_fio.py as CI runs it: --quick, every server (two pairs
+of real memagg-swapd processes, one with its pages in clear and one with
+them sealed, nbdkit, qemu-nbd, nbdkit relaying to nbdkit) under real fio.
+The figures are not asserted (they depend on the machine), only that each
+server ran every cell and moved data (the memagg servers start only when
+EXPORT_DESCRIBE shows the export sealed or in clear as asked), that both
+memagg exports' reads went to their donor, and that both targets got a
+verdict."""
 import pytest
 
 from memagg.tests.functional import benchmark_script
@@ -22,7 +25,7 @@ from memagg.tests.functional import benchmark_script
 pytestmark = [pytest.mark.functional]
 
 SCRIPT = 'swap_nbd_fio.py'
-SERVERS = ['memagg', 'nbdkit', 'qemu-nbd', 'nbdkit-relay']
+SERVERS = ['memagg', 'memagg-sealed', 'nbdkit', 'qemu-nbd', 'nbdkit-relay']
 CELLS = [('randread', '1'), ('randread', '32'), ('randwrite', '1'),
          ('randwrite', '32')]
 
@@ -34,26 +37,32 @@ def test_quick_run_has_every_server_and_cell():
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     header = next(line for line in lines if line.startswith('workload'))
-    assert [col.strip() for col in header.split('|')[1:5]] == SERVERS
+    assert [col.strip() for col in header.split('|')[1:6]] == SERVERS
+    assert header.split('|')[6].strip() == 'memagg-sealed / memagg'
     rows = {tuple(line.split('|')[0].split()): line.split('|')
             for line in lines
             if line.split('|')[0].split()[:1] in (['randread'],
                                                   ['randwrite'])}
     assert sorted(rows) == sorted(CELLS)
     for cell, columns in rows.items():
-        for server, column in zip(SERVERS, columns[1:5]):
+        for server, column in zip(SERVERS, columns[1:6]):
             iops = float(column.split()[0])
             assert iops > 0, (cell, server, run.stdout)
-    assert any(line.startswith('verdict: ') for line in lines), run.stdout
+    assert any(line.startswith('verdict: sealing target ')
+               for line in lines), run.stdout
+    assert any(line.startswith('verdict: target ')
+               for line in lines), run.stdout
     # The figures are memagg's remote path only if every read reached the
     # donor: the prefill wrote every page and no slab fell back locally.
-    stats = dict(item.split('=', 1) for item in next(
-        line for line in lines
-        if line.startswith('memagg export after the run: ')).split()[5:])
-    assert int(stats['reads']) > 0, stats
-    for key in ('zero_reads', 'local_reads', 'remote_errors',
-                'degraded_slabs'):
-        assert stats[key] == '0', stats
+    for server in ('memagg', 'memagg-sealed'):
+        stats = dict(item.split('=', 1) for item in next(
+            line for line in lines
+            if line.startswith('%s export after the run: ' % server)
+        ).split()[5:])
+        assert int(stats['reads']) > 0, stats
+        for key in ('zero_reads', 'local_reads', 'remote_errors',
+                    'degraded_slabs', 'auth_failures'):
+            assert stats[key] == '0', (server, stats)
     assert 'WARNING' not in run.stdout
 
 
