@@ -35,13 +35,16 @@ from memagg.common import cli
 from memagg.common import exceptions
 from memagg.common import plugins
 from memagg.conf import consolidation as conf_consolidation
+from memagg.conf import host_reclaim as conf_host_reclaim
 from memagg.conf import reservoir as conf_reservoir
 from memagg.conf import swapd as conf_swapd
 from memagg.conf import wss as conf_wss
+from memagg.drivers.host_reclaim import base as controller_base
 from memagg.drivers.remote_budget import base as budget_base
 from memagg.drivers.reservoir import base as selection_base
 from memagg.scheduler import consolidation
 from memagg.sim import engine
+from memagg.sim import host_reclaim
 from memagg.sim import maxavg
 from memagg.sim import plots
 from memagg.sim import progress as sim_progress
@@ -293,6 +296,19 @@ def add_simulation_arguments(group):
              'memagg option.'
              % (reservoir.Settings.penalty,
                 50 * reservoir.Settings.penalty))
+    group.add_argument(
+        '--host-reclaim', metavar='NAME',
+        help='Host reclaim controller, the plug-in memagg-compute runs: '
+             'none or senpai (default: [host_reclaim] controller, none). '
+             'Its other [host_reclaim] options (promotion_slo, grow_mb, '
+             'backoff) come from --config-file; no host memory pressure is '
+             'modelled.')
+    group.add_argument(
+        '--no-balloon', type=_FRACTION, metavar='X',
+        help='Share of the VMs without a balloon, spread evenly over the '
+             'trace\'s VMs: they count their booked memory, less what host '
+             'reclaim holds paged out (default 0: every VM counts its WSS '
+             'max-average, as its balloon brings it there).')
 
 
 def add_noise_arguments(group):
@@ -359,10 +375,11 @@ def build_parser():
 
 
 def load_config(path):
-    """The [consolidation], [wss], [reservoir] and [swapd] options of
-    ``path`` (None: defaults), in a private ConfigOpts."""
+    """The [consolidation], [wss], [reservoir], [swapd] and [host_reclaim]
+    options of ``path`` (None: defaults), in a private ConfigOpts."""
     conf = cfg.ConfigOpts()
-    for group in (conf_consolidation, conf_wss, conf_reservoir, conf_swapd):
+    for group in (conf_consolidation, conf_wss, conf_reservoir, conf_swapd,
+                  conf_host_reclaim):
         group.register_opts(conf)
     try:
         conf(['--config-file', path] if path else [], project='memagg',
@@ -488,7 +505,9 @@ class Config:
     ``round_interval_s`` and ``migration_time_s`` are virtual seconds
     (None: one step); ``reservoir`` holds the RESERVOIR_OPTIONS,
     ``remote_memory`` (whether VMs borrow at all) and ``remote_penalty``
-    (None: no remote memory).
+    (None: no remote memory); ``host_reclaim`` the [host_reclaim] options
+    of controller_base.Params, ``controller`` and ``no_balloon`` (the
+    share of VMs without a balloon; None: no host reclaim model).
     """
 
     consolidation: dict
@@ -497,6 +516,7 @@ class Config:
     round_interval_s: float = None
     migration_time_s: float = None
     reservoir: dict = None
+    host_reclaim: dict = None
 
     def algorithms(self, basis):
         """The round's plug-ins packing by ``basis``; cli.UsageError naming
@@ -552,6 +572,30 @@ class Config:
             penalty=self.reservoir['remote_penalty'])
         return reservoir.Model(settings, *plugins, trace, hosts)
 
+    def reclaim_controller(self):
+        """The host reclaim controller memagg-compute would load (None
+        without the host reclaim model); cli.UsageError naming the option
+        when one is wrong."""
+        if self.host_reclaim is None:
+            return None
+        options = {k: v for k, v in self.host_reclaim.items()
+                   if k != 'no_balloon'}
+        try:
+            return controller_base.load(
+                {controller_base.GROUP: argparse.Namespace(**options)})
+        except exceptions.InvalidParameter as error:
+            raise cli.UsageError(error.message)
+
+    def host_reclaim_model(self, trace, wss_maxavg):
+        """The host_reclaim.Model of the trace (None without one)."""
+        controller = self.reclaim_controller()
+        if controller is None:
+            return None
+        return host_reclaim.Model(controller, trace, wss_maxavg,
+                                  balloon=host_reclaim.balloons(
+                                      trace.vms,
+                                      self.host_reclaim['no_balloon']))
+
     def wss_maxavg(self, trace):
         """Every VM's WSS max-average at every step of ``trace``."""
         return maxavg.maxavg(trace.wss_mb, trace.first, self.maxavg_samples,
@@ -563,7 +607,8 @@ class Config:
         return engine.Simulation(trace, hosts, initial, wss_maxavg,
                                  algorithms, algorithms.memory_basis,
                                  self.settings(trace.step_s),
-                                 self.reservoir_model(trace, hosts))
+                                 self.reservoir_model(trace, hosts),
+                                 self.host_reclaim_model(trace, wss_maxavg))
 
     def info(self, step_s):
         """The settings as summary.json records them."""
@@ -572,6 +617,8 @@ class Config:
             'history_length': settings.history_length,
             'remote_weight': settings.remote_weight,
             'reservoir': dict(self.reservoir or {}),
+            'host_reclaim': (None if self.host_reclaim is None
+                             else dict(self.host_reclaim)),
             'maxavg_samples': self.maxavg_samples,
             'maxavg_slice_s': self.maxavg_slice_s,
             'migration_time_s': settings.migration_steps * step_s,
@@ -600,6 +647,21 @@ def _reservoir(conf, args):
     return values
 
 
+def _host_reclaim(conf, args):
+    """The Config.host_reclaim of ``conf`` with --host-reclaim and
+    --no-balloon of ``args`` over it; None when no controller runs and
+    every VM has a balloon (the model would change nothing)."""
+    values = {f.name: _option(conf, controller_base.GROUP, f.name, None)
+              for f in dataclasses.fields(controller_base.Params)}
+    values['controller'] = _option(conf, controller_base.GROUP,
+                                   'controller',
+                                   getattr(args, 'host_reclaim', None))
+    values['no_balloon'] = getattr(args, 'no_balloon', None) or 0.0
+    if values['controller'] == 'none' and not values['no_balloon']:
+        return None
+    return values
+
+
 def configure(conf, given, args):
     """The Config of ``conf`` (load_config) with ``given`` (an option of
     simulated_options() -> its value; None or absent: not given) and the
@@ -615,7 +677,8 @@ def configure(conf, given, args):
                                args.maxavg_slice_s),
         round_interval_s=args.round_interval,
         migration_time_s=args.migration_time,
-        reservoir=_reservoir(conf, args))
+        reservoir=_reservoir(conf, args),
+        host_reclaim=_host_reclaim(conf, args))
 
 
 def simulate(args, stdout, stderr):
@@ -626,6 +689,7 @@ def simulate(args, stdout, stderr):
                               for name in simulated_options()}, args)
     algorithms = {basis: config.algorithms(basis) for basis in BASES}
     config.remote_plugins()
+    config.reclaim_controller()
     if args.trace and args.write_trace:
         raise cli.UsageError('argument --write-trace: only for the '
                              'synthetic trace; leave it out with --trace')

@@ -27,6 +27,11 @@ At every step t, in this order:
    working sets exceed their memory borrow remote memory for them, and
    the remote share of a VM's working set adds its penalty to its
    host's cpu.
+   With the host reclaim model (memagg.sim.host_reclaim), the
+   [host_reclaim] controller pages the running VMs' cold memory out and
+   what their working sets fault back is counted; from here on a VM's
+   memory is what it has in use (its WSS max-average with a balloon, its
+   booked memory without one, less what host reclaim holds paged out).
 4. Accounting: hosts on, hosts whose VMs' working sets (the trace's
    wss_mb, not the max-average) exceed their memory and the remote
    memory their VMs hold (memory overload) and hosts whose VMs use more
@@ -100,7 +105,8 @@ class Result:
     took effect, rounds (and those whose plan was partial, with the VMs it
     could not place and the underloaded hosts it kept), VMs rejected on
     arrival, the loop's wall time; ``remote``, the reservoir.Stats of the
-    reservoir model (None without it)."""
+    reservoir model (None without it); ``reclaim``, the host_reclaim.Stats
+    of the host reclaim model (None without it)."""
 
     basis: str
     step_s: float
@@ -118,6 +124,7 @@ class Result:
     rejected: list = dataclasses.field(default_factory=list)
     wall_s: float = 0.0
     remote: object = None
+    reclaim: object = None
 
 
 class _History(abc.Sequence):
@@ -177,14 +184,16 @@ class Simulation:
     ``wss_maxavg``: steps x VMs WSS max-average (memagg.sim.maxavg);
     ``algorithms``: from consolidation.load_algorithms with this basis;
     ``reservoir``: a reservoir.Model of this trace and hosts (None: no
-    remote memory).
+    remote memory); ``host_reclaim``: a host_reclaim.Model of this trace
+    (None: every VM counts its WSS max-average, as with a balloon).
     """
 
     def __init__(self, trace, hosts, initial, wss_maxavg, algorithms,
-                 basis, settings, reservoir=None):
+                 basis, settings, reservoir=None, host_reclaim=None):
         self.trace, self.hosts = trace, hosts
         self.initial = initial
         self.maxavg = wss_maxavg
+        self.host_reclaim = host_reclaim
         self.basis = basis
         self.settings = settings
         self.reservoir = reservoir
@@ -240,7 +249,8 @@ class Simulation:
             cpu_overloaded=np.zeros(steps, dtype=int),
             migrations=np.zeros(steps, dtype=int),
             by_trigger=collections.Counter(),
-            remote=None if reservoir is None else reservoir.stats)
+            remote=None if reservoir is None else reservoir.stats,
+            reclaim=None if host_reclaim is None else host_reclaim.stats)
         order = np.argsort(trace.first, kind='stable')
         self._arrivals = np.split(order, np.searchsorted(
             trace.first[order], np.arange(1, steps)))
@@ -267,6 +277,8 @@ class Simulation:
         if t:
             self.host_of[self._departures[t - 1]] = -1
         self._arrive(t, self._arrivals[t])
+        if self.host_reclaim is not None:
+            self.host_reclaim.step(t, self.host_of >= 0)
         sums = self._sums(t)
         if self.reservoir is not None:
             self._borrow(t, sums)
@@ -323,10 +335,17 @@ class Simulation:
             else:
                 self.host_of[v] = self.host_index[dest]
 
+    def _resident(self, t):
+        """Each VM's memory at step ``t``: its WSS max-average, or with
+        the host reclaim model its memory in use."""
+        if self.host_reclaim is None:
+            return self.maxavg[t]
+        return self.host_reclaim.in_use_mb(t)
+
     def _sums(self, t, previous=False):
-        """Per host: cores used, WSS, WSS max-average and booked MiB of
-        its VMs at step ``t`` (cpu at t - 1 if ``previous``, for placing
-        arrivals before t's use is known)."""
+        """Per host: cores used, WSS, resident memory (_resident) and
+        booked MiB of its VMs at step ``t`` (cpu at t - 1 if
+        ``previous``, for placing arrivals before t's use is known)."""
         placed = np.flatnonzero(self.host_of >= 0)
         where = self.host_of[placed]
         n = len(self.hosts)
@@ -335,7 +354,7 @@ class Simulation:
             count=np.bincount(where, minlength=n),
             cpu=np.bincount(where, self.trace.cpu[cpu_t, placed], n),
             wss=np.bincount(where, self.trace.wss_mb[t, placed], n),
-            maxavg=np.bincount(where, self.maxavg[t, placed], n),
+            maxavg=np.bincount(where, self._resident(t)[placed], n),
             booked=np.bincount(where, self.trace.booked_mb[placed], n))
 
     def _borrow(self, t, sums):
@@ -423,7 +442,7 @@ class Simulation:
         states = []
         for v, start, wss in zip(vms.tolist(),
                                  np.maximum(trace.first[vms], lo).tolist(),
-                                 self.maxavg[t, vms].tolist()):
+                                 self._resident(t)[vms].tolist()):
             vm = made.get(v)
             if vm is None:
                 vm = made[v] = base.VmState(

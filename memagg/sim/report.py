@@ -67,9 +67,28 @@ def remote_summary(stats, active_steps, step_s):
     }
 
 
+def reclaim_summary(stats, step_s):
+    """The summary of a run's host reclaim (memagg.sim.host_reclaim.Stats):
+    MiB held paged out and MiB freed (mean, max), pages promoted (total,
+    per minute) and the VM-seconds over the promotion SLO."""
+    minutes = len(stats.reclaimed_mb) * step_s / 60.0
+    promoted = float(stats.promoted_pages.sum())
+    return {
+        'reclaimed_mb': {'mean': float(stats.reclaimed_mb.mean()),
+                         'max': float(stats.reclaimed_mb.max())},
+        'freed_mb': {'mean': float(stats.freed_mb.mean()),
+                     'max': float(stats.freed_mb.max())},
+        'promoted_pages': {'total': promoted,
+                           'per_minute': promoted / minutes
+                           if minutes else 0.0},
+        'over_slo_vm_seconds': float(stats.over_slo.sum() * step_s),
+    }
+
+
 def basis_summary(result):
     """The summary of one Result (memagg.sim.engine); its ``remote`` is
-    None when the run had no remote memory."""
+    None when the run had no remote memory, its ``host_reclaim`` None
+    without the host reclaim model."""
     step_s = result.step_s
     active = result.active_hosts
     active_steps = int(active.sum())
@@ -102,6 +121,8 @@ def basis_summary(result):
         'rejected_vms': list(result.rejected),
         'remote': (None if result.remote is None else
                    remote_summary(result.remote, active_steps, step_s)),
+        'host_reclaim': (None if result.reclaim is None else
+                         reclaim_summary(result.reclaim, step_s)),
         'wall_time_s': round(result.wall_s, 3),
     }
 
@@ -159,6 +180,17 @@ def text(summary_dict):
                    remote['grants']['made'], remote['grants']['ended'],
                    100 * remote['partly_remote']['vm_fraction'],
                    100 * remote['partly_remote']['host_fraction']))
+        reclaim = s.get('host_reclaim')
+        if reclaim:
+            lines.append(
+                '       host reclaim holds mean %.0f MiB (max %.0f), memory '
+                'freed mean %.0f MiB; %.1f pages promoted a minute, %.0f '
+                'VM-seconds over the SLO'
+                % (reclaim['reclaimed_mb']['mean'],
+                   reclaim['reclaimed_mb']['max'],
+                   reclaim['freed_mb']['mean'],
+                   reclaim['promoted_pages']['per_minute'],
+                   reclaim['over_slo_vm_seconds']))
     comparison = summary_dict.get('comparison')
     if comparison:
         lines.append('wss packing keeps %.1f%% fewer hosts on than booked '
