@@ -1455,7 +1455,7 @@ struct seg {
     int overlay;                /* a read from the donor of a local slab:
                                  * the pages the copy has come from it */
     char *bounce;               /* sealed: a WRITE's ciphertext and seals,
-                                 * a READ's seals */
+                                 * a READ's seals; freed with the request */
 };
 
 #define NO_PAGE UINT64_MAX
@@ -1565,6 +1565,7 @@ static void finish_one(struct xreq *r)
 {
     struct sd_export *x = r->x;
     struct sd_nbd_io *nio = r->nio;
+    unsigned i;
 
     if (__atomic_sub_fetch(&r->pending, 1, __ATOMIC_ACQ_REL)) {
         return;
@@ -1588,6 +1589,11 @@ static void finish_one(struct xreq *r)
     }
     sd_hist_add(&x->hist, sd_now_us() - r->start_us);
     nio->done(nio, r->error);
+    /* Not in seg_done: the submitting thread may still be in the send
+     * of a bounce buffer when the donor's reply comes back. */
+    for (i = 0; i < r->nseg; i++) {
+        free(r->seg[i].bounce);
+    }
     free(r);
 }
 
@@ -1683,8 +1689,6 @@ static void seg_done(struct sd_io *io, int status)
             set_error(r, NBD_EIO);
         }
     }
-    free(s->bounce);
-    s->bounce = NULL;
     finish_one(r);
 }
 
