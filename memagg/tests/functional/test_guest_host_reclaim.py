@@ -117,6 +117,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
             # The hot set stayed put: promotions within the SLO.
             assert all(r.promotions_per_min <= r.slo_per_min
                        for r in steady[-3:]), steady[-3:]
+            _check_report(loop, guest.uuid)
             limit = rows[-1].limit_mb
             assert limit > 0 and rows[-1].reclaimed_mb >= cold / 2 - 16
             # The hot set grows over memory now in the host's swap: the
@@ -145,3 +146,20 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
         if loop is not None:
             loop.stop()
         guest.destroy()
+
+
+def _check_report(loop, uuid):
+    """The ComputeReport of a period carries the VM's host reclaim as the
+    period found it (the reservoir's share of it: test_reclaim_manager)."""
+    n = min(len(loop.reports), len(loop.results)) - 1
+    report, period = loop.reports[n], loop.results[n]
+    held = period.vms[uuid].reclaim
+    instance = loop.instance(report, uuid)
+    sample = next(s for s in report.samples if s.instance_uuid == uuid)
+    assert (instance.reclaimed_mb, instance.reclaim_mechanism,
+            instance.promotion_slo) == (round(held.reclaimed_mb), 'madvise',
+                                        held.slo_per_min)
+    assert (sample.reclaimed_mb, sample.promotion_rate) == (
+        instance.reclaimed_mb, instance.promotion_rate)
+    assert instance.reclaimed_mb > 0
+    assert report.free_reservoir_mb == max(0, period.reservoir_mb)
