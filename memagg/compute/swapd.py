@@ -231,7 +231,8 @@ class SwapdClient:
         return int(reply['freed'])
 
     def donor_stats(self):
-        """{capacity, used (bytes), grants, slabs, refused}."""
+        """{capacity, used (bytes of slabs, bounded by capacity), seals
+        (bytes of their pages' seals, on top), grants, slabs, refused}."""
         return {k: int(v) for k, v in self.request('DONOR_STATS').items()}
 
     def export_create(self, grant, key, size, slab_size, local, slabs,

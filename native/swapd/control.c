@@ -356,9 +356,11 @@ static char *do_donor_stats(const struct sd_control_ctx *c,
         return r;
     }
     sd_store_stats(c->store, &st);
-    return reply_fmt("OK capacity=%llu used=%llu grants=%u slabs=%u "
-                     "refused=%llu\n", (unsigned long long)st.capacity,
-                     (unsigned long long)st.used, st.grants, st.slabs,
+    return reply_fmt("OK capacity=%llu used=%llu seals=%llu grants=%u "
+                     "slabs=%u refused=%llu\n",
+                     (unsigned long long)st.capacity,
+                     (unsigned long long)st.used,
+                     (unsigned long long)st.seals, st.grants, st.slabs,
                      (unsigned long long)st.refused);
 }
 

@@ -66,8 +66,8 @@ struct grant {
 struct sd_store {
     pthread_rwlock_t lock;
     uint64_t capacity;
-    uint64_t used;              /* slabs and their seals */
-    uint64_t lent;              /* slabs only: what capacity bounds */
+    uint64_t used;              /* slabs: what capacity bounds */
+    uint64_t seals;             /* their seals, on top */
     uint32_t grants;
     uint32_t slabs;
     uint64_t refused;           /* atomic */
@@ -173,9 +173,8 @@ static void region_drop(struct sd_store *s, struct grant *g)
 static void grant_free(struct sd_store *s, struct grant *g)
 {
     region_drop(s, g);
-    s->used -= (uint64_t)g->live *
-               (g->slab_size + slab_seals(g->slab_size));
-    s->lent -= (uint64_t)g->live * g->slab_size;
+    s->used -= (uint64_t)g->live * g->slab_size;
+    s->seals -= (uint64_t)g->live * slab_seals(g->slab_size);
     s->slabs -= (uint32_t)g->live;
     s->grants--;
     free(g->slots);
@@ -244,7 +243,7 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
         goto fail;
     }
     /* Partial: the first k slabs asked for, as many as capacity holds. */
-    k = s->lent < s->capacity ? (s->capacity - s->lent) / slab_size : 0;
+    k = s->used < s->capacity ? (s->capacity - s->used) / slab_size : 0;
     if (k > n) {
         k = n;
     }
@@ -289,8 +288,8 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
     g->slab_size = slab_size;
     g->live = k;
     *link = g;
-    s->used += g->region_len + g->seals_len;
-    s->lent += g->region_len;
+    s->used += g->region_len;
+    s->seals += g->seals_len;
     s->slabs += (uint32_t)k;
     s->grants++;
     for (i = 0; i < k; i++) {
@@ -345,8 +344,8 @@ int sd_store_release(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
                 slab_seals(g->slab_size), MADV_DONTNEED);
         sl->live = 0;
         g->live--;
-        s->used -= g->slab_size + slab_seals(g->slab_size);
-        s->lent -= g->slab_size;
+        s->used -= g->slab_size;
+        s->seals -= slab_seals(g->slab_size);
         s->slabs--;
     }
     if (g->live == 0) {
@@ -451,6 +450,7 @@ void sd_store_stats(struct sd_store *s, struct sd_store_stats *out)
     pthread_rwlock_rdlock(&s->lock);
     out->capacity = s->capacity;
     out->used = s->used;
+    out->seals = s->seals;
     out->grants = s->grants;
     out->slabs = s->slabs;
     pthread_rwlock_unlock(&s->lock);

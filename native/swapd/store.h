@@ -20,9 +20,9 @@
  * freed, is refused with -EACCES and logged.
  *
  * Every slab keeps SD_SEAL_LEN bytes per page of opaque seals beside its
- * data (a sealed export's; see seal.h), allocated with it and counted in
- * used; the donor never reads them.  capacity bounds the slabs' data: the
- * seals (0.8 % of it) come on top.
+ * data (a sealed export's; see seal.h), allocated with it; the donor never
+ * reads them.  capacity bounds the slabs' data (used): the seals (0.8 % of
+ * it) come on top and are counted apart (seals).
  */
 #ifndef MEMAGG_SWAPD_STORE_H
 #define MEMAGG_SWAPD_STORE_H
@@ -68,7 +68,8 @@ int sd_store_access(struct sd_store *store, int op,
 
 struct sd_store_stats {
     uint64_t capacity;      /* bytes */
-    uint64_t used;          /* bytes held by slabs, their seals included */
+    uint64_t used;          /* bytes held by slabs (bounded by capacity) */
+    uint64_t seals;         /* bytes held by their seals */
     uint32_t grants;
     uint32_t slabs;
     uint64_t refused;       /* accesses refused for their key */

@@ -33,8 +33,8 @@
 #include "store.h"
 
 #define SLAB (64 * 1024ULL)
-/* What a slab holds: its data and its pages' seals. */
-#define HELD (SLAB + SLAB / SD_PAGE_SIZE * SD_SEAL_LEN)
+/* The seals beside a slab's pages. */
+#define SEALS (SLAB / SD_PAGE_SIZE * SD_SEAL_LEN)
 
 static void make_id(uint8_t *out, size_t n, uint8_t seed)
 {
@@ -88,14 +88,16 @@ static void test_alloc(void)
     CHECK(done == 3 && rkey == 0);
     CHECK(addrs[0] && addrs[1] == addrs[0] + SLAB && addrs[2] == addrs[1] + SLAB);
     sd_store_stats(s, &st);
-    CHECK(st.capacity == 4 * SLAB && st.used == 3 * HELD);
+    CHECK(st.capacity == 4 * SLAB && st.used == 3 * SLAB &&
+          st.seals == 3 * SEALS);
     CHECK(st.grants == 1 && st.slabs == 3 && st.refused == 0);
 
     /* Only one slab of capacity is left: a partial grant, in order. */
     CHECK(sd_store_alloc(s, gb, key, SLAB, idx, 3, addrs, &done, &rkey) == 0);
     CHECK(done == 1);
     sd_store_stats(s, &st);
-    CHECK(st.used == 4 * HELD && st.grants == 2 && st.slabs == 4);
+    CHECK(st.used == 4 * SLAB && st.seals == 4 * SEALS && st.grants == 2 &&
+          st.slabs == 4);
 
     /* None left. */
     CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done, &rkey) ==
@@ -120,7 +122,7 @@ static void test_alloc(void)
     CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done, &rkey) == 0);
     CHECK(done == 1);
     sd_store_stats(s, &st);
-    CHECK(st.used == 4 * HELD && st.grants == 2);
+    CHECK(st.used == 4 * SLAB && st.seals == 4 * SEALS && st.grants == 2);
     sd_store_free(s);
 
     /* A slab size no address space holds fails cleanly. */
@@ -247,7 +249,8 @@ static void test_access(void)
     CHECK(sd_store_access(s, SD_OP_READ, g, key, 1, 0, out, 4, NULL) == 0);
     CHECK(memcmp(out, "one", 4) == 0);
     sd_store_stats(s, &st);
-    CHECK(st.used == 2 * HELD && st.slabs == 2 && st.grants == 1);
+    CHECK(st.used == 2 * SLAB && st.seals == 2 * SEALS && st.slabs == 2 &&
+          st.grants == 1);
 
     /* Release the rest one by one: the region goes, the grant's key is
      * still checked until the grant is forgotten. */
@@ -255,7 +258,7 @@ static void test_access(void)
     some[1] = 9;
     CHECK(sd_store_release(s, g, some, 2) == 0);
     sd_store_stats(s, &st);
-    CHECK(st.used == 0 && st.slabs == 0 && st.grants == 1);
+    CHECK(st.used == 0 && st.seals == 0 && st.slabs == 0 && st.grants == 1);
     CHECK(sd_store_access(s, SD_OP_READ, g, key, 9, 0, out, 16,
                           NULL) == -ENOENT);
     CHECK(sd_store_access(s, SD_OP_READ, g, wrong, 9, 0, out, 16,
@@ -431,7 +434,8 @@ static void test_concurrency(void)
     pthread_join(churn, NULL);
     CHECK(errors == 0);
     sd_store_stats(s, &st);
-    CHECK(st.grants == 1 && st.slabs == 4 && st.used == 4 * HELD);
+    CHECK(st.grants == 1 && st.slabs == 4 && st.used == 4 * SLAB &&
+          st.seals == 4 * SEALS);
     sd_store_free(s);
 }
 

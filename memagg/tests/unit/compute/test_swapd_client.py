@@ -211,15 +211,16 @@ def test_export_rebuild_starts_it_and_says_what_is_left(server, client):
 def test_list_stats_free_reclaim_and_drop(server, client):
     server.replies.update({
         'EXPORT_LIST': 'OK grants=%s,%s\n' % (GRANT, GRANT.upper()),
-        'DONOR_STATS': ('OK capacity=1073741824 used=134217728 grants=1 '
-                        'slabs=2 refused=3\n'),
+        'DONOR_STATS': ('OK capacity=1073741824 used=134217728 '
+                        'seals=1048576 grants=1 slabs=2 refused=3\n'),
         'GRANT_FREE': 'OK freed=2\n',
         'EXPORT_RECLAIM': 'OK reclaimed=4\n',
         'EXPORT_DROP': 'OK\n',
     })
     assert client.export_list() == [GRANT, GRANT.upper()]
     assert client.donor_stats() == {'capacity': 1 << 30, 'used': 128 << 20,
-                                    'grants': 1, 'slabs': 2, 'refused': 3}
+                                    'seals': 1 << 20, 'grants': 1,
+                                    'slabs': 2, 'refused': 3}
     assert client.grant_free(GRANT) == 2
     assert client.grant_free(GRANT, [3]) == 2
     assert client.export_reclaim(GRANT) == 4
