@@ -95,6 +95,13 @@ def test_compute_report_arrives_in_mariadb(plane, admin_context):
         admin_context, 'wss_samples',
         filters={'instance_uuid': TEST_DOMAIN_UUID})
     assert samples and samples[0].host == host_name
+    # Host reclaim is off by default: reported so, through RabbitMQ
+    # (ComputeReport 1.4) into MariaDB.
+    assert (inst.reclaimed_mb, inst.promotion_rate, inst.promotion_slo,
+            inst.reclaim_mechanism) == (
+        0, None, None,
+        'none: host reclaim off ([host_reclaim] controller = none)')
+    assert (samples[0].reclaimed_mb, samples[0].promotion_rate) == (0, None)
     binaries = polling.wait_for(
         lambda: {s.binary for s in db_listings.list_resources(
             admin_context, 'services', filters={'host': host_name})} >= {
