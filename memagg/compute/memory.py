@@ -92,9 +92,9 @@ class _Vm:
 
 def reclaimed_mb(results):
     """MiB host reclaim holds paged out of the VMs of ``results`` (their
-    VmResult by uuid), whole MiB."""
-    return int(sum(r.reclaim.reclaimed_mb for r in results.values()
-                   if r.reclaim is not None))
+    VmResult by uuid), rounded as each VM's is reported."""
+    return int(round(sum(r.reclaim.reclaimed_mb for r in results.values()
+                         if r.reclaim is not None)))
 
 
 def stats_rates(previous, stats, elapsed_s):
