@@ -1160,21 +1160,42 @@ static int conf_page_key(char *hex)
  * (its .conf with the key, as after a restart): the altered page fails
  * with EIO, never-written pages read zeros, and the rebuild leaves the
  * altered page out of the local copy. */
+/* A donor on loopback lending slabs 0-3 of grant_bin under KEY: its store
+ * and server (*port), and the slabs= argument that names them. */
+static void donor_of_four(struct sd_store **store, struct sd_server **server,
+                          uint16_t *port, char *slabs, size_t len)
+{
+    uint32_t idx[4] = { 0, 1, 2, 3 }, rkey;
+    char err[SD_ERRLEN];
+    uint8_t key[SD_KEY_LEN];
+    uint64_t addrs[4];
+    size_t done;
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    CHECK(sd_store_new(16 * SLAB, store) == 0);
+    CHECK(sd_tcp_server_start(*store, "127.0.0.1", 0, server, err,
+                              sizeof(err)) == 0);
+    *port = sd_server_port(*server);
+    CHECK(sd_store_alloc(*store, grant_bin, key, SLAB, idx, 4, addrs, &done,
+                         &rkey) == 0 && done == 4);
+    snprintf(slabs, len, "0-3@tcp://127.0.0.1:%u@%llu@0", *port,
+             (unsigned long long)addrs[0]);
+}
+
 static void test_sealed_export(void)
 {
     uint8_t key[SD_KEY_LEN], *buf = malloc(2 * SLAB), *back = malloc(SLAB);
     uint8_t seals[2 * SD_SEAL_LEN];
     char sock[256], err[SD_ERRLEN], slabs[512], line[1024], path[256];
     char hex[65], *text;
-    uint32_t idx[4] = { 0, 1, 2, 3 }, rkey;
+    uint16_t port;
     struct sd_export_stats st;
     struct sd_export_spec spec;
     struct sd_server *server;
     struct sd_exports *xs;
     struct sd_store *store;
-    uint64_t addrs[4], p;
+    uint64_t p;
     struct stat sb;
-    size_t done;
     FILE *f;
     int fd, i;
 
@@ -1207,13 +1228,7 @@ static void test_sealed_export(void)
           strstr(err, "encrypt_pages=false"));
     sd_exports_free(xs);
 
-    CHECK(sd_store_new(16 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
-                              sizeof(err)) == 0);
-    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 4, addrs, &done,
-                         &rkey) == 0 && done == 4);
-    snprintf(slabs, sizeof(slabs), "0-3@tcp://127.0.0.1:%u@%llu@0",
-             sd_server_port(server), (unsigned long long)addrs[0]);
+    donor_of_four(&store, &server, &port, slabs, sizeof(slabs));
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
     snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
@@ -1347,24 +1362,16 @@ static void test_key_handoff(void)
     uint8_t pub[SD_KW_PUB_LEN], blob[SD_KW_BLOB_LEN];
     char sock[2][256], err[SD_ERRLEN], slabs[512], line[1024];
     char dir[2][128];
-    uint32_t idx[4] = { 0, 1, 2, 3 }, rkey;
+    uint16_t port;
     struct sd_export_stats st;
     struct sd_export_spec spec;
     struct sd_server *server;
     struct sd_exports *xs[2];
     struct sd_store *store;
-    uint64_t addrs[4];
-    size_t done;
     int fd[2], i;
 
     sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
-    CHECK(sd_store_new(16 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
-                              sizeof(err)) == 0);
-    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 4, addrs, &done,
-                         &rkey) == 0 && done == 4);
-    snprintf(slabs, sizeof(slabs), "0-3@tcp://127.0.0.1:%u@%llu@0",
-             sd_server_port(server), (unsigned long long)addrs[0]);
+    donor_of_four(&store, &server, &port, slabs, sizeof(slabs));
     for (i = 0; i < 2; i++) {
         snprintf(dir[i], sizeof(dir[i]), "%s/%s", tmpdir, i ? "dst" : "src");
         CHECK(sd_exports_new(dir[i], dir[i], (uid_t)-1, (gid_t)-1, &xs[i],
@@ -1454,27 +1461,18 @@ static void test_sealed_overlay(void)
     uint8_t *mine = malloc(4096);
     char sock[256], err[SD_ERRLEN], slabs[512], line[1024], dir[2][128];
     char path[256], hex[65] = "";
-    uint32_t idx[4] = { 0, 1, 2, 3 }, rkey;
     struct sd_export_stats st;
     struct sd_export_spec spec;
     struct sd_server *server;
     struct sd_exports *xs;
     struct sd_store *store;
-    uint64_t addrs[4], w = PPS + 5;
+    uint64_t w = PPS + 5;
     uint16_t port;
-    size_t done;
     FILE *f;
     int fd, i;
 
     sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
-    CHECK(sd_store_new(16 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
-                              sizeof(err)) == 0);
-    port = sd_server_port(server);
-    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 4, addrs, &done,
-                         &rkey) == 0 && done == 4);
-    snprintf(slabs, sizeof(slabs), "0-3@tcp://127.0.0.1:%u@%llu@0", port,
-             (unsigned long long)addrs[0]);
+    donor_of_four(&store, &server, &port, slabs, sizeof(slabs));
     /* The source writes slab 1 sealed. */
     snprintf(dir[0], sizeof(dir[0]), "%s/ova", tmpdir);
     snprintf(dir[1], sizeof(dir[1]), "%s/ovb", tmpdir);
