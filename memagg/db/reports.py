@@ -94,18 +94,29 @@ def _upsert_by_id(dialect, table, columns):
     return upsert
 
 
-def _write_instances(conn, host_name, instances, now):
-    """Store the report's ``instances`` (merged by uuid) as on
-    ``host_name``, and mark gone those the host reported before but not
-    now. A row that would not change is not written, so its updated_at
-    keeps telling when it last changed."""
+def _write_instances(conn, reports, hosts, now):
+    """Store the instances of ``reports`` (sorted oldest first) of the
+    hosts in ``hosts`` (merged by uuid, the newer report's last) as on
+    their host, and mark gone those a host's newest report leaves out, as
+    storing the reports one by one would. A row that would not change is
+    not written, so its updated_at keeps telling when it last changed."""
     table = models.Instance.__table__
-    reported = {}
-    for values in instances:
-        reported.setdefault(values['uuid'], {}).update(
-            values, host=host_name, status=values.get('status', 'active'))
+    newest, reported = {}, {}
+    for report in reports:
+        name = report['host']['name']
+        if name not in hosts:
+            continue
+        newest[name] = {values['uuid'] for values in report['instances']}
+        for values in report['instances']:
+            reported.setdefault(values['uuid'], {}).update(
+                values, host=name, status=values.get('status', 'active'))
+    if not newest:
+        return
+    for uuid, values in reported.items():
+        if uuid not in newest[values['host']]:
+            values['status'] = 'gone'
     stored = conn.execute(sa.select(table).where(sa.or_(
-        table.c.uuid.in_(list(reported)), table.c.host == host_name)))
+        table.c.uuid.in_(list(reported)), table.c.host.in_(list(newest)))))
     stored = {row.uuid: row._asdict() for row in stored}
     new, changed = [], []
     for uuid, values in reported.items():
@@ -115,7 +126,7 @@ def _write_instances(conn, host_name, instances, now):
         elif any(old[c] != v for c, v in values.items()):
             changed.append(dict(old, **values, updated_at=now))
     gone = [row['id'] for row in stored.values()
-            if row['host'] == host_name and row['uuid'] not in reported
+            if row['host'] in newest and row['uuid'] not in reported
             and row['status'] != 'gone']
     if new:
         _insert(conn, table, new, now)
@@ -126,57 +137,127 @@ def _write_instances(conn, host_name, instances, now):
             status='gone', updated_at=now))
 
 
-def _write_host(conn, values, now):
-    """Insert or update (by id, as a row lock only) the hosts row named
-    ``values['name']``."""
+def _write_hosts(conn, reports, now):
+    """Insert or upsert (by id, as a row lock only) the hosts rows of
+    ``reports`` (sorted oldest first), each from its host's newest report;
+    return the names of the hosts written. A host whose stored report is
+    newer than this batch's is left as it is: a redelivered or late report
+    must not take its state back."""
     table = models.Host.__table__
-    host_id = conn.execute(sa.select(table.c.id).where(
-        table.c.name == values['name'])).scalar()
-    if host_id is None:
-        _insert(conn, table, [values], now)
-    else:
-        conn.execute(sa.update(table).where(table.c.id == host_id).values(
-            dict(values, updated_at=now)))
+    newest = {}
+    for report in reports:
+        newest[report['host']['name']] = dict(
+            report['host'], reported_at=report['reported_at'])
+    stored = {row.name: row._asdict() for row in conn.execute(
+        sa.select(table).where(table.c.name.in_(list(newest))))}
+    new, changed = [], []
+    for name, values in newest.items():
+        old = stored.get(name)
+        if old is None:
+            new.append(values)
+        elif (old['reported_at'] is None
+              or _second(old['reported_at'])
+              <= _second(values['reported_at'])):
+            changed.append(dict(old, **values, updated_at=now))
+    if new:
+        _insert(conn, table, new, now)
+    if changed:
+        _update_by_id(conn, table, changed)
+    return {values['name'] for values in new + changed}
 
 
-@facade.retry_on_race
+def _second(moment):
+    # MariaDB's DATETIME keeps whole seconds (it truncates the rest) and
+    # reads back naive UTC: a stored sample and its redelivered copy
+    # compare equal at that grain.
+    return timeutils.normalize_time(moment).replace(microsecond=0)
+
+
+def _insert_new_samples(conn, table, key, rows, now):
+    """Insert those of ``rows`` whose (``key``, sampled_at) ``table`` does
+    not hold yet, to the second, in one read and one insert: a report
+    redelivered after its batch was stored (its worker died before the
+    acknowledgement) stores no sample twice."""
+    if not rows:
+        return
+    column = table.c[key]
+    stored = conn.execute(sa.select(column, table.c.sampled_at).where(
+        column.in_(list({row[key] for row in rows})),
+        table.c.sampled_at >= _second(min(r['sampled_at'] for r in rows))))
+    seen = {(value, _second(at)) for value, at in stored}
+    fresh = []
+    for row in rows:
+        mark = (row[key], _second(row['sampled_at']))
+        if mark not in seen:
+            seen.add(mark)
+            fresh.append(row)
+    if fresh:
+        _insert(conn, table, fresh, now)
+
+
 def report_ingest(context, host, instances, samples, reported_at=None,
                   host_sample=None):
-    """Store one compute node's report in one transaction.
+    """Store one compute node's report: report_ingest_batch of this one.
 
     ``host`` is a dict of Host columns (``name`` required); ``instances`` a
     list of dicts of Instance columns (``uuid`` required) now on that host;
     ``samples`` a list of dicts of WssSample columns; ``host_sample`` a dict
     of HostSample columns (``cpu_util``, ``mem_used_mb``; ``sampled_at``
-    defaults to ``reported_at``), or None. Instances the host reported
-    before but not now are marked ``gone``.
-
-    Issues at most eight statements whatever the number of instances and
-    samples (up to _BATCH of each): the host's read and its insert or
-    update, the instances' read, the insert of the new ones, the upsert of
-    the changed ones and the update of those gone, the samples' insert and
-    the host sample's.
+    defaults to ``reported_at``), or None.
     """
-    facade.check_columns(models.Host, host, 'host')
-    for values in instances:
-        facade.check_columns(models.Instance, values, 'instances')
-    for sample in samples:
-        facade.check_columns(models.WssSample, sample, 'samples')
-    if host_sample is not None:
-        facade.check_columns(models.HostSample, host_sample, 'host_sample')
-    reported_at = reported_at or timeutils.utcnow()
+    report_ingest_batch(context, [dict(
+        host=host, instances=instances, samples=samples,
+        reported_at=reported_at, host_sample=host_sample)])
+
+
+@facade.retry_on_race
+def report_ingest_batch(context, reports):
+    """Store compute nodes' reports in one transaction.
+
+    Each of ``reports`` is a dict of report_ingest's arguments (``host``,
+    ``instances``, ``samples``, optional ``reported_at`` and
+    ``host_sample``). A host takes the state of its newest report in the
+    batch (instances it reported before but not then are marked ``gone``),
+    unless the database holds a newer report of it; every report's samples
+    are stored, but none already stored (same instance, or host, and
+    sampled_at, to the second): storing a batch again stores nothing twice.
+
+    Issues at most eleven statements whatever the number of reports,
+    instances and samples (up to _BATCH rows of each kind): the hosts'
+    read, insert and upsert, the instances' read, the insert of the new
+    ones, the upsert of the changed ones and the update of those gone, the
+    read and the insert of the samples, and of the host samples.
+    """
     now = timeutils.utcnow()
-    name = host['name']
+    for report in reports:
+        facade.check_columns(models.Host, report['host'], 'host')
+        for values in report['instances']:
+            facade.check_columns(models.Instance, values, 'instances')
+        for sample in report['samples']:
+            facade.check_columns(models.WssSample, sample, 'samples')
+        if report.get('host_sample') is not None:
+            facade.check_columns(models.HostSample, report['host_sample'],
+                                 'host_sample')
+    if not reports:
+        return
+    reports = sorted((dict(report, reported_at=report.get('reported_at')
+                           or now) for report in reports),
+                     key=lambda report: report['reported_at'])
+    samples, host_samples = [], []
+    for report in reports:
+        name = report['host']['name']
+        samples.extend(dict(sample, host=name)
+                       for sample in report['samples'])
+        if report.get('host_sample') is not None:
+            host_samples.append(dict({'sampled_at': report['reported_at']},
+                                     **report['host_sample'], host=name))
     # A Connection, not an ORM Session: every statement here is Core, so
     # the Session's bookkeeping would be CPU spent on every report for
     # nothing.
     with facade.writer().connection.using(context) as conn:
-        _write_host(conn, dict(host, reported_at=reported_at), now)
-        _write_instances(conn, name, instances, now)
-        if samples:
-            _insert(conn, models.WssSample.__table__,
-                    [dict(sample, host=name) for sample in samples], now)
-        if host_sample is not None:
-            _insert(conn, models.HostSample.__table__, [dict(
-                {'sampled_at': reported_at}, **host_sample, host=name)],
-                now)
+        hosts = _write_hosts(conn, reports, now)
+        _write_instances(conn, reports, hosts, now)
+        _insert_new_samples(conn, models.WssSample.__table__,
+                            'instance_uuid', samples, now)
+        _insert_new_samples(conn, models.HostSample.__table__, 'host',
+                            host_samples, now)
