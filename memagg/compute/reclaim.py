@@ -29,6 +29,17 @@ pages under its samples ([wss] sampler_split_huge_pages), each sampled
 sample under a huge page means its whole 2 MiB was idle, and the kernel
 pages such a huge page out whole.
 
+A 2 MiB block of which a page came back (pagemap shows it resident again:
+the guest touched it) is warm: no page of it is paged out again for the
+cold age, doubled at each further refault (up to 32 times). Sampled pages
+stand for their whole slice, and pages of the guest's kernel image and a
+few other blocks are touched less often than the cold age yet touched:
+measured on a TCG guest with zswap, 89 % of the pages that came back were
+in blocks that came back again after a later page-out. A swap file hides
+them (pages written to it stay in the swap cache until the host is short
+of memory, so their refault is a minor fault, not a promotion); zswap
+frees them at once, and each comes back as a major fault.
+
 How much is paged out is the [host_reclaim] controller's: each VM's limit
 (MiB it may hold in the host's swap) less what it holds (QEMU's swapped
 memory), the cold runs taken in address order until that is met. Nothing
@@ -37,6 +48,7 @@ and the balloon goes on alone.
 """
 import bisect
 import dataclasses
+import os
 import time
 
 from oslo_log import log as logging
@@ -52,6 +64,11 @@ LOG = logging.getLogger(__name__)
 PAGE = 4096
 HUGE_PAGES = 512        # 4 KiB pages in a 2 MiB huge page
 PAGES_PER_MIB = 256
+#: Most doublings of the cold age a refaulted block is held warm for.
+MAX_STRIKES = 5
+# pagemap's last byte of an entry holds the present bit (bit 63): 1 for
+# every value with it set.
+_PRESENT = bytes(0x80) + b'\x01' * 0x80
 
 
 class ColdSet:
@@ -130,6 +147,43 @@ def take(runs, pages):
         taken.append((first, min(count, left)))
         left -= count
     return taken
+
+
+def by_block(runs):
+    """``runs`` [(first page, pages)] cut at the 2 MiB boundaries:
+    {block (first page // 512): [(first page, pages)]}."""
+    blocks = {}
+    for first, count in runs:
+        end = first + count
+        while first < end:
+            cut = min(end, first - first % HUGE_PAGES + HUGE_PAGES)
+            blocks.setdefault(first // HUGE_PAGES, []).append(
+                (first, cut - first))
+            first = cut
+    return blocks
+
+
+def refaulted_blocks(pid, blocks, proc='/proc'):
+    """The blocks of ``blocks`` ({block: [(first page, pages)]}, paged out
+    of process ``pid``) a page of which is resident again; DomainGone when
+    the process has exited."""
+    try:
+        fd = os.open('%s/%d/pagemap' % (proc, pid), os.O_RDONLY)
+    except (FileNotFoundError, ProcessLookupError):
+        raise hypervisor.DomainGone('process %d is gone' % pid)
+    back = set()
+    try:
+        for block, runs in blocks.items():
+            for first, count in runs:
+                entries = os.pread(fd, count * 8, first * 8)
+                if b'\x01' in entries[7::8].translate(_PRESENT):
+                    back.add(block)
+                    break
+    except ProcessLookupError:
+        raise hypervisor.DomainGone('process %d is gone' % pid)
+    finally:
+        os.close(fd)
+    return back
 
 
 def psi_some(path='/proc/pressure/memory'):
@@ -225,6 +279,21 @@ class _VmState:
     def __init__(self, cold_age_s):
         self.cold = ColdSet(cold_age_s)
         self.counters = None    # (monotonic time, major faults)
+        self.out = {}           # block: [(first page, pages)] paged out
+        self.warm = {}          # block: (warm until, refaults)
+
+    def refaulted(self, blocks, now, cold_age_s):
+        """``blocks`` had a page come back at ``now``: warm for the cold
+        age doubled per refault, no longer watched."""
+        for block in blocks:
+            strikes = self.warm.get(block, (0, 0))[1]
+            self.warm[block] = (
+                now + cold_age_s * 2 ** min(strikes, MAX_STRIKES),
+                strikes + 1)
+            self.out.pop(block, None)
+
+    def is_warm(self, page, now):
+        return self.warm.get(page // HUGE_PAGES, (0, 0))[0] > now
 
 
 class HostReclaim:
@@ -235,7 +304,7 @@ class HostReclaim:
 
     def __init__(self, conf, clock=time.monotonic, psi=psi_some,
                  swap_reason=mechanism_base.host_swap_reason,
-                 counters=process_counters):
+                 counters=process_counters, refaulted=refaulted_blocks):
         self.controller = controller_base.load(conf)
         self.enabled = self.controller.name != 'none'
         self.cold_age_s = self.controller.params.cold_age_s
@@ -245,6 +314,7 @@ class HostReclaim:
         self._psi = psi
         self._swap_reason = swap_reason
         self._counters = counters
+        self._refaulted = refaulted
         self._vms = {}
         if self.enabled:
             try:
@@ -303,6 +373,9 @@ class HostReclaim:
             if delta >= 0:
                 rate = delta / (now - state.counters[0]) * 60.0
         state.counters = (now, majflt)
+        if state.out:
+            state.refaulted(self._refaulted(memory.pid, state.out), now,
+                            self.cold_age_s)
         signals = controller_base.Signals(
             uuid=uuid, wss_maxavg_mb=wss_maxavg_mb, swapped_mb=swapped_mb,
             promotions_per_min=rate,
@@ -322,7 +395,8 @@ class HostReclaim:
             return result
         runs = []
         if self.mechanism.targeted:
-            cold = state.cold.cold(now)
+            cold = [page for page in state.cold.cold(now)
+                    if not state.is_warm(page, now)]
             runs = take(runs_around(cold, memory.start, memory.length,
                                     sample_n), want_pages)
             if not runs:
@@ -336,6 +410,8 @@ class HostReclaim:
             result.reason = str(exc)
             LOG.warning('VM %s: host reclaim failed: %s', uuid, exc)
             return result
+        for block, parts in by_block(runs).items():
+            state.out.setdefault(block, []).extend(parts)
         result.paged_out_mb = (sum(c for _, c in runs) if runs
                                else want_pages) / PAGES_PER_MIB
         LOG.debug('VM %s: paged out %.1f MiB (limit %d MiB, in swap %.1f '

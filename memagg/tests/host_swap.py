@@ -63,8 +63,12 @@ def swap_file(size_mb, zswap=False):
         on = True
         yield path
     finally:
-        if on:
-            subprocess.run(['swapoff', path], check=True)
-        if before is not None:
-            _set_zswap(before)
-        os.unlink(path)
+        try:
+            if on:
+                subprocess.run(['swapoff', path], check=True)
+        finally:
+            # zswap and the file go back as they were even when swapoff
+            # failed (the file then stays on until the next boot).
+            if before is not None:
+                _set_zswap(before)
+            os.unlink(path)

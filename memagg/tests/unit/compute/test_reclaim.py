@@ -14,6 +14,8 @@
 host's swap and PSI, the mechanisms' detection, and the Senpai controller
 on hand-worked periods. The page-out itself runs against real processes
 in memagg/tests/unit/native/test_page_out.py."""
+import ctypes
+import mmap
 import os
 
 import pytest
@@ -120,6 +122,30 @@ def test_covered_pages_are_those_inside_a_run():
     assert reclaim.covered([3, 10, 14, 15, 99, 100, 107, 108], runs) == [
         10, 14, 100, 107]
     assert reclaim.covered([1, 2], []) == []
+
+
+def test_runs_by_block_are_cut_at_huge_page_boundaries():
+    assert reclaim.by_block([(500, 30), (1024, 512), (2000, 10)]) == {
+        0: [(500, 12)], 1: [(512, 18)], 2: [(1024, 512)],
+        3: [(2000, 10)]}
+
+
+def test_refaulted_blocks_are_those_with_a_resident_page_again():
+    # This process's own anonymous memory, through the real pagemap: a
+    # page touched is resident, one never touched is not.
+    area = mmap.mmap(-1, 4 * 512 * 4096)
+    try:
+        anchor = ctypes.c_char.from_buffer(area)
+        first = ctypes.addressof(anchor) // 4096
+        del anchor
+        area[512 * 4096 + 100] = 1
+        blocks = {1: [(first + 512, 8)], 3: [(first + 1536, 8)]}
+        back = reclaim.refaulted_blocks(os.getpid(), blocks)
+    finally:
+        area.close()
+    assert back == {1}
+    with pytest.raises(hypervisor.DomainGone):
+        reclaim.refaulted_blocks(2 ** 22 + 1, blocks, '/nonexistent')
 
 
 # ---- PSI and QEMU's counters ----------------------------------------
@@ -277,7 +303,8 @@ class Clock:
         return self.now
 
 
-def _host_reclaim(conf, counters, swap_reason=lambda: None):
+def _host_reclaim(conf, counters, swap_reason=lambda: None,
+                  refaulted=lambda pid, blocks: set()):
     conf.set_override('controller', 'senpai', 'host_reclaim')
     conf.set_override('cold_age_s', 120, 'host_reclaim')
     conf.set_override('grow_mb', 1, 'host_reclaim')
@@ -290,7 +317,8 @@ def _host_reclaim(conf, counters, swap_reason=lambda: None):
 
     host = reclaim.HostReclaim(conf, clock=clock, psi=lambda: 0.0,
                                swap_reason=swap_reason,
-                               counters=read_counters)
+                               counters=read_counters,
+                               refaulted=refaulted)
     host.mechanism = Recorder()
     return host, clock
 
@@ -320,6 +348,46 @@ def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
     assert result.paged_out_mb == 1
     # The sample paged out leaves the cold set; the other stays.
     assert host._vms['vm'].cold.cold(240) == [first + 1500]
+
+
+def test_a_block_that_came_back_is_held_warm_then_longer(conf):
+    counters = {5: (0.0, 100)}
+    back = set()
+    host, clock = _host_reclaim(
+        conf, counters, refaulted=lambda pid, blocks: back & set(blocks))
+    start = 512 * 4096 * 64
+    first = start // 4096
+    block = first // 512
+    memory = hypervisor.GuestMemory(pid=5, start=start,
+                                    length=4096 * 4096, method='test')
+    idle = {first + 10}
+    for t in (60, 120, 180):
+        clock.now = t
+        host.observe('vm', idle, window_s=60)
+    host.period('vm', memory, 4, 1000, False)
+
+    def period(t):
+        clock.now = t
+        host.observe('vm', idle, window_s=60)
+        host.period('vm', memory, 4, 1000, False)
+        calls = host.mechanism.calls[:]
+        host.mechanism.calls.clear()
+        return calls
+    paged = [([(first, 256)], 256 * 4096)]
+    assert period(240) == paged
+    assert host._vms['vm'].out == {block: [(first, 256)]}
+    # A page of it is back: warm for the cold age (120 s), not watched.
+    back.add(block)
+    assert period(300) == []
+    assert host._vms['vm'].warm == {block: (420, 1)}
+    assert host._vms['vm'].out == {}
+    # Its sample is cold again (idle since 240) but its block warm.
+    assert host._vms['vm'].cold.cold(360) == [first + 10]
+    assert period(360) == []
+    # Paged out once the hold is over; back again: warm twice as long.
+    assert period(420) == paged
+    assert period(480) == []
+    assert host._vms['vm'].warm == {block: (480 + 240, 2)}
 
 
 def test_no_swap_pages_nothing_out_and_says_why(conf):
