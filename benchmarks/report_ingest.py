@@ -22,7 +22,8 @@ RPC client, cast --reports ComputeReports of --instances instances (one WSS
 sample each) as fast as they can. The clock stops when every sample is in
 the database (bounded by --deadline). Prints reports/s and samples/s
 ingested, and the peer: the same reports stored by calling
-memagg.db.reports.report_ingest directly from this process, without RPC. Topic
+memagg.db.reports.report_ingest_batch directly from this process, without
+RPC, --batch reports at a time (default 1), and its CPU per report. Topic
 and exchange are unique to the run and its queues auto-delete; the database
 is dropped at the end.
 
@@ -46,6 +47,7 @@ Run: .venv/bin/python benchmarks/report_ingest.py --fleet [--nodes 1000]
      [--duration 600] [--workers 1,2]
 """
 import argparse
+import datetime
 import heapq
 import multiprocessing
 import os
@@ -75,8 +77,10 @@ from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
 
-def make_report(node, instances):
-    now = timeutils.utcnow()
+def make_report(node, instances, age=0):
+    """A report of ``node`` taken ``age`` seconds ago: a node's reports
+    differ in age, as the scheduler stores a sample once per second."""
+    now = timeutils.utcnow() - datetime.timedelta(seconds=age)
     uuids = [str(uuid.UUID(int=node * 100000 + i)) for i in range(instances)]
     return report_obj.ComputeReport(
         host='bench-node-%04d' % node, reported_at=now, memory_mb=262144,
@@ -104,8 +108,8 @@ def node(index, args, start, errors):
         transport = rpc.new_transport(CONF)
         api = rpcapi.SchedulerAPI(transport=transport)
         ctxt = memagg_context.get_admin_context()
-        reports = [make_report(index, args.instances)
-                   for _ in range(args.reports)]
+        reports = [make_report(index, args.instances, age)
+                   for age in range(args.reports, 0, -1)]
         start.wait()
         for report in reports:
             api.report(ctxt, report)
@@ -173,15 +177,22 @@ def _pong(ctxt):
 
 
 def direct(args):
+    """Store the reports with report_ingest_batch, --batch at a time;
+    return the wall and CPU seconds of this process."""
     ctxt = memagg_context.get_admin_context()
-    reports = [make_report(args.nodes + n, args.instances)
-               for n in range(args.nodes) for _ in range(args.reports)]
-    began = time.monotonic()
-    for report in reports:
-        host, instances, samples = report.to_db_values()
-        db_reports.report_ingest(ctxt, host, instances, samples,
-                                 reported_at=report.reported_at)
-    return time.monotonic() - began
+    reports = [make_report(args.nodes + n, args.instances, age)
+               for n in range(args.nodes)
+               for age in range(args.reports, 0, -1)]
+    began, cpu = time.monotonic(), time.process_time()
+    for start in range(0, len(reports), args.batch):
+        batch = []
+        for report in reports[start:start + args.batch]:
+            host, instances, samples = report.to_db_values()
+            batch.append(dict(host=host, instances=instances,
+                              samples=samples,
+                              reported_at=report.reported_at))
+        db_reports.report_ingest_batch(ctxt, batch)
+    return time.monotonic() - began, time.process_time() - cpu
 
 
 # -- --fleet: a steady load of many nodes -------------------------------------
@@ -448,6 +459,9 @@ def main():
                         help='reports each node sends')
     parser.add_argument('--instances', type=int, default=20,
                         help='instances (and WSS samples) per report')
+    parser.add_argument('--batch', type=int, default=1,
+                        help='reports per report_ingest_batch call of the '
+                             'peer (the direct mode)')
     parser.add_argument('--deadline', type=float, default=None,
                         help='seconds to wait for the last report to be '
                              'stored (default 300; with --fleet, 60 after '
@@ -468,7 +482,7 @@ def main():
     parser.add_argument('--sample-every', type=float, default=10.0,
                         help='--fleet: seconds between two samples')
     args = parser.parse_args()
-    for name in ('nodes', 'reports', 'instances', 'senders'):
+    for name in ('nodes', 'reports', 'instances', 'senders', 'batch'):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error('--%s: must be at least 1, got %d' % (name, value))
@@ -493,7 +507,7 @@ def main():
         db_facade.dispose()
         migration.upgrade('head')
         sent, elapsed = through_rpc(args, pathlib.Path(tmp), db_url, server)
-        peer = direct(args)
+        peer, peer_cpu = direct(args)
         db_facade.dispose()
     print('%d nodes x %d reports x %d instances = %d reports, %d samples'
           % (args.nodes, args.reports, args.instances, reports, samples))
@@ -502,9 +516,11 @@ def main():
     print('through RabbitMQ into MariaDB: %.2f s, %.1f reports/s, '
           '%.0f samples/s ingested' % (elapsed, reports / elapsed,
                                        samples / elapsed))
-    print('peer, report_ingest called directly (one thread, no RPC): '
-          '%.2f s, %.1f reports/s, %.0f samples/s'
-          % (peer, reports / peer, samples / peer))
+    print('peer, report_ingest_batch called directly (one thread, no RPC, '
+          '%d reports a batch): %.2f s, %.1f reports/s, %.0f samples/s, '
+          '%.2f ms of CPU per report'
+          % (args.batch, peer, reports / peer, samples / peer,
+             1000 * peer_cpu / reports))
 
 
 if __name__ == '__main__':
