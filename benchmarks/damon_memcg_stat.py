@@ -68,8 +68,12 @@ U64_MAX = 2 ** 64 - 1
 
 
 def write(path, value):
-    with open(path, 'w') as f:
-        f.write(str(value))
+    try:
+        with open(path, 'w') as f:
+            f.write(str(value))
+    except OSError as e:
+        # A sysfs write fails at close, with no file name: say which.
+        raise OSError(e.errno, e.strerror, path) from None
 
 
 def read(path):
@@ -256,7 +260,13 @@ def measure(args, children, samples):
     regions = sorted({s for starts, _ in samples for s in starts})
     n_total = sum(len(starts) for starts, _ in samples)
     t0 = time.monotonic()
-    setup(children, regions, window_us // args.checks, window_us)
+    try:
+        setup(children, regions, window_us // args.checks, window_us)
+    except OSError as e:
+        raise SystemExit(
+            'DAMON refused %s: %s. This design needs DAMON sysfs with '
+            'paddr operations, ops_filters of type memcg and the '
+            'kdamond\'s refresh_ms file.' % (e.filename, e.strerror))
     print('setup: %d regions written in %.1f ms' %
           (len(regions), (time.monotonic() - t0) * 1e3))
     write(KD + '/state', 'on')
