@@ -169,25 +169,29 @@ class SchedulerManager(service.Manager):
     def report(self, ctxt, report):
         """Store one ComputeReport (hosts, instances, wss_samples,
         host_samples)."""
-        host, instances, samples = report.to_db_values()
-        try:
-            db_reports.report_ingest(ctxt, host, instances, samples,
-                                     reported_at=report.reported_at,
-                                     host_sample=report.host_sample())
-        except db_exc.DBConnectionError as exc:
-            # The next report carries the state again; the WSS history
-            # keeps a gap for the outage, as it should.
-            LOG.error('The report of %s taken at %s is not stored, the '
-                      'database is unavailable: %s', report.host,
-                      report.reported_at, exc)
-            return
-        LOG.debug('Stored the report of %s', report.host)
+        self.report_batch(ctxt, [report])
 
     @messaging.expose
     def report_batch(self, ctxt, reports):
-        """Store several ComputeReports, one transaction each."""
+        """Store several ComputeReports in one transaction."""
+        batch = []
         for report in reports:
-            self.report(ctxt, report)
+            host, instances, samples = report.to_db_values()
+            batch.append(dict(host=host, instances=instances, samples=samples,
+                              reported_at=report.reported_at,
+                              host_sample=report.host_sample()))
+        try:
+            db_reports.report_ingest_batch(ctxt, batch)
+        except db_exc.DBConnectionError as exc:
+            # The next report carries the state again; the WSS history
+            # keeps a gap for the outage, as it should.
+            for report in reports:
+                LOG.error('The report of %s taken at %s is not stored, the '
+                          'database is unavailable: %s', report.host,
+                          report.reported_at, exc)
+            return
+        for report in reports:
+            LOG.debug('Stored the report of %s', report.host)
 
     @messaging.expose
     def ping(self, ctxt):

@@ -75,6 +75,18 @@ def test_report_batch_stores_every_report(sqlite_db, admin_context):
     assert len(_samples(admin_context)) == 3
 
 
+def test_report_batch_redelivered_stores_no_sample_twice(
+        sqlite_db, admin_context):
+    mgr = manager.SchedulerManager(host='ctl')
+    batch = [_report('node-a', UUIDS[:1]), _report('node-b', UUIDS[1:])]
+    mgr.report_batch(admin_context, batch)
+
+    mgr.report_batch(admin_context, batch)
+    mgr.report(admin_context, batch[1])
+
+    assert len(_samples(admin_context)) == 3
+
+
 def test_purge_drops_samples_past_retention(conf, sqlite_db, admin_context):
     conf.config(sample_retention_hours=1, group='wss')
     mgr = manager.SchedulerManager(host='ctl')
