@@ -202,15 +202,20 @@ def test_report_statements_do_not_grow_with_instances(admin_context, any_db):
         host = dict(name='host-%d' % size)
         instances, samples = _report_of(size)
         load = dict(cpu_util=0.5, mem_used_mb=2048)
+        # Reports of three periods: a host sample is stored once per
+        # second.
         first = _round_trips(lambda: db_reports.report_ingest(
-            admin_context, host, instances, samples, host_sample=load))
+            admin_context, host, instances, samples, host_sample=load,
+            reported_at=rows.ago(seconds=3)))
         # All but the first change, the last is gone.
         again = [instances[0]] + [dict(i, current_mb=768)
                                   for i in instances[1:-1]]
         second = _round_trips(lambda: db_reports.report_ingest(
-            admin_context, host, again, samples, host_sample=load))
+            admin_context, host, again, samples, host_sample=load,
+            reported_at=rows.ago(seconds=2)))
         same = _round_trips(lambda: db_reports.report_ingest(
-            admin_context, host, again, samples, host_sample=load))
+            admin_context, host, again, samples, host_sample=load,
+            reported_at=rows.ago(seconds=1)))
         trips[size] = (len(first), len(second), len(same))
 
         state = [(i.uuid, i.status, i.current_mb, i.updated_at is None)
@@ -229,6 +234,35 @@ def test_report_statements_do_not_grow_with_instances(admin_context, any_db):
     assert trips[5] == trips[50]
     # The eight statements a report of one host takes, and SQLite's BEGIN.
     assert max(trips[50]) <= 9
+
+
+def test_report_batch_redelivered_stores_each_sample_once(admin_context,
+                                                          any_db):
+    """Several senders' reports in one batch, stored again as a redelivery
+    after a worker's death would: each sample is stored once on every
+    backend, whatever fraction of a second its DATETIME keeps."""
+    at = rows.ago(seconds=30).replace(microsecond=750000)
+    batch = []
+    for n in range(3):
+        instances, samples = _report_of(4 + n)
+        batch.append(dict(
+            host=dict(name='sender-%d' % n), instances=instances,
+            samples=[dict(sample, sampled_at=at) for sample in samples],
+            reported_at=at, host_sample=dict(cpu_util=0.5,
+                                             mem_used_mb=1024)))
+
+    db_reports.report_ingest_batch(admin_context, batch)
+    db_reports.report_ingest_batch(admin_context, batch)
+    db_reports.report_ingest_batch(admin_context, batch[1:2])
+
+    assert len(db_listings.list_resources(
+        admin_context, 'wss_samples', limit=100)) == 4 + 5 + 6
+    assert db_samples.host_samples_latest(
+        admin_context, ['sender-%d' % n for n in range(3)], 10) == {
+            'sender-%d' % n: [(0.5, 1024)] for n in range(3)}
+    assert len(db_listings.list_resources(
+        admin_context, 'instances', filters={'status': 'active'},
+        limit=100)) == 4 + 5 + 6
 
 
 def test_a_report_stores_its_sampler_beside_one_from_an_older_node(
