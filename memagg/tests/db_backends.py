@@ -72,3 +72,32 @@ def migrated(backend, conf, tmp_path, revision='head'):
         migration.upgrade(revision)
         yield url
         db_facade.dispose()
+
+
+def seed_instance_and_sample(engine, instance_uuid, at):
+    """One instance on host-1 and one WSS sample of it, written with the
+    columns every revision has: a migration test's rows from before it."""
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            "INSERT INTO instances (uuid, name, host, status, booked_mb, "
+            "current_mb, wss_mb, cpu_util, remote_mb, vcpus, created_at) "
+            "VALUES (:uuid, 'vm', 'host-1', 'active', 2048, 1024, 700, 0.5, "
+            "0, 2, :t)"), dict(uuid=instance_uuid, t=at))
+        connection.execute(sa.text(
+            "INSERT INTO wss_samples (instance_uuid, host, sampled_at, "
+            "wss_mb, current_mb, estimator, created_at) VALUES "
+            "(:uuid, 'host-1', :t, 700, 1024, 'badis/V/sampler', :t)"),
+            dict(uuid=instance_uuid, t=at))
+
+
+def columns_of(engine, table, instance_uuid, names):
+    """{name: value} of ``names`` in the first row of ``table`` (instances
+    or wss_samples) of ``instance_uuid``, read with SQL: the ORM's models
+    are the newest revision's, which a migration test may not be at."""
+    key = 'uuid' if table == 'instances' else 'instance_uuid'
+    with engine.connect() as connection:
+        row = connection.execute(sa.text(
+            'SELECT %s FROM %s WHERE %s = :uuid ORDER BY id'
+            % (', '.join(names), table, key)),
+            dict(uuid=instance_uuid)).first()
+    return dict(zip(names, row))

@@ -17,7 +17,6 @@ and PostgreSQL."""
 import datetime
 
 import pytest
-import sqlalchemy as sa
 
 from memagg.common import context
 from memagg.db import facade as db_facade
@@ -42,29 +41,20 @@ def db_at_0006(request, conf, tmp_path):
 
 
 def test_rows_from_before_0007_have_no_sampler(db_at_0006):
-    with db_at_0006.begin() as connection:
-        connection.execute(sa.text(
-            "INSERT INTO instances (uuid, name, host, status, booked_mb, "
-            "current_mb, wss_mb, cpu_util, remote_mb, vcpus, created_at) "
-            "VALUES (:uuid, 'vm', 'host-1', 'active', 2048, 1024, 700, 0.5, "
-            "0, 2, :t)"), dict(uuid=UUID, t=T0))
-        connection.execute(sa.text(
-            "INSERT INTO wss_samples (instance_uuid, host, sampled_at, "
-            "wss_mb, current_mb, estimator, created_at) VALUES "
-            "(:uuid, 'host-1', :t, 700, 1024, 'badis/V/sampler', :t)"),
-            dict(uuid=UUID, t=T0))
+    db_backends.seed_instance_and_sample(db_at_0006, UUID, T0)
 
     migration.upgrade('0007')
 
-    ctxt = context.get_admin_context()
-    instance = db_instances.instance_get(ctxt, UUID)
-    old, = db_listings.list_resources(ctxt, 'wss_samples')
-    for row in (instance, old):
-        assert (row.sampler_backend, row.sampler_error_mb, row.sampler_pages,
-                row.warming) == (None, None, None, False)
-    assert (instance.wss_mb, old.wss_mb) == (700, 700)
+    for table in ('instances', 'wss_samples'):
+        assert db_backends.columns_of(
+            db_at_0006, table, UUID, list(SAMPLER) + ['wss_mb']) == dict(
+                sampler_backend=None, sampler_error_mb=None,
+                sampler_pages=None, warming=False, wss_mb=700)
 
-    # The next report fills them: the error reads back as it was sent.
+    # The next report, on today's schema, fills them: the error reads back
+    # as it was sent.
+    migration.upgrade()
+    ctxt = context.get_admin_context()
     db_reports.report_ingest(
         ctxt, dict(name='host-1'), [dict(uuid=UUID, **SAMPLER)],
         [dict(instance_uuid=UUID, sampled_at=T0 + datetime.timedelta(

@@ -16,7 +16,6 @@ fields, and a new report stores them, on SQLite, MariaDB and PostgreSQL."""
 import datetime
 
 import pytest
-import sqlalchemy as sa
 
 from memagg.common import context
 from memagg.db import facade as db_facade
@@ -42,29 +41,21 @@ def db_at_0007(request, conf, tmp_path):
 
 
 def test_rows_from_before_0008_have_no_reclaim(db_at_0007):
-    with db_at_0007.begin() as connection:
-        connection.execute(sa.text(
-            "INSERT INTO instances (uuid, name, host, status, booked_mb, "
-            "current_mb, wss_mb, cpu_util, remote_mb, vcpus, created_at) "
-            "VALUES (:uuid, 'vm', 'host-1', 'active', 2048, 1024, 700, 0.5, "
-            "0, 2, :t)"), dict(uuid=UUID, t=T0))
-        connection.execute(sa.text(
-            "INSERT INTO wss_samples (instance_uuid, host, sampled_at, "
-            "wss_mb, current_mb, estimator, created_at) VALUES "
-            "(:uuid, 'host-1', :t, 700, 1024, 'badis/V/sampler', :t)"),
-            dict(uuid=UUID, t=T0))
+    db_backends.seed_instance_and_sample(db_at_0007, UUID, T0)
 
     migration.upgrade('0008')
 
-    ctxt = context.get_admin_context()
-    instance = db_instances.instance_get(ctxt, UUID)
-    old, = db_listings.list_resources(ctxt, 'wss_samples')
-    assert {k: getattr(instance, k) for k in RECLAIM} == dict.fromkeys(
-        RECLAIM)
-    assert {k: getattr(old, k) for k in HISTORY} == dict.fromkeys(HISTORY)
-    assert (instance.wss_mb, old.wss_mb) == (700, 700)
+    assert db_backends.columns_of(
+        db_at_0007, 'instances', UUID, list(RECLAIM) + ['wss_mb']) == dict(
+            dict.fromkeys(RECLAIM), wss_mb=700)
+    assert db_backends.columns_of(
+        db_at_0007, 'wss_samples', UUID, list(HISTORY) + ['wss_mb']) == dict(
+            dict.fromkeys(HISTORY), wss_mb=700)
 
-    # The next report fills them: the rates read back as they were sent.
+    # The next report, on today's schema, fills them: the rates read back
+    # as they were sent.
+    migration.upgrade()
+    ctxt = context.get_admin_context()
     db_reports.report_ingest(
         ctxt, dict(name='host-1'), [dict(uuid=UUID, **RECLAIM)],
         [dict(instance_uuid=UUID, sampled_at=T0 + datetime.timedelta(
