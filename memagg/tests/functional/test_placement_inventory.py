@@ -29,7 +29,9 @@ from openstack import connection as sdk_connection
 from openstack import exceptions as sdk_exc
 from oslo_utils import timeutils
 import pytest
+import sqlalchemy as sa
 
+from memagg.db import facade as db_facade
 from memagg.db import placement as db_placement
 from memagg.db import reports as db_reports
 from memagg.scheduler import placement
@@ -65,7 +67,7 @@ def _name():
     return 'node-%s' % uuid.uuid4().hex[:10]
 
 
-def _report(context, host, vms, reported_at=None):
+def _report(context, host, vms):
     """Store memagg-compute's report of ``host`` running ``vms``, a list of
     (booked MiB, WSS max-average MiB)."""
     db_reports.report_ingest(
@@ -73,7 +75,16 @@ def _report(context, host, vms, reported_at=None):
         [dict(uuid=str(uuid.uuid4()), booked_mb=booked, current_mb=booked,
               wss_mb=wss, wss_maxavg_mb=wss)
          for booked, wss in vms], [],
-        reported_at=reported_at or timeutils.utcnow())
+        reported_at=timeutils.utcnow())
+
+
+def _silent_since(host, when):
+    """Make ``host``'s last report date from ``when``: it has been silent
+    since (a report dated then would not move its state back)."""
+    with db_facade.get_engine().begin() as connection:
+        connection.execute(sa.text(
+            'UPDATE hosts SET reported_at = :t WHERE name = :name'),
+            dict(t=when, name=host))
 
 
 def _rows(context):
@@ -168,7 +179,7 @@ def test_operator_ratio_is_restored_when_a_host_stops_reporting(
 
     silent_since = timeutils.utcnow() - datetime.timedelta(
         seconds=conf.conf.service_down_time + 1)
-    _report(admin_context, gone, [(8192, 2048)], reported_at=silent_since)
+    _silent_since(gone, silent_since)
     # Just after a start every host looks silent: nothing is restored.
     assert gone not in job.run(admin_context)
     assert server.memory(gone_rp)['allocation_ratio'] == pytest.approx(3.6)
