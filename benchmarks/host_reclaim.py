@@ -235,11 +235,11 @@ def main():
     parser.add_argument('--zswap', action='store_true',
                         help='zswap on in front of the swap file')
     parser.add_argument('--quick', action='store_true',
-                        help='CI: 2 guests of 256 MiB, 15 periods')
+                        help='CI: 2 guests of 256 MiB, 6 periods')
     args = parser.parse_args()
     if args.quick:
         args.guests, args.memory_mb, args.cold_mb = 2, 256, 120
-        args.periods = 15
+        args.periods = 6
     if args.guests < 2:
         parser.error('--guests: at least 2 (one without a balloon), got %d'
                      % args.guests)
