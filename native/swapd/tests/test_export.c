@@ -333,15 +333,19 @@ static void test_spec(void)
     CHECK(sd_slab_of(SLAB, SLAB) == 1 && sd_slab_of(5 * SLAB + 7, SLAB) == 5);
 }
 
-static int create(struct sd_exports *xs, const char *slabs, char *sock)
+/* EXPORT_CREATE of GRANT over slabs with its local copy <dir>/copy and
+ * the further arguments more (e.g. " seal=1"): 0 with its socket in sock,
+ * or -errno (the error printed). */
+static int create(struct sd_exports *xs, const char *dir, const char *slabs,
+                  const char *more, char *sock)
 {
     char line[1024], err[SD_ERRLEN] = "";
     struct sd_export_spec spec;
     int ret;
 
     snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
-             "slab_size=%llu local=%s/copy slabs=%s",
-             4 * SLAB, SLAB, tmpdir, slabs);
+             "slab_size=%llu local=%s/copy slabs=%s%s",
+             4 * SLAB, SLAB, dir, slabs, more);
     ret = parse_spec(line, &spec, err);
     if (ret == 0) {
         ret = sd_exports_create(xs, &spec, sock, 256, err, sizeof(err));
@@ -377,8 +381,8 @@ static void test_local_export_and_restart(void)
 
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
-    CHECK(create(xs, "", sock) == 0);
-    CHECK(create(xs, "", sock) == -EEXIST);
+    CHECK(create(xs, tmpdir, "", "", sock) == 0);
+    CHECK(create(xs, tmpdir, "", "", sock) == -EEXIST);
     fd = open_export(sock);
     /* Never written: zeros, counted as a zero read. */
     memset(buf, 0xff, 8192);
@@ -465,7 +469,7 @@ static void test_remote_export(void)
              (unsigned long long)addrs[1]);
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
-    CHECK(create(xs, slabs, sock) == 0);
+    CHECK(create(xs, tmpdir, slabs, "", sock) == 0);
     fd = open_export(sock);
     for (i = 0; i < (int)SLAB; i++) {
         buf[i] = (uint8_t)(i * 7 + i / 4096);
@@ -559,7 +563,7 @@ static void test_burst_two_donors(void)
     }
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
-    CHECK(create(xs, slabs, sock) == 0);
+    CHECK(create(xs, tmpdir, slabs, "", sock) == 0);
     fd = open_export(sock);
 
     /* Page i of slabs 0, 1 and 3 holds byte (slab * 16 + i + 1). */
@@ -644,7 +648,7 @@ static void test_wrong_key(void)
              sd_server_port(server), (unsigned long long)addr);
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
-    CHECK(create(xs, slabs, sock) == 0);
+    CHECK(create(xs, tmpdir, slabs, "", sock) == 0);
     fd = open_export(sock);
     memset(buf, 0x33, 8192);
     CHECK(tc_io(fd, NBD_CMD_WRITE, 0, 8192, buf) == 0);
@@ -712,7 +716,7 @@ static void test_crash_after_degrade(void)
              (unsigned long long)addrs[0]);
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
-    CHECK(create(xs, slabs, sock) == 0);
+    CHECK(create(xs, tmpdir, slabs, "", sock) == 0);
     fd = open_export(sock);
     CHECK(tc_io(fd, NBD_CMD_WRITE, 0, 4096, old) == 0);
     CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB, 4096, old) == 0);
@@ -1231,11 +1235,7 @@ static void test_sealed_export(void)
     donor_of_four(&store, &server, &port, slabs, sizeof(slabs));
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
-    snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
-             "slab_size=%llu local=%s/copy slabs=%s seal=1", 4 * SLAB, SLAB,
-             tmpdir, slabs);
-    CHECK(parse_spec(line, &spec, err) == 0);
-    CHECK(sd_exports_create(xs, &spec, sock, 256, err, sizeof(err)) == 0);
+    CHECK(create(xs, tmpdir, slabs, " seal=1", sock) == 0);
     fd = open_export(sock);
     CHECK(tc_min_block == 4096);
 
@@ -1360,11 +1360,10 @@ static void test_key_handoff(void)
 {
     uint8_t key[SD_KEY_LEN], *buf = malloc(SLAB), *back = malloc(SLAB);
     uint8_t pub[SD_KW_PUB_LEN], blob[SD_KW_BLOB_LEN];
-    char sock[2][256], err[SD_ERRLEN], slabs[512], line[1024];
+    char sock[2][256], err[SD_ERRLEN], slabs[512];
     char dir[2][128];
     uint16_t port;
     struct sd_export_stats st;
-    struct sd_export_spec spec;
     struct sd_server *server;
     struct sd_exports *xs[2];
     struct sd_store *store;
@@ -1376,12 +1375,8 @@ static void test_key_handoff(void)
         snprintf(dir[i], sizeof(dir[i]), "%s/%s", tmpdir, i ? "dst" : "src");
         CHECK(sd_exports_new(dir[i], dir[i], (uid_t)-1, (gid_t)-1, &xs[i],
                              err, sizeof(err)) == 0);
-        snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
-                 "slab_size=%llu local=%s/copy slabs=%s seal=1%s", 4 * SLAB,
-                 SLAB, dir[i], slabs, i ? " adopt=1" : "");
-        CHECK(parse_spec(line, &spec, err) == 0);
-        CHECK(sd_exports_create(xs[i], &spec, sock[i], 256, err,
-                                sizeof(err)) == 0);
+        CHECK(create(xs[i], dir[i], slabs, i ? " seal=1 adopt=1" :
+                     " seal=1", sock[i]) == 0);
         fd[i] = open_export(sock[i]);
     }
     for (i = 0; i < (int)SLAB; i++) {
@@ -1459,10 +1454,9 @@ static void test_sealed_overlay(void)
 {
     uint8_t key[SD_KEY_LEN], *buf = malloc(SLAB), *back = malloc(SLAB);
     uint8_t *mine = malloc(4096);
-    char sock[256], err[SD_ERRLEN], slabs[512], line[1024], dir[2][128];
+    char sock[256], err[SD_ERRLEN], slabs[512], dir[2][128];
     char path[256], hex[65] = "";
     struct sd_export_stats st;
-    struct sd_export_spec spec;
     struct sd_server *server;
     struct sd_exports *xs;
     struct sd_store *store;
@@ -1478,11 +1472,7 @@ static void test_sealed_overlay(void)
     snprintf(dir[1], sizeof(dir[1]), "%s/ovb", tmpdir);
     CHECK(sd_exports_new(dir[0], dir[0], (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
-    snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
-             "slab_size=%llu local=%s/copy slabs=%s seal=1", 4 * SLAB, SLAB,
-             dir[0], slabs);
-    CHECK(parse_spec(line, &spec, err) == 0);
-    CHECK(sd_exports_create(xs, &spec, sock, 256, err, sizeof(err)) == 0);
+    CHECK(create(xs, dir[0], slabs, " seal=1", sock) == 0);
     fd = open_export(sock);
     for (i = 0; i < (int)SLAB; i++) {
         buf[i] = (uint8_t)(i * 3 + i / 4096 + 9);
