@@ -142,6 +142,22 @@ def wss_tool(pids_ranges, period):
     return (c1 - c0) + (time.process_time() - c2)
 
 
+def period_conf(period):
+    """memagg's CONF with no files, memagg-compute's period every
+    ``period`` s (balloon statistics every 2 s) and the sampler chosen at
+    run time; returns the fixture, to set more options on. A SIGTERM (a
+    timeout) exits, so that the caller's cleanup still destroys its
+    guests."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    conf = config_fixture.Config(CONF)
+    conf.setUp()
+    CONF([], project='memagg', default_config_files=[])
+    conf.config(collect_interval=period, balloon_stats_period=2,
+                group='compute')
+    conf.config(sampler_backend='auto', group='wss')
+    return conf
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--guests', type=int, default=6,
@@ -162,14 +178,8 @@ def main():
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error('needs root: PFNs in pagemap, clear_refs and DAMON')
-    # Killed (e.g. by timeout): still destroy the guests.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    conf = config_fixture.Config(CONF)
-    conf.setUp()
-    CONF([], project='memagg', default_config_files=[])
-    conf.config(collect_interval=args.period, balloon_stats_period=2,
-                group='compute')
-    conf.config(estimator='badis', sampler_backend='auto', group='wss')
+    conf = period_conf(args.period)
+    conf.config(estimator='badis', group='wss')
     conf.config(min_guest_mb=args.memory_mb, group='local_policy')
 
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())

@@ -54,16 +54,13 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import time
 
 import libvirt
-from oslo_config import fixture as config_fixture
 
 from memagg.compute import reclaim
-from memagg.conf import CONF
 from memagg.tests import host_swap
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.guest import vm
@@ -251,14 +248,8 @@ def main():
         parser.error('--periods: at least 3, --period: at least 1 s')
     if os.geteuid() != 0:
         parser.error('needs root: swapon, pagemap, DAMON')
-    # Killed (e.g. by timeout): still destroy the guests and the swap.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    conf = config_fixture.Config(CONF)
-    conf.setUp()
-    CONF([], project='memagg', default_config_files=[])
-    conf.config(collect_interval=args.period, balloon_stats_period=2,
-                group='compute')
-    conf.config(sampler_backend='auto', group='wss')
+    # Killed (e.g. by timeout), it still destroys the guests and the swap.
+    conf = compute_period.period_conf(args.period)
     conf.config(cold_age_s=2 * args.period, grow_mb=32,
                 group='host_reclaim')
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
