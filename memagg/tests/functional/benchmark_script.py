@@ -34,3 +34,15 @@ def assert_refused(run, message):
     one line ending with ``message`` last on stderr."""
     assert run.returncode == 2, run.stdout + run.stderr
     assert run.stderr.splitlines()[-1].endswith(message), run.stderr
+
+
+def table_rows(stdout, names, columns):
+    """The rows of a benchmark's table in ``stdout``: lines of ``columns``
+    '|'-separated columns whose first word is one of ``names``, as
+    {name: [the words of each column]}."""
+    rows = {}
+    for line in stdout.splitlines():
+        groups = [group.split() for group in line.split('|')]
+        if len(groups) == columns and groups[0] and groups[0][0] in names:
+            rows[groups[0][0]] = groups
+    return rows

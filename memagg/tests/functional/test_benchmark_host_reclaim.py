@@ -36,19 +36,17 @@ def test_quick_run_has_every_regime_figures_and_verdicts():
     assert run.returncode == 0, run.stdout + run.stderr[-20000:]
     lines = run.stdout.splitlines()
     rows = {}
-    for line in lines:
-        groups = [group.split() for group in line.split('|')]
-        if len(groups) == 6 and groups[0] and groups[0][0] in REGIMES:
-            freed, ballooned, swapped = map(float, groups[1])
-            promotions, pct, slo = map(float, groups[2])
-            (read,), (cpu,) = map(lambda g: [float(v) for v in g],
-                                  groups[3:5])
-            ratios = [float(r.rstrip('x')) for r in groups[5]]
-            assert len(ratios) == 2, line
-            rows[groups[0][0]] = dict(
-                freed=freed, ballooned=ballooned, swapped=swapped,
-                promotions=promotions, pct=pct, slo=slo, read=read,
-                cpu=cpu, ratios=ratios)
+    for name, groups in benchmark_script.table_rows(run.stdout, REGIMES,
+                                                    6).items():
+        freed, ballooned, swapped = map(float, groups[1])
+        promotions, pct, slo = map(float, groups[2])
+        (read,), (cpu,) = map(lambda g: [float(v) for v in g], groups[3:5])
+        ratios = [float(r.rstrip('x')) for r in groups[5]]
+        assert len(ratios) == 2, groups
+        rows[name] = dict(
+            freed=freed, ballooned=ballooned, swapped=swapped,
+            promotions=promotions, pct=pct, slo=slo, read=read, cpu=cpu,
+            ratios=ratios)
     assert sorted(rows) == sorted(REGIMES), run.stdout
     for name, row in rows.items():
         assert row['read'] > 0 and row['cpu'] > 0, (name, run.stdout)

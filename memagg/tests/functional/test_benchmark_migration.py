@@ -38,15 +38,14 @@ def test_quick_run_has_every_case_figures_and_ratios():
     assert run.returncode == 0, run.stdout + run.stderr[-20000:]
     lines = run.stdout.splitlines()
     rows = {}
-    for line in lines:
-        groups = [group.split() for group in line.split('|')]
-        if len(groups) == 5 and groups[0] and groups[0][0] in CASES:
-            share, remote, _ = groups[1]
-            moved, seconds = groups[2]
-            ratios = [float(r.rstrip('x')) for r in groups[3] + groups[4]]
-            assert len(ratios) == 4, line
-            rows[groups[0][0]] = (float(share), float(remote), float(moved),
-                                  float(seconds), ratios)
+    for name, groups in benchmark_script.table_rows(run.stdout, CASES,
+                                                    5).items():
+        share, remote, _ = groups[1]
+        moved, seconds = groups[2]
+        ratios = [float(r.rstrip('x')) for r in groups[3] + groups[4]]
+        assert len(ratios) == 4, groups
+        rows[name] = (float(share), float(remote), float(moved),
+                      float(seconds), ratios)
     assert sorted(rows) == sorted(CASES), run.stdout
     for name, (share, remote, moved, seconds, ratios) in rows.items():
         assert moved > 0 and seconds > 0, (name, run.stdout)
