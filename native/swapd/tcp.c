@@ -56,6 +56,12 @@
 #define CONNECT_TIMEOUT_MS 5000
 #define TICK_US 250000          /* how often the receiver looks for timeouts */
 #define RX_BUF_LEN (256 * 1024)
+/* Sealed pages the receiver opens before it sends the NBD replies it
+ * holds: opening one costs about a microsecond, and a buffer full of
+ * replies opened before any was sent held the first back for all of them
+ * (0.84x the IOPS of clear pages at queue depth 32 and 1.17x the p99;
+ * 0.89x and 0.91x with 4; 2 and 8 did no better). */
+#define SEALED_PAGES_PER_BATCH 4
 #define SLOTS_MIN 64
 #define SLOTS_MAX (1U << 20)
 #define NO_SLOT UINT32_MAX
@@ -350,12 +356,20 @@ static void *peer_receiver(void *arg)
         size_t pos = 0;
         ssize_t n;
         uint64_t now;
+        size_t sealed = 0;      /* bytes of sealed pages in this batch */
         int rc = 0;
 
         sd_batch_open();
         while (have - pos >= SD_FRAME_HDR_LEN) {
             struct sd_frame f;
             long used;
+
+            if (sealed >= SEALED_PAGES_PER_BATCH * SD_PAGE_SIZE) {
+                /* The replies of the pages opened so far go now. */
+                sd_batch_close();
+                sd_batch_open();
+                sealed = 0;
+            }
 
             rc = sd_frame_parse(buf + pos, have - pos, &f, &why);
 
@@ -374,6 +388,9 @@ static void *peer_receiver(void *arg)
                 break;
             }
             pos += (size_t)used;
+            if ((f.flags & SD_FRAME_SEALED) && sd_frame_payload_len(&f)) {
+                sealed += f.len;        /* a READ's pages, opened */
+            }
         }
         sd_batch_close();
         if (rc < 0) {
