@@ -38,6 +38,7 @@ from memagg.objects import base as objects_base
 TRANSPORT = None
 _URL = None
 NOTIFIER = None
+NOTIFICATION_TRANSPORT = None
 # memagg-api's request threads may each be the first to need the bus.
 _INIT_LOCK = threading.Lock()
 
@@ -65,7 +66,7 @@ def init(conf=CONF, url=None, binary=None):
 
 
 def _init(conf, url, binary):
-    global TRANSPORT, _URL, NOTIFIER
+    global TRANSPORT, _URL, NOTIFIER, NOTIFICATION_TRANSPORT
     objects.register_all()
     transport = messaging.get_rpc_transport(conf, url=url)
     _URL = messaging.TransportURL.parse(conf, url or conf.transport_url)
@@ -77,8 +78,9 @@ def _init(conf, url, binary):
             notifications,
             publisher_id='%s:%s' % (binary or _binary(), conf.host),
             serializer=RequestContextSerializer())
-    else:
-        notifications.cleanup()
+    # Also memagg-compute's reports' and memagg-scheduler's listener's: on
+    # fake:// they meet only on one transport.
+    NOTIFICATION_TRANSPORT = notifications
     # Last: a thread that sees the transport set finds the rest ready.
     TRANSPORT = transport
 
@@ -86,18 +88,26 @@ def _init(conf, url, binary):
 def cleanup():
     """Close the transports (their connections); :func:`init` may run
     again."""
-    global TRANSPORT, _URL, NOTIFIER
+    global TRANSPORT, _URL, NOTIFIER, NOTIFICATION_TRANSPORT
     if TRANSPORT is not None:
         TRANSPORT.cleanup()
-        if NOTIFIER is not None:
-            NOTIFIER.transport.cleanup()
-        TRANSPORT = _URL = NOTIFIER = None
+        NOTIFICATION_TRANSPORT.cleanup()
+        TRANSPORT = _URL = NOTIFIER = NOTIFICATION_TRANSPORT = None
 
 
 def get_notifier():
     """The process's notifier; None before :func:`init` or when no
     notification driver is configured (then nothing is sent)."""
     return NOTIFIER
+
+
+def get_notification_transport():
+    """The process's notification transport (see :func:`init`): the
+    notifier's, memagg-compute's reports' and memagg-scheduler's report
+    listener's."""
+    if NOTIFICATION_TRANSPORT is None:
+        raise RuntimeError('memagg.common.rpc.init() has not been called')
+    return NOTIFICATION_TRANSPORT
 
 
 def get_transport():
@@ -208,6 +218,26 @@ def new_transport(conf=CONF):
     not share the process's, such as a simulated compute node."""
     objects.register_all()
     return messaging.get_rpc_transport(conf)
+
+
+def new_notification_transport(conf=CONF):
+    """A notification transport of its own (own connections), for a
+    sender that must not share the process's, such as a simulated compute
+    node: ``[oslo_messaging_notifications] transport_url`` or, when unset,
+    the RPC one."""
+    objects.register_all()
+    return messaging.get_notification_transport(conf)
+
+
+def report_notifier(topic, transport, binary=None, conf=CONF):
+    """A Notifier sending memagg-compute's reports on ``topic`` through
+    ``transport``, whatever ``[oslo_messaging_notifications] driver`` says:
+    the reports are memagg's own traffic, not notifications for others.
+    Payloads are plain JSON (no versioned objects to rebuild)."""
+    return messaging.Notifier(
+        transport, publisher_id='%s:%s' % (binary or _binary(), conf.host),
+        driver='messagingv2', topics=[topic],
+        serializer=messaging.NoOpSerializer())
 
 
 def get_server(topic, server, endpoints):

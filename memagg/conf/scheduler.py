@@ -10,10 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Options of the [scheduler] group: memagg-scheduler, the global manager."""
+"""Options of the [scheduler] group (memagg-scheduler, the global manager)
+and of [upgrade_levels] (the RPC versions a service may send it)."""
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup('scheduler', title='memagg-scheduler options')
+UPGRADE_GROUP = cfg.OptGroup(
+    'upgrade_levels', title='RPC version pins for rolling upgrades')
 
 opts = [
     cfg.StrOpt('topic', default='memagg-scheduler',
@@ -21,13 +24,39 @@ opts = [
     cfg.IntOpt('purge_interval', default=3600, min=60,
                help='Seconds between two purges of WSS and host samples '
                     'older than [wss] sample_retention_hours.'),
+    cfg.StrOpt('report_topic', default='memagg_reports',
+               help='Notification topic memagg-compute sends its periodic '
+                    'reports on and every memagg-scheduler worker consumes '
+                    '(one shared queue, <topic>.info). Compute nodes and '
+                    'schedulers must agree on it.'),
+    cfg.IntOpt('report_batch_size', default=50, min=1, max=500,
+               help='Reports memagg-scheduler stores in one transaction: '
+                    'it takes up to this many from the report topic '
+                    'before storing them (or fewer after '
+                    'report_batch_timeout).'),
+    cfg.FloatOpt('report_batch_timeout', default=1.0, min=0.01, max=60.0,
+                 help='Seconds memagg-scheduler waits for a batch of '
+                      'reports to fill before storing what it has: the '
+                      'longest a report waits in a quiet deployment.'),
+]
+
+upgrade_opts = [
+    cfg.StrOpt('scheduler',
+               help='Highest memagg-scheduler RPC API version the other '
+                    'services send (unset: the newest). Set it to the '
+                    'oldest scheduler\'s version during a rolling upgrade '
+                    'that updates compute nodes first; below 1.6, '
+                    'memagg-compute sends its reports as RPC casts rather '
+                    'than on [scheduler] report_topic.'),
 ]
 
 
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(opts, group=GROUP)
+    conf.register_group(UPGRADE_GROUP)
+    conf.register_opts(upgrade_opts, group=UPGRADE_GROUP)
 
 
 def list_opts():
-    return {GROUP: opts}
+    return {GROUP: opts, UPGRADE_GROUP: upgrade_opts}

@@ -12,7 +12,9 @@
 
 """memagg-scheduler's manager: the RPC endpoint of the global manager.
 
-Besides storing compute reports, it runs consolidation rounds: an audit is
+Besides storing compute reports (memagg.scheduler.report_listener consumes
+them in batches; the RPC ``report`` serves compute nodes pinned below
+1.6), it runs consolidation rounds: an audit is
 planned (memagg.scheduler.audits) when the API asks (run_audit), every
 [consolidation] interval seconds (0: only on demand; the first one interval
 after the start, once the compute nodes' reports are in: at the start,
@@ -59,6 +61,7 @@ from memagg.scheduler import audits
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
 from memagg.scheduler import placement
+from memagg.scheduler import report_listener
 from memagg.scheduler import reservoir as reservoir_mod
 from memagg import service
 
@@ -110,7 +113,7 @@ class SchedulerManager(service.Manager):
     (memagg.scheduler.placement) every [placement] interval seconds.
     """
 
-    target = messaging.Target(version='1.5')
+    target = messaging.Target(version='1.6')
 
     def __init__(self, host=None, executor=None, reservoir=None,
                  placement_job=None, coordinator=None):
@@ -133,6 +136,7 @@ class SchedulerManager(service.Manager):
         self._periodic_queued = threading.Event()
         self._recovery_queued = threading.Event()
         self._periodic = audits.PeriodicRounds(claim=self.coordinator.claim)
+        self._reports = None
 
     def init_host(self):
         """Start the worker and let it finish what a previous run left:
@@ -150,8 +154,13 @@ class SchedulerManager(service.Manager):
         self._grants_worker.submit('Cleaning up grants left pending',
                                    self.reservoir.recover,
                                    self.admin_context, pending)
+        self._reports = report_listener.ReportListener(CONF,
+                                                       self.admin_context)
+        self._reports.start()
 
     def cleanup_host(self):
+        if self._reports is not None:
+            self._reports.stop()
         self._worker.stop()
         self._grants_worker.stop()
         self.coordinator.stop()
@@ -168,7 +177,8 @@ class SchedulerManager(service.Manager):
     @messaging.expose
     def report(self, ctxt, report):
         """Store one ComputeReport (hosts, instances, wss_samples,
-        host_samples)."""
+        host_samples) cast by a memagg-compute pinned below 1.6; newer ones
+        send notifications (memagg.scheduler.report_listener)."""
         self.report_batch(ctxt, [report])
 
     @messaging.expose

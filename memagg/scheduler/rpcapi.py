@@ -16,6 +16,7 @@ import oslo_messaging as messaging
 from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.conf import CONF
+from memagg.objects import report_columns
 
 
 class RemoteMemoryUnavailable(exceptions.Conflict):
@@ -47,22 +48,45 @@ class SchedulerAPI:
       migrations)
     * 1.4 - finish_release, finish_reclaim (the API answers at once)
     * 1.5 - finish_allocation (POST /v1/grants answers at once)
+    * 1.6 - reports are consumed from ``[scheduler] report_topic`` as
+      ``memagg.compute.report`` notifications (columnar payload,
+      memagg.objects.report_columns); the ``report`` cast stays for
+      senders pinned below 1.6 by ``[upgrade_levels] scheduler``
     """
 
-    VERSION = '1.5'
+    VERSION = '1.6'
+
+    #: The event type of a report sent as a notification.
+    REPORT_EVENT = 'memagg.compute.report'
 
     #: Attempts to reach the bus before a cast of the API gives up, so that
     #: a request fails (503) rather than hang while RabbitMQ is down.
     API_CAST_RETRY = 2
 
-    def __init__(self, transport=None):
-        """``transport`` defaults to the process's (memagg.common.rpc)."""
+    def __init__(self, transport=None, notification_transport=None):
+        """``transport`` and ``notification_transport`` (which reports go
+        through) default to the process's (memagg.common.rpc)."""
         self.client = rpc.Client(CONF.scheduler.topic, self.VERSION,
+                                 version_cap=CONF.upgrade_levels.scheduler,
                                  transport=transport)
+        self._notification_transport = notification_transport
+        self._notifier = None
 
     def report(self, ctxt, report):
-        """Send one ComputeReport (cast: no reply is awaited)."""
-        self.client.cast(ctxt, 'report', report=report)
+        """Send one ComputeReport, no reply awaited: a
+        ``memagg.compute.report`` notification of its columnar payload on
+        ``[scheduler] report_topic``, or, while ``[upgrade_levels]
+        scheduler`` pins the API below 1.6, the ``report`` cast that
+        schedulers before 1.6 read."""
+        if not self.client.can_send_version('1.6'):
+            self.client.cast(ctxt, 'report', report=report)
+            return
+        if self._notifier is None:
+            self._notifier = rpc.report_notifier(
+                CONF.scheduler.report_topic, self._notification_transport
+                or rpc.get_notification_transport())
+        self._notifier.info({}, self.REPORT_EVENT,
+                            report_columns.to_payload(report))
 
     def report_batch(self, ctxt, reports):
         """Send several ComputeReports in one message (cast)."""

@@ -84,7 +84,8 @@ def _config(directory, keystone, rabbit_url, database_url, port):
         'api': {'host': '127.0.0.1', 'port': port,
                 'auth_strategy': 'keystone'},
         'keystone_authtoken': keystone.authtoken_options(),
-        'scheduler': {'topic': 'memagg-scheduler-%s' % run},
+        'scheduler': {'topic': 'memagg-scheduler-%s' % run,
+                      'report_topic': 'memagg-reports-%s' % run},
         'consolidation': {'interval': 0, 'poll_interval': 0.1},
     })
 

@@ -92,7 +92,8 @@ def live_api(conf, mysql_db, rabbit_url, tmp_path):
         'database': {'connection': mysql_db},
         'api': {'host': '127.0.0.1', 'port': port, 'workers': 2,
                 'threads': 2, 'auth_strategy': 'noauth'},
-        'scheduler': {'topic': 'memagg-scheduler-%s' % run},
+        'scheduler': {'topic': 'memagg-scheduler-%s' % run,
+                      'report_topic': 'memagg-reports-%s' % run},
         'consolidation': {'interval': 0, 'max_retries': 0,
                           'poll_interval': 0.1},
     }

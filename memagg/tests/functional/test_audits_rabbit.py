@@ -73,7 +73,8 @@ def plane_options(rabbit_url, mysql_db):
         'database': {'connection': mysql_db},
         'api': {'host': '127.0.0.1', 'port': service_procs.free_port(),
                 'auth_strategy': 'noauth'},
-        'scheduler': {'topic': 'memagg-scheduler-%s' % run},
+        'scheduler': {'topic': 'memagg-scheduler-%s' % run,
+                      'report_topic': 'memagg-reports-%s' % run},
         'consolidation': {'interval': 0, 'max_retries': 0,
                           'poll_interval': 0.1},
     }

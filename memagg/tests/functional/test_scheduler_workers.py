@@ -94,7 +94,8 @@ def workers(request, conf, mysql_db, rabbit_url, tmp_path):
     procs = []
     rpc.cleanup()
     conf.config(control_exchange='memagg_test_%s' % run)
-    conf.config(topic=topic, group='scheduler')
+    conf.config(topic=topic, report_topic='reports-%s' % run,
+                group='scheduler')
     rpc.init(url=rabbit_url)
     try:
         for name in ('a', 'b'):
@@ -105,7 +106,8 @@ def workers(request, conf, mysql_db, rabbit_url, tmp_path):
                                 'host': 'sched-%s-%s' % (name, run),
                                 'debug': True},
                     'database': {'connection': mysql_db},
-                    'scheduler': {'topic': topic},
+                    'scheduler': {'topic': topic,
+                                  'report_topic': 'reports-%s' % run},
                     'consolidation': {'interval': 1},
                     'coordination': {
                         'backend_url': backend_url,

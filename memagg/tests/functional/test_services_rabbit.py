@@ -51,7 +51,8 @@ def plane(conf, mysql_db, rabbit_url, tmp_path):
                     'collect_interval': 1},
         # The balloon stays put: this test follows the report, not sizing.
         'local_policy': {'deadband_mb': 1000000},
-        'scheduler': {'topic': 'memagg-scheduler-%s' % run},
+        'scheduler': {'topic': 'memagg-scheduler-%s' % run,
+                      'report_topic': 'memagg-reports-%s' % run},
     }
     config = service_procs.write_config(tmp_path / 'memagg.conf', options)
     # This test process is an RPC client of the same exchange and topics.

@@ -219,7 +219,8 @@ class TwoHosts:
                         'rpc_response_timeout': RPC_TIMEOUT,
                         'report_interval': 1},
             'database': {'connection': mysql_db},
-            'scheduler': {'topic': self.scheduler_topic},
+            'scheduler': {'topic': self.scheduler_topic,
+                          'report_topic': 'memagg-reports-%s' % run},
             # A 256 MiB guest may get all of its booked size as remote
             # swap (the default cap, half, is too little to swap 100 MiB
             # with room to spare); the donor lends all it has.
