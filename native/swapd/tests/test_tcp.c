@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "check.h"
 #include "frame.h"
 #include "store.h"
@@ -289,6 +290,58 @@ static void test_sealed(struct sd_peer *p, struct sd_store *store)
     t.io.seals = sout;
     CHECK(submit1(p, &t.io) == -EINVAL);
     CHECK(T->alive(p) == 1);
+}
+
+/* Sealed reads answered together: the receiver sends what waits on the
+ * pages it opened (the batch's deferred work) every few pages, not once
+ * for all of a buffer's replies.  Each io's done() counts itself and
+ * defers the reset of that count to the batch; the count never passes the
+ * receiver's limit of 4 pages between two flushes.  (When the replies come
+ * in in several reads the count stays low anyway: this can fail only the
+ * other way.) */
+static int since_flush, most_since_flush;
+
+static void flushed(void *arg)
+{
+    (void)arg;
+    since_flush = 0;
+}
+
+static void counted_done(struct sd_io *io, int status)
+{
+    if (++since_flush > most_since_flush) {
+        most_since_flush = since_flush;
+    }
+    sd_batch_defer(flushed, NULL);
+    tio_done(io, status);
+}
+
+static void test_sealed_flushes(struct sd_peer *p)
+{
+    enum { N = 32 };
+    static uint8_t back[N][4096], seals[N][SD_SEAL_LEN];
+    struct sd_io *ios[N];
+    struct tio t[N];
+    struct waiter w;
+    size_t queued, i;
+    int ok = 1;
+
+    waiter_init(&w);
+    for (i = 0; i < N; i++) {
+        tio_prep(&t[i], &w, SD_OP_READ, grant, key, 4, i * 4096, back[i],
+                 4096);
+        t[i].io.seals = seals[i];
+        t[i].io.done = counted_done;
+        ios[i] = &t[i].io;
+    }
+    w.pending = N;
+    CHECK(T->submit(p, ios, N, &queued) == 0 && queued == N);
+    CHECK(wait_pending(&w, 0, 10));
+    for (i = 0; i < N; i++) {
+        ok &= t[i].calls == 1 && t[i].status == 0;
+    }
+    CHECK(ok);
+    CHECK(most_since_flush >= 1 && most_since_flush <= 4);
 }
 
 /* Ios submitted together: more than one sendmsg's worth all complete and
@@ -695,6 +748,7 @@ int main(void)
     test_batch(p);
     test_large(p);
     test_sealed(p, store);
+    test_sealed_flushes(p);
     test_concurrent(p);
     test_garbage(sd_server_port(srv));
     test_server_stop(p, srv);
