@@ -32,19 +32,24 @@ Run: .venv/bin/python benchmarks/report_ingest.py [--nodes 20] [--reports 10]
 With --fleet, a steady load instead: --nodes (default 1,000) simulated
 compute nodes each send one real ComputeReport (--instances instances,
 default 20) every --period seconds (default 10, the default
-collect_interval), through memagg-scheduler's RPC API on RabbitMQ, spread
-over the period and over --senders processes, for --duration seconds
-(default 60; the figures of doc/source/scaling.rst come from 600). It runs
-once per count of --workers (default 1,2): that many real memagg-scheduler
-processes on one topic, coordinated through tooz on the same MariaDB when
-there are several. Every --sample-every seconds it prints the reports sent
-and stored, the lag (sent but not stored yet), the topic queue's depth
-(rabbitmqctl list_queues: ready and unacknowledged messages), each worker's
-CPU seconds and resident memory (/proc); then the scheduler CPU per report
-and per node, and checks that every sample sent was stored once.
+collect_interval) through RabbitMQ, spread over the period and over
+--senders processes, for --duration seconds (default 60). It runs once per
+count of --workers (default 1,2) and per --paths (default notify,rpc):
+``notify``, memagg-compute's way, the report notification with its columnar
+payload that the schedulers store in batches
+(memagg.scheduler.report_listener); ``rpc``, the peer, the ``report`` cast
+of a compute node pinned below scheduler API 1.6. Each run starts that many
+real memagg-scheduler processes, coordinated through tooz on the same
+MariaDB when there are several. Every --sample-every seconds it prints the
+reports sent and stored, the lag (sent but not stored yet), the depth of
+the queue the reports go through (rabbitmqctl list_queues: ready and
+unacknowledged messages), each worker's CPU seconds and resident memory
+(/proc); then the scheduler CPU per report and per node, rpc against
+notify with their ratio, and checks that every sample sent was stored
+once.
 
 Run: .venv/bin/python benchmarks/report_ingest.py --fleet [--nodes 1000]
-     [--duration 600] [--workers 1,2]
+     [--duration 600] [--workers 1,2] [--paths notify,rpc]
 """
 import argparse
 import datetime
@@ -71,6 +76,7 @@ from memagg.db import migration
 from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
 from memagg.objects import report as report_obj
+from memagg.scheduler import report_listener
 from memagg.scheduler import rpcapi
 from memagg.tests import db_backends
 from memagg.tests.functional import service_procs
@@ -197,19 +203,25 @@ def direct(args):
 
 # -- --fleet: a steady load of many nodes -------------------------------------
 
-def _sender(index, args, options, counter, start_at, stop_at):
+def _sender(index, args, options, path, counter, start_at, stop_at):
     """One sender process: the nodes index, index + senders, ... each send
-    a report every period, at their own phase of it, until ``stop_at``."""
+    a report every period, at their own phase of it, until ``stop_at``,
+    by ``path`` (notify or rpc)."""
     CONF.set_override('transport_url', options['DEFAULT']['transport_url'])
     CONF.set_override('control_exchange',
                       options['DEFAULT']['control_exchange'])
-    CONF.set_override('topic', options['scheduler']['topic'],
-                      group='scheduler')
+    for name in ('topic', 'report_topic'):
+        CONF.set_override(name, options['scheduler'][name],
+                          group='scheduler')
+    if path == 'rpc':
+        CONF.set_override('scheduler', '1.5', group='upgrade_levels')
     transport = rpc.new_transport(CONF)
+    notifications = rpc.new_notification_transport(CONF)
     # Registered with the transport; read when the exchange is declared.
     CONF.set_override('amqp_auto_delete', True,
                       group='oslo_messaging_rabbit')
-    api = rpcapi.SchedulerAPI(transport=transport)
+    api = rpcapi.SchedulerAPI(transport=transport,
+                              notification_transport=notifications)
     ctxt = memagg_context.get_admin_context()
     nodes = range(index, args.nodes, args.senders)
     reports = {n: make_report(n, args.instances) for n in nodes}
@@ -232,6 +244,7 @@ def _sender(index, args, options, counter, start_at, stop_at):
             counter.value += 1
         heapq.heappush(due, (at + args.period, n))
     transport.cleanup()
+    notifications.cleanup()
 
 
 def _proc_cpu(pid):
@@ -268,16 +281,19 @@ def _max_sample_id():
             models.WssSample.__table__.c.id))).scalar() or 0
 
 
-def fleet_phase(args, workdir, db_url, server, workers):
-    """One run of the steady load with ``workers`` schedulers; a dict of
-    its figures."""
+def fleet_phase(args, workdir, db_url, server, workers, path):
+    """One run of the steady load with ``workers`` schedulers, reports
+    sent by ``path``; a dict of its figures."""
     run = uuid.uuid4().hex[:10]
     topic = 'memagg-scheduler-bench-%s' % run
+    report_topic = 'memagg-reports-bench-%s' % run
+    queue = (report_listener.pool_name(report_topic) if path == 'notify'
+             else topic)
     options = {
         'DEFAULT': {'transport_url': server,
                     'control_exchange': 'memagg_bench_%s' % run},
         'database': {'connection': db_url},
-        'scheduler': {'topic': topic},
+        'scheduler': {'topic': topic, 'report_topic': report_topic},
         'oslo_messaging_rabbit': {'amqp_auto_delete': True},
     }
     for group, name, value in args.scheduler_option:
@@ -304,16 +320,16 @@ def fleet_phase(args, workdir, db_url, server, workers):
         start_at = time.time() + 2.0
         stop_at = start_at + args.duration
         senders = [multiprocessing.Process(
-            target=_sender, args=(i, args, options, counter, start_at,
-                                  stop_at), daemon=True)
+            target=_sender, args=(i, args, options, path, counter,
+                                  start_at, stop_at), daemon=True)
                    for i in range(args.senders)]
         for sender in senders:
             sender.start()
         pids = [p.proc.pid for p in procs]
         rows = []
-        print('\n%d worker(s), %d nodes x %d instances every %g s for %g s'
-              % (workers, args.nodes, args.instances, args.period,
-                 args.duration))
+        print('\n%s, %d worker(s), %d nodes x %d instances every %g s for '
+              '%g s' % (path, workers, args.nodes, args.instances,
+                        args.period, args.duration))
         print('%6s %8s %8s %6s %7s %7s  %-24s %s' % (
             't (s)', 'sent', 'stored', 'lag', 'ready', 'unacked',
             'CPU s (per worker)', 'RSS MiB (per worker)'))
@@ -328,7 +344,7 @@ def fleet_phase(args, workdir, db_url, server, workers):
                 sys.exit('a sender failed (exit %s)' % [
                     sender.exitcode for sender in senders])
             stored = (_max_sample_id() - base_id) // args.instances
-            ready, unacked = _queue_depth('/', topic)
+            ready, unacked = _queue_depth('/', queue)
             row = dict(t=now - start_at, sent=counter.value, stored=stored,
                        ready=ready, unacked=unacked,
                        cpu=[_proc_cpu(pid) for pid in pids],
@@ -371,9 +387,9 @@ def fleet_phase(args, workdir, db_url, server, workers):
     reports = last['stored'] - warm['stored']
     cpu = sum(last['cpu']) - sum(warm['cpu'])
     span = last['t'] - warm['t']
-    return dict(workers=workers, sent=sent, samples=total, drained=drained,
-                expected=sent * args.instances, reports=reports, cpu=cpu,
-                span=span,
+    return dict(path=path, workers=workers, sent=sent, samples=total,
+                drained=drained, expected=sent * args.instances,
+                reports=reports, cpu=cpu, span=span,
                 ms_per_report=1000.0 * cpu / reports if reports else 0.0,
                 cores=cpu / span if span else 0.0,
                 max_lag=max(r['sent'] - r['stored'] for r in rows),
@@ -397,30 +413,40 @@ def fleet(args):
         db_facade.dispose()
         migration.upgrade('head')
         for workers in args.workers:
-            results.append(fleet_phase(args, pathlib.Path(tmp), db_url,
-                                       server, workers))
+            for path in args.paths:
+                results.append(fleet_phase(args, pathlib.Path(tmp), db_url,
+                                           server, workers, path))
         db_facade.dispose()
-    print('\nworkers  reports  samples stored/sent  scheduler CPU  '
+    print('\npath    workers  reports  samples stored/sent  scheduler CPU  '
           'ms/report  cores  max lag  max queue  RSS MiB warm->end (max)')
     for r in results:
-        print('%7d %8d %8d/%-8d %10.1f s %10.2f %6.3f %8d %10d  '
+        print('%-7s %7d %8d %8d/%-8d %10.1f s %10.2f %6.3f %8d %10d  '
               '%.0f->%.0f (%.0f)' % (
-                  r['workers'], r['reports'], r['samples'], r['expected'],
-                  r['cpu'], r['ms_per_report'], r['cores'], r['max_lag'],
-                  r['max_queue'], r['rss_warm'], r['rss_last'],
-                  r['rss_max']))
+                  r['path'], r['workers'], r['reports'], r['samples'],
+                  r['expected'], r['cpu'], r['ms_per_report'], r['cores'],
+                  r['max_lag'], r['max_queue'], r['rss_warm'],
+                  r['rss_last'], r['rss_max']))
         if r['workers'] > 1:
             print('        CPU s per worker: %s' % ', '.join(
                 '%.1f' % c for c in r['per_worker']))
+    by = {(r['path'], r['workers']): r for r in results}
+    for workers in args.workers:
+        new, peer = by.get(('notify', workers)), by.get(('rpc', workers))
+        if new and peer and new['ms_per_report']:
+            print('%d worker(s): scheduler CPU per report notify %.2f ms, '
+                  'rpc (peer) %.2f ms: rpc/notify %.1fx' % (
+                      workers, new['ms_per_report'], peer['ms_per_report'],
+                      peer['ms_per_report'] / new['ms_per_report']))
     for r in results:
         if not r['drained']:
-            print('%d worker(s): NOT KEEPING UP: %d reports not stored %g s '
-                  'after the load stopped' % (
-                      r['workers'], r['expected'] // args.instances
+            print('%s, %d worker(s): NOT KEEPING UP: %d reports not stored '
+                  '%g s after the load stopped' % (
+                      r['path'], r['workers'], r['expected'] // args.instances
                       - r['samples'] // args.instances, args.deadline))
         elif r['samples'] != r['expected']:
-            sys.exit('%d worker(s): %d samples stored for %d sent'
-                     % (r['workers'], r['samples'], r['expected']))
+            sys.exit('%s, %d worker(s): %d samples stored for %d sent'
+                     % (r['path'], r['workers'], r['samples'],
+                        r['expected']))
     if all(r['drained'] for r in results):
         print('every sample sent was stored once')
 
@@ -435,6 +461,14 @@ def _workers(text):
             'a comma-separated list of worker counts such as 1,2, got %r'
             % text)
     return counts
+
+
+def _paths(text):
+    paths = text.split(',')
+    if not paths or not set(paths) <= {'notify', 'rpc'}:
+        raise argparse.ArgumentTypeError(
+            'a comma-separated list of notify and rpc, got %r' % text)
+    return paths
 
 
 def _option(text):
@@ -473,6 +507,10 @@ def main():
                         help='--fleet: seconds of load per worker count')
     parser.add_argument('--workers', type=_workers, default=[1, 2],
                         help='--fleet: worker counts to run, e.g. 1,2')
+    parser.add_argument('--paths', type=_paths, default=['notify', 'rpc'],
+                        help='--fleet: how the nodes send their reports: '
+                             'notify (notification, batches), rpc (the '
+                             'report cast), or both, e.g. notify,rpc')
     parser.add_argument('--senders', type=int, default=2,
                         help='--fleet: sender processes')
     parser.add_argument('--scheduler-option', type=_option, action='append',

@@ -79,7 +79,7 @@ class SchedulerAPI:
         scheduler`` pins the API below 1.6, the ``report`` cast that
         schedulers before 1.6 read."""
         if not self.client.can_send_version('1.6'):
-            self.client.cast(ctxt, 'report', report=report)
+            self.client.cast(ctxt, 'report', version='1.0', report=report)
             return
         if self._notifier is None:
             self._notifier = rpc.report_notifier(
@@ -90,12 +90,13 @@ class SchedulerAPI:
 
     def report_batch(self, ctxt, reports):
         """Send several ComputeReports in one message (cast)."""
-        self.client.cast(ctxt, 'report_batch', reports=reports)
+        self.client.cast(ctxt, 'report_batch', version='1.0',
+                         reports=reports)
 
     def ping(self, ctxt, timeout=None):
         """Return the answering scheduler's host and binary; raise
         RPCTimeout when none answers within ``timeout`` seconds."""
-        return self.client.call(ctxt, 'ping', timeout=timeout)
+        return self.client.call(ctxt, 'ping', version='1.0', timeout=timeout)
 
     def run_audit(self, ctxt, audit_uuid, retry=API_CAST_RETRY):
         """Ask for pending audit ``audit_uuid`` to be planned (cast).

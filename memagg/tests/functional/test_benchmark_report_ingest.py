@@ -12,9 +12,10 @@
 
 """benchmarks/report_ingest.py --fleet as CI runs it: a few nodes for a few
 seconds, with one and two real memagg-scheduler processes on RabbitMQ and
-MariaDB. The figures are not asserted (they depend on the machine), only
-that both runs took place, measured the workers and stored every sample
-once."""
+MariaDB, reports sent as notifications and as RPC casts. The figures are
+not asserted (they depend on the machine), only that the four runs took
+place, measured the workers, stored every sample once and printed the
+ratio."""
 import re
 
 import pytest
@@ -37,22 +38,28 @@ def test_quick_fleet_run_with_one_and_two_workers():
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     header = lines.index(next(line for line in lines
-                              if line.startswith('workers  reports')))
+                              if line.startswith('path    workers')))
     rows = {}
     for line in lines[header + 1:]:
-        match = re.match(r'\s+(\d+)\s+(\d+)\s+(\d+)/(\d+)\s', line)
+        match = re.match(r'(notify|rpc)\s+(\d+)\s+(\d+)\s+(\d+)/(\d+)\s',
+                         line)
         if match:
-            rows[int(match.group(1))] = [int(g) for g in match.groups()[1:]]
-    assert sorted(rows) == [1, 2], run.stdout
+            rows[match.group(1), int(match.group(2))] = [
+                int(g) for g in match.groups()[2:]]
+    assert sorted(rows) == [('notify', 1), ('notify', 2), ('rpc', 1),
+                            ('rpc', 2)], run.stdout
     for workers, (reports, stored, sent) in rows.items():
         # Every node sent about DURATION / PERIOD reports.
         assert sent >= NODES * INSTANCES * (DURATION - 1), run.stdout
         assert stored == sent, run.stdout
     assert 'every sample sent was stored once' in lines, run.stdout
-    # Both workers of the second run took reports (CPU per worker).
-    per_worker = next(line for line in lines
-                      if line.strip().startswith('CPU s per worker: '))
-    assert len(per_worker.split(':')[1].split(',')) == 2
+    # Both workers of the two-worker runs took reports (CPU per worker).
+    per_worker = [line for line in lines
+                  if line.strip().startswith('CPU s per worker: ')]
+    assert len(per_worker) == 2, run.stdout
+    assert all(len(line.split(':')[1].split(',')) == 2
+               for line in per_worker), run.stdout
+    assert sum('rpc/notify' in line for line in lines) == 2, run.stdout
 
 
 def test_bad_worker_counts_are_one_line_and_exit_2():

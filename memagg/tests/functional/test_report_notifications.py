@@ -20,6 +20,7 @@ import threading
 import uuid
 
 from oslo_utils import timeutils
+import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
 
@@ -172,15 +173,38 @@ def test_listener_stores_reports_end_to_end(bus, any_db):
         702, 'damon', 3.5)
 
 
-def test_rpc_cast_while_pinned_below_1_6(bus, conf, mysql_db):
-    """A compute node pinned below 1.6 casts ``report``: nothing goes to
-    the report topic."""
+class _OldScheduler:
+    """The RPC endpoint of a memagg-scheduler of API 1.5: reports only by
+    the ``report`` cast."""
+
+    target = messaging.Target(version='1.5')
+
+    def __init__(self):
+        self.reports = []
+
+    @messaging.expose
+    def report(self, ctxt, report):
+        self.reports.append(report)
+
+
+def test_rpc_cast_while_pinned_below_1_6(bus, conf):
+    """A compute node pinned below 1.6 casts ``report``, which a 1.5
+    scheduler reads; nothing goes to the report topic."""
+    conf.config(topic='memagg-scheduler-%s' % uuid.uuid4().hex[:10],
+                group='scheduler')
     conf.config(scheduler='1.5', group='upgrade_levels')
-    sent = []
-    api = rpcapi.SchedulerAPI()
-    api.client.cast = lambda ctxt, method, **kw: sent.append(method)
-    api.report(memagg_context.get_admin_context(), make_report(1))
-    assert sent == ['report']
+    old = _OldScheduler()
+    server = rpc.get_server(conf.conf.scheduler.topic, 'old', [old])
+    server.start()
+    try:
+        api = rpcapi.SchedulerAPI()
+        api.report(memagg_context.get_admin_context(), make_report(1))
+        polling.wait_for(lambda: old.reports, 30,
+                         message='the report cast received')
+    finally:
+        server.stop()
+        server.wait()
+    assert old.reports[0].host == 'node-001'
     assert api._notifier is None
 
 
