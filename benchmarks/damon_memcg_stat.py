@@ -35,12 +35,20 @@ it applies its schemes: the file read after window k holds the
 applications up to window k - 1, and the script says so by numbering the
 windows as the kernel applied them.
 
+``--redraw-at K`` draws the first child's sample anew after window K,
+writes the merged regions again and has the running kdamond take them
+(``commit`` to its state file) without stopping it: what a VM drawing
+anew would cost the other VMs sharing the kdamond (their counts should
+stay exact, their statistics should go on), and after how many windows
+the redrawn child's count is its new sample's again.
+
 Run as root, with no memagg process using DAMON (it takes the same lock,
 an flock on the DAMON sysfs tree):
 
     .venv/bin/python benchmarks/damon_memcg_stat.py
         [--children 3] [--total-mib 256] [--hot-mib 16 64 128]
         [--pages 2000 ...] [--window 2] [--windows 8] [--checks 1]
+        [--redraw-at K]
 """
 import argparse
 import fcntl
@@ -183,14 +191,8 @@ def setup(children, regions, sample_us, aggr_us):
     write(CTX + '/monitoring_attrs/intervals/sample_us', sample_us)
     write(CTX + '/monitoring_attrs/intervals/aggr_us', aggr_us)
     write(CTX + '/monitoring_attrs/intervals/update_us', 3600 * 10 ** 6)
-    write(CTX + '/monitoring_attrs/nr_regions/min', len(regions))
-    write(CTX + '/monitoring_attrs/nr_regions/max', len(regions))
     write(CTX + '/targets/nr_targets', 1)
-    base = CTX + '/targets/0/regions'
-    write(base + '/nr_regions', len(regions))
-    for i, start in enumerate(regions):
-        write('%s/%d/start' % (base, i), start)
-        write('%s/%d/end' % (base, i), start + PAGE)
+    write_regions(regions)
     # The last scheme matches every region: its nr_tried counts the
     # applications (this kernel's stats have no nr_snapshots).
     write(CTX + '/schemes/nr_schemes', len(children) + 1)
@@ -213,6 +215,16 @@ def setup(children, regions, sample_us, aggr_us):
         write(f + '/matching', 'Y')
         write(f + '/allow', 'Y')
     write(KD + '/refresh_ms', 1)
+
+
+def write_regions(regions):
+    write(CTX + '/monitoring_attrs/nr_regions/min', len(regions))
+    write(CTX + '/monitoring_attrs/nr_regions/max', len(regions))
+    base = CTX + '/targets/0/regions'
+    write(base + '/nr_regions', len(regions))
+    for i, start in enumerate(regions):
+        write('%s/%d/start' % (base, i), start)
+        write('%s/%d/end' % (base, i), start + PAGE)
 
 
 def teardown():
@@ -246,7 +258,7 @@ def run(args):
                        for i, c in enumerate(children)]
             lockfd = lock_damon(600)
             try:
-                measure(args, children, samples)
+                measure(args, children, samples, rng)
             finally:
                 teardown()
                 os.close(lockfd)
@@ -255,7 +267,26 @@ def run(args):
                 c.close()
 
 
-def measure(args, children, samples):
+def redraw(args, children, samples, rng):
+    """Draw the first child's sample anew and have the running kdamond
+    take the merged regions (commit): the regions, the time to write them
+    and the commit's."""
+    nr_before = sum(len(starts) for starts, _ in samples)
+    samples[0] = children[0].sample(args.pages[0], rng)
+    regions = sorted({s for starts, _ in samples for s in starts})
+    if len(regions) != nr_before:
+        # The windows are numbered by nr_tried over the number of regions.
+        raise SystemExit('the redraw found %d pages resident, not %d: run '
+                         'it on children whose pages are all resident' % (
+                             len(samples[0][0]), args.pages[0]))
+    t0 = time.monotonic()
+    write_regions(regions)
+    t1 = time.monotonic()
+    write(KD + '/state', 'commit')
+    return len(regions), t1 - t0, time.monotonic() - t1
+
+
+def measure(args, children, samples, rng):
     window_us = int(args.window * 1e6)
     regions = sorted({s for starts, _ in samples for s in starts})
     n_total = sum(len(starts) for starts, _ in samples)
@@ -283,6 +314,7 @@ def measure(args, children, samples):
                             for i in range(len(children))),
         'kdamond us/pg', 'reads us'))
     errors = []
+    committed = None
     for _ in range(args.windows):
         prev_snap = last[0][0]
         wait_for(lambda: snap()[0][0] > prev_snap, args.window * 4,
@@ -292,16 +324,33 @@ def measure(args, children, samples):
         reads_us = (time.thread_time() - r0) * 1e6
         cpu1 = schedstat_ns(kpid)
         cells = []
+        # A window may pass unread (a slow redraw): the mean per window.
+        windows = cur[0][0] - last[0][0]
         for i, ((_, passed), (_, lpassed)) in enumerate(zip(cur, last)):
-            count = (passed - lpassed) // PAGE
+            count = (passed - lpassed) // PAGE // windows
             truth = samples[i][1]
             cells.append('%5d/%-5d' % (count, truth))
-            if truth:
+            # The redrawn child's windows up to the one the commit landed
+            # in may mix its two samples: a reading over any of them is
+            # left out of the error.
+            if truth and (i or committed is None or
+                          last[0][0] >= committed):
                 errors.append(abs(count - truth) / truth)
         print('%6d  %s  %12.2f  %10.0f' % (
             cur[0][0], '  '.join(cells),
             (cpu1 - cpu0) / 1e3 / n_total, reads_us))
         last, cpu0 = cur, cpu1
+        if args.redraw_at and cur[0][0] == args.redraw_at:
+            nr, wrote, took = redraw(args, children, samples, rng)
+            # The kdamond took the commit before the write returned, at the
+            # end of a window whose check had the old regions and whose
+            # application the new ones (not yet checked: none accessed):
+            # at the latest the window after the one the statistics hold.
+            committed = snap()[0][0] + 1
+            print('redrawn child 0 (%d sampled pages hot now); %d regions '
+                  'written in %.1f s, committed in %.1f ms; its windows up '
+                  'to %d may mix both samples' % (
+                      samples[0][1], nr, wrote, took * 1e3, committed))
     print('pages sampled: %s; mean relative error of the counts %.2f %%, '
           'worst %.2f %%' % (
               ' + '.join(str(len(s)) for s, _ in samples),
@@ -321,6 +370,9 @@ def main():
     parser.add_argument('--windows', type=int, default=8)
     parser.add_argument('--checks', type=int, default=1)
     parser.add_argument('--seed', type=int, default=17)
+    parser.add_argument('--redraw-at', type=int, default=0,
+                        help='draw the first child\'s sample anew after '
+                             'this window, the kdamond kept running')
     run(parser.parse_args())
 
 
