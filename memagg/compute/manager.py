@@ -61,8 +61,10 @@ class ComputeManager(service.Manager):
         self.remote.recover()
 
     def collect_and_report(self):
-        """One period: estimate, balloon, cast the report, then the
-        remote-memory requests (which may wait on memagg-scheduler)."""
+        """One period: estimate, balloon, send the report (a notification,
+        or the RPC cast while pinned below scheduler API 1.6: neither waits
+        for memagg-scheduler), then the remote-memory requests (which may
+        wait on it)."""
         report = self.collector.run_period()
         self.scheduler_api.report(self.admin_context, report)
         LOG.debug('Reported %d instances and %d WSS samples of %s',
