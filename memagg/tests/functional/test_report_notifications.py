@@ -275,3 +275,26 @@ def test_database_outage_requeues(bus, conf, mysql_db, caplog,
         lambda: _count(models.WssSample, host='node-005') == INSTANCES, 60,
         message='the requeued report stored')
     assert _count(models.HostSample, host='node-005') == 1
+
+
+def test_a_report_the_database_refuses_costs_the_others_nothing(
+        conf, mysql_db, caplog):
+    """MariaDB refuses a value out of its column's range, and with it the
+    batch's transaction: each report is then stored alone, the refused one
+    dropped and logged, the others stored."""
+    refused = report_columns.to_payload(make_report(2))
+    refused['host']['memory_mb'] = 10 ** 12
+    messages = [dict(publisher_id='memagg-compute:node-%03d' % node,
+                     payload=payload)
+                for node, payload in (
+                    (1, report_columns.to_payload(make_report(1))),
+                    (2, refused),
+                    (3, report_columns.to_payload(make_report(3))))]
+    endpoint = report_listener.ReportEndpoint(
+        memagg_context.get_admin_context())
+    assert (endpoint.info(messages) ==
+            messaging.NotificationResult.HANDLED)
+    assert _count(models.WssSample, host='node-001') == INSTANCES
+    assert _count(models.WssSample, host='node-003') == INSTANCES
+    assert _count(models.Host, name='node-002') == 0
+    assert 'Dropping the report of node-002' in caplog.text
