@@ -465,7 +465,7 @@ def _workers(text):
 
 def _paths(text):
     paths = text.split(',')
-    if not paths or not set(paths) <= {'notify', 'rpc'}:
+    if not set(paths) <= {'notify', 'rpc'}:
         raise argparse.ArgumentTypeError(
             'a comma-separated list of notify and rpc, got %r' % text)
     return paths

@@ -23,6 +23,7 @@ after the commit, so a worker dying before it lets RabbitMQ deliver them
 again, and storing them again stores nothing twice. While the database is
 out the batch is requeued, not dropped.
 """
+import re
 import threading
 
 from oslo_db import exception as db_exc
@@ -52,8 +53,7 @@ class ReportEndpoint:
     """Stores batches of ``memagg.compute.report`` notifications."""
 
     filter_rule = messaging.NotificationFilter(
-        event_type='^%s$' % rpcapi.SchedulerAPI.REPORT_EVENT.replace(
-            '.', r'\.'))
+        event_type='^%s$' % re.escape(rpcapi.SchedulerAPI.REPORT_EVENT))
 
     def __init__(self, context, stopping=None):
         self.context = context
@@ -81,6 +81,14 @@ class ReportEndpoint:
                           message['publisher_id'], exc)
         if not batch:
             return messaging.NotificationResult.HANDLED
+        return self._store(batch)
+
+    def _store(self, batch):
+        """Store ``batch`` in one transaction: HANDLED, or REQUEUE while
+        the database is out. When the database refuses it (a value out of
+        its column's range, say), each report is stored alone, so that one
+        report does not cost the others theirs; one refused alone is
+        dropped."""
         try:
             db_reports.report_ingest_batch(self.context, batch)
         except db_exc.DBConnectionError as exc:
@@ -88,27 +96,20 @@ class ReportEndpoint:
                       'unavailable; requeued: %s', len(batch), exc)
             self._stopping.wait(REQUEUE_PAUSE)
             return messaging.NotificationResult.REQUEUE
-        except (db_exc.DBError, exceptions.Invalid):
-            # One report the database refuses (a value out of its column's
-            # range, say) must not cost the others theirs.
-            return self._store_one_by_one(batch)
+        except (db_exc.DBError, exceptions.Invalid) as exc:
+            if len(batch) == 1:
+                LOG.error('Dropping the report of %s taken at %s, which the '
+                          'database refuses: %s',
+                          batch[0]['host'].get('name'),
+                          batch[0]['reported_at'], exc)
+                return messaging.NotificationResult.HANDLED
+            for report in batch:
+                if (self._store([report]) ==
+                        messaging.NotificationResult.REQUEUE):
+                    return messaging.NotificationResult.REQUEUE
+            return messaging.NotificationResult.HANDLED
         for report in batch:
             LOG.debug('Stored the report of %s', report['host']['name'])
-        return messaging.NotificationResult.HANDLED
-
-    def _store_one_by_one(self, batch):
-        for report in batch:
-            try:
-                db_reports.report_ingest_batch(self.context, [report])
-            except db_exc.DBConnectionError as exc:
-                LOG.error('Reports not stored, the database is '
-                          'unavailable; requeued: %s', exc)
-                self._stopping.wait(REQUEUE_PAUSE)
-                return messaging.NotificationResult.REQUEUE
-            except (db_exc.DBError, exceptions.Invalid) as exc:
-                LOG.error('Dropping the report of %s taken at %s, which the '
-                          'database refuses: %s', report['host'].get('name'),
-                          report['reported_at'], exc)
         return messaging.NotificationResult.HANDLED
 
 
