@@ -41,12 +41,13 @@ class ComputeAPI:
     def ping(self, ctxt, host, timeout=None):
         """Return ``{'host', 'binary'}`` from ``host``'s memagg-compute;
         raise RPCTimeout when it does not answer within ``timeout`` s."""
-        return self.client.call(ctxt, 'ping', server=host, timeout=timeout)
+        return self.client.call(ctxt, 'ping', server=host, version='1.0',
+                                timeout=timeout)
 
     def get_host_status(self, ctxt, host, timeout=None):
         """Return a ComputeReport of ``host`` read from its hypervisor now."""
         return self.client.call(ctxt, 'get_host_status', server=host,
-                                timeout=timeout)
+                                version='1.0', timeout=timeout)
 
     def prepare_slabs(self, ctxt, host, grant_uuid, secret, slab_size_mb,
                       indexes, timeout=None):

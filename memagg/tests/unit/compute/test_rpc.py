@@ -14,10 +14,12 @@
 call to a host with no memagg-compute failing with RPCTimeout."""
 import time
 
+import oslo_messaging as messaging
 import pytest
 
 from memagg.common import context
 from memagg.common import exceptions
+from memagg.common import rpc
 from memagg.compute import manager as compute_manager
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import hosts as db_hosts
@@ -58,6 +60,37 @@ def test_compute_answers_ping_and_host_status(services):
     status = api.get_host_status(ctxt, 'node-a')
     assert status.host == 'node-a'
     assert TEST_DOMAIN_UUID in [i.uuid for i in status.instances]
+
+
+class ComputeOnePointZero:
+    """A memagg-compute of Compute API 1.0, as during a rolling upgrade."""
+
+    target = messaging.Target(version='1.0')
+
+    @messaging.expose
+    def ping(self, ctxt):
+        return {'host': 'node-old', 'binary': 'memagg-compute'}
+
+    @messaging.expose
+    def get_host_status(self, ctxt):
+        return {'host': 'node-old'}
+
+
+def test_methods_of_1_0_reach_a_compute_of_1_0(services):
+    """ping and get_host_status ask for the version they came in, not the
+    client's latest: a compute not yet upgraded still answers them."""
+    server = rpc.get_server(compute_rpcapi.TOPIC, 'node-old',
+                            [ComputeOnePointZero()])
+    server.start()
+    try:
+        api = compute_rpcapi.ComputeAPI()
+        ctxt = context.get_admin_context()
+        assert api.ping(ctxt, 'node-old', timeout=10)['host'] == 'node-old'
+        assert api.get_host_status(ctxt, 'node-old', timeout=10) == {
+            'host': 'node-old'}
+    finally:
+        server.stop()
+        server.wait()
 
 
 def test_reports_reach_the_database(services, admin_context):
