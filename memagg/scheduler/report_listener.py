@@ -29,6 +29,7 @@ import threading
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import oslo_messaging as messaging
+from oslo_messaging._drivers import amqpdriver
 
 from memagg.common import exceptions
 from memagg.common import rpc
@@ -42,6 +43,30 @@ LOG = logging.getLogger(__name__)
 #: because the database is out: requeued at once, it would come straight
 #: back and spin.
 REQUEUE_PAUSE = 1.0
+
+#: Seconds the RabbitMQ driver's listeners first wait for a message when
+#: none is ready, at least (oslo.messaging waits 1 ms, then 2, 4, ... after
+#: each message): see pace_idle_polls.
+IDLE_POLL = 0.05
+
+
+def pace_idle_polls():
+    """Make the RabbitMQ driver's listeners of this process wait at least
+    IDLE_POLL for a message when none is ready.
+
+    After each message, oslo.messaging's listener waits 1 ms for the next,
+    then 2, 4, ..., each time-out a trip through kombu's retry wrappers
+    and their exceptions; reports arriving every 10 ms cost the listener
+    thread about 0.5 ms of CPU each that way, a quarter of a report's
+    cost. The wait ends as soon as a message comes; what it delays is the
+    listener thread's next look at the acknowledgements its handlers
+    queued (and at a stop): up to IDLE_POLL later, which a batch stored
+    after a worker's death stores nothing twice for. oslo.messaging has
+    no option for this, so its module constant is raised.
+    """
+    if getattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN',
+               IDLE_POLL) < IDLE_POLL:
+        amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN = IDLE_POLL
 
 
 def pool_name(topic):
@@ -127,6 +152,7 @@ class ReportListener:
         self.endpoint = ReportEndpoint(context, self._stop)
         self._listener = None
         self._lock = threading.Lock()
+        pace_idle_polls()
 
     def _new_listener(self):
         topic = self.conf.scheduler.report_topic

@@ -35,7 +35,10 @@ import pytest
 import requests
 import sqlalchemy as sa
 
+from memagg.common import context
+from memagg.common import exceptions
 from memagg.common import rpc
+from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import facade as db_facade
 from memagg.db import grants as db_grants
 from memagg.db import migration
@@ -199,6 +202,31 @@ def _records(ctxt, grant_uuid):
                                 for s in grant.slabs)
 
 
+def _rpc_answers(stand_ins):
+    """memagg-scheduler and the stand-in hosts answer a ping again.
+
+    A restarted RabbitMQ has lost the RPC servers' queues; each server
+    declares its own again when its connection comes back, 1 to 7 s
+    after the broker on oslo.messaging's growing retry intervals. A call
+    sent before that is dropped, and the API rightly answers it 503
+    ("retry later"): the round trip below is to show the services serve
+    again, not to race their reconnection."""
+    compute = compute_rpcapi.ComputeAPI()
+    ctxt = context.get_admin_context()
+
+    def answers():
+        if service_procs.scheduler_answers() is None:
+            return False
+        for host in stand_ins:
+            try:
+                compute.ping(ctxt, host, timeout=1)
+            except exceptions.RPCTimeout:
+                return False
+        return True
+    polling.wait_for(answers, RESUME_S, interval=0.5,
+                     message='memagg-scheduler and the stand-ins answering')
+
+
 def _grant_round_trip(url, stand_ins, instance_uuid):
     """Make a grant and release it through the API and the scheduler: both
     serve, and the donors hold afterwards only what they held before."""
@@ -237,6 +265,7 @@ def test_rabbitmq_and_mariadb_restarts_lose_nothing(plane, admin_context):
               % (server.name, up_at - down_at, took))
         service_procs.alive(procs)
         # The scheduler and the API serve again, without a restart.
+        _rpc_answers(stand_ins)
         _grant_round_trip(url, stand_ins, reservoir.VM_2)
         assert _records(admin_context, grant['uuid']) == records
         assert reservoir._held(stand_ins) == held

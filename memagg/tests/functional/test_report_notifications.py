@@ -21,6 +21,7 @@ import uuid
 
 from oslo_utils import timeutils
 import oslo_messaging as messaging
+from oslo_messaging._drivers import amqpdriver
 import pytest
 import sqlalchemy as sa
 
@@ -134,6 +135,16 @@ def bus(conf, rabbit_url):
     for listener in listeners:
         listener.stop()
     rpc.cleanup()
+
+
+def test_listener_paces_the_drivers_idle_polls(bus, monkeypatch):
+    """A report listener makes the RabbitMQ driver's listeners wait
+    IDLE_POLL, not 1 ms, for a message when none is ready; the tests of
+    this module store and acknowledge reports with that pace."""
+    monkeypatch.setattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN', 0.001)
+    bus()
+    assert (amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN
+            == report_listener.IDLE_POLL)
 
 
 def _counting(counts, name):

@@ -81,6 +81,10 @@ class ComputeStandIn:
             and all(isinstance(i, int) and i >= 0 for i in indexes)), indexes
 
     @messaging.expose
+    def ping(self, ctxt):
+        return {'host': self.host, 'binary': 'memagg-compute'}
+
+    @messaging.expose
     def prepare_slabs(self, ctxt, grant_uuid, secret, slab_size_mb,
                       indexes):
         assert uuidutils.is_uuid_like(grant_uuid)

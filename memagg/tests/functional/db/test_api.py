@@ -164,6 +164,44 @@ def test_report_ingest_upserts_and_marks_gone(admin_context, any_db):
     assert len(db_listings.list_resources(admin_context, 'hosts')) == 1
 
 
+def test_report_ingest_writes_only_the_columns_reports_give(admin_context,
+                                                            any_db):
+    """A changed instance gets the columns its report gives and keeps the
+    others (ingestion reads and writes only those); new instances of one
+    batch that give different columns take the others' defaults."""
+    a, b, c = ('00000000-0000-0000-0008-00000000000%d' % n for n in (1, 2, 3))
+    db_reports.report_ingest(
+        admin_context, dict(name='host-1'),
+        [dict(uuid=a, booked_mb=1024, current_mb=1024, wss_mb=300)], [],
+        reported_at=rows.ago(seconds=30))
+    created = db_instances.instance_get(admin_context, a).created_at
+    with db_facade.writer().using(admin_context) as session:
+        session.execute(sa.update(models.Instance).where(
+            models.Instance.uuid == a).values(reclaim_mechanism='madvise',
+                                              remote_mb=64))
+
+    db_reports.report_ingest_batch(admin_context, [
+        dict(host=dict(name='host-1'), reported_at=rows.ago(seconds=20),
+             instances=[dict(uuid=a, booked_mb=1024, current_mb=768,
+                             wss_mb=400),
+                        dict(uuid=b, booked_mb=512, sampler_pages=4610)],
+             samples=[]),
+        dict(host=dict(name='host-2'), reported_at=rows.ago(seconds=20),
+             instances=[dict(uuid=c, booked_mb=256, warming=True)],
+             samples=[])])
+
+    instance = db_instances.instance_get(admin_context, a)
+    assert (instance.current_mb, instance.wss_mb, instance.reclaim_mechanism,
+            instance.remote_mb, instance.created_at) == (
+        768, 400, 'madvise', 64, created)
+    assert instance.updated_at is not None
+    state = {u: (i.host, i.booked_mb, i.current_mb, i.sampler_pages,
+                 i.warming, i.status) for u, i in (
+        (u, db_instances.instance_get(admin_context, u)) for u in (b, c))}
+    assert state == {b: ('host-1', 512, 0, 4610, False, 'active'),
+                     c: ('host-2', 256, 0, None, True, 'active')}
+
+
 def _round_trips(call):
     """Run ``call``; return the statements it sent to the database, one per
     round trip: an executemany of anything but an INSERT counts once per
