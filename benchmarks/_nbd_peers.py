@@ -345,7 +345,7 @@ class MemaggSwapd(_Server):
 
 class MemaggSwapdSealed(MemaggSwapd):
     """memagg-swapd as MemaggSwapd, its pages sealed by the consumer
-    (EXPORT_CREATE seal=1: AES-256-GCM with the export's own key), as
+    (EXPORT_CREATE seal=1: AEGIS-256X2 with a key of the export's own), as
     memagg-compute creates exports by default."""
 
     name = 'memagg-sealed'

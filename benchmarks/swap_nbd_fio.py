@@ -24,8 +24,9 @@ socket:
   swapd's state directory in production; /dev/shm leaves the filesystem's
   cost out.
 - memagg-sealed: the same with EXPORT_CREATE seal=1, memagg-compute's
-  default: each page encrypted and authenticated (AES-256-GCM) by the
-  consumer, so the donor and the network see ciphertext only.
+  default: each page encrypted and authenticated by the consumer
+  (AEGIS-256X2, or AES-256-GCM on a CPU without AES instructions), so the
+  donor and the network see ciphertext only.
 - nbdkit: its memory plugin over TCP.
 - qemu-nbd: a raw file on /dev/shm over TCP, its default cache mode.
 - nbdkit-relay, a reference rather than a peer: memagg's hops with nbdkit

@@ -112,14 +112,15 @@ opts = [
                     'from then on.'),
     cfg.BoolOpt('encrypt_pages', default=True,
                 help='Encrypt and authenticate the pages of this host\'s VMs '
-                     'that go to donors (AES-256-GCM, a key per grant that '
-                     'only this host\'s memagg-swapd holds and that follows '
-                     'the VM on live migration): donors and the network '
-                     'see ciphertext only, and a page altered on either is '
-                     'read from the local copy or fails with an I/O error. '
-                     'Not available over RDMA yet: set False on hosts whose '
-                     'donors use rdma endpoints. Applies to grants attached '
-                     'from then on.'),
+                     'that go to donors (AEGIS-256X2 where the CPU has AES '
+                     'instructions, AES-256-GCM elsewhere; a key per grant '
+                     'that only this host\'s memagg-swapd holds and that '
+                     'follows the VM on live migration): donors and the '
+                     'network see ciphertext only, and a page altered on '
+                     'either is read from the local copy or fails with an '
+                     'I/O error. Not available over RDMA yet: set False on '
+                     'hosts whose donors use rdma endpoints. Applies to '
+                     'grants attached from then on.'),
     cfg.IntOpt('retry_interval', default=60, min=1,
                help='Seconds before a failed request to memagg-scheduler '
                     'for a VM or a donation is tried again; doubles with '

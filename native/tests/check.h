@@ -17,12 +17,14 @@
  * CHECK(cond) counts a pass, or prints the failed condition and where it
  * is and counts a failure; check_summary() prints the result line
  * "N passed, M failed" that the C-suite pytest reads, and is main()'s
- * exit status.  Each test program is one translation unit, so the
+ * exit status; all_zero(p, n) says whether n bytes are all zero.  Each test program is one translation unit, so the
  * counters are its own.
  */
 #ifndef MEMAGG_TESTS_CHECK_H
 #define MEMAGG_TESTS_CHECK_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static int passed, failed;
@@ -35,6 +37,19 @@ static int passed, failed;
             fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
         } \
     } while (0)
+
+static inline int all_zero(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (b[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 static inline int check_summary(void)
 {

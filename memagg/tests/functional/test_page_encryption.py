@@ -17,16 +17,17 @@ where there is none), and the page key follows a live migration sealed
 for the destination.
 
 The donor's TCP endpoint is reached through TamperProxy, a relay of the
-swapd frame protocol (native/swapd/frame.h) in this process that records
-what goes to the donor and, when armed, flips a byte of a page in the
-donor's next READ reply.  QEMU's qemu-io does the I/O.
+swapd frame protocol (native/swapd/frame.h) in a process of its own
+(tamper_proxy.py) that records what goes to the donor and, when armed,
+flips a byte of a page in the donor's next READ reply.  QEMU's qemu-io
+does the I/O.
 """
+import base64
+import json
 import os
-import socket
 import stat
-import struct
 import subprocess
-import threading
+import sys
 import uuid
 
 import pytest
@@ -42,102 +43,48 @@ SLAB = 4 * MIB
 SIZE = 2 * SLAB
 KEY = 'e7' * 32
 
-HDR = 88
-OP_READ, OP_WRITE = 1, 2
-FLAG_REPLY, FLAG_SEALED = 1, 2
-SEAL_LEN = 32
+FLAG_SEALED = 2     # frame.h's SD_FRAME_SEALED
 
 
 class TamperProxy:
-    """Relay TCP connections from consumers to one donor, frame by frame.
-
-    ``writes`` holds (flags, data) of every WRITE request relayed;
-    ``arm()`` makes the next READ reply that carries pages arrive with one
-    byte of its first page flipped; ``tampered`` counts those."""
+    """tamper_proxy.Relay for one donor, in a process of its own, with the
+    same ``writes``, ``tampered``, ``errors`` and ``arm()``."""
 
     def __init__(self, donor_port):
-        self.donor_port = donor_port
-        self.listener = socket.socket()
-        self.listener.bind(('127.0.0.1', 0))
-        self.listener.listen(8)
-        self.port = self.listener.getsockname()[1]
+        self._proc = subprocess.Popen(
+            [sys.executable, '-m', 'memagg.tests.functional.tamper_proxy',
+             str(donor_port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True)
+        self.port = int(self._proc.stdout.readline())
         self.endpoint = 'tcp://127.0.0.1:%d' % self.port
-        self.writes = []
-        self.tampered = 0
-        self._armed = 0
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _ask(self, command):
+        self._proc.stdin.write(command + '\n')
+        self._proc.stdin.flush()
+        return self._proc.stdout.readline()
 
     def arm(self, times=1):
-        with self._lock:
-            self._armed += times
+        assert self._ask('arm %d' % times).strip() == 'ok'
+
+    def _state(self):
+        return json.loads(self._ask('state'))
+
+    @property
+    def writes(self):
+        return [(flags, base64.b64decode(data))
+                for flags, data in self._state()['writes']]
+
+    @property
+    def tampered(self):
+        return self._state()['tampered']
+
+    @property
+    def errors(self):
+        return self._state()['errors']
 
     def close(self):
-        self.listener.close()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return              # closed
-            donor = socket.create_connection(('127.0.0.1', self.donor_port))
-            threading.Thread(target=self._relay, args=(client, donor, False),
-                             daemon=True).start()
-            threading.Thread(target=self._relay, args=(donor, client, True),
-                             daemon=True).start()
-
-    @staticmethod
-    def _read(sock, n):
-        buf = b''
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return buf
-
-    @staticmethod
-    def _payload_len(hdr):
-        op = hdr[5]
-        flags, length, status = (struct.unpack_from('<H', hdr, 6)[0],
-                                 struct.unpack_from('<I', hdr, 68)[0],
-                                 struct.unpack_from('<i', hdr, 80)[0])
-        seals = length // 4096 * SEAL_LEN if flags & FLAG_SEALED else 0
-        reply = flags & FLAG_REPLY
-        if (op == OP_WRITE and not reply) or (
-                op == OP_READ and reply and status == 0):
-            return flags, length, length + seals
-        return flags, length, 0
-
-    def _relay(self, src, dst, from_donor):
-        try:
-            while True:
-                hdr = self._read(src, HDR)
-                flags, length, n = self._payload_len(hdr)
-                payload = bytearray(self._read(src, n)) if n else b''
-                if not from_donor and hdr[5] == OP_WRITE:
-                    with self._lock:
-                        self.writes.append((flags, bytes(payload[:length])))
-                if from_donor and hdr[5] == OP_READ and length:
-                    with self._lock:
-                        if self._armed:
-                            self._armed -= 1
-                            self.tampered += 1
-                            payload[100] ^= 0x01
-                dst.sendall(hdr + bytes(payload))
-        except (EOFError, OSError):
-            pass
-        finally:
-            # shutdown first: it wakes the other direction's thread from
-            # its recv, which a close alone would not, and that thread
-            # would then read from whatever socket reuses the descriptor.
-            for sock in (src, dst):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                sock.close()
+        self._proc.stdin.close()
+        self._proc.wait(30)
 
 
 def _qemu_io_fails(sock, grant, command):
@@ -170,9 +117,9 @@ def _conf_path(daemon, grant):
     return os.path.join(daemon.state_dir, 'exports', '%s.conf' % grant)
 
 
-def _source(hosts, grant, table):
+def _source(hosts, grant, proxy, table):
     """Host A's sealed export with 0x5a in its first 64 KiB and 0x6b at
-    slab 1: (daemon, socket)."""
+    slab 1, both on the donor: (daemon, socket)."""
     a = hosts('a')
     a.start()
     export = a.client().export_create(grant, KEY, SIZE, SLAB,
@@ -181,16 +128,22 @@ def _source(hosts, grant, table):
     test_swapd_nbd.qemu_io(export['socket'], grant,
                            'write -P 0x5a 0 65536',
                            'write -P 0x6b %d 8192' % SLAB, 'flush')
+    # A write that failed on its way to the donor still succeeds (the slab
+    # is then served from the local copy): the tests below need the donor
+    # to hold the pages, so say why it does not.
+    stats = a.client().export_stats(grant)
+    assert stats['degraded_slabs'] == 0 and proxy.writes, (
+        'proxy errors %s; export stats %s; log:\n%s'
+        % (proxy.errors, stats, a.log()[-4000:]))
     return a, export['socket']
 
 
 def test_pages_reach_the_donor_sealed_and_an_altered_one_is_read_locally(
         hosts, proxied):
     grant, proxy, table = proxied
-    a, sock = _source(hosts, grant, table)
+    a, sock = _source(hosts, grant, proxy, table)
 
     # On the wire (and so on the donor): ciphertext and seals only.
-    assert proxy.writes
     for flags, data in proxy.writes:
         assert flags & FLAG_SEALED
         assert b'\x5a' * 64 not in data and b'\x6b' * 64 not in data
@@ -231,7 +184,7 @@ def test_pages_reach_the_donor_sealed_and_an_altered_one_is_read_locally(
 def test_the_page_key_follows_a_migration_sealed_for_the_destination(
         hosts, proxied):
     grant, proxy, table = proxied
-    a, _ = _source(hosts, grant, table)
+    a, _ = _source(hosts, grant, proxy, table)
     b = hosts('b')
     b.start()
     described = a.client().export_describe(grant)

@@ -44,18 +44,6 @@ static void sample_key(uint8_t key[SD_KEY_LEN])
     }
 }
 
-static int all_zero(const uint8_t *p, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        if (p[i]) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static void test_round_trip(void)
 {
     struct sd_kw_offer *o = NULL;

@@ -18,12 +18,17 @@
  * another page index (AAD), another grant, another key and an all-zero
  * seal do not open, and the page that failed is named and zeroed; nonces
  * are unique across threads sealing at once and across a counter wrap,
- * which draws a new epoch.  Prints "N passed, N failed".
+ * which draws a new epoch; pages sealed with AES-256-GCM (version 1, as
+ * before AEGIS-256X2) still open, beside AEGIS-256X2 pages in one call,
+ * and a page does not open under the other AEAD's version.  Prints
+ * "N passed, N failed".
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "check.h"
 #include "seal.h"
@@ -95,7 +100,7 @@ static void test_round_trip_and_tamper(struct sd_sealer *s)
                         NPAGES) == 0);
     CHECK(memcmp(plain, cipher, SD_PAGE_SIZE) != 0);
     for (i = 0; i < NPAGES; i++) {
-        CHECK(seals[i * SD_SEAL_LEN + 12] == SD_SEAL_VERSION);
+        CHECK(seals[i * SD_SEAL_LEN + 12] == sd_seal_version());
     }
     CHECK(try_open(key, grant, 100, cipher, seals, NPAGES, out, &bad) == 0);
     CHECK(memcmp(out, plain, NPAGES * SD_PAGE_SIZE) == 0);
@@ -229,6 +234,66 @@ static void test_wrap(void)
     sd_sealer_destroy(&s);
 }
 
+/* Seal one page as version 1 did: AES-256-GCM with the page key itself,
+ * the 12-byte nonce, AAD grant || big-endian page index. */
+static int seal_gcm(const uint8_t *plain, uint8_t *cipher, uint8_t *seal,
+                    uint64_t page, uint8_t nonce_byte)
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    uint8_t aad[SD_UUID_LEN + 8];
+    int n, i, ok;
+
+    memset(seal, 0, SD_SEAL_LEN);
+    memset(seal, nonce_byte, 12);
+    seal[12] = SD_SEAL_AES_GCM;
+    memcpy(aad, grant, SD_UUID_LEN);
+    for (i = 0; i < 8; i++) {
+        aad[SD_UUID_LEN + i] = (uint8_t)(page >> (56 - 8 * i));
+    }
+    ok = c && EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, seal) &&
+         EVP_EncryptUpdate(c, NULL, &n, aad, sizeof(aad)) &&
+         EVP_EncryptUpdate(c, cipher, &n, plain, SD_PAGE_SIZE) &&
+         EVP_EncryptFinal_ex(c, cipher + n, &n) &&
+         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, seal + 16);
+    EVP_CIPHER_CTX_free(c);
+    return ok ? 0 : -1;
+}
+
+/* Pages on donors from before AEGIS-256X2 (GCM, version 1) open beside new
+ * ones; the version byte chooses the AEAD and its key, so a page does not
+ * open under the other's. */
+static void test_versions(struct sd_sealer *s)
+{
+    uint8_t *plain = malloc(3 * SD_PAGE_SIZE);
+    uint8_t *cipher = malloc(3 * SD_PAGE_SIZE);
+    uint8_t *out = malloc(3 * SD_PAGE_SIZE);
+    uint8_t seals[3 * SD_SEAL_LEN];
+    uint64_t bad = 0;
+
+    fill(plain, 3 * SD_PAGE_SIZE, 5);
+    CHECK(seal_gcm(plain, cipher, seals, 40, 0x11) == 0);
+    CHECK(sd_seal_pages(s, key, grant, 41, plain + SD_PAGE_SIZE,
+                        cipher + SD_PAGE_SIZE, seals + SD_SEAL_LEN, 1) == 0);
+    CHECK(seal_gcm(plain + 2 * SD_PAGE_SIZE, cipher + 2 * SD_PAGE_SIZE,
+                   seals + 2 * SD_SEAL_LEN, 42, 0x22) == 0);
+    CHECK(try_open(key, grant, 40, cipher, seals, 3, out, &bad) == 0);
+    CHECK(memcmp(out, plain, 3 * SD_PAGE_SIZE) == 0);
+
+    if (sd_seal_version() == SD_SEAL_AEGIS) {
+        /* An AEGIS page called GCM, and a GCM page called AEGIS. */
+        seals[SD_SEAL_LEN + 12] = SD_SEAL_AES_GCM;
+        CHECK(try_open(key, grant, 40, cipher, seals, 3, out, &bad) ==
+              -EBADMSG && bad == 41);
+        seals[SD_SEAL_LEN + 12] = SD_SEAL_AEGIS;
+        seals[12] = SD_SEAL_AEGIS;
+        CHECK(try_open(key, grant, 40, cipher, seals, 3, out, &bad) ==
+              -EBADMSG && bad == 40);
+    }
+    free(plain);
+    free(cipher);
+    free(out);
+}
+
 int main(void)
 {
     struct sd_sealer s;
@@ -236,6 +301,7 @@ int main(void)
     fill(key, sizeof(key), 9);
     CHECK(sd_sealer_init(&s) == 0);
     test_round_trip_and_tamper(&s);
+    test_versions(&s);
     sd_sealer_destroy(&s);
     test_nonces_unique();
     test_wrap();

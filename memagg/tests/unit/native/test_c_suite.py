@@ -72,9 +72,9 @@ def test_c_suite_under_asan_and_ubsan(tmp_path):
 def test_fuzz_harnesses(tmp_path):
     """Every harness replays its kept crash inputs, then fuzzes from its
     in-tree corpus for 10^6 executions or 60 s, whichever comes first
-    (issue 18: deep enough to count)."""
+    (issue 18: deep enough to count); two at once, CI having two cores."""
     _require('clang')
-    out = _make(tmp_path, 'fuzz', timeout=1800)
+    out = _make(tmp_path, '-j2', '-O', 'fuzz', timeout=1800)
     harnesses = sorted(p.stem for p in (NATIVE / 'fuzz').glob('fuzz_*.c'))
     assert harnesses
     runs = {}
