@@ -16,7 +16,9 @@ tool's method (clear_refs, wait, sum Referenced over smaps).
 For each size a child process maps SIZE GiB and keeps a quarter of it hot
 (memagg/tests/unit/native/hotset.py), in 64 KiB chunks scattered at random
 over the mapping: a contiguous hot set would line up with the sampler's
-strata and hide its statistical error.  Per estimate:
+strata and hide its statistical error.  The child runs in a memory cgroup
+of its own, as libvirt puts each guest, so that the damon_memcg backend
+can count it.  Per estimate:
 
 - memagg: memagg-compute's own per-VM sampler (memagg.compute.sampling.
   VmSampler) over the mapping: n from the wanted confidence (--error at
@@ -24,9 +26,11 @@ strata and hide its statistical error.  Per estimate:
   --max-pages), the sample kept while its pages stay put, two warm-up
   windows first (the second at the confidence's n), as in its steady
   state.  CPU = this process's CPU (all
-  threads) from begin() to the end of collect() + the kdamond thread's
-  whole life (collect() reports it from /proc/<kdamond pid>/schedstat;
-  begin() starts the kdamond).  Cost per sampled page = that CPU / n.
+  threads, damon_memcg's commit thread too) from begin() to the end of
+  collect() + the kdamond's CPU that collect() reports from
+  /proc/<kdamond pid>/schedstat (damon_paddr: its whole life, begin()
+  starts it; damon_memcg, kept running: since the last collect()).  Cost
+  per sampled page = that CPU / n.
 - wss: write 1 to /proc/PID/clear_refs, wait the period, read
   /proc/PID/smaps and sum Referenced over the range.  CPU = this process's
   CPU over the same span (the kernel's page-table walks are charged to it).
@@ -60,6 +64,8 @@ TRUTH = 0.25
 RATIO_TARGETS = {4: 20, 16: 50}
 ERROR_TARGET = 5.0
 PAGE_COST_TARGET_US = 1.0
+CG_V1 = '/sys/fs/cgroup/memory'
+CG_V2 = '/sys/fs/cgroup'
 #: How the native module says another process holds DAMON.
 LOCKED = 'in use by another memagg process'
 
@@ -86,19 +92,19 @@ class OneProcess:
 
 
 def memagg_window(vm, period, range_mb):
-    """One estimate; returns the VmSampler sample plus its CPU."""
+    """One estimate: the VmSampler sample plus its CPU, or None when the
+    window was lost (then (None, CPU)).  The process's CPU counts the whole
+    window: it only sleeps meanwhile, but damon_memcg's commit thread may
+    write regions then."""
     c0 = time.process_time()
     vm.begin()
-    c1 = time.process_time()
     time.sleep(period)
-    c2 = time.process_time()
     sample = vm.collect(range_mb)
-    c3 = time.process_time()
+    cpu = time.process_time() - c0
     if sample is None:
-        raise RuntimeError('window lost: %s' % vm.error)
+        return None, cpu
     kdamond = max(sample.get('kdamond_cpu_s', 0.0), 0.0)
-    return dict(sample, cpu_s=c1 - c0 + c3 - c2 + kdamond,
-                kdamond_s=kdamond)
+    return dict(sample, cpu_s=cpu + kdamond, kdamond_s=kdamond), cpu
 
 
 def open_vm(driver, args):
@@ -126,26 +132,54 @@ def open_vm(driver, args):
         time.sleep(2)
 
 
+def own_cgroup(name):
+    """A memory cgroup for the child (cgroup v1's memory hierarchy, else
+    v2's), or None where none can be made."""
+    root = CG_V1 if os.path.exists(CG_V1 + '/cgroup.procs') else CG_V2
+    path = os.path.join(root, '%s-%d' % (name, os.getpid()))
+    try:
+        os.mkdir(path)
+    except OSError:
+        return None
+    return path
+
+
 def run_size(gib, args):
     length = int(gib * GIB)
     range_mb = length / MIB
+    cgroup = own_cgroup('memagg-bench-%g' % gib)
+
+    def enter():
+        # Before it faults a page: its memory is charged there.
+        if cgroup:
+            with open(os.path.join(cgroup, 'cgroup.procs'), 'w') as f:
+                f.write(str(os.getpid()))
     proc = subprocess.Popen(
         [sys.executable, HOTSET, str(length >> 20), str(length >> 22),
          '--scatter', str(args.seed)],
-        stdout=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, text=True, preexec_fn=enter)
     try:
         start = int(proc.stdout.readline())
         vm = open_vm(OneProcess(proc.pid, start, length), args)
-        ours, theirs = [], []
+        ours, theirs, lost = [], [], []
         try:
-            # Warm-up: the first window at --min-pages, the second at the n
-            # the confidence asks for (drawing it opens the DAMON region
-            # files once), as memagg-compute settles on a VM.
+            # Warm-up, as memagg-compute settles on a VM: the first window
+            # at --min-pages, then windows until one comes back at the n
+            # the confidence asks for (a new n is a new draw, whose first
+            # windows damon_memcg loses while its commit lands).
             time.sleep(args.period)
             vm.collect(range_mb)
-            memagg_window(vm, args.period, range_mb)
-            for _ in range(args.rounds):
-                ours.append(memagg_window(vm, args.period, range_mb))
+            for _ in range(8):
+                sample, _cpu = memagg_window(vm, args.period, range_mb)
+                if sample is not None and sample['n'] == vm.pages:
+                    break
+            # A window lost meanwhile (a redraw) costs its CPU too.
+            while len(ours) < args.rounds and len(lost) <= args.rounds:
+                sample, cpu = memagg_window(vm, args.period, range_mb)
+                if sample is None:
+                    lost.append(cpu)
+                    continue
+                ours.append(sample)
                 theirs.append(wss_tool(proc.pid, start, length, args.period))
         finally:
             backend = vm.backend_name
@@ -153,11 +187,22 @@ def run_size(gib, args):
     finally:
         proc.kill()
         proc.wait()
+        if cgroup:
+            # Emptied once the kernel has reaped the child's memory.
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    os.rmdir(cgroup)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
 
     def err(fraction):
         return abs(fraction - TRUTH) / TRUTH * 100
 
-    m_cpu = statistics.mean(s['cpu_s'] for s in ours)
+    m_cpu = (sum(s['cpu_s'] for s in ours) + sum(lost)) / len(ours)
     kd = statistics.mean(s['kdamond_s'] for s in ours)
     n = statistics.mean(s['n'] for s in ours)
     m_err = statistics.mean(err(s['fraction']) for s in ours)
@@ -174,10 +219,10 @@ def run_size(gib, args):
     print('%5.0f GiB | %-11s n=%-6.0f %6.2f ms (kdamond %5.2f) '
           '%4.2f us/page (process %4.2f) | err %4.1f %% (worst %4.1f, '
           'CI +-%4.1f %%, %d/%d in CI) | wss %7.2f ms err %4.1f %% | '
-          'ratio %5.1fx'
+          'ratio %5.1fx | %d window(s) lost'
           % (gib, backend, n, m_cpu * 1e3, kd * 1e3, page_us, proc_us,
              m_err, m_worst, ci, inside, len(ours), w_cpu * 1e3, w_err,
-             ratio), flush=True)
+             ratio, len(lost)), flush=True)
     target = RATIO_TARGETS.get(int(gib))
     if target:
         print('        target: >= %dx and mean error <= %.0f %%: %s; '

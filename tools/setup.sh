@@ -23,6 +23,7 @@
 #     pins do not fight memagg's).
 #  4. Creates .venv-tempest: tempest, and memagg's tempest plug-in found by
 #     its entry point (memagg installed there without its dependencies).
+#  5. Mounts tracefs on /sys/kernel/tracing when it is not, as systemd does.
 #
 # Idempotent: a second run checks and returns in seconds. Run as root (or a
 # user with sudo).
@@ -164,6 +165,17 @@ start_libvirt() {
     wait_until 30 libvirtd virsh -q -c qemu:///system version
 }
 
+# tracefs where a systemd host mounts it (sys-kernel-tracing.mount): the
+# damon_paddr sampler reads its kdamond's answer through DAMON's trace event
+# there, and through one sysfs directory per accessed page without it.
+mount_tracefs() {
+    if [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then
+        say "mounting tracefs on /sys/kernel/tracing"
+        $SUDO mount -t tracefs nodev /sys/kernel/tracing ||
+            say "cannot mount tracefs: DAMON answers through sysfs directories"
+    fi
+}
+
 # pip, minus the noise: warnings about this machine's extra (local) indexes,
 # and setuptools' deprecation banners while it builds the editable install.
 pip_quiet() {
@@ -197,6 +209,7 @@ start_mariadb
 start_rabbitmq
 start_redis
 start_libvirt
+mount_tracefs
 # Exact versions from upper-constraints.txt (tools/generate-constraints.sh).
 make_venv .venv \
     "$(cat setup.cfg setup.py requirements.txt test-requirements.txt \

@@ -22,9 +22,14 @@ when its process is gone or when two windows in a row failed. A window the
 host spoiled by moving most of the sampled pages (EAGAIN: compaction,
 migration) is lost too, but says nothing against the sampler.
 
-The damon_paddr samplers of the host share one kdamond: a period collects
-every VM (one answer of the kdamond serves them all), then begins every
-VM, then commit_windows() restarts the kdamond once on all their pages.
+The DAMON samplers of the host share one kdamond. damon_memcg (each VM in
+a memory cgroup of its own): a kdamond kept running, one window per
+period, each VM's count read from a scheme of its own; a new draw reaches
+it at commit_windows(), written by a thread of the native module, and the
+window that commit lands in is lost for that VM alone. damon_paddr: a
+period collects every VM (one answer of the kdamond serves them all), then
+begins every VM, then commit_windows() restarts the kdamond once on all
+their pages.
 
 The sample size follows the wanted confidence (ALGORITHMS.md §1): each
 window draws the n that gives the hot fraction p of the last one a
@@ -146,8 +151,10 @@ def scaled_sample(sample, range_mb, m_cur_mb):
 def commit_windows():
     """Start the windows begun this period: the host's one kdamond restarts
     on the pages of every damon_paddr sampler begun (a VM not begun this
-    period keeps its window going). A refused restart is logged here; each
-    VM whose window it lost sees the error at its next collect()."""
+    period keeps its window going), and the damon_memcg samplers' new draws
+    go to theirs in one commit (not waited for). A refused restart is
+    logged here; each VM whose window it lost sees the error at its next
+    collect()."""
     try:
         _native.damon_commit()
     except OSError as exc:

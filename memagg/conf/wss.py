@@ -61,11 +61,17 @@ opts = [
                       'warming estimate: reported, but not fed to the '
                       'WSS max-average.'),
     cfg.StrOpt('sampler_backend', default='auto',
-               choices=['auto', 'page_idle', 'damon_paddr', 'damon_vaddr',
-                        'clear_refs'],
+               choices=['auto', 'page_idle', 'damon_paddr', 'damon_memcg',
+                        'damon_vaddr', 'clear_refs'],
                help='Kernel interface of the native sampler. auto picks '
                     'the best one the kernel supports, in the order '
-                    'listed.'),
+                    'listed. damon_memcg (one kept-running kdamond, a '
+                    'count per VM memory cgroup) needs the VM in a memory '
+                    'cgroup of its own, else it is damon_paddr, as for a '
+                    'VM whose idle pages host reclaim needs; it is not '
+                    'auto\'s choice yet, since a draw costs its VM a '
+                    'window and the kdamond a commit (see the WSS sampler '
+                    'admin guide).'),
     cfg.BoolOpt('sampler_split_huge_pages', default=True,
                 help='Split the transparent huge pages (QEMU\'s default '
                      'for guest RAM) that hold the pages the sampler draws, '

@@ -34,13 +34,15 @@
  * begin() arms it with its pages and the kdamond restarts once every member
  * has armed, or at ms_damon_commit(), so the members' windows are aligned.
  * The first collect() of a window asks the kdamond for the regions its
- * scheme matched (update_schemes_tried_regions) and marks them for every
- * member at once; the others' collect() only read their marks.  A kdamond
- * watching one member only answers with the count of its accessed pages
- * (update_schemes_tried_bytes), and the regions are asked for only if
- * some of that member's pages moved.  A member
- * armed but not collected when the kdamond restarts (a VM skipped for a
- * period) has the answer so far kept, and its window goes on: none is lost.
+ * scheme matched (through its trace event, damon_trace.c, or else
+ * update_schemes_tried_regions' directories: host_regions()) and marks
+ * them for every member at once; the others' collect() only read their
+ * marks.  A kdamond watching one member only answers with the count of its
+ * accessed pages (update_schemes_tried_bytes), and the regions are asked
+ * for only if some of that member's pages moved or it keeps each sample's
+ * result.  A member armed but not collected when the kdamond restarts (a
+ * VM skipped for a period) has the answer so far kept, and its window goes
+ * on: none is lost.
  * damon_vaddr samplers each have a kdamond of their own (a slot).
  *
  * Measuring a window: the kdamond's sampling interval is the (smallest)
@@ -116,6 +118,10 @@ static struct {
     int exit_hook;
     char avail_ops[128];
     struct slot slot[MS_DAMON_SLOTS];
+    /* The host kdamond's answers through its trace event, when tracefs
+     * offers it (tried once per pool; open while trace.dir is set). */
+    struct ms_damon_trace trace;
+    int trace_tried;
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .lockfd = -1 };
 
 static int kwrite(const char *path, const char *text, char *err,
@@ -231,15 +237,31 @@ static void drop_fds(struct slot *s)
     s->nr_fds = 0;
 }
 
-/* Let the cached region files use the headroom the hard limit allows. */
+/*
+ * Let the cached region files use up to 2^20 descriptors: two per sampled
+ * page on a host sampling many VMs (86,000 for six VMs at about 7,000
+ * pages each).  A region file that is not kept open costs an open and a
+ * close at each change (about 7 us against 1.3 us).  Raising the hard
+ * limit needs CAP_SYS_RESOURCE (root has it); without it, up to the hard
+ * limit.
+ */
 static void raise_nofile(void)
 {
     struct rlimit rl;
+    rlim_t want = 1 << 20;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max > (1 << 20) ? (1 << 20) : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) {
+        return;
     }
+    if (rl.rlim_max < want) {
+        struct rlimit up = { want, want };
+
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+            return;
+        }
+    }
+    rl.rlim_cur = rl.rlim_max > want ? want : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 /* Half the descriptors the process may have, at most, hold region files. */
@@ -259,6 +281,7 @@ static int fd_budget_left(unsigned int want)
 }
 
 static void host_reset(void);
+static void memcg_reset(void);
 
 static void pool_teardown(void)
 {
@@ -274,6 +297,11 @@ static void pool_teardown(void)
     }
     memset(pool.slot, 0, sizeof(pool.slot));
     host_reset();
+    memcg_reset();
+    if (pool.trace_tried) {
+        ms_damon_trace_close(&pool.trace);
+    }
+    pool.trace_tried = 0;
     if (pool.lockfd >= 0) {
         close(pool.lockfd);
         pool.lockfd = -1;
@@ -542,8 +570,10 @@ static int configure(int i, const char *ops, pid_t pid, uint64_t sample_us,
     return 0;
 }
 
+/* Region k is [starts[k], starts[k] + size), region 0 head_size long. */
 static int write_regions(int i, const uint64_t *starts, unsigned int n,
-                         uint64_t size, char *err, size_t errlen)
+                         uint64_t size, uint64_t head_size, char *err,
+                         size_t errlen)
 {
     struct slot *s = &pool.slot[i];
     char p[512], rel[64], text[32];
@@ -595,7 +625,8 @@ static int write_regions(int i, const uint64_t *starts, unsigned int n,
         return ret;
     }
     for (k = 0; k < n * 2 && !ret; k++) {
-        uint64_t v = starts[k / 2] + (k % 2 ? size : 0);
+        uint64_t v = starts[k / 2] +
+                     (k % 2 ? (k == 1 && head_size ? head_size : size) : 0);
         int fd = s->fds ? s->fds[k] : -1;
         int len;
 
@@ -696,7 +727,7 @@ static int start_slot(int i, const char *ops, pid_t pid,
             return ret;
         }
     }
-    ret = write_regions(i, starts, n, size, err, errlen);
+    ret = write_regions(i, starts, n, size, 0, err, errlen);
     if (ret) {
         return ret;
     }
@@ -834,6 +865,24 @@ static int check_own_regions(int i, char *err, size_t errlen)
     return ret;
 }
 
+/*
+ * After an update_schemes_tried_* command on slot i: *bytes, the bytes of
+ * the regions its scheme 0 matched, unless the answer is rejected
+ * (check_own_regions()).
+ */
+static int own_tried_bytes(int i, uint64_t *bytes, char *err, size_t errlen)
+{
+    char p[512];
+    int ret = check_own_regions(i, err, errlen);
+
+    if (ret == 0) {
+        slot_path(p, sizeof(p), i,
+                  "contexts/0/schemes/0/tried_regions/total_bytes");
+        ret = ms_read_u64_file(p, bytes, err, errlen);
+    }
+    return ret;
+}
+
 struct marks {
     const uint64_t *starts;
     unsigned int n;
@@ -875,12 +924,7 @@ int ms_damon_collect(int i, const uint64_t *starts, unsigned int n,
     ret = kwrite(p, accessed ? "update_schemes_tried_regions"
                              : "update_schemes_tried_bytes", err, errlen);
     if (ret == 0) {
-        ret = check_own_regions(i, err, errlen);
-    }
-    if (ret == 0) {
-        slot_path(p, sizeof(p), i,
-                  "contexts/0/schemes/0/tried_regions/total_bytes");
-        ret = ms_read_u64_file(p, &res->accessed_bytes, err, errlen);
+        ret = own_tried_bytes(i, &res->accessed_bytes, err, errlen);
     }
     if (ret == 0 && accessed) {
         ret = read_tried_regions(i, starts, n, accessed, err, errlen);
@@ -909,13 +953,28 @@ static struct {
     struct ms_damon_member *members;
     uint64_t *regions;          /* the members' pages, merged */
     uint64_t watched_n;         /* the members' pages in the running one */
+    unsigned int capacity;      /* its regions, padding included */
 } host = { .slot = -1 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+/*
+ * Writing nr_regions makes the kernel recreate every region directory, and
+ * memagg then opens and writes every file again: 603 ms for 24,000 regions
+ * (measured), against about 2.6 us per region whose value changed.  So the
+ * host kdamond's region count moves only when the pages outgrow it (with
+ * a quarter's headroom) or fall below half of it; the slots in between
+ * hold padding, one page each at PAD_BASE + 4 KiB x its index: physical
+ * addresses above any RAM, where no page is ever found accessed or walked,
+ * and the same value in a slot from one restart to the next.
+ */
+#define PAD_BASE (1ULL << 51)
 
-    return x < y ? -1 : x > y;
+/* The region count for total pages (never fewer). */
+static unsigned int host_capacity(uint64_t total)
+{
+    if (total <= host.capacity && total >= host.capacity / 2) {
+        return host.capacity;
+    }
+    return (unsigned int)(total + total / 4 + 16);
 }
 
 static int host_running(void)
@@ -965,16 +1024,75 @@ static struct ms_damon_member *host_sole_member(void)
 }
 
 /*
+ * Ask the running kdamond which of its regions were accessed and call
+ * fn(start, end, arg) for each.  Through its trace event when tracefs has
+ * it (damon_trace.c): one update_schemes_tried_bytes, the answer taken
+ * when the regions traced add up to the walk's total_bytes.  Otherwise,
+ * or when they do not, through the directories that
+ * update_schemes_tried_regions makes, one per region.  *how says which.
+ */
+static int host_regions(void (*fn)(uint64_t, uint64_t, void *), void *arg,
+                        const char **how, char *err, size_t errlen)
+{
+    int kpid = pool.slot[host.slot].kdamond_pid, traced, ret;
+    uint64_t *starts = NULL, bytes = 0;
+    size_t n = 0, k;
+    char p[512];
+
+    *how = NULL;
+    if (!pool.trace_tried) {
+        /* Without the instance, the directories answer (its reason is
+         * not kept: the result's answer says "regions"). */
+        pool.trace_tried = 1;
+        ms_damon_trace_open(&pool.trace, NULL, 0);
+    }
+    traced = pool.trace.dir[0] && kpid > 0 &&
+             ms_damon_trace_start(&pool.trace, kpid, 2 * host.watched_n,
+                                  NULL, 0) == 0;
+    if (traced) {
+        slot_path(p, sizeof(p), host.slot, "state");
+        ret = kwrite(p, "update_schemes_tried_bytes", err, errlen);
+        /* Right after the walk: a later application adds regions
+         * accessed since, which its total_bytes does not count. */
+        traced = ms_damon_trace_stop(&pool.trace, 0, &starts, &n, NULL,
+                                     0) == 0;
+        if (ret == 0) {
+            ret = own_tried_bytes(host.slot, &bytes, err, errlen);
+        }
+        if (ret == 0 && traced && bytes == n * MS_PAGE_SIZE) {
+            for (k = 0; k < n; k++) {
+                fn(starts[k], starts[k] + MS_PAGE_SIZE, arg);
+            }
+            *how = "trace";
+        }
+        free(starts);
+        if (ret || *how) {
+            return ret;
+        }
+    }
+    slot_path(p, sizeof(p), host.slot, "state");
+    ret = kwrite(p, "update_schemes_tried_regions", err, errlen);
+    if (ret == 0) {
+        ret = check_own_regions(host.slot, err, errlen);
+    }
+    if (ret == 0) {
+        ret = for_each_tried(host.slot, fn, arg, err, errlen);
+        *how = "regions";
+    }
+    return ret;
+}
+
+/*
  * The running kdamond's answer, marked for every member watching and not
  * answered yet; each takes a share of the kdamond's CPU time so far (a new
  * thread each start) in proportion to its pages.  With bytes_ok and a
  * kdamond watching one member's pages only, the answer is their count
- * (tried_bytes: no region directory for the kdamond to create, none to
- * read, which cost about 5 us per accessed page), its pages unmarked.
+ * (tried_bytes: no region to read), its pages unmarked.
  */
 static int host_answer(int bytes_ok, char *err, size_t errlen)
 {
     struct ms_damon_member *m, *sole = NULL;
+    const char *how = NULL;
     uint64_t bytes = 0;
     double cpu_s = 0;
     char p[512];
@@ -982,18 +1100,15 @@ static int host_answer(int bytes_ok, char *err, size_t errlen)
 
     if (host_running()) {
         sole = bytes_ok ? host_sole_member() : NULL;
-        slot_path(p, sizeof(p), host.slot, "state");
-        ret = kwrite(p, sole ? "update_schemes_tried_bytes"
-                             : "update_schemes_tried_regions", err, errlen);
-        if (ret == 0) {
-            ret = check_own_regions(host.slot, err, errlen);
-        }
-        if (ret == 0 && sole) {
-            slot_path(p, sizeof(p), host.slot,
-                      "contexts/0/schemes/0/tried_regions/total_bytes");
-            ret = ms_read_u64_file(p, &bytes, err, errlen);
-        } else if (ret == 0) {
-            ret = for_each_tried(host.slot, host_mark, NULL, err, errlen);
+        if (sole) {
+            slot_path(p, sizeof(p), host.slot, "state");
+            ret = kwrite(p, "update_schemes_tried_bytes", err, errlen);
+            if (ret == 0) {
+                ret = own_tried_bytes(host.slot, &bytes, err, errlen);
+            }
+            how = "count";
+        } else {
+            ret = host_regions(host_mark, NULL, &how, err, errlen);
         }
         if (ret) {
             /* The one answer failed: so did every window waiting for it. */
@@ -1012,6 +1127,7 @@ static int host_answer(int bytes_ok, char *err, size_t errlen)
         if (m->watched && !m->answered) {
             m->answered = 1;
             m->marked = m != sole;
+            m->answer = how;
             m->accessed_pages = m == sole ? bytes / MS_PAGE_SIZE : 0;
             m->kdamond_pid = host_running()
                              ? pool.slot[host.slot].kdamond_pid : 0;
@@ -1028,7 +1144,7 @@ static int host_start(char *err, size_t errlen)
 {
     struct ms_damon_member *m;
     uint64_t total = 0, sample_us = 0, *regions;
-    unsigned int i, nr = 0;
+    unsigned int i, nr = 0, cap;
     char p[512];
     uint64_t kpid = 0;
     int ret;
@@ -1045,7 +1161,8 @@ static int host_start(char *err, size_t errlen)
     if (!total) {
         return 0;
     }
-    regions = realloc(host.regions, sizeof(*regions) * total);
+    cap = host_capacity(total);
+    regions = realloc(host.regions, sizeof(*regions) * cap);
     if (!regions) {
         ms_err(err, errlen, "out of memory for %llu DAMON regions",
                (unsigned long long)total);
@@ -1058,15 +1175,15 @@ static int host_start(char *err, size_t errlen)
             nr += m->n;
         }
     }
-    qsort(regions, nr, sizeof(*regions), cmp_u64);
     /* Two VMs may share a page (KSM): one region serves both. */
-    for (i = 0, total = 0; i < nr; i++) {
-        if (!total || regions[total - 1] != regions[i]) {
-            regions[total++] = regions[i];
-        }
+    total = ms_sort_unique_u64(regions, nr);
+    cap = host_capacity(total);
+    for (i = (unsigned int)total; i < cap; i++) {
+        regions[i] = PAD_BASE + (uint64_t)i * MS_PAGE_SIZE;
     }
-    ret = start_slot(host.slot, "paddr", 0, regions, (unsigned int)total,
-                     MS_PAGE_SIZE, sample_us, err, errlen);
+    host.capacity = cap;
+    ret = start_slot(host.slot, "paddr", 0, regions, cap, MS_PAGE_SIZE,
+                     sample_us, err, errlen);
     if (ret) {
         slot_forget(&pool.slot[host.slot]);
         return ret;
@@ -1278,6 +1395,7 @@ int ms_damon_member_collect(struct ms_damon_member *m,
         res->accessed_bytes = m->accessed_pages * MS_PAGE_SIZE;
         res->kdamond_cpu_s = m->cpu_s;
         res->kdamond_pid = m->kdamond_pid;
+        res->answer = m->answer;
     }
     m->armed = 0;
     pthread_mutex_unlock(&pool.lock);
@@ -1287,7 +1405,7 @@ int ms_damon_member_collect(struct ms_damon_member *m,
 int ms_damon_member_mark(struct ms_damon_member *m, char *err,
                          size_t errlen)
 {
-    char p[512];
+    struct marks mk = { m->starts, m->n, m->hit };
     int ret;
 
     pthread_mutex_lock(&pool.lock);
@@ -1296,15 +1414,8 @@ int ms_damon_member_mark(struct ms_damon_member *m, char *err,
                "sampler's pages");
         ret = -EINVAL;
     } else {
-        slot_path(p, sizeof(p), host.slot, "state");
-        ret = kwrite(p, "update_schemes_tried_regions", err, errlen);
-        if (ret == 0) {
-            ret = check_own_regions(host.slot, err, errlen);
-        }
-        if (ret == 0) {
-            ret = read_tried_regions(host.slot, m->starts, m->n, m->hit,
-                                     err, errlen);
-        }
+        memset(m->hit, 0, m->n);
+        ret = host_regions(mark_slot_region, &mk, &m->answer, err, errlen);
         m->marked = ret == 0;
     }
     pthread_mutex_unlock(&pool.lock);
@@ -1319,4 +1430,821 @@ static void host_reset(void)
     free(host.regions);
     host.regions = NULL;
     host.watched_n = 0;
+    host.capacity = 0;
+}
+
+/*
+ * ---- damon_memcg: the host's kept-running kdamond, counted per cgroup ----
+ *
+ * One paddr kdamond, kept running, whose regions are every member's
+ * sampled pages and whose sampling and aggregation intervals are both one
+ * window: one accessed-bit check per page per window.  Each member has a
+ * "stat" scheme of its own, over the regions accessed in the window, with
+ * an ops filter of type memcg on the member's memory cgroup: the scheme's
+ * sz_ops_filter_passed grows by the member's accessed pages every window
+ * (a sampled page of another member is charged to another cgroup and
+ * counts for none but its own).  The kdamond refreshes the statistics
+ * files itself (refresh_ms), before it applies its schemes, so after
+ * window k ends they hold the applications up to window k - 1: a collect()
+ * reads the newest window they hold, one late, and waits for one only when
+ * none is new.  The windows are counted by a sentinel region, [0, 8 KiB),
+ * which no sampled page can be (physical page 0 and 1 hold no guest RAM),
+ * and a scheme matching the two-page regions only: its nr_tried grows by
+ * one per window.  A third scheme matches regions of three pages or more,
+ * which memagg never sets (FOREIGN_SCHEME of the restarted kdamond).
+ *
+ * New pages (a draw) reach the running kdamond by a commit, which takes
+ * the regions without stopping it, the statistics staying cumulative.  The
+ * commit write returns only once the kdamond took it, at the end of its
+ * current window (up to a whole window), so a thread of its own writes it,
+ * never the caller's period; the staged pages of every member go in one
+ * commit, which costs the kdamond about 0.34 ns x N^2 for N regions.  The
+ * window the commit lands in checked the old pages and counts the new
+ * ones unchecked: it is lost for the members whose pages changed, and
+ * only for them.
+ */
+#define MEMCG_COUNTER 0
+#define MEMCG_FOREIGN 1
+#define MEMCG_FIRST 2
+#define MEMCG_SENTINEL_SZ (2 * MS_PAGE_SIZE)
+#define MEMCG_SCHEME_STEP 8
+#define MEMCG_POLL_NS 5000000L
+
+struct memcg_scheme {
+    struct ms_memcg_member *owner;
+    int written;                /* its sysfs files hold the owner's filter */
+};
+
+static struct {
+    int slot;                   /* its pool slot, -1 while it has none */
+    struct ms_memcg_member *members;
+    pthread_t thread;
+    int thread_on;
+    pthread_cond_t cond;
+    int want;                   /* a commit is asked for */
+    int stop;
+    int running;
+    int rewrite;                /* every file to write again (a failure) */
+    struct memcg_scheme *schemes;
+    unsigned int nr_schemes;    /* MEMCG_FIRST + the members' schemes */
+    uint64_t window_us;
+    uint64_t *regions;
+    unsigned int nr_regions;
+    uint64_t foreign_seen;      /* the foreign scheme's sz_tried */
+    int kdamond_pid;
+} mh = { .slot = -1, .cond = PTHREAD_COND_INITIALIZER };
+
+static struct {
+    int checked, ok;
+    char reason[MS_ERRLEN];
+} memcg_probe;
+
+static int memcg_stat(const char *file, int scheme, uint64_t *out,
+                      char *err, size_t errlen)
+{
+    char p[512], rel[128];
+
+    snprintf(rel, sizeof(rel), "contexts/0/schemes/%d/stats/%s", scheme,
+             file);
+    slot_path(p, sizeof(p), mh.slot, rel);
+    return ms_read_u64_file(p, out, err, errlen);
+}
+
+/*
+ * Probe an unused slot for what damon_memcg needs: the kdamond's
+ * refresh_ms and a scheme's ops_filters taking the memcg type.  Called
+ * with pool.lock held and a reference of the pool.
+ */
+static int memcg_probe_slot(char *reason, size_t len)
+{
+    char p[512];
+    int i, ret;
+
+    for (i = 0; i < MS_DAMON_SLOTS && pool.slot[i].used; i++) {
+    }
+    if (i == MS_DAMON_SLOTS) {
+        ms_err(reason, len, "all %d DAMON slots are in use", MS_DAMON_SLOTS);
+        return 0;
+    }
+    slot_path(p, sizeof(p), i, "refresh_ms");
+    if (access(p, W_OK) != 0) {
+        ms_err(reason, len, "kernel DAMON has no kdamond refresh_ms (%s): "
+               "statistics cannot be read without a command per window", p);
+        return 0;
+    }
+    slot_path(p, sizeof(p), i, "contexts/nr_contexts");
+    ret = kwrite(p, "1", reason, len);
+    if (ret == 0) {
+        pool.slot[i].has_ctx = 1;
+        pool.slot[i].configured = 0;
+        slot_path(p, sizeof(p), i, "contexts/0/schemes/nr_schemes");
+        ret = kwrite(p, "1", reason, len);
+    }
+    if (ret == 0) {
+        slot_path(p, sizeof(p), i,
+                  "contexts/0/schemes/0/ops_filters/nr_filters");
+        if (access(p, W_OK) != 0) {
+            ms_err(reason, len, "kernel DAMON has no ops_filters in its "
+                   "schemes (%s)", p);
+            ret = -ENOENT;
+        } else {
+            ret = kwrite(p, "1", reason, len);
+        }
+    }
+    if (ret == 0) {
+        slot_path(p, sizeof(p), i,
+                  "contexts/0/schemes/0/ops_filters/0/type");
+        if (kwrite(p, "memcg", NULL, 0) != 0) {
+            ms_err(reason, len, "kernel DAMON has no ops filter of type "
+                   "memcg");
+            ret = -EINVAL;
+        }
+    }
+    slot_path(p, sizeof(p), i, "contexts/0/schemes/nr_schemes");
+    kwrite(p, "0", NULL, 0);
+    if (ret) {
+        return 0;
+    }
+    ms_err(reason, len, "DAMON sysfs with 'paddr' operations, memcg ops "
+           "filters and refresh_ms (one kept-running kdamond, a count per "
+           "memory cgroup)");
+    return 1;
+}
+
+int ms_memcg_supported(char *reason, size_t len)
+{
+    char why[MS_ERRLEN] = "";
+    int ok;
+
+    if (!ms_damon_supported("paddr", why, sizeof(why))) {
+        ms_err(reason, len, "%s", why);
+        return 0;
+    }
+    pthread_mutex_lock(&pool.lock);
+    if (!memcg_probe.checked && pool_get(why, sizeof(why)) == 0) {
+        memcg_probe.ok = memcg_probe_slot(memcg_probe.reason,
+                                          sizeof(memcg_probe.reason));
+        memcg_probe.checked = 1;
+        pool_put();
+    } else if (!memcg_probe.checked) {
+        snprintf(memcg_probe.reason, sizeof(memcg_probe.reason), "%s", why);
+    }
+    ok = memcg_probe.ok;
+    ms_err(reason, len, "%s", memcg_probe.reason);
+    pthread_mutex_unlock(&pool.lock);
+    return ok;
+}
+
+/* A scheme k, written whole: the counter, the foreign check, a member's. */
+static int memcg_write_scheme(unsigned int k, char *err, size_t errlen)
+{
+    struct ms_memcg_member *owner = mh.schemes[k].owner;
+    char p[512], rel[160];
+    int i = mh.slot, ret = 0;
+
+#define MSET(file, val) do { \
+        snprintf(rel, sizeof(rel), "schemes/%u/%s", k, (file)); \
+        CTX_SET(rel, (val)); \
+    } while (0)
+#define MSETS(file, text) do { \
+        snprintf(rel, sizeof(rel), "contexts/0/schemes/%u/%s", k, (file)); \
+        slot_path(p, sizeof(p), i, rel); \
+        ret = kwrite(p, (text), err, errlen); \
+        if (ret) { \
+            return ret; \
+        } \
+    } while (0)
+    MSETS("action", "stat");
+    MSET("apply_interval_us", 0);
+    /* One check per window: a free scheme's 2 accesses never happen. */
+    MSET("access_pattern/nr_accesses/min",
+         k < MEMCG_FIRST ? 0 : owner ? 1 : 2);
+    MSET("access_pattern/nr_accesses/max", UINT32_MAX);
+    MSET("access_pattern/sz/min", k == MEMCG_COUNTER ? MEMCG_SENTINEL_SZ
+                                  : k == MEMCG_FOREIGN ? 3 * MS_PAGE_SIZE
+                                  : 0);
+    MSET("access_pattern/sz/max", k == MEMCG_COUNTER ? MEMCG_SENTINEL_SZ
+                                  : UINT64_MAX);
+    MSET("access_pattern/age/min", 0);
+    MSET("access_pattern/age/max", UINT32_MAX);
+    if (k >= MEMCG_FIRST) {
+        /* A gone VM's cgroup would make DAMON refuse the commit. */
+        MSET("ops_filters/nr_filters", owner ? 1 : 0);
+    }
+    if (owner) {
+        MSETS("ops_filters/0/type", "memcg");
+        MSETS("ops_filters/0/memcg_path", owner->memcg);
+        MSETS("ops_filters/0/matching", "Y");
+        MSETS("ops_filters/0/allow", "Y");
+    }
+#undef MSET
+#undef MSETS
+    mh.schemes[k].written = 1;
+    return 0;
+}
+
+/* Give each member a scheme; a full table grows by MEMCG_SCHEME_STEP. */
+static int memcg_assign_schemes(char *err, size_t errlen)
+{
+    struct ms_memcg_member *m;
+    unsigned int k;
+
+    for (m = mh.members; m; m = m->next) {
+        if (m->scheme >= 0 || !m->committing) {
+            continue;
+        }
+        for (k = MEMCG_FIRST; k < mh.nr_schemes && mh.schemes[k].owner;
+             k++) {
+        }
+        if (k == mh.nr_schemes) {
+            struct memcg_scheme *t = realloc(
+                mh.schemes, sizeof(*t) * (mh.nr_schemes + MEMCG_SCHEME_STEP));
+
+            if (!t) {
+                ms_err(err, errlen, "out of memory for DAMON schemes");
+                return -ENOMEM;
+            }
+            memset(t + mh.nr_schemes, 0, sizeof(*t) * MEMCG_SCHEME_STEP);
+            mh.schemes = t;
+            mh.nr_schemes += MEMCG_SCHEME_STEP;
+            /* nr_schemes recreates every scheme directory. */
+            mh.rewrite = 1;
+        }
+        mh.schemes[k].owner = m;
+        mh.schemes[k].written = 0;
+        m->scheme = (int)k;
+    }
+    return 0;
+}
+
+/* Every member's pages and the sentinel, sorted and distinct. */
+static int memcg_merge_regions(char *err, size_t errlen)
+{
+    struct ms_memcg_member *m;
+    uint64_t total = 1, *r;
+    unsigned int i, nr = 1, out = 1;
+
+    for (m = mh.members; m; m = m->next) {
+        total += m->staged ? 0 : m->n;
+    }
+    r = realloc(mh.regions, sizeof(*r) * total);
+    if (!r) {
+        ms_err(err, errlen, "out of memory for %llu DAMON regions",
+               (unsigned long long)total);
+        return -ENOMEM;
+    }
+    mh.regions = r;
+    r[0] = 0;
+    for (m = mh.members; m; m = m->next) {
+        if (!m->staged && m->n) {
+            memcpy(r + nr, m->starts, sizeof(*r) * m->n);
+            nr += m->n;
+        }
+    }
+    qsort(r + 1, nr - 1, sizeof(*r), ms_cmp_u64);
+    for (i = 1; i < nr; i++) {
+        /* Two VMs may share a page (KSM): one region serves both. */
+        if (r[i] >= MEMCG_SENTINEL_SZ && r[i] != r[out - 1]) {
+            r[out++] = r[i];
+        }
+    }
+    mh.nr_regions = out;
+    return 0;
+}
+
+/* The window every member asks for, the smallest. */
+static uint64_t memcg_wanted_window(void)
+{
+    struct ms_memcg_member *m;
+    uint64_t w = 0;
+
+    for (m = mh.members; m; m = m->next) {
+        if (!w || (m->window_us && m->window_us < w)) {
+            w = m->window_us;
+        }
+    }
+    return w ? w : 1000000ULL;
+}
+
+/* Write what changed since the kdamond took its files. */
+static int memcg_write_files(int fresh, char *err, size_t errlen)
+{
+    struct slot *s = &pool.slot[mh.slot];
+    uint64_t w = memcg_wanted_window();
+    unsigned int k;
+    char p[512];
+    int i = mh.slot, ret = 0;
+
+    if (!s->has_ctx || !s->configured || mh.rewrite || fresh) {
+        slot_forget(s);
+        slot_path(p, sizeof(p), i, "contexts/nr_contexts");
+        ret = kwrite(p, "1", err, errlen);
+        if (ret) {
+            return ret;
+        }
+        s->has_ctx = 1;
+        slot_path(p, sizeof(p), i, "contexts/0/operations");
+        ret = kwrite(p, "paddr", err, errlen);
+        if (ret) {
+            return ret;
+        }
+        CTX_SET("targets/nr_targets", 1);
+        CTX_SET("monitoring_attrs/intervals/update_us", AGGR_US);
+        mh.window_us = 0;
+        CTX_SET("schemes/nr_schemes", mh.nr_schemes);
+        for (k = 0; k < mh.nr_schemes; k++) {
+            mh.schemes[k].written = 0;
+        }
+        slot_path(p, sizeof(p), i, "refresh_ms");
+        ret = kwrite(p, "1", err, errlen);
+        if (ret) {
+            return ret;
+        }
+        s->configured = 1;
+        mh.rewrite = 0;
+    }
+    /* A window changed by more than a quarter: the new one. */
+    if (!mh.window_us || w * 4 < mh.window_us * 3 || w * 4 > mh.window_us * 5) {
+        CTX_SET("monitoring_attrs/intervals/sample_us", w);
+        CTX_SET("monitoring_attrs/intervals/aggr_us", w);
+        mh.window_us = w;
+    }
+    for (k = 0; k < mh.nr_schemes; k++) {
+        if (!mh.schemes[k].written) {
+            ret = memcg_write_scheme(k, err, errlen);
+            if (ret) {
+                return ret;
+            }
+        }
+    }
+    return write_regions(i, mh.regions, mh.nr_regions, MS_PAGE_SIZE,
+                         MEMCG_SENTINEL_SZ, err, errlen);
+}
+
+/*
+ * Read each member's cgroup again: those whose process moved to another
+ * one are marked refused, their scheme to be written again.  How many.
+ */
+static int memcg_resolve_again(void)
+{
+    struct ms_memcg_member *m;
+    char now[sizeof(m->memcg)];
+    int moved = 0;
+
+    for (m = mh.members; m; m = m->next) {
+        if (ms_pid_memcg(m->pid, now, sizeof(now), NULL, 0) == 0 &&
+            strcmp(now, m->memcg) != 0) {
+            snprintf(m->memcg, sizeof(m->memcg), "%s", now);
+            if (m->scheme >= 0) {
+                mh.schemes[m->scheme].written = 0;
+            }
+            m->refused = 1;
+            moved++;
+        }
+    }
+    return moved;
+}
+
+/*
+ * Commit the staged members' pages (or start the kdamond on them): called
+ * by the commit thread with pool.lock held, which it drops while the
+ * kdamond takes the commit.  A commit DAMON refuses (ENODEV, ENOENT: the
+ * files went stale; EINVAL, ENOMEM: a filter on a cgroup that is gone) is
+ * written again without the members it blames: those whose process moved
+ * to another cgroup, else those whose pages it brought in.  They lose the
+ * window (EAGAIN at their collect()) and draw anew at their next begin();
+ * the others' windows go on.
+ */
+static void memcg_commit_locked(void)
+{
+    struct ms_memcg_member *m;
+    char err[MS_ERRLEN] = "", p[512];
+    uint64_t c0 = 0, kpid = 0;
+    int ret = 0, attempt, fresh, moved;
+
+    for (attempt = 0; attempt < 3; attempt++) {
+        for (m = mh.members; m; m = m->next) {
+            if (m->staged) {
+                m->staged = 0;
+                m->committing = 1;
+            }
+        }
+        fresh = !mh.running;
+        ret = memcg_assign_schemes(err, sizeof(err));
+        if (ret == 0) {
+            ret = memcg_merge_regions(err, sizeof(err));
+        }
+        if (ret == 0) {
+            ret = memcg_write_files(fresh, err, sizeof(err));
+        }
+        slot_path(p, sizeof(p), mh.slot, "state");
+        if (ret == 0 && fresh) {
+            ret = kwrite(p, "on", err, sizeof(err));
+        } else if (ret == 0) {
+            pthread_mutex_unlock(&pool.lock);
+            ret = kwrite(p, "commit", err, sizeof(err));
+            pthread_mutex_lock(&pool.lock);
+        }
+        if (ret == 0) {
+            break;
+        }
+        if (ret == -ENODEV || ret == -ENOENT) {
+            /* Its files went stale (recreated): all written again. */
+            slot_forget(&pool.slot[mh.slot]);
+            mh.rewrite = 1;
+        }
+        /*
+         * A member whose process moved to another cgroup (its old one gone:
+         * EINVAL) is the one refused; otherwise the pages brought in are.
+         */
+        moved = memcg_resolve_again();
+        for (m = mh.members; m; m = m->next) {
+            if (moved ? m->refused : m->committing || (fresh && m->n)) {
+                m->committing = 0;
+                m->n = 0;
+                m->based = m->old = 0;
+                m->refused = 1;
+                /* A lost window (EAGAIN), as a window the host spoiled. */
+                m->error = -EAGAIN;
+                snprintf(m->errmsg, sizeof(m->errmsg), "DAMON refused the "
+                         "commit of its pages (%.160s): drawn anew at the "
+                         "next begin()", err);
+            }
+        }
+        if (fresh) {
+            ms_damon_stop(mh.slot);
+            break;
+        }
+    }
+    if (ret) {
+        return;
+    }
+    if (fresh) {
+        mh.running = 1;
+        pool.slot[mh.slot].running = 1;
+        slot_path(p, sizeof(p), mh.slot, "pid");
+        mh.kdamond_pid = ms_read_u64_file(p, &kpid, NULL, 0) == 0
+                         ? (int)kpid : 0;
+        mh.foreign_seen = 0;
+    } else if (memcg_stat("nr_tried", MEMCG_COUNTER, &c0, NULL, 0) != 0) {
+        c0 = UINT64_MAX - 2;
+    }
+    for (m = mh.members; m; m = m->next) {
+        if (fresh) {
+            /* New statistics: the first window counts every member. */
+            m->committing = 0;
+            m->good_from = 0;
+            m->based = 1;
+            m->old = 0;
+            m->base_window = m->base_passed = 0;
+            m->base_cpu_s = 0;
+        } else if (m->committing) {
+            /*
+             * The statistics hold the windows up to c0; the kdamond took
+             * the commit at the end of window c0 + 1 at the latest, whose
+             * application counted the new pages unchecked.  Up to c0 the
+             * windows counted the pages before the draw.
+             */
+            m->committing = 0;
+            m->good_from = c0 + 1;
+            m->old_until = c0;
+            m->based = m->old;
+        }
+    }
+}
+
+static void *memcg_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&pool.lock);
+    while (!mh.stop) {
+        if (!mh.want) {
+            pthread_cond_wait(&mh.cond, &pool.lock);
+            continue;
+        }
+        mh.want = 0;
+        memcg_commit_locked();
+        pthread_cond_broadcast(&mh.cond);
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return NULL;
+}
+
+int ms_memcg_join(struct ms_memcg_member *m, char *err, size_t errlen)
+{
+    struct ms_memcg_member *o;
+    int ret;
+
+    pthread_mutex_lock(&pool.lock);
+    /* Its scheme would count every page of the cgroup: the other's too. */
+    for (o = mh.members; o; o = o->next) {
+        if (strcmp(o->memcg, m->memcg) == 0) {
+            ms_err(err, errlen, "another damon_memcg sampler counts memory "
+                   "cgroup %s", m->memcg);
+            pthread_mutex_unlock(&pool.lock);
+            return -EEXIST;
+        }
+    }
+    ret = pool_get(err, errlen);
+    if (ret == 0 && mh.slot < 0) {
+        ret = take_slot(err, errlen);
+        if (ret >= 0) {
+            mh.slot = ret;
+            ret = 0;
+            mh.stop = 0;
+            mh.running = 0;
+            mh.nr_schemes = MEMCG_FIRST;
+            mh.schemes = calloc(MEMCG_FIRST, sizeof(*mh.schemes));
+            if (!mh.schemes ||
+                pthread_create(&mh.thread, NULL, memcg_thread, NULL) != 0) {
+                ms_err(err, errlen, "cannot start the DAMON commit thread");
+                pool.slot[mh.slot].used = 0;
+                mh.slot = -1;
+                free(mh.schemes);
+                mh.schemes = NULL;
+                pool_put();
+                ret = -EAGAIN;
+            } else {
+                mh.thread_on = 1;
+            }
+        }
+    }
+    if (ret == 0) {
+        m->starts = NULL;
+        m->n = 0;
+        m->scheme = -1;
+        m->staged = m->committing = m->based = m->error = 0;
+        m->begun = m->refused = m->old = 0;
+        m->next = mh.members;
+        mh.members = m;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return ret;
+}
+
+void ms_memcg_leave(struct ms_memcg_member *m)
+{
+    struct ms_memcg_member **pp;
+    pthread_t thread;
+
+    pthread_mutex_lock(&pool.lock);
+    for (pp = &mh.members; *pp && *pp != m; pp = &(*pp)->next) {
+    }
+    if (!*pp) {
+        pthread_mutex_unlock(&pool.lock);
+        return;
+    }
+    *pp = m->next;
+    if (m->scheme >= 0 && (unsigned int)m->scheme < mh.nr_schemes) {
+        mh.schemes[m->scheme].owner = NULL;
+        mh.schemes[m->scheme].written = 0;
+    }
+    free(m->starts);
+    m->starts = NULL;
+    if (mh.members) {
+        /* Its pages and its cgroup (about to go) leave the kdamond. */
+        mh.want = 1;
+        pthread_cond_broadcast(&mh.cond);
+        pool_put();
+        pthread_mutex_unlock(&pool.lock);
+        return;
+    }
+    mh.stop = 1;
+    thread = mh.thread;
+    pthread_cond_broadcast(&mh.cond);
+    pthread_mutex_unlock(&pool.lock);
+    /* A commit under way ends with the kdamond's window. */
+    pthread_join(thread, NULL);
+    pthread_mutex_lock(&pool.lock);
+    if (mh.slot >= 0) {
+        ms_damon_stop(mh.slot);
+        drop_fds(&pool.slot[mh.slot]);
+        pool.slot[mh.slot].used = 0;
+        pool.slot[mh.slot].configured = 0;
+    }
+    mh.thread_on = 0;
+    memcg_reset();
+    pool_put();
+    pthread_mutex_unlock(&pool.lock);
+}
+
+int ms_memcg_stage(struct ms_memcg_member *m, const uint64_t *starts,
+                   unsigned int n, char *err, size_t errlen)
+{
+    uint64_t *copy = malloc(sizeof(*copy) * (n ? n : 1));
+
+    if (!copy) {
+        ms_err(err, errlen, "out of memory for %u pages", n);
+        return -ENOMEM;
+    }
+    memcpy(copy, starts, sizeof(*copy) * n);
+    pthread_mutex_lock(&pool.lock);
+    free(m->starts);
+    m->starts = copy;
+    m->n = n;
+    m->staged = 1;
+    /* Its windows go on counting the pages before, until the commit. */
+    m->old = m->based;
+    m->old_until = UINT64_MAX;
+    m->error = 0;
+    pthread_mutex_unlock(&pool.lock);
+    return 0;
+}
+
+void ms_memcg_commit(void)
+{
+    struct ms_memcg_member *m;
+    int want = 0;
+
+    pthread_mutex_lock(&pool.lock);
+    for (m = mh.members; m; m = m->next) {
+        want |= m->staged;
+    }
+    if (mh.window_us) {
+        uint64_t w = memcg_wanted_window();
+
+        want |= w * 4 < mh.window_us * 3 || w * 4 > mh.window_us * 5;
+    }
+    for (m = mh.members; m; m = m->next) {
+        m->begun = 0;
+    }
+    if (want && mh.thread_on) {
+        mh.want = 1;
+        pthread_cond_broadcast(&mh.cond);
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+int ms_memcg_settled(struct ms_memcg_member *m)
+{
+    int settled;
+
+    pthread_mutex_lock(&pool.lock);
+    settled = !m->staged && !m->committing;
+    pthread_mutex_unlock(&pool.lock);
+    return settled;
+}
+
+void ms_memcg_begun(struct ms_memcg_member *m)
+{
+    struct ms_memcg_member *o;
+    int all = 1;
+
+    pthread_mutex_lock(&pool.lock);
+    m->begun = 1;
+    for (o = mh.members; o; o = o->next) {
+        all &= o->begun;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    if (all) {
+        ms_memcg_commit();
+    }
+}
+
+/*
+ * Reject the windows of a kdamond that watched regions memagg did not set
+ * (FOREIGN_SCHEME): every member counts again from the next commit, which
+ * writes every file again.  Called with pool.lock held.
+ */
+static int memcg_check_foreign(uint64_t foreign, char *err, size_t errlen)
+{
+    struct ms_memcg_member *m;
+
+    if (foreign <= mh.foreign_seen) {
+        return 0;
+    }
+    ms_err(err, errlen, "window rejected: the kdamond watched %llu bytes in "
+           "regions memagg did not set (their sysfs files were rewritten "
+           "by another DAMON user)",
+           (unsigned long long)(foreign - mh.foreign_seen));
+    mh.foreign_seen = foreign;
+    mh.rewrite = 1;
+    for (m = mh.members; m; m = m->next) {
+        if (m->n) {
+            m->staged = 1;
+            m->based = 0;
+        }
+    }
+    mh.want = 1;
+    pthread_cond_broadcast(&mh.cond);
+    return -EAGAIN;
+}
+
+int ms_memcg_collect(struct ms_memcg_member *m, struct ms_memcg_result *res,
+                     char *err, size_t errlen)
+{
+    uint64_t c = 0, passed = 0, foreign = 0, windows;
+    double wait_s, deadline, cpu_s;
+    int ret;
+
+    memset(res, 0, sizeof(*res));
+    pthread_mutex_lock(&pool.lock);
+    /*
+     * The next window ends within one; but a kdamond just started
+     * refreshes its statistics with the first window's at the end of the
+     * second, and one taking a commit refreshes none until it took it.
+     */
+    wait_s = (double)mh.window_us * 2.2e-6 + 0.5;
+    deadline = ms_now() + wait_s;
+    for (;;) {
+        if (m->error) {
+            ret = m->error;
+            ms_err(err, errlen, "%s", m->errmsg);
+            m->error = 0;
+            break;
+        }
+        if (((m->staged || m->committing) && !m->based) || !mh.running ||
+            m->scheme < 0) {
+            ms_err(err, errlen, "its pages drawn anew are not counted yet "
+                   "(the kdamond takes them at its next window)");
+            ret = -EAGAIN;
+            break;
+        }
+        ret = memcg_stat("nr_tried", MEMCG_COUNTER, &c, err, errlen);
+        if (ret == 0) {
+            ret = memcg_stat("sz_ops_filter_passed", m->scheme, &passed,
+                             err, errlen);
+        }
+        if (ret == 0) {
+            ret = memcg_stat("sz_tried", MEMCG_FOREIGN, &foreign, err,
+                             errlen);
+        }
+        if (ret == 0) {
+            ret = memcg_check_foreign(foreign, err, errlen);
+        }
+        if (ret) {
+            break;
+        }
+        cpu_s = (double)thread_cpu_ns(mh.kdamond_pid) / 1e9;
+        if (!m->based || c < m->base_window || passed < m->base_passed) {
+            /* The first complete window of its pages starts here. */
+            if (c >= m->good_from) {
+                m->based = 1;
+                m->base_window = c;
+                m->base_passed = passed;
+                m->base_cpu_s = cpu_s;
+            }
+            ms_err(err, errlen, "the window its pages were committed in is "
+                   "lost (its count starts with the next one)");
+            ret = -EAGAIN;
+            break;
+        }
+        if (m->old && c > m->old_until) {
+            /* Past the window its commit landed in: its new pages. */
+            m->old = 0;
+            m->based = c >= m->good_from;
+            m->base_window = c;
+            m->base_passed = passed;
+            m->base_cpu_s = cpu_s;
+            ms_err(err, errlen, "the window its pages were committed in is "
+                   "lost (its count starts with the next one)");
+            ret = -EAGAIN;
+            break;
+        }
+        if (c > m->base_window) {
+            windows = c - m->base_window;
+            res->old_pages = m->old;
+            res->windows = windows > UINT32_MAX ? UINT32_MAX
+                                                : (unsigned int)windows;
+            res->accessed = ((passed - m->base_passed) / MS_PAGE_SIZE +
+                             windows / 2) / windows;
+            res->kdamond_pid = mh.kdamond_pid;
+            res->kdamond_cpu_s = mh.nr_regions
+                ? (cpu_s - m->base_cpu_s) * m->n / (double)mh.nr_regions
+                : 0;
+            m->base_window = c;
+            m->base_passed = passed;
+            m->base_cpu_s = cpu_s;
+            break;
+        }
+        if (ms_now() > deadline) {
+            ms_err(err, errlen, "no window of the kdamond ended within %.1f "
+                   "s", wait_s);
+            ret = -ETIMEDOUT;
+            break;
+        }
+        /* The statistics are refreshed every window: wait for the next. */
+        pthread_mutex_unlock(&pool.lock);
+        nanosleep(&(struct timespec){ 0, MEMCG_POLL_NS }, NULL);
+        pthread_mutex_lock(&pool.lock);
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return ret;
+}
+
+/* The pool is gone: so is the kept-running kdamond. */
+static void memcg_reset(void)
+{
+    mh.slot = -1;
+    mh.members = NULL;
+    mh.running = 0;
+    mh.want = 0;
+    mh.rewrite = 0;
+    mh.window_us = 0;
+    mh.nr_regions = 0;
+    free(mh.regions);
+    mh.regions = NULL;
+    free(mh.schemes);
+    mh.schemes = NULL;
+    mh.nr_schemes = 0;
 }

@@ -104,8 +104,8 @@ static int Sampler_init(SamplerObject *self, PyObject *args, PyObject *kw)
     b = backend_index(backend);
     if (b == -2) {
         PyErr_Format(PyExc_ValueError, "backend must be 'auto', "
-                     "'page_idle', 'damon_paddr', 'damon_vaddr' or "
-                     "'clear_refs', not '%s'", backend);
+                     "'page_idle', 'damon_memcg', 'damon_paddr', "
+                     "'damon_vaddr' or 'clear_refs', not '%s'", backend);
         return -1;
     }
     if (seed_obj != Py_None) {
@@ -206,14 +206,15 @@ static PyObject *Sampler_collect(SamplerObject *self, PyObject *unused)
     }
     if (r.kdamond_cpu_s >= 0) {
         return Py_BuildValue(
-            "{s:I,s:I,s:I,s:I,s:d,s:s,s:d,s:I,s:I,s:I,s:d,s:d,s:i}",
+            "{s:I,s:I,s:I,s:I,s:d,s:s,s:d,s:I,s:I,s:I,s:d,s:d,s:i,s:z}",
             "sampled", r.sampled, "accessed", r.accessed,
             "present", r.present, "moved", r.moved,
             "fraction", r.sampled ? (double)r.accessed / r.sampled : 0.0,
             "backend", ms_backend_names[ms_sampler_backend(self->s)],
             "window_s", r.window_s, "split", r.split, "huge", r.huge,
             "zero", r.zero, "split_s", r.split_s,
-            "kdamond_cpu_s", r.kdamond_cpu_s, "kdamond_pid", r.kdamond_pid);
+            "kdamond_cpu_s", r.kdamond_cpu_s, "kdamond_pid", r.kdamond_pid,
+            "answer", r.answer);
     }
     return Py_BuildValue(
         "{s:I,s:I,s:I,s:I,s:d,s:s,s:d,s:I,s:I,s:I,s:d}",
@@ -357,13 +358,16 @@ static PyMethodDef Sampler_methods[] = {
       "Draw n random pages of the range and start watching them "
       "(damon_paddr: once every damon_paddr sampler of the process has "
       "begun, or at damon_commit(), the host's one kdamond watching them "
-      "all)." },
+      "all; damon_memcg: a new draw joins the kept-running kdamond at the "
+      "next commit, and a kept sample is counted on)." },
     { "collect", (PyCFunction)Sampler_collect, METH_NOARGS,
       "Count the watched pages accessed since begin(): a dict with "
       "sampled, accessed, present, moved, fraction, backend, window_s, "
-      "split, huge, zero, split_s (and kdamond_cpu_s, kdamond_pid for "
+      "split, huge, zero, split_s (and kdamond_cpu_s, kdamond_pid, answer for "
       "DAMON; damon_paddr's kdamond_cpu_s is its share of the host's "
-      "kdamond, in proportion to its pages).  split: huge pages split at the window's begin() (split_s "
+      "kdamond, in proportion to its pages, and its answer how the "
+      "kdamond told which pages were accessed: 'count', 'trace' or "
+      "'regions', None for the other backends).  split: huge pages split at the window's begin() (split_s "
       "the time it took), huge: samples still under a huge page, zero: "
       "samples at the zero page (idle); 0 without split_huge_pages.  With the PFN backends "
       "(page_idle, damon_paddr) a page the host moved during the window "
@@ -371,7 +375,10 @@ static PyMethodDef Sampler_methods[] = {
       "does not, and sampled leaves out the share of the drawn pages they "
       "stood for; a page the host took away (swap, balloon) counts as "
       "idle.  OSError EAGAIN when more than half of the present pages "
-      "moved: the window is lost, the sampler can begin() again." },
+      "moved: the window is lost, the sampler can begin() again.  "
+      "damon_memcg reports the newest window the kdamond's statistics "
+      "hold (one window late; the mean of several after a skipped period) "
+      "and raises EAGAIN for the window its new draw's commit landed in." },
     { "idle_pages", (PyCFunction)Sampler_idle_pages, METH_NOARGS,
       "Page numbers (address / 4096) of the samples the last collect() saw "
       "idle and in place, as a tuple.  OSError ENODATA when that window "
@@ -391,7 +398,8 @@ static PyGetSetDef Sampler_getset[] = {
     { "per_page", (getter)Sampler_get_per_page,
       (setter)Sampler_set_per_page,
       "Keep each sample's own result for idle_pages() (damon_paddr then "
-      "reads the accessed regions rather than a count).", NULL },
+      "reads the accessed regions rather than a count; a damon_memcg "
+      "sampler not begun yet moves to damon_paddr).", NULL },
     { NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -457,6 +465,7 @@ static PyObject *native_damon_commit(PyObject *mod, PyObject *unused)
     (void)mod;
     (void)unused;
     Py_BEGIN_ALLOW_THREADS
+    ms_memcg_commit();
     ret = ms_damon_commit(err, sizeof(err));
     Py_END_ALLOW_THREADS
     if (ret) {
@@ -548,7 +557,10 @@ static PyMethodDef native_methods[] = {
       "the others to begin (the kdamond restarts by itself once every "
       "damon_paddr sampler has begun).  A sampler not begun again keeps "
       "its window going.  OSError when DAMON refused the restart; the "
-      "samplers whose windows it lost raise it at collect()." },
+      "samplers whose windows it lost raise it at collect().  The pages "
+      "damon_memcg samplers drew since the last commit go to their "
+      "kept-running kdamond in one commit, written by a thread of its own "
+      "(this call does not wait for it)." },
     { NULL, NULL, 0, NULL },
 };
 

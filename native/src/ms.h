@@ -32,6 +32,7 @@
 enum ms_backend {
     MS_PAGE_IDLE,
     MS_DAMON_PADDR,
+    MS_DAMON_MEMCG,
     MS_DAMON_VADDR,
     MS_CLEAR_REFS,
     MS_NR_BACKENDS,
@@ -43,6 +44,7 @@ struct ms_paths {
     char page_idle[128];    /* "/sys/kernel/mm/page_idle/bitmap" */
     char damon[128];        /* "/sys/kernel/mm/damon/admin" */
     char kpageflags[128];   /* "/proc/kpageflags" */
+    char tracing[128];      /* "/sys/kernel/tracing" */
 };
 extern struct ms_paths ms_paths;
 
@@ -57,8 +59,21 @@ int ms_parse_u64(const char *buf, size_t len, uint64_t *out);
 int ms_smaps_scan(const char *buf, size_t len, uint64_t start, uint64_t end,
                   uint64_t *referenced_kb, uint64_t *rss_kb);
 int ms_word_list_has(const char *buf, size_t len, const char *word);
+/* The memory cgroup of a /proc/PID/cgroup (v1 memory line, else v2). */
+int ms_cgroup_memcg(const char *buf, size_t len, char *out, size_t outlen);
 unsigned int ms_mark_range(const uint64_t *keys, unsigned int n,
                            uint64_t start, uint64_t end, unsigned char *marks);
+/* A damon:damos_before_apply event, as a trace file prints it. */
+struct ms_damos_event {
+    uint32_t ctx;
+    uint32_t scheme;
+    uint64_t target;
+    uint64_t start;
+    uint64_t end;
+    uint32_t nr_accesses;
+};
+int ms_damos_trace_line(const char *line, size_t len,
+                        struct ms_damos_event *ev);
 
 /* ---- util.c: small file helpers ---- */
 int ms_write_file(const char *path, const char *text, char *err, size_t errlen);
@@ -68,6 +83,16 @@ int ms_read_u64_file(const char *path, uint64_t *out, char *err, size_t errlen);
 void ms_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double ms_now(void);
+/* qsort's comparison of two uint64_t. */
+int ms_cmp_u64(const void *a, const void *b);
+/* Sort v[0..n) ascending with each value once; how many are left. */
+size_t ms_sort_unique_u64(uint64_t *v, size_t n);
+/*
+ * The memory cgroup process pid's memory is charged to, as DAMON's memcg
+ * filter names it; -EOPNOTSUPP when it is the root (shared with the host).
+ */
+int ms_pid_memcg(pid_t pid, char *out, size_t outlen, char *err,
+                 size_t errlen);
 
 /* ---- draw.c: random page choice ---- */
 uint64_t ms_rand_next(uint64_t *state);
@@ -96,6 +121,27 @@ int ms_idle_mark(int fd, const uint64_t *pfns, unsigned int n);
 int ms_idle_read_accessed(int fd, const uint64_t *pfns, unsigned int n,
                           unsigned char *accessed);
 
+/* ---- damon_trace.c: a kdamond's regions through its trace event ---- */
+struct ms_damon_trace {
+    char dir[256];              /* the tracefs instance; "" when closed */
+    int enable_fd;              /* its damos_before_apply/enable */
+    unsigned int buffer_kb;     /* its ring buffer per CPU, as set */
+    int pid;                    /* the kdamond its events come from */
+};
+/* Make memagg's tracefs instance; -errno with the reason when it cannot. */
+int ms_damon_trace_open(struct ms_damon_trace *t, char *err, size_t errlen);
+void ms_damon_trace_close(struct ms_damon_trace *t);
+/* Empty the instance and record the events of kdamond pid from now on,
+ * with room for max_events of them. */
+int ms_damon_trace_start(struct ms_damon_trace *t, int pid,
+                         uint64_t max_events, char *err, size_t errlen);
+/* Stop recording; *starts (malloc'd, sorted, each once) and *n: the starts
+ * of the regions the scheme of index scheme was applied to.  -ENOSPC when
+ * the ring buffer lost events. */
+int ms_damon_trace_stop(struct ms_damon_trace *t, unsigned int scheme,
+                        uint64_t **starts, size_t *n, char *err,
+                        size_t errlen);
+
 /* ---- damon.c: the DAMON sysfs slots shared by all samplers ---- */
 struct ms_damon_result {
     /* damon_paddr: unless marked, the member's accessed pages' bytes */
@@ -103,6 +149,9 @@ struct ms_damon_result {
     int marked;                 /* damon_paddr: the member's hit is marked */
     double kdamond_cpu_s;
     int kdamond_pid;
+    /* damon_paddr: how the kdamond answered: "count" (tried_bytes),
+     * "trace" (its trace event) or "regions" (a directory each) */
+    const char *answer;
 };
 int ms_damon_supported(const char *ops, char *reason, size_t len);
 int ms_damon_acquire(int *slot, char *err, size_t errlen);
@@ -143,6 +192,7 @@ struct ms_damon_member {
     char errmsg[MS_ERRLEN];
     double cpu_s;               /* its share of the kdamond's CPU time */
     int kdamond_pid;
+    const char *answer;         /* as in struct ms_damon_result */
 };
 int ms_damon_join(struct ms_damon_member *m, char *err, size_t errlen);
 void ms_damon_leave(struct ms_damon_member *m);
@@ -164,6 +214,62 @@ int ms_damon_member_collect(struct ms_damon_member *m,
 int ms_damon_member_mark(struct ms_damon_member *m, char *err,
                          size_t errlen);
 
+/*
+ * A damon_memcg sampler, member of the host's kept-running kdamond (see
+ * damon.c): counted by a scheme of its own whose ops filter is its memory
+ * cgroup.  Its pages, staged at ms_memcg_stage(), are copied; the kdamond
+ * takes them at the next commit, which a thread of damon.c writes.
+ */
+struct ms_memcg_member {
+    struct ms_memcg_member *next;
+    pid_t pid;                  /* the process counted */
+    char memcg[256];            /* its path in the memory hierarchy */
+    uint64_t window_us;         /* the window it asks for */
+    /* Private to damon.c. */
+    uint64_t *starts;           /* the pages staged or committed */
+    unsigned int n;
+    int scheme;                 /* its scheme, -1 before its first commit */
+    int begun;                  /* begun since the last commit asked */
+    int refused;                /* DAMON refused its pages: draw anew */
+    int staged;                 /* pages waiting for a commit */
+    int committing;             /* in the commit being written */
+    uint64_t good_from;         /* counting its pages from this window on */
+    int based;                  /* base_* hold a window of its pages */
+    int old;                    /* they are the pages before its draw, */
+    uint64_t old_until;         /* up to this window (its commit's) */
+    uint64_t base_window, base_passed;
+    double base_cpu_s;
+    int error;                  /* its pages were refused: errmsg says why */
+    char errmsg[MS_ERRLEN];
+};
+struct ms_memcg_result {
+    uint64_t accessed;          /* pages, mean over the windows */
+    unsigned int windows;       /* new windows read (more: a period skipped) */
+    int old_pages;              /* counted on its pages before its draw */
+    double kdamond_cpu_s;       /* its share since its last collect */
+    int kdamond_pid;
+};
+int ms_memcg_supported(char *reason, size_t len);
+int ms_memcg_join(struct ms_memcg_member *m, char *err, size_t errlen);
+void ms_memcg_leave(struct ms_memcg_member *m);
+/* Its new pages (sorted physical addresses), for the next commit. */
+int ms_memcg_stage(struct ms_memcg_member *m, const uint64_t *starts,
+                   unsigned int n, char *err, size_t errlen);
+/* Hand the staged pages to the commit thread (once per period at most). */
+void ms_memcg_commit(void);
+/* The member began its window: commit once every member has. */
+void ms_memcg_begun(struct ms_memcg_member *m);
+/* The kdamond counts the pages last staged (no commit pending). */
+int ms_memcg_settled(struct ms_memcg_member *m);
+/*
+ * The newest windows the refreshed statistics hold since the member's last
+ * collect (waiting one window at most).  Until a new draw's commit has
+ * landed they count the pages before it (old_pages); -EAGAIN for the
+ * window the commit landed in, which mixes both.
+ */
+int ms_memcg_collect(struct ms_memcg_member *m, struct ms_memcg_result *res,
+                     char *err, size_t errlen);
+
 /* ---- sampler.c ---- */
 struct ms_result {
     unsigned int sampled;   /* pages drawn, the moved ones left out */
@@ -178,6 +284,7 @@ struct ms_result {
     unsigned int huge;      /* samples left under a huge page (unsplit) */
     unsigned int zero;      /* samples at the zero page: counted idle */
     double split_s;         /* time spent on it */
+    const char *answer;     /* damon_paddr: as in struct ms_damon_result */
 };
 /* sample_interval: DAMON's, in seconds; 0 lets the sampler pace it. */
 struct ms_sampler;

@@ -44,10 +44,12 @@ struct ms_paths ms_paths = {
     .page_idle = "/sys/kernel/mm/page_idle/bitmap",
     .damon = "/sys/kernel/mm/damon/admin",
     .kpageflags = "/proc/kpageflags",
+    .tracing = "/sys/kernel/tracing",
 };
 
 const char *const ms_backend_names[MS_NR_BACKENDS] = {
     [MS_PAGE_IDLE] = "page_idle",
+    [MS_DAMON_MEMCG] = "damon_memcg",
     [MS_DAMON_PADDR] = "damon_paddr",
     [MS_DAMON_VADDR] = "damon_vaddr",
     [MS_CLEAR_REFS] = "clear_refs",
@@ -69,6 +71,12 @@ const char *const ms_backend_names[MS_NR_BACKENDS] = {
 #define AUTO_MIN_US 10000ULL
 #define AUTO_MAX_CHECK_S 30.0
 #define AUTO_SLACK 1.05
+/*
+ * damon_memcg's window is a little shorter than the period, so that every
+ * collect() finds a new one without waiting; now and then it finds two
+ * and reports their mean.
+ */
+#define MEMCG_WINDOW_SHARE 0.95
 
 /*
  * Redrawing the sample costs more than watching it: a pagemap read per
@@ -106,6 +114,12 @@ struct ms_sampler {
     int damon_slot;             /* damon_vaddr: its own kdamond */
     int joined;                 /* damon_paddr: member of the host's */
     struct ms_damon_member member;
+    int memcg_joined;           /* damon_memcg: member of the host's */
+    struct ms_memcg_member mmember;
+    double t_collected;         /* damon_memcg: the last collect() */
+    /* damon_memcg: the sample its kdamond counts until a draw's commit. */
+    unsigned int prev_keys, prev_present, prev_sampled;
+    int prev_counted;           /* the last collect() counted on those */
     int begun;
     int kept;                   /* windows the current sample has served */
     unsigned int keep_windows;  /* at most; 1 draws anew every window */
@@ -154,6 +168,8 @@ int ms_backend_supported(enum ms_backend b, char *reason, size_t len)
         }
         ms_err(reason, len, "idle page tracking at %s", ms_paths.page_idle);
         return 1;
+    case MS_DAMON_MEMCG:
+        return ms_memcg_supported(reason, len);
     case MS_DAMON_PADDR:
         return ms_damon_supported("paddr", reason, len);
     case MS_DAMON_VADDR:
@@ -204,6 +220,9 @@ void ms_sampler_close(struct ms_sampler *s)
     }
     if (s->joined) {
         ms_damon_leave(&s->member);
+    }
+    if (s->memcg_joined) {
+        ms_memcg_leave(&s->mmember);
     }
     if (s->pagemap_fd >= 0) {
         close(s->pagemap_fd);
@@ -294,7 +313,7 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
                     const uint64_t *seed, double sample_interval,
                     char *err, size_t errlen)
 {
-    char reason[MS_ERRLEN];
+    char reason[MS_ERRLEN], memcg[256] = "";
     struct ms_sampler *s;
     int fd, ret;
 
@@ -305,6 +324,7 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
         return -EINVAL;
     }
     if (backend < 0) {
+        /* damon_memcg comes after damon_paddr, which it needs: not auto's. */
         for (backend = 0; backend < MS_NR_BACKENDS; backend++) {
             if (ms_backend_supported((enum ms_backend)backend, NULL, 0)) {
                 break;
@@ -319,6 +339,13 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
         ms_err(err, errlen, "backend %s is not supported here: %s",
                ms_backend_names[backend], reason);
         return -EOPNOTSUPP;
+    } else if (backend == MS_DAMON_MEMCG) {
+        ret = ms_pid_memcg(pid, memcg, sizeof(memcg), reason, sizeof(reason));
+        if (ret) {
+            ms_err(err, errlen, "backend damon_memcg cannot count process "
+                   "%d: %s", (int)pid, reason);
+            return ret;
+        }
     }
     fd = open_proc(pid, "pagemap", O_RDONLY, err, errlen);
     if (fd < 0) {
@@ -357,6 +384,17 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
         return -ENOMEM;
     }
     ret = 0;
+    if (s->backend == MS_DAMON_MEMCG) {
+        snprintf(s->mmember.memcg, sizeof(s->mmember.memcg), "%s", memcg);
+        s->mmember.pid = pid;
+        s->mmember.window_us = s->sample_us;
+        ret = ms_memcg_join(&s->mmember, err, errlen);
+        s->memcg_joined = ret == 0;
+    }
+    if (ret) {
+        ms_sampler_close(s);
+        return ret;
+    }
     if (s->backend == MS_PAGE_IDLE) {
         s->idle_fd = open(ms_paths.page_idle, O_RDWR | O_CLOEXEC);
         if (s->idle_fd < 0) {
@@ -389,6 +427,20 @@ unsigned int ms_sampler_n(const struct ms_sampler *s)
     return s->n;
 }
 
+/*
+ * damon_memcg: before a draw, remember the sample the kdamond counts (no
+ * commit pending), to scale its windows until the draw's commit lands.
+ */
+static void keep_prev(struct ms_sampler *s)
+{
+    if (s->backend == MS_DAMON_MEMCG && s->nr_keys &&
+        ms_memcg_settled(&s->mmember)) {
+        s->prev_keys = s->nr_keys;
+        s->prev_present = s->nr_present;
+        s->prev_sampled = s->nr_sampled;
+    }
+}
+
 int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
                      size_t errlen)
 {
@@ -404,6 +456,7 @@ int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
     if (n == s->n) {
         return 0;
     }
+    keep_prev(s);
     if (alloc_samples(s, n)) {
         ms_err(err, errlen, "out of memory for %u samples", n);
         return -ENOMEM;
@@ -413,7 +466,24 @@ int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
 
 void ms_sampler_set_per_page(struct ms_sampler *s, int on)
 {
+    char err[MS_ERRLEN];
+
     s->per_page = on;
+    /*
+     * A count cannot say which pages were idle: such a sampler joins the
+     * host's damon_paddr kdamond, whose answer is the accessed regions.
+     */
+    if (on && s->backend == MS_DAMON_MEMCG && !s->begun &&
+        ms_damon_supported("paddr", NULL, 0)) {
+        s->member.redraw = damon_redraw;
+        if (ms_damon_join(&s->member, err, sizeof(err)) == 0) {
+            ms_memcg_leave(&s->mmember);
+            s->memcg_joined = 0;
+            s->joined = 1;
+            s->backend = MS_DAMON_PADDR;
+            s->unchanged = 0;
+        }
+    }
 }
 
 int ms_sampler_set_split_thp(struct ms_sampler *s, int on, char *err,
@@ -454,16 +524,10 @@ void ms_sampler_set_keep(struct ms_sampler *s, unsigned int windows)
     s->keep_windows = windows ? windows : 1;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 static int pfn_backend(const struct ms_sampler *s)
 {
-    return s->backend == MS_PAGE_IDLE || s->backend == MS_DAMON_PADDR;
+    return s->backend == MS_PAGE_IDLE || s->backend == MS_DAMON_PADDR ||
+           s->backend == MS_DAMON_MEMCG;
 }
 
 /* kpageflags of the present samples (0 for the others). */
@@ -615,7 +679,7 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
         return -EPERM;
     }
     /* Pages shared between samples (KSM, zero page) are watched once. */
-    qsort(s->keys, s->nr_keys, sizeof(*s->keys), cmp_u64);
+    qsort(s->keys, s->nr_keys, sizeof(*s->keys), ms_cmp_u64);
     for (i = 0, ret = 0; i < s->nr_keys; i++) {
         if (!ret || s->keys[ret - 1] != s->keys[i]) {
             s->keys[ret++] = s->keys[i];
@@ -630,7 +694,7 @@ static int draw_and_locate(struct ms_sampler *s, char *err, size_t errlen)
 
         if (s->entries[i].present && !s->zero[i]) {
             key = bsearch(&s->entries[i].pfn, s->keys, s->nr_keys,
-                          sizeof(*s->keys), cmp_u64);
+                          sizeof(*s->keys), ms_cmp_u64);
         }
         s->key_of[i] = key ? (unsigned int)(key - s->keys) : UINT32_MAX;
     }
@@ -644,7 +708,7 @@ static int damon_draw(struct ms_sampler *s, char *err, size_t errlen)
     int ret;
 
     ret = draw_and_locate(s, err, errlen);
-    if (ret == 0 && s->backend == MS_DAMON_PADDR) {
+    if (ret == 0 && s->backend != MS_DAMON_VADDR) {
         for (i = 0; i < s->nr_keys; i++) {
             s->keys[i] *= MS_PAGE_SIZE;
         }
@@ -747,6 +811,23 @@ int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
                          s->sample_us);
         } else {
             ret = damon_arm(s, err, errlen);
+        }
+        break;
+    case MS_DAMON_MEMCG:
+        /*
+         * The kept-running kdamond takes a new draw at the next commit
+         * (a thread of damon.c writes it); a kept sample is counted on.
+         */
+        if (!keep) {
+            keep_prev(s);
+            ret = damon_draw(s, err, errlen);
+            if (ret == 0) {
+                ret = ms_memcg_stage(&s->mmember, s->keys, s->nr_keys, err,
+                                     errlen);
+            }
+        }
+        if (ret == 0) {
+            ms_memcg_begun(&s->mmember);
         }
         break;
     case MS_DAMON_VADDR:
@@ -1008,6 +1089,7 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
     if (ret == 0 && (s->per_page || s->nr_moved || s->nr_vanished) &&
         !dr->marked) {
         ret = ms_damon_member_mark(&s->member, err, errlen);
+        dr->answer = s->member.answer;
     }
     if (ret == 0 && !s->nr_moved && !s->nr_vanished) {
         if (dr->marked) {
@@ -1023,6 +1105,61 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
         *accessed = count_stable(s);
     }
     return ret;
+}
+
+/*
+ * damon_memcg: the member's count of the newest windows the kdamond's
+ * statistics hold, spread over the samples.  The moved pages cannot be
+ * left out of a count, but a moved page's old PFN is not charged to the
+ * VM's cgroup any more, or not accessed: it counts as idle, and the moved
+ * ones are left out of sampled (samples_left()).  A window lost to a
+ * commit (the sample drawn anew) keeps the sample for the next one;
+ * pages DAMON refused are drawn anew at the next begin().
+ */
+static int collect_memcg(struct ms_sampler *s, struct ms_damon_result *dr,
+                         unsigned int *accessed, char *err, size_t errlen)
+{
+    struct ms_memcg_result mr;
+    char why[MS_ERRLEN];
+    int ret, r;
+
+    ret = ms_memcg_collect(&s->mmember, &mr, err, errlen);
+    if (s->mmember.refused) {
+        s->mmember.refused = 0;
+        return ret ? ret : -EAGAIN;
+    }
+    s->prev_counted = ret == 0 && mr.old_pages && s->prev_keys;
+    if (s->prev_counted) {
+        /*
+         * Windows of the sample before the draw: scaled as it was.  The
+         * new one is checked all the same, so that it is kept.
+         */
+        recheck_quick(s, why, sizeof(why));
+        dr->kdamond_cpu_s = mr.kdamond_cpu_s;
+        dr->kdamond_pid = mr.kdamond_pid;
+        *accessed = (unsigned int)((mr.accessed * s->prev_present +
+                                    s->prev_keys / 2) / s->prev_keys);
+        return 0;
+    }
+    if (ret == 0 && mr.old_pages) {
+        ret = -EAGAIN;
+        ms_err(err, errlen, "the window counted pages of an earlier draw");
+    }
+    if (ret && ret != -EAGAIN && ret != -ETIMEDOUT) {
+        return ret;
+    }
+    r = recheck_quick(s, ret ? why : err, ret ? sizeof(why) : errlen);
+    if (ret) {
+        return ret;
+    }
+    if (r) {
+        return r;
+    }
+    dr->kdamond_cpu_s = mr.kdamond_cpu_s;
+    dr->kdamond_pid = mr.kdamond_pid;
+    *accessed = scale_to_samples(
+        s, mr.accessed > UINT32_MAX ? UINT32_MAX : (unsigned int)mr.accessed);
+    return 0;
 }
 
 static void next_interval(struct ms_sampler *s, double period)
@@ -1067,6 +1204,22 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
     case MS_PAGE_IDLE:
         ret = collect_page_idle(s, &accessed, err, errlen);
         break;
+    case MS_DAMON_MEMCG:
+        r->kdamond_cpu_s = 0;
+        if (s->nr_keys) {
+            ret = collect_memcg(s, &dr, &accessed, err, errlen);
+            r->kdamond_cpu_s = dr.kdamond_cpu_s;
+            r->kdamond_pid = dr.kdamond_pid;
+        }
+        /* One window per period: the period between two collect()s. */
+        if (s->auto_interval && s->t_collected > 0) {
+            double w = (t_asked - s->t_collected) * MEMCG_WINDOW_SHARE;
+
+            s->mmember.window_us = w < AUTO_MIN_US / 1e6 ? AUTO_MIN_US
+                                   : (uint64_t)(w * 1e6);
+        }
+        s->t_collected = t_asked;
+        break;
     case MS_DAMON_PADDR:
     case MS_DAMON_VADDR:
         r->kdamond_cpu_s = 0;
@@ -1074,6 +1227,7 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
             ret = collect_damon(s, &dr, &accessed, err, errlen);
             r->kdamond_cpu_s = dr.kdamond_cpu_s;
             r->kdamond_pid = dr.kdamond_pid;
+            r->answer = dr.answer;
         } else if (s->joined) {
             ms_damon_disarm(&s->member);
         }
@@ -1083,7 +1237,7 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
     }
     r->window_s = ms_now() - s->t_begin;
     s->windows++;
-    if (s->auto_interval) {
+    if (s->auto_interval && s->backend != MS_DAMON_MEMCG) {
         next_interval(s, t_asked - s->t_begin);
     }
     s->begun = 0;
@@ -1097,6 +1251,11 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
     r->sampled = samples_left(s);
     r->present = s->nr_present - s->nr_moved;
     r->moved = s->nr_moved;
+    if (s->backend == MS_DAMON_MEMCG && s->prev_counted) {
+        r->sampled = s->prev_sampled;
+        r->present = s->prev_present;
+        r->moved = 0;
+    }
     r->accessed = accessed;
     r->split = s->nr_split;
     r->huge = s->nr_huge;

@@ -143,3 +143,50 @@ int ms_read_u64_file(const char *path, uint64_t *out, char *err,
     free(buf);
     return ret;
 }
+
+/* From /proc/PID/cgroup (parse.c), the root refused. */
+int ms_pid_memcg(pid_t pid, char *out, size_t outlen, char *err,
+                 size_t errlen)
+{
+    char path[160], *buf;
+    size_t len;
+    int ret;
+
+    snprintf(path, sizeof(path), "%s/%d/cgroup", ms_paths.proc, (int)pid);
+    ret = ms_read_file(path, &buf, &len, err, errlen);
+    if (ret) {
+        return ret == -ENOENT ? -ESRCH : ret;
+    }
+    ret = ms_cgroup_memcg(buf, len, out, outlen);
+    free(buf);
+    if (ret) {
+        ms_err(err, errlen, "%s names no memory cgroup", path);
+        return -EOPNOTSUPP;
+    }
+    if (strcmp(out, "/") == 0) {
+        ms_err(err, errlen, "process %d is in the root memory cgroup, "
+               "not one of its own", (int)pid);
+        return -EOPNOTSUPP;
+    }
+    return 0;
+}
+
+int ms_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+size_t ms_sort_unique_u64(uint64_t *v, size_t n)
+{
+    size_t i, k = 0;
+
+    qsort(v, n, sizeof(*v), ms_cmp_u64);
+    for (i = 0; i < n; i++) {
+        if (k == 0 || v[k - 1] != v[i]) {
+            v[k++] = v[i];
+        }
+    }
+    return k;
+}

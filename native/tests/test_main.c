@@ -141,6 +141,70 @@ static void test_word_list(void)
     CHECK(!ms_word_list_has("", 0, "paddr"));
 }
 
+static void test_cgroup_memcg(void)
+{
+    static const char v1[] = "9:name=systemd:/\n4:cpu,memory:/machine/"
+                             "qemu-1-vm.libvirt-qemu\n0::/\n";
+    static const char v2[] = "0::/machine.slice/vm.scope\n";
+    char out[64];
+
+    CHECK(ms_cgroup_memcg(v1, sizeof(v1) - 1, out, sizeof(out)) == 0);
+    CHECK(strcmp(out, "/machine/qemu-1-vm.libvirt-qemu") == 0);
+    CHECK(ms_cgroup_memcg(v2, sizeof(v2) - 1, out, sizeof(out)) == 0);
+    CHECK(strcmp(out, "/machine.slice/vm.scope") == 0);
+    /* memory as a substring of another controller's name is not it. */
+    CHECK(ms_cgroup_memcg("3:nomemory:/x", 13, out, sizeof(out)) ==
+          -ENOENT);
+    CHECK(ms_cgroup_memcg(v1, sizeof(v1) - 1, out, 8) == -ENAMETOOLONG);
+    CHECK(ms_cgroup_memcg("", 0, out, sizeof(out)) == -ENOENT);
+}
+
+/* Lines as a 6.18 kernel's trace file printed them (context-info on and
+ * off), and what must not pass for one. */
+static void test_damos_trace_line(void)
+{
+    static const char with_ctx[] =
+        "       kdamond.0-10995   [001] .....   831.495583: "
+        "damos_before_apply: ctx_idx=0 scheme_idx=1 target_idx=0 "
+        "nr_regions=4000 4412055552-4412059648: 115 0";
+    static const char bare[] =
+        "damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 "
+        "nr_regions=800 4420943872-4420947968: 94 0\n";
+    static const char *const bad[] = {
+        "damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 "
+        "nr_regions=800 4420947968-4420943872: 94 0",   /* end <= start */
+        "damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 "
+        "nr_regions=800 4420943872-4420947968: 94",     /* no age */
+        "damos_before_apply: ctx_idx=4294967296 scheme_idx=0 target_idx=0 "
+        "nr_regions=800 0-4096: 94 0",                  /* past 32 bits */
+        "damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 "
+        "nr_regions=800 0-99999999999999999999: 94 0",  /* past 64 bits */
+        "damos_before_apply: ctx_idx=0 scheme_idx=0 target_idx=0 "
+        "nr_regions=800 0-4096: 94 0 extra",
+    };
+    struct ms_damos_event ev;
+    unsigned int k;
+
+    memset(&ev, 0, sizeof(ev));
+    CHECK(ms_damos_trace_line(with_ctx, sizeof(with_ctx) - 1, &ev) == 0);
+    CHECK(ev.ctx == 0 && ev.scheme == 1 && ev.target == 0);
+    CHECK(ev.start == 4412055552ULL && ev.end == 4412059648ULL);
+    CHECK(ev.nr_accesses == 115);
+    CHECK(ms_damos_trace_line(bare, sizeof(bare) - 1, &ev) == 0);
+    CHECK(ev.scheme == 0 && ev.start == 4420943872ULL && ev.nr_accesses == 94);
+    for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        CHECK(ms_damos_trace_line(bad[k], strlen(bad[k]), &ev) == -EINVAL);
+    }
+    CHECK(ms_damos_trace_line("# tracer: nop", 13, &ev) == 1);
+    CHECK(ms_damos_trace_line("", 0, &ev) == 1);
+    CHECK(ms_damos_trace_line("damon_aggregated: target_id=0", 29, &ev) == 1);
+    CHECK(ms_damos_trace_line("CPU:1 [LOST 12 EVENTS]", 22, &ev) == -ENOSPC);
+    /* Cut anywhere, a line never parses as an event. */
+    for (k = 0; k + 1 < sizeof(bare) - 1; k++) {
+        CHECK(ms_damos_trace_line(bare, k, &ev) != 0);
+    }
+}
+
 static void test_draw(void)
 {
     static unsigned int hits[16];
@@ -423,6 +487,8 @@ static void test_clear_refs_self(void)
 #define FAKE_PAGES 64
 #define FAKE_PRESENT 48
 #define FAKE_KEYS 46
+/* Region files in the fake tree: room for the host kdamond's padding. */
+#define FAKE_REGIONS (4 * FAKE_PAGES)
 #define FAKE_PFN 1000ULL
 #define PM_PRESENT (1ULL << 63)
 
@@ -535,7 +601,7 @@ static void fake_damon_tree(void)
     for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
         fake_put("0\n", "damon/kdamonds/0/%s", files[k]);
     }
-    for (k = 0; k < FAKE_KEYS; k++) {
+    for (k = 0; k < FAKE_REGIONS; k++) {
         fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
                  "start", k);
         fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
@@ -557,6 +623,9 @@ static void fake_setup(void)
     snprintf(ms_paths.damon, sizeof(ms_paths.damon), "%s/damon", fake_root);
     snprintf(ms_paths.kpageflags, sizeof(ms_paths.kpageflags),
              "%s/kpageflags", fake_root);
+    /* No tracefs: the kdamond answers through its region directories. */
+    snprintf(ms_paths.tracing, sizeof(ms_paths.tracing), "%s/tracing",
+             fake_root);
     fake_pagemap();
     /* 4096 PFNs of page flags, none set. */
     fake_put("", "kpageflags");
@@ -990,7 +1059,7 @@ static void test_damon_foreign_regions(void)
     fake_put("1\n", NR_REGIONS);
     fake_put("7\n", REGION0_START);
     CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
-    CHECK(fake_get_u64(NR_REGIONS) == FAKE_KEYS);
+    CHECK(fake_get_u64(NR_REGIONS) > FAKE_KEYS);
     CHECK(fake_get_u64(REGION0_START) == fake_pfn(0) * MS_PAGE_SIZE);
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == 0);
     CHECK(r.accessed == 20);
@@ -1053,18 +1122,12 @@ static void test_damon_host_shared(void)
     struct ms_sampler *a, *b = NULL;
     struct ms_result r;
     char err[MS_ERRLEN] = "", path[512];
-    uint64_t seed = 2;
+    uint64_t seed = 2, nr;
     unsigned int i;
     int ret;
 
     for (i = 0; i < FAKE_PAGES; i++) {
         fake_map(FAKE_PAGES + i, HOST_FIRST + i);
-    }
-    for (i = FAKE_KEYS; i < 2 * FAKE_PAGES; i++) {
-        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
-                 "start", i);
-        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
-                 "end", i);
     }
     a = fake_sampler(MS_DAMON_PADDR);
     ret = ms_sampler_open(&b, getpid(), FAKE_PAGES * MS_PAGE_SIZE,
@@ -1080,8 +1143,16 @@ static void test_damon_host_shared(void)
     CHECK(fake_state_is("off"));
     CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
     CHECK(fake_state_is("on"));
-    CHECK(fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
-                       "nr_regions") == FAKE_KEYS + FAKE_PAGES);
+    /* The pages of both, then padding above any RAM. */
+    nr = fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
+                      "nr_regions");
+    CHECK(nr > FAKE_KEYS + FAKE_PAGES && nr <= FAKE_REGIONS);
+    snprintf(path, sizeof(path), "damon/kdamonds/0/contexts/0/targets/0/"
+             "regions/%u/start", FAKE_KEYS + FAKE_PAGES - 1);
+    CHECK(fake_get_u64(path) < (1ULL << 51));
+    snprintf(path, sizeof(path), "damon/kdamonds/0/contexts/0/targets/0/"
+             "regions/%u/start", FAKE_KEYS + FAKE_PAGES);
+    CHECK(fake_get_u64(path) >= (1ULL << 51));
 
     /* a: pages 0-15 (16 x 48 / 46); b: its first 10 pages. */
     damon_tried(0, fake_pfn(0), fake_pfn(15));
@@ -1089,6 +1160,7 @@ static void test_damon_host_shared(void)
     damon_tried(4, 3000, 3000);
     CHECK(ms_sampler_collect(a, &r, err, sizeof(err)) == 0);
     CHECK(r.accessed == 17 && r.kdamond_cpu_s >= 0);
+    CHECK(r.answer && strcmp(r.answer, "regions") == 0);
     /* b reads the answer a's collect() took, not a new one. */
     damon_tried(2, HOST_FIRST, HOST_FIRST + 19);
     CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
@@ -1117,28 +1189,41 @@ static void test_damon_host_shared(void)
              "nr_regions");
     ms_sampler_close(a);
     CHECK(fake_state_is("on"));
-    CHECK(fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
-                       "nr_regions") == FAKE_PAGES);
+    /* Fewer than half the regions: the count shrinks. */
+    nr = fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
+                      "nr_regions");
+    CHECK(nr >= FAKE_PAGES && nr < FAKE_KEYS + FAKE_PAGES);
     CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
 
     /*
-     * DAMON refuses the regions (a new n: the region files are opened
-     * anew, and one is gone), drawn anew too: the window fails.
+     * DAMON refuses the regions (far fewer pages: the count shrinks, the
+     * kernel recreates the region files, and one is gone), drawn anew
+     * too: the window fails.
      */
     snprintf(path, sizeof(path), "%s/damon/kdamonds/0/contexts/0/targets/0/"
-             "regions/60/start", fake_root);
+             "regions/10/start", fake_root);
     CHECK(unlink(path) == 0);
-    CHECK(ms_sampler_set_n(b, 62, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_set_n(b, 20, err, sizeof(err)) == 0);
     /* b alone: its accessed pages counted by total_bytes. */
     damon_total_pages(5);
     CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
     CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == -ENOENT);
-    CHECK(strstr(err, "region 60") != NULL);
-    fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/60/"
+    CHECK(strstr(err, "region 10") != NULL);
+    fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/10/"
              "start");
     CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
     CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
-    CHECK(r.sampled == 62 && r.accessed <= 5);
+    CHECK(r.sampled == 20 && r.accessed <= 5);
+    CHECK(r.answer && strcmp(r.answer, "count") == 0);
+    /* Two pages more: the count (and every directory) stays. */
+    nr = fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
+                      "nr_regions");
+    CHECK(ms_sampler_set_n(b, 22, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_begin(b, err, sizeof(err)) == 0);
+    CHECK(fake_get_u64("damon/kdamonds/0/contexts/0/targets/0/regions/"
+                       "nr_regions") == nr);
+    CHECK(ms_sampler_collect(b, &r, err, sizeof(err)) == 0);
+    CHECK(r.sampled == 22);
     ms_sampler_close(b);
     CHECK(fake_state_is("off"));
     damon_tried(2, fake_pfn(20), fake_pfn(21));
@@ -1252,6 +1337,8 @@ int main(void)
     test_smaps();
     test_mark_range();
     test_word_list();
+    test_cgroup_memcg();
+    test_damos_trace_line();
     test_draw();
     test_pagemap_read();
     test_page_idle();

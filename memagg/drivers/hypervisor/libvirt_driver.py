@@ -45,6 +45,31 @@ _CONNECTION_ERRORS = frozenset((
     libvirt.VIR_ERR_RPC,
 ))
 
+# What one connectGetAllDomainStats call reads of every running domain, in
+# place of dom.info() and dom.memoryStats() per domain.
+_BULK_STATS = (libvirt.VIR_DOMAIN_STATS_CPU_TOTAL
+               | libvirt.VIR_DOMAIN_STATS_BALLOON
+               | libvirt.VIR_DOMAIN_STATS_VCPU)
+# The bulk call's balloon.* keys that memoryStats() names otherwise.
+_BULK_BALLOON_KEYS = {'current': 'actual', 'last-update': 'last_update'}
+
+
+def bulk_domain_values(stats):
+    """(max KiB, current KiB, vCPUs, CPU time ns, memoryStats()-style dict)
+    of one domain's connectGetAllDomainStats record, or None when the
+    driver left out what dom.info() would give (libvirt's test driver)."""
+    try:
+        values = (stats['balloon.maximum'], stats['balloon.current'],
+                  stats['vcpu.current'], stats['cpu.time'])
+    except KeyError:
+        return None
+    memory = {}
+    for key, value in stats.items():
+        if key.startswith('balloon.') and key != 'balloon.maximum':
+            name = key[len('balloon.'):]
+            memory[_BULK_BALLOON_KEYS.get(name, name)] = value
+    return values + (memory,)
+
 
 def _quiet_error_handler(_ctx, _error):
     """libvirt's default handler prints every error to stderr; memagg
@@ -236,6 +261,8 @@ class LibvirtDriver(base.HypervisorDriver):
         self._lock = threading.Lock()
         self._reconnect_warned = False
         self._full_warned = set()   # uuids of VMs paused on a full disk
+        # uuid -> ((domain id, name), (has a balloon, stats period)).
+        self._static = {}
 
     def _connection(self):
         if self._conn is None:
@@ -304,37 +331,60 @@ class LibvirtDriver(base.HypervisorDriver):
         return self._with_reconnect(self._domains)
 
     def _domains(self, conn):
-        result = []
-        flags = libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE
-        for dom in conn.listAllDomains(flags):
+        records = conn.getAllDomainStats(
+            _BULK_STATS, libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)
+        result, seen = [], set()
+        for dom, stats in records:
             try:
-                result.append(self._domain_info(dom))
+                result.append(self._domain_info(dom, stats))
             except libvirt.libvirtError as exc:
                 if exc.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
                     raise
                 LOG.debug('Domain vanished while being read: %s', exc)
+                continue
+            seen.add(result[-1].uuid)
+        for uuid in [u for u in self._static if u not in seen]:
+            del self._static[uuid]
         return result
 
-    @staticmethod
-    def _domain_info(dom):
-        _state, max_kib, cur_kib, vcpus, cpu_time = dom.info()
+    def _balloon_device(self, dom):
+        """(has a balloon, its statistics period) of ``dom``, from its XML
+        once per run of the domain: the device cannot be hot-plugged, and
+        the period changes through set_stats_period(), which forgets it."""
+        key = (dom.ID(), dom.name())
+        cached = self._static.get(dom.UUIDString())
+        if cached is not None and cached[0] == key:
+            return cached[1]
         balloon = ElementTree.fromstring(dom.XMLDesc()).find(
             './devices/memballoon')
         has_balloon = balloon is not None and balloon.get('model') != 'none'
         period = balloon.find('stats') if has_balloon else None
-        try:
-            stats = dom.memoryStats() if has_balloon else {}
-        except libvirt.libvirtError as exc:
-            if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                raise
-            stats = {}  # the driver has no stats for this guest
+        device = (has_balloon, int(period.get('period', 0))
+                  if period is not None else 0)
+        self._static[dom.UUIDString()] = (key, device)
+        return device
+
+    def _domain_info(self, dom, stats):
+        """DomainInfo of ``dom`` from its bulk ``stats``; dom.info() and
+        dom.memoryStats() where they lack what is needed."""
+        has_balloon, period = self._balloon_device(dom)
+        bulk = bulk_domain_values(stats)
+        if bulk is not None:
+            max_kib, cur_kib, vcpus, cpu_time, memory = bulk
+        else:
+            _state, max_kib, cur_kib, vcpus, cpu_time = dom.info()
+            try:
+                memory = dom.memoryStats() if has_balloon else {}
+            except libvirt.libvirtError as exc:
+                if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                    raise
+                memory = {}  # the driver has no stats for this guest
         return base.DomainInfo(
             uuid=dom.UUIDString(), name=dom.name(),
             max_memory_mb=max_kib // 1024, current_memory_mb=cur_kib // 1024,
-            vcpus=vcpus, cpu_time_ns=cpu_time, memory_stats=dict(stats),
-            balloon=has_balloon,
-            stats_period=int(period.get('period', 0))
-            if period is not None else 0)
+            vcpus=vcpus, cpu_time_ns=cpu_time,
+            memory_stats=dict(memory) if has_balloon else {},
+            balloon=has_balloon, stats_period=period)
 
     def _on_domain(self, uuid, func):
         """func(dom) on domain ``uuid``; DomainGone when it is not there,
@@ -356,8 +406,11 @@ class LibvirtDriver(base.HypervisorDriver):
         return self._with_reconnect(call)
 
     def set_stats_period(self, uuid, seconds):
-        self._on_domain(uuid, lambda dom: dom.setMemoryStatsPeriod(
-            seconds, libvirt.VIR_DOMAIN_AFFECT_LIVE))
+        def set_period(dom):
+            # Under the connection's lock, as list_domains() reads it.
+            self._static.pop(uuid, None)
+            dom.setMemoryStatsPeriod(seconds, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self._on_domain(uuid, set_period)
 
     def set_balloon(self, uuid, target_mb):
         self._on_domain(uuid, lambda dom: dom.setMemoryFlags(

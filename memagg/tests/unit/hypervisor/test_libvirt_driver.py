@@ -11,6 +11,8 @@
 # under the License.
 
 """The libvirt hypervisor driver against libvirt's test:///default driver."""
+from unittest import mock
+
 import libvirt
 import pytest
 
@@ -70,19 +72,74 @@ def test_list_domains_reads_sizes_and_balloon_stats(driver):
     assert dom.memory_stats['available'] == 2048 * 1024
 
 
+def test_bulk_stats_read_as_dom_info_and_memory_stats():
+    # One domain's record of connectGetAllDomainStats from QEMU (libvirt
+    # 9.0, balloon statistics on).
+    stats = {'cpu.time': 5071000000, 'cpu.user': 10000000,
+             'cpu.system': 30000000, 'balloon.current': 131072,
+             'balloon.maximum': 262144, 'balloon.swap_in': 0,
+             'balloon.swap_out': 0, 'balloon.major_fault': 161,
+             'balloon.minor_fault': 11802, 'balloon.unused': 82116,
+             'balloon.available': 117020, 'balloon.usable': 79056,
+             'balloon.last-update': 1764300000, 'balloon.disk_caches': 7228,
+             'balloon.rss': 180224, 'vcpu.current': 1, 'vcpu.maximum': 1,
+             'vcpu.0.state': 1, 'vcpu.0.time': 4800000000}
+    max_kib, cur_kib, vcpus, cpu_ns, memory = (
+        libvirt_driver.bulk_domain_values(stats))
+    assert (max_kib, cur_kib, vcpus, cpu_ns) == (262144, 131072, 1,
+                                                 5071000000)
+    # memoryStats()'s names: 'actual' and 'last_update'; the maximum is
+    # not one of its statistics.
+    assert memory == {'actual': 131072, 'swap_in': 0, 'swap_out': 0,
+                      'major_fault': 161, 'minor_fault': 11802,
+                      'unused': 82116, 'available': 117020,
+                      'usable': 79056, 'last_update': 1764300000,
+                      'disk_caches': 7228, 'rss': 180224}
+    # libvirt's test driver answers with the domain's state only.
+    assert libvirt_driver.bulk_domain_values(
+        {'state.state': 1, 'state.reason': 0}) is None
+
+
+def test_the_balloon_device_is_read_once_per_run_of_a_domain(driver):
+    conn = driver._connection()
+    dom = conn.lookupByUUIDString(TEST_DOMAIN_UUID)
+    reads = []
+    real_xml = libvirt.virDomain.XMLDesc
+
+    def counted(self, flags=0):
+        reads.append(self.UUIDString())
+        return real_xml(self, flags)
+
+    with mock.patch.object(libvirt.virDomain, 'XMLDesc', counted):
+        driver.list_domains()
+        driver.list_domains()
+        assert reads.count(TEST_DOMAIN_UUID) == 1
+        # A new period is set through the driver: read again.
+        driver.set_stats_period(TEST_DOMAIN_UUID, 5)
+        stats_period = {d.uuid: d for d in driver.list_domains()}[
+            TEST_DOMAIN_UUID].stats_period
+        assert reads.count(TEST_DOMAIN_UUID) == 2
+        # The domain restarted (a new id): read again.
+        dom.destroy()
+        dom.create()
+        driver.list_domains()
+        assert reads.count(TEST_DOMAIN_UUID) == 3
+    assert stats_period == 5
+
+
 def test_a_domain_vanishing_mid_read_is_skipped(driver):
     conn = driver._connection()
     doomed = conn.createXML(TRANSIENT_XML % {'name': 'doomed'})
     doomed_uuid = doomed.UUIDString()
-    real_list = conn.listAllDomains
+    real_stats = conn.getAllDomainStats
 
-    def list_then_destroy(flags=0):
-        domains = real_list(flags)
-        assert doomed_uuid in [d.UUIDString() for d in domains]
+    def list_then_destroy(stats=0, flags=0):
+        records = real_stats(stats, flags)
+        assert doomed_uuid in [d.UUIDString() for d, _ in records]
         doomed.destroy()  # transient: gone for good before it is read
-        return domains
+        return records
 
-    conn.listAllDomains = list_then_destroy
+    conn.getAllDomainStats = list_then_destroy
     uuids = [d.uuid for d in driver.list_domains()]
     assert doomed_uuid not in uuids
     assert TEST_DOMAIN_UUID in uuids
