@@ -94,8 +94,8 @@ def test_thp_backed_guest_follows_its_phases(virt, qemu_workdir, loop_conf):
               'in %.0f s with' % (time.monotonic() - began), backends)
         # clear_refs reads the whole range and splits nothing (memagg-
         # compute falls back to it when another process holds DAMON).
-        assert backends <= {'page_idle', 'damon_paddr', 'damon_vaddr'}, (
-            backends)
+        assert backends <= {'page_idle', 'damon_memcg', 'damon_paddr',
+                            'damon_vaddr'}, backends
         assert all(within(est[-1], hot) for hot, est in measured), measured
         beats = guest.heartbeats()
         polling.wait_for(lambda: guest.heartbeats() > beats, 30,
@@ -192,7 +192,10 @@ def test_six_guests_under_one_compute_each_within_tolerance(
         # guest's reader kept passing over its set meanwhile.
         stalled = [g.name for g, b in zip(guests, before)
                    if (seen[g.name][2]['passes'] or 0) <= (b['passes'] or 0)]
-        assert not stalled, 'readers stopped in %s: %s' % (stalled, seen)
+        assert not stalled, 'readers stopped in %s: %s\n%s' % (
+            stalled, seen, '\n'.join(
+                'console of %s:\n%s' % (g.name, g.console_text()[-2500:])
+                for g in guests if g.name in stalled))
         # Every guest within tolerance in the last of the same periods.
         wrong = [g for g, hot in zip(guests, HOT_SETS)
                  if not within(seen[g.name][1][-1][0], hot)]

@@ -256,7 +256,7 @@ def test_failed_migrations_leave_the_guest_running_on_host_a(
     def copying():
         progress = api.get_migration_progress(guest.uuid)
         return progress is not None and (progress.bytes_processed or 0) > 0
-    polling.wait_for(copying, 60, interval=0.2,
+    polling.wait_for(copying, MIGRATION_TIMEOUT, interval=0.2,
                      message='memory copied, in Nova\'s migration record')
     assert api.abort_live_migration(guest.uuid) is True
     state, _ = _follow(api, guest.uuid)
