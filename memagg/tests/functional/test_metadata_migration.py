@@ -88,8 +88,12 @@ def hypervisors():
 
 @pytest.fixture
 def overrides():
-    # The grant is the test's own: no second one on top.
-    consumer = dict(two_hosts.budget(BUDGET_MB), swapd={'auto_grant': False})
+    # The grant is the test's own: no second one on top. The guest is
+    # held at BUDGET_MB, never below: at 64 MiB, before its swap disk was
+    # on, a fresh guest (little WSS) ran out of memory probing the
+    # hot-plugged disk and panicked (a CI run).
+    consumer = dict(two_hosts.budget(BUDGET_MB, min_guest_mb=BUDGET_MB),
+                    swapd={'auto_grant': False})
     return {
         'a': consumer,
         # Host B's memagg-compute estimates from the swap ghost alone: a

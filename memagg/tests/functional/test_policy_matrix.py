@@ -93,14 +93,22 @@ def tokens(keystone, other_member):
 
 
 @pytest.fixture
-def api_url(conf, sqlite_db, keystone, scheduler):  # noqa: F811
-    """memagg-api with keystonemiddleware checking tokens with the real
-    Keystone, over the seeded database, served on a loopback port."""
+def seeded(sqlite_db, keystone):
+    """The database of memagg.tests.unit.api.data, instance A owned by the
+    member's project. Written before memagg-scheduler starts: its first
+    writes (heartbeat, purge) racing the seed's transaction made SQLite
+    refuse the seed ("database is locked") late in a CI run."""
     data.load()
     with orm.Session(db_facade.get_engine()) as session, session.begin():
         session.query(models.Instance).filter_by(
             uuid=data.INSTANCE_A).update(
             {'project_id': keystone.member.project_id})
+
+
+@pytest.fixture
+def api_url(conf, seeded, keystone, scheduler):  # noqa: F811
+    """memagg-api with keystonemiddleware checking tokens with the real
+    Keystone, over the seeded database, served on a loopback port."""
     conf.config(auth_strategy='keystone', group='api')
     conf.register_opts(ks_loading.get_auth_plugin_conf_options('password'),
                        group='keystone_authtoken')

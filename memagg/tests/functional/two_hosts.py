@@ -60,12 +60,12 @@ RPC_TIMEOUT = 30
 DONOR_CAPACITY_MB = 512
 
 
-def budget(guest_memory_mb):
+def budget(guest_memory_mb, min_guest_mb=64):
     """A consumer's options holding its guests to ``guest_memory_mb`` in
     all, fixed (this machine's reported host memory grows while tests
-    run), each guest ballooned down to 64 MiB if need be."""
+    run), each guest ballooned down to ``min_guest_mb`` if need be."""
     return {'compute': {'guest_memory_mb': guest_memory_mb},
-            'local_policy': {'min_guest_mb': 64}}
+            'local_policy': {'min_guest_mb': min_guest_mb}}
 
 
 class Swapd:
