@@ -455,13 +455,19 @@ int ms_damon_acquire(int *slot, char *err, size_t errlen)
     return ret;
 }
 
+/* Stop slot i's kdamond and give the slot back; pool.lock held. */
+static void free_slot(int i)
+{
+    ms_damon_stop(i);
+    drop_fds(&pool.slot[i]);
+    pool.slot[i].used = 0;
+    pool.slot[i].configured = 0;
+}
+
 void ms_damon_release(int slot)
 {
-    ms_damon_stop(slot);
     pthread_mutex_lock(&pool.lock);
-    drop_fds(&pool.slot[slot]);
-    pool.slot[slot].used = 0;
-    pool.slot[slot].configured = 0;
+    free_slot(slot);
     pool_put();
     pthread_mutex_unlock(&pool.lock);
 }
@@ -1304,10 +1310,7 @@ void ms_damon_leave(struct ms_damon_member *m)
     if (*pp) {
         *pp = m->next;
         if (!host.members) {
-            ms_damon_stop(host.slot);
-            drop_fds(&pool.slot[host.slot]);
-            pool.slot[host.slot].used = 0;
-            pool.slot[host.slot].configured = 0;
+            free_slot(host.slot);
             host.slot = -1;
             free(host.regions);
             host.regions = NULL;
@@ -2017,10 +2020,7 @@ void ms_memcg_leave(struct ms_memcg_member *m)
     pthread_join(thread, NULL);
     pthread_mutex_lock(&pool.lock);
     if (mh.slot >= 0) {
-        ms_damon_stop(mh.slot);
-        drop_fds(&pool.slot[mh.slot]);
-        pool.slot[mh.slot].used = 0;
-        pool.slot[mh.slot].configured = 0;
+        free_slot(mh.slot);
     }
     mh.thread_on = 0;
     memcg_reset();
