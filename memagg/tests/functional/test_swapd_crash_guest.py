@@ -281,8 +281,7 @@ def two_hosts_overrides():
     """The consumer's memagg-compute holds its guest to BALLOON_MB (no
     less: below, the guest thrashes too hard for TCG to get anywhere) and
     asks for no grant by itself: the test asks memagg-scheduler for one."""
-    consumer = two_hosts_module.budget(BALLOON_MB)
-    consumer['local_policy']['min_guest_mb'] = BALLOON_MB
+    consumer = two_hosts_module.budget(BALLOON_MB, min_guest_mb=BALLOON_MB)
     consumer['swapd'] = {'auto_grant': False}
     return {'consumer': consumer}
 
