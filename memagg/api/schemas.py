@@ -82,8 +82,8 @@ _SAMPLER = {
     'sampler_backend': {'type': ['string', 'null'], 'description': (
         'The kernel interface of the native sampler behind the estimate: '
         'page_idle, damon_paddr, damon_memcg, damon_vaddr or clear_refs; '
-        'null when the '
-        'estimator samples nothing or the sampler is unavailable. '
+        'null when the estimator samples nothing or the sampler is '
+        'unavailable. '
         'Since 1.8.')},
     'sampler_error_mb': {'type': ['number', 'null'], 'description': (
         'Half-width, MiB, of the confidence interval (at the compute '
