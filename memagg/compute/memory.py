@@ -371,6 +371,7 @@ class MemoryManager:
     def _observe_idle(self, vm, sample):
         if sample is not None:
             self.reclaim.observe(vm.uuid, vm.sampler.idle_pages,
+                                 vm.sampler.accessed_pages,
                                  sample.get('window_s'))
 
     def forget(self, uuid):

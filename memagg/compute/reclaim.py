@@ -16,18 +16,20 @@ ALGORITHMS.md §7).
 The cold set comes from the VM's native sampler, never from a guess. The
 sampler watches n pages drawn one per n equal slices of the guest-RAM
 mapping and, with per_page on, tells which of them stayed idle through a
-window. ColdSet follows each sampled page across windows: a page is cold
-once it was seen idle in every window for [host_reclaim] cold_age_s; a
-window that saw it accessed, or did not see it (redrawn, moved, paged out
-already), starts its clock again. The sampler sees a subset: what is paged
-out is the slice each cold sampled page was drawn from (its stratum, the
-part of the guest's RAM it stands for in the WSS estimate), cut at the
-2 MiB boundaries around it, so that a run never reaches into a huge page
-other than the sample's own. Huge pages: the sampler splits the huge
-pages under its samples ([wss] sampler_split_huge_pages), each sampled
-4 KiB page then having its own accessed bit; when it does not, an idle
-sample under a huge page means its whole 2 MiB was idle, and the kernel
-pages such a huge page out whole.
+window. ColdSet follows the 2 MiB blocks of the sampled pages across
+windows: an idle sampled page is cold once its block's sampled pages were
+seen, all idle, in every window for [host_reclaim] cold_age_s; a window
+that saw one of them accessed, or saw none of them, starts the block's
+clock again. A block's clock, not a page's, goes on when the sampler draws
+anew, which it does each time one of its pages moves, appears or goes.
+The sampler sees a subset: what is paged out is the slice each cold
+sampled page was drawn from (its stratum, the part of the guest's RAM it
+stands for in the WSS estimate), cut at the 2 MiB boundaries around it, so
+that a run never reaches into a huge page other than the sample's own.
+Huge pages: the sampler splits the huge pages under its samples ([wss]
+sampler_split_huge_pages), each sampled 4 KiB page then having its own
+accessed bit; when it does not, an idle sample under a huge page means its
+whole 2 MiB was idle, and the kernel pages such a huge page out whole.
 
 A 2 MiB block of which a page came back (pagemap shows it resident again:
 the guest touched it) is warm: no page of it is paged out again for the
@@ -72,32 +74,44 @@ _PRESENT = bytes(0x80) + b'\x01' * 0x80
 
 
 class ColdSet:
-    """The sampled pages of one VM seen idle window after window, and
-    since when."""
+    """The 2 MiB blocks of one VM whose sampled pages were seen idle window
+    after window, and since when; the idle sampled pages in them.
+
+    A block's clock, not a page's: the sampler draws anew every time one of
+    its pages moves, appears or goes (a page-out makes its own samples go),
+    so a page's clock would start again at each draw and, for a cold age
+    of several periods, a live guest's samples would seldom reach it. A
+    block's clock goes on across draws while each window sees sampled pages
+    of it, all idle."""
 
     def __init__(self, cold_age_s):
         self.cold_age_s = cold_age_s
         self._since = {}
+        self._idle = set()
 
-    def update(self, idle_pages, window_start):
+    def update(self, idle_pages, accessed_pages, window_start):
         """The window that began at ``window_start`` (monotonic seconds)
-        saw ``idle_pages`` idle; every other page's clock stops."""
+        saw ``idle_pages`` idle and ``accessed_pages`` accessed; the clock
+        of a block it saw accessed, or did not see, starts again."""
+        hot = {p // HUGE_PAGES for p in accessed_pages}
+        idle = {p // HUGE_PAGES for p in idle_pages} - hot
         since = self._since
-        self._since = {p: since.get(p, window_start) for p in idle_pages}
+        self._since = {b: since.get(b, window_start) for b in idle}
+        self._idle = {p for p in idle_pages if p // HUGE_PAGES in idle}
 
     def cold(self, now):
-        """The pages idle for the cold age at ``now``, sorted."""
-        return sorted(p for p, t in self._since.items()
-                      if now - t >= self.cold_age_s)
+        """The idle sampled pages whose block was idle for the cold age at
+        ``now``, sorted."""
+        return sorted(p for p in self._idle
+                      if now - self._since[p // HUGE_PAGES]
+                      >= self.cold_age_s)
 
     def drop(self, pages):
-        """Forget ``pages`` (paged out: their next window does not see
-        them in place anyway)."""
-        for page in pages:
-            self._since.pop(page, None)
+        """Forget ``pages`` (paged out); their blocks' clocks go on."""
+        self._idle.difference_update(pages)
 
     def __len__(self):
-        return len(self._since)
+        return len(self._idle)
 
 
 def runs_around(pages, start, length, n):
@@ -331,15 +345,17 @@ class HostReclaim:
         """The samplers must keep each sample's result (per_page)."""
         return self.mechanism is not None and self.mechanism.targeted
 
-    def observe(self, uuid, idle_pages, window_s):
-        """Feed VM ``uuid``'s last window: ``idle_pages`` (the sampler's
-        idle_pages(), None when it has none) over ``window_s`` seconds
+    def observe(self, uuid, idle_pages, accessed_pages, window_s):
+        """Feed VM ``uuid``'s last window: ``idle_pages`` and
+        ``accessed_pages`` (the sampler's idle_pages() and
+        accessed_pages(), None when it has none) over ``window_s`` seconds
         ending now."""
         if not self.enabled:
             return
         state = self._vms.setdefault(uuid, _VmState(self.cold_age_s))
         now = self._clock()
-        state.cold.update(idle_pages or (), now - (window_s or 0))
+        state.cold.update(idle_pages or (), accessed_pages or (),
+                          now - (window_s or 0))
 
     def period(self, uuid, memory, sample_n, wss_maxavg_mb, balloon_moving,
                psi=None, setting=None):

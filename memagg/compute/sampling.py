@@ -165,8 +165,9 @@ class VmSampler:
     """The sampler of one VM; ``error`` says why there is none.
     ``split_huge_pages``: split the transparent huge pages under the
     sampled pages (the native Sampler's option of that name); ``per_page``:
-    keep which sampled pages each window saw idle (``idle_pages``, for
-    host-side reclaim's cold set)."""
+    keep which sampled pages each window saw idle and accessed
+    (``idle_pages``, ``accessed_pages``, for host-side reclaim's cold
+    set)."""
 
     def __init__(self, driver, uuid, pages, backend, size=None,
                  split_huge_pages=False, per_page=False):
@@ -177,9 +178,11 @@ class VmSampler:
         self.backend = backend
         self.split_huge_pages = split_huge_pages
         self.per_page = per_page
-        #: The page numbers the last window saw idle (None: it has no
-        #: result per page), and the n of the draw they came from.
+        #: The page numbers the last window saw idle and accessed (None:
+        #: it has no result per page), and the n of the draw they came
+        #: from.
         self.idle_pages = None
+        self.accessed_pages = None
         self.idle_n = None
         self.memory = None
         self.error = None
@@ -264,7 +267,7 @@ class VmSampler:
         armed, self._armed = self._armed, False
         m_cur_before, self._m_cur_mb = self._m_cur_mb, m_cur_mb
         self.missed = armed
-        self.idle_pages = None
+        self.idle_pages = self.accessed_pages = None
         if self._sampler is None or not self._begun:
             return None
         self._begun = False
@@ -280,6 +283,7 @@ class VmSampler:
         if self.per_page:
             try:
                 self.idle_pages = self._sampler.idle_pages()
+                self.accessed_pages = self._sampler.accessed_pages()
                 self.idle_n = self._sampler.n
             except OSError as exc:
                 # A backend that counts only: no cold set, said once.
@@ -313,9 +317,13 @@ class VmSampler:
         self._armed = True
         try:
             # A new n draws anew: keep it within a quarter of the last one
-            # so that a steady VM keeps its sample (and its cost).
+            # so that a steady VM keeps its sample (and its cost). A larger
+            # n is drawn at once (the interval needs it), a smaller one with
+            # the next draw: a damon_paddr draw rewrites the host kdamond's
+            # regions, and its samplers draw together.
             n = self._sampler.n
-            if not n / 1.25 <= self.pages <= n * 1.25:
+            if (self.pages > n * 1.25 or (self.pages < n / 1.25
+                                          and self._sampler.draws_next)):
                 self._sampler.n = self.pages
             else:
                 self.pages = n

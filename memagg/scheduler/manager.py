@@ -71,10 +71,20 @@ BINARY = 'memagg-scheduler'
 
 
 class _Worker:
-    """Runs submitted jobs in order on one daemon thread."""
+    """Runs submitted jobs in order on one daemon thread.
 
-    def __init__(self, name):
+    With ``db_retry``, a job that fails because the database is out is run
+    again once it may be back, as oslo.db's [database] db_max_retries,
+    db_retry_interval, db_inc_retry_interval and db_max_retry_interval say,
+    so an outage does not leave its work half done until the next start;
+    its jobs must be safe to run again (they carry on from the state they
+    find).
+    """
+
+    def __init__(self, name, db_retry=False):
         self._jobs = queue.Queue()
+        self._stopping = threading.Event()
+        self._db_retry = db_retry
         self._thread = threading.Thread(target=self._run, name=name,
                                         daemon=True)
 
@@ -86,7 +96,9 @@ class _Worker:
         self._jobs.put((what, func, args))
 
     def stop(self):
-        """End the thread after the job it runs now (not waited for)."""
+        """End the thread after the job it runs now (not waited for); a job
+        waiting for the database gives up."""
+        self._stopping.set()
         self._jobs.put(None)
 
     def _run(self):
@@ -94,12 +106,34 @@ class _Worker:
             job = self._jobs.get()
             if job is None:
                 return
-            what, func, args = job
+            self._call(*job)
+
+    def _call(self, what, func, args):
+        db = CONF.database
+        retries = db.db_max_retries if self._db_retry else 0
+        pause = db.db_retry_interval
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 func(*args)
+                return
+            except db_exc.DBConnectionError as exc:
+                if (0 <= retries < attempt) or self._stopping.is_set():
+                    LOG.error('%s failed: the database is unreachable '
+                              '(%s) after %d attempt(s)', what, exc,
+                              attempt)
+                    return
+                LOG.warning('%s: the database is unreachable (%s); trying '
+                            'again in %.1f s', what, exc, pause)
             except Exception:
                 # One failed job must not end the worker.
                 LOG.exception('%s failed', what)
+                return
+            if self._stopping.wait(pause):
+                return
+            if db.db_inc_retry_interval:
+                pause = min(pause * 2, db.db_max_retry_interval)
 
 
 class SchedulerManager(service.Manager):
@@ -129,7 +163,7 @@ class SchedulerManager(service.Manager):
         self.placement_job = placement_job or placement.load(CONF)
         # Grant clean-up has a thread of its own: it must not wait behind
         # a plan's execution.
-        self._grants_worker = _Worker('%s-grants' % BINARY)
+        self._grants_worker = _Worker('%s-grants' % BINARY, db_retry=True)
         self._worker = _Worker('%s-rounds' % BINARY)
         # Whether a periodic round is queued and not yet planned: rounds
         # do not pile up behind a long execution.

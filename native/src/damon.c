@@ -960,6 +960,7 @@ static struct {
     uint64_t *regions;          /* the members' pages, merged */
     uint64_t watched_n;         /* the members' pages in the running one */
     unsigned int capacity;      /* its regions, padding included */
+    unsigned int epoch;         /* its restarts (atomic: read unlocked) */
 } host = { .slot = -1 };
 
 /*
@@ -1259,6 +1260,9 @@ static int host_commit(char *err, size_t errlen)
             }
         }
     }
+    if (ret == 0) {
+        __atomic_add_fetch(&host.epoch, 1, __ATOMIC_RELAXED);
+    }
     for (m = host.members; m; m = m->next) {
         m->pending = 0;
         if (m->armed && ret) {
@@ -1273,6 +1277,11 @@ static int host_commit(char *err, size_t errlen)
         ms_err(err, errlen, "%s", why);
     }
     return ret;
+}
+
+unsigned int ms_damon_epoch(void)
+{
+    return __atomic_load_n(&host.epoch, __ATOMIC_RELAXED);
 }
 
 int ms_damon_join(struct ms_damon_member *m, char *err, size_t errlen)

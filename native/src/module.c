@@ -258,6 +258,15 @@ static PyObject *Sampler_get_n(SamplerObject *self, void *closure)
     return PyLong_FromUnsignedLong(ms_sampler_n(self->s));
 }
 
+static PyObject *Sampler_get_draws_next(SamplerObject *self, void *closure)
+{
+    (void)closure;
+    if (check_open(self)) {
+        return NULL;
+    }
+    return PyBool_FromLong(ms_sampler_draws_next(self->s));
+}
+
 static int Sampler_set_n(SamplerObject *self, PyObject *value, void *closure)
 {
     char err[MS_ERRLEN] = "";
@@ -285,14 +294,13 @@ static int Sampler_set_n(SamplerObject *self, PyObject *value, void *closure)
     return 0;
 }
 
-static PyObject *Sampler_idle_pages(SamplerObject *self, PyObject *unused)
+static PyObject *seen_pages(SamplerObject *self, int accessed)
 {
     unsigned int i, n = 0;
     uint64_t *pages;
     PyObject *t;
     int ret;
 
-    (void)unused;
     if (check_open(self)) {
         return NULL;
     }
@@ -300,7 +308,7 @@ static PyObject *Sampler_idle_pages(SamplerObject *self, PyObject *unused)
     if (!pages) {
         return PyErr_NoMemory();
     }
-    ret = ms_sampler_idle_pages(self->s, pages, &n);
+    ret = ms_sampler_seen_pages(self->s, accessed, pages, &n);
     if (ret) {
         PyMem_Free(pages);
         return raise_errno(ret, "the last window has no result per sample "
@@ -318,6 +326,19 @@ static PyObject *Sampler_idle_pages(SamplerObject *self, PyObject *unused)
     }
     PyMem_Free(pages);
     return t;
+}
+
+static PyObject *Sampler_idle_pages(SamplerObject *self, PyObject *unused)
+{
+    (void)unused;
+    return seen_pages(self, 0);
+}
+
+static PyObject *Sampler_accessed_pages(SamplerObject *self,
+                                        PyObject *unused)
+{
+    (void)unused;
+    return seen_pages(self, 1);
 }
 
 static PyObject *Sampler_get_per_page(SamplerObject *self, void *closure)
@@ -384,6 +405,9 @@ static PyMethodDef Sampler_methods[] = {
       "idle and in place, as a tuple.  OSError ENODATA when that window "
       "has no result per sample: per_page is off, or the backend counts "
       "only (damon_vaddr, clear_refs)." },
+    { "accessed_pages", (PyCFunction)Sampler_accessed_pages, METH_NOARGS,
+      "Page numbers of the samples the last collect() saw accessed and in "
+      "place, as a tuple; OSError ENODATA as idle_pages()." },
     { "close", (PyCFunction)Sampler_close, METH_NOARGS,
       "Stop watching and give back kernel resources." },
     { NULL, NULL, 0, NULL },
@@ -395,6 +419,10 @@ static PyGetSetDef Sampler_getset[] = {
     { "n", (getter)Sampler_get_n, (setter)Sampler_set_n,
       "Pages sampled per window; a new n is drawn at the next begin().",
       NULL },
+    { "draws_next", (getter)Sampler_get_draws_next, NULL,
+      "The next begin() draws the pages anew (the sample has served its "
+      "keep windows, a page moved, or n changed) rather than watch the "
+      "same ones: a new n costs nothing more then.", NULL },
     { "per_page", (getter)Sampler_get_per_page,
       (setter)Sampler_set_per_page,
       "Keep each sample's own result for idle_pages() (damon_paddr then "

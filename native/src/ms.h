@@ -210,6 +210,11 @@ int ms_damon_commit(char *err, size_t errlen);
 int ms_damon_member_collect(struct ms_damon_member *m,
                             struct ms_damon_result *res, char *err,
                             size_t errlen);
+/*
+ * The host kdamond's restarts so far: its members count their samples'
+ * windows on it, so that they draw anew in the same period.
+ */
+unsigned int ms_damon_epoch(void);
 /* After a collect() answered with a count: mark hit from the kdamond. */
 int ms_damon_member_mark(struct ms_damon_member *m, char *err,
                          size_t errlen);
@@ -296,6 +301,8 @@ int ms_sampler_open(struct ms_sampler **out, pid_t pid, uint64_t start,
                     char *err, size_t errlen);
 enum ms_backend ms_sampler_backend(const struct ms_sampler *s);
 unsigned int ms_sampler_n(const struct ms_sampler *s);
+/* The next begin() draws the pages anew rather than keep the sample. */
+int ms_sampler_draws_next(const struct ms_sampler *s);
 /* A new n takes effect at the next begin(), with a new draw. */
 int ms_sampler_set_n(struct ms_sampler *s, unsigned int n, char *err,
                      size_t errlen);
@@ -312,12 +319,13 @@ int ms_sampler_set_split_thp(struct ms_sampler *s, int on, char *err,
  */
 void ms_sampler_set_per_page(struct ms_sampler *s, int on);
 /*
- * The page numbers of the samples the last collect() saw idle and in
- * place (at most n); -ENODATA when it has no result per sample (the
- * backend counts only: damon_vaddr, clear_refs, or per_page off).
+ * The page numbers of the samples the last collect() saw in place and
+ * idle (accessed 0) or accessed (1), at most n; -ENODATA when it has no
+ * result per sample (the backend counts only: damon_vaddr, clear_refs,
+ * or per_page off).
  */
-int ms_sampler_idle_pages(const struct ms_sampler *s, uint64_t *out,
-                          unsigned int *n_out);
+int ms_sampler_seen_pages(const struct ms_sampler *s, int accessed,
+                          uint64_t *out, unsigned int *n_out);
 /* Windows a drawn sample serves at most while its pages stay put. */
 void ms_sampler_set_keep(struct ms_sampler *s, unsigned int windows);
 int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen);

@@ -101,14 +101,39 @@ class Process:
                 try:
                     self.proc.wait(timeout)
                 except subprocess.TimeoutExpired:
+                    waits = kernel_waits(self.proc.pid)
                     self.proc.kill()
                     self.proc.wait()
                     raise AssertionError(
-                        '%s ignored SIGTERM for %s s; log:\n%s'
-                        % (self.name, timeout, self.log()))
+                        '%s ignored SIGTERM for %s s; where its threads '
+                        'waited:\n%s\nlog:\n%s'
+                        % (self.name, timeout, waits, self.log()))
         finally:
             self._log.close()
         return self.proc.returncode
+
+
+def kernel_waits(pid):
+    """Where each thread of process ``pid`` waits in the kernel (its
+    wchan, system call and kernel stack, which root may read): for a
+    process that did not act on a signal, a thread stuck in a call that
+    never comes back to the interpreter shows there."""
+    lines = []
+    try:
+        tids = sorted(os.listdir('/proc/%d/task' % pid), key=int)
+    except OSError as exc:
+        return str(exc)
+    for tid in tids:
+        base = '/proc/%d/task/%s/' % (pid, tid)
+        parts = []
+        for name in ('comm', 'wchan', 'syscall', 'stack'):
+            try:
+                with open(base + name) as f:
+                    parts.append(f.read().strip().replace('\n', ' < '))
+            except OSError as exc:
+                parts.append('(%s: %s)' % (name, exc.strerror))
+        lines.append('%s %s' % (tid, ' | '.join(parts)))
+    return '\n'.join(lines)
 
 
 def answers(url):

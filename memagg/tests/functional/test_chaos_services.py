@@ -229,7 +229,8 @@ def _rpc_answers(stand_ins):
 
 def _grant_round_trip(url, stand_ins, instance_uuid):
     """Make a grant and release it through the API and the scheduler: both
-    serve, and the donors hold afterwards only what they held before."""
+    serve, the donors hold afterwards only what they held before, and the
+    release is recorded (its last write done before the next outage)."""
     before = reservoir._held(stand_ins)
     made = requests.post(url + '/v1/grants', headers=V19, timeout=60, json={
         'instance_uuid': instance_uuid, 'size_mb': 256})
@@ -241,6 +242,10 @@ def _grant_round_trip(url, stand_ins, instance_uuid):
     assert gone.status_code in (202, 204), gone.text
     polling.wait_for(lambda: reservoir._held(stand_ins) == before, 60,
                      message='the round trip grant released')
+    polling.wait_for(
+        lambda: (_get(url, '/v1/grants/' + grant['uuid']) or {}).get(
+            'grant', {}).get('status') == 'released', 60,
+        message='the round trip grant recorded as released')
 
 
 def test_rabbitmq_and_mariadb_restarts_lose_nothing(plane, admin_context):

@@ -40,6 +40,7 @@ import threading
 import time
 
 import libvirt
+import libvirt_qemu
 import pytest
 
 from memagg.api.controllers import migrations as migrations_api
@@ -271,6 +272,27 @@ def _set_paused(host, uuid, paused):
         conn.close()
 
 
+def _check(hosts, host, guest):
+    """The guest's data sum, read again on ``host``; when it does not come,
+    the failure carries QEMU's view of the guest's disks (a swap request
+    that never completes shows there) and every daemon's log."""
+    try:
+        return guest.check(timeout=600)
+    except AssertionError as exc:
+        conn = host.connect()
+        try:
+            dom = conn.lookupByUUIDString(guest.uuid)
+            block = [libvirt_qemu.qemuMonitorCommand(
+                dom, '{"execute": "%s"}' % command, 0)
+                for command in ('query-block', 'query-blockstats')]
+        except libvirt.libvirtError as error:
+            block = ['QEMU does not answer: %s' % error]
+        finally:
+            conn.close()
+        raise AssertionError('%s\n--- QEMU on %s\n%s\n%s' % (
+            exc, host.name, '\n'.join(block), hosts.logs())) from None
+
+
 @pytest.mark.timeout(900)
 def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
         memagg, hypervisors, nova, guest):
@@ -323,7 +345,7 @@ def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
     # Its data is whole, read back through B's export: swap-ins from the
     # donor, drained by B's memagg-compute (its swap-ghost estimate).
     b_export = hosts.b.swapd.client()
-    assert guest.check(timeout=600) == md5
+    assert _check(hosts, hypervisors.b, guest) == md5
     clock.lap('checked on B')
     b_stats = b_export.export_stats(grant.uuid)
     assert b_stats['reads'] > 0 and b_stats['remote_errors'] == 0, b_stats
@@ -430,7 +452,7 @@ def test_the_guest_stays_on_host_a_when_host_b_loses_its_swapd(
     assert double.violations == []
     assert _domain_state(hypervisors.b, guest.uuid) is None
     _set_paused(hypervisors.a, guest.uuid, False)
-    assert guest.check(timeout=600) == md5
+    assert _check(hosts, hypervisors.a, guest) == md5
     kept = db_grants.grant_get(ctxt, grant.uuid)
     assert (kept.status, kept.consumer_host) == ('active', hosts.a.name)
     assert grant.uuid in hosts.a.swapd.client().export_list()

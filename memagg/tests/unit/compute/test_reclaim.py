@@ -72,24 +72,33 @@ def test_free_swap_has_no_reason(tmp_path):
 
 # ---- the cold set and its runs --------------------------------------
 
-def test_a_page_is_cold_after_the_cold_age_of_idle_windows():
+def test_a_block_is_cold_after_the_cold_age_of_idle_windows():
     cold = reclaim.ColdSet(cold_age_s=120)
-    cold.update({1, 2, 3}, window_start=0)
-    cold.update({1, 2, 3}, window_start=60)
+    # Pages 1 and 2 in the first 2 MiB block, 600 in the second.
+    cold.update({1, 2, 600}, (), window_start=0)
+    cold.update({1, 2, 600}, (), window_start=60)
     assert cold.cold(now=119) == []
-    # Page 2 accessed in the third window: its clock starts again.
-    cold.update({1, 3}, window_start=120)
-    assert cold.cold(now=180) == [1, 3]
-    cold.update({1, 2, 3}, window_start=180)
-    assert cold.cold(now=240) == [1, 3]
-    assert cold.cold(now=300) == [1, 2, 3]
+    # Page 2 accessed in the third window: its block's clock starts again.
+    cold.update({1, 600}, {2}, window_start=120)
+    assert cold.cold(now=180) == [600]
+    cold.update({1, 2, 600}, (), window_start=180)
+    assert cold.cold(now=240) == [600]
+    assert cold.cold(now=300) == [1, 2, 600]
 
 
-def test_a_page_not_seen_in_a_window_starts_again():
+def test_a_blocks_clock_goes_on_when_the_sampler_draws_anew():
     cold = reclaim.ColdSet(cold_age_s=60)
-    cold.update({7}, window_start=0)
-    cold.update(set(), window_start=30)     # redrawn, moved, paged out
-    cold.update({7}, window_start=60)
+    cold.update({7}, (), window_start=0)
+    # Redrawn: another page of the same block, idle too.
+    cold.update({9}, (), window_start=30)
+    assert cold.cold(now=60) == [9]
+
+
+def test_a_block_not_seen_in_a_window_starts_again():
+    cold = reclaim.ColdSet(cold_age_s=60)
+    cold.update({7}, (), window_start=0)
+    cold.update((), (), window_start=30)    # lost, or no sample there
+    cold.update({7}, (), window_start=60)
     assert cold.cold(now=90) == []
     assert cold.cold(now=120) == [7]
     cold.drop([7])
@@ -333,11 +342,11 @@ def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
     idle = {first + 10, first + 1500}
     for t in (60, 120, 180):
         clock.now = t
-        host.observe('vm', idle, window_s=60)
+        host.observe('vm', idle, (), window_s=60)
     # First period: no promotion rate yet, the limit holds at 0.
     assert host.period('vm', memory, 4, 1000, False).paged_out_mb == 0
     clock.now = 240
-    host.observe('vm', idle, window_s=60)
+    host.observe('vm', idle, (), window_s=60)
     counters[5] = (0.0, 101)
     result = host.period('vm', memory, 4, 1000, False)
     # Limit 1 MiB: 256 pages of the first cold run.
@@ -363,12 +372,12 @@ def test_a_block_that_came_back_is_held_warm_then_longer(conf):
     idle = {first + 10}
     for t in (60, 120, 180):
         clock.now = t
-        host.observe('vm', idle, window_s=60)
+        host.observe('vm', idle, (), window_s=60)
     host.period('vm', memory, 4, 1000, False)
 
     def period(t):
         clock.now = t
-        host.observe('vm', idle, window_s=60)
+        host.observe('vm', idle, (), window_s=60)
         host.period('vm', memory, 4, 1000, False)
         calls = host.mechanism.calls[:]
         host.mechanism.calls.clear()
@@ -381,7 +390,8 @@ def test_a_block_that_came_back_is_held_warm_then_longer(conf):
     assert period(300) == []
     assert host._vms['vm'].warm == {block: (420, 1)}
     assert host._vms['vm'].out == {}
-    # Its sample is cold again (idle since 240) but its block warm.
+    # Its sample is cold again (its block idle since 0) but the block
+    # is held warm.
     assert host._vms['vm'].cold.cold(360) == [first + 10]
     assert period(360) == []
     # Paged out once the hold is over; back again: warm twice as long.
@@ -396,7 +406,7 @@ def test_no_swap_pages_nothing_out_and_says_why(conf):
                                 swap_reason=lambda: 'no swap space')
     memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
                                     method='test')
-    host.observe('vm', {10}, window_s=300)
+    host.observe('vm', {10}, (), window_s=300)
     host.period('vm', memory, 4, 1000, False)
     clock.now = 60
     result = host.period('vm', memory, 4, 1000, False)

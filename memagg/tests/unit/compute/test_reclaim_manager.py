@@ -191,7 +191,7 @@ class _Reclaimed:
     def __init__(self, held):
         self.held = held
 
-    def observe(self, uuid, idle_pages, window_s):
+    def observe(self, uuid, idle_pages, accessed_pages, window_s):
         pass
 
     def period(self, uuid, memory_, sample_n, wss_maxavg_mb, moving,

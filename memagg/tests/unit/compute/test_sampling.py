@@ -237,6 +237,10 @@ class FailingSampler:
     def n(self, value):
         self._real.n = value
 
+    @property
+    def draws_next(self):
+        return self._real.draws_next
+
     def begin(self):
         type(self).begins += 1
         if self.begins in self.fail:
@@ -400,9 +404,13 @@ class TestSampleSize:
 class ScriptedSampler:
     """Stands in for memagg._native.Sampler where the test needs a DAMON
     backend's exact counts (DAMON is global to the host and a real-guest
-    test may hold it): a quarter of the pages drawn is accessed."""
+    test may hold it): a ``fraction`` of the pages drawn is accessed (a
+    quarter unless a test sets it), and ``draws_next`` says what the real
+    one's says: whether the next begin() draws anew."""
 
     instances = []
+    fraction = 0.25
+    draws_next = True
 
     def __init__(self, pid, start, length, n=1000, backend='auto',
                  split_huge_pages=False):
@@ -416,8 +424,8 @@ class ScriptedSampler:
         self.begun_with.append(self.n)
 
     def collect(self):
-        return {'sampled': self.n, 'accessed': self.n // 4,
-                'present': self.n, 'moved': 0, 'fraction': 0.25,
+        return {'sampled': self.n, 'accessed': int(self.n * self.fraction),
+                'present': self.n, 'moved': 0, 'fraction': self.fraction,
                 'backend': 'damon_paddr', 'window_s': 1.0}
 
     def close(self):
@@ -439,6 +447,35 @@ def test_n_comes_from_the_wanted_confidence(monkeypatch, conf, guest_ram):
     assert results[2].sampler_error_mb == pytest.approx(0.8, rel=0.02)
     assert results[1].sampler_error_mb == pytest.approx(1.7, rel=0.05)
     assert results[2].wss_mb == 16
+
+
+def test_a_smaller_n_waits_for_the_samplers_next_draw(monkeypatch, conf,
+                                                      guest_ram):
+    """A new n draws the pages anew, which for damon_paddr rewrites the host
+    kdamond's regions: a larger n (the interval needs it) is drawn at once,
+    a smaller one only when the sampler draws anyway."""
+    conf.config(estimator='sampler', group='wss')
+    monkeypatch.setattr(sampling._native, 'Sampler', ScriptedSampler)
+    monkeypatch.setattr(ScriptedSampler, 'instances', [])
+    monkeypatch.setattr(ScriptedSampler, 'draws_next', False)
+    address, ram = guest_ram
+    drv = Driver(address, m_cur_mb=RAM_MB)
+    manager = memory.MemoryManager(drv, CONF)
+    try:
+        period(manager, drv)
+        period(manager, drv)
+        monkeypatch.setattr(ScriptedSampler, 'fraction', 0.5)
+        results = [period(manager, drv), period(manager, drv)]
+        monkeypatch.setattr(ScriptedSampler, 'draws_next', True)
+        results.append(period(manager, drv))
+    finally:
+        manager.close()
+    sampler, = ScriptedSampler.instances
+    smaller = sampling.SampleSize().pages(0.5, RAM_MB * MIB // PAGE)
+    assert smaller < 3598 / 1.25
+    assert sampler.begun_with == [1000, 3598, 3598, 3598, smaller]
+    # Each window reports the n it was drawn with.
+    assert [r.sampler_pages for r in results] == [3598, 3598, 3598]
 
 
 @pytest.mark.parametrize('split', [True, False])

@@ -59,23 +59,33 @@ def test_idle_pages_are_the_samples_outside_the_hot_set(hot_child):
         hot_child.wait_passes(2)
         sampler.collect()
         # Without per_page the window holds a count only.
-        with pytest.raises(OSError) as exc:
-            sampler.idle_pages()
-        assert exc.value.errno == errno.ENODATA
+        for pages in (sampler.idle_pages, sampler.accessed_pages):
+            with pytest.raises(OSError) as exc:
+                pages()
+            assert exc.value.errno == errno.ENODATA
         sampler.per_page = True
         sampler.begin()
         hot_child.wait_passes(2)
         result = sampler.collect()
         idle = sampler.idle_pages()
+        accessed = sampler.accessed_pages()
     finally:
         sampler.close()
     first = hot_child.addr // PAGE
     hot_end = first + 64 * MIB // PAGE
-    assert len(idle) == result['sampled'] - result['accessed']
+    # Every idle sample still at its page is listed; one the host took or
+    # moved during the window counts idle but has nothing to page out (a CI
+    # run had one such page of 2,000).
+    unlisted = result['sampled'] - result['accessed'] - len(idle)
+    assert 0 <= unlisted <= result['sampled'] // 100
     # Three quarters of the samples are cold, none of them in the hot set.
     assert len(idle) == pytest.approx(1500, abs=100)
     assert all(hot_end <= p < first + hot_child.length // PAGE
                for p in idle)
+    # The accessed ones are the hot set's, apart from the idle ones.
+    assert len(accessed) == pytest.approx(500, abs=100)
+    assert all(first <= p < hot_end for p in accessed)
+    assert not set(accessed) & set(idle)
 
 
 @needs_root

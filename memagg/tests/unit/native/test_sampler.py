@@ -167,6 +167,45 @@ def test_two_members_of_the_host_kdamond_are_answered_through_its_trace(
     assert not os.path.exists(TRACE_INSTANCE)
 
 
+def test_members_of_the_host_kdamond_draw_anew_in_the_same_period(
+        hot_child):
+    """A damon_paddr sampler counts its sample's windows on the host
+    kdamond's restarts: one member's new draw shifts nearly every region
+    file of the kdamond, so members that joined at different times still
+    draw in the same period, and each every ``keep`` windows."""
+    if not _native.backends()['damon_paddr'][0]:
+        pytest.skip('no DAMON paddr on this kernel')
+    pid, addr, length = hot_child.pid, hot_child.addr, hot_child.length
+
+    def sampler(k):
+        return _native.Sampler(pid, addr + k * length // 2, length // 2,
+                               n=500, seed=k + 1, backend='damon_paddr',
+                               sample_interval=0.02, keep=3)
+
+    first = sampler(0)
+    second = None
+    try:
+        first.begin()
+        first.collect()
+        second = sampler(1)
+        pattern = []
+        for _ in range(6):
+            pattern.append((first.draws_next, second.draws_next))
+            for s in (first, second):
+                s.begin()
+            for s in (first, second):
+                s.collect()
+    finally:
+        for s in (first, second):
+            if s is not None:
+                s.close()
+    # The second's first window draws; after it, both draw together, every
+    # third window (1 or 2 times in 5).
+    assert pattern[0][1] is True
+    assert all(a == b for a, b in pattern[1:]), pattern
+    assert sum(a for a, _ in pattern[1:]) in (1, 2), pattern
+
+
 @needs_root
 @pytest.mark.slow
 def test_automatic_interval_follows_the_period(hot_child):

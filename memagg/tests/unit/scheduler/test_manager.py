@@ -17,6 +17,7 @@ import datetime
 import threading
 import time
 
+from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 import pytest
 
@@ -339,3 +340,70 @@ def test_invalid_round_options_fail_at_start(conf, sqlite_db):
         manager.SchedulerManager(host='ctl', executor=_Executor())
     assert '[consolidation] overload_cpu' in str(error.value)
     assert 'mhod' in str(error.value)
+
+
+class _OutageJob:
+    """A job that finds the database out ``outages`` times, then runs."""
+
+    def __init__(self, outages):
+        self.outages = outages
+        self.calls = 0
+        self.done = threading.Event()
+
+    def __call__(self):
+        self.calls += 1
+        if self.calls <= self.outages:
+            # What oslo.db raises for "Lost connection to MySQL server".
+            raise db_exc.DBConnectionError('lost connection')
+        self.done.set()
+
+
+@pytest.fixture
+def quick_db_retries(conf):
+    conf.config(db_retry_interval=0.01, db_max_retry_interval=0.02,
+                db_max_retries=3, group='database')
+
+
+def _run_then(worker, job):
+    """Run ``job`` on ``worker``, then a job that finds the database up:
+    the worker went on once that one ran."""
+    after = _OutageJob(outages=0)
+    worker.start()
+    try:
+        worker.submit('Releasing grant g', job)
+        worker.submit('Releasing grant h', after)
+        assert after.done.wait(10)
+    finally:
+        worker.stop()
+
+
+def test_the_grants_worker_runs_a_job_again_once_the_database_is_back(
+        quick_db_retries):
+    job = _OutageJob(outages=2)
+    _run_then(manager._Worker('test-grants', db_retry=True), job)
+    assert job.done.is_set() and job.calls == 3
+
+
+def test_a_job_gives_up_after_db_max_retries_and_the_worker_goes_on(
+        quick_db_retries):
+    job = _OutageJob(outages=10)
+    _run_then(manager._Worker('test-grants', db_retry=True), job)
+    assert not job.done.is_set() and job.calls == 4
+
+
+def test_the_rounds_worker_does_not_run_a_job_again(quick_db_retries):
+    job = _OutageJob(outages=1)
+    _run_then(manager._Worker('test-rounds'), job)
+    assert job.calls == 1
+
+
+def test_stop_ends_a_job_waiting_for_the_database(conf):
+    conf.config(db_retry_interval=600, db_max_retries=-1, group='database')
+    worker = manager._Worker('test-grants', db_retry=True)
+    job = _OutageJob(outages=1)
+    worker.start()
+    worker.submit('Releasing grant g', job)
+    polling.wait_for(lambda: job.calls == 1, 10)
+    worker.stop()
+    worker._thread.join(10)  # noqa: SLF001 - the worker's own thread
+    assert not worker._thread.is_alive() and job.calls == 1  # noqa: SLF001
