@@ -68,7 +68,9 @@ force-complete, no instance or migration records (callbacks instead),
 no pre-checks (CPU comparison, shared storage): a destination that cannot
 take the guest fails inside libvirt. Connections to the destination's
 libvirtd use the port of the hypervisor_hosts host (Nova's
-``live_migration_uri`` template with that port).
+``live_migration_uri`` template with that port). The migrate call has a
+libvirt connection of its own, where Nova shares one with the monitor
+(``LiveMigration._operation`` says why).
 """
 import dataclasses
 import json
@@ -77,6 +79,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 import libvirt
 import pytest
@@ -335,19 +338,20 @@ class LiveMigration:
                 status = self._monitor(plan)
             except Exception:
                 # As _live_migration: no job left to finish behind the
-                # record's back.
+                # record's back, and no wait for the migrate call (an
+                # abort that found no job leaves it running).
                 try:
                     self._dom.abortJob()
                 except libvirt.libvirtError:
                     pass  # no job any more
                 raise
-            finally:
-                operation.join()
+            # The job is over: the migrate call returns.
+            operation.join()
             self.result = self._finish(status)
         except Exception as exc:  # noqa: BLE001 - the end is recorded
             self.result = MigrationResult(
-                ERROR, repr(exc), self._op_seconds or 0.0, self._last_job,
-                self.saved, self.call)
+                ERROR, _describe(exc), self._op_seconds or 0.0,
+                self._last_job, self.saved, self.call)
         finally:
             self._conn.close()
             self._done.set()
@@ -355,13 +359,22 @@ class LiveMigration:
                 self._on_end(self)
 
     def _operation(self, call):
+        # A connection of its own, where Nova shares one: libvirt 9.0's RPC
+        # client can lose the wake-up of a call queued behind this one,
+        # which holds its connection for the whole migration (seen here:
+        # the monitor's migrateSetMaxDowntime never sent for 120 s, so no
+        # statistics saved, about one run in ten on a loaded machine).
         start = time.monotonic()
+        conn = None
         try:
-            self._dom.migrateToURI3(call['dconnuri'], call['params'],
-                                    call['flags'])
+            conn = libvirt.open(self.source.uri)
+            conn.lookupByUUIDString(self.uuid).migrateToURI3(
+                call['dconnuri'], call['params'], call['flags'])
         except libvirt.libvirtError as exc:
             self._op_error = exc.get_error_message()
         finally:
+            if conn is not None:
+                conn.close()
             self._op_seconds = time.monotonic() - start
             self._op_done.set()
 
@@ -489,6 +502,24 @@ class LiveMigration:
 
     def done(self):
         return self._done.is_set()
+
+    def where(self):
+        """Where the migration's thread is now (its Python stack), or
+        that it ended: for a failure's message."""
+        # The interpreter's one way to read another thread's stack.
+        frame = sys._current_frames().get(self._thread.ident)  # noqa: SLF001
+        if frame is None:
+            return 'thread %s ended' % self._thread.name
+        return 'thread %s at:\n%s' % (
+            self._thread.name, ''.join(traceback.format_stack(frame)))
+
+
+def _describe(exc):
+    """An exception as a migration's error: libvirt's code with it."""
+    if isinstance(exc, libvirt.libvirtError):
+        return 'libvirtError %s (code %s)' % (exc.get_error_message(),
+                                              exc.get_error_code())
+    return repr(exc)
 
 
 def _lookup(conn, uuid):

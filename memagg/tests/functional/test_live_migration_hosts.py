@@ -207,6 +207,16 @@ def test_a_guest_moves_to_host_b_and_back_through_nova(hypervisors, guest,
     assert double.violations == []
 
 
+def _job_stats(host, uuid):
+    conn = host.connect()
+    try:
+        return conn.lookupByUUIDString(uuid).jobStats()
+    except libvirt.libvirtError as exc:
+        return exc.get_error_message()
+    finally:
+        conn.close()
+
+
 def _pause(host, guest):
     conn = host.connect()
     try:
@@ -251,13 +261,27 @@ def test_failed_migrations_leave_the_guest_running_on_host_a(
 
     # Aborted through Nova's API once memory is on its way.
     guest.prepare(hosts.b)
+    ended_before = len(double.finished)
     api.live_migrate(guest.uuid, hosts.b.name)
 
+    seen = []
+
     def copying():
-        progress = api.get_migration_progress(guest.uuid)
-        return progress is not None and (progress.bytes_processed or 0) > 0
-    polling.wait_for(copying, MIGRATION_TIMEOUT, interval=0.2,
-                     message='memory copied, in Nova\'s migration record')
+        # A migration over before it copied has nothing left to abort.
+        assert len(double.finished) == ended_before, \
+            double.finished[-1].result
+        seen[:] = [api.get_migration_progress(guest.uuid)]
+        return seen[0] is not None and (seen[0].bytes_processed or 0) > 0
+    try:
+        polling.wait_for(copying, MIGRATION_TIMEOUT, interval=0.2,
+                         message='memory copied, in Nova\'s migration record')
+    except AssertionError as exc:
+        # Once in CI the copy never showed: say what Nova and libvirt saw.
+        move = double.migrations.get(guest.uuid)
+        raise AssertionError(
+            '%s; last progress %r; job on host A %r; Nova\'s side: %s' % (
+                exc, seen, _job_stats(hosts.a, guest.uuid),
+                move.live.where() if move else 'no migration')) from None
     assert api.abort_live_migration(guest.uuid) is True
     state, _ = _follow(api, guest.uuid)
 
