@@ -276,7 +276,7 @@ def test_failed_migrations_leave_the_guest_running_on_host_a(
         polling.wait_for(copying, MIGRATION_TIMEOUT, interval=0.2,
                          message='memory copied, in Nova\'s migration record')
     except AssertionError as exc:
-        # Once in CI the copy never showed: say what Nova and libvirt saw.
+        # A copy that never shows: say what Nova and libvirt saw.
         move = double.migrations.get(guest.uuid)
         raise AssertionError(
             '%s; last progress %r; job on host A %r; Nova\'s side: %s' % (
