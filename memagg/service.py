@@ -52,6 +52,9 @@ LOG = logging.getLogger(__name__)
 # Seconds between two "still retrying" log lines: doubling, then capped.
 _CONNECT_LOG_FIRST = 1.0
 _CONNECT_LOG_MAX = 60.0
+# How long run()'s main thread blocks at most before it runs the Python
+# handlers of signals that the kernel gave to another thread.
+_SIGNAL_CHECK_S = 0.5
 
 
 @dataclasses.dataclass
@@ -243,7 +246,11 @@ def run(services, ready=None):
             service.start()
         if ready is not None:
             ready()
-        stop.wait()
+        # A signal the kernel hands to another thread runs its handler only
+        # when the main thread next runs bytecode: an untimed wait held
+        # SIGTERM, SIGHUP or SIGUSR2 (the Guru Meditation Report) for good.
+        while not stop.wait(_SIGNAL_CHECK_S):
+            pass
     finally:
         for service in reversed(services):
             service.stop()
