@@ -312,7 +312,7 @@ class LiveMigration:
         self._op_error = None
         self._op_seconds = None
         self._last_job = {}
-        self._conn = libvirt.open(source.uri)
+        self._conn = source.connect()
         try:
             self._dom = self._conn.lookupByUUIDString(uuid)
         except libvirt.libvirtError:
@@ -367,7 +367,7 @@ class LiveMigration:
         start = time.monotonic()
         conn = None
         try:
-            conn = libvirt.open(self.source.uri)
+            conn = self.source.connect()
             conn.lookupByUUIDString(self.uuid).migrateToURI3(
                 call['dconnuri'], call['params'], call['flags'])
         except libvirt.libvirtError as exc:
