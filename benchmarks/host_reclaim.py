@@ -125,7 +125,7 @@ def run_regime(name, args, conf, conn, workdir):
             guest.set_hot(args.hot_mb)
         for guest in guests:
             _wait_passes_move(guest)
-        loop = guest_fixtures.PeriodLoop(args.period)
+        loop = guest_fixtures.PeriodLoop(args.period, 'memagg-bench-reclaim-')
         before = _snapshot(loop, guests)
         watch = compute_period.KdamondWatch().start()
         c0, t0 = time.process_time(), time.monotonic()

@@ -235,7 +235,13 @@ def _sender(index, args, options, path, counter, start_at, stop_at):
         # Pacing of the load, not synchronization: a node reports on time.
         time.sleep(max(0.0, at - time.time()))
         report = reports[n]
-        now = timeutils.utcnow()
+        # Stamped at its due time, as a node's period loop stamps its own:
+        # a sender the machine delays sends late reports back to back, and
+        # two of a node stamped in the same second store as one (the
+        # scheduler keeps one sample per instance and second): a CI run
+        # counted 295 samples stored of 300 sent, none queued.
+        now = datetime.datetime.fromtimestamp(
+            at, datetime.timezone.utc).replace(tzinfo=None)
         report.reported_at = now
         for sample in report.samples:
             sample.sampled_at = now
@@ -528,6 +534,10 @@ def main():
         if getattr(args, name) <= 0:
             parser.error('--%s: must be positive, got %g' % (
                 name.replace('_', '-'), getattr(args, name)))
+    if args.period < 1:
+        parser.error('--period: must be at least 1 s (the scheduler keeps '
+                     'one sample per instance and second), got %g'
+                     % args.period)
     if args.fleet:
         args.nodes = args.nodes or 1000
         args.deadline = 60.0 if args.deadline is None else args.deadline

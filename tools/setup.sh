@@ -183,24 +183,37 @@ pip_quiet() {
     return "${PIPESTATUS[0]}"
 }
 
-# make_venv DIR STAMP PIP-ARGS... [-- PIP-ARGS...]: (re)install into DIR
-# unless STAMP matches; arguments after -- are a second pip install.
+# make_venv DIR STAMP PIP-ARGS...: (re)install into DIR unless STAMP
+# matches. Runs in the background with its output in DIR.log: the three
+# venvs build at once, as pip mostly waits on downloads. wait_venvs collects
+# them.
+VENV_JOBS=()
 make_venv() {
-    local dir=$1 stamp=$2 first=()
+    local dir=$1 stamp=$2
     shift 2
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do first+=("$1"); shift; done
     if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.setup-stamp" 2>/dev/null)" = "$stamp" ]; then
         return
     fi
     say "installing $dir"
-    [ -x "$dir/bin/python" ] || "$PYTHON" -m venv "$dir"
-    pip_quiet "$dir/bin/pip" install -q --upgrade pip
-    pip_quiet "$dir/bin/pip" install -q "${first[@]}"
-    if [ $# -gt 0 ]; then
-        shift
+    (
+        set -e
+        [ -x "$dir/bin/python" ] || "$PYTHON" -m venv "$dir"
+        pip_quiet "$dir/bin/pip" install -q --upgrade pip
         pip_quiet "$dir/bin/pip" install -q "$@"
-    fi
-    echo "$stamp" >"$dir/.setup-stamp"
+        echo "$stamp" >"$dir/.setup-stamp"
+    ) >"$dir.log" 2>&1 &
+    VENV_JOBS+=("$!:$dir")
+}
+
+wait_venvs() {
+    local job failed=()
+    for job in "${VENV_JOBS[@]}"; do
+        if ! wait "${job%%:*}"; then
+            cat "${job#*:}.log" >&2
+            failed+=("${job#*:}")
+        fi
+    done
+    [ ${#failed[@]} -eq 0 ] || die "pip failed for ${failed[*]} (output above)"
 }
 
 install_packages
@@ -219,9 +232,16 @@ make_venv .venv \
     -e '.[sim]' -r test-requirements.txt -r doc/requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"
+make_venv .venv-tempest "tempest==$TEMPEST_VERSION" "tempest==$TEMPEST_VERSION"
+wait_venvs
 # tempest imports only tempest_plugin, never memagg's dependencies; the
 # editable install gives it the entry point (setup.cfg) and the tree's code.
-make_venv .venv-tempest \
-    "tempest==$TEMPEST_VERSION $(cat setup.cfg setup.py | sha256sum)" \
-    "tempest==$TEMPEST_VERSION" -- --no-deps -e .
+# It waits for .venv: both editable installs build the C extensions into the
+# tree, and two at once would race on the same files.
+plugin_stamp=$(cat setup.cfg setup.py | sha256sum)
+if [ "$(cat .venv-tempest/.plugin-stamp 2>/dev/null)" != "$plugin_stamp" ]; then
+    say "installing memagg's tempest plug-in into .venv-tempest"
+    pip_quiet .venv-tempest/bin/pip install -q --no-deps -e .
+    echo "$plugin_stamp" >.venv-tempest/.plugin-stamp
+fi
 say "ready: RabbitMQ :5672, MariaDB :3306, PostgreSQL :5432, libvirtd, .venv, .venv-keystone, .venv-tempest"

@@ -26,11 +26,13 @@ holds paged out, its promotion rate against the SLO, the mechanism) goes
 with its instance, and what it holds paged out and its promotion rate with
 its WSS sample.
 """
+import re
 import threading
 import time
 
 from oslo_utils import timeutils
 
+from memagg.common import plugins
 from memagg.compute import reclaim as reclaim_mod
 from memagg.conf import CONF
 from memagg.objects import report as report_obj
@@ -72,6 +74,20 @@ def _reclaim_values(result):
 _HISTORY_RECLAIM = ('reclaimed_mb', 'promotion_rate')
 
 
+def managed_domains(pattern):
+    """The predicate on a domain name that [compute] domain_name_regex
+    ``pattern`` makes (every name when empty); InvalidParameter naming the
+    option when it is no regular expression."""
+    if not pattern:
+        return lambda name: True
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        plugins.check_option(False, 'compute', 'domain_name_regex',
+                             'not a regular expression: %s' % exc)
+    return lambda name: regex.match(name) is not None
+
+
 class Collector:
     """Reads the host through ``driver``; ``memory`` (a MemoryManager)
     runs the estimation and balloon period; ``remote`` (a RemoteMemory,
@@ -86,6 +102,7 @@ class Collector:
         self._host_cpu = None
         self._domain_cpu = {}
         self._last = None
+        self._managed = managed_domains(CONF.compute.domain_name_regex)
         # The periodic report and an RPC get_host_status may run at once;
         # each must see the previous CPU counters of the other.
         self._lock = threading.Lock()
@@ -110,8 +127,11 @@ class Collector:
             return self._report(now, info, domains, self._last, samples=True)
 
     def _read(self):
-        return (timeutils.utcnow(), self.driver.get_host_info(),
-                self.driver.list_domains())
+        # The one place the domains come in: a domain the option leaves out
+        # is never estimated, ballooned, paged out nor reported.
+        domains = [dom for dom in self.driver.list_domains()
+                   if self._managed(dom.name)]
+        return timeutils.utcnow(), self.driver.get_host_info(), domains
 
     def _report(self, now, info, domains, period, samples):
         results = period.vms if period is not None else {}

@@ -35,6 +35,15 @@ opts = [
     cfg.StrOpt('libvirt_uri', default='qemu:///system',
                help='libvirt connection URI. memagg-aio falls back to '
                     'test:///default when no libvirtd answers.'),
+    cfg.StrOpt('domain_name_regex', default='',
+               help='Manage only the running domains whose name this '
+                    'regular expression matches from its start (Python '
+                    're.match), e.g. "instance-" for Nova\'s default '
+                    'instance_name_template. memagg-compute leaves every '
+                    'other domain alone: it neither measures, balloons, '
+                    'pages out nor reports it, so keep their memory out '
+                    'of guest_memory_mb (or in reserved_host_memory_mb). '
+                    'Empty: every running domain.'),
     cfg.IntOpt('balloon_stats_period', default=5, min=1,
                help='Seconds between two refreshes of a guest\'s balloon '
                     'statistics; memagg-compute sets it on every running '

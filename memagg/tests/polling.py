@@ -18,7 +18,8 @@ def wait_for(predicate, timeout, interval=0.1, message='condition'):
     """Return ``predicate()``'s first truthy value; fail after ``timeout`` s.
 
     ``interval`` spaces the polls so a poll of a database or a log file does
-    not spin.
+    not spin. The failure names ``message`` and the last value
+    ``predicate`` gave: what the test waited for and what it saw instead.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -26,5 +27,20 @@ def wait_for(predicate, timeout, interval=0.1, message='condition'):
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError('%s not met within %s s' % (message, timeout))
+            raise AssertionError('%s not met within %s s; last seen: %s'
+                                 % (message, timeout, _short(repr(value))))
         time.sleep(interval)
+
+
+def gone(pid):
+    """Whether process ``pid`` has ended: no such process, or a zombie its
+    parent has not reaped yet (a daemon's parent may be anyone)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] == 'Z'
+    except FileNotFoundError:
+        return True
+
+
+def _short(text, limit=400):
+    return text if len(text) <= limit else text[:limit] + '...'

@@ -1378,7 +1378,7 @@ int ms_damon_commit(char *err, size_t errlen)
     return ret;
 }
 
-int ms_damon_member_collect(struct ms_damon_member *m,
+int ms_damon_member_collect(struct ms_damon_member *m, int want_marks,
                             struct ms_damon_result *res, char *err,
                             size_t errlen)
 {
@@ -1391,7 +1391,7 @@ int ms_damon_member_collect(struct ms_damon_member *m,
     }
     if (!m->error && m->watched && !m->answered) {
         /* A failure lands in every member waiting for the answer. */
-        host_answer(1, err, errlen);
+        host_answer(!want_marks, err, errlen);
     }
     if (m->error) {
         ret = m->error;

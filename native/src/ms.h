@@ -204,10 +204,10 @@ void ms_damon_disarm(struct ms_damon_member *m);
 int ms_damon_commit(char *err, size_t errlen);
 /*
  * End the member's window: hit marks its accessed pages, or (res->marked
- * 0: the kdamond watched this member alone) res->accessed_bytes counts
- * them.
+ * 0: the kdamond watched this member alone and want_marks was 0)
+ * res->accessed_bytes counts them.
  */
-int ms_damon_member_collect(struct ms_damon_member *m,
+int ms_damon_member_collect(struct ms_damon_member *m, int want_marks,
                             struct ms_damon_result *res, char *err,
                             size_t errlen);
 /*

@@ -26,6 +26,13 @@
  * another PFN is left out (samples_left()), being neither known accessed
  * nor known idle.  When more than half of them moved, the window is not
  * trusted at all.
+ *
+ * Neither interface sees a page while it is off the LRU lists (a page just
+ * faulted, waiting in its CPU's batch; one isolated for reclaim or
+ * migration): its accessed bit is neither cleared nor read, so it reads
+ * idle, or accessed from before the window.  A batch holds a few dozen
+ * pages per CPU, nothing next to a VM's RAM; a test that needs every
+ * sample right settles its pages first (tests/unit/native/hotset.py).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1104,13 +1111,17 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
         ms_damon_stop(s->damon_slot);
         return ret;
     }
-    ret = ms_damon_member_collect(&s->member, dr, err, errlen);
+    /*
+     * A window that keeps each sample's result takes the marks as the
+     * kdamond's one answer, its count included: a count first and the
+     * marks from a later answer could tell different pages.
+     */
+    ret = ms_damon_member_collect(&s->member, s->per_page, dr, err, errlen);
     if (ret == 0) {
         ret = recheck_quick(s, err, errlen);
     }
     /* A count cannot leave the moved pages out: their marks can. */
-    if (ret == 0 && (s->per_page || s->nr_moved || s->nr_vanished) &&
-        !dr->marked) {
+    if (ret == 0 && (s->nr_moved || s->nr_vanished) && !dr->marked) {
         ret = ms_damon_member_mark(&s->member, err, errlen);
         dr->answer = s->member.answer;
     }

@@ -12,6 +12,7 @@
 
 """Helpers of the real-guest tests: libvirtd and virtlogd running, and
 memagg-compute's period loop in a thread."""
+import os
 import shutil
 import subprocess
 import threading
@@ -29,8 +30,22 @@ URI = 'qemu:///system'
 LIBVIRTD = ['tini', '-s', '--', 'libvirtd']
 
 
-def _running(name):
-    return subprocess.run(['pidof', name], capture_output=True).returncode == 0
+# This host's own daemons write these; a host B (hypervisor_hosts) runs its
+# libvirtd and virtlogd with a /run of their own, where pidof would count
+# them too.
+PID_FILES = {'libvirtd': '/run/libvirtd.pid', 'virtlogd': '/run/virtlogd.pid'}
+
+
+def system_pid(name):
+    """The pid of this host's own ``name`` (libvirtd or virtlogd), or None
+    when it does not run."""
+    try:
+        with open(PID_FILES[name]) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return None
+    return pid
 
 
 def ensure_libvirtd():
@@ -38,9 +53,9 @@ def ensure_libvirtd():
     when they are not running); return the URI."""
     if shutil.which('libvirtd') is None:
         pytest.fail('libvirtd is not installed: run tools/setup.sh')
-    if not _running('virtlogd'):
+    if system_pid('virtlogd') is None:
         subprocess.run(['virtlogd', '-d'], check=True)
-    if not _running('libvirtd'):
+    if system_pid('libvirtd') is None:
         subprocess.Popen(LIBVIRTD, start_new_session=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
@@ -51,9 +66,12 @@ def ensure_libvirtd():
 
 class PeriodLoop:
     """memagg-compute's period (Collector.run_period) every ``interval`` s
-    in a thread, as its periodic task runs it; keeps every report."""
+    in a thread, as its periodic task runs it; keeps every report. It
+    manages the domains whose name the regular expression ``guests``
+    matches ([compute] domain_name_regex): the test's, no other's."""
 
-    def __init__(self, interval):
+    def __init__(self, interval, guests):
+        CONF.set_override('domain_name_regex', guests, group='compute')
         self.driver = libvirt_driver.LibvirtDriver(URI)
         self.memory = memory_mod.MemoryManager(self.driver, CONF)
         self.collector = collector_mod.Collector(self.driver, 'guest-test',

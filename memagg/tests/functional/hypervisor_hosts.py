@@ -49,8 +49,12 @@ real hosts. A process of host B (a memagg-swapd, a memagg-compute) runs
 in B's namespace through ``nsenter -m -t PID`` (HostB.command, popen);
 this process reaches B's files through /proc/PID/root (HostB.path).
 
-The ``hypervisors`` fixture (module scope) starts host B once and
-stops it however the tests end (started()): B's domains destroyed,
+The ``hypervisors`` fixture (module scope) gives two hosts of the second
+kind, 'host-a' and 'host-b', so that its tests touch no libvirtd but their
+own (the host lane's tests restart this machine's) and no compute loop of
+another test manages their guests; the migration benchmark pairs host A,
+this machine's libvirtd, with a host B. started() stops a host B however
+the tests end: B's domains destroyed,
 SIGTERM then SIGKILL to libvirtd and virtlogd, any process still seeing
 B's /run killed (the namespace and its mounts go with the last one), B's
 directory removed; it prints B's logs, which pytest shows with a failure.
@@ -411,10 +415,11 @@ def started(a, b):
 
 @pytest.fixture(scope='module', name='hypervisors')
 def hypervisors_fixture():
-    """Hosts 'host-a' (this machine's libvirtd) and 'host-b' (a second
-    libvirtd in a mount namespace), both reachable as migration peers;
-    everything of B stopped and removed afterwards."""
-    with started(HostA('host-a'), HostB('host-b')) as hosts:
+    """Hosts 'host-a' and 'host-b', each a libvirtd in a mount namespace of
+    its own (HostB), reachable as each other's migration peers; everything
+    of both stopped and removed afterwards."""
+    guest_fixtures.ensure_libvirtd()
+    with started(HostB('host-a'), HostB('host-b')) as hosts:
         yield hosts
 
 

@@ -14,6 +14,7 @@
 config files, start, stop."""
 import contextlib
 import os
+import random
 import select
 import signal
 import socket
@@ -212,11 +213,47 @@ def scheduler_answers():
         return None
 
 
+# Ports handed to servers that a test starts: below the kernel's ephemeral
+# range (32768-60999 by default), which a port bound to 0 and closed again
+# went back to, for any outgoing connection on the host to take before the
+# server bound it. A block per pytest process (the host lane's, each
+# parallel worker's), so two never hand out the same port.
+PORT_BLOCK = 1500
+PORT_BASE = 20000
+_next_port = None
+_port_lock = threading.Lock()
+
+
+def _port_block():
+    """The first port of this pytest process's block: the host lane's (no
+    xdist worker) is the first, worker gwN's the (N + 2)th."""
+    worker = os.environ.get('PYTEST_XDIST_WORKER', '')
+    index = int(worker[2:]) + 1 if worker.startswith('gw') else 0
+    return PORT_BASE + (index % 8) * PORT_BLOCK
+
+
 def free_port():
-    """A loopback TCP port nothing listens on (now)."""
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
+    """A loopback TCP port nothing listens on now, that no other test
+    process of this run hands out and no outgoing connection takes.
+    Successive calls give successive ports of this process's block from a
+    random point, so that a script a test starts, which counts on its own
+    in the same block, seldom meets its test's ports; ports in use are
+    skipped."""
+    global _next_port
+    base = _port_block()
+    with _port_lock:
+        if _next_port is None:
+            _next_port = random.randrange(PORT_BLOCK)
+        for _ in range(PORT_BLOCK):
+            port = base + _next_port % PORT_BLOCK
+            _next_port += 1
+            with socket.socket() as sock:
+                try:
+                    sock.bind(('127.0.0.1', port))
+                except OSError:
+                    continue
+            return port
+    raise AssertionError('no free port in %d-%d' % (base, base + PORT_BLOCK))
 
 
 class TcpForwarder:

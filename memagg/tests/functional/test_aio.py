@@ -25,7 +25,8 @@ from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): swapd's default socket and port.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
 
@@ -42,7 +43,10 @@ def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
     monkeypatch.setenv('XDG_STATE_HOME', str(state))
     config = service_procs.write_config(tmp_path / 'aio.conf', {
         'DEFAULT': {'report_interval': 1},
-        'compute': {'collect_interval': 1},
+        # The domains of this test only (it boots none): the parallel
+        # lane's guests run on this libvirtd meanwhile.
+        'compute': {'collect_interval': 1,
+                    'domain_name_regex': 'memagg-aio-%d-' % os.getpid()},
     })
     proc = service_procs.Process(
         'memagg-aio', ['--port', '0', '--config-file', str(config)],
@@ -89,17 +93,8 @@ def _stop_swapd(pid_file):
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    polling.wait_for(lambda: _gone(pid), 30,
+    polling.wait_for(lambda: polling.gone(pid), 30,
                      message='memagg-swapd %d stopped' % pid)
-
-
-def _gone(pid):
-    # Not running: no such process, or a zombie nobody reaped yet.
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[0] == 'Z'
-    except FileNotFoundError:
-        return True
 
 
 def test_aio_refuses_an_unwritable_state_dir(tmp_path):

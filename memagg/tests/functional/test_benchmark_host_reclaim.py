@@ -24,7 +24,9 @@ import pytest
 
 from memagg.tests.functional import benchmark_script
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): a benchmark: swap, DAMON, a loop
+# over every domain.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 SCRIPT = 'host_reclaim.py'
 REGIMES = ['none', 'balloon', 'reclaim']

@@ -26,7 +26,9 @@ import pytest
 
 from memagg.tests.functional import benchmark_script
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): a benchmark: a loop over every
+# domain, timed migrations.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 SCRIPT = 'migration.py'
 CASES = ['peer-a', 'memagg-0', 'memagg-50', 'peer-b']

@@ -62,10 +62,13 @@ def test_quick_fleet_run_with_one_and_two_workers():
     assert sum('rpc/notify' in line for line in lines) == 2, run.stdout
 
 
-def test_bad_worker_counts_are_one_line_and_exit_2():
-    run = benchmark_script.run(SCRIPT, '--fleet', '--workers', '1,0',
-                               timeout=60)
+@pytest.mark.parametrize('args, message', [
+    (['--workers', '1,0'], "a comma-separated list of worker counts such "
+     "as 1,2, got '1,0'"),
+    (['--period', '0.5'], '--period: must be at least 1 s (the scheduler '
+     'keeps one sample per instance and second), got 0.5'),
+])
+def test_bad_options_are_one_line_and_exit_2(args, message):
+    run = benchmark_script.run(SCRIPT, '--fleet', *args, timeout=60)
 
-    benchmark_script.assert_refused(
-        run, "a comma-separated list of worker counts such as 1,2, got "
-        "'1,0'")
+    benchmark_script.assert_refused(run, message)

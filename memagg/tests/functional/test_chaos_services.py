@@ -120,6 +120,9 @@ def plane(conf, servers, tmp_path, admin_context):
         'local_policy': {'deadband_mb': 1000000},
         'consolidation': {'interval': 0},
         'reservoir': {'prepare_timeout': 5},
+        # No swapd: this test's own path, never the host's default socket
+        # (the host lane's memagg-aio may serve one there meanwhile).
+        'swapd': {'control_socket': tmp_path / 'swapd.sock'},
     }
     config = service_procs.write_config(tmp_path / 'memagg.conf', options)
     rpc.cleanup()

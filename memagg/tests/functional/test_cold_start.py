@@ -26,7 +26,8 @@ import pytest
 
 from memagg.tests.functional import keystone as keystone_fixture
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): runs tools/setup.sh on this host.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 SCRIPT = keystone_fixture.REPO_ROOT / 'tools' / 'check-cold-start.sh'
 

@@ -27,7 +27,9 @@ from memagg.tests import polling
 from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): host swap and zswap, and a loop over
+# every domain.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 PERIOD = 3
 MEMORY_MB = 384
@@ -46,8 +48,8 @@ def loop_conf(conf):
 class Recording(PeriodLoop):
     """The loop keeping every PeriodResult (their VmResult.reclaim)."""
 
-    def __init__(self, interval):
-        super().__init__(interval)
+    def __init__(self, interval, guests):
+        super().__init__(interval, guests)
         self.results = []
         run_period = self.memory.run_period
 
@@ -87,7 +89,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
         md5 = guest.fill(16)
         guest.set_hot(40)
         with host_swap.swap_file(1024, zswap=zswap):
-            loop = Recording(PERIOD).start()
+            loop = Recording(PERIOD, 'memagg-reclaim-').start()
             polling.wait_for(lambda: loop.memory.reclaim.enabled
                              and loop.reclaims(guest.uuid), 60,
                              interval=0.5, message='first period')

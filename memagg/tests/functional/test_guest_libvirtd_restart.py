@@ -16,7 +16,6 @@ again the loop reconnects and goes on estimating and ballooning that guest.
 """
 import os
 import signal
-import subprocess
 
 import libvirt
 import pytest
@@ -28,33 +27,20 @@ from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
 from memagg.tests import polling
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): signals every libvirtd.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 PERIOD = 3
 
 
-def _libvirtd_pids():
-    out = subprocess.run(['pidof', 'libvirtd'], capture_output=True,
-                         text=True)
-    return [int(pid) for pid in out.stdout.split()]
-
-
-def _gone(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 def stop_libvirtd():
-    """Stop libvirtd; its guests keep running."""
-    pids = _libvirtd_pids()
-    assert pids, 'libvirtd is not running'
-    for pid in pids:
-        os.kill(pid, signal.SIGTERM)
-    polling.wait_for(lambda: all(_gone(pid) for pid in pids), 60,
-                     interval=0.2, message='libvirtd exiting')
+    """Stop this host's libvirtd, no other (a host B's); its guests keep
+    running."""
+    pid = guest_fixtures.system_pid('libvirtd')
+    assert pid, 'libvirtd is not running'
+    os.kill(pid, signal.SIGTERM)
+    polling.wait_for(lambda: polling.gone(pid), 60, interval=0.2,
+                     message='libvirtd %d exiting' % pid)
 
 
 def test_the_loop_survives_a_libvirtd_restart(qemu_workdir, conf):
@@ -70,7 +56,7 @@ def test_the_loop_survives_a_libvirtd_restart(qemu_workdir, conf):
         guest.start()
         guest.set_hot(60)
         qemu = libvirt_driver.qemu_pid(guest.name)
-        loop = PeriodLoop(PERIOD).start()
+        loop = PeriodLoop(PERIOD, 'memagg-libvirtd-restart$').start()
 
         def sampled(since):
             # A result from the sampler: the guest's RAM was found in its

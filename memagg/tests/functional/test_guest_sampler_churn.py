@@ -33,7 +33,9 @@ from memagg.tests.functional import guest_fixtures
 from memagg.tests.guest import vm
 from memagg.tests import polling
 
+# The host lane (memagg/tests/lanes.py): compacts all memory; DAMON.
 pytestmark = [
+    pytest.mark.host,
     pytest.mark.functional, pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0,
                        reason='PFNs in pagemap and DAMON need root')]

@@ -21,7 +21,9 @@ from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
 from memagg.tests import polling
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): a compute loop over every domain;
+# DAMON.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 PERIOD = 3
 MEMORY_MB = 256
@@ -61,7 +63,7 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
     loop = None
     try:
         guest.start()
-        loop = PeriodLoop(PERIOD).start()
+        loop = PeriodLoop(PERIOD, 'memagg-wss-').start()
         measured = []
         for hot in (60, 150, 40):
             guest.set_hot(hot)
@@ -124,7 +126,7 @@ def test_a_squeezed_guest_grows_back_first_and_a_guest_without_balloon_is_left_a
             lambda: squeezed.dom.memoryStats().get('swap_in', 0) > swapped,
             60, interval=0.5, message='the squeezed guest swapping')
         beats = squeezed.heartbeats()
-        loop = PeriodLoop(PERIOD).start()
+        loop = PeriodLoop(PERIOD, 'memagg-wss-').start()
 
         def grown():
             assert not loop.errors, loop.errors

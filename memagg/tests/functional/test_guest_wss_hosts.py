@@ -24,7 +24,10 @@ from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
 from memagg.tests import polling
 
+# The host lane (memagg/tests/lanes.py): counts the host's kdamonds; a loop
+# over every domain.
 pytestmark = [
+    pytest.mark.host,
     pytest.mark.functional, pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0,
                        reason='PFNs in pagemap and DAMON need root')]
@@ -78,7 +81,7 @@ def test_thp_backed_guest_follows_its_phases(virt, qemu_workdir, loop_conf):
     began = time.monotonic()
     try:
         guest.start()
-        loop = PeriodLoop(PERIOD).start()
+        loop = PeriodLoop(PERIOD, 'memagg-wss-').start()
         measured = []
         backends = set()
         for hot in (60, 150, 40):
@@ -155,7 +158,7 @@ def test_six_guests_under_one_compute_each_within_tolerance(
         for guest, hot, mark in zip(guests, HOT_SETS, marks):
             guest.wait_console(r'MEMAGG PHASE \d+ hot=%d\b' % hot, 120,
                                after=mark)
-        loop = PeriodLoop(PERIOD).start()
+        loop = PeriodLoop(PERIOD, 'memagg-wss-').start()
         before = [_beat(g) for g in guests]
         uuids = [g.uuid for g in guests]
         # The DAMON threads, counted at each look at the reports.

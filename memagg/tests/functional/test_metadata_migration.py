@@ -50,8 +50,8 @@ from memagg.db import grants as db_grants
 from memagg.db import instances as db_instances
 from memagg.db import migrations as db_migrations
 from memagg.scheduler import rpcapi as scheduler_rpcapi
-from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import hypervisor_hosts
+from memagg.tests.functional.hypervisor_hosts import hypervisors_fixture  # noqa: F401,E501
 from memagg.tests.functional import migration_hosts
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import nova_libvirt
@@ -59,6 +59,9 @@ from memagg.tests.functional import two_hosts
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
 from memagg.tests import polling
 
+# The parallel lane: nothing here is host-wide. Both hosts are libvirtds of
+# the module's own, each memagg-compute manages this module's guest alone,
+# and neither samples with DAMON (see overrides()).
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
 MIB = 1024 * 1024
@@ -75,28 +78,22 @@ SLACK_BYTES = 48 * MIB
 MIGRATION_TIMEOUT = 180
 
 
-@pytest.fixture(scope='module')
-def hypervisors():
-    """Hosts 'host-a' and 'host-b', each a libvirtd in a mount namespace
-    of its own (hypervisor_hosts.HostB): memagg-computes of other tests,
-    which manage every domain of this machine's libvirtd (moving balloons,
-    attaching their grants), never see this module's guests."""
-    guest_fixtures.ensure_libvirtd()
-    with hypervisor_hosts.started(hypervisor_hosts.HostB('host-a'),
-                                  hypervisor_hosts.HostB('host-b')) as hosts:
-        yield hosts
-
-
 @pytest.fixture
 def overrides():
     # The grant is the test's own: no second one on top. The guest is
     # held at BUDGET_MB, never below: at 64 MiB, before its swap disk was
     # on, a fresh guest (little WSS) ran out of memory probing the
     # hot-plugged disk and panicked (a CI run).
-    consumer = dict(two_hosts.budget(BUDGET_MB, min_guest_mb=BUDGET_MB),
+    consumer = dict(two_hosts.budget(BUDGET_MB, 'memagg-metamig-',
+                                     min_guest_mb=BUDGET_MB),
                     swapd={'auto_grant': False})
     return {
-        'a': consumer,
+        # Host A's memagg-compute estimates from the balloon's statistics:
+        # it holds the guest at BUDGET_MB whatever it estimates, and its
+        # WSS is not what this module proves. The default estimator's
+        # DAMON sampler would need DAMON, which is host-wide (one user at
+        # a time: the host lane's).
+        'a': dict(consumer, wss={'estimator': 'stats'}),
         # Host B's memagg-compute estimates from the swap ghost alone: a
         # WSS it reports is made of the swap-ins it drained from B's
         # export.

@@ -28,8 +28,8 @@ killed while the guest reads its data back: the guest goes on and nothing
 is lost (the consumer's local copy serves); the release gives the rest of
 the donor's memory back, and the data is still whole.
 
-memagg-compute manages every domain of the libvirtd, so run this test with
-no other guest test at the same time (as the other real-guest tests).
+The consumer's memagg-compute manages this test's guest alone ([compute]
+domain_name_regex), with the host's DAMON: the test runs in the host lane.
 
 Fakes: none. The donor runs no guest, so its memagg-compute's hypervisor is
 libvirt's test driver; its memory is real memagg-swapd memory.
@@ -49,7 +49,8 @@ from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
 from memagg.tests.guest import vm
 from memagg.tests import polling
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): a memagg-compute on DAMON.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 MIB = 1024 * 1024
 MEMORY_MB = 256
@@ -67,7 +68,8 @@ THROUGH_MEMAGG_MB = 100
 @pytest.fixture
 def two_hosts_overrides():
     """The consumer's guests held to BUDGET_MB."""
-    return {'consumer': two_hosts_module.budget(BUDGET_MB)}
+    return {'consumer': two_hosts_module.budget(
+        BUDGET_MB, 'memagg-remote-swap$')}
 
 
 def _grant_of(ctxt, instance_uuid):

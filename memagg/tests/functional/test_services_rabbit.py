@@ -53,6 +53,9 @@ def plane(conf, mysql_db, rabbit_url, tmp_path):
         'local_policy': {'deadband_mb': 1000000},
         'scheduler': {'topic': 'memagg-scheduler-%s' % run,
                       'report_topic': 'memagg-reports-%s' % run},
+        # No swapd: this test's own path, never the host's default socket
+        # (the host lane's memagg-aio may serve one there meanwhile).
+        'swapd': {'control_socket': tmp_path / 'swapd.sock'},
     }
     config = service_procs.write_config(tmp_path / 'memagg.conf', options)
     # This test process is an RPC client of the same exchange and topics.

@@ -50,9 +50,9 @@ Fakes: in the first two tests, memagg-scheduler (FakeScheduler of the unit
 tests: nothing there asks it anything), the two hosts being two
 memagg-swapd processes on this machine. None in the last; the donor runs
 no guest, so its memagg-compute's hypervisor is libvirt's test driver.
-The guest tests run their guests under this machine's libvirtd, whose
-every domain the last one's memagg-compute manages: run them with no other
-guest test at the same time.
+The guest tests run their guests under this machine's libvirtd; the last
+one's memagg-compute manages its guest alone ([compute] domain_name_regex),
+with the host's DAMON: they run in the host lane.
 """
 import os
 import subprocess
@@ -78,7 +78,8 @@ from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.unit.compute import test_compute_remote as helpers
 from memagg.tests import polling
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): a memagg-compute on DAMON.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 GRANT = '7d3c1b2a-9e8f-4a6b-8c5d-4e3f2a1b0c9d'
 SECRET = helpers.SECRET
@@ -281,7 +282,8 @@ def two_hosts_overrides():
     """The consumer's memagg-compute holds its guest to BALLOON_MB (no
     less: below, the guest thrashes too hard for TCG to get anywhere) and
     asks for no grant by itself: the test asks memagg-scheduler for one."""
-    consumer = two_hosts_module.budget(BALLOON_MB, min_guest_mb=BALLOON_MB)
+    consumer = two_hosts_module.budget(BALLOON_MB, 'memagg-compute-restart$',
+                                       min_guest_mb=BALLOON_MB)
     consumer['swapd'] = {'auto_grant': False}
     return {'consumer': consumer}
 

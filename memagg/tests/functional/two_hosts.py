@@ -60,11 +60,14 @@ RPC_TIMEOUT = 30
 DONOR_CAPACITY_MB = 512
 
 
-def budget(guest_memory_mb, min_guest_mb=64):
+def budget(guest_memory_mb, guests, min_guest_mb=64):
     """A consumer's options holding its guests to ``guest_memory_mb`` in
     all, fixed (this machine's reported host memory grows while tests
-    run), each guest ballooned down to ``min_guest_mb`` if need be."""
-    return {'compute': {'guest_memory_mb': guest_memory_mb},
+    run), each guest ballooned down to ``min_guest_mb`` if need be. Its
+    guests are the domains whose name the regular expression ``guests``
+    matches: another test's guests on the same libvirtd are left alone."""
+    return {'compute': {'guest_memory_mb': guest_memory_mb,
+                        'domain_name_regex': guests},
             'local_policy': {'min_guest_mb': min_guest_mb}}
 
 

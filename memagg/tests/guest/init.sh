@@ -127,11 +127,16 @@ heartbeat() {
 
 # Reads the whole hot set over and over: each pass touches every page. dd,
 # not cat: busybox cat sendfile()s to /dev/null, which never reads the data.
+# After each pass it rests as long as the pass took, at most 1 s: a guest
+# then keeps at most half a host core busy, not all of it (TCG, on CI's two
+# cores), and every page is still read at least once every 2 s plus a pass,
+# within any sampling period of the tests (3 s and more).
 reader() {
     passes=0
     while :; do
         # No hot set: idle rather than spin.
         [ -s /hot/data ] || [ -s /data/blob ] || { sleep 1; continue; }
+        began=$(cut -d' ' -f1 /proc/uptime)
         for f in /hot/data /data/blob; do
             # A check reads the data meanwhile: one reader thrashing swap
             # is enough.
@@ -142,6 +147,8 @@ reader() {
         # Written aside and renamed: the heartbeat's cat never reads the
         # file between its truncation and its write (an empty count).
         echo $passes >/run-passes.new && mv /run-passes.new /run-passes
+        usleep $(awk -v began="$began" '{ rest = ($1 - began) * 1000000
+            printf "%d", rest < 1000000 ? rest : 1000000 }' /proc/uptime)
     done
 }
 

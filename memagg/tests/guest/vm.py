@@ -17,6 +17,7 @@ The guest is built by build.sh from Debian packages and cached in
 (ttyS0) goes to a file the test reads; its second serial port (ttyS1) is a
 unix socket the test writes commands to ("hot N", "fill N", "check").
 """
+import functools
 import os
 import re
 import socket
@@ -85,8 +86,12 @@ MEMFD_XML = ("<memoryBacking><source type='memfd'/><access mode='shared'/>"
              "</memoryBacking>")
 
 
+@functools.lru_cache(maxsize=None)
 def build():
-    """Return (kernel, initrd) paths, building the guest on first use."""
+    """Return (kernel, initrd) paths, building the guest on first use.
+
+    Asked once per test process: build.sh's look at the apt lists costs
+    about a CPU second, which every guest a test made paid again."""
     out = subprocess.run([os.path.join(HERE, 'build.sh'), CACHE],
                          check=True, capture_output=True, text=True)
     path = out.stdout.strip().splitlines()[-1]

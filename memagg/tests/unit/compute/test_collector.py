@@ -63,6 +63,29 @@ def test_a_period_of_the_libvirt_test_host(conf, driver):
     assert status.instances[0].target_mb == 1536
 
 
+@pytest.mark.parametrize('pattern,names', [
+    ('', ['test']), ('te', ['test']), ('instance-', []), ('est', [])])
+def test_only_the_domains_the_regex_matches_are_managed(
+        conf, driver, pattern, names):
+    conf.config(domain_name_regex=pattern, group='compute')
+    coll = collector.Collector(driver, 'node-a',
+                               memory.MemoryManager(driver, CONF))
+    period = coll.run_period()
+    assert [i.name for i in period.instances] == names
+    assert [s.instance_uuid for s in period.samples] == (
+        [TEST_DOMAIN_UUID] if names else [])
+    assert [i.name for i in coll.collect().instances] == names
+
+
+def test_a_bad_domain_regex_names_the_option(conf, driver):
+    conf.config(domain_name_regex='instance-(', group='compute')
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        collector.Collector(driver, 'node-a',
+                            memory.MemoryManager(driver, CONF))
+    assert '[compute] domain_name_regex' in str(error.value)
+    assert 'not a regular expression' in str(error.value)
+
+
 class _Driver(base.HypervisorDriver):
     """A hypervisor whose counters the test moves."""
 

@@ -32,6 +32,9 @@ from memagg.tests.unit.compute import test_memory
 from memagg.tests.unit.native import test_page_out
 from memagg.tests.unit.native import test_sampler
 
+# The host lane (memagg/tests/lanes.py): DAMON, and a swap file on the host.
+pytestmark = pytest.mark.host
+
 MIB = 1 << 20
 hot_child = test_page_out.hot_child
 

@@ -32,9 +32,12 @@ TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
 
 
 @pytest.fixture
-def services(conf, fake_rpc, sqlite_db):
+def services(conf, fake_rpc, sqlite_db, tmp_path):
     conf.config(libvirt_uri='test:///default', collect_interval=1,
                 group='compute')
+    # No swapd: a path of this test's, never the host's default socket
+    # (the host lane's memagg-aio may serve one there meanwhile).
+    conf.config(control_socket=str(tmp_path / 'swapd.sock'), group='swapd')
     conf.config(report_interval=1)
     started = [
         service.Service('memagg-scheduler', conf.conf.scheduler.topic,

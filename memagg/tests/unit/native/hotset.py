@@ -14,10 +14,10 @@
 
     hotset.py TOTAL_MIB HOT_MIB [PASSES_FILE] [--scatter SEED] [--thp]
 
-Maps TOTAL MiB, touches all of it once, prints the mapping's address, then
-writes one byte per page of the hot set forever, counting its passes over
-the hot set in the 8-byte file PASSES (optional) so a test can wait for
-whole passes.
+Maps TOTAL MiB, touches all of it once with every page left on the LRU
+lists (touch_settled()), prints the mapping's address, then writes one
+byte per page of the hot set forever, counting its passes over the hot set
+in the 8-byte file PASSES (optional) so a test can wait for whole passes.
 
 The hot set is the first HOT MiB, or with --scatter a random choice (seeded)
 of 64 KiB chunks adding up to HOT MiB spread over the whole mapping: a
@@ -35,12 +35,16 @@ before its next pass, as a host taking pages away (a balloon, swap).
 import argparse
 import ctypes
 import mmap
+import os
 import random
 import signal
 import struct
 
 PAGE = 4096
 CHUNK = 16 * PAGE
+# Far more pages than a CPU's batch of new pages holds (31 since Linux 5.19,
+# 15 before).
+SETTLE_PAGES = 1024
 
 
 def hot_ranges(total, hot, scatter_seed):
@@ -50,6 +54,30 @@ def hot_ranges(total, hot, scatter_seed):
     chunks = random.Random(scatter_seed).sample(range(total // CHUNK),
                                                 hot // CHUNK)
     return [(c * CHUNK, (c + 1) * CHUNK) for c in sorted(chunks)]
+
+
+def touch_settled(mem, total):
+    """Fault every page of mem in, and leave none of them off the LRU.
+
+    A page just faulted waits in its CPU's batch before the kernel puts it
+    on an LRU list, for as long as that CPU faults no other pages (seconds
+    were seen here).  page_idle and DAMON's paddr ops skip a page off the
+    LRU: they neither clear its accessed bit at the start of a window nor
+    read it at the end, so such a sample reads idle however hot it is, or
+    accessed from its first touch however cold (one run in three of a
+    2,000-page sample failed so).  Faulting from one CPU, then faulting
+    many more pages elsewhere from that CPU, pushes the mapping's last
+    pages through the batch.
+    """
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        mem[0:total:PAGE] = b'\x01' * (total // PAGE)
+        scratch = mmap.mmap(-1, SETTLE_PAGES * PAGE)
+        scratch[0::PAGE] = b'\x01' * SETTLE_PAGES
+        scratch.close()
+    finally:
+        os.sched_setaffinity(0, cpus)
 
 
 def main():
@@ -65,7 +93,7 @@ def main():
     mem = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     if args.thp:
         mem.madvise(mmap.MADV_HUGEPAGE)
-    mem[0:total:PAGE] = b'\x01' * (total // PAGE)
+    touch_settled(mem, total)
     if args.thp:
         mem.madvise(mmap.MADV_NOHUGEPAGE)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))

@@ -24,6 +24,10 @@ import pytest
 from memagg import _native
 from memagg.tests.polling import wait_for
 
+# The host lane (memagg/tests/lanes.py): DAMON: the host's kdamonds and its
+# tracefs instance.
+pytestmark = pytest.mark.host
+
 PAGE = 4096
 MIB = 1 << 20
 HOTSET = os.path.join(os.path.dirname(__file__), 'hotset.py')

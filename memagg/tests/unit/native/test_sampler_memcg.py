@@ -18,13 +18,13 @@ Each process maps 64 MiB and keeps its first HOT MiB hot (a multiple of
 2 MiB, so that a huge page holds hot or cold pages only). The sampler
 draws one page per equal slice of the mapping, 16 pages each at n = 1024:
 exactly HOT x 16 of the 1,024 sampled pages are hot, the truth every
-window's count must equal. Runs here met it exactly but for a rare
-window 1 to 5 pages over (cause not found: no page of the sample moved),
-and, on 2026-11-28, windows 15 to 37 pages under at truths of 384 and
-768 (up to 5.2 %, in about half the runs of this file, with and without
-that day's change; cause not found either), which the assertions allow
-(near(): 8 pages or 6 % of the truth, the larger; counting another
-process's pages or another window would be off by hundreds).
+window's count must equal. It did but for a rare window 1 to 5 pages over,
+and on 2026-11-28 windows 15 to 37 under in about half the runs of this
+file. The pages over were pages just faulted that the kernel had not put
+on an LRU list yet, where DAMON does not see them (hotset.py says more):
+with the child's pages settled first, 270 windows of 9 runs of this file,
+4 of them beside two processes faulting memory without pause, were all
+exact, and none was under.
 """
 import errno
 import os
@@ -48,18 +48,15 @@ DAMON_ADMIN = '/sys/kernel/mm/damon/admin'
 CG_V1 = '/sys/fs/cgroup/memory'
 
 
-def near(count, truth):
-    """Whether a window's count is the truth, within the slack above."""
-    return abs(count - truth) <= max(8, truth * 0.06)
-
-
 def _cgroup_root():
     if os.path.exists(CG_V1 + '/cgroup.procs'):
         return CG_V1
     return '/sys/fs/cgroup'
 
 
+# The host lane (memagg/tests/lanes.py): DAMON: counts the host's kdamonds.
 pytestmark = [
+    pytest.mark.host,
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0,
                        reason='PFNs in pagemap, DAMON and cgroups need root'),
@@ -193,7 +190,7 @@ def test_counts_exact_for_processes_sharing_the_kdamond(children):
             assert not isinstance(result, OSError), result
             assert result['backend'] == 'damon_memcg'
             assert result['sampled'] == N
-            assert near(result['accessed'], child.truth()), (
+            assert result['accessed'] == child.truth(), (
                 child.hot_mib, result)
     pids = {r['kdamond_pid'] for results in rounds for r in results}
     assert len(pids) == 1 and pids.pop() > 0
@@ -214,7 +211,7 @@ def test_a_redraw_keeps_the_others_exact(children):
     for results in rounds:
         for child, result in zip(kids[1:], results[1:]):
             assert not isinstance(result, OSError), result
-            assert near(result['accessed'], child.truth()), rounds
+            assert result['accessed'] == child.truth(), rounds
     redrawn = [r for r, *_ in rounds]
     # While its commit is under way its windows count the pages before the
     # draw; the window the commit landed in (or two, when the landing
@@ -228,8 +225,8 @@ def test_a_redraw_keeps_the_others_exact(children):
     assert 1 <= len(lost) <= 2, redrawn
     assert all(e.errno == errno.EAGAIN and 'lost' in str(e) for e in lost)
     assert len(new) >= 2, redrawn
-    assert all(near(r['accessed'], kids[0].truth()) for r in old)
-    assert all(near(r['accessed'], kids[0].truth(2 * N))
+    assert all(r['accessed'] == kids[0].truth() for r in old)
+    assert all(r['accessed'] == kids[0].truth(2 * N)
                for r in new)
 
 
@@ -261,7 +258,7 @@ def test_a_refused_commit_redraws_the_refused_one(children):
     assert not isinstance(rounds[-1][0], OSError), rounds
     assert rounds[-1][0]['backend'] == 'damon_memcg'
     for results in rounds[-2:]:
-        assert near(results[1]['accessed'], kids[1].truth(2 * N)), (
+        assert results[1]['accessed'] == kids[1].truth(2 * N), (
             rounds)
 
 
@@ -293,7 +290,7 @@ def test_the_first_estimate_is_warming(children):
     assert vm.backend_name is None
     assert [s['backend'] for s in samples] == ['damon_memcg'] * 3
     assert [s['warming'] for s in samples] == [True, False, False]
-    assert all(near(s['accessed'], kid.truth())
+    assert all(s['accessed'] == kid.truth()
                for s in samples[1:]), samples
 
 

@@ -27,7 +27,9 @@ from memagg.tests.unit.native import test_sampler
 MIB = 1 << 20
 PFN_BACKENDS = ('page_idle', 'damon_paddr')
 
+# The host lane (memagg/tests/lanes.py): DAMON on the host's physical pages.
 pytestmark = [
+    pytest.mark.host,
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0,
                        reason='PFNs in pagemap, kpageflags and DAMON need '
