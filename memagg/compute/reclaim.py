@@ -44,7 +44,9 @@ frees them at once, and each comes back as a major fault.
 
 How much is paged out is the [host_reclaim] controller's: each VM's limit
 (MiB it may hold in the host's swap) less what it holds (QEMU's swapped
-memory), the cold runs taken in address order until that is met. Nothing
+memory), the cold runs of the blocks idle longest taken first until that
+is met (a block barely past the cold age, a guest kernel's page touched
+now and then, goes after those idle all along). Nothing
 is paged out while the host has no free swap space: the reason is reported
 and the balloon goes on alone.
 """
@@ -106,6 +108,10 @@ class ColdSet:
                       if now - self._since[p // HUGE_PAGES]
                       >= self.cold_age_s)
 
+    def since(self, page):
+        """Since when the block of the idle sampled ``page`` was idle."""
+        return self._since[page // HUGE_PAGES]
+
     def drop(self, pages):
         """Forget ``pages`` (paged out); their blocks' clocks go on."""
         self._idle.difference_update(pages)
@@ -161,6 +167,20 @@ def take(runs, pages):
         taken.append((first, min(count, left)))
         left -= count
     return taken
+
+
+def coldest_runs(pages, since, start, length, n, want_pages):
+    """The runs (runs_around's, in address order) holding at most
+    ``want_pages`` pages for the cold sampled ``pages``, those idle
+    longest first: ``since(page)`` says since when."""
+    chosen, total = [], 0
+    for page in sorted(pages, key=lambda p: (since(p), p)):
+        if total >= want_pages:
+            break
+        for _first, count in runs_around([page], start, length, n):
+            chosen.append(page)
+            total += count
+    return take(runs_around(sorted(chosen), start, length, n), want_pages)
 
 
 def by_block(runs):
@@ -292,7 +312,7 @@ OFF = VmReclaim(reason='host reclaim off ([host_reclaim] controller = '
 class _VmState:
     def __init__(self, cold_age_s):
         self.cold = ColdSet(cold_age_s)
-        self.counters = None    # (monotonic time, major faults)
+        self.counters = None    # (monotonic time, major faults, swap MiB)
         self.out = {}           # block: [(first page, pages)] paged out
         self.warm = {}          # block: (warm until, refaults)
 
@@ -385,10 +405,14 @@ class HostReclaim:
         swapped_mb, majflt = self._counters(memory.pid)
         rate = None
         if state.counters is not None and now > state.counters[0]:
-            delta = majflt - state.counters[1]
-            if delta >= 0:
-                rate = delta / (now - state.counters[0]) * 60.0
-        state.counters = (now, majflt)
+            then, faults, swap_left_mb = state.counters
+            if majflt >= faults:
+                # A promotion is a major fault that took a page out of
+                # swap: QEMU's own file pages, dropped from the host's
+                # page cache, fault back too and leave its swap as it was.
+                back = max(0.0, swap_left_mb - swapped_mb) * PAGES_PER_MIB
+                rate = min(majflt - faults, back) / (now - then) * 60.0
+        state.counters = (now, majflt, swapped_mb)
         if state.out:
             state.refaulted(self._refaulted(memory.pid, state.out), now,
                             self.cold_age_s)
@@ -413,8 +437,8 @@ class HostReclaim:
         if self.mechanism.targeted:
             cold = [page for page in state.cold.cold(now)
                     if not state.is_warm(page, now)]
-            runs = take(runs_around(cold, memory.start, memory.length,
-                                    sample_n), want_pages)
+            runs = coldest_runs(cold, state.cold.since, memory.start,
+                                memory.length, sample_n, want_pages)
             if not runs:
                 return result
             # Paged out, the samples are no longer in place: their next
@@ -426,6 +450,8 @@ class HostReclaim:
             result.reason = str(exc)
             LOG.warning('VM %s: host reclaim failed: %s', uuid, exc)
             return result
+        # The swap the next period's promotions are counted down from.
+        state.counters = (now, majflt, self._counters(memory.pid)[0])
         for block, parts in by_block(runs).items():
             state.out.setdefault(block, []).extend(parts)
         result.paged_out_mb = (sum(c for _, c in runs) if runs

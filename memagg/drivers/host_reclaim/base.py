@@ -33,9 +33,9 @@ PAGES_PER_MIB = 256
 class Signals:
     """One VM's period, as the controller sees it. ``swapped_mb``: its
     memory in the host's swap now (QEMU's smaps_rollup Swap);
-    ``promotions_per_min``: pages faulted back in per minute (QEMU's major
-    faults), None on the
-    first period; ``psi_some``: the host's memory pressure (some avg10,
+    ``promotions_per_min``: pages faulted back in from swap per minute
+    (QEMU's major faults, at most as many as its swap fell by), None on
+    the first period; ``psi_some``: the host's memory pressure (some avg10,
     percent), None without PSI; ``balloon_moving``: its balloon is being
     lowered this period (the balloon goes first)."""
 

@@ -23,6 +23,7 @@ import pytest
 
 from memagg.compute import reclaim
 from memagg.tests import host_swap
+from memagg.tests import leftovers
 from memagg.tests import polling
 from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
@@ -46,18 +47,27 @@ def loop_conf(conf):
 
 
 class Recording(PeriodLoop):
-    """The loop keeping every PeriodResult (their VmResult.reclaim)."""
+    """The loop keeping every PeriodResult (their VmResult.reclaim) and
+    every (MiB in swap, major faults) host reclaim read of QEMU."""
 
     def __init__(self, interval, guests):
         super().__init__(interval, guests)
         self.results = []
+        self.counters = []
         run_period = self.memory.run_period
+        read_counters = self.memory.reclaim._counters
 
         def recorded(*args, **kwargs):
             result = run_period(*args, **kwargs)
             self.results.append(result)
             return result
+
+        def counters(pid):
+            swap_mb, majflt = read_counters(pid)
+            self.counters.append((round(swap_mb, 2), majflt))
+            return swap_mb, majflt
         self.memory.run_period = recorded
+        self.memory.reclaim._counters = counters
 
     def reclaims(self, uuid, since=0):
         return [r.vms[uuid].reclaim for r in self.results[since:]
@@ -95,6 +105,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
                              interval=0.5, message='first period')
             pid = loop.memory._vms[guest.uuid].sampler.memory.pid
             rss_before = host_swap.rss_mb(pid)
+            vmstat_before = _vmstat()
 
             def settled():
                 assert not loop.errors, loop.errors
@@ -118,11 +129,15 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
             except AssertionError:
                 raise AssertionError(
                     'QEMU RSS %.0f -> %.0f MiB; (limit, in swap, '
-                    'promotions/min, SLO, reason) by period: %s' % (
+                    'promotions/min, SLO, reason) by period: %s; QEMU\'s '
+                    '(MiB in swap, major faults) as read: %s; the host\'s '
+                    'counters meanwhile: %s; DAMON: %s' % (
                         rss_before, host_swap.rss_mb(pid),
                         [(r.limit_mb, round(r.reclaimed_mb),
                           r.promotions_per_min, r.slo_per_min, r.reason)
-                         for r in loop.reclaims(guest.uuid)]))
+                         for r in loop.reclaims(guest.uuid)],
+                        loop.counters, _vmstat(vmstat_before),
+                        leftovers.snapshot()['damon']))
             assert len(rows) <= COLD_PERIODS + cold_periods + 2, len(rows)
             assert all(r.reason is None for r in rows[2:]), rows
             steady = [r for r in rows if r.promotions_per_min is not None
@@ -176,3 +191,19 @@ def _check_report(loop, uuid):
         instance.reclaimed_mb, instance.promotion_rate)
     assert instance.reclaimed_mb > 0
     assert report.free_reservoir_mb == max(0, period.reservoir_mb)
+
+
+_VMSTAT = ('pgmajfault', 'pswpin', 'pswpout', 'zswpin', 'zswpout',
+           'pgsteal_kswapd', 'pgsteal_direct', 'workingset_refault_anon',
+           'workingset_refault_file', 'drop_pagecache', 'thp_split_page')
+
+
+def _vmstat(since=None):
+    """The host's /proc/vmstat counters that tell who else paged (their
+    rise since ``since`` when given)."""
+    with open('/proc/vmstat') as f:
+        now = {k: int(v) for k, v in (line.split() for line in f)
+               if k in _VMSTAT}
+    if since is None:
+        return now
+    return {k: v - since.get(k, 0) for k, v in now.items()}

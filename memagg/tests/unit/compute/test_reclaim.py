@@ -126,6 +126,25 @@ def test_runs_of_small_strata_merge_and_stay_in_the_mapping():
     assert reclaim.take([(0, 12)], 0) == []
 
 
+def test_the_blocks_idle_longest_go_first():
+    start = 1000 * 4096 * 512
+    first = start // 4096
+    # Strata of 1024 pages cut at the 2 MiB boundaries: 512-page runs. The
+    # lowest block (a guest kernel's, touched now and then) has been idle
+    # since 90, the other two since 0.
+    pages = [first + 10, first + 1500, first + 3000]
+    since = {first + 10: 90, first + 1500: 0, first + 3000: 0}.get
+    assert reclaim.coldest_runs(pages, since, start, 4096 * 4096, 4,
+                                700) == [(first + 1024, 512),
+                                         (first + 2560, 188)]
+    # Enough for all three: in address order, the last one cut.
+    assert reclaim.coldest_runs(pages, since, start, 4096 * 4096, 4,
+                                1100) == [(first, 512), (first + 1024, 512),
+                                          (first + 2560, 76)]
+    assert reclaim.coldest_runs(pages, since, start, 4096 * 4096, 4,
+                                0) == []
+
+
 def test_covered_pages_are_those_inside_a_run():
     runs = [(10, 5), (100, 8)]
     assert reclaim.covered([3, 10, 14, 15, 99, 100, 107, 108], runs) == [
@@ -347,16 +366,63 @@ def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
     assert host.period('vm', memory, 4, 1000, False).paged_out_mb == 0
     clock.now = 240
     host.observe('vm', idle, (), window_s=60)
-    counters[5] = (0.0, 101)
     result = host.period('vm', memory, 4, 1000, False)
     # Limit 1 MiB: 256 pages of the first cold run.
     assert result.limit_mb == 1
-    assert result.promotions_per_min == pytest.approx(1.0)
+    assert result.promotions_per_min == 0
     assert result.slo_per_min == pytest.approx(512)
     assert host.mechanism.calls == [([(first, 256)], 256 * 4096)]
     assert result.paged_out_mb == 1
     # The sample paged out leaves the cold set; the other stays.
     assert host._vms['vm'].cold.cold(240) == [first + 1500]
+
+
+def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
+    counters = {5: (8.0, 100)}
+    host, clock = _host_reclaim(conf, counters)
+    memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
+                                    method='test')
+
+    def rate(t, swap_mb, majflt):
+        clock.now = t
+        counters[5] = (swap_mb, majflt)
+        return host.period('vm', memory, 4, 1000, False).promotions_per_min
+    assert rate(0, 8.0, 100) is None
+    # 30 major faults, the swap as it was: QEMU's own file pages, dropped
+    # from the host's page cache, came back.
+    assert rate(60, 8.0, 130) == 0
+    # 1 MiB (256 pages) left swap by 1,000 major faults: 256 promotions.
+    assert rate(120, 7.0, 1130) == pytest.approx(256)
+    # 1 MiB left swap in 30 s by 10 major faults (the guest freed the
+    # rest): 10 promotions, 20 a minute.
+    assert rate(150, 6.0, 1140) == pytest.approx(20)
+
+
+def test_promotions_count_from_the_swap_left_after_a_page_out(conf):
+    counters = {5: (0.0, 100)}
+    host, clock = _host_reclaim(conf, counters)
+    start = 512 * 4096 * 64
+    first = start // 4096
+    memory = hypervisor.GuestMemory(pid=5, start=start,
+                                    length=4096 * 4096, method='test')
+    for t in (60, 120, 180):
+        clock.now = t
+        host.observe('vm', {first + 10}, (), window_s=60)
+    host.period('vm', memory, 4, 1000, False)
+
+    def reclaim(memory, runs, amount_bytes):
+        # What MADV_PAGEOUT did: 1 MiB more in swap, no fault.
+        counters[5] = (counters[5][0] + amount_bytes / 2 ** 20,
+                       counters[5][1])
+    host.mechanism.reclaim = reclaim
+    clock.now = 240
+    host.observe('vm', {first + 10}, (), window_s=60)
+    assert host.period('vm', memory, 4, 1000, False).paged_out_mb == 1
+    # 64 pages of the 256 paged out came back by 64 major faults.
+    clock.now = 300
+    counters[5] = (0.75, 164)
+    assert host.period('vm', memory, 4, 1000,
+                       False).promotions_per_min == pytest.approx(64)
 
 
 def test_a_block_that_came_back_is_held_warm_then_longer(conf):
