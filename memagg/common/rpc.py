@@ -25,9 +25,11 @@ transport_url`` or, when unset, the RPC one.
 import os
 import sys
 import threading
+import uuid
 
 from kombu import exceptions as kombu_exc
 import oslo_messaging as messaging
+from oslo_utils import timeutils
 
 from memagg.common import context as memagg_context
 from memagg.common import exceptions
@@ -229,15 +231,47 @@ def new_notification_transport(conf=CONF):
     return messaging.get_notification_transport(conf)
 
 
+class ReportSender:
+    """Sends memagg-compute's reports as notifications on a topic, in
+    oslo.messaging's message format 2.0 (as its ``messagingv2`` driver),
+    and raises ServiceUnavailable when the bus does not take one.
+
+    Not an oslo.messaging Notifier: a Notifier logs a failed send with a
+    traceback and the whole payload and carries on, so the sender could
+    not tell; and the rabbit driver fails a message sent while the bus is
+    down, whatever the retry, once kombu's connect timeout (5 s) has passed
+    on a connection it had to reset."""
+
+    def __init__(self, topic, transport, publisher_id):
+        self.topic = topic
+        self.transport = transport
+        self.publisher_id = publisher_id
+
+    def info(self, ctxt, event_type, payload, retry=None):
+        """Send ``payload`` (plain JSON) as an INFO ``event_type``;
+        ``retry`` bounds the attempts to reach the bus (None: forever)."""
+        message = {'message_id': str(uuid.uuid4()),
+                   'publisher_id': self.publisher_id,
+                   'event_type': event_type, 'priority': 'INFO',
+                   'payload': payload,
+                   'timestamp': str(timeutils.utcnow())}
+        try:
+            self.transport._send_notification(
+                messaging.Target(topic='%s.info' % self.topic), ctxt,
+                message, version=2.0, retry=retry)
+        except (messaging.MessagingException, kombu_exc.KombuError,
+                OSError) as exc:
+            raise exceptions.ServiceUnavailable(
+                reason='the message bus %s did not take %s for %s: %s' % (
+                    bus_description(), event_type, self.topic, exc))
+
+
 def report_notifier(topic, transport, binary=None, conf=CONF):
-    """A Notifier sending memagg-compute's reports on ``topic`` through
+    """The ReportSender of memagg-compute's reports on ``topic`` through
     ``transport``, whatever ``[oslo_messaging_notifications] driver`` says:
-    the reports are memagg's own traffic, not notifications for others.
-    Payloads are plain JSON (no versioned objects to rebuild)."""
-    return messaging.Notifier(
-        transport, publisher_id='%s:%s' % (binary or _binary(), conf.host),
-        driver='messagingv2', topics=[topic],
-        serializer=messaging.NoOpSerializer())
+    the reports are memagg's own traffic, not notifications for others."""
+    return ReportSender(topic, transport,
+                        '%s:%s' % (binary or _binary(), conf.host))
 
 
 def get_server(topic, server, endpoints):

@@ -16,6 +16,7 @@ import dataclasses
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from memagg.common import exceptions
 from memagg.compute import collector as collector_mod
 from memagg.compute import memory as memory_mod
 from memagg.compute import remote as remote_mod
@@ -66,9 +67,16 @@ class ComputeManager(service.Manager):
         for memagg-scheduler), then the remote-memory requests (which may
         wait on it)."""
         report = self.collector.run_period()
-        self.scheduler_api.report(self.admin_context, report)
-        LOG.debug('Reported %d instances and %d WSS samples of %s',
-                  len(report.instances), len(report.samples), self.host)
+        try:
+            self.scheduler_api.report(self.admin_context, report)
+        except exceptions.ServiceUnavailable as exc:
+            # The next period's report carries the state anew; the
+            # remote-memory requests go on without this one.
+            LOG.warning('Report of %s not sent: %s', self.host, exc)
+        else:
+            LOG.debug('Reported %d instances and %d WSS samples of %s',
+                      len(report.instances), len(report.samples),
+                      self.host)
         self.remote.act(self.admin_context)
 
     def periodic_tasks(self):

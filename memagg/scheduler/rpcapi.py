@@ -63,6 +63,11 @@ class SchedulerAPI:
     #: a request fails (503) rather than hang while RabbitMQ is down.
     API_CAST_RETRY = 2
 
+    #: Attempts to reach the bus before a report gives up (raising
+    #: ServiceUnavailable): memagg-compute's period goes on while RabbitMQ
+    #: is down, and its next report carries the state anew.
+    REPORT_RETRY = 2
+
     def __init__(self, transport=None, notification_transport=None):
         """``transport`` and ``notification_transport`` (which reports go
         through) default to the process's (memagg.common.rpc)."""
@@ -77,16 +82,19 @@ class SchedulerAPI:
         ``memagg.compute.report`` notification of its columnar payload on
         ``[scheduler] report_topic``, or, while ``[upgrade_levels]
         scheduler`` pins the API below 1.6, the ``report`` cast that
-        schedulers before 1.6 read."""
+        schedulers before 1.6 read. Raises ServiceUnavailable when the
+        bus does not take it within REPORT_RETRY attempts."""
         if not self.client.can_send_version('1.6'):
-            self.client.cast(ctxt, 'report', version='1.0', report=report)
+            self.client.cast(ctxt, 'report', version='1.0', report=report,
+                             retry=self.REPORT_RETRY)
             return
         if self._notifier is None:
             self._notifier = rpc.report_notifier(
                 CONF.scheduler.report_topic, self._notification_transport
                 or rpc.get_notification_transport())
         self._notifier.info({}, self.REPORT_EVENT,
-                            report_columns.to_payload(report))
+                            report_columns.to_payload(report),
+                            retry=self.REPORT_RETRY)
 
     def report_batch(self, ctxt, reports):
         """Send several ComputeReports in one message (cast)."""

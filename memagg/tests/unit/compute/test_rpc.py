@@ -10,8 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg-compute over in-process RPC: calls answered, reports sent, and a
-call to a host with no memagg-compute failing with RPCTimeout."""
+"""memagg-compute over in-process RPC: calls answered, reports sent, a
+call to a host with no memagg-compute failing with RPCTimeout, and a
+report the bus does not take."""
+import logging
 import time
 
 import oslo_messaging as messaging
@@ -26,6 +28,7 @@ from memagg.db import hosts as db_hosts
 from memagg.db import listings as db_listings
 from memagg.scheduler import manager as scheduler_manager
 from memagg import service
+from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
 TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
@@ -133,3 +136,35 @@ def test_only_exposed_methods_are_rpc(services):
                     server='node-a', timeout=5)
     assert 'cleanup_host' in str(info.value)
     assert not isinstance(info.value, exceptions.RPCTimeout)
+
+
+@pytest.mark.slow
+def test_a_report_the_bus_does_not_take_is_one_warning(conf, tmp_path,
+                                                       caplog):
+    # RabbitMQ's URL names a port nothing listens on: the rabbit driver
+    # fails the report at once, as it does whatever the retry once a
+    # connection it had to reset stays down past kombu's 5 s connect
+    # timeout (CI's RabbitMQ restart in test_chaos_services).
+    conf.config(libvirt_uri='test:///default', group='compute')
+    conf.config(control_socket=str(tmp_path / 'swapd.sock'), group='swapd')
+    conf.config(transport_url='rabbit://guest:guest@127.0.0.1:%d/'
+                % service_procs.free_port())
+    rpc.cleanup()
+    rpc.init(conf.conf)
+    try:
+        manager = compute_manager.ComputeManager(host='node-a')
+        acted = []
+        manager.remote.act = acted.append
+        with caplog.at_level(logging.WARNING):
+            manager.collect_and_report()
+    finally:
+        rpc.cleanup()
+    # One line, no traceback, and the period goes on.
+    assert 'Traceback' not in caplog.text
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == compute_manager.__name__]
+    assert len(lines) == 1, caplog.text
+    assert lines[0].startswith('Report of node-a not sent: the message bus '
+                               'rabbit://127.0.0.1:'), lines
+    assert 'did not take memagg.compute.report' in lines[0]
+    assert acted == [manager.admin_context]
