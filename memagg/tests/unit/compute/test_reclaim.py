@@ -351,13 +351,18 @@ def _host_reclaim(conf, counters, swap_reason=lambda: None,
     return host, clock
 
 
+def _guest_ram():
+    """4096 pages of guest RAM in process 5, 2 MiB aligned; its first
+    page number."""
+    start = 512 * 4096 * 64
+    return hypervisor.GuestMemory(pid=5, start=start, length=4096 * 4096,
+                                  method='test'), start // 4096
+
+
 def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
     counters = {5: (0.0, 100)}
     host, clock = _host_reclaim(conf, counters)
-    start = 512 * 4096 * 64
-    first = start // 4096
-    memory = hypervisor.GuestMemory(pid=5, start=start,
-                                    length=4096 * 4096, method='test')
+    memory, first = _guest_ram()
     idle = {first + 10, first + 1500}
     for t in (60, 120, 180):
         clock.now = t
@@ -401,10 +406,7 @@ def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
 def test_promotions_count_from_the_swap_left_after_a_page_out(conf):
     counters = {5: (0.0, 100)}
     host, clock = _host_reclaim(conf, counters)
-    start = 512 * 4096 * 64
-    first = start // 4096
-    memory = hypervisor.GuestMemory(pid=5, start=start,
-                                    length=4096 * 4096, method='test')
+    memory, first = _guest_ram()
     for t in (60, 120, 180):
         clock.now = t
         host.observe('vm', {first + 10}, (), window_s=60)
