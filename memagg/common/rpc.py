@@ -131,6 +131,20 @@ def bus_description():
         for h in url.hosts))
 
 
+#: What a send raises when the bus does not take the message: the rabbit
+#: driver raises kombu's error when it cannot even connect within its
+#: ``retry`` attempts.
+BUS_ERRORS = (messaging.MessagingException, kombu_exc.KombuError, OSError)
+
+
+def not_taken(what, topic, exc):
+    """The ServiceUnavailable for ``what`` (a method or an event type) the
+    bus did not take for ``topic``, ``exc`` being why."""
+    return exceptions.ServiceUnavailable(
+        reason='the message bus %s did not take %s for %s: %s' % (
+            bus_description(), what, topic, exc))
+
+
 class RequestContextSerializer(messaging.Serializer):
     """Carries the RequestContext and memagg's versioned objects."""
 
@@ -177,13 +191,8 @@ class Client:
         try:
             self._prepare(server, version, retry=retry).cast(
                 ctxt, method, **kwargs)
-        except (messaging.MessagingException, kombu_exc.KombuError,
-                OSError) as exc:
-            # The rabbit driver raises kombu's error when it cannot even
-            # connect within ``retry`` attempts.
-            raise exceptions.ServiceUnavailable(
-                reason='the message bus %s did not take %s for %s: %s' % (
-                    bus_description(), method, self.topic, exc))
+        except BUS_ERRORS as exc:
+            raise not_taken(method, self.topic, exc)
 
     def call(self, ctxt, method, server=None, version=None, timeout=None,
              **kwargs):
@@ -259,11 +268,8 @@ class ReportSender:
             self.transport._send_notification(
                 messaging.Target(topic='%s.info' % self.topic), ctxt,
                 message, version=2.0, retry=retry)
-        except (messaging.MessagingException, kombu_exc.KombuError,
-                OSError) as exc:
-            raise exceptions.ServiceUnavailable(
-                reason='the message bus %s did not take %s for %s: %s' % (
-                    bus_description(), event_type, self.topic, exc))
+        except BUS_ERRORS as exc:
+            raise not_taken(event_type, self.topic, exc)
 
 
 def report_notifier(topic, transport, binary=None, conf=CONF):
