@@ -12,7 +12,7 @@
 
 """Child process with a known hot set.
 
-    hotset.py TOTAL_MIB HOT_MIB [PASSES_FILE] [--scatter SEED] [--thp]
+    hotset.py TOTAL_MIB HOT_MIB [PASSES_FILE] [--scatter SEED] [--thp] [--pin]
 
 Maps TOTAL MiB, touches all of it once with every page left on the LRU
 lists (touch_settled()), prints the mapping's address, then writes one
@@ -29,11 +29,19 @@ QEMU does for guest RAM) before it is touched, and MADV_NOHUGEPAGE after:
 the huge pages stay, but khugepaged no longer collapses the ones a test
 splits (it would within seconds, moving the pages a sampler watches).
 
+With --pin the whole mapping is pinned (registered as an io_uring buffer)
+before the address is printed, so that the host cannot move its pages:
+compaction, which kcompactd runs on its own when other processes leave the
+host's memory fragmented, skips a page someone else holds a reference to.
+A test that counts accessed pages exactly uses it; a moved page is a page
+the sampler watched at its old PFN, idle whatever the child does there.
+
 On SIGUSR1 it gives the second half of the mapping back (MADV_DONTNEED)
 before its next pass, as a host taking pages away (a balloon, swap).
 """
 import argparse
 import ctypes
+import errno
 import mmap
 import os
 import random
@@ -45,6 +53,34 @@ CHUNK = 16 * PAGE
 # Far more pages than a CPU's batch of new pages holds (31 since Linux 5.19,
 # 15 before).
 SETTLE_PAGES = 1024
+# The io_uring system calls have the same numbers on every architecture.
+SYS_IO_URING_SETUP = 425
+SYS_IO_URING_REGISTER = 427
+IORING_REGISTER_BUFFERS = 0
+IO_URING_PARAMS_SIZE = 120
+
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+
+
+def pin(mem, total):
+    """Pin every page of mem for as long as this process lives: the ring
+    holding the registration is never closed.  Pinning (FOLL_LONGTERM)
+    first migrates any page a pin may not hold, so it comes before the
+    mapping's PFNs are read."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(IO_URING_PARAMS_SIZE)
+    fd = libc.syscall(SYS_IO_URING_SETUP, 1, params)
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, 'io_uring_setup: %s' % errno.errorcode[err])
+    iov = _Iovec(ctypes.addressof(ctypes.c_char.from_buffer(mem)), total)
+    if libc.syscall(SYS_IO_URING_REGISTER, fd, IORING_REGISTER_BUFFERS,
+                    ctypes.byref(iov), 1) < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, 'io_uring_register: %s' % errno.errorcode[err])
+    return fd
 
 
 def hot_ranges(total, hot, scatter_seed):
@@ -56,8 +92,9 @@ def hot_ranges(total, hot, scatter_seed):
     return [(c * CHUNK, (c + 1) * CHUNK) for c in sorted(chunks)]
 
 
-def touch_settled(mem, total):
-    """Fault every page of mem in, and leave none of them off the LRU.
+def touch_settled(mem, total, pinned=False):
+    """Fault every page of mem in (and pin them), and leave none of them
+    off the LRU.
 
     A page just faulted waits in its CPU's batch before the kernel puts it
     on an LRU list, for as long as that CPU faults no other pages (seconds
@@ -67,12 +104,15 @@ def touch_settled(mem, total):
     accessed from its first touch however cold (one run in three of a
     2,000-page sample failed so).  Faulting from one CPU, then faulting
     many more pages elsewhere from that CPU, pushes the mapping's last
-    pages through the batch.
+    pages through the batch (and the pages a pin migrated, which join it
+    as new ones).
     """
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cpus)})
     try:
         mem[0:total:PAGE] = b'\x01' * (total // PAGE)
+        if pinned:
+            pin(mem, total)
         scratch = mmap.mmap(-1, SETTLE_PAGES * PAGE)
         scratch[0::PAGE] = b'\x01' * SETTLE_PAGES
         scratch.close()
@@ -87,13 +127,14 @@ def main():
     parser.add_argument('passes', nargs='?')
     parser.add_argument('--scatter', type=int, metavar='SEED')
     parser.add_argument('--thp', action='store_true')
+    parser.add_argument('--pin', action='store_true')
     args = parser.parse_args()
     total = args.total_mib << 20
     hot = args.hot_mib << 20
     mem = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     if args.thp:
         mem.madvise(mmap.MADV_HUGEPAGE)
-    touch_settled(mem, total)
+    touch_settled(mem, total, pinned=args.pin)
     if args.thp:
         mem.madvise(mmap.MADV_NOHUGEPAGE)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))

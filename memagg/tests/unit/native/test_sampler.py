@@ -59,11 +59,13 @@ class HotChild:
 
 @pytest.fixture(scope='module')
 def hot_child(tmp_path_factory):
-    """256 MiB mapped, the first 64 MiB kept hot: true fraction 0.25."""
+    """256 MiB mapped, the first 64 MiB kept hot: true fraction 0.25.
+    Pinned, so that no compaction of the host moves a sampled page."""
     passes = tmp_path_factory.mktemp('hot') / 'passes'
     passes.write_bytes(bytes(8))
     proc = subprocess.Popen([sys.executable, HOTSET, '256', '64',
-                             str(passes)], stdout=subprocess.PIPE, text=True)
+                             str(passes), '--pin'], stdout=subprocess.PIPE,
+                            text=True)
     addr = int(proc.stdout.readline())
     yield HotChild(proc, addr, 256 * MIB, passes)
     proc.kill()
@@ -103,7 +105,7 @@ def test_fraction_matches_hot_set(hot_child, backend):
         sampler.close()
     assert result['backend'] == backend
     assert result['present'] == result['sampled']
-    # Nothing moves the child's pages here: every sample counts.
+    # Nothing moves the child's pinned pages: every sample counts.
     assert result['moved'] == 0
     assert result['fraction'] == pytest.approx(0.25, abs=0.05)
     if backend.startswith('damon'):
