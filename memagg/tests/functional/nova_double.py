@@ -107,6 +107,7 @@ from memagg.conf import compute as compute_conf
 from memagg.conf import nova as nova_conf_module
 from memagg.tests.functional import keystone as keystone_fixture
 from memagg.tests.functional import nova_libvirt
+from memagg.tests.unit.api import live
 
 # Endpoint name -> (module of nova.api.openstack.compute, controller class,
 # method) whose schemas the double applies.
@@ -390,6 +391,7 @@ class NovaDouble:
             ('127.0.0.1', 0), self._handler())
         self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={'poll_interval': live.POLL_S},
                                        daemon=True)
         self.thread.start()
 

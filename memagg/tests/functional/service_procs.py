@@ -32,6 +32,7 @@ from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests import polling
+from memagg.tests.unit.api import live
 
 # The RabbitMQ server the tests use, without a virtual host.
 RABBIT_SERVER = os.environ.get('MEMAGG_TEST_RABBIT_SERVER',
@@ -276,6 +277,7 @@ class TcpForwarder:
         self.server.daemon_threads = True
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self.server.serve_forever,
+                                        kwargs={'poll_interval': live.POLL_S},
                                         daemon=True)
         self._thread.start()
 

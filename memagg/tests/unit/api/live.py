@@ -17,13 +17,19 @@ import threading
 
 from memagg.api import server
 
+#: How often a served loop looks whether shutdown() was asked for.
+POLL_S = 0.02
+
 
 @contextlib.contextmanager
 def serving(application):
     """Yield the base URL of ``application`` served by memagg-api's server
     on 127.0.0.1 and a free port; shut it down afterwards."""
     httpd = server.make_server(application, '127.0.0.1', 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next look at its flag: every
+    # poll_interval (0.5 s by default), in every test's teardown.
+    thread = threading.Thread(target=httpd.serve_forever,
+                              kwargs={'poll_interval': POLL_S}, daemon=True)
     thread.start()
     try:
         yield server.url(httpd)

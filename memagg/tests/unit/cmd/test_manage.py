@@ -10,12 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg-manage, run as a process against a SQLite file."""
-from concurrent import futures
-
+"""memagg-manage, run as a process against a SQLite file; command lines
+refused while parsing, through its main() in this process."""
 import pytest
 import sqlalchemy as sa
 
+from memagg.cmd import manage
 from memagg.db import migration
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.cmd import tools
@@ -113,26 +113,35 @@ BAD_ARGUMENTS = [
      'argument --older-than-hours: -1 is negative; give 0 or more'),
     (('db', 'purge', '--audits-older-than-hours', '-1'),
      'argument --audits-older-than-hours: -1 is negative; give 0 or more'),
-    (('db', 'upgrade', '--revision', 'nope'),
-     "argument --revision: Can't locate revision identified by 'nope'"),
     (('db', 'version', '--verbose-please'),
      'unrecognized arguments: --verbose-please'),
 ]
 
 
-def test_bad_arguments_give_one_line(sqlite_file):
+@pytest.mark.parametrize('args,message', BAD_ARGUMENTS)
+def test_bad_arguments_give_one_line(sqlite_file, args, message):
     config, _ = sqlite_file
 
-    # Side by side: each process spends its time importing.
-    with futures.ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda case: _manage(config, *case[0]),
-                                BAD_ARGUMENTS))
+    # Refused while parsing: main() in this process says what the process
+    # would (test_missing_config_file and the revision below run it).
+    status, out, err = tools.run_main(
+        manage.main, 'memagg-manage', '--config-file', str(config), *args)
 
-    for (args, message), result in zip(BAD_ARGUMENTS, results):
-        assert (result.returncode, result.stdout) == (2, ''), args
-        lines = result.stderr.splitlines()
-        assert len(lines) == 1, (args, result.stderr)
-        assert lines[0].startswith('memagg-manage: error: ' + message), args
+    assert (status, out) == (2, '')
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith('memagg-manage: error: ' + message)
+
+
+def test_an_unknown_revision_is_one_line(sqlite_file):
+    config, _ = sqlite_file
+
+    result = _manage(config, 'db', 'upgrade', '--revision', 'nope')
+
+    assert (result.returncode, result.stdout) == (2, '')
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("memagg-manage: error: argument --revision: "
+                           "Can't locate revision identified by 'nope'")
 
 
 def test_missing_config_file(tmp_path):

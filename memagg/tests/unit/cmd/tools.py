@@ -10,10 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Run memagg's admin tools as real processes, as an operator would."""
+"""Run memagg's admin tools as real processes, as an operator would, or
+their main() in this process where only the command line is tested."""
+import contextlib
+import io
 import os
 import subprocess
 import sys
+
+from memagg.conf import CONF
 
 # Generous: these only start Python and talk to a local database.
 TIMEOUT = 120
@@ -38,3 +43,26 @@ def run(tool, config, *args):
     return subprocess.run([script, '--config-file', str(config), *args],
                           capture_output=True, text=True, timeout=TIMEOUT,
                           stdin=subprocess.DEVNULL)
+
+
+def run_main(main, prog, *argv):
+    """Call a tool's ``main(argv)`` as its console script would, in this
+    process: (status, stdout, stderr). For command lines refused before
+    the tool does anything (a process start costs seconds of imports).
+    CONF is left parsed with no arguments, as the ``conf`` fixture has it,
+    without the command-line options main() registered."""
+    before = set(CONF)
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv
+    CONF.clear()
+    sys.argv = [prog]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(argv))
+    finally:
+        sys.argv = saved
+        CONF.clear()
+        for name in set(CONF) - before:
+            CONF.unregister_opt(CONF._opts[name]['opt'])
+        CONF([], project='memagg', default_config_files=[])
+    return status, out.getvalue(), err.getvalue()
