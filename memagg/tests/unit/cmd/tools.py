@@ -18,6 +18,8 @@ import os
 import subprocess
 import sys
 
+from oslo_log import log as logging
+
 from memagg.conf import CONF
 
 # Generous: these only start Python and talk to a local database.
@@ -50,11 +52,14 @@ def run_main(main, prog, *argv):
     process: (status, stdout, stderr). For command lines refused before
     the tool does anything (a process start costs seconds of imports).
     CONF is left parsed with no arguments, as the ``conf`` fixture has it,
-    without the command-line options main() registered."""
-    before = set(CONF)
+    without the tool's command-line options."""
     out, err = io.StringIO(), io.StringIO()
     saved = sys.argv
     CONF.clear()
+    # main() registers oslo.log's options, which oslo.log's formatters read
+    # from then on: they stay; the tool's own command-line options go.
+    logging.register_options(CONF)
+    before = set(CONF)
     sys.argv = [prog]
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
