@@ -71,12 +71,12 @@ def migrated(backend, conf, tmp_path, revision='head'):
     A SQLite file is a copy of one this process migrated once per revision
     (a tenth of a second each, for about a thousand tests)."""
     with provisioned(backend, tmp_path) as url:
+        if backend == 'sqlite':
+            shutil.copyfile(_sqlite_template(tmp_path, revision),
+                            sa.engine.make_url(url).database)
         conf.config(connection=url, group='database')
         db_facade.dispose()
-        if backend == 'sqlite':
-            shutil.copyfile(_sqlite_template(conf, tmp_path, revision),
-                            tmp_path / 'memagg.sqlite')
-        else:
+        if backend != 'sqlite':
             migration.upgrade(revision)
         yield url
         db_facade.dispose()
@@ -85,18 +85,17 @@ def migrated(backend, conf, tmp_path, revision='head'):
 _SQLITE_TEMPLATES = {}
 
 
-def _sqlite_template(conf, tmp_path, revision):
+def _sqlite_template(tmp_path, revision):
     """The file of a SQLite database migrated to ``revision``, made on
     first use beside the first test's directory."""
     if revision not in _SQLITE_TEMPLATES:
         path = tmp_path.parent / ('memagg-%d-%s.sqlite'
                                   % (os.getpid(), revision))
-        conf.config(connection='sqlite:///%s' % path, group='database')
-        db_facade.dispose()
-        migration.upgrade(revision)
-        db_facade.dispose()
-        conf.config(connection='sqlite:///%s' % (tmp_path / 'memagg.sqlite'),
-                    group='database')
+        engine = sa.create_engine('sqlite:///%s' % path)
+        try:
+            migration.upgrade(revision, engine=engine)
+        finally:
+            engine.dispose()
         _SQLITE_TEMPLATES[revision] = path
     return _SQLITE_TEMPLATES[revision]
 

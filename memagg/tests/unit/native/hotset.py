@@ -80,7 +80,6 @@ def pin(mem, total):
                     ctypes.byref(iov), 1) < 0:
         err = ctypes.get_errno()
         raise OSError(err, 'io_uring_register: %s' % errno.errorcode[err])
-    return fd
 
 
 def hot_ranges(total, hot, scatter_seed):
