@@ -51,6 +51,7 @@ is paged out while the host has no free swap space: the reason is reported
 and the balloon goes on alone.
 """
 import bisect
+import collections
 import dataclasses
 import os
 import time
@@ -70,6 +71,10 @@ HUGE_PAGES = 512        # 4 KiB pages in a 2 MiB huge page
 PAGES_PER_MIB = 256
 #: Most doublings of the cold age a refaulted block is held warm for.
 MAX_STRIKES = 5
+# The promotion rate is counted over the latest periods that span at least
+# this long: the SLO is per minute, and a period of a few seconds holds a
+# page or two, so its own rate would read 20-40 a minute from one refault.
+RATE_WINDOW_S = 60.0
 # pagemap's last byte of an entry holds the present bit (bit 63): 1 for
 # every value with it set.
 _PRESENT = bytes(0x80) + b'\x01' * 0x80
@@ -275,7 +280,8 @@ def opt_out_reason(value):
 @dataclasses.dataclass
 class VmReclaim:
     """One VM's host reclaim this period: MiB in the host's swap, paged
-    out this period, the promotion rate and its SLO (pages per minute),
+    out this period, the promotion rate over the last minute and its SLO
+    (pages per minute),
     the mechanism, and why nothing was reclaimed when so."""
 
     reclaimed_mb: float = 0.0
@@ -313,6 +319,7 @@ class _VmState:
     def __init__(self, cold_age_s):
         self.cold = ColdSet(cold_age_s)
         self.counters = None    # (monotonic time, major faults, swap MiB)
+        self.promoted = collections.deque()     # (period start, promotions)
         self.out = {}           # block: [(first page, pages)] paged out
         self.warm = {}          # block: (warm until, refaults)
 
@@ -325,6 +332,17 @@ class _VmState:
                 now + cold_age_s * 2 ** min(strikes, MAX_STRIKES),
                 strikes + 1)
             self.out.pop(block, None)
+
+    def promotion_rate(self, start, promotions, now):
+        """Count ``promotions`` in the period from ``start`` to ``now``;
+        promotions per minute over the latest periods that span at least
+        RATE_WINDOW_S (all of them until they do)."""
+        self.promoted.append((start, promotions))
+        while (len(self.promoted) > 1
+               and now - self.promoted[1][0] >= RATE_WINDOW_S):
+            self.promoted.popleft()
+        counted = sum(p for _, p in self.promoted)
+        return counted / (now - self.promoted[0][0]) * 60.0
 
     def is_warm(self, page, now):
         return self.warm.get(page // HUGE_PAGES, (0, 0))[0] > now
@@ -411,7 +429,10 @@ class HostReclaim:
                 # swap: QEMU's own file pages, dropped from the host's
                 # page cache, fault back too and leave its swap as it was.
                 back = max(0.0, swap_left_mb - swapped_mb) * PAGES_PER_MIB
-                rate = min(majflt - faults, back) / (now - then) * 60.0
+                rate = state.promotion_rate(then, min(majflt - faults, back),
+                                            now)
+            else:
+                state.promoted.clear()
         state.counters = (now, majflt, swapped_mb)
         if state.out:
             state.refaulted(self._refaulted(memory.pid, state.out), now,

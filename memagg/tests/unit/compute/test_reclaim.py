@@ -399,8 +399,31 @@ def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
     # 1 MiB (256 pages) left swap by 1,000 major faults: 256 promotions.
     assert rate(120, 7.0, 1130) == pytest.approx(256)
     # 1 MiB left swap in 30 s by 10 major faults (the guest freed the
-    # rest): 10 promotions, 20 a minute.
-    assert rate(150, 6.0, 1140) == pytest.approx(20)
+    # rest): 10 promotions, counted with the period before it to span a
+    # minute: 266 in 90 s.
+    assert rate(150, 6.0, 1140) == pytest.approx(266 / 1.5)
+    # 30 s more without a fault: the 256 drop out of the minute.
+    assert rate(180, 6.0, 1140) == pytest.approx(10)
+
+
+def test_a_refault_in_a_short_period_counts_over_the_minute(conf):
+    counters = {5: (8.0, 100)}
+    host, clock = _host_reclaim(conf, counters)
+    memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
+                                    method='test')
+
+    def period(t, swap_mb, majflt):
+        clock.now = t
+        counters[5] = (swap_mb, majflt)
+        return host.period('vm', memory, 4, 63, False)
+    for t in range(0, 60, 3):
+        period(t, 8.0, 100)
+    # Two pages back in a 3 s period: 40 a minute by the period alone, over
+    # the SLO of a 63 MiB WSS (32.3); 2 in the minute it ends.
+    result = period(60, 8.0 - 2 / 256, 102)
+    assert result.promotions_per_min == pytest.approx(2)
+    assert result.promotions_per_min < result.slo_per_min
+    assert result.limit_mb > 0
 
 
 def test_promotions_count_from_the_swap_left_after_a_page_out(conf):
