@@ -46,6 +46,7 @@ from memagg.conf import CONF
 from memagg.db import facade as db_facade
 from memagg.db import services as db_services
 from memagg import objects
+from memagg.objects import base as objects_base
 
 LOG = logging.getLogger(__name__)
 
@@ -141,7 +142,9 @@ class Service:
         # this thread is a daemon so a stop during that wait does not hang.
         delay = _CONNECT_LOG_FIRST
         while True:
-            server = rpc.get_server(self.topic, self.host, [self.manager])
+            server = rpc.get_server(
+                self.topic, self.host, [self.manager],
+                serializer=objects_base.MemaggObjectSerializer())
             try:
                 server.start()
                 break

@@ -15,7 +15,9 @@
 # (nova.conf's [memagg], for nova-scheduler's filter and weigher) and
 # etc/memagg/policy.yaml.sample from the code, with the generator files
 # beside them. The samples are build output (see .gitignore): regenerate
-# them rather than edit them.
+# them rather than edit them. Also api-ref/openapi.json, the API's OpenAPI
+# document, which is kept in the tree for the API reference (a unit test
+# fails when it is stale).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -35,5 +37,6 @@ fi
     --config-file etc/memagg/nova-memagg-config-generator.conf
 "${bin}oslopolicy-sample-generator" \
     --config-file etc/memagg/memagg-policy-generator.conf
-echo "wrote etc/memagg/memagg.conf.sample, etc/memagg/nova.conf.memagg.sample" \
-     "and etc/memagg/policy.yaml.sample"
+"${bin}python3" -m memagg.cmd.openapi >api-ref/openapi.json
+echo "wrote etc/memagg/memagg.conf.sample, etc/memagg/nova.conf.memagg.sample," \
+     "etc/memagg/policy.yaml.sample and api-ref/openapi.json"

@@ -29,7 +29,7 @@ renders the microversion history: each version of
 ``memagg.api.microversion.VERSIONS``, what it changed, and the operations
 and fields the document says appeared in it ("Since X.Y").
 
-The document is the one memagg-api serves (``python -m memagg.api.openapi``
+The document is the one memagg-api serves (``python -m memagg.cmd.openapi``
 writes it), so the reference cannot drift from the API. A document the
 directives cannot render (no paths, a dangling ``$ref``, a "Since" naming an
 unknown microversion, a version that is not the API's newest) is reported
@@ -269,7 +269,7 @@ class OpenApiReference(_OpenApiDirective):
         if served != newest:
             raise DocumentError(
                 'the document is for microversion %s but the API serves up '
-                'to %s: regenerate it with python -m memagg.api.openapi'
+                'to %s: regenerate it with python -m memagg.cmd.openapi'
                 % (served, newest))
 
     def _render(self, doc):

@@ -13,15 +13,14 @@
 """Build the API's OpenAPI 3.1 document from the route registry.
 
 The document is made from the same schemas that validate requests and build
-responses. api-ref/openapi.json holds it for the default configuration;
-regenerate it with ``python -m memagg.api.openapi > api-ref/openapi.json``
-(a test fails when the copy is stale).
+responses, and covers the routes registered when it is built (all of them
+once memagg.api.controllers is imported). api-ref/openapi.json holds it for
+the default configuration; tools/generate-samples.sh regenerates it (a test
+fails when the copy is stale).
 """
 import http
 import json
-import sys
 
-from memagg.api import controllers  # noqa: F401  (registers the routes)
 from memagg.api.controllers import base
 from memagg.api import microversion
 from memagg.api import schemas
@@ -137,14 +136,3 @@ def build(max_limit):
 def dumps(document):
     """The document as the text kept in api-ref/openapi.json."""
     return json.dumps(document, indent=2, sort_keys=True) + '\n'
-
-
-def main():
-    """Print the document for the default [api] max_limit."""
-    from memagg.conf import CONF
-    CONF([], project='memagg', default_config_files=[])
-    sys.stdout.write(dumps(build(CONF.api.max_limit)))
-
-
-if __name__ == '__main__':
-    main()

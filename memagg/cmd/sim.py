@@ -29,17 +29,23 @@ MISSING_EXTRA = 1
 
 
 def main(argv=None):
-    """Run memagg-sim (memagg.sim.cli.main) when the sim extra imports."""
+    """Run memagg-sim (memagg.sim.cli.main), or memagg-sim sweep
+    (memagg.sim.sweep.main) when ``argv`` (default: the command line)
+    starts with ``sweep``, when the sim extra imports."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         # Imported here, not at the top: the import is what fails without
         # the extra, and the console script must answer that in one line.
         from memagg.sim import cli as sim_cli
+        from memagg.sim import sweep
     except ImportError as error:
         if (error.name or '').split('.')[0] not in EXTRA_MODULES:
             raise
         return cli.fail(PROG, '%s is not installed; memagg-sim needs the '
                               'sim extra: pip install \'memagg[sim]\''
                         % error.name, MISSING_EXTRA)
+    if argv[:1] == ['sweep']:
+        return sweep.main(argv[1:])
     return sim_cli.main(argv)
 
 

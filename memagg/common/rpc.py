@@ -34,8 +34,6 @@ from oslo_utils import timeutils
 from memagg.common import context as memagg_context
 from memagg.common import exceptions
 from memagg.conf import CONF
-from memagg import objects
-from memagg.objects import base as objects_base
 
 TRANSPORT = None
 _URL = None
@@ -69,7 +67,6 @@ def init(conf=CONF, url=None, binary=None):
 
 def _init(conf, url, binary):
     global TRANSPORT, _URL, NOTIFIER, NOTIFICATION_TRANSPORT
-    objects.register_all()
     transport = messaging.get_rpc_transport(conf, url=url)
     _URL = messaging.TransportURL.parse(conf, url or conf.transport_url)
     notifications = messaging.get_notification_transport(conf, url=url)
@@ -146,16 +143,18 @@ def not_taken(what, topic, exc):
 
 
 class RequestContextSerializer(messaging.Serializer):
-    """Carries the RequestContext and memagg's versioned objects."""
+    """Carries the RequestContext, and the arguments and results through
+    ``base`` (the caller's serializer: memagg's versioned objects' for the
+    rpcapi modules and the services; none for plain JSON)."""
 
-    def __init__(self):
-        self._objects = objects_base.MemaggObjectSerializer()
+    def __init__(self, base=None):
+        self._base = base or messaging.NoOpSerializer()
 
     def serialize_entity(self, context, entity):
-        return self._objects.serialize_entity(context, entity)
+        return self._base.serialize_entity(context, entity)
 
     def deserialize_entity(self, context, entity):
-        return self._objects.deserialize_entity(context, entity)
+        return self._base.deserialize_entity(context, entity)
 
     def serialize_context(self, context):
         return context.to_dict()
@@ -171,12 +170,14 @@ class Client:
     not answer; RPCTimeout names the target, the method and the timeout.
     """
 
-    def __init__(self, topic, version, version_cap=None, transport=None):
+    def __init__(self, topic, version, version_cap=None, transport=None,
+                 serializer=None):
         self.topic = topic
         self._client = messaging.get_rpc_client(
             transport or get_transport(),
             messaging.Target(topic=topic, version=version),
-            version_cap=version_cap, serializer=RequestContextSerializer())
+            version_cap=version_cap,
+            serializer=RequestContextSerializer(serializer))
 
     def can_send_version(self, version):
         return self._client.can_send_version(version)
@@ -227,7 +228,6 @@ class Client:
 def new_transport(conf=CONF):
     """A transport of its own (own connections), for a client that must
     not share the process's, such as a simulated compute node."""
-    objects.register_all()
     return messaging.get_rpc_transport(conf)
 
 
@@ -236,7 +236,6 @@ def new_notification_transport(conf=CONF):
     sender that must not share the process's, such as a simulated compute
     node: ``[oslo_messaging_notifications] transport_url`` or, when unset,
     the RPC one."""
-    objects.register_all()
     return messaging.get_notification_transport(conf)
 
 
@@ -280,8 +279,9 @@ def report_notifier(topic, transport, binary=None, conf=CONF):
                         '%s:%s' % (binary or _binary(), conf.host))
 
 
-def get_server(topic, server, endpoints):
-    """An RPC server of ``topic`` named ``server``.
+def get_server(topic, server, endpoints, serializer=None):
+    """An RPC server of ``topic`` named ``server``, its arguments and
+    results through ``serializer`` (see RequestContextSerializer).
 
     oslo.messaging picks its threading executor itself, as nothing in memagg
     is monkey-patched.
@@ -293,5 +293,5 @@ def get_server(topic, server, endpoints):
     target = messaging.Target(topic=topic, server=server)
     return messaging.get_rpc_server(
         get_transport(), target, endpoints,
-        serializer=RequestContextSerializer(),
+        serializer=RequestContextSerializer(serializer),
         access_policy=messaging.ExplicitRPCAccessPolicy)

@@ -12,6 +12,8 @@
 
 """Client side of memagg-compute's RPC API: one server per compute host."""
 from memagg.common import rpc
+from memagg import objects
+from memagg.objects import base as objects_base
 
 TOPIC = 'memagg-compute'
 
@@ -36,7 +38,10 @@ class ComputeAPI:
     VERSION = '1.4'
 
     def __init__(self):
-        self.client = rpc.Client(TOPIC, self.VERSION)
+        objects.register_all()
+        self.client = rpc.Client(
+            TOPIC, self.VERSION,
+            serializer=objects_base.MemaggObjectSerializer())
 
     def ping(self, ctxt, host, timeout=None):
         """Return ``{'host', 'binary'}`` from ``host``'s memagg-compute;

@@ -71,7 +71,8 @@ def state_changed(context, payload_cls, resource, row, previous, **extra):
         return
     try:
         notifier.info(context, event_type(resource),
-                      payload_cls.from_row(row, previous, **extra))
+                      payload_cls.from_row(row, previous,
+                                           **extra).obj_to_primitive())
     except Exception:
         LOG.exception('Could not send notification %s of %s %s',
                       event_type(resource), resource,

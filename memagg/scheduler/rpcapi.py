@@ -16,6 +16,8 @@ import oslo_messaging as messaging
 from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.conf import CONF
+from memagg import objects
+from memagg.objects import base as objects_base
 from memagg.objects import report_columns
 
 
@@ -71,9 +73,12 @@ class SchedulerAPI:
     def __init__(self, transport=None, notification_transport=None):
         """``transport`` and ``notification_transport`` (which reports go
         through) default to the process's (memagg.common.rpc)."""
+        objects.register_all()
         self.client = rpc.Client(CONF.scheduler.topic, self.VERSION,
                                  version_cap=CONF.upgrade_levels.scheduler,
-                                 transport=transport)
+                                 transport=transport,
+                                 serializer=(
+                                     objects_base.MemaggObjectSerializer()))
         self._notification_transport = notification_transport
         self._notifier = None
 

@@ -744,13 +744,9 @@ def run_command(prog, parser, command, argv):
 
 
 def main(argv=None):
-    """memagg-sim, or memagg-sim sweep when ``argv`` (default: the command
-    line) starts with ``sweep``; the exit status."""
+    """memagg-sim on ``argv`` (default: the command line); the exit
+    status. memagg-sim sweep is memagg.sim.sweep's."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ['sweep']:
-        # Imported here: memagg.sim.sweep builds on this module.
-        from memagg.sim import sweep
-        return sweep.main(argv[1:])
     return run_command(PROG, build_parser(), simulate, argv)
 
 

@@ -43,6 +43,7 @@ from memagg.db import facade as db_facade
 from memagg.db import grants as db_grants
 from memagg.db import migration
 from memagg.db import reports as db_reports
+from memagg.objects import base as objects_base
 from memagg.tests.functional import private_servers
 from memagg.tests.functional import service_procs
 from memagg.tests.functional import test_reservoir_rabbit as reservoir
@@ -135,8 +136,9 @@ def plane(conf, servers, tmp_path, admin_context):
     rpc_servers, procs = [], []
     try:
         for name, stand_in in stand_ins.items():
-            rpc_servers.append(rpc.get_server('memagg-compute', name,
-                                              [stand_in]))
+            rpc_servers.append(rpc.get_server(
+                'memagg-compute', name, [stand_in],
+                serializer=objects_base.MemaggObjectSerializer()))
             rpc_servers[-1].start()
         for name in ('memagg-scheduler', 'memagg-api', 'memagg-compute'):
             procs.append(service_procs.Process(

@@ -29,6 +29,7 @@ from memagg.common import context as memagg_context
 from memagg.common import rpc
 from memagg.db import facade as db_facade
 from memagg.db.sqlalchemy import models
+from memagg.objects import base as objects_base
 from memagg.objects import report as report_obj
 from memagg.objects import report_columns
 from memagg.scheduler import report_listener
@@ -205,7 +206,9 @@ def test_rpc_cast_while_pinned_below_1_6(bus, conf):
                 group='scheduler')
     conf.config(scheduler='1.5', group='upgrade_levels')
     old = _OldScheduler()
-    server = rpc.get_server(conf.conf.scheduler.topic, 'old', [old])
+    server = rpc.get_server(
+        conf.conf.scheduler.topic, 'old', [old],
+        serializer=objects_base.MemaggObjectSerializer())
     server.start()
     try:
         api = rpcapi.SchedulerAPI()

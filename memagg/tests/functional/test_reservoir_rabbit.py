@@ -40,6 +40,7 @@ from memagg.common import rpc
 from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
 from memagg.db import reports as db_reports
+from memagg.objects import base as objects_base
 from memagg.tests import concurrency
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
@@ -203,8 +204,9 @@ def hosts(request, conf, mysql_db, rabbit_url, tmp_path, admin_context):
 
     try:
         for name, stand_in in stand_ins.items():
-            servers[name] = rpc.get_server('memagg-compute', name,
-                                           [stand_in])
+            servers[name] = rpc.get_server(
+                'memagg-compute', name, [stand_in],
+                serializer=objects_base.MemaggObjectSerializer())
             servers[name].start()
         start_scheduler()
         procs['memagg-api'] = service_procs.Process(

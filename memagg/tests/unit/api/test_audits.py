@@ -25,6 +25,7 @@ from memagg.common import rpc
 from memagg.db import audits as db_audits
 from memagg.db import listings as db_listings
 from memagg.db.sqlalchemy import models
+from memagg.objects import base as objects_base
 from memagg.tests.unit.api import data
 from memagg.tests.unit.db import rows
 
@@ -55,7 +56,9 @@ class _Scheduler:
 @pytest.fixture
 def scheduler(conf, fake_rpc):
     endpoint = _Scheduler()
-    server = rpc.get_server(conf.conf.scheduler.topic, 'ctl', [endpoint])
+    server = rpc.get_server(
+        conf.conf.scheduler.topic, 'ctl', [endpoint],
+        serializer=objects_base.MemaggObjectSerializer())
     server.start()
     yield endpoint
     server.stop()

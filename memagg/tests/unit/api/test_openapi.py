@@ -31,7 +31,7 @@ def test_repo_copy_is_current():
     fresh = openapi.dumps(openapi.build(CONF.api.max_limit))
     assert REPO_COPY.read_text() == fresh, (
         'api-ref/openapi.json is stale: regenerate it with '
-        '"python -m memagg.api.openapi > api-ref/openapi.json"')
+        '"python -m memagg.cmd.openapi > api-ref/openapi.json"')
 
 
 def test_document_is_valid_openapi_3_1():

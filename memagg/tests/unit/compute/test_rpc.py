@@ -26,6 +26,7 @@ from memagg.compute import manager as compute_manager
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import hosts as db_hosts
 from memagg.db import listings as db_listings
+from memagg.objects import base as objects_base
 from memagg.scheduler import manager as scheduler_manager
 from memagg import service
 from memagg.tests.functional import service_procs
@@ -85,8 +86,9 @@ class ComputeOnePointZero:
 def test_methods_of_1_0_reach_a_compute_of_1_0(services):
     """ping and get_host_status ask for the version they came in, not the
     client's latest: a compute not yet upgraded still answers them."""
-    server = rpc.get_server(compute_rpcapi.TOPIC, 'node-old',
-                            [ComputeOnePointZero()])
+    server = rpc.get_server(
+        compute_rpcapi.TOPIC, 'node-old', [ComputeOnePointZero()],
+        serializer=objects_base.MemaggObjectSerializer())
     server.start()
     try:
         api = compute_rpcapi.ComputeAPI()

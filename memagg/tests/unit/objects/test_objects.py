@@ -18,6 +18,11 @@ import pytest
 
 from memagg.common import context
 from memagg.common import rpc
+# The notifications' payloads are versioned objects too, sent and never
+# read back: imported so that the registry holds them.
+from memagg.notifications import audit  # noqa: F401
+from memagg.notifications import grant  # noqa: F401
+from memagg.notifications import migration  # noqa: F401
 from memagg import objects
 from memagg.objects import base
 from memagg.objects import report
@@ -76,7 +81,8 @@ def test_object_versions_are_pinned():
 
 
 def test_report_survives_the_rpc_serializer():
-    serializer = rpc.RequestContextSerializer()
+    serializer = rpc.RequestContextSerializer(
+        base.MemaggObjectSerializer())
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     primitive = serializer.serialize_entity(ctxt, _report())
     assert primitive['memagg_object.name'] == 'ComputeReport'
@@ -91,7 +97,8 @@ def test_report_survives_the_rpc_serializer():
 
 
 def test_context_survives_the_rpc_serializer():
-    serializer = rpc.RequestContextSerializer()
+    serializer = rpc.RequestContextSerializer(
+        base.MemaggObjectSerializer())
     ctxt = context.RequestContext(project_id='p1', roles=['reader'],
                                   request_id='req-0123')
     again = serializer.deserialize_context(serializer.serialize_context(ctxt))
@@ -149,7 +156,8 @@ def test_a_receiver_before_1_3_gets_no_sampler_fields(version):
 def test_a_1_2_report_is_read_without_sampler_fields():
     """What a compute node of the release before sends: the scheduler
     reads it, and its rows leave the sampler columns to their defaults."""
-    serializer = rpc.RequestContextSerializer()
+    serializer = rpc.RequestContextSerializer(
+        base.MemaggObjectSerializer())
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     old = serializer.deserialize_entity(
         ctxt, _report().obj_to_primitive(target_version='1.2'))

@@ -19,6 +19,7 @@ import re
 
 import pytest
 
+from memagg.cmd import sim as sim_cmd
 from memagg.common import cli as common_cli
 from memagg.sim import cli as sim
 from memagg.sim import engine
@@ -28,7 +29,7 @@ TINY = ['--hosts', '4', '--days', '1', '--seeds', '0,1', '--workers', '2']
 
 
 def _run(capsys, *argv):
-    status = sim.main(['sweep', *argv])
+    status = sim_cmd.main(['sweep', *argv])
     out, err = capsys.readouterr()
     return status, out, err
 

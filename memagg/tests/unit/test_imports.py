@@ -1,0 +1,229 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The shape of memagg's imports: no module imports itself back (directly
+or through others), imports run from a layer down to those below it only,
+and no two C files of native/ include each other's headers.
+
+Read from the source (every import statement, a function's too), not by
+importing it, so that a circle Python tolerates at run time is found all
+the same."""
+import ast
+import collections
+import pathlib
+import re
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
+PACKAGE = REPO_ROOT / 'memagg'
+
+#: memagg's layers, lowest first: a module imports from its own layer and
+#: those below, never from one above. The client side (the Python client,
+#: the OSC plug-in, the Horizon panel, Nova's filter) sits on top.
+LAYERS = (
+    ('version',),
+    ('conf',),
+    ('common',),
+    ('db', 'drivers'),
+    ('objects',),
+    ('notifications',),
+    ('service',),
+    ('compute',),
+    ('scheduler',),
+    ('api', 'sim'),
+    ('wsgi',),
+    ('cmd',),
+    ('client', 'osc', 'dashboard', 'nova'),
+)
+
+#: The seam between services (as in Nova): a service calls another
+#: through its rpcapi module, whichever layer it is in.
+SEAM = 'rpcapi'
+
+#: Upward imports still to remove (issue 33): the db modules that change
+#: an audit's, a grant's or a migration's state send its notification.
+KNOWN_UPWARD = {
+    ('memagg.db.audits', 'memagg.notifications.audit'),
+    ('memagg.db.grants', 'memagg.notifications.grant'),
+    ('memagg.db.migrations', 'memagg.notifications.audit'),
+    ('memagg.db.migrations', 'memagg.notifications.migration'),
+}
+
+#: C circles still to remove (issue 33): the export code and the control
+#: socket's, until native/swapd/export.c is split along its jobs.
+KNOWN_C_CIRCLES = {('native/swapd/control', 'native/swapd/export')}
+
+
+def _modules():
+    """{dotted name: path} of memagg's modules, its tests aside."""
+    modules = {}
+    for path in PACKAGE.rglob('*.py'):
+        parts = path.relative_to(REPO_ROOT).with_suffix('').parts
+        if 'tests' in parts:
+            continue
+        if parts[-1] == '__init__':
+            parts = parts[:-1]
+        modules['.'.join(parts)] = path
+    return modules
+
+
+def _imported(name, path, modules):
+    """The memagg modules ``name`` imports (the nearest module of each
+    dotted name), its own packages aside: a package is always imported
+    before its modules."""
+    package = name if path.name == '__init__.py' else name.rpartition('.')[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                parts = package.split('.')
+                parent = parts[:len(parts) - node.level + 1]
+                base = '.'.join(parent + ([base] if base else []))
+            targets = ['%s.%s' % (base, alias.name)
+                       if '%s.%s' % (base, alias.name) in modules else base
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition('.')[0]
+            if (target and target != name
+                    and not name.startswith(target + '.')):
+                found.add(target)
+    return found
+
+
+def _graph():
+    modules = _modules()
+    return {name: _imported(name, path, modules)
+            for name, path in modules.items()}
+
+
+def _circles(graph):
+    """The strongly connected parts of ``graph`` with more than one node
+    (Tarjan's algorithm, iterative), each as a sorted tuple."""
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in graph:
+                    continue
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    part = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        part.append(member)
+                        if member == node:
+                            break
+                    if len(part) > 1:
+                        circles.append(tuple(sorted(part)))
+    return circles
+
+
+def _layer(name):
+    top = name.split('.')[1] if '.' in name else ''
+    for rank, packages in enumerate(LAYERS):
+        if top in packages:
+            return rank
+    return None
+
+
+def test_every_package_has_a_layer():
+    unplaced = sorted({name.split('.')[1] for name in _modules()
+                       if '.' in name and _layer(name) is None})
+    assert not unplaced, (
+        'memagg packages in no layer: %s; add them to LAYERS in %s'
+        % (', '.join(unplaced), __file__))
+
+
+def test_no_python_module_imports_itself_back():
+    circles = _circles(_graph())
+    assert not circles, (
+        'import circles (each module imports the next, through others): '
+        '%s' % '; '.join(' <-> '.join(circle) for circle in circles))
+
+
+def test_python_imports_run_downward():
+    upward = {(name, target)
+              for name, targets in _graph().items() for target in targets
+              if target.rpartition('.')[2] != SEAM
+              and _layer(name) is not None and _layer(target) is not None
+              and _layer(target) > _layer(name)}
+    new = sorted(upward - KNOWN_UPWARD)
+    assert not new, (
+        'imports from a lower layer up to a higher one (LAYERS): %s'
+        % ', '.join('%s -> %s' % pair for pair in new))
+    assert not KNOWN_UPWARD - upward, (
+        'gone, so take them out of KNOWN_UPWARD: %s' % sorted(
+            KNOWN_UPWARD - upward))
+
+
+def _c_graph():
+    """{native/dir/name: the native/... files whose headers it includes},
+    a .c and its .h being one node."""
+    graph = collections.defaultdict(set)
+    for path in (REPO_ROOT / 'native').rglob('*'):
+        if path.suffix not in ('.c', '.h'):
+            continue
+        node = path.relative_to(REPO_ROOT).with_suffix('').as_posix()
+        graph[node]
+        for header in re.findall(r'^\s*#\s*include\s+"([^"]+)"',
+                                 path.read_text(errors='replace'), re.M):
+            target = (path.parent / header).resolve()
+            if REPO_ROOT in target.parents:
+                included = target.relative_to(REPO_ROOT).with_suffix('')
+                if included.as_posix() != node:
+                    graph[node].add(included.as_posix())
+    return graph
+
+
+def test_no_c_files_include_each_other():
+    circles = set(_circles(_c_graph()))
+    new = sorted(circles - KNOWN_C_CIRCLES)
+    assert not new, (
+        'C include circles (each file includes the next one\'s header, '
+        'through others): %s' % '; '.join(' <-> '.join(c) for c in new))
+    assert not KNOWN_C_CIRCLES - circles, (
+        'gone, so take them out of KNOWN_C_CIRCLES: %s' % sorted(
+            KNOWN_C_CIRCLES - circles))
+
+
+def test_the_walk_finds_a_circle_and_an_upward_import():
+    """The checks above can fail: a hand-made circle is found, and so is
+    a common module importing the scheduler."""
+    graph = {'memagg.common.a': {'memagg.scheduler.b'},
+             'memagg.scheduler.b': {'memagg.common.a'},
+             'memagg.conf.c': set()}
+    assert _circles(graph) == [('memagg.common.a', 'memagg.scheduler.b')]
+    assert _layer('memagg.scheduler.b') > _layer('memagg.common.a')
