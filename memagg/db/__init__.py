@@ -1,0 +1,18 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The database: a module per resource (audits, grants, hosts, instances,
+migrations, reports, samples, services, placement; listings for the API's
+pages), the engine facade, the schema (sqlalchemy.models) and its alembic
+migrations (migration). May import conf and common (see
+memagg/tests/unit/test_imports.py for what is still to go).
+"""

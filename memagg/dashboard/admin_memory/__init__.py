@@ -9,3 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+
+"""Horizon's Admin → Memory panel: hosts, instances, the reservoir and
+audits, read through memagg.client.
+"""

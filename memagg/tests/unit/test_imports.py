@@ -11,8 +11,10 @@
 # under the License.
 
 """The shape of memagg's imports: no module imports itself back (directly
-or through others), imports run from a layer down to those below it only,
-and no two C files of native/ include each other's headers.
+or through others), imports run from a layer down to those below it only
+(the layers of doc/source/contributor/architecture.rst), no two C files of
+native/ include each other's headers, and every package says what it is
+for.
 
 Read from the source (every import statement, a function's too), not by
 importing it, so that a circle Python tolerates at run time is found all
@@ -25,24 +27,19 @@ import re
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 PACKAGE = REPO_ROOT / 'memagg'
 
-#: memagg's layers, lowest first: a module imports from its own layer and
-#: those below, never from one above. The client side (the Python client,
-#: the OSC plug-in, the Horizon panel, Nova's filter) sits on top.
-LAYERS = (
-    ('version',),
-    ('conf',),
-    ('common',),
-    ('db', 'drivers'),
-    ('objects',),
-    ('notifications',),
-    ('service',),
-    ('compute',),
-    ('scheduler',),
-    ('api', 'sim'),
-    ('wsgi',),
-    ('cmd',),
-    ('client', 'osc', 'dashboard', 'nova'),
-)
+ARCHITECTURE = REPO_ROOT / 'doc/source/contributor/architecture.rst'
+
+
+def _layers():
+    """memagg's layers, lowest first, as architecture.rst lists them: a
+    tuple of package names each."""
+    text = ARCHITECTURE.read_text()
+    listed = text.split('.. layers start')[1].split('.. layers end')[0]
+    return tuple(tuple(re.findall(r'``(\w+)``', item.split(':')[0]))
+                 for item in re.findall(r'^#\. (.*)$', listed, re.M))
+
+
+LAYERS = _layers()
 
 #: The seam between services (as in Nova): a service calls another
 #: through its rpcapi module, whichever layer it is in.
@@ -163,8 +160,17 @@ def test_every_package_has_a_layer():
     unplaced = sorted({name.split('.')[1] for name in _modules()
                        if '.' in name and _layer(name) is None})
     assert not unplaced, (
-        'memagg packages in no layer: %s; add them to LAYERS in %s'
-        % (', '.join(unplaced), __file__))
+        'memagg packages in no layer: %s; add them to the layers of %s'
+        % (', '.join(unplaced), ARCHITECTURE))
+
+
+def test_every_package_says_what_it_is_for():
+    silent = sorted(name for name, path in _modules().items()
+                    if path.name == '__init__.py'
+                    and not ast.get_docstring(ast.parse(path.read_text())))
+    assert not silent, (
+        'packages without a docstring saying what they are for and what '
+        'they may import: %s' % ', '.join(silent))
 
 
 def test_no_python_module_imports_itself_back():
@@ -182,7 +188,8 @@ def test_python_imports_run_downward():
               and _layer(target) > _layer(name)}
     new = sorted(upward - KNOWN_UPWARD)
     assert not new, (
-        'imports from a lower layer up to a higher one (LAYERS): %s'
+        'imports from a lower layer up to a higher one (the layers of '
+        'doc/source/contributor/architecture.rst): %s'
         % ', '.join('%s -> %s' % pair for pair in new))
     assert not KNOWN_UPWARD - upward, (
         'gone, so take them out of KNOWN_UPWARD: %s' % sorted(
