@@ -203,10 +203,16 @@ def direct(args):
 
 # -- --fleet: a steady load of many nodes -------------------------------------
 
-def _sender(index, args, options, path, counter, start_at, stop_at):
+#: Bound on the senders' set-up (transports, reports), waited for both by
+#: the parent and by each sender.
+SET_UP_S = 120
+
+
+def _sender(index, args, options, path, counter, ready, go, start):
     """One sender process: the nodes index, index + senders, ... each send
-    a report every period, at their own phase of it, until ``stop_at``,
-    by ``path`` (notify or rpc)."""
+    a report every period, at their own phase of it, by ``path`` (notify
+    or rpc), for --duration seconds from ``start``'s time. Counts itself
+    in ``ready`` once set up, then waits for the parent's ``go``."""
     CONF.set_override('transport_url', options['DEFAULT']['transport_url'])
     CONF.set_override('control_exchange',
                       options['DEFAULT']['control_exchange'])
@@ -225,6 +231,13 @@ def _sender(index, args, options, path, counter, start_at, stop_at):
     ctxt = memagg_context.get_admin_context()
     nodes = range(index, args.nodes, args.senders)
     reports = {n: make_report(n, args.instances) for n in nodes}
+    with ready.get_lock():
+        ready.value += 1
+    if not go.wait(SET_UP_S):
+        raise RuntimeError('sender %d: no start after %d s'
+                           % (index, SET_UP_S))
+    start_at = start.value
+    stop_at = start_at + args.duration
     due = [(start_at + args.period * n / args.nodes, n) for n in nodes]
     heapq.heapify(due)
     while due:
@@ -323,14 +336,30 @@ def fleet_phase(args, workdir, db_url, server, workers, path):
             interval=0.2, message='every memagg-scheduler serving')
         base_id = _max_sample_id()
         counter = multiprocessing.Value('q', 0)
-        start_at = time.time() + 2.0
-        stop_at = start_at + args.duration
+        ready = multiprocessing.Value('q', 0)
+        go = multiprocessing.Event()
+        start = multiprocessing.Value('d', 0.0)
         senders = [multiprocessing.Process(
-            target=_sender, args=(i, args, options, path, counter,
-                                  start_at, stop_at), daemon=True)
+            target=_sender, args=(i, args, options, path, counter, ready,
+                                  go, start), daemon=True)
                    for i in range(args.senders)]
         for sender in senders:
             sender.start()
+        # The clock starts once every sender is set up (its transports
+        # built, its reports made): a CI run whose machine was busy sent
+        # nothing at all, as its senders were still setting up when a
+        # fixed 2 s lead and the 3 s run were over.
+        polling.wait_for(
+            lambda: ready.value == len(senders)
+            or any(sender.exitcode for sender in senders), SET_UP_S,
+            interval=0.05, message='%d senders set up' % len(senders))
+        if any(sender.exitcode for sender in senders):
+            sys.exit('a sender failed (exit %s)' % [
+                sender.exitcode for sender in senders])
+        start_at = time.time() + 0.5
+        stop_at = start_at + args.duration
+        start.value = start_at
+        go.set()
         pids = [p.proc.pid for p in procs]
         rows = []
         print('\n%s, %d worker(s), %d nodes x %d instances every %g s for '
