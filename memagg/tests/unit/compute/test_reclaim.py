@@ -382,16 +382,27 @@ def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
     assert host._vms['vm'].cold.cold(240) == [first + 1500]
 
 
-def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
+def _periods(conf, wss_maxavg_mb):
+    """period(t, swap_mb, majflt): the VmReclaim of a VM whose WSS
+    max-average is ``wss_maxavg_mb`` for its period ending at ``t``, its
+    QEMU then holding ``swap_mb`` in swap after ``majflt`` major faults."""
     counters = {5: (8.0, 100)}
     host, clock = _host_reclaim(conf, counters)
     memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
                                     method='test')
 
-    def rate(t, swap_mb, majflt):
+    def period(t, swap_mb, majflt):
         clock.now = t
         counters[5] = (swap_mb, majflt)
-        return host.period('vm', memory, 4, 1000, False).promotions_per_min
+        return host.period('vm', memory, 4, wss_maxavg_mb, False)
+    return period
+
+
+def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
+    period = _periods(conf, 1000)
+
+    def rate(t, swap_mb, majflt):
+        return period(t, swap_mb, majflt).promotions_per_min
     assert rate(0, 8.0, 100) is None
     # 30 major faults, the swap as it was: QEMU's own file pages, dropped
     # from the host's page cache, came back.
@@ -407,15 +418,7 @@ def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
 
 
 def test_a_refault_in_a_short_period_counts_over_the_minute(conf):
-    counters = {5: (8.0, 100)}
-    host, clock = _host_reclaim(conf, counters)
-    memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
-                                    method='test')
-
-    def period(t, swap_mb, majflt):
-        clock.now = t
-        counters[5] = (swap_mb, majflt)
-        return host.period('vm', memory, 4, 63, False)
+    period = _periods(conf, 63)
     for t in range(0, 60, 3):
         period(t, 8.0, 100)
     # Two pages back in a 3 s period: 40 a minute by the period alone, over
