@@ -16,7 +16,7 @@ migrations and overload (ALGORITHMS.md §3.6).
 
 Each setting of the grid is simulated packing by working set (memagg-sim's
 ``wss`` basis, built from the options exactly as memagg-sim builds it:
-memagg.sim.cli.Config) over the trace of each seed, and compared with the
+memagg.sim.config.Config) over the trace of each seed, and compared with the
 booked basis under the configuration file's options (or the defaults),
 simulated once per seed. The simulations run in worker processes; one
 simulation is a picklable Job run by run_job.
@@ -39,12 +39,15 @@ import time
 
 from memagg.common import cli as common_cli
 from memagg.conf import consolidation as conf_consolidation
+from memagg.sim import arguments
 from memagg.sim import cli
+from memagg.sim import config as sim_config
+from memagg.sim import inputs as sim_inputs
 from memagg.sim import plots
 from memagg.sim import progress as sim_progress
 from memagg.sim import report
 
-PROG = cli.PROG + ' sweep'
+PROG = arguments.PROG + ' sweep'
 SCHEMA_VERSION = 1
 FILES = ('sweep.csv', 'sweep.json', 'sweep.png')
 
@@ -101,18 +104,18 @@ Exit status: 0 done, 1 a simulation failed, 2 bad input."""
 
 def build_parser():
     """memagg-sim sweep's argument parser (every option has help)."""
-    parser = cli.Parser(
+    parser = arguments.Parser(
         prog=PROG, description=DESCRIPTION,
         epilog=EPILOG % textwrap.fill(
             'Options the simulation depends on: %s.'
-            % ', '.join(cli.simulated_options()), 76, initial_indent='  ',
-            subsequent_indent='  '),
+            % ', '.join(sim_config.simulated_options()), 76,
+            initial_indent='  ', subsequent_indent='  '),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    cli.add_input_arguments(parser, seeds=True)
+    arguments.add_input_arguments(parser, seeds=True)
     grid = parser.add_argument_group(
         'grid', 'The options every setting and the reference run with, '
         'and the grid of settings.')
-    cli.add_simulation_arguments(grid)
+    arguments.add_simulation_arguments(grid)
     grid.add_argument(
         '--set', action='append', metavar='NAME=VALUE[,VALUE...]',
         default=[],
@@ -125,11 +128,11 @@ def build_parser():
         help='Directory for %s (created; default %%(default)s).'
              % ', '.join(FILES))
     out.add_argument(
-        '--workers', type=cli.POSITIVE_INT, metavar='N',
+        '--workers', type=arguments.POSITIVE_INT, metavar='N',
         default=os.cpu_count() or 1,
         help='Worker processes running simulations (default %(default)s '
              'here: one per core).')
-    cli.add_noise_arguments(out)
+    arguments.add_noise_arguments(out)
     return parser
 
 
@@ -169,11 +172,11 @@ def parse_grid(texts):
 
     Option names are those registered in the [consolidation] group
     (memagg.conf.consolidation) that the simulation depends on
-    (cli.simulated_options). A mistake raises cli.UsageError naming the
-    option.
+    (sim_config.simulated_options). A mistake raises cli.UsageError naming
+    the option.
     """
     registered = {opt.dest: opt for opt in conf_consolidation.opts}
-    sweepable = cli.simulated_options()
+    sweepable = sim_config.simulated_options()
 
     def error(message):
         return common_cli.UsageError('argument --set: ' + message)
@@ -227,14 +230,14 @@ def settings(grid):
 @dataclasses.dataclass(frozen=True)
 class Job:
     """One simulation of a sweep: ``basis`` packing with ``config`` over
-    the trace of ``source`` (the cli.INPUT_OPTIONS, seed included).
+    the trace of ``source`` (the sim_inputs.INPUT_OPTIONS, seed included).
     ``index`` is its place among the sweep's jobs (and its progress
     counter's); ``label`` names it in an error."""
 
     index: int
     label: str
     source: argparse.Namespace
-    config: cli.Config
+    config: sim_config.Config
     basis: str
 
 
@@ -256,7 +259,7 @@ def _prepared(source, config):
            config.maxavg_slice_s)
     if key not in _PREPARED:
         _PREPARED.clear()
-        trace, hosts, initial, info = cli.inputs(source)
+        trace, hosts, initial, info = sim_inputs.inputs(source)
         _PREPARED[key] = (trace, hosts, initial, info,
                           config.wss_maxavg(trace))
     return _PREPARED[key]
@@ -443,8 +446,8 @@ def text(rows, names, reference, seeds):
 
 
 def _source(args, seed):
-    """The input options of one seed's trace (cli.inputs reads them)."""
-    values = {name: getattr(args, name) for name in cli.INPUT_OPTIONS
+    """The input options of one seed's trace (sim_inputs.inputs reads them)."""
+    values = {name: getattr(args, name) for name in sim_inputs.INPUT_OPTIONS
               if name != 'seed'}
     return argparse.Namespace(seed=seed, **values)
 
@@ -455,13 +458,13 @@ def sweep(args, stdout, stderr):
     started = time.perf_counter()
     grid = parse_grid(args.set)
     names = [name for name, _ in grid]
-    conf = cli.load_config(args.config_file)
-    base = cli.configure(conf, {}, args)
+    conf = sim_config.load_config(args.config_file)
+    base = sim_config.configure(conf, {}, args)
     base.algorithms('booked')
     base.remote_plugins()
     configs = []
     for values in settings(grid):
-        config = cli.configure(
+        config = sim_config.configure(
             conf, {name: value for name, (_, value) in values.items()}, args)
         try:
             config.algorithms('wss')
@@ -475,7 +478,7 @@ def sweep(args, stdout, stderr):
                 'out with --trace')
         seeds = [None]
     else:
-        seeds = list(args.seeds or cli.DEFAULT_SEEDS)
+        seeds = list(args.seeds or arguments.DEFAULT_SEEDS)
     sources = {seed: _source(args, seed) for seed in seeds}
     trace, hosts, _, trace_info, _ = _prepared(sources[seeds[0]], base)
     try:
@@ -494,7 +497,7 @@ def sweep(args, stdout, stderr):
             jobs.append(Job(len(jobs), 'setting %d, seed %s' % (number, seed),
                             sources[seed], config, 'wss'))
     bar = sim_progress.Progress(len(jobs) * trace.steps, stderr,
-                                cli.show_progress(args, stderr))
+                                arguments.show_progress(args, stderr))
     summaries = run_jobs(jobs, args.workers, bar)
     by_job = iter(summaries)
     reference, results = {}, [{} for _ in configs]
@@ -509,7 +512,7 @@ def sweep(args, stdout, stderr):
     paths = [os.path.join(args.output_dir, name) for name in FILES]
     write_csv(rows, names, paths[0])
     plots.sweep(rows, booked, paths[2])
-    trace_info = cli.describe(trace, hosts, trace_info)
+    trace_info = sim_inputs.describe(trace, hosts, trace_info)
     if 'synthetic' in trace_info:
         # The seeds are the sweep's.
         trace_info['synthetic'] = {

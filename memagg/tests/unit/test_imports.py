@@ -13,8 +13,8 @@
 """The shape of memagg's imports: no module imports itself back (directly
 or through others), imports run from a layer down to those below it only
 (the layers of doc/source/contributor/architecture.rst), no two C files of
-native/ include each other's headers, and every package says what it is
-for.
+native/ include each other's headers, every package says what it is for,
+and no file grows past the length at which it holds more than one job.
 
 Read from the source (every import statement, a function's too), not by
 importing it, so that a circle Python tolerates at run time is found all
@@ -52,6 +52,22 @@ KNOWN_UPWARD = {
     ('memagg.db.grants', 'memagg.notifications.grant'),
     ('memagg.db.migrations', 'memagg.notifications.audit'),
     ('memagg.db.migrations', 'memagg.notifications.migration'),
+}
+
+#: Past these a file holds more than one job (issue 33): Python modules
+#: and C files outside the tests and the alembic migrations.
+MAX_LINES = {'.py': 600, '.c': 1200}
+
+#: Files still to split along their jobs (issue 33), with their length
+#: then: one may shrink, none may grow, and no other may join them.
+KNOWN_LONG = {
+    'memagg/compute/remote.py': 964,
+    'memagg/scheduler/consolidation.py': 837,
+    'memagg/scheduler/reservoir.py': 670,
+    'memagg/scheduler/migration.py': 642,
+    'native/src/damon.c': 2259,
+    'native/src/sampler.c': 1299,
+    'native/swapd/export.c': 2866,
 }
 
 #: C circles still to remove (issue 33): the export code and the control
@@ -224,6 +240,27 @@ def test_no_c_files_include_each_other():
     assert not KNOWN_C_CIRCLES - circles, (
         'gone, so take them out of KNOWN_C_CIRCLES: %s' % sorted(
             KNOWN_C_CIRCLES - circles))
+
+
+def test_no_file_is_doing_more_than_one_job():
+    long, grown = set(), {}
+    for root, suffix in (('memagg', '.py'), ('native', '.c')):
+        for path in (REPO_ROOT / root).rglob('*' + suffix):
+            name = path.relative_to(REPO_ROOT).as_posix()
+            if '/tests/' in name or '/alembic/versions/' in name:
+                continue
+            lines = len(path.read_text(errors='replace').splitlines())
+            if lines > MAX_LINES[suffix]:
+                long.add(name)
+                if lines > KNOWN_LONG.get(name, MAX_LINES[suffix]):
+                    grown[name] = lines
+    assert not grown, (
+        'files past %d lines (Python) or %d (C), or longer than they were: '
+        '%s; split them along their jobs' % (
+            MAX_LINES['.py'], MAX_LINES['.c'], grown))
+    assert not set(KNOWN_LONG) - long, (
+        'short enough now, so take them out of KNOWN_LONG: %s'
+        % sorted(set(KNOWN_LONG) - long))
 
 
 def test_the_walk_finds_a_circle_and_an_upward_import():

@@ -24,6 +24,7 @@ from memagg.drivers.remote_budget import tlp
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import consolidation
 from memagg.sim import cli as sim
+from memagg.sim import config as sim_config
 from memagg.sim import engine
 from memagg.sim import maxavg
 from memagg.sim import reservoir
@@ -264,8 +265,9 @@ def test_memagg_sim_reports_remote_memory_and_uses_tlp_when_told(
     assert off['settings']['reservoir']['remote_memory'] is False
     assert off['bases']['wss']['remote'] is None
     # The very plug-in memagg-compute loads for [reservoir] remote_budget.
-    config = sim.configure(sim.load_config(None), {}, sim.build_parser(
-    ).parse_args(['--remote-budget', 'tlp']))
+    config = sim_config.configure(
+        sim_config.load_config(None), {},
+        sim.build_parser().parse_args(['--remote-budget', 'tlp']))
     assert isinstance(config.remote_plugins()[0], tlp.TlpBudget)
 
 

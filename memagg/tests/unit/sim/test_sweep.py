@@ -21,7 +21,9 @@ import pytest
 
 from memagg.cmd import sim as sim_cmd
 from memagg.common import cli as common_cli
+from memagg.scheduler import consolidation
 from memagg.sim import cli as sim
+from memagg.sim import config as sim_config
 from memagg.sim import engine
 from memagg.sim import sweep
 
@@ -62,11 +64,11 @@ def test_grid_values_split_at_top_level_commas_and_typed():
 
 
 def test_every_simulated_option_can_be_swept():
-    names = sim.simulated_options()
+    names = sim_config.simulated_options()
 
     assert 'history_length' in names
     assert 'memory_basis' not in names
-    for name in sim.consolidation.OPTIONS:
+    for name in consolidation.OPTIONS:
         if name != 'memory_basis':
             assert name in names
 
@@ -303,6 +305,6 @@ def test_help_documents_every_option_and_the_grid(capsys):
             assert action.help and action.help != argparse.SUPPRESS
             assert ' '.join(action.help.split()[:4]) in words, action.dest
     assert '--set NAME=VALUE[,VALUE...]' in text
-    assert ', '.join(sim.simulated_options()) in words
+    assert ', '.join(sim_config.simulated_options()) in words
     assert 'Exit status: 0 done, 1 a simulation failed, 2 bad input' in text
     assert 'memagg-sim sweep --help' in sim.build_parser().description
