@@ -13,7 +13,8 @@
 """memagg-scheduler, the global manager: the reports it receives
 (report_listener), consolidation rounds and their audits (consolidation,
 audits), the global memory reservoir and its grants (reservoir,
-grant_moves), the execution of migrations (migration) and Placement
+grant_moves), the execution of plans (migration; live_migration for
+each migration, states for what they move through) and Placement
 (placement); manager serves its RPC API, rpcapi is its client. May import
 conf, common, db, drivers, objects, notifications, service and compute
 (memagg.compute.rpcapi to call the nodes).

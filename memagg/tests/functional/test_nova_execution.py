@@ -53,6 +53,7 @@ from memagg.db import reports as db_reports
 from memagg.drivers.compute_api import base
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
+from memagg.scheduler import states
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
@@ -119,7 +120,7 @@ def audit(sqlite_db, admin_context):
     """A recommended audit of PLAN, the hosts known to memagg."""
     for host in HOSTS:
         db_reports.report_ingest(admin_context, {'name': host}, [], [])
-    db_hosts.host_set_state(admin_context, 'h4', migration.STANDBY)
+    db_hosts.host_set_state(admin_context, 'h4', states.STANDBY)
     uuid_ = db_audits.audit_create(admin_context, {'state': 'planning'}).uuid
     db_audits.audit_store_plan(admin_context, uuid_, PLAN)
     return uuid_

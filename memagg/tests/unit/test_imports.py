@@ -64,7 +64,6 @@ KNOWN_LONG = {
     'memagg/compute/remote.py': 964,
     'memagg/scheduler/consolidation.py': 837,
     'memagg/scheduler/reservoir.py': 670,
-    'memagg/scheduler/migration.py': 642,
     'native/src/damon.c': 2259,
     'native/src/sampler.c': 1299,
     'native/swapd/export.c': 2866,

@@ -33,6 +33,7 @@ from memagg.drivers.compute_api import base
 from memagg.drivers.compute_api import none
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
+from memagg.scheduler import states
 from memagg.tests import polling
 
 VM = ['00000000-0000-4000-8000-%012d' % i for i in range(12)]
@@ -214,7 +215,7 @@ def power(action_type, host, reason='underload:cpu+memory'):
     return dict(action_type=action_type, reason=reason, source_host=host)
 
 
-def make_audit(context, actions, state=migration.RECOMMENDED):
+def make_audit(context, actions, state=states.RECOMMENDED):
     uuid = db_audits.audit_create(context, {'state': 'planning'}).uuid
     db_audits.audit_store_plan(context, uuid, actions, state=state)
     return uuid
