@@ -467,11 +467,18 @@ def fleet(args):
     by = {(r['path'], r['workers']): r for r in results}
     for workers in args.workers:
         new, peer = by.get(('notify', workers)), by.get(('rpc', workers))
-        if new and peer and new['ms_per_report']:
+        if new and peer:
+            # /proc counts CPU in 10 ms ticks: a short run (CI's, 3 s) may
+            # see none after its first period, and the ratio is then said
+            # to be unknown rather than left out.
+            ratio = ('%.1fx' % (peer['ms_per_report'] / new['ms_per_report'])
+                     if new['ms_per_report'] else
+                     'unknown (no scheduler CPU tick counted for notify '
+                     'after the first period: run longer)')
             print('%d worker(s): scheduler CPU per report notify %.2f ms, '
-                  'rpc (peer) %.2f ms: rpc/notify %.1fx' % (
+                  'rpc (peer) %.2f ms: rpc/notify %s' % (
                       workers, new['ms_per_report'], peer['ms_per_report'],
-                      peer['ms_per_report'] / new['ms_per_report']))
+                      ratio))
     for r in results:
         if not r['drained']:
             print('%s, %d worker(s): NOT KEEPING UP: %d reports not stored '
