@@ -113,6 +113,10 @@ def test_the_loop_survives_a_libvirtd_restart(qemu_workdir, conf):
             loop.stop()
         guest.dom = None  # of the connection before the restart
         guest.destroy()
+        conn.close()
+        # libvirtd may still be down (the test failed in the outage): a
+        # guest left running would slow every later test of the lane.
+        conn = libvirt.open(guest_fixtures.ensure_libvirtd())
         try:
             conn.lookupByUUIDString(guest.uuid).destroy()
         except libvirt.libvirtError:

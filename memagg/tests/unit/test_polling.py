@@ -45,3 +45,22 @@ def test_gone_is_a_running_process_not_and_an_unreaped_zombie_yes():
         proc.kill()
         proc.wait()
     assert polling.gone(proc.pid)
+
+
+def test_gone_is_a_process_reaped_between_the_open_and_the_read(
+        monkeypatch):
+    class Reaped:
+        """/proc/<pid>/stat of a process reaped once it was opened."""
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def read(self):
+            raise ProcessLookupError(3, 'No such process')
+
+    monkeypatch.setattr(polling, 'open', lambda path: Reaped(),
+                        raising=False)
+    assert polling.gone(12345)
