@@ -20,14 +20,15 @@ and on a donor (migration_hosts.py).
 
 The guest (256 MiB booked) is held to a small budget by memagg's local
 policy on host A and gets a grant of its whole booked size from the donor
-before it fills 192 MiB of random data: most of that goes to the donor
-through host A's export. The migration is asked for as POST /v1/migrations
+before it fills 200 MiB of random data that it then leaves alone (idle
+memory, what memagg lends out): most of that goes to the donor through
+host A's export once. The migration is asked for as POST /v1/migrations
 asks (a one-action plan, cast to memagg-scheduler).
 
 QEMU 7.2's TCG now and then misses writes of a guest busy while it
-migrates (test_live_migration_hosts.py): the guest re-reads its data in a
-loop, so it is paused before the migration and resumed on its
-destination, as Nova live-migrates a paused server.
+migrates (test_live_migration_hosts.py): the guest is paused before the
+migration and resumed on its destination, as Nova live-migrates a paused
+server.
 
 Both hosts are libvirtds in mount namespaces of their own (not this
 machine's libvirtd), so guest tests running at the same time, whose
@@ -175,7 +176,7 @@ def _on_remote_swap(hosts, guest, clock):
         stored = export.export_stats(grant['uuid'])['stored_pages'] * PAGE
         return used >= REMOTE_MB * 1024 and stored >= REMOTE_MB * MIB
     with _held(guest.dom):
-        md5 = guest.fill(DATA_MB, timeout=600)
+        md5 = guest.fill(DATA_MB, timeout=600, cold=True)
         clock.lap('filled')
         polling.wait_for(swapped, 120, interval=1, message=(
             '%d MiB of the guest on the donor' % REMOTE_MB))

@@ -29,12 +29,15 @@
 # says "MEMAGG SWAPDISK <dev> serial=<serial> on" (or "failed: <why>").
 # Data whose loss would show: "fill N" writes N MiB of random data to a
 # tmpfs file that the reader then re-reads with the hot set (so under memory
-# pressure it goes out to swap and back in, again and again); the guest
-# answers "MEMAGG FILLED <seq> mb=<N> md5=<sum>". "check" answers
-# "MEMAGG CHECK <seq> mb=<N> md5=<sum>" of the same file read again (md5:
-# 3.5 times faster than sha256 in busybox, and the guest is emulated); the
-# reader waits while a check reads the data. "rule" runs the guest rule's
-# script over every disk again and answers "MEMAGG RULE rc=<status> <log>".
+# pressure it goes out to swap and back in, again and again); "fill N cold"
+# writes it for the reader to leave alone (idle memory: it goes out to swap
+# once and stays there). The guest answers "MEMAGG FILLED <seq> mb=<N>
+# md5=<sum>", the sum taken as the data is written (read back, it would
+# come in from swap). "check" answers "MEMAGG CHECK <seq> mb=<N> md5=<sum>"
+# of the same file read again (md5: 3.5 times faster than sha256 in
+# busybox, and the guest is emulated); the reader waits while a check reads
+# the data. "rule" runs the guest rule's script over every disk again and
+# answers "MEMAGG RULE rc=<status> <log>".
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -107,11 +110,12 @@ swaps() {
         printf "%s%s:%s:%s:%s", sep, $1, $3, $4, $5; sep = "," }' /proc/swaps
 }
 
-# "mb=<N> md5=<sum>" of the random data (N: its size in whole MiB).
+# "mb=<N> md5=<sum>" of the random data (N: its size in whole MiB). Its
+# size from stat: busybox's wc -c reads the whole file, which would bring
+# it in from swap a second time.
 data_sum() {
-    size=$(wc -c </data/blob)
-    set -- $(md5sum </data/blob)
-    echo "mb=$((size / 1048576)) md5=$1"
+    set -- $(stat -c %s /data/blob) $(md5sum </data/blob)
+    echo "mb=$(($1 / 1048576)) md5=$2"
 }
 
 heartbeat() {
@@ -135,9 +139,12 @@ reader() {
     passes=0
     while :; do
         # No hot set: idle rather than spin.
-        [ -s /hot/data ] || [ -s /data/blob ] || { sleep 1; continue; }
+        files=/hot/data
+        [ -e /data/cold ] || files="$files /data/blob"
+        [ -s /hot/data ] || [ "$files" != /hot/data -a -s /data/blob ] \
+            || { sleep 1; continue; }
         began=$(cut -d' ' -f1 /proc/uptime)
-        for f in /hot/data /data/blob; do
+        for f in $files; do
             # A check reads the data meanwhile: one reader thrashing swap
             # is enough.
             while [ -e /reader-paused ]; do sleep 1; done
@@ -162,7 +169,7 @@ stty raw -echo <&3
 say "READY"
 seq=0
 while :; do
-    while read -r cmd arg <&3; do
+    while read -r cmd arg mode <&3; do
         case "$cmd" in
         hot)
             seq=$((seq + 1))
@@ -175,11 +182,15 @@ while :; do
             ;;
         fill)
             seq=$((seq + 1))
-            # Written aside and renamed: the reader never sees a part.
-            if dd if=/dev/urandom of=/data/blob.new bs=1M count="$arg" \
-                    iflag=fullblock 2>/dev/null \
+            # Written aside and renamed: the reader never sees a part. A
+            # short file (tmpfs full) fails on its size: the pipe's status
+            # is tee's alone.
+            sum=$(dd if=/dev/urandom bs=1M count="$arg" iflag=fullblock \
+                2>/dev/null | tee /data/blob.new | md5sum)
+            if [ "$mode" = cold ]; then : >/data/cold; else rm -f /data/cold; fi
+            if [ "$(stat -c %s /data/blob.new)" = $((arg * 1048576)) ] \
                     && mv /data/blob.new /data/blob; then
-                say "FILLED $seq $(data_sum)"
+                say "FILLED $seq mb=$arg md5=${sum%% *}"
             else
                 rm -f /data/blob.new
                 say "FILL-FAILED $seq $arg"

@@ -220,10 +220,11 @@ class TestGuest:
         assert match.group(2) == 'on', match.group(0)
         return match.group(1)
 
-    def fill(self, mb, timeout=300):
-        """Write ``mb`` MiB of random data in the guest; its md5 sum."""
+    def fill(self, mb, timeout=300, cold=False):
+        """Write ``mb`` MiB of random data in the guest; its md5 sum. The
+        guest's reader re-reads it with its hot set unless ``cold``."""
         mark = len(self.console_text())
-        self.send('fill %d' % mb)
+        self.send('fill %d%s' % (mb, ' cold' if cold else ''))
         match = self.wait_console(
             r'MEMAGG (?:FILLED \d+ mb=(\d+) md5=([0-9a-f]{32})'
             r'|FILL-FAILED[^\r\n]*)',
