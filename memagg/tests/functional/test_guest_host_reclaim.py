@@ -96,7 +96,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
         # QEMU, never accessed again. The hot set is 40 MiB and the data
         # 16 MiB (re-read with it).
         guest.set_hot(200)
-        md5 = guest.fill(16)
+        checksum = guest.fill(16)
         guest.set_hot(40)
         with host_swap.swap_file(1024, zswap=zswap):
             loop = Recording(PERIOD, 'memagg-reclaim-').start()
@@ -161,7 +161,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
                                      interval=0.5,
                                      message='back-off after growth')
             # Its data survived the trip through the host's swap.
-            assert guest.check() == md5
+            assert guest.check() == checksum
             print('zswap=%s: RSS %.0f MiB, cold %.0f MiB, fell %.0f MiB in '
                   '%d periods; limits %s; after growth %s'
                   % (zswap, rss_before, cold, fallen, len(rows),

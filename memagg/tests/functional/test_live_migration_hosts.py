@@ -196,7 +196,7 @@ def test_a_guest_moves_to_host_b_and_back_through_nova(hypervisors, guest,
     # A's as its peer. Paused while it moves, as Nova moves paused
     # servers: see the module.
     guest.follow(hosts.b)
-    md5 = guest.fill(FILL_MB)
+    checksum = guest.fill(FILL_MB)
     rss = hosts.b.qemu_rss(guest.name)
     _pause(hosts.b, guest)
     api.live_migrate(guest.uuid, hosts.a.name)
@@ -206,7 +206,7 @@ def test_a_guest_moves_to_host_b_and_back_through_nova(hypervisors, guest,
     _report('paused guest, host B -> host A', back)
     _resume(hosts.a, guest)
     guest.follow(hosts.a)
-    assert guest.check() == md5
+    assert guest.check() == checksum
     assert FILL_MB * MIB <= back.memory_processed <= \
         GUEST_MB * MIB + SLACK_BYTES
     assert back.job['memory_normal_bytes'] <= rss
@@ -250,7 +250,7 @@ def test_failed_migrations_leave_the_guest_running_on_host_a(
     double, api = nova({'live_migration_bandwidth': 4,
                         'live_migration_monitor_interval': 1})
     double.add_server(guest.uuid, hosts.a.name)
-    md5 = guest.fill(FILL_MB)
+    checksum = guest.fill(FILL_MB)
 
     # Host B cannot start the guest (no directory for its command
     # socket): libvirt fails the migration, the guest stays.
@@ -263,7 +263,7 @@ def test_failed_migrations_leave_the_guest_running_on_host_a(
     assert 'command.sock' in refused.result.error
     assert _domains(hosts.a, guest.uuid) == (True, True)
     assert _domains(hosts.b, guest.uuid) is None
-    assert guest.check() == md5
+    assert guest.check() == checksum
 
     # Aborted through Nova's API once memory is on its way.
     guest.prepare(hosts.b)
@@ -300,7 +300,7 @@ def test_failed_migrations_leave_the_guest_running_on_host_a(
     assert 0 < aborted.result.memory_processed < GUEST_MB * MIB
     assert _domains(hosts.a, guest.uuid) == (True, True)
     assert _domains(hosts.b, guest.uuid) is None
-    assert guest.check() == md5
+    assert guest.check() == checksum
 
 
 def test_the_double_aborts_a_simulated_migration(keystone, contract,

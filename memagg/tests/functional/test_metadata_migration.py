@@ -149,7 +149,7 @@ class _Clock:
 
 def _on_remote_swap(hosts, guest, clock):
     """Give the guest a grant of its booked size from the donor and have
-    it swap at least REMOTE_MB MiB of its data there; (grant, md5,
+    it swap at least REMOTE_MB MiB of its data there; (grant, checksum,
     swap device)."""
     ctxt = context.get_admin_context()
     polling.wait_for(lambda: _instance(ctxt, guest.uuid, hosts.a.name), 60,
@@ -176,12 +176,12 @@ def _on_remote_swap(hosts, guest, clock):
         stored = export.export_stats(grant['uuid'])['stored_pages'] * PAGE
         return used >= REMOTE_MB * 1024 and stored >= REMOTE_MB * MIB
     with _held(guest.dom):
-        md5 = guest.fill(DATA_MB, timeout=600, cold=True)
+        checksum = guest.fill(DATA_MB, timeout=600, cold=True)
         clock.lap('filled')
         polling.wait_for(swapped, 120, interval=1, message=(
             '%d MiB of the guest on the donor' % REMOTE_MB))
     clock.lap('on remote swap')
-    return db_grants.grant_get(ctxt, grant['uuid']), md5, dev
+    return db_grants.grant_get(ctxt, grant['uuid']), checksum, dev
 
 
 @contextlib.contextmanager
@@ -304,7 +304,7 @@ def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
     clock = _Clock()
     double = nova()
     double.add_server(guest.uuid, hosts.a.name)
-    grant, md5, dev = _on_remote_swap(hosts, guest, clock)
+    grant, checksum, dev = _on_remote_swap(hosts, guest, clock)
     donor = hosts.donor.swapd.client()
     lent = donor.donor_stats()['used']
     assert lent == GUEST_MB * MIB
@@ -343,7 +343,7 @@ def test_a_guest_on_remote_swap_moves_its_resident_memory_only(
     # Its data is whole, read back through B's export: swap-ins from the
     # donor, drained by B's memagg-compute (its swap-ghost estimate).
     b_export = hosts.b.swapd.client()
-    assert _check(hosts, hypervisors.b, guest) == md5
+    assert _check(hosts, hypervisors.b, guest) == checksum
     clock.lap('checked on B')
     b_stats = b_export.export_stats(grant.uuid)
     assert b_stats['reads'] > 0 and b_stats['remote_errors'] == 0, b_stats
@@ -419,7 +419,7 @@ def test_the_guest_stays_on_host_a_when_host_b_loses_its_swapd(
     double = nova({'live_migration_bandwidth': 4,
                    'live_migration_monitor_interval': 1})
     double.add_server(guest.uuid, hosts.a.name)
-    grant, md5, _ = _on_remote_swap(hosts, guest, clock)
+    grant, checksum, _ = _on_remote_swap(hosts, guest, clock)
     lent = hosts.donor.swapd.client().donor_stats()['used']
 
     _set_paused(hypervisors.a, guest.uuid, True)
@@ -450,7 +450,7 @@ def test_the_guest_stays_on_host_a_when_host_b_loses_its_swapd(
     assert double.violations == []
     assert _domain_state(hypervisors.b, guest.uuid) is None
     _set_paused(hypervisors.a, guest.uuid, False)
-    assert _check(hosts, hypervisors.a, guest) == md5
+    assert _check(hosts, hypervisors.a, guest) == checksum
     kept = db_grants.grant_get(ctxt, grant.uuid)
     assert (kept.status, kept.consumer_host) == ('active', hosts.a.name)
     assert grant.uuid in hosts.a.swapd.client().export_list()

@@ -241,7 +241,7 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
         assert guest.dom.isActive() == 1
         print('remote swap: grant %s (%d MiB from %s), %.1f MiB written '
               'through memagg-swapd when 100 MiB were out (%d KiB on %s), '
-              '%.1f MiB by the donor\'s death; md5 %s after the swapping, '
+              '%.1f MiB by the donor\'s death; sum %s after the swapping, '
               'the donor\'s death and the release; timings (s from start) '
               '%s' % (grant.uuid, grant.granted_mb, hosts.donor.name,
                       stats['write_bytes'] / MIB,

@@ -20,7 +20,7 @@ guest makes it its swap, is ballooned below its data and keeps re-reading
 it, so its pages go out to the donor and come back all the time. The
 consumer's memagg-swapd is SIGKILLed in the middle of that and started
 again: it serves the export again from its state directory, the donor and
-the local copy, QEMU's NBD client reconnects, and the md5 sum of the
+the local copy, QEMU's NBD client reconnects, and the sum of the
 guest's data still matches.
 
 The disk is attached with [swapd] reconnect_delay (QEMU holds the I/O
@@ -30,7 +30,7 @@ the disk's error (error policies 'stop') until memagg-compute's period
 (RemoteMemory.act's resume_paused, run here every 2 s as
 [compute] collect_interval would) resumes it. Without either, a guest
 process whose page could not be read back lost its data (measured before
-this test: "Read-error on swap-device" and an empty md5).
+this test: "Read-error on swap-device" and an empty sum).
 
 QEMU's side of it where libvirt can ask for reconnect-delay (not this
 testbed's): qemu-io on the export with the NBD driver's reconnect-delay
@@ -43,7 +43,7 @@ RabbitMQ and MariaDB, a memagg-compute and memagg-swapd per host): the
 grant is made by memagg-scheduler, the consumer's memagg-compute holds the
 guest below its data by its balloon, and is restarted while the guest
 swaps through memagg-swapd; the guest notices nothing (its swap I/O goes
-on over the same connection meanwhile, it runs, and its md5 sum matches),
+on over the same connection meanwhile, it runs, and its data's sum matches),
 the export is not dropped, and the new memagg-compute finds it again.
 
 Fakes: in the first two tests, memagg-scheduler (FakeScheduler of the unit
@@ -212,7 +212,7 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         # resumed: never an error seen by the guest.
         assert reconnects or paused, period.states
         print('swapd SIGKILLed under a swapping guest: %d MiB swapped '
-              'through memagg before, md5 %s kept; libvirt kept '
+              'through memagg before, sum %s kept; libvirt kept '
               '<reconnect>: %s, the VM paused meanwhile: %s; stats before '
               '%s, after the restart %s' % (
                   before['write_bytes'] // MIB, checksum, reconnects, paused,
@@ -342,7 +342,7 @@ def test_memagg_compute_restarted_under_a_swapping_guest_changes_nothing(
             lambda: 'holds 1 exports' in hosts.consumer.compute.log(), 60,
             interval=0.5, message='the new memagg-compute recovering')
         assert guest.check(timeout=600) == checksum
-        print('memagg-compute restarted under a swapping guest: md5 %s '
+        print('memagg-compute restarted under a swapping guest: sum %s '
               'kept, %d reads through memagg-swapd during the restart; '
               'stats %s' % (checksum, during['reads'] - before['reads'],
                             after))

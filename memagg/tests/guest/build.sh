@@ -50,7 +50,7 @@ VERSION=$(apt-cache show --no-all-versions "$PKG" | sed -n 's/^Version: //p' | h
 [ -n "$VERSION" ] || die "apt-cache knows no version of $PKG"
 KVER=${PKG#linux-image-}
 
-STAMP=$(cat "$HERE/init.sh" "$HERE/swapon.c" "$ENABLE" /bin/busybox \
+STAMP=$(cat "$HERE/init.sh" "$HERE/swapon.c" "$HERE/blob.c" "$ENABLE" /bin/busybox \
     | sha256sum | cut -c1-12)
 OUT="$CACHE/$KVER-$VERSION-$STAMP"
 if [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then
@@ -97,6 +97,8 @@ done
 # shell runs its own applet for a bare "swapon").
 gcc -std=gnu11 -Wall -Wextra -Werror -Os -static -o "$ROOT/sbin/swapon" \
     "$HERE/swapon.c" || die "cannot link swapon.c statically (libc6-dev?)"
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -static -o "$ROOT/bin/blob" \
+    "$HERE/blob.c" || die "cannot link blob.c statically (libc6-dev?)"
 cp "$ENABLE" "$ROOT/bin/memagg-swap-enable"
 chmod 755 "$ROOT/bin/memagg-swap-enable"
 cp "$KERNEL_DIR"/modules/*.ko "$ROOT/lib/modules/"

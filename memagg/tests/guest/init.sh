@@ -32,12 +32,13 @@
 # pressure it goes out to swap and back in, again and again); "fill N cold"
 # writes it for the reader to leave alone (idle memory: it goes out to swap
 # once and stays there). The guest answers "MEMAGG FILLED <seq> mb=<N>
-# md5=<sum>", the sum taken as the data is written (read back, it would
-# come in from swap). "check" answers "MEMAGG CHECK <seq> mb=<N> md5=<sum>"
-# of the same file read again (md5: 3.5 times faster than sha256 in
-# busybox, and the guest is emulated); the reader waits while a check reads
-# the data. "rule" runs the guest rule's script over every disk again and
-# answers "MEMAGG RULE rc=<status> <log>".
+# sum=<sum>", the sum taken as the data is written (read back, it would
+# come in from swap). "check" answers "MEMAGG CHECK <seq> mb=<N> sum=<sum>"
+# of the same file read again, or "MEMAGG CHECK-FAILED <seq> <why>"; the
+# reader waits while a check reads the data. Both are /bin/blob (blob.c:
+# dd from /dev/urandom and md5sum took most of the emulated vCPU). "rule"
+# runs the guest rule's script over every disk again and answers "MEMAGG
+# RULE rc=<status> <log>".
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -110,14 +111,6 @@ swaps() {
         printf "%s%s:%s:%s:%s", sep, $1, $3, $4, $5; sep = "," }' /proc/swaps
 }
 
-# "mb=<N> md5=<sum>" of the random data (N: its size in whole MiB). Its
-# size from stat: busybox's wc -c reads the whole file, which would bring
-# it in from swap a second time.
-data_sum() {
-    set -- $(stat -c %s /data/blob) $(md5sum </data/blob)
-    echo "mb=$(($1 / 1048576)) md5=$2"
-}
-
 heartbeat() {
     n=0
     while :; do
@@ -182,25 +175,25 @@ while :; do
             ;;
         fill)
             seq=$((seq + 1))
-            # Written aside and renamed: the reader never sees a part. A
-            # short file (tmpfs full) fails on its size: the pipe's status
-            # is tee's alone.
-            sum=$(dd if=/dev/urandom bs=1M count="$arg" iflag=fullblock \
-                2>/dev/null | tee /data/blob.new | md5sum)
+            # Written aside and renamed: the reader never sees a part.
             if [ "$mode" = cold ]; then : >/data/cold; else rm -f /data/cold; fi
-            if [ "$(stat -c %s /data/blob.new)" = $((arg * 1048576)) ] \
+            if out=$(blob write "$arg" /data/blob.new 2>&1) \
                     && mv /data/blob.new /data/blob; then
-                say "FILLED $seq mb=$arg md5=${sum%% *}"
+                say "FILLED $seq $out"
             else
                 rm -f /data/blob.new
-                say "FILL-FAILED $seq $arg"
+                say "FILL-FAILED $seq $arg $out"
             fi
             ;;
         check)
             seq=$((seq + 1))
             if [ -f /data/blob ]; then
                 : >/reader-paused
-                say "CHECK $seq $(data_sum)"
+                if out=$(blob sum /data/blob 2>&1); then
+                    say "CHECK $seq $out"
+                else
+                    say "CHECK-FAILED $seq $out"
+                fi
                 rm -f /reader-paused
             else
                 say "CHECK-FAILED $seq no data (fill first)"

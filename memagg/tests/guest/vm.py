@@ -221,12 +221,12 @@ class TestGuest:
         return match.group(1)
 
     def fill(self, mb, timeout=300, cold=False):
-        """Write ``mb`` MiB of random data in the guest; its md5 sum. The
+        """Write ``mb`` MiB of random data in the guest; its sum. The
         guest's reader re-reads it with its hot set unless ``cold``."""
         mark = len(self.console_text())
         self.send('fill %d%s' % (mb, ' cold' if cold else ''))
         match = self.wait_console(
-            r'MEMAGG (?:FILLED \d+ mb=(\d+) md5=([0-9a-f]{32})'
+            r'MEMAGG (?:FILLED \d+ mb=(\d+) sum=([0-9a-f]{16})'
             r'|FILL-FAILED[^\r\n]*)',
             timeout, after=mark)
         assert match.group(1) == str(mb), match.group(0)
@@ -249,19 +249,19 @@ class TestGuest:
         return mark
 
     def wait_check(self, mark, timeout=300):
-        """The md5 sum the guest answered after console offset ``mark``."""
+        """The sum the guest answered after console offset ``mark``."""
         match = self.wait_console(
-            # An empty sum (the data could not be read) fails at once; the
-            # line's end is waited for, since a line read half written
-            # (CI) showed an empty sum too.
-            r'MEMAGG (?:CHECK \d+ mb=\d+ md5=([0-9a-f]{32})?[\r\n]'
+            # CHECK-FAILED (the data could not be read) fails at once; a
+            # sum counts with its line's end only, since a line read half
+            # written (CI) showed a short one.
+            r'MEMAGG (?:CHECK \d+ mb=\d+ sum=([0-9a-f]{16})[\r\n]'
             r'|CHECK-FAILED[^\r\n]*)',
             timeout, after=mark)
         assert match.group(1), match.group(0)
         return match.group(1)
 
     def check(self, timeout=300):
-        """The md5 sum of the guest's random data, read again now."""
+        """The sum of the guest's random data, read again now."""
         return self.wait_check(self.start_check(), timeout)
 
     def destroy(self):
