@@ -28,8 +28,9 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "args.h"
 #include "control.h"
-#include "export.h"
+#include "export_spec.h"
 #include "store.h"
 #include "util.h"
 

@@ -25,36 +25,8 @@
 #define MEMAGG_SWAPD_CONTROL_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "swapd.h"
-
-#define SD_CONTROL_MAX_LINE (64U << 10)
-#define SD_CONTROL_MAX_ARGS 16
-
-/* A request line split in place: "VERB key=value key=value". */
-struct sd_args {
-    const char *verb;
-    size_t n;
-    struct {
-        const char *key;
-        const char *value;
-    } kv[SD_CONTROL_MAX_ARGS];
-};
-
-/* Split line (NUL-terminated, without its newline; modified in place).
- * -EINVAL with err naming the problem: empty line, an argument without
- * '=', an empty key, a repeated key, too many arguments. */
-int sd_control_parse_line(char *line, struct sd_args *out,
-                          char *err, size_t errlen);
-
-/* The value of key, or NULL. */
-const char *sd_args_get(const struct sd_args *args, const char *key);
-
-/* Parse a comma-separated list of slab indexes below limit into a malloc'd
- * array; -EINVAL when malformed, out of range or repeated. */
-int sd_parse_index_list(const char *text, uint32_t limit, uint32_t **out,
-                        size_t *n);
 
 struct sd_store;
 struct sd_exports;

@@ -57,97 +57,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "control.h"
+#include "export_spec.h"
 #include "keywrap.h"
 #include "swapd.h"
 
-#define SD_ENDPOINT_MAX 128
-#define SD_MAX_SLABS (1U << 20)
 #define SD_GHOST_RING (1U << 20)        /* events kept per export */
 #define SD_GHOST_DEFAULT_MAX 65536U
-
-struct sd_export_slab {
-    char endpoint[SD_ENDPOINT_MAX];     /* "" when the donor has none */
-    uint64_t addr;
-    uint32_t rkey;
-    int local;                          /* served by the local copy only */
-};
-
-/* An export's table: what EXPORT_CREATE takes and EXPORT_DESCRIBE gives. */
-struct sd_export_spec {
-    uint8_t grant[SD_UUID_LEN];
-    uint8_t key[SD_KEY_LEN];
-    uint64_t size;
-    uint64_t slab_size;
-    char local[4096];                   /* the durability copy's path */
-    uint32_t nslabs;                    /* size / slab_size */
-    struct sd_export_slab *slabs;       /* nslabs entries */
-    int adopt;                          /* the local copy is being rebuilt */
-    int rebuild_started;                /* adopt: EXPORT_REBUILD asked for
-                                         * the rebuild */
-    uint32_t rebuilt;                   /* adopt: slabs rebuilt so far */
-    int seal;                           /* pages sealed on the donors */
-    int has_page_key;                   /* page_key is set */
-    uint8_t page_key[SD_KEY_LEN];       /* seal: the pages' AES-256 key */
-};
-
-/* From the arguments of EXPORT_CREATE: grant, key, size, slab_size, local,
- * slabs=<i>[-<j>]@<endpoint>@<addr>@<rkey>,... (i-j: slabs i to j on one
- * donor, slab k at addr + (k - i) * slab_size), the optional
- * local_slabs=<i,...> (slabs served from the local copy) and adopt=0|1.
- * Slabs not listed are local; an adopted export must have every slab on
- * a donor and none in local_slabs.  rebuilt=<n> (slabs) and
- * rebuild_started=0|1 are what an adopted export's .conf adds;
- * EXPORT_CREATE takes neither, and with rebuilt= local_slabs may name the
- * slabs that degraded since the adoption.  Without rebuild_started=, the
- * rebuild has started when rebuilt= is given (a .conf written before
- * EXPORT_REBUILD existed, when it always ran) and waits otherwise (a new
- * adoption).  seal=0|1 asks for sealed pages; page_key=<64 hex> (a
- * sealed export's .conf only) is its key.  -EINVAL with err naming the
- * field and the fix. */
-int sd_export_spec_parse(const struct sd_args *args,
-                         struct sd_export_spec *spec,
-                         char *err, size_t errlen);
-/* The table as EXPORT_CREATE arguments (malloc'd, one line without its
- * newline; seal=1 when sealed; no adopt, rebuilt, rebuild_started or
- * page_key): runs of slabs on one donor at consecutive addresses become
- * i-j ranges.  NULL when out of memory. */
-char *sd_export_spec_format(const struct sd_export_spec *spec);
-void sd_export_spec_free(struct sd_export_spec *spec);
-
-/* Which slab and where in it: offset / slab_size, offset % slab_size. */
-static inline uint32_t sd_slab_of(uint64_t offset, uint64_t slab_size)
-{
-    return (uint32_t)(offset / slab_size);
-}
-
-/* A page bitmap (one bit per SD_PAGE_SIZE page), safe for concurrent use. */
-struct sd_bitmap {
-    uint64_t pages;
-    uint64_t *words;
-};
-int sd_bitmap_init(struct sd_bitmap *b, uint64_t pages);
-void sd_bitmap_destroy(struct sd_bitmap *b);
-void sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n);
-void sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n);
-int sd_bitmap_test(const struct sd_bitmap *b, uint64_t page);
-/* 1 when any of pages [first, first + n) is set. */
-int sd_bitmap_any(const struct sd_bitmap *b, uint64_t first, uint64_t n);
-/* How many pages are set. */
-uint64_t sd_bitmap_count(const struct sd_bitmap *b);
-/* Set the pages of fd's data extents (SEEK_DATA/SEEK_HOLE) below
- * pages * SD_PAGE_SIZE; 0 or -errno. */
-int sd_bitmap_load_extents(struct sd_bitmap *b, int fd);
-
-/* Latency histogram: log-linear buckets of microseconds. */
-#define SD_HIST_BUCKETS 256
-struct sd_hist {
-    uint64_t count[SD_HIST_BUCKETS];
-};
-void sd_hist_add(struct sd_hist *h, uint64_t us);
-/* The upper edge (us) of the bucket holding the p-th percentile, 0 when
- * empty. */
-uint64_t sd_hist_percentile(const struct sd_hist *h, double p);
 
 struct sd_export_stats {
     uint64_t reads, writes, read_bytes, write_bytes;
@@ -164,21 +79,6 @@ struct sd_export_stats {
     uint32_t sealed;            /* 1 when its pages are sealed */
     uint32_t key_pending;       /* 1 while it waits for its page key */
 };
-
-/* The ghost stream: 'o' (write of a page) and 'i' (read of a page
- * written before), by page index, oldest first. */
-struct sd_ghost {
-    uint64_t *ring;             /* page << 1 | (1 for 'i') */
-    uint64_t head, tail;        /* events ever added, ever taken */
-    uint64_t dropped;
-    uint32_t cap;
-};
-int sd_ghost_init(struct sd_ghost *g, uint32_t cap);
-void sd_ghost_destroy(struct sd_ghost *g);
-void sd_ghost_add(struct sd_ghost *g, char op, uint64_t page);
-/* Append up to max events as "o12,i40,..." to a malloc'd *text; returns the
- * number taken, or -ENOMEM. */
-long sd_ghost_drain(struct sd_ghost *g, size_t max, char **text);
 
 /* All exports of this host, their peers (donor connections) and where
  * their files live. */

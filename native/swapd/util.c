@@ -12,8 +12,12 @@
  * under the License.
  */
 
-/* Helpers shared by the daemon's modules: keys, hex, uuids, numbers. */
+/* Helpers shared by the daemon's modules: keys, hex, uuids, numbers,
+ * error messages, strings. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,4 +231,51 @@ int sd_read_full(int fd, void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+int sd_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return ret;
+}
+
+void sd_strbuf_printf(struct sd_strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->oom) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0,
+                  fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (!b->s || b->len + (size_t)n >= b->cap) {
+        size_t cap = (b->cap ? b->cap : 256);
+        char *s;
+
+        while (cap <= b->len + (size_t)n) {
+            cap *= 2;
+        }
+        s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+        va_start(ap, fmt);
+        vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
 }

@@ -14,7 +14,8 @@
 
 /*
  * Small helpers of the daemon: hex and uuid text, the errno names the
- * control protocol speaks, a monotonic clock, whole-buffer I/O.
+ * control protocol speaks, a monotonic clock, whole-buffer I/O, error
+ * messages and a growing string.
  */
 #ifndef MEMAGG_SWAPD_UTIL_H
 #define MEMAGG_SWAPD_UTIL_H
@@ -53,5 +54,20 @@ uint64_t sd_now_us(void);
  * 0, -errno, or for reads -ECONNRESET at end of file. */
 int sd_write_full(int fd, const void *buf, size_t len);
 int sd_read_full(int fd, void *buf, size_t len);
+
+/* Write the message into err (errlen bytes) and return ret: the failure
+ * path of the calls that say why they failed. */
+int sd_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A growing string.  Start from all zeros; after an allocation failed,
+ * oom is set, appends do nothing and s is only to be freed. */
+struct sd_strbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+void sd_strbuf_printf(struct sd_strbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

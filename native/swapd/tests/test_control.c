@@ -28,6 +28,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "check.h"
 #include "control.h"
 #include "export.h"

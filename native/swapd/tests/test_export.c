@@ -42,9 +42,13 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "args.h"
+#include "bitmap.h"
 #include "check.h"
-#include "control.h"
 #include "export.h"
+#include "export_spec.h"
+#include "ghost.h"
+#include "hist.h"
 #include "nbd_client.h"
 #include "seal.h"
 #include "store.h"
