@@ -493,9 +493,8 @@ class RemoteMemory:
         """Resume the VMs paused on an error of their remote-swap disks
         (memagg-swapd was away longer than [swapd] reconnect_delay, or
         libvirt could not ask QEMU to wait) once memagg-swapd serves
-        their exports again: QEMU then retries the failed I/O."""
-        if self._swapd_down:
-            return
+        their exports again: QEMU then retries the failed I/O. Asks even
+        when memagg-swapd was seen down: its return is what they wait for."""
         try:
             served = set(self.client.export_list())
         except swapd.SwapdUnavailable as exc:
@@ -504,6 +503,7 @@ class RemoteMemory:
         except swapd.SwapdError as exc:
             LOG.warning('memagg-swapd gave no EXPORT_LIST: %s', exc)
             return
+        self._up()
         serials = {}
         with self._lock:
             for grant in self._grants.values():

@@ -739,6 +739,20 @@ def test_a_vm_paused_on_its_swap_disk_is_resumed_once_its_export_is_served(
     assert ('export_list',) in lmc.client.calls[-3:]
 
 
+def test_resume_paused_alone_finds_memagg_swapd_back(lmc):
+    """A CI rehearsal's VM stayed paused for good: resume_paused, called
+    alone while memagg-swapd restarted, saw it down, and skipped every
+    later call until another step of the period asked memagg-swapd."""
+    lmc.attach_grant(grant_dict())
+    lmc.driver.paused.add(VM)
+    lmc.client.down = True
+    lmc.resume_paused()
+    lmc.client.down = False
+    lmc.resume_paused()
+    assert lmc.driver.resumed == [(VM, ['memagg-swap-0b4f7e0c'])]
+    assert not lmc._swapd_down
+
+
 def test_attach_grant_again_reuses_the_export(lmc, tmp_path):
     lmc.attach_grant(grant_dict())
     reply = lmc.attach_grant(grant_dict())
