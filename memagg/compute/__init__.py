@@ -12,8 +12,10 @@
 
 """memagg-compute, the local manager on each compute node: the collection
 period (collector, memory), the native sampler's set-up (sampling), host
-reclaim (reclaim), remote memory (remote, swapd: memagg-swapd's control
-socket) and the RPC API it serves (manager; rpcapi is its client). May
-import conf, common, drivers, objects and service, and the scheduler
-only through memagg.scheduler.rpcapi.
+reclaim (reclaim), remote memory (remote, with its period's plan
+remote_plan, the grants it holds remote_grants, the scheduler's calls on
+its exports remote_exports and the back-off of its requests backoff;
+swapd: memagg-swapd's control socket) and the RPC API it serves (manager;
+rpcapi is its client). May import conf, common, drivers, objects and
+service, and the scheduler only through memagg.scheduler.rpcapi.
 """

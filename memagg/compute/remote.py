@@ -21,234 +21,56 @@ consumer side). Every period memagg-compute:
    the estimators see real swap-outs and swap-ins (ghost_periods);
 2. after the local policy, works out what this host may lend, each VM's
    remote limit (the [reservoir] remote_budget plug-in) and what it must
-   ask memagg-scheduler for (plan_period, a pure function);
+   ask memagg-scheduler for (remote_plan.plan_period, a pure function);
 3. once the report is sent, asks the scheduler (act): a grant for each VM
    still short of memory once the host has nothing left for it; the
    reclaim of what this host lends beyond its lendable memory; the release
    of the grants of VMs gone. A failed request is tried again on a later
-   period, with a doubling wait.
+   period, with a doubling wait (backoff).
 
 memagg-scheduler calls back (the compute RPC API 1.1): prepare_slabs and
 free_slabs on a donor, attach_grant and reclaim_slabs on the consumer; and
 for a VM live-migrating with its grants (1.2, memagg.scheduler.
 grant_moves): adopt_grant on the destination, drop_export on the host the
-VM left (or never reached), grant_status on either.
-Those run on RPC threads while the periodic thread may be waiting on the
-scheduler, so the state shared with them is behind a lock.
+VM left (or never reached), grant_status on either. RemoteMemory answers
+them in remote_exports; they run on RPC threads while the periodic thread
+may be waiting on the scheduler, so the state shared with them is behind
+a lock.
 
 memagg-swapd keeps the exports; memagg-compute only remembers which VM
-each grant belongs to, and finds that again after a restart from the path
-of the export's local copy (<state_dir>/local/<instance>/<grant>.img, read
-back with EXPORT_DESCRIBE). It never drops an export when it starts or
-stops.
+each grant belongs to (remote_grants), and finds that again after a
+restart from the path of the export's local copy
+(<state_dir>/local/<instance>/<grant>.img, read back with
+EXPORT_DESCRIBE). It never drops an export when it starts or stops.
 """
-import dataclasses
-import math
-import os
-import re
 import threading
 import time
 
 from oslo_log import log as logging
 
 from memagg.common import exceptions
+from memagg.compute import backoff as backoff_mod
+from memagg.compute import remote_exports
+from memagg.compute import remote_grants
+from memagg.compute import remote_plan
 from memagg.compute import swapd
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.remote_budget import base as budget_base
-from memagg.drivers.remote_budget import fixed as budget_fixed
 from memagg.drivers.wss import base as wss_base
 from memagg.drivers.wss import ghost as ghost_mod
 from memagg.drivers.wss import swap_ghost
 
 LOG = logging.getLogger(__name__)
 
-MIB = 1024 * 1024
-
 #: Periods in a row a VM with an export must be missing from the host
 #: before its grant is released: a domain caught between two listings is
 #: not taken for gone.
 GONE_PERIODS = 2
 
-# Slab states whose slabs no longer hold the grant's pages on a donor.
-_ENDED_SLABS = frozenset(('released', 'reclaimed', 'failed', 'freed'))
 
-_HEX64 = re.compile(r'^[0-9a-fA-F]{64}$')
-# A wrapped page key: native/swapd/keywrap.h's SD_KW_BLOB_LEN bytes.
-WRAPPED_HEX_LEN = 186
-_HEX_WRAPPED = re.compile(r'^[0-9a-fA-F]{%d}$' % WRAPPED_HEX_LEN)
-_UUID = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$')
-
-
-@dataclasses.dataclass
-class Grant:
-    """A grant with an export on this host (the consumer side).
-    ``instance_uuid`` is None when it cannot be told; ``remote_mb``: MiB of
-    its slabs still on donors (0 when not known), ``slab_size_mb`` their
-    size."""
-
-    uuid: str
-    instance_uuid: str | None
-    socket: str | None = None
-    serial: str | None = None
-    target_dev: str | None = None
-    remote_mb: int = 0
-    slab_size_mb: int = 0
-
-
-@dataclasses.dataclass
-class RemoteUse:
-    """What memagg-compute knows of one VM's remote memory in a period:
-    ``held_mb``, MiB its grants hold on donors; ``swap_ins``, this period's
-    swap-ins of its exports (the swap ghost); ``limit_mb``, its remote
-    limit of the period before (None for a VM new to the policy)."""
-
-    held_mb: int = 0
-    swap_ins: int = 0
-    limit_mb: int | None = None
-
-
-@dataclasses.dataclass
-class Plan:
-    """What one period decided (sizes in MiB).
-
-    ``allocate``: [(instance uuid, size)] to ask grants for; ``reclaim_mb``:
-    what this host lends beyond its lendable memory; ``release``: grants
-    whose VM is gone; ``limits``: {instance uuid: remote limit} of the
-    running VMs; ``excess_mb``: how far the limits the remote budget
-    policy wanted went beyond the host's remote budget.
-    """
-
-    lendable_mb: int
-    allocate: list = dataclasses.field(default_factory=list)
-    reclaim_mb: int = 0
-    release: list = dataclasses.field(default_factory=list)
-    limits: dict = dataclasses.field(default_factory=dict)
-    excess_mb: int = 0
-
-
-def short_of_memory(result):
-    """Whether VmResult ``result`` is of a managed VM short of memory that
-    this host cannot cover: its estimator sees a shortage and the local
-    policy's target stays below its WSS (the host's budget is spent, or
-    the VM is at its maximum size)."""
-    return bool(result.managed and result.shortage
-                and result.wss_mb is not None and result.target_mb is not None
-                and result.target_mb < result.wss_mb)
-
-
-def plan_period(period, domains, grants, donor, reserve_mb, max_ratio,
-                auto_grant=True, policy=None, use=None):
-    """The Plan of one period.
-
-    ``period``: the MemoryManager's PeriodResult; ``domains``: this
-    period's DomainInfo; ``grants``: {instance uuid: Grant} of the VMs
-    with an export; ``donor``: memagg-swapd's DONOR_STATS (bytes), None
-    when it does not answer; ``policy``: the remote budget plug-in (None:
-    fixed); ``use``: {instance uuid: RemoteUse} (a VM missing holds
-    nothing remotely, saw no swap-ins and is new to the policy).
-
-    Local needs first: nothing is lendable while a VM of this host is
-    short of memory; otherwise the free reservoir less ``reserve_mb``, at
-    most memagg-swapd's capacity. What memagg-swapd lends beyond that is
-    to be reclaimed.
-
-    Each running VM's remote limit comes from ``policy``, its cap being
-    ``max_ratio`` of its booked memory and the host's budget that of
-    budget_base.remote_budget_mb. A short VM asks for what its limit has
-    beyond what it holds; a VM with a grant asks again only when the
-    policy tops up.
-    """
-    short = [uuid for uuid, result in period.vms.items()
-             if short_of_memory(result)]
-    lendable = 0
-    reclaim = 0
-    if donor is not None:
-        if not short:
-            lendable = max(0, min(period.reservoir_mb - reserve_mb,
-                                  donor['capacity'] // MIB))
-        used_mb = math.ceil(donor['used'] / MIB)
-        reclaim = max(0, used_mb - lendable)
-    policy = policy or budget_fixed.FixedBudget()
-    use = use or {}
-    caps = {dom.uuid: int(max_ratio * dom.max_memory_mb) for dom in domains}
-    held = {uuid: use[uuid].held_mb for uuid in caps if uuid in use}
-    budgets = policy.limits(
-        [budget_base.VmRemote(
-            uuid=uuid, cap_mb=cap, used_mb=held.get(uuid, 0),
-            swap_ins=use[uuid].swap_ins if uuid in use else 0,
-            short=uuid in short,
-            limit_mb=use[uuid].limit_mb if uuid in use else None)
-         for uuid, cap in caps.items()],
-        budget_base.remote_budget_mb(caps, held, auto_grant))
-    allocate = []
-    if auto_grant:
-        for uuid in short:
-            size = budgets.limits.get(uuid, 0) - held.get(uuid, 0)
-            if size > 0 and (policy.tops_up or uuid not in grants):
-                allocate.append((uuid, size))
-    return Plan(lendable_mb=lendable, allocate=allocate, reclaim_mb=reclaim,
-                limits=budgets.limits, excess_mb=budgets.excess_mb)
-
-
-class Backoff:
-    """When each key's next try is due: after a failure ``interval`` s,
-    doubling with each failure in a row up to ten times that."""
-
-    def __init__(self, interval, clock=time.monotonic):
-        self.interval = interval
-        self.clock = clock
-        self._due = {}
-
-    def ready(self, key):
-        due = self._due.get(key)
-        return due is None or self.clock() >= due[0]
-
-    def failed(self, key):
-        """Record a failure; return the seconds until the next try."""
-        failures = self._due.get(key, (0, 0))[1] + 1
-        wait = min(self.interval * 2 ** (failures - 1), 10 * self.interval)
-        self._due[key] = (self.clock() + wait, failures)
-        return wait
-
-    def succeeded(self, key):
-        self._due.pop(key, None)
-
-
-def local_copy_path(state_dir, instance_uuid, grant_uuid):
-    """Where grant ``grant_uuid``'s durability copy of VM
-    ``instance_uuid`` lives."""
-    return os.path.join(state_dir, 'local', instance_uuid,
-                        grant_uuid + '.img')
-
-
-def instance_of_local_copy(path):
-    """The instance uuid in a path made by local_copy_path, or None."""
-    parts = os.path.normpath(path or '').split(os.sep)
-    if len(parts) >= 3 and parts[-3] == 'local' and _UUID.match(parts[-2]):
-        return parts[-2]
-    return None
-
-
-def _check_uuid(field, value):
-    if not isinstance(value, str) or not _UUID.match(value):
-        raise exceptions.InvalidParameter(
-            field=field, reason='%r is not a uuid' % (value,))
-
-
-def _check_indexes(field, indexes, allow_none=True):
-    if indexes is None and allow_none:
-        return None
-    if (not isinstance(indexes, (list, tuple)) or not indexes
-            or not all(isinstance(i, int) and not isinstance(i, bool)
-                       and i >= 0 for i in indexes)):
-        raise exceptions.InvalidParameter(
-            field=field, reason='%r is not a non-empty list of slab '
-                                'indexes (integers >= 0)' % (indexes,))
-    return list(indexes)
-
-
-class RemoteMemory:
-    """This host's side of remote memory: see the module's docstring.
+class RemoteMemory(remote_exports.ExportsMixin):
+    """This host's side of remote memory: see the module's docstring;
+    memagg-scheduler's calls back are ExportsMixin's (remote_exports).
 
     ``scheduler_api``: memagg-scheduler's RPC client (SchedulerAPI 1.2);
     ``client``: the SwapdClient (made from [swapd] when None).
@@ -265,7 +87,7 @@ class RemoteMemory:
         self.scheduler_api = scheduler_api
         self.client = client or swapd.SwapdClient(
             conf.swapd.control_socket, conf.swapd.control_timeout)
-        self.backoff = Backoff(conf.swapd.retry_interval, clock)
+        self.backoff = backoff_mod.Backoff(conf.swapd.retry_interval, clock)
         self.ghost_params = wss_base.params_from_conf(conf)
         self.remote_budget = budget_base.load(conf)
         self.lendable_mb = 0
@@ -316,15 +138,16 @@ class RemoteMemory:
                     LOG.warning('Export of grant %s not described: %s',
                                 uuid, exc)
                     continue
-                instance = instance_of_local_copy(described.get('local'))
+                instance = remote_grants.instance_of_local_copy(
+                    described.get('local'))
                 if instance is None:
                     LOG.warning('Export of grant %s: no VM found from its '
                                 'local copy %s; left alone', uuid,
                                 described.get('local'))
-                slab_mb = described.get('slab_size', 0) // MIB
+                slab_mb = described.get('slab_size', 0) // remote_grants.MIB
                 on_donors = ({s['index'] for s in described.get('slabs', ())}
                              - set(described.get('local_slabs', ())))
-                found[uuid] = Grant(
+                found[uuid] = remote_grants.Grant(
                     uuid=uuid, instance_uuid=instance,
                     serial=hypervisor.swap_serial(uuid),
                     remote_mb=len(on_donors) * slab_mb, slab_size_mb=slab_mb)
@@ -406,7 +229,7 @@ class RemoteMemory:
         """Decide this period's Plan (kept for act()); return the lendable
         memory to report."""
         if not self.enabled:
-            self.plan = Plan(lendable_mb=0)
+            self.plan = remote_plan.Plan(lendable_mb=0)
             self.lendable_mb = 0
             return 0
         answers = True
@@ -424,12 +247,11 @@ class RemoteMemory:
         grants = self.grants_by_instance()
         reservoir = self.conf.reservoir
         # A grant needs this host's memagg-swapd for its export.
-        plan = plan_period(period, domains, grants, donor,
-                           reservoir.donor_reserve_mb,
-                           reservoir.max_remote_ratio,
-                           auto_grant=self.conf.swapd.auto_grant and answers,
-                           policy=self.remote_budget,
-                           use=self._remote_use(domains))
+        plan = remote_plan.plan_period(
+            period, domains, grants, donor, reservoir.donor_reserve_mb,
+            reservoir.max_remote_ratio,
+            auto_grant=self.conf.swapd.auto_grant and answers,
+            policy=self.remote_budget, use=self._remote_use(domains))
         if plan.excess_mb > 0:
             # Happens only while the host may not ask, and then every
             # period: not worth more than debug.
@@ -451,9 +273,10 @@ class RemoteMemory:
                 held[grant.instance_uuid] = (held.get(grant.instance_uuid, 0)
                                              + grant.remote_mb)
         swap_ins, self._swap_ins = self._swap_ins, {}
-        return {dom.uuid: RemoteUse(held_mb=held.get(dom.uuid, 0),
-                                    swap_ins=swap_ins.get(dom.uuid, 0),
-                                    limit_mb=self._limits.get(dom.uuid))
+        return {dom.uuid: remote_plan.RemoteUse(
+                    held_mb=held.get(dom.uuid, 0),
+                    swap_ins=swap_ins.get(dom.uuid, 0),
+                    limit_mb=self._limits.get(dom.uuid))
                 for dom in domains}
 
     def _gone(self, domains):
@@ -541,7 +364,7 @@ class RemoteMemory:
         with self._lock:
             known = self._grants.get(grant['uuid'])
             if known is None:
-                self._grants[grant['uuid']] = Grant(
+                self._grants[grant['uuid']] = remote_grants.Grant(
                     uuid=grant['uuid'], instance_uuid=instance_uuid,
                     serial=hypervisor.swap_serial(grant['uuid']),
                     remote_mb=grant.get('granted_mb') or 0,
@@ -606,359 +429,3 @@ class RemoteMemory:
                                          hypervisor.swap_serial(grant.uuid))
         except (hypervisor.DomainGone, hypervisor.Unsupported):
             pass
-
-    # -- RPC from memagg-scheduler (compute API 1.1) ---------------------
-
-    def _check_enabled(self):
-        if not self.enabled:
-            raise exceptions.ServiceUnavailable(
-                reason='remote memory is disabled on %s ([swapd] enabled '
-                       '= False)' % self.host)
-
-    def _swapd(self, func, *args, **kwargs):
-        """func(...) of the SwapdClient, its unavailability as
-        ServiceUnavailable and EINVAL as InvalidParameter."""
-        try:
-            result = func(*args, **kwargs)
-        except swapd.SwapdUnavailable as exc:
-            self._down(exc)
-            raise exceptions.ServiceUnavailable(
-                reason='memagg-swapd of %s does not answer: %s'
-                % (self.host, exc))
-        except swapd.SwapdError as exc:
-            if exc.errno_name == 'EINVAL':
-                field = exc.message.split(':', 1)[0]
-                raise exceptions.InvalidParameter(field=field,
-                                                  reason=exc.message)
-            raise
-        self._up()
-        return result
-
-    def prepare_slabs(self, grant_uuid, secret, slab_size_mb, indexes):
-        """Allocate donated slabs ``indexes`` of ``slab_size_mb`` MiB for
-        grant ``grant_uuid`` keyed by ``secret`` (64 hex): {endpoint,
-        slabs: [{index, remote_addr, rkey}]}, only those allocated (fewer:
-        partial; none: out of memory)."""
-        self._check_enabled()
-        _check_uuid('grant_uuid', grant_uuid)
-        if not isinstance(secret, str) or not _HEX64.match(secret):
-            raise exceptions.InvalidParameter(
-                field='secret', reason='must be 64 hexadecimal digits')
-        if (not isinstance(slab_size_mb, int) or isinstance(slab_size_mb,
-                                                            bool)
-                or slab_size_mb <= 0):
-            raise exceptions.InvalidParameter(
-                field='slab_size_mb',
-                reason='%r is not a positive integer' % (slab_size_mb,))
-        indexes = _check_indexes('indexes', indexes, allow_none=False)
-        try:
-            reply = self._swapd(self.client.grant_alloc, grant_uuid, secret,
-                                slab_size_mb * MIB, indexes)
-        except swapd.SwapdError as exc:
-            if exc.errno_name != 'ENOMEM':
-                raise
-            LOG.warning('Grant %s: no slab of %d could be lent: %s',
-                        grant_uuid, len(indexes), exc.message)
-            return {'endpoint': None, 'slabs': []}
-        slabs = [{'index': s['index'], 'remote_addr': s['remote_addr'],
-                  'rkey': reply['rkey']} for s in reply['slabs']]
-        LOG.info('Grant %s: lent %d of %d slabs of %d MiB at %s',
-                 grant_uuid, len(slabs), len(indexes), slab_size_mb,
-                 reply['endpoint'])
-        return {'endpoint': reply['endpoint'], 'slabs': slabs}
-
-    def free_slabs(self, grant_uuid, indexes=None):
-        """Free donated slabs of ``grant_uuid`` (all when None): {freed}.
-        An unknown grant frees nothing."""
-        self._check_enabled()
-        _check_uuid('grant_uuid', grant_uuid)
-        indexes = _check_indexes('indexes', indexes)
-        try:
-            freed = self._swapd(self.client.grant_free, grant_uuid, indexes)
-        except swapd.SwapdError as exc:
-            if exc.errno_name != 'ENOENT':
-                raise
-            freed = 0
-        return {'freed': freed}
-
-    def reclaim_slabs(self, grant_uuid, indexes=None):
-        """Serve slabs ``indexes`` (all when None) of this host's export
-        of ``grant_uuid`` from its local copy from now on: {reclaimed}.
-        An unknown export reclaims nothing."""
-        self._check_enabled()
-        _check_uuid('grant_uuid', grant_uuid)
-        indexes = _check_indexes('indexes', indexes)
-        try:
-            reclaimed = self._swapd(self.client.export_reclaim, grant_uuid,
-                                    indexes)
-        except swapd.SwapdError as exc:
-            if exc.errno_name != 'ENOENT':
-                raise
-            reclaimed = 0
-        with self._lock:
-            grant = self._grants.get(grant_uuid)
-            if grant is not None:
-                # What memagg-swapd reclaims now was on a donor until now.
-                grant.remote_mb = max(
-                    0, grant.remote_mb - reclaimed * grant.slab_size_mb)
-        return {'reclaimed': reclaimed}
-
-    def attach_grant(self, grant):
-        """Create grant ``grant``'s export (dict of the Scheduler API) and
-        hot-plug it into its VM: {socket, serial, target_dev}. Idempotent:
-        an export or disk already there is reused. When the hot-plug
-        fails, an export made by this call is dropped again and the error
-        raised."""
-        self._check_enabled()
-        uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
-        swapd_conf = self.conf.swapd
-        serial = hypervisor.swap_serial(uuid)
-        local = local_copy_path(swapd_conf.state_dir, instance, uuid)
-        try:
-            os.makedirs(os.path.dirname(local), exist_ok=True)
-        except OSError as exc:
-            raise exceptions.ServiceUnavailable(
-                reason='cannot make the local copy\'s directory %s: %s; '
-                       'check [swapd] state_dir' % (os.path.dirname(local),
-                                                    exc))
-        created = False
-        if uuid in self._swapd(self.client.export_list):
-            export = self._existing_export(uuid)
-        else:
-            size = (max(s['index'] for s in slabs) + 1) * slab_size_mb * MIB
-            try:
-                export = self._swapd(self.client.export_create, uuid, key,
-                                     size, slab_size_mb * MIB, local, slabs,
-                                     seal=swapd_conf.encrypt_pages)
-                created = True
-            except swapd.SwapdError as exc:
-                if exc.errno_name != 'EEXIST':
-                    raise
-                export = self._existing_export(uuid)
-        try:
-            target = self.driver.attach_swap_disk(
-                instance, export['socket'], export['name'], serial,
-                reconnect_delay=swapd_conf.reconnect_delay)
-        except Exception:
-            if created:
-                LOG.warning('Grant %s: hot-plug into VM %s failed; dropping '
-                            'the export just made', uuid, instance)
-                try:
-                    self.client.export_drop(uuid, delete=True)
-                except (swapd.SwapdError, swapd.SwapdUnavailable) as exc:
-                    LOG.warning('Export of grant %s not dropped: %s', uuid,
-                                exc)
-            raise
-        with self._lock:
-            self._grants[uuid] = Grant(uuid=uuid, instance_uuid=instance,
-                                       socket=export['socket'],
-                                       serial=serial, target_dev=target,
-                                       remote_mb=len(slabs) * slab_size_mb,
-                                       slab_size_mb=slab_size_mb)
-            self._missing.pop(uuid, None)
-        self.backoff.succeeded(('allocate', instance))
-        LOG.info('Grant %s of VM %s attached as %s (%d slabs, NBD %s)',
-                 uuid, instance, target, len(slabs), export['socket'])
-        return {'socket': export['socket'], 'serial': serial,
-                'target_dev': target}
-
-    def adopt_grant(self, grant):
-        """Serve grant ``grant``'s export (the grant dict, secret and
-        slabs included) for its VM migrating to this host, without
-        hot-plugging: the disk comes with the VM. memagg-swapd reads every
-        page from the donors; the local copy is rebuilt only once the
-        migration is over (rebuild_grant), so that the rebuild does not
-        compete with the migration's copy (ALGORITHMS.md §5). Idempotent.
-        Returns {socket, name}; a sealed grant (the dict's ``sealed``, as
-        the source's grant_status says) adds key_offer, the public key the
-        source's wrap_page_key seals the page key for."""
-        self._check_enabled()
-        uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
-        sealed = grant.get('sealed', False)
-        if not isinstance(sealed, bool):
-            raise exceptions.InvalidParameter(field='grant.sealed',
-                                              reason='must be true or false')
-        local = local_copy_path(self.conf.swapd.state_dir, instance, uuid)
-        exists = uuid in self._swapd(self.client.export_list)
-        if exists and sealed and self._key_pending(uuid):
-            # Its key offer went to a call that failed; no guest uses an
-            # export still waiting for its key, so a new one replaces it.
-            self._swapd(self.client.export_drop, uuid, delete=True)
-            exists = False
-        if exists:
-            export = self._existing_export(uuid)
-        else:
-            try:
-                os.makedirs(os.path.dirname(local), exist_ok=True)
-                # A copy left by an earlier attempt would pass for pages
-                # written here.
-                if os.path.exists(local):
-                    os.unlink(local)
-            except OSError as exc:
-                raise exceptions.ServiceUnavailable(
-                    reason='cannot prepare the local copy %s: %s; check '
-                           '[swapd] state_dir' % (local, exc))
-            size = (max(s['index'] for s in slabs) + 1) * slab_size_mb * MIB
-            try:
-                export = self._swapd(self.client.export_create, uuid, key,
-                                     size, slab_size_mb * MIB, local, slabs,
-                                     adopt=True, seal=sealed)
-            except swapd.SwapdError as exc:
-                if exc.errno_name != 'EEXIST':
-                    raise
-                export = self._existing_export(uuid)
-        with self._lock:
-            self._grants[uuid] = Grant(
-                uuid=uuid, instance_uuid=instance, socket=export['socket'],
-                serial=hypervisor.swap_serial(uuid),
-                remote_mb=len(slabs) * slab_size_mb,
-                slab_size_mb=slab_size_mb)
-            self._missing.pop(uuid, None)
-        LOG.info('Grant %s of VM %s adopted for its live migration (%d '
-                 'slabs, NBD %s)', uuid, instance, len(slabs),
-                 export['socket'])
-        return export
-
-    def _key_pending(self, uuid):
-        return bool(self._swapd(self.client.export_stats,
-                                uuid).get('key_pending', 0))
-
-    def wrap_page_key(self, grant_uuid, offer):
-        """Grant ``grant_uuid``'s page key sealed for ``offer`` (the key
-        offer of the host its VM migrates to): {wrapped}. NotFound
-        without an export."""
-        if not isinstance(offer, str) or not _HEX64.match(offer):
-            raise exceptions.InvalidParameter(
-                field='offer', reason='must be 64 hexadecimal digits (the '
-                                      'destination\'s key_offer)')
-        wrapped = self._on_export(
-            lambda uuid: self.client.export_key_wrap(uuid, offer),
-            grant_uuid)
-        return {'wrapped': wrapped}
-
-    def install_page_key(self, grant_uuid, wrapped):
-        """Keep the page key ``wrapped`` (from the migration source's
-        wrap_page_key) for this host's adopted export of ``grant_uuid``:
-        {}. NotFound without an export; InvalidParameter when it does not
-        open with this export's key offer."""
-        if not isinstance(wrapped, str) or not _HEX_WRAPPED.match(wrapped):
-            raise exceptions.InvalidParameter(
-                field='wrapped', reason='must be %d hexadecimal digits (the '
-                                        'source\'s wrap_page_key)'
-                                        % WRAPPED_HEX_LEN)
-        try:
-            self._on_export(
-                lambda uuid: self.client.export_key_install(uuid, wrapped),
-                grant_uuid)
-        except swapd.SwapdError as exc:
-            if exc.errno_name != 'EBADMSG':
-                raise
-            raise exceptions.InvalidParameter(
-                field='wrapped', reason='does not open with this host\'s key '
-                                        'offer for grant %s; adopt the '
-                                        'grant again' % grant_uuid)
-        return {}
-
-    def drop_export(self, grant_uuid):
-        """Drop this host's export of ``grant_uuid`` and its local copy
-        without releasing the grant: its VM lives on another host now, or
-        never arrived here. Returns {dropped}."""
-        self._check_enabled()
-        _check_uuid('grant_uuid', grant_uuid)
-        try:
-            self._swapd(self.client.export_drop, grant_uuid, delete=True)
-            dropped = True
-        except swapd.SwapdError as exc:
-            if exc.errno_name != 'ENOENT':
-                raise
-            dropped = False
-        with self._lock:
-            self._grants.pop(grant_uuid, None)
-            self._missing.pop(grant_uuid, None)
-        return {'dropped': dropped}
-
-    def rebuild_grant(self, grant_uuid):
-        """Start rebuilding the local copy of an adopted grant whose VM's
-        migration to this host is over. Idempotent (a rebuild running or
-        done, or an export that was never adopted, is left as it is).
-        Returns {local_copy_left_mb}; NotFound without an export."""
-        reply = self._on_export(self.client.export_rebuild, grant_uuid)
-        return {'local_copy_left_mb': _pages_mb(reply.get('rebuild_left',
-                                                          0))}
-
-    def grant_status(self, grant_uuid):
-        """What this host's export of ``grant_uuid`` holds: {stored_mb
-        (pages written, on the donors), local_copy_left_mb (durability
-        copy still to rebuild), sealed (its pages encrypted with a page
-        key only this host has)}. NotFound without an export."""
-        stats = self._on_export(self.client.export_stats, grant_uuid)
-        return {'stored_mb': _pages_mb(stats.get('stored_pages', 0)),
-                'local_copy_left_mb': _pages_mb(stats.get('rebuild_left',
-                                                          0)),
-                'sealed': bool(stats.get('sealed', 0))}
-
-    def _on_export(self, call, grant_uuid):
-        """memagg-swapd's ``call`` on this host's export of
-        ``grant_uuid``; NotFound without one."""
-        self._check_enabled()
-        _check_uuid('grant_uuid', grant_uuid)
-        try:
-            return self._swapd(call, grant_uuid)
-        except swapd.SwapdError as exc:
-            if exc.errno_name == 'ENOENT':
-                raise exceptions.NotFound(resource='Export', id=grant_uuid)
-            raise
-
-    def _existing_export(self, uuid):
-        return {'name': 'memagg-swap-%s' % uuid,
-                'socket': os.path.join(self.conf.swapd.export_dir,
-                                       '%s.sock' % uuid)}
-
-
-def _pages_mb(pages):
-    """MiB of ``pages`` 4 KiB pages, rounded up."""
-    return -(-int(pages) * 4096 // MIB)
-
-
-def _grant_fields(grant):
-    """(uuid, instance uuid, secret, slab_size_mb, slabs) of a grant dict,
-    its slabs still on donors sorted by index; InvalidParameter naming the
-    field that is wrong."""
-    if not isinstance(grant, dict):
-        raise exceptions.InvalidParameter(field='grant',
-                                          reason='must be a grant dict')
-    for field in ('uuid', 'instance_uuid', 'secret', 'slab_size_mb',
-                  'slabs'):
-        if field not in grant:
-            raise exceptions.InvalidParameter(
-                field='grant.%s' % field, reason='missing')
-    _check_uuid('grant.uuid', grant['uuid'])
-    _check_uuid('grant.instance_uuid', grant['instance_uuid'])
-    if not isinstance(grant['secret'], str) or not _HEX64.match(
-            grant['secret']):
-        raise exceptions.InvalidParameter(
-            field='grant.secret', reason='must be 64 hexadecimal digits')
-    if not isinstance(grant['slab_size_mb'], int) or grant[
-            'slab_size_mb'] <= 0:
-        raise exceptions.InvalidParameter(
-            field='grant.slab_size_mb', reason='must be a positive integer')
-    slabs = []
-    for n, slab in enumerate(grant['slabs'] or ()):
-        if slab.get('status') in _ENDED_SLABS:
-            continue
-        try:
-            slabs.append({'index': int(slab['index']),
-                          'endpoint': str(slab['endpoint']),
-                          'remote_addr': int(slab['remote_addr']),
-                          'rkey': int(slab['rkey'])})
-        except (KeyError, TypeError, ValueError) as exc:
-            raise exceptions.InvalidParameter(
-                field='grant.slabs[%d]' % n,
-                reason='needs index, endpoint, remote_addr and rkey (%s)'
-                % exc)
-    if not slabs:
-        raise exceptions.InvalidParameter(
-            field='grant.slabs', reason='no slab held on a donor')
-    slabs.sort(key=lambda s: s['index'])
-    return (grant['uuid'], grant['instance_uuid'], grant['secret'],
-            grant['slab_size_mb'], slabs)

@@ -30,6 +30,7 @@ import subprocess
 import pytest
 
 from memagg.compute import remote
+from memagg.compute import remote_grants
 from memagg.tests.functional import two_hosts
 from memagg.tests.unit.compute import test_compute_remote as helpers
 
@@ -100,7 +101,7 @@ def test_attach_grant_creates_a_real_export_fed_back_as_swap_ghost(
     assert os.path.exists(reply['socket'])
     assert consumer.client().export_list() == [GRANT]
     described = consumer.client().export_describe(GRANT)
-    assert described['local'] == remote.local_copy_path(
+    assert described['local'] == remote_grants.local_copy_path(
         consumer.state_dir, VM, GRANT)
     assert described['size'] == 128 * MIB
     assert lmc.driver.attached == [(VM, reply['socket'],

@@ -10,10 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg-compute's remote memory (memagg/compute/remote.py): the period's
-decisions on hand-made periods, the swap ghost fed into the estimators,
-the requests to memagg-scheduler with their back-off, and the endpoints
-memagg-scheduler calls.
+"""memagg-compute's remote memory (memagg/compute/remote.py): the swap
+ghost fed into the estimators, the period's plan acted on, the requests
+to memagg-scheduler with their back-off, and the endpoints
+memagg-scheduler calls (the plan itself on hand-made periods is
+test_remote_plan.py's, with the helpers here).
 
 memagg-swapd is replaced at its boundary by FakeSwapd, an in-test object
 with SwapdClient's methods (the client itself is tested against a socket
@@ -31,10 +32,9 @@ from memagg.common import exceptions
 from memagg.compute import collector as collector_mod
 from memagg.compute import memory as memory_mod
 from memagg.compute import remote
+from memagg.compute import remote_grants
 from memagg.compute import swapd
 from memagg.drivers.hypervisor import base
-from memagg.drivers.remote_budget import base as budget_base
-from memagg.drivers.remote_budget import tlp
 
 VM = '11111111-2222-3333-4444-555555555555'
 VM2 = '66666666-7777-8888-9999-aaaaaaaaaaaa'
@@ -65,145 +65,6 @@ def donor(capacity_mb=4096, used_mb=0):
 def period(reservoir_mb, *results):
     return memory_mod.PeriodResult(vms={r.uuid: r for r in results},
                                    reservoir_mb=reservoir_mb)
-
-
-# -- plan_period: hand-made periods ----------------------------------------
-
-def test_lendable_is_the_reservoir_less_the_reserve_when_no_vm_is_short():
-    plan = remote.plan_period(
-        period(3000, result(VM, 900, 1000, shortage=False)), [dom(VM)], {},
-        donor(), reserve_mb=1024, max_ratio=0.5)
-    assert (plan.lendable_mb, plan.allocate, plan.reclaim_mb) == (1976, [], 0)
-
-
-def test_lendable_is_capped_by_swapd_capacity_and_never_negative():
-    calm = period(3000, result(VM, 900, 1000, shortage=False))
-    assert remote.plan_period(calm, [dom(VM)], {}, donor(capacity_mb=512),
-                              1024, 0.5).lendable_mb == 512
-    assert remote.plan_period(period(500), [], {}, donor(), 1024,
-                              0.5).lendable_mb == 0
-
-
-def test_a_short_vm_lends_nothing_and_asks_for_its_cap():
-    # WSS 1500 above the 1200 the policy could give: the host is spent.
-    plan = remote.plan_period(
-        period(3000, result(VM, 1500, 1200), result(VM2, 500, 600,
-                                                    shortage=False)),
-        [dom(VM, booked=2048), dom(VM2)], {}, donor(used_mb=256), 1024, 0.5)
-    assert plan.lendable_mb == 0
-    assert plan.allocate == [(VM, 1024)]
-    # Local needs first: what it lends comes back.
-    assert plan.reclaim_mb == 256
-
-
-def test_a_vm_the_host_can_still_grow_or_an_unmanaged_one_is_not_short():
-    plan = remote.plan_period(
-        period(3000, result(VM, 1500, 1500),
-               result(VM2, 1500, 1000, managed=False)),
-        [dom(VM), dom(VM2)], {}, donor(), 1024, 0.5)
-    assert plan.allocate == [] and plan.lendable_mb == 1976
-
-
-def test_a_short_vm_with_a_grant_asks_for_nothing_more():
-    grants = {VM: remote.Grant(uuid=GRANT, instance_uuid=VM)}
-    plan = remote.plan_period(period(0, result(VM, 1500, 1200)), [dom(VM)],
-                              grants, donor(), 1024, 0.5)
-    assert plan.allocate == []
-
-
-def test_auto_grant_off_or_a_zero_ratio_asks_for_nothing():
-    short = period(0, result(VM, 1500, 1200))
-    assert remote.plan_period(short, [dom(VM)], {}, donor(), 1024, 0.5,
-                              auto_grant=False).allocate == []
-    assert remote.plan_period(short, [dom(VM)], {}, donor(), 1024,
-                              0.0).allocate == []
-
-
-def test_swapd_lending_more_than_lendable_asks_for_the_excess():
-    plan = remote.plan_period(
-        period(1024 + 300, result(VM, 900, 1000, shortage=False)),
-        [dom(VM)], {}, donor(used_mb=512), 1024, 0.5)
-    assert (plan.lendable_mb, plan.reclaim_mb) == (300, 212)
-    # Part of a MiB in use counts as a whole one.
-    plan = remote.plan_period(period(0), [], {},
-                              {'capacity': MIB, 'used': 1}, 1024, 0.5)
-    assert plan.reclaim_mb == 1
-
-
-def test_without_swapd_nothing_is_lent_or_reclaimed():
-    plan = remote.plan_period(period(5000, result(VM, 1500, 1200)),
-                              [dom(VM)], {}, None, 1024, 0.5)
-    assert (plan.lendable_mb, plan.reclaim_mb) == (0, 0)
-
-
-# -- plan_period with the tlp remote budget (P = 2 %, slack threshold 0.25)
-
-def test_tlp_gives_a_short_vm_without_remote_memory_its_first_step():
-    # Cap 0.5 x 2048 = 1024; the host holds nothing and may ask up to the
-    # cap: budget 1024. New to the policy, the VM starts at 0 and, short,
-    # grows by 2 % of 1024 = 20.48 -> 20 MiB, which it asks for.
-    plan = remote.plan_period(period(0, result(VM, 1500, 1200)),
-                              [dom(VM, booked=2048)], {}, donor(), 1024, 0.5,
-                              policy=tlp.TlpBudget())
-    assert plan.allocate == [(VM, 20)]
-    assert (plan.limits, plan.excess_mb) == ({VM: 20}, 0)
-
-
-def test_tlp_tops_up_a_vm_with_a_grant_where_fixed_does_not():
-    grants = {VM: remote.Grant(uuid=GRANT, instance_uuid=VM, remote_mb=20)}
-    use = {VM: remote.RemoteUse(held_mb=20, limit_mb=20)}
-    short = period(0, result(VM, 1500, 1200))
-    # Budget 20 held + (1024 - 20) still askable = 1024; 20 + 20.48 = 40:
-    # it asks for the 20 beyond what it holds.
-    plan = remote.plan_period(short, [dom(VM)], grants, donor(), 1024, 0.5,
-                              policy=tlp.TlpBudget(), use=use)
-    assert (plan.allocate, plan.limits) == ([(VM, 20)], {VM: 40})
-    # fixed: the cap, asked once; a VM with a grant asks nothing more.
-    plan = remote.plan_period(short, [dom(VM)], grants, donor(), 1024, 0.5,
-                              use=use)
-    assert (plan.allocate, plan.limits) == ([], {VM: 1024})
-
-
-def test_tlp_without_auto_grant_scales_the_limits_to_what_is_held():
-    # May not ask: the budget is the 128 held. Short, 128 + 2 % of 128 =
-    # 130.56 -> 130; excess 2; scaled back to 128 (its use); nothing asked.
-    plan = remote.plan_period(
-        period(0, result(VM, 1500, 1200)), [dom(VM)], {}, donor(), 1024, 0.5,
-        auto_grant=False, policy=tlp.TlpBudget(),
-        use={VM: remote.RemoteUse(held_mb=128, limit_mb=128)})
-    assert (plan.allocate, plan.limits, plan.excess_mb) == ([], {VM: 128}, 2)
-
-
-def test_the_budget_is_what_is_held_plus_what_may_still_be_asked():
-    caps = {VM: 1024, VM2: 512}
-    # VM holds 100 of its 1024, VM2 600, above its cap of 512 (the cap was
-    # lowered): 700 held + 924 + 0 still askable.
-    held = {VM: 100, VM2: 600}
-    assert budget_base.remote_budget_mb(caps, held, may_ask=True) == 1624
-    assert budget_base.remote_budget_mb(caps, held, may_ask=False) == 700
-
-
-def test_backoff_doubles_up_to_ten_intervals_and_resets():
-    now = [0.0]
-    backoff = remote.Backoff(60, clock=lambda: now[0])
-    assert backoff.ready('k')
-    assert [backoff.failed('k') for _ in range(6)] == [60, 120, 240, 480,
-                                                       600, 600]
-    assert not backoff.ready('k')
-    now[0] = 599
-    assert not backoff.ready('k')
-    now[0] = 600
-    assert backoff.ready('k')
-    backoff.succeeded('k')
-    assert backoff.failed('k') == 60
-
-
-def test_local_copy_path_names_the_instance():
-    path = remote.local_copy_path('/var/lib/memagg/swapd', VM, GRANT)
-    assert path == '/var/lib/memagg/swapd/local/%s/%s.img' % (VM, GRANT)
-    assert remote.instance_of_local_copy(path) == VM
-    assert remote.instance_of_local_copy('/elsewhere/x.img') is None
-    assert remote.instance_of_local_copy(None) is None
 
 
 # -- RemoteMemory with its boundaries replaced ----------------------------
@@ -410,7 +271,7 @@ def tlp_lmc(conf, lmc, clock):
 
 
 def test_ghost_events_feed_the_vms_tracker(lmc):
-    lmc.client.exports[GRANT] = {'local': remote.local_copy_path(
+    lmc.client.exports[GRANT] = {'local': remote_grants.local_copy_path(
         '/s', VM, GRANT)}
     lmc.client.events[GRANT] = [('o', 1), ('o', 2), ('o', 3), ('i', 1),
                                 ('i', 9)]
@@ -441,7 +302,7 @@ def test_swapd_down_leaves_the_estimators_without_ghost_logged_once(
 
 def test_recover_finds_exports_and_their_vms_without_dropping_any(lmc):
     lmc.client.exports = {
-        GRANT: {'local': remote.local_copy_path('/s', VM, GRANT)},
+        GRANT: {'local': remote_grants.local_copy_path('/s', VM, GRANT)},
         VM2: {'local': '/elsewhere/x.img'}}
     lmc.client.down = True
     lmc.recover()
@@ -513,7 +374,7 @@ def test_a_gone_vm_whose_grant_moved_drops_its_export_only(lmc):
 
 
 def test_an_adopted_grant_is_served_from_its_donors_without_hot_plug(lmc):
-    local = remote.local_copy_path(lmc.conf.swapd.state_dir, VM, GRANT)
+    local = remote_grants.local_copy_path(lmc.conf.swapd.state_dir, VM, GRANT)
     os.makedirs(os.path.dirname(local))
     with open(local, 'w') as stale:
         stale.write('an earlier attempt')
@@ -892,7 +753,7 @@ def test_what_a_vm_holds_follows_attach_reclaim_and_recovery(tlp_lmc):
     # A restarted memagg-compute finds the grant's slabs in its export:
     # slab 1 of 0-2 is served locally, two on donors, 128 MiB.
     lmc.client.exports = {GRANT: {
-        'local': remote.local_copy_path('/s', VM, GRANT),
+        'local': remote_grants.local_copy_path('/s', VM, GRANT),
         'slab_size': 64 * MIB,
         'slabs': [{'index': i} for i in range(3)], 'local_slabs': [1]}}
     restarted = remote.RemoteMemory(Driver(), 'node-a', lmc.conf,

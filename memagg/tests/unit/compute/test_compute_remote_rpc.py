@@ -29,6 +29,7 @@ import pytest
 from memagg.common import context
 from memagg.common import exceptions
 from memagg.compute import manager as compute_manager
+from memagg.compute import remote_plan
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg import service
 from memagg.tests import polling
@@ -135,7 +136,7 @@ def test_attach_grant_is_answered_while_the_period_waits_on_the_scheduler(
         # One period finds VM short with no grant (see plan_period's
         # tests): its request is made from the periodic thread.
         if not asked.is_set():
-            manager.remote.plan = helpers.remote.Plan(
+            manager.remote.plan = remote_plan.Plan(
                 lendable_mb=0, allocate=[(VM, 1024)])
             scheduler.caller = threading.current_thread().name
             asked.set()
