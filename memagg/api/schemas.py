@@ -20,7 +20,7 @@ so they are built by functions.
 import copy
 
 from memagg.db import listings as db_listings
-from memagg.scheduler import consolidation
+from memagg.scheduler import round_options
 
 UUID = {'type': 'string', 'format': 'uuid',
         'description': 'A UUID such as 2f1c5a5e-8d4b-4c1e-9d7e-3b7a1c2d4e5f.'}
@@ -415,7 +415,7 @@ def _audit_parameters():
         'type': 'string', 'enum': ['both', 'either'],
         'description': 'A host is emptied when both its cpu and memory '
                        'are underloaded, or either.'}}
-    for name, (family, _dimension) in consolidation.FAMILIES.items():
+    for name, (family, _dimension) in round_options.FAMILIES.items():
         properties[name] = {
             'type': 'string', 'minLength': 1,
             'description': 'The %s plug-in (memagg.consolidation.%s).'
@@ -423,8 +423,8 @@ def _audit_parameters():
         properties[name + '_params'] = {
             'type': 'object',
             'description': 'Parameters of the %s plug-in, as in [%s] %s_'
-                           'params.' % (name, consolidation.GROUP, name)}
-    for name, opt in consolidation.CONTROL_OPTS.items():
+                           'params.' % (name, round_options.GROUP, name)}
+    for name, opt in round_options.CONTROL_OPTS.items():
         properties[name] = {
             'type': 'integer' if opt.type.num_type is int else 'number',
             'minimum': opt.type.min, 'description': opt.help}

@@ -69,6 +69,8 @@ from memagg.db import samples as db_samples
 from memagg.drivers.consolidation import base
 from memagg.objects import report as report_obj
 from memagg.scheduler import consolidation
+from memagg.scheduler import plans
+from memagg.scheduler import round_budget
 
 LOG = logging.getLogger(__name__)
 
@@ -174,12 +176,12 @@ def _seconds(moment):
 
 
 def recent(context, controls, now=None):
-    """The consolidation.Recent of a round with ``controls`` (its
+    """The round_budget.Recent of a round with ``controls`` (its
     Controls) at ``now``: when each VM last migrated, from the migrations
     queued within the cool-down, and each host's migrations within the
     hour."""
     now = now or timeutils.utcnow()
-    horizon = max(controls.migration_cooldown, consolidation.HOUR_S)
+    horizon = max(controls.migration_cooldown, round_budget.HOUR_S)
     moved_at, host_moves = {}, {}
     for row in db_migrations.migrations_since(
             context, now - datetime.timedelta(seconds=horizon)):
@@ -188,11 +190,11 @@ def recent(context, controls, now=None):
         if row.status != 'failed' and age < controls.migration_cooldown:
             moved_at[row.instance_uuid] = max(
                 moved_at.get(row.instance_uuid, 0.0), at)
-        if age < consolidation.HOUR_S:
+        if age < round_budget.HOUR_S:
             for host in (row.source_host, row.dest_host):
                 host_moves[host] = host_moves.get(host, 0) + 1
-    return consolidation.Recent(now=_seconds(now), moved_at=moved_at,
-                                host_moves=host_moves)
+    return round_budget.Recent(now=_seconds(now), moved_at=moved_at,
+                               host_moves=host_moves)
 
 
 def _actions(plan):
@@ -217,9 +219,9 @@ def summary(plan, skipped=None):
             for host, dims in sorted(plan.overloaded.items()))
     parts = [overloaded,
              _count(len(plan.underloaded), 'underloaded host'),
-             _count(kinds.get(consolidation.MIGRATE, 0), 'migration'),
-             '%d power on' % kinds.get(consolidation.POWER_ON, 0),
-             '%d power off' % kinds.get(consolidation.POWER_OFF, 0)]
+             _count(kinds.get(plans.MIGRATE, 0), 'migration'),
+             '%d power on' % kinds.get(plans.POWER_ON, 0),
+             '%d power off' % kinds.get(plans.POWER_OFF, 0)]
     if plan.unplaced:
         parts.append(_count(len(plan.unplaced), 'VM') + ' not placed')
     if plan.kept:

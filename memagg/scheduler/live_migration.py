@@ -27,7 +27,7 @@ from oslo_utils import timeutils
 
 from memagg.db import migrations as db_migrations
 from memagg.drivers.compute_api import base as compute_api
-from memagg.scheduler import consolidation
+from memagg.scheduler import plans
 from memagg.scheduler import states
 
 LOG = logging.getLogger(__name__)
@@ -291,7 +291,7 @@ def _migrating(state):
 def reason_line(action, outcome):
     """One line of an audit's reason: which action, and what became of
     it."""
-    if action.action_type == consolidation.MIGRATE:
+    if action.action_type == plans.MIGRATE:
         what = 'migrate %s from %s to %s' % (
             action.instance_uuid, action.source_host, action.dest_host)
     else:

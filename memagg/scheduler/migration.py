@@ -61,9 +61,9 @@ from memagg.db import audits as db_audits
 from memagg.db import hosts as db_hosts
 from memagg.db import migrations as db_migrations
 from memagg.drivers.compute_api import base as compute_api
-from memagg.scheduler import consolidation
 from memagg.scheduler import grant_moves
 from memagg.scheduler import live_migration
+from memagg.scheduler import plans
 from memagg.scheduler import states
 
 LOG = logging.getLogger(__name__)
@@ -204,18 +204,18 @@ class Executor:
 
     def _run(self, context, audit_uuid):
         actions = db_audits.audit_get(context, audit_uuid).actions
-        for action in _of_type(actions, consolidation.POWER_ON):
+        for action in _of_type(actions, plans.POWER_ON):
             self._power(context, action, enable=True)
 
         actions = db_audits.audit_get(context, audit_uuid).actions
         unpowered = {a.source_host for a in _of_type(
-            actions, consolidation.POWER_ON) if a.state != states.SUCCEEDED}
+            actions, plans.POWER_ON) if a.state != states.SUCCEEDED}
         self._migrate_all(context, audit_uuid, _of_type(
-            actions, consolidation.MIGRATE), unpowered)
+            actions, plans.MIGRATE), unpowered)
 
         actions = db_audits.audit_get(context, audit_uuid).actions
-        for action in _of_type(actions, consolidation.POWER_OFF):
-            left = [a for a in _of_type(actions, consolidation.MIGRATE)
+        for action in _of_type(actions, plans.POWER_OFF):
+            left = [a for a in _of_type(actions, plans.MIGRATE)
                     if a.source_host == action.source_host
                     and a.state != states.SUCCEEDED]
             if left and action.state not in states.ACTION_FINAL_STATES:

@@ -33,6 +33,7 @@ from memagg.drivers.host_reclaim import base as controller_base
 from memagg.drivers.remote_budget import base as budget_base
 from memagg.drivers.reservoir import base as selection_base
 from memagg.scheduler import consolidation
+from memagg.scheduler import round_options
 from memagg.sim import arguments
 from memagg.sim import engine
 from memagg.sim import host_reclaim
@@ -47,7 +48,7 @@ def consolidation_opts():
     """The [consolidation] options a round's algorithms are built from
     (except memory_basis: both are simulated), as oslo.config Opts."""
     by_name = {opt.dest: opt for opt in conf_consolidation.opts}
-    return [by_name[name] for name in consolidation.OPTIONS
+    return [by_name[name] for name in round_options.OPTIONS
             if name not in _NOT_OVERRIDDEN]
 
 
@@ -77,7 +78,7 @@ def _option(conf, group, name, given):
 
 
 #: The [consolidation] options the loop reads itself (the planner's are
-#: consolidation.OPTIONS).
+#: round_options.OPTIONS).
 _LOOP_OPTIONS = ('history_length', 'remote_weight')
 
 #: The [reservoir] options the reservoir model reads.
@@ -89,7 +90,7 @@ RESERVOIR_OPTIONS = ('max_remote_ratio', 'remote_budget', 'tlp_step_percent',
 
 def simulated_options():
     """The names of the [consolidation] options a simulation depends on:
-    the planner's (consolidation.OPTIONS but memory_basis: each basis is
+    the planner's (round_options.OPTIONS but memory_basis: each basis is
     simulated) and the loop's."""
     return [opt.dest for opt in consolidation_opts()] + list(_LOOP_OPTIONS)
 

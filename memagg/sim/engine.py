@@ -54,7 +54,7 @@ At every step t, in this order:
    at once, its migrations land ``migration_steps`` later (at least one:
    the VM runs on its source for the rest of the step), its power-offs
    when the host's migrations have landed. The round knows when each VM
-   it may move last migrated (consolidation.Recent): the time its
+   it may move last migrated (round_budget.Recent): the time its
    migration was planned; and how many migrations each host took part in
    within the hour (those planned less than an hour of steps before).
 
@@ -80,6 +80,8 @@ import numpy as np
 
 from memagg.drivers.consolidation import base
 from memagg.scheduler import consolidation
+from memagg.scheduler import plans
+from memagg.scheduler import round_budget
 
 #: Inactive hosts of each capacity a round is shown (see _states).
 SPARE_INACTIVE = 4
@@ -229,7 +231,7 @@ class Simulation:
         # their count per host.
         self.moved_at = np.full(n_vms, -np.inf)
         self.hour_steps = max(1, math.ceil(
-            consolidation.HOUR_S / trace.step_s - 1e-9))
+            round_budget.HOUR_S / trace.step_s - 1e-9))
         self.last_hour = collections.deque()
         self.host_moves = np.zeros(n_hosts, dtype=int)
         self.host_of = np.full(n_vms, -1)
@@ -512,7 +514,7 @@ class Simulation:
                    for c, (given, omitted) in classes.items())
 
     def _recent(self, t, involved):
-        """The consolidation.Recent of a round at step ``t``: when the VMs
+        """The round_budget.Recent of a round at step ``t``: when the VMs
         on ``involved`` hosts (the only ones a round may move) last
         migrated, and each host's migrations of the last hour (planned
         less than an hour of steps ago)."""
@@ -525,7 +527,7 @@ class Simulation:
         on = on[np.isfinite(self.moved_at[on])]
         ids, names = self.trace.vm_ids, self.hosts.names
         busy = np.flatnonzero(self.host_moves)
-        return consolidation.Recent(
+        return round_budget.Recent(
             now=t * self.trace.step_s,
             moved_at={ids[v]: when for v, when in zip(
                 on.tolist(), self.moved_at[on].tolist())},
@@ -543,7 +545,7 @@ class Simulation:
                                        self.spare_inactive)
         plan = consolidation.plan_round(states, self.algorithms, recent)
         woken = [a.source_host for a in plan.actions
-                 if a.action_type == consolidation.POWER_ON]
+                 if a.action_type == plans.POWER_ON]
         if self._exhausted(woken, classes):
             states, _ = self._states(t, sums, involved, spare=None)
             plan = consolidation.plan_round(states, self.algorithms, recent)
@@ -558,9 +560,9 @@ class Simulation:
         land = t + self.settings.migration_steps
         for action in plan.actions:
             h = self.host_index[action.source_host]
-            if action.action_type == consolidation.POWER_ON:
+            if action.action_type == plans.POWER_ON:
                 self._power(h, True)
-            elif action.action_type == consolidation.POWER_OFF:
+            elif action.action_type == plans.POWER_OFF:
                 self.busy[h] += 1
                 self.power_off_at[land].append(h)
             else:

@@ -318,7 +318,7 @@ def figures(summary, reference):
     reference's summary of the same seed."""
     migrations = summary['migrations']
     total = migrations['total']
-    # Reasons are overload:<dims> or underload:<dims> (consolidation.Action).
+    # Reasons are overload:<dims> or underload:<dims> (plans.Action).
     by_memory = sum(count for reason, count
                     in migrations['by_trigger'].items()
                     if reason.startswith('overload:') and 'memory' in reason)

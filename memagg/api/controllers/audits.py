@@ -27,9 +27,10 @@ from memagg.api import views
 from memagg.common import exceptions
 from memagg.db import audits as db_audits
 from memagg.scheduler import consolidation
+from memagg.scheduler import round_options
 
 _SINCE = (1, 2)
-_CONF_FIELD = re.compile(r'^\[%s\] (.+)$' % consolidation.GROUP)
+_CONF_FIELD = re.compile(r'^\[%s\] (.+)$' % round_options.GROUP)
 
 
 @base.route('/v1/audits', 'List consolidation audits.',
@@ -60,7 +61,7 @@ def _request_field(field, parameters):
     if not match and len(parts) == 3:
         family, plugin, key = parts
         group = base.conf().consolidation
-        for option, (option_family, _dim) in consolidation.FAMILIES.items():
+        for option, (option_family, _dim) in round_options.FAMILIES.items():
             chosen = parameters.get(option, getattr(group, option))
             given = parameters.get(option + '_params', {})
             if option_family == family and chosen == plugin and (
@@ -70,7 +71,7 @@ def _request_field(field, parameters):
     name = match.group(1) if match else field
     if name == 'memory_basis':
         return name
-    if (name or '').split('.')[0] in consolidation.OPTIONS:
+    if (name or '').split('.')[0] in round_options.OPTIONS:
         return 'parameters.' + name
     return field
 

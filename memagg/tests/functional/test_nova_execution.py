@@ -51,8 +51,8 @@ from memagg.db import hosts as db_hosts
 from memagg.db import migrations as db_migrations
 from memagg.db import reports as db_reports
 from memagg.drivers.compute_api import base
-from memagg.scheduler import consolidation
 from memagg.scheduler import migration
+from memagg.scheduler import plans
 from memagg.scheduler import states
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import service_procs
@@ -65,15 +65,15 @@ VM_A, VM_B, VM_C = (str(uuid.uuid4()) for _ in range(3))
 HOSTS = ['h1', 'h2', 'h3', 'h4', 'h5']
 # Wake h4 for VM C, empty h1 and put it on standby.
 PLAN = [
-    dict(action_type=consolidation.POWER_ON, source_host='h4',
+    dict(action_type=plans.POWER_ON, source_host='h4',
          reason='overload:memory'),
-    dict(action_type=consolidation.MIGRATE, instance_uuid=VM_A,
+    dict(action_type=plans.MIGRATE, instance_uuid=VM_A,
          source_host='h1', dest_host='h2', reason='underload:cpu+memory'),
-    dict(action_type=consolidation.MIGRATE, instance_uuid=VM_B,
+    dict(action_type=plans.MIGRATE, instance_uuid=VM_B,
          source_host='h1', dest_host='h3', reason='underload:cpu+memory'),
-    dict(action_type=consolidation.MIGRATE, instance_uuid=VM_C,
+    dict(action_type=plans.MIGRATE, instance_uuid=VM_C,
          source_host='h5', dest_host='h4', reason='overload:memory'),
-    dict(action_type=consolidation.POWER_OFF, source_host='h1',
+    dict(action_type=plans.POWER_OFF, source_host='h1',
          reason='underload:cpu+memory'),
 ]
 DESTINATIONS = {VM_A: 'h2', VM_B: 'h3', VM_C: 'h4'}

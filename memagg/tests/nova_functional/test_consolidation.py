@@ -16,9 +16,9 @@ and without the Placement job."""
 from memagg.db import audits as db_audits
 from memagg.db import migrations as db_migrations
 from memagg.scheduler import audits
-from memagg.scheduler import consolidation
 from memagg.scheduler import migration
 from memagg.scheduler import placement
+from memagg.scheduler import plans
 from memagg.tests.nova_functional import harness
 
 #: Booked MiB of every VM: a host's booked capacity (8,192 - 512 reserved,
@@ -31,7 +31,7 @@ HOSTS = ('h1', 'h2', 'h3')
 
 def _moves(audit):
     return [a for a in audit.actions
-            if a.action_type == consolidation.MIGRATE]
+            if a.action_type == plans.MIGRATE]
 
 
 class ConsolidationTest(harness.MemaggNovaTestCase):

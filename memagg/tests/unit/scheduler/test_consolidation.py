@@ -25,6 +25,9 @@ from memagg.common import exceptions
 from memagg.conf import CONF
 from memagg.drivers.consolidation import base
 from memagg.scheduler import consolidation as cons
+from memagg.scheduler import plans
+from memagg.scheduler import round_budget
+from memagg.scheduler import round_views
 
 # Underloaded below 0.2 in both dimensions; overloaded above 0.8 cpu or
 # 0.95 memory; packing up to 0.8 cpu and 0.95 memory, by the latest
@@ -62,7 +65,7 @@ def host(name, vms, cpus=10.0, mem=1000.0, active=True, extra_cpu=0.0):
 
 def migrations(plan):
     return [(a.instance_uuid, a.source_host, a.dest_host, a.reason)
-            for a in plan.actions if a.action_type == cons.MIGRATE]
+            for a in plan.actions if a.action_type == plans.MIGRATE]
 
 
 def test_memory_overload_moves_the_smallest_vm_until_relieved(algorithms):
@@ -156,7 +159,7 @@ def test_least_used_underloaded_host_is_emptied_first_onto_the_other(
     # a is emptied onto b; b received a VM, so it is not emptied in turn.
     assert migrations(plan) == [('a1', 'a', 'b', 'underload:cpu+memory')]
     assert [x.source_host for x in plan.actions
-            if x.action_type == cons.POWER_OFF] == ['a']
+            if x.action_type == plans.POWER_OFF] == ['a']
 
 
 def test_inactive_host_is_woken_for_an_overload_but_not_to_empty_a_host(
@@ -371,7 +374,7 @@ def test_a_cooling_vm_is_not_selected(conf):
     spare = host('spare', [vm('s1', 4, 100)], mem=4000)
 
     def moved(**vms):
-        return cons.Recent(now=10000.0, moved_at=vms)
+        return round_budget.Recent(now=10000.0, moved_at=vms)
 
     plan = cons.plan_round([host('a', vms), spare], algorithms)
     assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
@@ -403,13 +406,13 @@ def test_a_cooling_vm_keeps_its_underloaded_host_on(conf):
         SIMPLE, migration_cooldown=600))
     a = host('a', [vm('a1', 0.5, 50), vm('a2', 0.5, 50)])
     b = host('b', [vm('b1', 5, 500)])
-    plan = cons.plan_round([a, b], algorithms,
-                           cons.Recent(now=1000.0, moved_at={'a2': 700.0}))
+    plan = cons.plan_round([a, b], algorithms, round_budget.Recent(
+        now=1000.0, moved_at={'a2': 700.0}))
     assert plan.actions == []
     assert plan.kept == {'a': 'VM a2 migrated less than migration_cooldown '
                               '(600 s) ago: 300 s to go'}
-    plan = cons.plan_round([a, b], algorithms,
-                           cons.Recent(now=1300.0, moved_at={'a2': 700.0}))
+    plan = cons.plan_round([a, b], algorithms, round_budget.Recent(
+        now=1300.0, moved_at={'a2': 700.0}))
     assert [x.action_type for x in plan.actions] == [
         'migrate', 'migrate', 'power_off']
 
@@ -448,7 +451,7 @@ def test_the_hourly_cap_of_each_host(conf):
 
     def plan(**moves):
         return cons.plan_round([host('a', vms), near, far], algorithms,
-                               cons.Recent(host_moves=moves))
+                               round_budget.Recent(host_moves=moves))
 
     # near (the fullest that fits) takes a1; at its cap it does not, and
     # far does; with both at their cap a1 stays (a, shedding, takes none
@@ -468,10 +471,10 @@ def test_the_hourly_cap_of_each_host(conf):
     # destinations are.
     idle = host('idle', [vm('i1', 0.2, 50), vm('i2', 0.2, 50)])
     emptied = cons.plan_round([idle, near], algorithms,
-                              cons.Recent(host_moves={'idle': 9}))
+                              round_budget.Recent(host_moves={'idle': 9}))
     assert [m[0] for m in migrations(emptied)] == ['i1', 'i2']
     kept = cons.plan_round([idle, near], algorithms,
-                           cons.Recent(host_moves={'near': 2}))
+                           round_budget.Recent(host_moves={'near': 2}))
     assert kept.kept['idle'] == (
         'emptying it takes 2 migrations; the other active hosts may take '
         'part in 1 more this hour (max_migrations_per_host_hour 3)')
@@ -499,8 +502,8 @@ def test_what_spares_placement_work_never_changes_its_answer(conf, seed):
         state.cpu_history = [rng.uniform(0.05, 0.8) for _ in range(4)]
         hosts.append(state)
     moves = {h.name: rng.randint(0, 3) for h in hosts}
-    views = cons._Views(hosts, algorithms, cons._Budget(
-        algorithms.controls, cons.Recent(host_moves=moves)))
+    views = round_views.Views(hosts, algorithms, round_budget.Budget(
+        algorithms.controls, round_budget.Recent(host_moves=moves)))
     for state in hosts:
         if not state.vms:
             continue

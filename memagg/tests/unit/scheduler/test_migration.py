@@ -31,8 +31,8 @@ from memagg.db import migrations as db_migrations
 from memagg.db import reports as db_reports
 from memagg.drivers.compute_api import base
 from memagg.drivers.compute_api import none
-from memagg.scheduler import consolidation
 from memagg.scheduler import migration
+from memagg.scheduler import plans
 from memagg.scheduler import states
 from memagg.tests import polling
 
@@ -207,7 +207,7 @@ def hosts(sqlite_db, admin_context):
 
 
 def migrate(vm, source, dest, reason='underload:cpu+memory'):
-    return dict(action_type=consolidation.MIGRATE, reason=reason,
+    return dict(action_type=plans.MIGRATE, reason=reason,
                 instance_uuid=vm, source_host=source, dest_host=dest)
 
 
@@ -232,11 +232,11 @@ def migrations_by_vm(context, uuid):
 
 # A plan of every kind of action: h4 is woken for VM 2, h1 emptied and
 # put on standby.
-PLAN = [power(consolidation.POWER_ON, 'h4', 'overload:memory'),
+PLAN = [power(plans.POWER_ON, 'h4', 'overload:memory'),
         migrate(VM[0], 'h1', 'h2'),
         migrate(VM[1], 'h1', 'h3'),
         migrate(VM[2], 'h5', 'h4', 'overload:memory'),
-        power(consolidation.POWER_OFF, 'h1')]
+        power(plans.POWER_OFF, 'h1')]
 SERVERS = {VM[0]: 'h1', VM[1]: 'h1', VM[2]: 'h5'}
 
 

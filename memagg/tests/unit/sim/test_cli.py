@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from memagg.scheduler import consolidation
+from memagg.scheduler import round_options
 from memagg.sim import cli as sim
 from memagg.sim import plots
 from memagg.sim import trace as sim_trace
@@ -62,7 +62,7 @@ def test_help_documents_every_option(capsys):
 def test_every_consolidation_option_can_be_given():
     dests = {action.dest for action in sim.build_parser()._actions}
 
-    for name in consolidation.OPTIONS:
+    for name in round_options.OPTIONS:
         if name != 'memory_basis':
             assert name in dests
 

@@ -21,7 +21,7 @@ import pytest
 
 from memagg.cmd import sim as sim_cmd
 from memagg.common import cli as common_cli
-from memagg.scheduler import consolidation
+from memagg.scheduler import round_options
 from memagg.sim import cli as sim
 from memagg.sim import config as sim_config
 from memagg.sim import engine
@@ -68,7 +68,7 @@ def test_every_simulated_option_can_be_swept():
 
     assert 'history_length' in names
     assert 'memory_basis' not in names
-    for name in consolidation.OPTIONS:
+    for name in round_options.OPTIONS:
         if name != 'memory_basis':
             assert name in names
 

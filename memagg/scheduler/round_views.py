@@ -1,0 +1,267 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What placement sees of the hosts while a consolidation round plans its
+moves (ALGORITHMS.md §3.6): each host's cpu as its peak, its VMs, and how
+far it may be filled (Views), and what the other hosts have left, to tell
+without placement that a host cannot be emptied (_Spare).
+"""
+import math
+
+from memagg.drivers.consolidation import base
+from memagg.scheduler import round_options
+
+
+def _peak(history, window):
+    """The largest of the last ``window`` samples of ``history`` (0 if
+    none)."""
+    # A slice: the simulator's VM histories make it a list at once.
+    tail = history[-window:]
+    return max(tail) if tail else 0.0
+
+
+class Views:
+    """What placement sees of each host as the round plans moves: its cpu
+    utilisation (the peak of its last ``fill_window`` samples), its VMs
+    (copied, so the callers' HostStates are left as they were) and how far
+    it may be filled (a base.Room); and of each VM placed, its cpu as the
+    peak of its last ``fill_window`` samples.
+
+    Before placement is asked to empty a host, why_not checks that the
+    others have room for its VMs at all (_Spare): most underloaded hosts a
+    round keeps are kept round after round, and that check is far cheaper
+    than placement's.
+    """
+
+    def __init__(self, hosts, algorithms, budget):
+        self.window = algorithms.controls.fill_window
+        self.algorithms = algorithms
+        self.hosts = {}
+        self.rooms = {}
+        self.weighed = {}
+        for host in hosts:
+            self.hosts[host.name] = base.HostState(
+                host.name, host.cpu_total, host.mem_usable_mb,
+                [_peak(host.cpu_history, self.window)]
+                if host.cpu_history else [],
+                list(host.mem_history[-1:]), list(host.vms), host.active)
+            cpu, mem = round_options.fill_levels(host, algorithms)
+            moves = budget.host(host.name)
+            self.rooms[host.name] = base.Room(
+                cpu=cpu, mem=mem,
+                moves=None if moves == math.inf else moves)
+        self.received = set()
+        self._spare = None
+
+    def memory(self, vm):
+        """``vm``'s memory in the round's basis, MiB."""
+        return round_options.vm_memory(vm, self.algorithms)
+
+    def demand(self, vm):
+        """``vm`` as placement weighs it: its cpu as its peak."""
+        if self.window == 1 or not vm.cpu_history:
+            return vm
+        weighed = self.weighed.get(vm.uuid)
+        if weighed is None:
+            weighed = self.weighed[vm.uuid] = base.VmState(
+                vm.uuid, [_peak(vm.cpu_history, self.window)],
+                vm.wss_maxavg_mb, vm.booked_mb, vm.remote_mb, vm.dirty_mb_s)
+        return weighed
+
+    def need_cpu(self, vm):
+        """The cpu ``vm`` takes at least wherever it goes: its peak (with
+        a window of 1 placement averages the latest samples, and no more
+        than 0 is sure)."""
+        if self.window == 1 or not vm.cpu_history:
+            return 0.0
+        return self.demand(vm).cpu_history[-1]
+
+    def place(self, vms, targets=None):
+        """Placement's PlacementResult for ``vms`` over ``targets`` (views;
+        default: every host), within the rooms."""
+        if targets is None:
+            targets = list(self.hosts.values())
+        return self.algorithms.placement.place(
+            targets, [self.demand(vm) for vm in vms], self.rooms)
+
+    def why_not(self, name, vms):
+        """Why the other active hosts surely cannot take ``vms`` of host
+        ``name``, or None when placement must be asked."""
+        if self._spare is None:
+            self._spare = _Spare(self)
+        return self._spare.why_not(name, vms)
+
+    def targets(self, name, vms):
+        """The hosts placement may put ``vms`` of host ``name`` on: the
+        other active hosts, not emptied, with room under their fill levels
+        for the smallest of them (placement would put none of them on the
+        others: leaving them out spares its work, not its choices).
+        Called after why_not."""
+        cpu = min(self.need_cpu(vm) for vm in vms)
+        mem = min(self.memory(vm) for vm in vms)
+        return [self.hosts[other]
+                for other, (left_cpu, left_mem) in self._spare.left.items()
+                if other != name and self.rooms[other].moves != 0
+                and left_cpu >= cpu and left_mem >= mem]
+
+    def leave(self, name):
+        """Host ``name`` is emptied: it takes no VMs any more."""
+        if self._spare is not None:
+            self._spare.drop(name)
+
+    def move(self, vm, source, dest, budget):
+        src, dst = self.hosts[source], self.hosts[dest]
+        src.vms = [other for other in src.vms if other is not vm]
+        used = self.demand(vm).cpu_history[-1] if vm.cpu_history else 0.0
+        if src.cpu_history and src.cpu_total > 0:
+            src.cpu_history[-1] = max(0.0, src.cpu_history[-1]
+                                      - used / src.cpu_total)
+        if not dst.active:
+            # A woken host starts with nothing running.
+            dst.active = True
+            dst.cpu_history = [0.0]
+            dst.vms = []
+        if dst.cpu_history and dst.cpu_total > 0:
+            dst.cpu_history[-1] += used / dst.cpu_total
+        dst.vms.append(vm)
+        self.received.add(dest)
+        budget.take(source, dest)
+        for name in (source, dest):
+            room = self.rooms[name]
+            if room.moves is not None:
+                room.moves = max(0, room.moves - 1)
+        if self._spare is not None:
+            self._spare.took(dest, self.need_cpu(vm), self.memory(vm))
+
+
+class _Spare:
+    """What each active host of a round has left under its fill levels,
+    (cpu cores, MiB), and the VMs it may still receive: enough to tell,
+    without asking placement, that a host's VMs cannot all move.
+
+    The checks are necessary conditions of placement's success (it fills
+    no host beyond its room, and counts a VM's cpu at no less than its
+    peak, its memory as the same): they never keep a host placement could
+    empty.
+    """
+
+    def __init__(self, views):
+        self.views = views
+        self.left = {}
+        for name, view in views.hosts.items():
+            if not view.active:
+                continue
+            room = views.rooms[name]
+            used = view.cpu_history[-1] if view.cpu_history else 0.0
+            self.left[name] = (
+                max(0.0, room.cpu - used) * view.cpu_total,
+                max(0.0, room.mem * view.mem_usable_mb
+                    - sum(views.memory(vm) for vm in view.vms)))
+        self._index = None
+
+    def took(self, name, cpu, mem):
+        if name in self.left:
+            left_cpu, left_mem = self.left[name]
+            self.left[name] = (max(0.0, left_cpu - cpu),
+                               max(0.0, left_mem - mem))
+            self._index = None
+
+    def drop(self, name):
+        self.left.pop(name, None)
+        self._index = None
+
+    def _takers(self):
+        """The hosts that may receive VMs, by decreasing cpu left, and
+        their sums: (takers, cpu, memory, slots, unlimited)."""
+        if self._index is None:
+            rooms = self.views.rooms
+            takers = sorted(
+                ((cpu, mem, name) for name, (cpu, mem) in self.left.items()
+                 if rooms[name].moves != 0), reverse=True)
+            slots = [rooms[name].moves for _, _, name in takers]
+            self._index = (
+                takers, sum(cpu for cpu, _, _ in takers),
+                sum(mem for _, mem, _ in takers),
+                sum(moves for moves in slots if moves is not None),
+                sum(1 for moves in slots if moves is None))
+        return self._index
+
+    def why_not(self, name, vms):
+        takers, cpu_left, mem_left, slots, unlimited = self._takers()
+        own = self.left.get(name)
+        moves = self.views.rooms[name].moves if own else None
+        if own and self.views.rooms[name].moves != 0:
+            cpu_left -= own[0]
+            mem_left -= own[1]
+            if moves is None:
+                unlimited -= 1
+            else:
+                slots -= moves
+        if not unlimited and slots < len(vms):
+            return ('emptying it takes %d migrations; the other active '
+                    'hosts may take part in %d more this hour '
+                    '(max_migrations_per_host_hour %d)' % (
+                        len(vms), slots, self.views.algorithms.controls
+                        .max_migrations_per_host_hour))
+        # Each VM must fit somewhere on its own, and all of them in what
+        # the others have left. A VM's cpu is a peak to compute: the
+        # largest VM first, then the sum of memory, then the others, the
+        # busiest by their latest samples first (the likeliest to fit
+        # nowhere).
+        memory = [self.views.memory(vm) for vm in vms]
+        largest = max(range(len(vms)), key=memory.__getitem__)
+        order = [largest] + sorted(
+            (index for index in range(len(vms)) if index != largest),
+            key=lambda index: -(vms[index].cpu_history[-1]
+                                if vms[index].cpu_history else 0.0))
+        cpu = 0.0
+        for index in order:
+            need = self.views.need_cpu(vms[index])
+            cpu += need
+            lacking = self._fits_nowhere(name, takers, need, memory[index])
+            if lacking:
+                return ('VM %s fits on no other active host: %s: none has '
+                        '%.1f cpu and %.1f MiB (%s) left under its fill '
+                        'levels' % (vms[index].uuid, lacking, need,
+                                    memory[index],
+                                    self.views.algorithms.memory_basis))
+            if index == largest and sum(memory) > mem_left + 1e-9:
+                return self._short(sum(memory), mem_left, 'MiB')
+        if cpu > cpu_left + 1e-9:
+            return self._short(cpu, cpu_left, 'cpu')
+        return None
+
+    @staticmethod
+    def _fits_nowhere(name, takers, cpu, mem):
+        """What no taker but ``name`` has enough of for a VM of ``cpu``
+        and ``mem``: None when one has both."""
+        enough_cpu = False
+        for left_cpu, left_mem, other in takers:
+            if left_cpu < cpu:
+                break
+            if other == name:
+                continue
+            enough_cpu = True
+            if left_mem >= mem:
+                return None
+        if not enough_cpu:
+            return 'cpu'
+        if not any(left_mem >= mem for _, left_mem, other in takers
+                   if other != name):
+            return 'memory'
+        return 'cpu and memory'
+
+    def _short(self, need, left, unit):
+        return ('its VMs need %.1f %s in all (%s); the other active hosts '
+                'have %.1f left under their fill levels' % (
+                    need, unit, self.views.algorithms.memory_basis
+                    if unit == 'MiB' else 'at their peaks', left))
