@@ -14,7 +14,8 @@
 
 /*
  * A kdamond's accessed regions through DAMON's damos_before_apply
- * tracepoint, in a tracefs instance of memagg's own (damon.c decides when).
+ * tracepoint, in a tracefs instance of memagg's own (damon_paddr.c
+ * decides when).
  *
  * update_schemes_tried_regions makes the kdamond create a sysfs directory
  * per region its scheme matched, which memagg then lists and reads: about

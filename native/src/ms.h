@@ -142,7 +142,7 @@ int ms_damon_trace_stop(struct ms_damon_trace *t, unsigned int scheme,
                         uint64_t **starts, size_t *n, char *err,
                         size_t errlen);
 
-/* ---- damon.c: the DAMON sysfs slots shared by all samplers ---- */
+/* ---- damon_*.c: the DAMON sysfs slots shared by all samplers ---- */
 struct ms_damon_result {
     /* damon_paddr: unless marked, the member's accessed pages' bytes */
     uint64_t accessed_bytes;
@@ -170,9 +170,10 @@ int ms_damon_collect(int slot, const uint64_t *starts, unsigned int n,
 void ms_damon_stop(int slot);
 
 /*
- * A damon_paddr sampler, member of the host's one kdamond (see damon.c).
- * The member's starts (sorted physical addresses) and hit stay the
- * sampler's, untouched by it from ms_damon_arm() until its collect.
+ * A damon_paddr sampler, member of the host's one kdamond (see
+ * damon_paddr.c).  The member's starts (sorted physical addresses) and hit
+ * stay the sampler's, untouched by it from ms_damon_arm() until its
+ * collect.
  */
 struct ms_damon_member {
     struct ms_damon_member *next;
@@ -221,16 +222,17 @@ int ms_damon_member_mark(struct ms_damon_member *m, char *err,
 
 /*
  * A damon_memcg sampler, member of the host's kept-running kdamond (see
- * damon.c): counted by a scheme of its own whose ops filter is its memory
- * cgroup.  Its pages, staged at ms_memcg_stage(), are copied; the kdamond
- * takes them at the next commit, which a thread of damon.c writes.
+ * damon_memcg.c): counted by a scheme of its own whose ops filter is its
+ * memory cgroup.  Its pages, staged at ms_memcg_stage(), are copied; the
+ * kdamond takes them at the next commit, which a thread of damon_memcg.c
+ * writes.
  */
 struct ms_memcg_member {
     struct ms_memcg_member *next;
     pid_t pid;                  /* the process counted */
     char memcg[256];            /* its path in the memory hierarchy */
     uint64_t window_us;         /* the window it asks for */
-    /* Private to damon.c. */
+    /* Private to damon_memcg.c. */
     uint64_t *starts;           /* the pages staged or committed */
     unsigned int n;
     int scheme;                 /* its scheme, -1 before its first commit */

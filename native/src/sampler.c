@@ -846,7 +846,7 @@ int ms_sampler_begin(struct ms_sampler *s, char *err, size_t errlen)
     case MS_DAMON_MEMCG:
         /*
          * The kept-running kdamond takes a new draw at the next commit
-         * (a thread of damon.c writes it); a kept sample is counted on.
+         * (a thread of damon_memcg.c writes it); a kept sample is counted on.
          */
         if (!keep) {
             keep_prev(s);
