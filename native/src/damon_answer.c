@@ -134,24 +134,70 @@ int ms_for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
 }
 
 /*
+ * The first region of slot i's FOREIGN_SCHEME answer, as "[start, end)",
+ * or "none listed" after update_schemes_tried_bytes, which lists none.
+ */
+static void first_foreign_region(int i, char *buf, size_t len)
+{
+    char p[512], rel[32];
+    uint64_t start, end;
+    struct dirent *de;
+    DIR *dir;
+
+    snprintf(buf, len, "none listed");
+    ms_slot_path(p, sizeof(p), i, "contexts/0/schemes/1/tried_regions");
+    dir = opendir(p);
+    if (!dir) {
+        return;
+    }
+    while ((de = readdir(dir))) {
+        if (!is_region_dir(de->d_name)) {
+            continue;
+        }
+        snprintf(rel, sizeof(rel), "%.15s/start", de->d_name);
+        if (read_u64_at(dirfd(dir), rel, &start) == 0) {
+            snprintf(rel, sizeof(rel), "%.15s/end", de->d_name);
+            if (read_u64_at(dirfd(dir), rel, &end) == 0) {
+                snprintf(buf, len, "[%#llx, %#llx)", (unsigned long long)start,
+                         (unsigned long long)end);
+            }
+        }
+        break;
+    }
+    closedir(dir);
+}
+
+/*
  * After an update_schemes_tried_* command on slot i: reject the answer of
  * a kdamond that watched regions memagg did not set (FOREIGN_SCHEME), and
  * forget the slot's setup, so that its next start writes every file again.
+ * The error names what was seen (a region, how many memagg wrote and how
+ * many the target's nr_regions file holds), so that a rejection in a test
+ * run says where the region came from.
  */
 int ms_check_own_regions(int i, char *err, size_t errlen)
 {
-    char p[512];
-    uint64_t bytes = 0;
+    char p[512], first[48];
+    uint64_t bytes = 0, files = 0;
+    unsigned int wrote = ms_pool.slot[i].nr_regions;
     int ret;
 
     ms_slot_path(p, sizeof(p), i,
                  "contexts/0/schemes/1/tried_regions/total_bytes");
     ret = ms_read_u64_file(p, &bytes, err, errlen);
     if (ret == 0 && bytes) {
+        first_foreign_region(i, first, sizeof(first));
+        ms_slot_path(p, sizeof(p), i,
+                     "contexts/0/targets/0/regions/nr_regions");
+        if (ms_read_u64_file(p, &files, NULL, 0) != 0) {
+            files = 0;
+        }
         ms_slot_forget(&ms_pool.slot[i]);
-        ms_err(err, errlen, "window rejected: the kdamond watched %llu bytes "
-               "in regions memagg did not set (their sysfs files were "
-               "rewritten by another DAMON user)", (unsigned long long)bytes);
+        ms_err(err, errlen, "window rejected: kdamond %d watched %llu bytes "
+               "in regions memagg did not set (first %s; memagg wrote %u "
+               "regions, nr_regions holds %llu)", i,
+               (unsigned long long)bytes, first, wrote,
+               (unsigned long long)files);
         ret = -EAGAIN;
     }
     return ret;

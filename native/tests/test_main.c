@@ -1047,6 +1047,18 @@ static void test_damon_foreign_regions(void)
     CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == -EAGAIN);
     CHECK(strstr(err, "window rejected") != NULL);
     CHECK(strstr(err, "1073741824 bytes in regions memagg did not set"));
+    /* Which region, and how many memagg wrote and the kernel holds. */
+    CHECK(strstr(err, "(first none listed; memagg wrote 73 regions, "
+                 "nr_regions holds 73)"));
+
+    /* update_schemes_tried_regions lists the regions: the first is named. */
+    fake_put("4096\n", "damon/kdamonds/0/contexts/0/schemes/1/tried_regions/"
+             "0/start");
+    fake_put("2101248\n", "damon/kdamonds/0/contexts/0/schemes/1/"
+             "tried_regions/0/end");
+    CHECK(ms_sampler_begin(s, err, sizeof(err)) == 0);
+    CHECK(ms_sampler_collect(s, &r, err, sizeof(err)) == -EAGAIN);
+    CHECK(strstr(err, "first [0x1000, 0x201000)"));
 
     fake_put("0\n", FOREIGN_TRIED);
     damon_total_pages(19);
