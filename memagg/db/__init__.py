@@ -13,6 +13,7 @@
 """The database: a module per resource (audits, grants, hosts, instances,
 migrations, reports, samples, services, placement; listings for the API's
 pages), the engine facade, the schema (sqlalchemy.models) and its alembic
-migrations (migration). May import conf and common (see
-memagg/tests/unit/test_imports.py for what is still to go).
+migrations (migration). It sends the notification of each state change
+once it is committed, so no caller can forget one. May import conf,
+common, objects and notifications.
 """

@@ -16,5 +16,7 @@ memagg sends one notification each time an audit, an audit action, a grant
 or a migration changes state, once the change is committed. The payload is
 a versioned object sent in its own envelope (``memagg_object.name``,
 ``.version``, ``.namespace``, ``.data``), so a consumer can check the
-version it gets. See doc/source/admin/notifications.rst.
+version it gets. See doc/source/admin/notifications.rst. The database
+layer (memagg.db) sends them; this package may import conf, common and
+objects.
 """

@@ -11,7 +11,8 @@
 # under the License.
 
 """Versioned objects memagg passes over RPC (and, in memagg.notifications,
-the payloads of its notifications)."""
+the payloads of its notifications): data only. May import conf and
+common."""
 
 
 def register_all():

@@ -33,8 +33,8 @@ from oslo_messaging._drivers import amqpdriver
 
 from memagg.common import exceptions
 from memagg.common import rpc
+from memagg.db import report_columns
 from memagg.db import reports as db_reports
-from memagg.objects import report_columns
 from memagg.scheduler import rpcapi
 
 LOG = logging.getLogger(__name__)

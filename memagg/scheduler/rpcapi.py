@@ -16,9 +16,9 @@ import oslo_messaging as messaging
 from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.conf import CONF
+from memagg.db import report_columns
 from memagg import objects
 from memagg.objects import base as objects_base
-from memagg.objects import report_columns
 
 
 class RemoteMemoryUnavailable(exceptions.Conflict):
@@ -52,7 +52,7 @@ class SchedulerAPI:
     * 1.5 - finish_allocation (POST /v1/grants answers at once)
     * 1.6 - reports are consumed from ``[scheduler] report_topic`` as
       ``memagg.compute.report`` notifications (columnar payload,
-      memagg.objects.report_columns); the ``report`` cast stays for
+      memagg.db.report_columns); the ``report`` cast stays for
       senders pinned below 1.6 by ``[upgrade_levels] scheduler``
     """
 

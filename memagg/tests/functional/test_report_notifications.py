@@ -28,10 +28,10 @@ import sqlalchemy as sa
 from memagg.common import context as memagg_context
 from memagg.common import rpc
 from memagg.db import facade as db_facade
+from memagg.db import report_columns
 from memagg.db.sqlalchemy import models
 from memagg.objects import base as objects_base
 from memagg.objects import report as report_obj
-from memagg.objects import report_columns
 from memagg.scheduler import report_listener
 from memagg.scheduler import rpcapi
 from memagg.tests import polling

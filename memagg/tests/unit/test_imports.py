@@ -45,15 +45,6 @@ LAYERS = _layers()
 #: through its rpcapi module, whichever layer it is in.
 SEAM = 'rpcapi'
 
-#: Upward imports still to remove (issue 33): the db modules that change
-#: an audit's, a grant's or a migration's state send its notification.
-KNOWN_UPWARD = {
-    ('memagg.db.audits', 'memagg.notifications.audit'),
-    ('memagg.db.grants', 'memagg.notifications.grant'),
-    ('memagg.db.migrations', 'memagg.notifications.audit'),
-    ('memagg.db.migrations', 'memagg.notifications.migration'),
-}
-
 #: Past these a file holds more than one job (issue 33): Python modules
 #: and C files outside the tests and the alembic migrations.
 MAX_LINES = {'.py': 600, '.c': 1200}
@@ -197,14 +188,10 @@ def test_python_imports_run_downward():
               if target.rpartition('.')[2] != SEAM
               and _layer(name) is not None and _layer(target) is not None
               and _layer(target) > _layer(name)}
-    new = sorted(upward - KNOWN_UPWARD)
-    assert not new, (
+    assert not upward, (
         'imports from a lower layer up to a higher one (the layers of '
         'doc/source/contributor/architecture.rst): %s'
-        % ', '.join('%s -> %s' % pair for pair in new))
-    assert not KNOWN_UPWARD - upward, (
-        'gone, so take them out of KNOWN_UPWARD: %s' % sorted(
-            KNOWN_UPWARD - upward))
+        % ', '.join('%s -> %s' % pair for pair in sorted(upward)))
 
 
 def _c_graph():
