@@ -12,6 +12,7 @@
 
 """What every service shares: the request context, exceptions, RPC and
 notification transports (rpc), the command-line helpers, plug-in loading,
-coordination, Keystone sessions and the Guru Meditation Report. May import
+coordination, Keystone sessions, the Guru Meditation Report and retries
+(retry: the one way memagg tries a failed call again). May import
 memagg.conf only.
 """

@@ -12,9 +12,13 @@
 
 """When a failed request is tried again: memagg-compute's requests to
 memagg-scheduler for remote memory wait longer with each failure in a
-row, so that a scheduler away is not asked every period.
+row, so that a scheduler away is not asked every period. The waits are
+memagg.common.retry's; the request is made again at a later period
+instead of blocking this one.
 """
 import time
+
+from memagg.common import retry
 
 
 class Backoff:
@@ -24,6 +28,8 @@ class Backoff:
     def __init__(self, interval, clock=time.monotonic):
         self.interval = interval
         self.clock = clock
+        self._policy = retry.Policy(None, interval, doubling=True,
+                                    max_interval=10 * interval)
         self._due = {}
 
     def ready(self, key):
@@ -33,7 +39,7 @@ class Backoff:
     def failed(self, key):
         """Record a failure; return the seconds until the next try."""
         failures = self._due.get(key, (0, 0))[1] + 1
-        wait = min(self.interval * 2 ** (failures - 1), 10 * self.interval)
+        wait = self._policy.wait(failures)
         self._due[key] = (self.clock() + wait, failures)
         return wait
 

@@ -52,6 +52,7 @@ import oslo_messaging as messaging
 
 from memagg.common import coordination
 from memagg.common import exceptions
+from memagg.common import retry
 from memagg.conf import CONF
 from memagg.db import audits as db_audits
 from memagg.db import reports as db_reports
@@ -110,30 +111,25 @@ class _Worker:
 
     def _call(self, what, func, args):
         db = CONF.database
-        retries = db.db_max_retries if self._db_retry else 0
-        pause = db.db_retry_interval
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                func(*args)
-                return
-            except db_exc.DBConnectionError as exc:
-                if (0 <= retries < attempt) or self._stopping.is_set():
-                    LOG.error('%s failed: the database is unreachable '
-                              '(%s) after %d attempt(s)', what, exc,
-                              attempt)
-                    return
-                LOG.warning('%s: the database is unreachable (%s); trying '
-                            'again in %.1f s', what, exc, pause)
-            except Exception:
-                # One failed job must not end the worker.
-                LOG.exception('%s failed', what)
-                return
-            if self._stopping.wait(pause):
-                return
-            if db.db_inc_retry_interval:
-                pause = min(pause * 2, db.db_max_retry_interval)
+        # [database] db_max_retries: -1 tries for as long as it takes.
+        attempts = (None if db.db_max_retries < 0
+                    else db.db_max_retries + 1) if self._db_retry else 1
+        policy = retry.Policy(
+            attempts, db.db_retry_interval,
+            doubling=db.db_inc_retry_interval,
+            max_interval=db.db_max_retry_interval)
+        try:
+            retry.call(func, *args, what=what, policy=policy,
+                       retry_on=db_exc.DBConnectionError,
+                       stop=self._stopping)
+        except retry.Stopped:
+            return
+        except db_exc.DBConnectionError as exc:
+            LOG.error('%s failed: the database is unreachable (%s); given '
+                      'up', what, exc)
+        except Exception:
+            # One failed job must not end the worker.
+            LOG.exception('%s failed', what)
 
 
 class SchedulerManager(service.Manager):

@@ -51,12 +51,12 @@ and leaves the audit ``executing``, for resume() at the next start.
 import collections
 import concurrent.futures
 import threading
-import time
 
 from oslo_log import log as logging
 
 from memagg.common import coordination
 from memagg.common import exceptions
+from memagg.common import retry
 from memagg.db import audits as db_audits
 from memagg.db import hosts as db_hosts
 from memagg.db import migrations as db_migrations
@@ -279,19 +279,19 @@ class Executor:
         """Run ``call``, again after poll_interval while the compute
         service is unavailable, up to max_retries times; None on success,
         else why it failed."""
-        for attempt in range(self._opts.max_retries + 1):
-            if attempt:
-                time.sleep(self._opts.poll_interval)
-            try:
-                call()
-                return None
-            except compute_api.ComputeApiNotConfigured as exc:
-                return str(exc)
-            except compute_api.ComputeApiUnavailable as exc:
-                error = '%s (after %d attempts)' % (exc, attempt + 1)
-            except compute_api.ComputeApiError as exc:
-                return str(exc)
-        return error
+        policy = retry.Policy(self._opts.max_retries + 1,
+                              self._opts.poll_interval)
+        try:
+            retry.call(call, what='The compute API', policy=policy,
+                       retry_on=compute_api.ComputeApiUnavailable,
+                       except_for=compute_api.ComputeApiNotConfigured)
+        except compute_api.ComputeApiNotConfigured as exc:
+            return str(exc)
+        except compute_api.ComputeApiUnavailable as exc:
+            return '%s (after %d attempts)' % (exc, policy.attempts)
+        except compute_api.ComputeApiError as exc:
+            return str(exc)
+        return None
 
     # Migrations.
 

@@ -62,6 +62,7 @@ from oslo_utils import timeutils
 from memagg.common import exceptions
 from memagg.common import keystone
 from memagg.common import plugins
+from memagg.common import retry
 from memagg.db import hosts as db_hosts
 from memagg.db import instances as db_instances
 from memagg.db import placement as db_placement
@@ -238,16 +239,19 @@ class InventoryJob:
         With ``forget`` (a context), a host Placement cannot set any more
         loses its row."""
         try:
-            for tries in range(1, CONFLICT_RETRIES + 2):
-                try:
-                    return attempt(*args, *self._read(name))
-                except sdk_exc.ConflictException:
-                    LOG.info('Placement: resource provider %s changed while '
-                             'memagg wrote its %s inventory (409, try %d of '
-                             '%d); reading it again', name, RESOURCE_CLASS,
-                             tries, CONFLICT_RETRIES + 1)
-            raise _Failed('it changed under each of %d writes (409); the '
-                          'next run tries again' % (CONFLICT_RETRIES + 1))
+            try:
+                # Read again and written again at once: a 409 says the
+                # provider changed since it was read.
+                return retry.call(
+                    lambda: attempt(*args, *self._read(name)),
+                    what='Writing the %s inventory of resource provider %s'
+                    % (RESOURCE_CLASS, name),
+                    policy=retry.Policy(CONFLICT_RETRIES + 1, 0),
+                    retry_on=sdk_exc.ConflictException)
+            except sdk_exc.ConflictException:
+                raise _Failed('it changed under each of %d writes (409); '
+                              'the next run tries again'
+                              % (CONFLICT_RETRIES + 1))
         except _Skip as exc:
             if forget is not None:
                 db_placement.placement_inventory_release(forget, name)

@@ -32,6 +32,7 @@ import oslo_messaging as messaging
 from oslo_messaging._drivers import amqpdriver
 
 from memagg.common import exceptions
+from memagg.common import retry
 from memagg.common import rpc
 from memagg.db import report_columns
 from memagg.db import reports as db_reports
@@ -168,17 +169,24 @@ class ReportListener:
         threading.Thread(target=self._connect, daemon=True,
                          name='memagg-scheduler-reports').start()
 
+    def _started_listener(self):
+        listener = self._new_listener()
+        listener.start()
+        return listener
+
     def _connect(self):
-        while True:
-            listener = self._new_listener()
-            try:
-                listener.start()
-                break
-            except Exception as exc:
-                LOG.error('The report listener could not start: %s; trying '
-                          'again in %.0f s', exc, self._retry_delay)
-                if self._stop.wait(self._retry_delay):
-                    return
+        # Tried every retry_delay s for as long as it takes: the stop ends
+        # the wait.
+        try:
+            listener = retry.call(
+                self._started_listener, what='Starting the report listener',
+                policy=retry.Policy(None, self._retry_delay),
+                retry_on=Exception, stop=self._stop)
+        except Exception as exc:
+            if not isinstance(exc, retry.Stopped):
+                LOG.info('The report listener did not start before '
+                         'memagg-scheduler stopped: %s', exc)
+            return
         with self._lock:
             if self._stop.is_set():
                 listener.stop()

@@ -65,6 +65,7 @@ from oslo_utils import uuidutils
 
 from memagg.common import coordination
 from memagg.common import exceptions
+from memagg.common import retry
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import grants as db_grants
 from memagg.db import hosts as db_hosts
@@ -474,18 +475,12 @@ class Reservoir:
         """Compute RPC ``method`` on ``host``, asked up to ``attempts``
         times (waits from [reservoir] operation_retry_interval, doubling);
         the reply, or the last error raised."""
-        wait = self.group.operation_retry_interval
-        for attempt in range(1, attempts + 1):
-            try:
-                return self._call(method, ctxt, host, *args)
-            except Exception as exc:
-                if attempt == attempts:
-                    raise
-                LOG.warning('%s did not answer %s (attempt %d of %d), '
-                            'asking again in %.1f s: %s', host, method,
-                            attempt, attempts, wait, exc)
-                self.sleep(wait)
-                wait *= 2
+        policy = retry.Policy(attempts, self.group.operation_retry_interval,
+                              doubling=True)
+        return retry.call(self._call, method, ctxt, host, *args,
+                          what='Asking %s to %s' % (host, method),
+                          policy=policy, retry_on=Exception,
+                          sleep=self.sleep)
 
     def _attempts(self, attempts):
         return self.group.operation_attempts if attempts is None \
