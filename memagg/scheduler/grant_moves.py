@@ -41,7 +41,7 @@ from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import grants as db_grants
 from memagg.db import instances as db_instances
 from memagg.db import migrations as db_migrations
-from memagg.scheduler import reservoir
+from memagg.scheduler import grant_forms
 
 LOG = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class GrantMove:
                 reason='the source %s did not say whether grant %s is '
                        'sealed' % (self.source, grant.uuid))
         export = self._call('adopt_grant', self.dest,
-                            dict(reservoir.grant_dict(grant),
+                            dict(grant_forms.grant_dict(grant),
                                  sealed=sealed))
         if sealed:
             wrapped = self._call('wrap_page_key', self.source, grant.uuid,

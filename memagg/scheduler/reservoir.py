@@ -40,17 +40,9 @@ could not attach is kept, failed, with the reason. A scheduler stopped in
 the middle finds the grant pending at its next start and cleans it up
 (:meth:`Reservoir.recover`).
 
-Release and reclaim are each begun by a compare-and-set in the DB
-(:func:`begin_release`: the grant goes from active to releasing;
-:func:`begin_reclaim`: each slab from active to reclaiming), so that of
-concurrent requests one only carries each out and a slab is freed once.
-The API begins them and answers; memagg-scheduler carries them out after
-(:meth:`Reservoir.finish_release`, :meth:`Reservoir.finish_reclaim`),
-asking each host up to [reservoir] operation_attempts times with growing
-waits; a release a host never answers ends failed with the reason, a
-reclaim its consumer never answers gives the slabs back to the grant with
-the reason. What a stopped scheduler left releasing or reclaiming is
-carried out at its next start.
+Releases and reclaims, which give lent memory back, are
+memagg.scheduler.grant_returns' job; what a stopped scheduler left
+releasing or reclaiming is carried out at its next start.
 """
 import datetime
 import math
@@ -65,48 +57,16 @@ from oslo_utils import uuidutils
 
 from memagg.common import coordination
 from memagg.common import exceptions
-from memagg.common import retry
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import grants as db_grants
-from memagg.db import hosts as db_hosts
-from memagg.db import migrations as db_migrations
 from memagg.drivers.reservoir import base as selection_base
+from memagg.scheduler import grant_forms
+from memagg.scheduler import grant_returns
 from memagg.scheduler import rpcapi
 
 LOG = logging.getLogger(__name__)
 
 RemoteMemoryUnavailable = rpcapi.RemoteMemoryUnavailable
-
-
-def grant_dict(grant):
-    """The grant as the RPC API returns it (with its secret)."""
-    return dict(
-        uuid=grant.uuid, instance_uuid=grant.instance_uuid,
-        consumer_host=grant.consumer_host, requested_mb=grant.requested_mb,
-        granted_mb=grant.granted_mb, partial=grant.partial,
-        reason=grant.reason, status=grant.status, secret=grant.secret,
-        slab_size_mb=grant.slab_size_mb,
-        slabs=[dict(index=s.index, donor_host=s.donor_host,
-                    endpoint=s.endpoint, remote_addr=s.remote_addr,
-                    rkey=s.rkey, size_mb=s.size_mb, status=s.status)
-               for s in grant.slabs])
-
-
-def _check_size(size_mb):
-    if isinstance(size_mb, bool) or not isinstance(size_mb, int) \
-            or size_mb < 1:
-        raise exceptions.InvalidParameter(
-            field='size_mb', reason='got %r: give a whole number of MiB, '
-                                    '1 or more' % (size_mb,))
-
-
-def _by_donor(slabs):
-    """``{donor: [index, ...]}`` of ``slabs`` (rows), donors in the order
-    of their first slab."""
-    result = {}
-    for slab in slabs:
-        result.setdefault(slab.donor_host, []).append(slab.index)
-    return result
 
 
 def _prepared_slabs(reply, indexes):
@@ -128,50 +88,7 @@ def _prepared_slabs(reply, indexes):
             reply, exc))
 
 
-def begin_release(ctxt, grant_uuid, consumer_host=None):
-    """Make active grant ``grant_uuid`` releasing, in one compare-and-set:
-    of concurrent callers one only wins, and only the winner has the
-    release carried out (Reservoir.finish_release). Returns ``(won,
-    grant)``; a grant that is not active, or with ``consumer_host`` one
-    consumed by another host (its VM was live-migrated there), is left as
-    it is (won False). Raises NotFound, or Conflict while the grant is
-    still being set up or its VM migrates (the VM is missing from one of
-    the two hosts then, and its pages are on the donors only)."""
-    grant = db_grants.grant_get(ctxt, grant_uuid)
-    if grant.status == 'active':
-        migration = db_migrations.migration_running_for(
-            ctxt, grant.instance_uuid)
-        if migration is not None:
-            raise exceptions.Conflict(reason=(
-                'instance %s of grant %s is in migration %s (%s); the grant '
-                'can be released once it ends' % (
-                    grant.instance_uuid, grant_uuid, migration.uuid,
-                    migration.status)))
-    if consumer_host is not None and consumer_host != grant.consumer_host:
-        LOG.info('Grant %s not released for %s: its VM lives on %s',
-                 grant_uuid, consumer_host, grant.consumer_host)
-        return False, grant
-    won, grant = db_grants.grant_compare_and_set(ctxt, grant_uuid, 'active',
-                                                 'releasing')
-    if not won and grant.status == 'pending':
-        raise exceptions.Conflict(reason=(
-            'grant %s is pending: it can be released once it is active'
-            % grant_uuid))
-    return won, grant
-
-
-def begin_reclaim(ctxt, donor_host, size_mb):
-    """Take at least ``size_mb`` MiB (whole slabs) of what ``donor_host``
-    lends, newest grants first, for a reclaim: the slabs go reclaiming,
-    each taken by one caller only (Reservoir.finish_reclaim carries the
-    reclaim out). Returns ``({grant uuid: [index, ...]}, MiB)``; raises
-    InvalidParameter for a bad size, NotFound for an unknown host."""
-    _check_size(size_mb)
-    db_hosts.host_get(ctxt, donor_host)
-    return db_grants.slabs_take_for_reclaim(ctxt, donor_host, size_mb)
-
-
-class Reservoir:
+class Reservoir(grant_returns.ReturnsMixin):
     """Allocates, releases and reclaims grants (the Scheduler RPC API 1.2
     calls) with [reservoir]'s options.
 
@@ -209,25 +126,6 @@ class Reservoir:
         return getattr(self.compute, method)(
             ctxt, host, *args, timeout=self.group.prepare_timeout)
 
-    def _free(self, ctxt, host, grant_uuid, indexes=None):
-        """Ask ``host`` once to free slabs of a grant; False (logged) when
-        it could not be told."""
-        return self._free_error(ctxt, host, grant_uuid, indexes, 1) is None
-
-    def _free_error(self, ctxt, host, grant_uuid, indexes, attempts):
-        """Ask ``host`` up to ``attempts`` times to free slabs of a grant
-        (``indexes``, None: all); None when it did, else the error
-        (logged)."""
-        try:
-            self._ask('free_slabs', ctxt, host, attempts, grant_uuid,
-                      indexes)
-            return None
-        except Exception as exc:
-            LOG.warning('Donor %s did not free slabs %s of grant %s: %s',
-                        host, 'all' if indexes is None else indexes,
-                        grant_uuid, exc)
-            return exc
-
     def _reported_since(self):
         return timeutils.utcnow() - datetime.timedelta(
             seconds=self.conf.service_down_time)
@@ -260,7 +158,7 @@ class Reservoir:
         donors, and return it; RemoteMemoryUnavailable (nothing stored)
         when the cap or the donors leave not a slab. Only the database is
         asked, so the API may call it and answer at once."""
-        _check_size(size_mb)
+        grant_forms.check_size(size_mb)
         slab_mb = self.group.slab_size_mb
         wanted = math.ceil(size_mb / slab_mb)
         select = self._select(consumer_host)
@@ -364,7 +262,7 @@ class Reservoir:
         RemoteMemoryUnavailable (after freeing) when nothing was."""
         notes = [grant.reason] if grant.reason else []
         tried = set()
-        pending = _by_donor(grant.slabs)
+        pending = grant_forms.by_donor(grant.slabs)
         while pending:
             unmet = []
             for host, indexes in pending.items():
@@ -378,8 +276,8 @@ class Reservoir:
                 moved = db_grants.grant_move_slabs(
                     ctxt, grant.uuid, unmet, self._reported_since(), tried,
                     select)
-                pending = _by_donor(s for s in moved.slabs
-                                    if s.index in unmet)
+                pending = grant_forms.by_donor(
+                    s for s in moved.slabs if s.index in unmet)
         kept = self._keep_contiguous(ctxt, grant.uuid, prepared, notes)
         if not kept:
             reason = '; '.join(notes) or 'no donor prepared a slab'
@@ -449,12 +347,12 @@ class Reservoir:
         """Have the consumer attach the grant; then it is active."""
         try:
             self._call('attach_grant', ctxt, grant.consumer_host,
-                       grant_dict(grant))
+                       grant_forms.grant_dict(grant))
         except Exception as exc:
             reason = '%s could not attach it: %s' % (grant.consumer_host,
                                                      exc)
             LOG.warning('Grant %s failed: %s', grant.uuid, reason)
-            unfreed = {host for host in _by_donor(grant.slabs)
+            unfreed = {host for host in grant_forms.by_donor(grant.slabs)
                        if not self._free(ctxt, host, grant.uuid)}
             db_grants.grant_set_status(ctxt, grant.uuid, 'failed', 'released',
                                        reason=reason, unfreed=unfreed)
@@ -464,163 +362,10 @@ class Reservoir:
         LOG.info('Grant %s: %d MiB on %s for instance %s on %s%s',
                  grant.uuid, grant.granted_mb,
                  ', '.join('%s (%d slabs)' % (h, len(i)) for h, i in
-                           _by_donor(grant.slabs).items()),
+                           grant_forms.by_donor(grant.slabs).items()),
                  grant.instance_uuid, grant.consumer_host,
                  ' (partial: %s)' % grant.reason if grant.partial else '')
-        return grant_dict(grant)
-
-    # -- release ----------------------------------------------------------
-
-    def _ask(self, method, ctxt, host, attempts, *args):
-        """Compute RPC ``method`` on ``host``, asked up to ``attempts``
-        times (waits from [reservoir] operation_retry_interval, doubling);
-        the reply, or the last error raised."""
-        policy = retry.Policy(attempts, self.group.operation_retry_interval,
-                              doubling=True)
-        return retry.call(self._call, method, ctxt, host, *args,
-                          what='Asking %s to %s' % (host, method),
-                          policy=policy, retry_on=Exception,
-                          sleep=self.sleep)
-
-    def _attempts(self, attempts):
-        return self.group.operation_attempts if attempts is None \
-            else attempts
-
-    def release(self, ctxt, grant_uuid, consumer_host=None):
-        """Release active grant ``grant_uuid`` now (each host asked once):
-        the consumer reclaims every slab (its pages go to its local copy),
-        the donors free them. Releasing a grant that is not active changes
-        nothing. Returns the grant dict; Conflict while the grant is still
-        being set up or its VM migrates (the VM is missing from one of the
-        two hosts then, and its pages are on the donors only).
-
-        ``consumer_host`` is the host asking, when a consumer asks for its
-        VM is gone: a grant consumed elsewhere now (the VM was
-        live-migrated there) is left as it is."""
-        won, grant = begin_release(ctxt, grant_uuid, consumer_host)
-        if not won:
-            return grant_dict(grant)
-        return self.finish_release(ctxt, grant_uuid, attempts=1)
-
-    def finish_release(self, ctxt, grant_uuid, attempts=None):
-        """Carry out the release of grant ``grant_uuid``, which
-        :func:`begin_release` made releasing: the consumer reclaims every
-        slab, the donors free theirs, each host asked up to ``attempts``
-        times ([reservoir] operation_attempts by default). The grant ends
-        released, or failed with the reason when a host never answered
-        (slabs a donor did not confirm freeing stay releasing and are
-        freed again by :meth:`recover`). A grant that is not releasing is
-        left as it is. Returns the grant dict."""
-        attempts = self._attempts(attempts)
-        with self.claim('grant-%s' % grant_uuid) as claimed:
-            grant = db_grants.grant_get(ctxt, grant_uuid)
-            if not claimed or grant.status != 'releasing':
-                return grant_dict(grant)
-            failures = []
-            try:
-                self._ask('reclaim_slabs', ctxt, grant.consumer_host,
-                          attempts, grant_uuid, None)
-            except Exception as exc:
-                # Its local copy holds every page written: freeing the
-                # donors loses nothing even when the consumer did not hear
-                # of it.
-                failures.append('consumer %s did not reclaim the slabs: %s'
-                                % (grant.consumer_host, exc))
-            holding = [s for s in grant.slabs
-                       if s.status in ('active', 'releasing')]
-            unfreed = set()
-            for host in _by_donor(holding):
-                error = self._free_error(ctxt, host, grant_uuid, None,
-                                         attempts)
-                if error is not None:
-                    unfreed.add(host)
-                    failures.append('donor %s did not free its slabs: %s'
-                                    % (host, error))
-            reason = None
-            if failures:
-                reason = 'release: %s (asked %d times each)%s' % (
-                    '; '.join(failures), attempts,
-                    '; the slabs not freed are freed again at the next '
-                    'start of memagg-scheduler' if unfreed else '')
-            try:
-                grant = db_grants.grant_set_status(
-                    ctxt, grant_uuid, 'failed' if failures else 'released',
-                    'released', reason=reason, expected=('releasing',),
-                    unfreed=unfreed)
-            except exceptions.Conflict:
-                grant = db_grants.grant_get(ctxt, grant_uuid)
-        if failures:
-            LOG.warning('Grant %s: %s', grant_uuid, reason)
-        else:
-            LOG.info('Grant %s released', grant_uuid)
-        return grant_dict(grant)
-
-    # -- reclaim ----------------------------------------------------------
-
-    def reclaim(self, ctxt, donor_host, size_mb):
-        """Take back at least ``size_mb`` MiB (whole slabs) that
-        ``donor_host`` lends, newest grants first, now (each host asked
-        once): each consumer reclaims its slabs, then the donor frees
-        them. Returns the MiB reclaimed (less when the host lends less, or
-        a consumer failed)."""
-        taken, _mb = begin_reclaim(ctxt, donor_host, size_mb)
-        reclaimed = self.finish_reclaim(ctxt, donor_host, taken, attempts=1)
-        LOG.info('Reclaimed %d MiB of %d MiB asked for by %s', reclaimed,
-                 size_mb, donor_host)
-        return reclaimed
-
-    def finish_reclaim(self, ctxt, donor_host, slabs, attempts=None):
-        """Carry out a reclaim :func:`begin_reclaim` started: ``slabs``
-        maps grant uuid -> indexes on ``donor_host``, reclaiming. Each
-        consumer reclaims its slabs, then the donor frees them, each host
-        asked up to ``attempts`` times; a consumer that never answers
-        keeps its slabs (active again, the grant's reason says why).
-        Slabs no longer reclaiming are skipped. Returns the MiB
-        reclaimed."""
-        attempts = self._attempts(attempts)
-        reclaimed = 0
-        for grant_uuid, indexes in slabs.items():
-            with self.claim('grant-%s' % grant_uuid) as claimed:
-                if claimed:
-                    reclaimed += self._reclaim_grant(
-                        ctxt, donor_host, grant_uuid, indexes, attempts)
-        return reclaimed
-
-    def _reclaim_grant(self, ctxt, donor_host, grant_uuid, indexes,
-                       attempts):
-        try:
-            grant = db_grants.grant_get(ctxt, grant_uuid)
-        except exceptions.NotFound:
-            return 0
-        indexes = sorted(s.index for s in grant.slabs
-                         if s.index in indexes and s.donor_host == donor_host
-                         and s.status == 'reclaiming')
-        if not indexes:
-            return 0
-        try:
-            self._ask('reclaim_slabs', ctxt, grant.consumer_host, attempts,
-                      grant_uuid, indexes)
-        except Exception as exc:
-            reason = ('reclaim of slabs %s from %s failed: consumer %s did '
-                      'not reclaim them (asked %d times): %s; they stay '
-                      'lent' % (indexes, donor_host, grant.consumer_host,
-                                attempts, exc))
-            LOG.warning('Grant %s: %s', grant_uuid, reason)
-            if db_grants.grant_slabs_reclaim_failed(ctxt, grant_uuid,
-                                                    indexes, reason):
-                return 0
-            # Released meanwhile: its pages went to the local copy, the
-            # donor may free them.
-        error = self._free_error(ctxt, donor_host, grant_uuid, indexes,
-                                 attempts)
-        taken = db_grants.grant_slabs_reclaimed(
-            ctxt, grant_uuid, indexes,
-            status='reclaimed' if error is None else 'releasing',
-            reason=None if error is None else (
-                'reclaim of slabs %s: donor %s did not free them (asked %d '
-                'times): %s; they are freed again at the next start of '
-                'memagg-scheduler' % (indexes, donor_host, attempts, error)))
-        return taken if error is None else 0
+        return grant_forms.grant_dict(grant)
 
     # -- recovery ---------------------------------------------------------
 
@@ -651,7 +396,7 @@ class Reservoir:
         grant = db_grants.grant_get(ctxt, uuid)
         if grant.status != 'pending':
             return
-        unfreed = {host for host in _by_donor(grant.slabs)
+        unfreed = {host for host in grant_forms.by_donor(grant.slabs)
                    if not self._free(ctxt, host, uuid)}
         try:
             db_grants.grant_set_status(

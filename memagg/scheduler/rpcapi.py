@@ -135,7 +135,7 @@ class SchedulerAPI:
 
     def finish_release(self, ctxt, grant_uuid, retry=API_CAST_RETRY):
         """Ask for the release of grant ``grant_uuid``, made releasing
-        (memagg.scheduler.reservoir.begin_release), to be carried out
+        (memagg.scheduler.grant_returns.begin_release), to be carried out
         (cast); raises like run_audit."""
         self.client.cast(ctxt, 'finish_release', version='1.4', retry=retry,
                          grant_uuid=grant_uuid)
@@ -143,7 +143,7 @@ class SchedulerAPI:
     def finish_reclaim(self, ctxt, donor_host, slabs, retry=API_CAST_RETRY):
         """Ask for the reclaim of ``slabs`` ({grant uuid: [index, ...]})
         lent by ``donor_host``, made reclaiming
-        (memagg.scheduler.reservoir.begin_reclaim), to be carried out
+        (memagg.scheduler.grant_returns.begin_reclaim), to be carried out
         (cast); raises like run_audit."""
         self.client.cast(ctxt, 'finish_reclaim', version='1.4', retry=retry,
                          donor_host=donor_host, slabs=slabs)

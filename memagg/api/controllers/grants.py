@@ -30,6 +30,7 @@ from memagg.api import views
 from memagg.common import exceptions
 from memagg.db import grants as db_grants
 from memagg.db import instances as db_instances
+from memagg.scheduler import grant_returns
 from memagg.scheduler import reservoir
 
 _SINCE = (1, 3)
@@ -106,7 +107,7 @@ def create_grant(query, body):
 def delete_grant(uuid, query):
     base.enforce(policy.DELETE)
     ctxt = base.context()
-    won, grant = reservoir.begin_release(ctxt, uuid)
+    won, grant = grant_returns.begin_release(ctxt, uuid)
     if won:
         try:
             base.cast_scheduler('finish_release', 'the release of grant %s'

@@ -18,7 +18,7 @@ from memagg.api import views
 from memagg.common import exceptions
 from memagg.db import grants as db_grants
 from memagg.db import hosts as db_hosts
-from memagg.scheduler import reservoir
+from memagg.scheduler import grant_returns
 
 
 @base.route('/v1/hosts', 'List compute hosts.', schemas.list_response('hosts'),
@@ -49,7 +49,7 @@ def get_host(name, query):
 def reclaim_host(name, query, body):
     base.enforce(policy.RECLAIM)
     ctxt = base.context()
-    taken, taken_mb = reservoir.begin_reclaim(ctxt, name, body['size_mb'])
+    taken, taken_mb = grant_returns.begin_reclaim(ctxt, name, body['size_mb'])
     if taken:
         try:
             base.cast_scheduler('finish_reclaim', 'the reclaim of memory '

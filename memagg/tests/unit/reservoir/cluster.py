@@ -16,6 +16,7 @@ import datetime
 
 from oslo_utils import timeutils
 
+from memagg.db import grants as db_grants
 from memagg.db import reports as db_reports
 
 VM_1 = '10000000-0000-4000-8000-000000000001'
@@ -34,3 +35,9 @@ def host(ctxt, name, lendable_mb, vms=(), age_s=0):
         [dict(uuid=uuid, name='vm-' + uuid[-1], booked_mb=booked,
               current_mb=booked) for uuid, booked in vms], [],
         reported_at=at)
+
+
+def stored(ctxt, uuid):
+    """Grant ``uuid`` as stored, and its slabs as (index, donor, status)."""
+    grant = db_grants.grant_get(ctxt, uuid)
+    return grant, [(s.index, s.donor_host, s.status) for s in grant.slabs]

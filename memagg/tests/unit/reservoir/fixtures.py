@@ -12,7 +12,8 @@
 
 """Fixtures of the global memory reservoir's tests: the [reservoir]
 options and the memagg.reservoir plug-ins, made available to a test when
-the installed package does not register them yet."""
+the installed package does not register them yet; a reservoir on SQLite
+with memagg-compute replaced by ComputeDouble, and three hosts."""
 import importlib
 import importlib.metadata
 
@@ -20,6 +21,11 @@ import pytest
 from stevedore import extension
 
 from memagg.conf import reservoir as reservoir_conf
+from memagg.drivers.reservoir import donors
+from memagg.scheduler import reservoir
+from memagg.tests.unit.reservoir import cluster
+from memagg.tests.unit.reservoir.cluster import VM_1, VM_2
+from memagg.tests.unit.reservoir import compute_double
 
 PLUGINS = {
     'power_of_two': 'memagg.drivers.reservoir.donors:PowerOfTwo',
@@ -56,3 +62,35 @@ def reservoir_plugins(tmp_path, monkeypatch):
     monkeypatch.delitem(extension.ExtensionManager.ENTRY_POINT_CACHE,
                         'memagg.reservoir', raising=False)
     return sorted(PLUGINS)
+
+
+@pytest.fixture
+def ctxt(reservoir_opts, sqlite_db, admin_context):
+    return admin_context
+
+
+@pytest.fixture
+def compute():
+    return compute_double.ComputeDouble()
+
+
+def make_reservoir(conf, compute, selection=None):
+    """A Reservoir on ``compute`` (a ComputeDouble), donors chosen by
+    ``selection`` (largest first by default)."""
+    return reservoir.Reservoir(conf.conf, compute_api=compute,
+                               selection=selection or donors.LargestFirst())
+
+
+@pytest.fixture
+def gmc(conf, compute):
+    return make_reservoir(conf, compute)
+
+
+@pytest.fixture
+def three_hosts(ctxt):
+    """Consumer c (VM_1 booked 4096, VM_2 booked 1024), donors a (1024 MiB
+    lendable) and b (512)."""
+    cluster.host(ctxt, 'c', 4096, [(VM_1, 4096), (VM_2, 1024)])
+    cluster.host(ctxt, 'a', 1024)
+    cluster.host(ctxt, 'b', 512)
+    return ctxt

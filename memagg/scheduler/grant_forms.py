@@ -1,0 +1,51 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""How memagg-scheduler shows and checks grants: the form the RPC API
+returns them in, a size as the API and RPC take it, and a grant's slabs by
+donor. Shared by the reservoir (memagg.scheduler.reservoir), the return of
+lent memory (grant_returns) and grants following their VM (grant_moves).
+"""
+from memagg.common import exceptions
+
+
+def grant_dict(grant):
+    """The grant as the RPC API returns it (with its secret)."""
+    return dict(
+        uuid=grant.uuid, instance_uuid=grant.instance_uuid,
+        consumer_host=grant.consumer_host, requested_mb=grant.requested_mb,
+        granted_mb=grant.granted_mb, partial=grant.partial,
+        reason=grant.reason, status=grant.status, secret=grant.secret,
+        slab_size_mb=grant.slab_size_mb,
+        slabs=[dict(index=s.index, donor_host=s.donor_host,
+                    endpoint=s.endpoint, remote_addr=s.remote_addr,
+                    rkey=s.rkey, size_mb=s.size_mb, status=s.status)
+               for s in grant.slabs])
+
+
+def check_size(size_mb):
+    """InvalidParameter naming size_mb unless it is a whole number of MiB,
+    1 or more."""
+    if isinstance(size_mb, bool) or not isinstance(size_mb, int) \
+            or size_mb < 1:
+        raise exceptions.InvalidParameter(
+            field='size_mb', reason='got %r: give a whole number of MiB, '
+                                    '1 or more' % (size_mb,))
+
+
+def by_donor(slabs):
+    """``{donor: [index, ...]}`` of ``slabs`` (rows), donors in the order
+    of their first slab."""
+    result = {}
+    for slab in slabs:
+        result.setdefault(slab.donor_host, []).append(slab.index)
+    return result
