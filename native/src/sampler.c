@@ -23,7 +23,7 @@
  * hold another process's busy page.  So collect() reads pagemap again and
  * counts the accessed state of the samples still at the PFN watched; a
  * sample no longer present (the host took it) is idle; a sample now at
- * another PFN is left out (samples_left()), being neither known accessed
+ * another PFN is left out (ms_samples_left()), being neither known accessed
  * nor known idle.  When more than half of them moved, the window is not
  * trusted at all.
  *
@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "ms.h"
+#include "sampler_internal.h"
 
 struct ms_paths ms_paths = {
     .proc = "/proc",
@@ -99,71 +100,6 @@ const char *const ms_backend_names[MS_NR_BACKENDS] = {
  * members drawing in the same period pay that once rather than each.
  */
 #define MS_KEEP_WINDOWS 32
-
-/*
- * Reading pagemap again at collect() is the sampler's main cost (about
- * 1.5 us a page).  Above MS_RECHECK_MIN samples it first reads every
- * MS_RECHECK_STRIDE-th sample only (a different eighth each window); only
- * when one of those changed does it read them all.  A share q of changed
- * pages goes unseen with probability (1 - q)^(n / 8): below 1 % for q = 1 %
- * at n = 4,000, and what goes unseen then biases the window by at most q.
- * Every sample is read within MS_RECHECK_STRIDE windows of a kept sample.
- */
-#define MS_RECHECK_STRIDE 8
-#define MS_RECHECK_MIN 512
-
-struct ms_sampler {
-    pid_t pid;
-    uint64_t start;
-    uint64_t nr_pages;
-    unsigned int n;
-    enum ms_backend backend;
-    uint64_t rng;
-    uint64_t sample_us;
-    int auto_interval;
-    int pagemap_fd;
-    int idle_fd;
-    int damon_slot;             /* damon_vaddr: its own kdamond */
-    int joined;                 /* damon_paddr: member of the host's */
-    struct ms_damon_member member;
-    int memcg_joined;           /* damon_memcg: member of the host's */
-    struct ms_memcg_member mmember;
-    double t_collected;         /* damon_memcg: the last collect() */
-    /* damon_memcg: the sample its kdamond counts until a draw's commit. */
-    unsigned int prev_keys, prev_present, prev_sampled;
-    int prev_counted;           /* the last collect() counted on those */
-    int begun;
-    int kept;                   /* windows the current sample has served */
-    unsigned int draw_epoch;    /* damon_paddr: ms_damon_epoch() at draw */
-    unsigned int keep_windows;  /* at most; 1 draws anew every window */
-    int unchanged;              /* last collect found every page in place */
-    int split_thp;              /* split huge pages under samples (thp.c) */
-    int per_page;               /* keep each sample's result (reclaim) */
-    int idle_ok;                /* the last collect() has them in hit[] */
-    int kpf_fd;                 /* /proc/kpageflags, when split_thp */
-    int pidfd;                  /* the process, for process_madvise() */
-    double t_begin;
-    uint64_t *pages;            /* sampled page indexes, then vpage numbers */
-    struct ms_pagemap_entry *entries;   /* at begin() */
-    struct ms_pagemap_entry *now;       /* at collect() (PFN backends) */
-    uint64_t *keys;             /* sorted distinct PFNs or addresses */
-    unsigned int *key_of;       /* sample -> its PFN's key (PFN backends) */
-    unsigned char *hit;         /* key -> accessed, when read per key */
-    uint64_t *sub_pages;        /* the samples a quick recheck reads */
-    struct ms_pagemap_entry *sub_now;
-    uint64_t *kflags;           /* sample -> its page's kpageflags */
-    unsigned char *zero;        /* sample -> at the zero page */
-    unsigned int nr_split;      /* huge pages split at the last draw */
-    unsigned int nr_huge;       /* samples under a huge page still */
-    unsigned int nr_zero;       /* samples at the zero page */
-    double split_s;
-    unsigned int windows;       /* collected, to rotate the quick rechecks */
-    unsigned int nr_sampled;
-    unsigned int nr_present;
-    unsigned int nr_keys;
-    unsigned int nr_moved;      /* of the present, now at another PFN */
-    unsigned int nr_vanished;   /* of the present, no longer present */
-};
 
 static int damon_redraw(struct ms_damon_member *m, char *err,
                         size_t errlen);
@@ -913,162 +849,6 @@ static int collect_clear_refs(struct ms_sampler *s, struct ms_result *r,
     return 0;
 }
 
-/* Spread the distinct pages' count back over the samples that share them. */
-static unsigned int scale_to_samples(const struct ms_sampler *s,
-                                     unsigned int accessed_keys)
-{
-    if (!s->nr_keys) {
-        return 0;
-    }
-    if (accessed_keys > s->nr_keys) {
-        accessed_keys = s->nr_keys;
-    }
-    return (unsigned int)(((uint64_t)accessed_keys * s->nr_present +
-                           s->nr_keys / 2) / s->nr_keys);
-}
-
-/* Present at begin() and at the same PFN now: its accessed state counts. */
-static int stable(const struct ms_sampler *s, unsigned int i)
-{
-    return s->entries[i].present && s->now[i].present &&
-           s->now[i].pfn == s->entries[i].pfn;
-}
-
-/*
- * Read pagemap again for the PFN backends: of the samples present at
- * begin(), count those the host took (vanished) or put elsewhere (moved).
- */
-static int recheck(struct ms_sampler *s, char *err, size_t errlen)
-{
-    unsigned int i;
-    int ret;
-
-    ret = ms_pagemap_read(s->pagemap_fd, s->pages, s->nr_sampled, s->now);
-    if (ret) {
-        ms_err(err, errlen, "cannot read pagemap of process %d: %s",
-               (int)s->pid, strerror(-ret));
-        return ret;
-    }
-    s->nr_moved = 0;
-    s->nr_vanished = 0;
-    s->unchanged = 1;
-    for (i = 0; i < s->nr_sampled; i++) {
-        if (s->now[i].present != s->entries[i].present ||
-            s->now[i].pfn != s->entries[i].pfn) {
-            s->unchanged = 0;
-        }
-        if (!s->entries[i].present || s->zero[i]) {
-            continue;
-        }
-        if (!s->now[i].present) {
-            s->nr_vanished++;
-        } else if (!s->now[i].pfn) {
-            ms_err(err, errlen, "pagemap of process %d hides PFNs: "
-                   "CAP_SYS_ADMIN is needed", (int)s->pid);
-            return -EPERM;
-        } else if (s->now[i].pfn != s->entries[i].pfn) {
-            s->nr_moved++;
-        }
-    }
-    if ((uint64_t)s->nr_moved * 2 > s->nr_present) {
-        s->unchanged = 0;
-        ms_err(err, errlen, "the host moved %u of %u sampled pages during "
-               "the window (compaction or migration)", s->nr_moved,
-               s->nr_present);
-        return -EAGAIN;
-    }
-    return 0;
-}
-
-/*
- * The quick recheck: one sample in MS_RECHECK_STRIDE read again.  When all
- * of those are as they were, the window counts as unchanged, every sample
- * stable; otherwise every sample is read (recheck()).
- */
-static int recheck_quick(struct ms_sampler *s, char *err, size_t errlen)
-{
-    unsigned int i, m = 0, off = s->windows % MS_RECHECK_STRIDE;
-    int ret;
-
-    if (s->nr_sampled < MS_RECHECK_MIN) {
-        return recheck(s, err, errlen);
-    }
-    for (i = off; i < s->nr_sampled; i += MS_RECHECK_STRIDE) {
-        s->sub_pages[m++] = s->pages[i];
-    }
-    ret = ms_pagemap_read(s->pagemap_fd, s->sub_pages, m, s->sub_now);
-    if (ret) {
-        ms_err(err, errlen, "cannot read pagemap of process %d: %s",
-               (int)s->pid, strerror(-ret));
-        return ret;
-    }
-    for (i = 0; i < m; i++) {
-        const struct ms_pagemap_entry *was =
-            &s->entries[off + i * MS_RECHECK_STRIDE];
-
-        if (s->sub_now[i].present != was->present ||
-            s->sub_now[i].pfn != was->pfn) {
-            return recheck(s, err, errlen);
-        }
-    }
-    memcpy(s->now, s->entries, sizeof(*s->now) * s->nr_sampled);
-    s->nr_moved = 0;
-    s->nr_vanished = 0;
-    s->unchanged = 1;
-    return 0;
-}
-
-/*
- * How many samples count once the moved ones are left out.  A moved page
- * was in use at both ends of the window, like the k samples present at
- * begin() and at collect(); the m moved ones are m / k of those, so the n
- * drawn pages count for n (k - m) / k, and accessed / sampled estimates
- * the same share as without moves.  n - m would lower it: the moved pages
- * are all in use, not a share of every kind of page drawn.
- */
-static unsigned int samples_left(const struct ms_sampler *s)
-{
-    uint64_t n = s->nr_sampled, m = s->nr_moved;
-    uint64_t k = s->nr_present - s->nr_vanished;
-
-    if (!m) {
-        return s->nr_sampled;
-    }
-    return (unsigned int)((n * (k - m) * 2 + k) / (2 * k));
-}
-
-/* The stable samples whose page was accessed, one by one (per key). */
-static unsigned int count_stable(const struct ms_sampler *s)
-{
-    unsigned int i, accessed = 0;
-
-    for (i = 0; i < s->nr_sampled; i++) {
-        if (stable(s, i) && s->key_of[i] < s->nr_keys &&
-            s->hit[s->key_of[i]]) {
-            accessed++;
-        }
-    }
-    return accessed;
-}
-
-int ms_sampler_seen_pages(const struct ms_sampler *s, int accessed,
-                          uint64_t *out, unsigned int *n_out)
-{
-    unsigned int i, m = 0;
-
-    if (!s->idle_ok) {
-        return -ENODATA;
-    }
-    for (i = 0; i < s->nr_sampled; i++) {
-        if (stable(s, i) && s->key_of[i] < s->nr_keys &&
-            !s->hit[s->key_of[i]] == !accessed) {
-            out[m++] = s->pages[i];
-        }
-    }
-    *n_out = m;
-    return 0;
-}
-
 static int collect_page_idle(struct ms_sampler *s, unsigned int *accessed,
                              char *err, size_t errlen)
 {
@@ -1080,9 +860,9 @@ static int collect_page_idle(struct ms_sampler *s, unsigned int *accessed,
         return ret;
     }
     /* After the bitmap: a page moved while it was read is caught too. */
-    ret = recheck_quick(s, err, errlen);
+    ret = ms_recheck_quick(s, err, errlen);
     if (ret == 0) {
-        *accessed = count_stable(s);
+        *accessed = ms_count_stable(s);
     }
     return ret;
 }
@@ -1105,7 +885,7 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
         ret = ms_damon_collect(s->damon_slot, NULL, 0, NULL, dr, err,
                                errlen);
         if (ret == 0) {
-            *accessed = scale_to_samples(
+            *accessed = ms_scale_to_samples(
                 s, (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE));
         }
         ms_damon_stop(s->damon_slot);
@@ -1118,7 +898,7 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
      */
     ret = ms_damon_member_collect(&s->member, s->per_page, dr, err, errlen);
     if (ret == 0) {
-        ret = recheck_quick(s, err, errlen);
+        ret = ms_recheck_quick(s, err, errlen);
     }
     /* A count cannot leave the moved pages out: their marks can. */
     if (ret == 0 && (s->nr_moved || s->nr_vanished) && !dr->marked) {
@@ -1133,10 +913,10 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
         } else {
             hits = (unsigned int)(dr->accessed_bytes / MS_PAGE_SIZE);
         }
-        *accessed = scale_to_samples(s, hits);
+        *accessed = ms_scale_to_samples(s, hits);
     } else if (ret == 0) {
-        /* recheck_quick() read every sample once one had changed. */
-        *accessed = count_stable(s);
+        /* ms_recheck_quick() read every sample once one had changed. */
+        *accessed = ms_count_stable(s);
     }
     return ret;
 }
@@ -1146,7 +926,7 @@ static int collect_damon(struct ms_sampler *s, struct ms_damon_result *dr,
  * statistics hold, spread over the samples.  The moved pages cannot be
  * left out of a count, but a moved page's old PFN is not charged to the
  * VM's cgroup any more, or not accessed: it counts as idle, and the moved
- * ones are left out of sampled (samples_left()).  A window lost to a
+ * ones are left out of sampled (ms_samples_left()).  A window lost to a
  * commit (the sample drawn anew) keeps the sample for the next one;
  * pages DAMON refused are drawn anew at the next begin().
  */
@@ -1168,7 +948,7 @@ static int collect_memcg(struct ms_sampler *s, struct ms_damon_result *dr,
          * Windows of the sample before the draw: scaled as it was.  The
          * new one is checked all the same, so that it is kept.
          */
-        recheck_quick(s, why, sizeof(why));
+        ms_recheck_quick(s, why, sizeof(why));
         dr->kdamond_cpu_s = mr.kdamond_cpu_s;
         dr->kdamond_pid = mr.kdamond_pid;
         *accessed = (unsigned int)((mr.accessed * s->prev_present +
@@ -1182,7 +962,7 @@ static int collect_memcg(struct ms_sampler *s, struct ms_damon_result *dr,
     if (ret && ret != -EAGAIN && ret != -ETIMEDOUT) {
         return ret;
     }
-    r = recheck_quick(s, ret ? why : err, ret ? sizeof(why) : errlen);
+    r = ms_recheck_quick(s, ret ? why : err, ret ? sizeof(why) : errlen);
     if (ret) {
         return ret;
     }
@@ -1191,7 +971,7 @@ static int collect_memcg(struct ms_sampler *s, struct ms_damon_result *dr,
     }
     dr->kdamond_cpu_s = mr.kdamond_cpu_s;
     dr->kdamond_pid = mr.kdamond_pid;
-    *accessed = scale_to_samples(
+    *accessed = ms_scale_to_samples(
         s, mr.accessed > UINT32_MAX ? UINT32_MAX : (unsigned int)mr.accessed);
     return 0;
 }
@@ -1282,7 +1062,7 @@ int ms_sampler_collect(struct ms_sampler *s, struct ms_result *r,
     s->idle_ok = s->per_page && (s->backend == MS_PAGE_IDLE ||
                                  (s->backend == MS_DAMON_PADDR &&
                                   s->nr_keys));
-    r->sampled = samples_left(s);
+    r->sampled = ms_samples_left(s);
     r->present = s->nr_present - s->nr_moved;
     r->moved = s->nr_moved;
     if (s->backend == MS_DAMON_MEMCG && s->prev_counted) {

@@ -49,16 +49,6 @@ SEAM = 'rpcapi'
 #: and C files outside the tests and the alembic migrations.
 MAX_LINES = {'.py': 600, '.c': 1200}
 
-#: Files still to split along their jobs (issue 33), with their length
-#: then: one may shrink, none may grow, and no other may join them.
-KNOWN_LONG = {
-    'native/src/sampler.c': 1299,
-}
-
-#: C circles still to remove (issue 33): none are left, and none may
-#: join them.
-KNOWN_C_CIRCLES = set()
-
 
 def _modules():
     """{dotted name: path} of memagg's modules, its tests aside."""
@@ -213,18 +203,14 @@ def _c_graph():
 
 
 def test_no_c_files_include_each_other():
-    circles = set(_circles(_c_graph()))
-    new = sorted(circles - KNOWN_C_CIRCLES)
-    assert not new, (
+    circles = sorted(_circles(_c_graph()))
+    assert not circles, (
         'C include circles (each file includes the next one\'s header, '
-        'through others): %s' % '; '.join(' <-> '.join(c) for c in new))
-    assert not KNOWN_C_CIRCLES - circles, (
-        'gone, so take them out of KNOWN_C_CIRCLES: %s' % sorted(
-            KNOWN_C_CIRCLES - circles))
+        'through others): %s' % '; '.join(' <-> '.join(c) for c in circles))
 
 
 def test_no_file_is_doing_more_than_one_job():
-    long, grown = set(), {}
+    long = {}
     for root, suffix in (('memagg', '.py'), ('native', '.c')):
         for path in (REPO_ROOT / root).rglob('*' + suffix):
             name = path.relative_to(REPO_ROOT).as_posix()
@@ -232,16 +218,10 @@ def test_no_file_is_doing_more_than_one_job():
                 continue
             lines = len(path.read_text(errors='replace').splitlines())
             if lines > MAX_LINES[suffix]:
-                long.add(name)
-                if lines > KNOWN_LONG.get(name, MAX_LINES[suffix]):
-                    grown[name] = lines
-    assert not grown, (
-        'files past %d lines (Python) or %d (C), or longer than they were: '
-        '%s; split them along their jobs' % (
-            MAX_LINES['.py'], MAX_LINES['.c'], grown))
-    assert not set(KNOWN_LONG) - long, (
-        'short enough now, so take them out of KNOWN_LONG: %s'
-        % sorted(set(KNOWN_LONG) - long))
+                long[name] = lines
+    assert not long, (
+        'files past %d lines (Python) or %d (C): %s; split them along '
+        'their jobs' % (MAX_LINES['.py'], MAX_LINES['.c'], long))
 
 
 def test_the_walk_finds_a_circle_and_an_upward_import():
