@@ -29,4 +29,8 @@ JSON errors, keystonemiddleware auth_token or noauth, then Flask. Policies
 are in code (memagg.api.policies), versions are microversions
 (memagg.api.microversion) and every query is checked against JSON Schemas
 (memagg.api.schemas, memagg.api.validation).
+
+May import conf, common, objects, notifications, db, drivers and the
+scheduler (what the API begins and memagg-scheduler carries out, and its
+rpcapi), never the WSGI entry points, the console scripts or the client.
 """

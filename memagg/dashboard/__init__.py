@@ -19,4 +19,5 @@ Enabled by copying ``memagg/dashboard/enabled/_*.py`` into Horizon's
 dashboard.rst). Every call to memagg goes through ``memagg.client``
 (memagg.dashboard.api); charts are inline SVG drawn on the server
 (memagg.dashboard.charts), so the pages load nothing from elsewhere.
+May import memagg.client (and Horizon), nothing of the services.
 """

@@ -162,6 +162,15 @@ def test_every_package_says_what_it_is_for():
     assert not silent, (
         'packages without a docstring saying what they are for and what '
         'they may import: %s' % ', '.join(silent))
+    # A layer's package says which others it may import (its subpackages
+    # follow it).
+    unsaid = sorted(
+        name for name, path in _modules().items()
+        if path.name == '__init__.py' and name.count('.') == 1
+        and 'import' not in ast.get_docstring(ast.parse(path.read_text())))
+    assert not unsaid, (
+        'packages whose docstring does not say what they may import: %s'
+        % ', '.join(unsaid))
 
 
 def test_no_python_module_imports_itself_back():
