@@ -18,7 +18,7 @@ test_remote_plan.py's, with the helpers here).
 
 memagg-swapd is replaced at its boundary by FakeSwapd, an in-test object
 with SwapdClient's methods (the client itself is tested against a socket
-in test_swapd_client.py and against the real daemon in
+in test_swapd.py and against the real daemon in
 memagg/tests/functional/test_compute_remote_swapd.py); memagg-scheduler by
 an object with SchedulerAPI's three remote-memory calls; the hypervisor by
 a small HypervisorDriver.
