@@ -178,7 +178,7 @@ static void first_foreign_region(int i, char *buf, size_t len)
 int ms_check_own_regions(int i, char *err, size_t errlen)
 {
     char p[512], first[48];
-    uint64_t bytes = 0, files = 0;
+    uint64_t bytes = 0, files = 0, start = 0, end = 0, kpid = 0;
     unsigned int wrote = ms_pool.slot[i].nr_regions;
     int ret;
 
@@ -189,15 +189,22 @@ int ms_check_own_regions(int i, char *err, size_t errlen)
         first_foreign_region(i, first, sizeof(first));
         ms_slot_path(p, sizeof(p), i,
                      "contexts/0/targets/0/regions/nr_regions");
-        if (ms_read_u64_file(p, &files, NULL, 0) != 0) {
-            files = 0;
-        }
+        ms_read_u64_file(p, &files, NULL, 0);
+        ms_slot_path(p, sizeof(p), i,
+                     "contexts/0/targets/0/regions/0/start");
+        ms_read_u64_file(p, &start, NULL, 0);
+        ms_slot_path(p, sizeof(p), i, "contexts/0/targets/0/regions/0/end");
+        ms_read_u64_file(p, &end, NULL, 0);
+        ms_slot_path(p, sizeof(p), i, "pid");
+        ms_read_u64_file(p, &kpid, NULL, 0);
+        ms_err(err, errlen, "window rejected: kdamond %d (pid %llu, memagg "
+               "started %d) watched %llu bytes in regions memagg did not "
+               "set (first %s); memagg wrote %u regions, sysfs holds %llu, "
+               "the first [%#llx, %#llx)", i, (unsigned long long)kpid,
+               ms_pool.slot[i].kdamond_pid, (unsigned long long)bytes, first,
+               wrote, (unsigned long long)files, (unsigned long long)start,
+               (unsigned long long)end);
         ms_slot_forget(&ms_pool.slot[i]);
-        ms_err(err, errlen, "window rejected: kdamond %d watched %llu bytes "
-               "in regions memagg did not set (first %s; memagg wrote %u "
-               "regions, nr_regions holds %llu)", i,
-               (unsigned long long)bytes, first, wrote,
-               (unsigned long long)files);
         ret = -EAGAIN;
     }
     return ret;

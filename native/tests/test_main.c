@@ -1048,8 +1048,8 @@ static void test_damon_foreign_regions(void)
     CHECK(strstr(err, "window rejected") != NULL);
     CHECK(strstr(err, "1073741824 bytes in regions memagg did not set"));
     /* Which region, and how many memagg wrote and the kernel holds. */
-    CHECK(strstr(err, "(first none listed; memagg wrote 73 regions, "
-                 "nr_regions holds 73)"));
+    CHECK(strstr(err, "(first none listed); memagg wrote 73 regions, "
+                 "sysfs holds 73, the first [0x7, "));
 
     /* update_schemes_tried_regions lists the regions: the first is named. */
     fake_put("4096\n", "damon/kdamonds/0/contexts/0/schemes/1/tried_regions/"

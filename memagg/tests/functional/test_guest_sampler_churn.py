@@ -16,6 +16,7 @@ takes others, and a memory hog on the host takes their old PFNs and keeps
 them busy. The PFN backends (page_idle, damon_paddr) watch those PFNs; the
 estimate must stay on the guest's hot set, not count the hog's pages."""
 import errno
+import glob
 import os
 import shutil
 import struct
@@ -128,6 +129,24 @@ def hog():
         proc.wait()
 
 
+def damon_users():
+    """{pid: command line} of the processes with a file of DAMON's sysfs
+    tree open: who else may have written it, when a window is rejected
+    for regions memagg did not set."""
+    users = {}
+    for fd_dir in glob.glob('/proc/[0-9]*/fd'):
+        pid = int(fd_dir.split('/')[2])
+        try:
+            links = [os.readlink(os.path.join(fd_dir, fd))
+                     for fd in os.listdir(fd_dir)]
+            if any(link.startswith('/sys/kernel/mm/damon') for link in links):
+                with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                    users[pid] = f.read().replace(b'\0', b' ').decode()[:120]
+        except OSError:
+            continue  # gone meanwhile
+    return users
+
+
 def estimate_mb(sample):
     return sample['accessed'] / sample['sampled'] * MEMORY_MB
 
@@ -188,6 +207,7 @@ def test_pages_the_host_moves_during_a_window_are_not_counted_accessed(
         quiet = window(sampler)
         before = resident(memory)
         churned = window(sampler, lambda: churn(guest, hog, hog_size))
+        users = damon_users() if isinstance(churned, OSError) else {}
         after = resident(memory)
     finally:
         sampler.close()
@@ -206,7 +226,8 @@ def test_pages_the_host_moves_during_a_window_are_not_counted_accessed(
         # A window the host spoiled is lost, not guessed: only when it
         # moved more than half of what was resident (sampling aside).
         assert churned.errno == errno.EAGAIN, churned
-        assert moved >= len(before) * 0.4, (moved, len(before))
+        assert moved >= len(before) * 0.4, (moved, len(before), str(churned),
+                                            'DAMON users: %s' % users)
         return
     assert churned['backend'] == backend
     assert within(estimate_mb(churned), HOT_MB), churned
