@@ -98,6 +98,13 @@ def test_fraction_matches_hot_set(hot_child, backend):
     try:
         assert sampler.backend == backend
         sampler.begin()
+        if backend == 'damon_memcg':
+            # Its kdamond takes the drawn pages through its commit thread,
+            # in its own time: two passes of the child (what ended the
+            # window here once, in a loaded run) need not see it done. The
+            # window counts once the kdamond has ended one on them.
+            _native.damon_commit()
+            _wait_for_a_window_on_the_pages()
         # The period: two whole passes over the hot set after begin().
         hot_child.wait_passes(2)
         result = sampler.collect()
@@ -370,6 +377,32 @@ def _running_kdamonds():
             if f.read().strip() == 'on':
                 running.append(i)
     return running
+
+
+def _kdamond_windows():
+    """The running kdamond's windows so far (its first scheme's nr_tried,
+    which damon_memcg's counter scheme grows by one a window), or None
+    while none runs or its files answer nothing (a commit under way)."""
+    try:
+        for i in _running_kdamonds():
+            with open('%s/kdamonds/%d/contexts/0/schemes/0/stats/nr_tried'
+                      % (DAMON_ADMIN, i)) as f:
+                return int(f.read())
+    except OSError:
+        pass
+    return None
+
+
+def _wait_for_a_window_on_the_pages():
+    """Wait until the kdamond runs on the pages committed last and has
+    ended a whole window since: two more windows than first seen (the
+    first may have begun before the pages were taken)."""
+    (first,) = wait_for(lambda: _kdamond_windows() is not None
+                        and (_kdamond_windows(),), 30, interval=0.01,
+                        message='the kdamond running on the new pages')
+    wait_for(lambda: (_kdamond_windows() or 0) >= first + 2, 30,
+             interval=0.01, message='two windows of the kdamond after %d'
+             % first)
 
 
 @needs_root
