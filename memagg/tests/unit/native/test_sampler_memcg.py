@@ -42,6 +42,7 @@ import pytest
 from memagg import _native
 from memagg.compute import sampling
 from memagg.tests.polling import wait_for
+from memagg.tests.unit.native.test_sampler import _kdamond_windows
 from memagg.tests.unit.native.test_sampler import _running_kdamonds
 
 PAGE = 4096
@@ -49,7 +50,6 @@ MIB = 1 << 20
 TOTAL_MIB = 64
 N = 1024
 HOTSET = os.path.join(os.path.dirname(__file__), 'hotset.py')
-DAMON_ADMIN = '/sys/kernel/mm/damon/admin'
 CG_V1 = '/sys/fs/cgroup/memory'
 
 
@@ -146,19 +146,6 @@ def children(tmp_path):
         child.close()
 
 
-def _windows():
-    """The running kdamond's windows so far (its counter scheme's nr_tried),
-    None while it refreshes nothing (a commit under way holds the files)."""
-    try:
-        for i in _running_kdamonds():
-            with open('%s/kdamonds/%d/contexts/0/schemes/0/stats/nr_tried'
-                      % (DAMON_ADMIN, i)) as f:
-                return int(f.read())
-    except OSError:
-        pass
-    return None
-
-
 def _period(samplers, children):
     """One period as memagg-compute paces it, a window long: begin every
     sampler, commit, let every child go over its hot set and the kdamond
@@ -166,10 +153,10 @@ def _period(samplers, children):
     for s in samplers:
         s.begin()
     _native.damon_commit()
-    first = _windows()
+    first = _kdamond_windows()
     for c in children:
         c.wait_passes(2)
-    wait_for(lambda: first is None or (_windows() or 0) > first,
+    wait_for(lambda: first is None or (_kdamond_windows() or 0) > first,
              timeout=30, interval=0.01, message='a window of the kdamond')
     results = []
     for s in samplers:
@@ -284,9 +271,10 @@ def test_the_first_estimate_is_warming(children):
         vm.begin()
         for _ in range(3):
             # Periods a window long at least, as memagg-compute's.
-            first = _windows()
+            first = _kdamond_windows()
             kid.wait_passes(2)
-            wait_for(lambda: first is None or (_windows() or 0) > first,
+            wait_for(lambda: first is None
+                     or (_kdamond_windows() or 0) > first,
                      timeout=30, interval=0.01,
                      message='a window of the kdamond')
             samples.append(vm.collect(TOTAL_MIB))
