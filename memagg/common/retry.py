@@ -39,18 +39,19 @@ class Policy:
 
     def __init__(self, attempts, interval, doubling=False, max_interval=None):
         self.attempts = attempts
+        #: tenacity's wait strategy for these waits.
         if doubling:
-            self._wait = tenacity.wait_exponential(
+            self.waits = tenacity.wait_exponential(
                 multiplier=interval,
                 **({} if max_interval is None else {'max': max_interval}))
         else:
-            self._wait = tenacity.wait_fixed(interval)
+            self.waits = tenacity.wait_fixed(interval)
 
     def wait(self, failures):
         """Seconds to wait after ``failures`` failures in a row."""
         state = tenacity.RetryCallState(None, None, (), {})
         state.attempt_number = failures
-        return self._wait(state)
+        return self.waits(state)
 
     def stop(self):
         """tenacity's stop condition for these attempts."""
@@ -89,6 +90,6 @@ def call(func, *args, what, policy, retry_on, except_for=(), stop=None,
         halt = tenacity.stop_any(halt, tenacity.stop_when_event_set(stop))
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception(again), stop=halt,
-        wait=lambda state: policy.wait(state.attempt_number),
+        wait=policy.waits,
         sleep=pause, before_sleep=log, reraise=True)
     return retrying(func, *args)

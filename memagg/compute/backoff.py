@@ -26,7 +26,6 @@ class Backoff:
     doubling with each failure in a row up to ten times that."""
 
     def __init__(self, interval, clock=time.monotonic):
-        self.interval = interval
         self.clock = clock
         self._policy = retry.Policy(None, interval, doubling=True,
                                     max_interval=10 * interval)
