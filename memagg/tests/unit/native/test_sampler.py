@@ -397,8 +397,8 @@ def _wait_for_a_window_on_the_pages():
     """Wait until the kdamond runs on the pages committed last and has
     ended a whole window since: two more windows than first seen (the
     first may have begun before the pages were taken)."""
-    (first,) = wait_for(lambda: _kdamond_windows() is not None
-                        and (_kdamond_windows(),), 30, interval=0.01,
+    (first,) = wait_for(lambda: (windows := _kdamond_windows()) is not None
+                        and (windows,), 30, interval=0.01,
                         message='the kdamond running on the new pages')
     wait_for(lambda: (_kdamond_windows() or 0) >= first + 2, 30,
              interval=0.01, message='two windows of the kdamond after %d'
