@@ -89,16 +89,18 @@ static int is_region_dir(const char *name)
  * read costs about 7 us here: when total_bytes says that every region is
  * one page (DAMON's smallest), only their starts are read.
  */
-int ms_for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
-                      void *arg, char *err, size_t errlen)
+int ms_for_each_tried(int i, int scheme,
+                      void (*fn)(uint64_t, uint64_t, void *), void *arg,
+                      char *err, size_t errlen)
 {
-    char p[512], rel[32];
+    char p[512], rel[48];
     uint64_t start, end, total = 0, nr = 0;
     struct dirent *de;
     DIR *dir;
     int ret = 0, one_page;
 
-    ms_slot_path(p, sizeof(p), i, "contexts/0/schemes/0/tried_regions");
+    snprintf(rel, sizeof(rel), "contexts/0/schemes/%d/tried_regions", scheme);
+    ms_slot_path(p, sizeof(p), i, rel);
     dir = opendir(p);
     if (!dir) {
         ret = -errno;
@@ -133,51 +135,30 @@ int ms_for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
     return ret;
 }
 
-/*
- * The first region of slot i's FOREIGN_SCHEME answer, as "[start, end)",
- * or "none listed" after update_schemes_tried_bytes, which lists none.
- */
-static void first_foreign_region(int i, char *buf, size_t len)
-{
-    char p[512], rel[32];
-    uint64_t start, end;
-    struct dirent *de;
-    DIR *dir;
+#define FIRST_LEN 48
 
-    snprintf(buf, len, "none listed");
-    ms_slot_path(p, sizeof(p), i, "contexts/0/schemes/1/tried_regions");
-    dir = opendir(p);
-    if (!dir) {
-        return;
+/* Keep the first region listed, as "[start, end)", in an empty buffer. */
+static void keep_first(uint64_t start, uint64_t end, void *arg)
+{
+    char *buf = arg;
+
+    if (!buf[0]) {
+        snprintf(buf, FIRST_LEN, "[%#llx, %#llx)", (unsigned long long)start,
+                 (unsigned long long)end);
     }
-    while ((de = readdir(dir))) {
-        if (!is_region_dir(de->d_name)) {
-            continue;
-        }
-        snprintf(rel, sizeof(rel), "%.15s/start", de->d_name);
-        if (read_u64_at(dirfd(dir), rel, &start) == 0) {
-            snprintf(rel, sizeof(rel), "%.15s/end", de->d_name);
-            if (read_u64_at(dirfd(dir), rel, &end) == 0) {
-                snprintf(buf, len, "[%#llx, %#llx)", (unsigned long long)start,
-                         (unsigned long long)end);
-            }
-        }
-        break;
-    }
-    closedir(dir);
 }
 
 /*
  * After an update_schemes_tried_* command on slot i: reject the answer of
  * a kdamond that watched regions memagg did not set (FOREIGN_SCHEME), and
  * forget the slot's setup, so that its next start writes every file again.
- * The error names what was seen (a region, how many memagg wrote and how
- * many the target's nr_regions file holds), so that a rejection in a test
- * run says where the region came from.
+ * The error names what was seen (the kdamond's pid now and at memagg's
+ * start, the first foreign region listed, how many regions memagg wrote
+ * and what sysfs holds), so that a rejection says who rewrote them.
  */
 int ms_check_own_regions(int i, char *err, size_t errlen)
 {
-    char p[512], first[48];
+    char p[512], first[FIRST_LEN] = "";
     uint64_t bytes = 0, files = 0, start = 0, end = 0, kpid = 0;
     unsigned int wrote = ms_pool.slot[i].nr_regions;
     int ret;
@@ -186,7 +167,11 @@ int ms_check_own_regions(int i, char *err, size_t errlen)
                  "contexts/0/schemes/1/tried_regions/total_bytes");
     ret = ms_read_u64_file(p, &bytes, err, errlen);
     if (ret == 0 && bytes) {
-        first_foreign_region(i, first, sizeof(first));
+        ms_for_each_tried(i, FOREIGN_SCHEME, keep_first, first, NULL, 0);
+        if (!first[0]) {
+            /* update_schemes_tried_bytes lists none. */
+            snprintf(first, sizeof(first), "none listed");
+        }
         ms_slot_path(p, sizeof(p), i,
                      "contexts/0/targets/0/regions/nr_regions");
         ms_read_u64_file(p, &files, NULL, 0);
@@ -243,7 +228,7 @@ static int read_tried_regions(int i, const uint64_t *starts, unsigned int n,
     struct marks mk = { starts, n, accessed };
 
     memset(accessed, 0, n);
-    return ms_for_each_tried(i, ms_mark_slot_region, &mk, err, errlen);
+    return ms_for_each_tried(i, 0, ms_mark_slot_region, &mk, err, errlen);
 }
 
 int ms_damon_collect(int i, const uint64_t *starts, unsigned int n,

@@ -121,7 +121,8 @@ int ms_write_regions(int i, const uint64_t *starts, unsigned int n,
 /* Nanoseconds the thread has spent on a CPU, from /proc/PID/schedstat. */
 uint64_t ms_thread_cpu_ns(int pid);
 /* Call fn(start, end, arg) for each region the scheme of slot i tried. */
-int ms_for_each_tried(int i, void (*fn)(uint64_t, uint64_t, void *),
+int ms_for_each_tried(int i, int scheme,
+                      void (*fn)(uint64_t, uint64_t, void *),
                       void *arg, char *err, size_t errlen);
 /* After an update_schemes_tried_* command on slot i: -EAGAIN when its
  * kdamond watched regions memagg did not set (FOREIGN_SCHEME). */

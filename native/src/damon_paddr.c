@@ -170,7 +170,7 @@ static int host_regions(void (*fn)(uint64_t, uint64_t, void *), void *arg,
         ret = ms_check_own_regions(host.slot, err, errlen);
     }
     if (ret == 0) {
-        ret = ms_for_each_tried(host.slot, fn, arg, err, errlen);
+        ret = ms_for_each_tried(host.slot, 0, fn, arg, err, errlen);
         *how = "regions";
     }
     return ret;
