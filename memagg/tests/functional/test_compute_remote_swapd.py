@@ -20,7 +20,7 @@ I/O (qemu-io writing and reading the export the way a guest's swap does),
 a restarted memagg-compute finds its exports again without dropping any,
 and a gone VM's export is dropped with its local copy.
 
-The hypervisor is the in-test Driver of test_remote.py (the real
+The hypervisor is the in-test Driver of remote_fixtures.py (the real
 hot-plug is test_libvirt_swap_disk_guest.py and the two-host guest test);
 memagg-scheduler the in-test FakeScheduler.
 """
@@ -32,7 +32,7 @@ import pytest
 from memagg.compute import remote
 from memagg.compute import remote_grants
 from memagg.tests.functional import two_hosts
-from memagg.tests.unit.compute import test_remote as helpers
+from memagg.tests.unit.compute import remote_fixtures as helpers
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 

@@ -75,7 +75,7 @@ from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
 from memagg.tests.guest import vm
 from memagg.scheduler import rpcapi as scheduler_rpcapi
-from memagg.tests.unit.compute import test_remote as helpers
+from memagg.tests.unit.compute import remote_fixtures as helpers
 from memagg.tests import polling
 
 # The host lane (memagg/tests/lanes.py): a memagg-compute on DAMON.

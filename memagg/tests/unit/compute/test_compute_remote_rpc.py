@@ -14,7 +14,7 @@
 answering memagg-scheduler's calls back while its own periodic thread
 waits on allocate_remote.
 
-memagg-swapd is FakeSwapd (test_remote.py) at the SwapdClient
+memagg-swapd is FakeSwapd (remote_fixtures.py) at the SwapdClient
 boundary, and the hypervisor that test's Driver (test:///default cannot
 hot-plug). memagg-scheduler is a small RPC endpoint in the test with
 SchedulerAPI 1.2's allocate_remote doing what the contract says the
@@ -33,7 +33,7 @@ from memagg.compute import remote_plan
 from memagg.compute import rpcapi as compute_rpcapi
 from memagg import service
 from memagg.tests import polling
-from memagg.tests.unit.compute import test_remote as helpers
+from memagg.tests.unit.compute import remote_fixtures as helpers
 
 VM = helpers.VM
 GRANT = helpers.GRANT

@@ -10,21 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg-compute's remote memory (memagg/compute/remote.py): the swap
-ghost fed into the estimators, the period's plan acted on, the requests
-to memagg-scheduler with their back-off, and the endpoints
-memagg-scheduler calls (the plan itself on hand-made periods is
-test_remote_plan.py's, with the helpers here).
-
-memagg-swapd is replaced at its boundary by FakeSwapd, an in-test object
-with SwapdClient's methods (the client itself is tested against a socket
-in test_swapd.py and against the real daemon in
-memagg/tests/functional/test_compute_remote_swapd.py); memagg-scheduler by
-an object with SchedulerAPI's three remote-memory calls; the hypervisor by
-a small HypervisorDriver.
+"""memagg-compute's remote memory controller (memagg/compute/remote.py):
+the swap ghost fed into the estimators, the period's plan acted on, the
+requests to memagg-scheduler with their back-off, recovery and the VMs
+gone or paused. Its exports (remote_exports.py, the endpoints
+memagg-scheduler calls) are test_remote_exports.py's, the plan on
+hand-made periods test_remote_plan.py's; the fakes are in
+remote_fixtures.py.
 """
 import logging
-import os
 
 import pytest
 
@@ -34,240 +28,11 @@ from memagg.compute import memory as memory_mod
 from memagg.compute import remote
 from memagg.compute import remote_grants
 from memagg.compute import swapd
-from memagg.drivers.hypervisor import base
-
-VM = '11111111-2222-3333-4444-555555555555'
-VM2 = '66666666-7777-8888-9999-aaaaaaaaaaaa'
-GRANT = '0b4f7e0c-8d7a-4f3b-9a51-3c2d1e0f9a8b'
-SECRET = 'ab' * 32
-GRANT2 = '2c5a8e1d-9b6f-4c3a-8d72-4e3f2a1b0c9d'
-OFFER = 'cd' * 32
-MIB = 1024 * 1024
-
-
-def result(uuid, wss, target, shortage=True, managed=True):
-    return memory_mod.VmResult(uuid=uuid, current_mb=target, wss_mb=wss,
-                               target_mb=target, shortage=shortage,
-                               managed=managed)
-
-
-def dom(uuid, booked=2048, stats=None):
-    return base.DomainInfo(uuid=uuid, name=uuid[:8], max_memory_mb=booked,
-                           current_memory_mb=booked, vcpus=1, cpu_time_ns=0,
-                           memory_stats=stats or {})
-
-
-def donor(capacity_mb=4096, used_mb=0):
-    return {'capacity': capacity_mb * MIB, 'used': used_mb * MIB,
-            'grants': 0, 'slabs': 0, 'refused': 0}
-
-
-def period(reservoir_mb, *results):
-    return memory_mod.PeriodResult(vms={r.uuid: r for r in results},
-                                   reservoir_mb=reservoir_mb)
-
-
-# -- RemoteMemory with its boundaries replaced ----------------------------
-
-class FakeSwapd:
-    """SwapdClient's methods over an in-test state; ``down`` makes every
-    call raise SwapdUnavailable, ``errors[method]`` raise that SwapdError.
-    """
-
-    def __init__(self):
-        self.down = False
-        self.errors = {}
-        self.calls = []
-        self.exports = {}       # grant -> describe dict
-        self.events = {}        # grant -> [(kind, page)]
-        self.stats = donor()
-
-    def _call(self, name, *args):
-        self.calls.append((name,) + args)
-        if self.down:
-            raise swapd.SwapdUnavailable('no such file (test)')
-        if name in self.errors:
-            raise self.errors[name]
-
-    def export_list(self):
-        self._call('export_list')
-        return list(self.exports)
-
-    def export_describe(self, grant):
-        self._call('export_describe', grant)
-        return self.exports[grant]
-
-    def export_create(self, grant, key, size, slab_size, local, slabs,
-                      adopt=False, seal=False):
-        self._call('export_create', grant, key, size, slab_size, local,
-                   slabs, *(('adopt',) if adopt else ()),
-                   *(('seal',) if seal else ()))
-        self.exports[grant] = {'grant': grant, 'local': local,
-                               'sealed': seal, 'key_pending': adopt and seal}
-        reply = {'name': 'memagg-swap-' + grant,
-                 'socket': '/run/exports/%s.sock' % grant}
-        if adopt and seal:
-            reply['key_offer'] = OFFER
-        return reply
-
-    def export_key_wrap(self, grant, offer):
-        self._call('export_key_wrap', grant, offer)
-        if grant not in self.exports:
-            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
-        return 'ab' * 93
-
-    def export_key_install(self, grant, wrapped):
-        self._call('export_key_install', grant, wrapped)
-        self.exports[grant]['key_pending'] = False
-
-    def export_drop(self, grant, delete=False):
-        self._call('export_drop', grant, delete)
-        if self.exports.pop(grant, None) is None:
-            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
-
-    def export_stats(self, grant):
-        self._call('export_stats', grant)
-        if grant not in self.exports:
-            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
-        return {'reads': 5, 'stored_pages': 2560, 'rebuild_left': 257,
-                'sealed': int(self.exports[grant]['sealed']),
-                'key_pending': int(self.exports[grant]['key_pending'])}
-
-    def export_rebuild(self, grant):
-        self._call('export_rebuild', grant)
-        if grant not in self.exports:
-            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
-        return {'rebuild_left': 257}
-
-    def export_reclaim(self, grant, slabs=None):
-        self._call('export_reclaim', grant, slabs)
-        return 2
-
-    def grant_alloc(self, grant, key, slab_size, slabs):
-        self._call('grant_alloc', grant, key, slab_size, slabs)
-        return {'endpoint': 'tcp://10.0.0.2:7450', 'rkey': 77,
-                'slabs': [{'index': i, 'remote_addr': 4096 * (i + 1)}
-                          for i in slabs[:2]]}
-
-    def grant_free(self, grant, slabs=None):
-        self._call('grant_free', grant, slabs)
-        return 3
-
-    def donor_stats(self):
-        self._call('donor_stats')
-        return dict(self.stats)
-
-    def ghost_all(self, grant):
-        self._call('ghost_all', grant)
-        return self.events.pop(grant, []), 0
-
-
-class FakeScheduler:
-    """SchedulerAPI's remote-memory calls; ``fail[method]`` raises."""
-
-    def __init__(self):
-        self.calls = []
-        self.fail = {}
-        self.moved = {}
-        self.release_hosts = []
-
-    def _call(self, name, *args, timeout=None):
-        self.calls.append((name,) + args + (timeout,))
-        if name in self.fail:
-            raise self.fail[name]
-
-    def allocate_remote(self, ctxt, instance_uuid, host, size_mb,
-                        timeout=None):
-        self._call('allocate_remote', instance_uuid, host, size_mb,
-                   timeout=timeout)
-        return {'uuid': GRANT, 'instance_uuid': instance_uuid,
-                'granted_mb': size_mb, 'requested_mb': size_mb,
-                'partial': False}
-
-    def release_grant(self, ctxt, grant_uuid, consumer_host=None,
-                      timeout=None):
-        self._call('release_grant', grant_uuid, timeout=timeout)
-        self.release_hosts.append(consumer_host)
-        # The scheduler names the grant's consumer: another host once its
-        # VM was live-migrated there.
-        return {'uuid': grant_uuid,
-                'consumer_host': self.moved.get(grant_uuid, consumer_host)}
-
-    def reclaim(self, ctxt, host, size_mb, timeout=None):
-        self._call('reclaim', host, size_mb, timeout=timeout)
-        return size_mb
-
-
-class Driver(base.HypervisorDriver):
-    def __init__(self):
-        self.domains = {}
-        self.attached = []
-        self.detached = []
-        self.attach_error = None
-        self.reconnect_delays = []
-        self.resumed = []
-        self.paused = set()
-
-    def get_host_info(self):
-        return base.HostInfo('node', 8192, 8192, 2)
-
-    def list_domains(self):
-        return list(self.domains.values())
-
-    def attach_swap_disk(self, uuid, socket_path, export_name, serial,
-                         reconnect_delay=0):
-        if self.attach_error is not None:
-            raise self.attach_error
-        self.attached.append((uuid, socket_path, export_name, serial))
-        self.reconnect_delays.append(reconnect_delay)
-        return 'vdb'
-
-    def resume_after_swap_error(self, uuid, serials):
-        self.resumed.append((uuid, sorted(serials)))
-        return uuid in self.paused
-
-    def detach_swap_disk(self, uuid, serial):
-        self.detached.append((uuid, serial))
-        raise base.DomainGone(uuid)
-
-
-@pytest.fixture
-def clock():
-    return [1000.0]
-
-
-@pytest.fixture
-def lmc(conf, tmp_path, clock):
-    conf.config(state_dir=str(tmp_path / 'state'),
-                export_dir=str(tmp_path / 'exports'), retry_interval=60,
-                scheduler_timeout=33, group='swapd')
-    conf.config(donor_reserve_mb=1024, max_remote_ratio=0.5,
-                group='reservoir')
-    return remote.RemoteMemory(Driver(), 'node-a', conf.conf,
-                               FakeScheduler(), client=FakeSwapd(),
-                               clock=lambda: clock[0])
-
-
-def grant_dict(**changes):
-    grant = {'uuid': GRANT, 'instance_uuid': VM, 'secret': SECRET,
-             'slab_size_mb': 64, 'granted_mb': 128,
-             'slabs': [{'index': 1, 'endpoint': 'tcp://h2:7450',
-                        'remote_addr': 8192, 'rkey': 9, 'size_mb': 64,
-                        'status': 'prepared', 'donor_host': 'h2'},
-                       {'index': 0, 'endpoint': 'tcp://h1:7450',
-                        'remote_addr': 4096, 'rkey': 7, 'size_mb': 64,
-                        'status': 'prepared', 'donor_host': 'h1'}]}
-    grant.update(changes)
-    return grant
-
-
-@pytest.fixture
-def tlp_lmc(conf, lmc, clock):
-    """A RemoteMemory like lmc's, with [reservoir] remote_budget = tlp."""
-    conf.config(remote_budget='tlp', group='reservoir')
-    return remote.RemoteMemory(Driver(), 'node-a', conf.conf,
-                               FakeScheduler(), client=FakeSwapd(),
-                               clock=lambda: clock[0])
+from memagg.tests.unit.compute.remote_fixtures import (dom, donor, Driver,
+                                                       FakeScheduler,
+                                                       FakeSwapd, GRANT,
+                                                       grant_dict, MIB, period,
+                                                       result, SECRET, VM, VM2)
 
 
 def test_ghost_events_feed_the_vms_tracker(lmc):
@@ -373,109 +138,6 @@ def test_a_gone_vm_whose_grant_moved_drops_its_export_only(lmc):
     assert lmc.grants_by_instance() == {}
 
 
-def test_an_adopted_grant_is_served_from_its_donors_without_hot_plug(lmc):
-    local = remote_grants.local_copy_path(lmc.conf.swapd.state_dir, VM, GRANT)
-    os.makedirs(os.path.dirname(local))
-    with open(local, 'w') as stale:
-        stale.write('an earlier attempt')
-
-    reply = lmc.adopt_grant(grant_dict())
-
-    assert reply == {'socket': '/run/exports/%s.sock' % GRANT,
-                     'name': 'memagg-swap-' + GRANT}
-    create = [c for c in lmc.client.calls if c[0] == 'export_create']
-    assert [c[-1] for c in create] == ['adopt']
-    assert [s['index'] for s in create[0][6]] == [0, 1]
-    assert not os.path.exists(local), 'a stale copy must not be reused'
-    assert lmc.driver.attached == []
-    assert lmc.grants_by_instance()[VM].uuid == GRANT
-    # Idempotent: asked again (a resumed migration), nothing is created.
-    lmc.adopt_grant(grant_dict())
-    assert len([c for c in lmc.client.calls
-                if c[0] == 'export_create']) == 1
-    assert lmc.grant_status(GRANT) == {'stored_mb': 10,
-                                       'local_copy_left_mb': 2,
-                                       'sealed': False}
-    # The copy's rebuild waits for the migration's end.
-    assert [c for c in lmc.client.calls if c[0] == 'export_rebuild'] == []
-    assert lmc.rebuild_grant(GRANT) == {'local_copy_left_mb': 2}
-    assert ('export_rebuild', GRANT) in lmc.client.calls
-
-
-def test_attach_seals_the_pages_unless_encrypt_pages_is_off(conf, lmc):
-    lmc.attach_grant(grant_dict())
-    conf.config(encrypt_pages=False, group='swapd')
-    lmc.attach_grant(grant_dict(uuid=GRANT2))
-    create = [c for c in lmc.client.calls if c[0] == 'export_create']
-    assert [c[1] for c in create] == [GRANT, GRANT2]
-    assert create[0][-1] == 'seal' and 'seal' not in create[1]
-    assert lmc.grant_status(GRANT)['sealed'] is True
-    assert lmc.grant_status(GRANT2)['sealed'] is False
-
-
-def test_a_sealed_grant_is_adopted_with_a_key_offer_and_gets_its_key(lmc):
-    reply = lmc.adopt_grant(grant_dict(sealed=True))
-    assert reply['key_offer'] == OFFER
-    create = [c for c in lmc.client.calls if c[0] == 'export_create']
-    assert create[0][-2:] == ('adopt', 'seal')
-    # The offer went to a call that failed: adopted again, the export
-    # still waiting for its key is made anew with a new offer.
-    assert lmc.adopt_grant(grant_dict(sealed=True))['key_offer'] == OFFER
-    assert ('export_drop', GRANT, True) in lmc.client.calls
-    assert len([c for c in lmc.client.calls
-                if c[0] == 'export_create']) == 2
-    assert lmc.install_page_key(GRANT, 'ab' * 93) == {}
-    # Once it has its key, asking again changes nothing.
-    lmc.adopt_grant(grant_dict(sealed=True))
-    assert len([c for c in lmc.client.calls
-                if c[0] == 'export_create']) == 2
-
-
-@pytest.mark.parametrize('field,call', [
-    ('grant.sealed', lambda lmc: lmc.adopt_grant(grant_dict(sealed='yes'))),
-    ('offer', lambda lmc: lmc.wrap_page_key(GRANT, 'zz' * 32)),
-    ('offer', lambda lmc: lmc.wrap_page_key(GRANT, None)),
-    ('wrapped', lambda lmc: lmc.install_page_key(GRANT, 'ab' * 92)),
-    ('grant_uuid', lambda lmc: lmc.wrap_page_key('nope', OFFER)),
-])
-def test_page_key_calls_name_the_bad_field(lmc, field, call):
-    with pytest.raises(exceptions.InvalidParameter) as caught:
-        call(lmc)
-    assert caught.value.kwargs['field'] == field
-
-
-def test_a_wrapped_key_that_does_not_open_is_a_bad_parameter(lmc):
-    lmc.adopt_grant(grant_dict(sealed=True))
-    lmc.client.errors['export_key_install'] = swapd.SwapdError(
-        'EBADMSG', 'the wrapped key does not open')
-    with pytest.raises(exceptions.InvalidParameter) as caught:
-        lmc.install_page_key(GRANT, 'ab' * 93)
-    assert caught.value.kwargs['field'] == 'wrapped'
-    assert 'adopt the grant again' in caught.value.kwargs['reason']
-
-
-def test_wrap_page_key_needs_the_export(lmc):
-    with pytest.raises(exceptions.NotFound):
-        lmc.wrap_page_key(GRANT, OFFER)
-    lmc.attach_grant(grant_dict())
-    assert lmc.wrap_page_key(GRANT, OFFER) == {'wrapped': 'ab' * 93}
-
-
-def test_drop_export_forgets_the_grant_without_releasing_it(lmc):
-    lmc.adopt_grant(grant_dict())
-    assert lmc.drop_export(GRANT) == {'dropped': True}
-    assert lmc.drop_export(GRANT) == {'dropped': False}
-    assert lmc.scheduler_api.calls == []
-    assert lmc.grants_by_instance() == {}
-    with pytest.raises(exceptions.NotFound):
-        lmc.grant_status(GRANT)
-    with pytest.raises(exceptions.NotFound):
-        lmc.rebuild_grant(GRANT)
-    with pytest.raises(exceptions.InvalidParameter) as caught:
-        lmc.drop_export('not-a-uuid')
-    assert caught.value.kwargs['field'] == 'grant_uuid'
-
-
 def test_a_vm_missing_for_one_period_keeps_its_grant(lmc):
     lmc.attach_grant(grant_dict())
     lmc.plan_period(period(0), [])
@@ -507,78 +169,6 @@ def test_a_failed_release_keeps_the_export_for_a_later_try(lmc, clock):
     lmc.plan_period(period(0), [])
     lmc.act(None)
     assert GRANT not in lmc.client.exports
-
-
-def test_prepare_slabs_asks_swapd_in_bytes_and_reports_partial(lmc):
-    reply = lmc.prepare_slabs(GRANT, SECRET, 64, [0, 1, 2])
-    assert lmc.client.calls[-1] == ('grant_alloc', GRANT, SECRET, 64 * MIB,
-                                    [0, 1, 2])
-    assert reply == {'endpoint': 'tcp://10.0.0.2:7450',
-                     'slabs': [{'index': 0, 'remote_addr': 4096, 'rkey': 77},
-                               {'index': 1, 'remote_addr': 8192,
-                                'rkey': 77}]}
-
-
-def test_prepare_slabs_out_of_memory_is_an_empty_list(lmc):
-    lmc.client.errors['grant_alloc'] = swapd.SwapdError('ENOMEM',
-                                                        'slabs: no capacity')
-    assert lmc.prepare_slabs(GRANT, SECRET, 64, [0]) == {'endpoint': None,
-                                                         'slabs': []}
-
-
-@pytest.mark.parametrize('args, field', [
-    ((GRANT, 'xyz', 64, [0]), 'secret'),
-    ((GRANT, SECRET, 0, [0]), 'slab_size_mb'),
-    ((GRANT, SECRET, 64, []), 'indexes'),
-    ((GRANT, SECRET, 64, [-1]), 'indexes'),
-    (('not-a-uuid', SECRET, 64, [0]), 'grant_uuid'),
-])
-def test_prepare_slabs_refuses_bad_arguments_naming_them(lmc, args, field):
-    with pytest.raises(exceptions.InvalidParameter) as info:
-        lmc.prepare_slabs(*args)
-    assert "'%s'" % field in str(info.value)
-    assert not lmc.client.calls
-
-
-def test_prepare_slabs_without_swapd_is_service_unavailable(lmc):
-    lmc.client.down = True
-    with pytest.raises(exceptions.ServiceUnavailable) as info:
-        lmc.prepare_slabs(GRANT, SECRET, 64, [0])
-    assert 'node-a' in str(info.value)
-
-
-def test_free_and_reclaim_slabs_of_unknown_grants_do_nothing(lmc):
-    assert lmc.free_slabs(GRANT) == {'freed': 3}
-    assert lmc.reclaim_slabs(GRANT, [1]) == {'reclaimed': 2}
-    assert lmc.client.calls[-1] == ('export_reclaim', GRANT, [1])
-    lmc.client.errors['grant_free'] = swapd.SwapdError('ENOENT', 'grant')
-    lmc.client.errors['export_reclaim'] = swapd.SwapdError('ENOENT', 'grant')
-    assert lmc.free_slabs(GRANT) == {'freed': 0}
-    assert lmc.reclaim_slabs(GRANT) == {'reclaimed': 0}
-
-
-def test_attach_grant_creates_the_export_and_hot_plugs_it(lmc, tmp_path):
-    reply = lmc.attach_grant(grant_dict())
-    local = str(tmp_path / 'state' / 'local' / VM / (GRANT + '.img'))
-    create = [c for c in lmc.client.calls if c[0] == 'export_create'][0]
-    assert create[1:6] == (GRANT, SECRET, 128 * MIB, 64 * MIB, local)
-    assert [s['index'] for s in create[6]] == [0, 1]
-    assert create[6][0] == {'index': 0, 'endpoint': 'tcp://h1:7450',
-                            'remote_addr': 4096, 'rkey': 7}
-    assert (tmp_path / 'state' / 'local' / VM).is_dir()
-    assert lmc.driver.attached == [(VM, '/run/exports/%s.sock' % GRANT,
-                                    'memagg-swap-' + GRANT,
-                                    'memagg-swap-0b4f7e0c')]
-    assert reply == {'socket': '/run/exports/%s.sock' % GRANT,
-                     'serial': 'memagg-swap-0b4f7e0c', 'target_dev': 'vdb'}
-    assert lmc.grants_by_instance()[VM].target_dev == 'vdb'
-
-
-def test_attach_grant_asks_for_the_reconnect_delay(conf, lmc):
-    assert conf.conf.swapd.reconnect_delay == 30    # the default
-    conf.config(reconnect_delay=7, group='swapd')
-    lmc.attach_grant(grant_dict())
-    assert lmc.driver.reconnect_delays == [7]
 
 
 def test_a_vm_paused_on_its_swap_disk_is_resumed_once_its_export_is_served(
@@ -614,34 +204,6 @@ def test_resume_paused_alone_finds_memagg_swapd_back(lmc):
     assert not lmc._swapd_down
 
 
-def test_attach_grant_again_reuses_the_export(lmc, tmp_path):
-    lmc.attach_grant(grant_dict())
-    reply = lmc.attach_grant(grant_dict())
-    assert len([c for c in lmc.client.calls if c[0] == 'export_create']) == 1
-    assert reply['socket'] == str(tmp_path / 'exports' / (GRANT + '.sock'))
-
-
-def test_attach_grant_drops_its_export_when_the_hot_plug_fails(lmc):
-    lmc.driver.attach_error = base.Unsupported('no hot-plug here')
-    with pytest.raises(base.Unsupported):
-        lmc.attach_grant(grant_dict())
-    assert ('export_drop', GRANT, True) in lmc.client.calls
-    assert lmc.grants_by_instance() == {}
-
-
-@pytest.mark.parametrize('changes, field', [
-    ({'secret': 'short'}, 'grant.secret'),
-    ({'instance_uuid': 'x'}, 'grant.instance_uuid'),
-    ({'slabs': []}, 'grant.slabs'),
-    ({'slabs': [{'index': 0}]}, 'grant.slabs[0]'),
-])
-def test_attach_grant_refuses_a_bad_grant_naming_the_field(lmc, changes,
-                                                           field):
-    with pytest.raises(exceptions.InvalidParameter) as info:
-        lmc.attach_grant(grant_dict(**changes))
-    assert "'%s'" % field in str(info.value)
-
-
 def test_disabled_host_lends_nothing_and_refuses_slabs(lmc, conf):
     conf.config(enabled=False, group='swapd')
     assert lmc.ghost_periods([dom(VM)]) == {}
@@ -651,8 +213,6 @@ def test_disabled_host_lends_nothing_and_refuses_slabs(lmc, conf):
     assert 'enabled' in str(info.value)
     assert lmc.client.calls == []
 
-
-# -- through the MemoryManager and the Collector -------------------------
 
 def test_the_ghost_reaches_the_estimator_and_lendable_the_report(lmc, conf):
     conf.config(estimator='swap_ghost', group='wss')
@@ -687,8 +247,6 @@ def test_no_donor_stats_still_lets_a_short_vm_ask_but_not_without_swapd(
     lmc.plan_period(short, [dom(VM)])
     assert lmc.plan.allocate == []
 
-
-# -- remote limits through RemoteMemory ([reservoir] remote_budget) -------
 
 def test_the_fixed_plug_in_is_the_default(lmc):
     assert lmc.remote_budget.name == 'fixed'

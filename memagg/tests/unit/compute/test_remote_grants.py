@@ -12,7 +12,7 @@
 
 """Where a grant's local copy lives (memagg/compute/remote_grants.py)."""
 from memagg.compute import remote_grants
-from memagg.tests.unit.compute import test_remote as helpers
+from memagg.tests.unit.compute import remote_fixtures as helpers
 
 VM = helpers.VM
 GRANT = helpers.GRANT

@@ -12,13 +12,13 @@
 
 """The plan of a period of remote memory (memagg/compute/remote_plan.py)
 on hand-made periods, with the fixed and the tlp remote budgets. Its
-inputs are made as in test_remote.py.
+inputs are made with remote_fixtures.py.
 """
 from memagg.compute import remote_grants
 from memagg.compute import remote_plan
 from memagg.drivers.remote_budget import base as budget_base
 from memagg.drivers.remote_budget import tlp
-from memagg.tests.unit.compute import test_remote as helpers
+from memagg.tests.unit.compute import remote_fixtures as helpers
 
 VM = helpers.VM
 VM2 = helpers.VM2
