@@ -34,6 +34,7 @@ from memagg.api import middleware
 from memagg.api import policy
 from memagg.api import validation
 from memagg.common import context as memagg_context
+from memagg.common import exceptions
 from memagg.common import rpc
 
 
@@ -63,6 +64,24 @@ def _check_version(route):
     raise http_exc.MethodNotAllowed(valid_methods=sorted(allowed))
 
 
+def _body():
+    """The request's body, its size checked before it is read and its type
+    after."""
+    request = flask.request
+    limit = request.max_content_length
+    if request.content_length is not None and request.content_length > limit:
+        raise exceptions.BodyTooLarge(size=request.content_length,
+                                      limit=limit, field='body')
+    try:
+        raw = request.get_data()
+    except http_exc.RequestEntityTooLarge:
+        # A chunked body without Content-Length, cut at the limit.
+        raise exceptions.BodyTooLarge(size='more than %d' % limit,
+                                      limit=limit, field='body')
+    validation.check_media_type(request.headers.get('Content-Type'), raw)
+    return raw
+
+
 def _view(route, query_schema):
     def view(**path_values):
         _check_version(route)
@@ -71,8 +90,7 @@ def _view(route, query_schema):
         query = validation.validate_query(flask.request.args, query_schema)
         kwargs = dict(path_values, query=query)
         if route.body is not None:
-            kwargs['body'] = validation.validate_body(
-                flask.request.get_data(), route.body)
+            kwargs['body'] = validation.validate_body(_body(), route.body)
         response = flask.jsonify(route.view(**kwargs))
         response.status_code = route.status_at(flask.g.version)
         return response
@@ -85,6 +103,7 @@ def _flask_app(conf):
     app.config['memagg_conf'] = conf
     # Validation and the served OpenAPI document must agree on this.
     app.config['max_limit'] = conf.api.max_limit
+    app.config['MAX_CONTENT_LENGTH'] = conf.api.max_request_body_size
     app.config['enforcer'] = policy.make_enforcer(conf)
     app.json.sort_keys = True
     public = set()

@@ -24,6 +24,7 @@ import json
 from memagg.api.controllers import base
 from memagg.api import microversion
 from memagg.api import schemas
+from memagg.api import validation
 
 _VERSION_PARAMETER = {
     'name': microversion.HEADER, 'in': 'header', 'required': False,
@@ -78,6 +79,8 @@ def _operation(route, max_limit):
             'content': {'application/json': {'schema': route.response}},
         }
     statuses = set(route.errors) | {400, 406, 500}
+    if route.body is not None:
+        statuses |= {413, 415}
     if not route.public:
         statuses |= set(base.COMMON_ERRORS)
     if route.min_version > microversion.MIN_VERSION:
@@ -96,7 +99,9 @@ def _operation(route, max_limit):
     if route.body is not None:
         operation['requestBody'] = {
             'required': False,
-            'description': 'A JSON object; an empty body is {}.',
+            'description': 'A JSON object (Content-Type application/json) '
+                           'nested at most %d deep; an empty body is {}.'
+                           % validation.MAX_BODY_DEPTH,
             'content': {'application/json': {'schema': route.body}}}
     if route.public:
         operation['security'] = []

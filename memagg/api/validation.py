@@ -35,6 +35,9 @@ _INT_RE = re.compile(r'^-?[0-9]+$')
 # What a database driver can bind: a larger integer in a query fails there.
 _INT64 = (-2 ** 63, 2 ** 63 - 1)
 _BOOLEANS = {'true': True, 'false': False}
+# How deep a request body may nest: memagg's deepest schema nests 3, and
+# a parser's recursion must never be what refuses a body.
+MAX_BODY_DEPTH = 32
 
 
 @FORMAT_CHECKER.checks('uuid')
@@ -139,6 +142,33 @@ def validate(instance, schema, what='query parameter'):
         raise exceptions.InvalidParameter(field=field, reason=reason)
 
 
+def check_media_type(content_type, raw):
+    """A body, or a request that names its body's type, must be JSON;
+    a request with neither is an empty body."""
+    if not content_type and not raw:
+        return
+    media, _, params = (content_type or '').partition(';')
+    charset = params.strip().lower().replace(' ', '')
+    if (media.strip().lower() != 'application/json'
+            or charset not in ('', 'charset=utf-8')):
+        raise exceptions.UnsupportedMediaType(given=content_type or None,
+                                              field='Content-Type')
+
+
+def _depth(value):
+    """How deep a parsed JSON value nests (a scalar is 0), without
+    recursion."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            depth += 1
+            deepest = max(deepest, depth)
+            todo.extend((child, depth) for child in (
+                item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def validate_body(raw, schema):
     """Parse a request body (bytes of JSON; empty means ``{}``) and
     validate it; return the dict."""
@@ -147,10 +177,17 @@ def validate_body(raw, schema):
     else:
         try:
             body = json.loads(raw)
+        except RecursionError:
+            body = None
         except (ValueError, UnicodeDecodeError) as exc:
             raise exceptions.InvalidParameter(
                 field='body', reason='not valid JSON (%s); send a JSON '
                                      'object' % exc)
+        if body is None or _depth(body) > MAX_BODY_DEPTH:
+            raise exceptions.InvalidParameter(
+                field='body', reason='nested deeper than %d levels; send '
+                                     'the fields the schema names'
+                % MAX_BODY_DEPTH)
     if not isinstance(body, dict):
         raise exceptions.InvalidParameter(
             field='body', reason='got %s: send a JSON object' % (

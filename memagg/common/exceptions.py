@@ -38,6 +38,19 @@ class InvalidParameter(Invalid):
     msg_fmt = "Invalid value for '%(field)s': %(reason)s"
 
 
+class BodyTooLarge(MemaggException):
+    """A request body over [api] max_request_body_size, refused unread."""
+
+    msg_fmt = ('The request body is %(size)s bytes; this API takes at most '
+               '%(limit)d ([api] max_request_body_size)')
+    code = 413
+
+
+class UnsupportedMediaType(MemaggException):
+    msg_fmt = ('Content-Type %(given)r: send the body as application/json')
+    code = 415
+
+
 class NotFound(MemaggException):
     msg_fmt = '%(resource)s %(id)s could not be found.'
     code = 404

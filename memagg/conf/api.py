@@ -45,6 +45,11 @@ opts = [
                help='Largest page a list request may ask for with limit.'),
     cfg.IntOpt('default_limit', default=100, min=1,
                help='Page size of a list request that gives no limit.'),
+    cfg.IntOpt('max_request_body_size', default=114688, min=1024,
+               help='Largest request body, in bytes, memagg-api reads; a '
+                    'larger one is refused with 413 before it is read. '
+                    'memagg\'s largest body, an audit\'s parameters, is a '
+                    'few KiB.'),
     cfg.IntOpt('db_retry_after', default=5, min=1,
                help='Seconds sent in Retry-After when the database cannot '
                     'be reached (HTTP 503).'),

@@ -91,6 +91,43 @@ def test_a_bad_body_is_400_naming_the_field(api, scheduler, body, field,
     assert scheduler.calls == []
 
 
+_GRANT = ('{"instance_uuid": "%s", "size_mb": 64}' % data.INSTANCE_A).encode()
+_JSON = {'Content-Type': 'application/json'}
+
+
+@pytest.mark.parametrize('headers, raw, status, field, detail', [
+    # Form posts and fetch() without a preflight send these.
+    ({'Content-Type': 'text/plain'}, _GRANT, 415, 'Content-Type',
+     "'text/plain': send the body as application/json"),
+    ({}, _GRANT, 415, 'Content-Type', 'None: send the body as'),
+    ({'Content-Type': 'application/json; charset=utf-16'},
+     _GRANT.decode().encode('utf-16'), 415, 'Content-Type', 'utf-16'),
+    (_JSON, b'[' * 33 + b']' * 33, 400, 'body',
+     'nested deeper than 32 levels'),
+    # Deeper than the parser's own recursion (a 500 before).
+    (_JSON, b'[' * 5000 + b']' * 5000, 400, 'body',
+     'nested deeper than 32 levels'),
+    (_JSON, b'{"instance_uuid": "%s"}' % (b'x' * 114688), 413, 'body',
+     'takes at most 114688 ([api] max_request_body_size)'),
+])
+def test_a_body_the_api_cannot_serve_is_refused_naming_why(
+        api, scheduler, headers, raw, status, field, detail):
+    response = api.post('/v1/grants', headers=dict(V13, **headers), data=raw)
+
+    assert response.status_code == status, response.json
+    error = response.json['errors'][0]
+    assert (error['field'], error['status']) == (field, status)
+    assert detail in error['detail']
+    assert scheduler.calls == []
+
+
+def test_json_in_utf8_is_accepted_by_name(api, scheduler):
+    response = api.post('/v1/grants', data=_GRANT, headers=dict(
+        V13, **{'Content-Type': 'application/json; charset=UTF-8'}))
+
+    assert response.status_code == 201, response.json
+
+
 def test_an_unknown_instance_is_404(api, scheduler):
     response = _post(api, '/v1/grants', {'instance_uuid': data.MISSING,
                                          'size_mb': 64})
