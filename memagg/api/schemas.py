@@ -30,6 +30,8 @@ DATETIME = {'type': 'string', 'format': 'date-time',
                            'given, e.g. 2024-05-01T12:00:00Z.'}
 BOOLEAN = {'type': 'boolean', 'description': 'true or false.'}
 INTEGER = {'type': 'integer'}
+# A row's id, as a marker: what the database's 64-bit ids hold.
+ROW_ID = {'type': 'integer', 'minimum': 1, 'maximum': 2 ** 63 - 1}
 
 
 def _nullable(schema):
@@ -353,7 +355,7 @@ def ref(component):
 # since/until time range.
 COLLECTIONS = {
     'services': dict(listing='services', component='Service',
-                     marker=INTEGER,
+                     marker=ROW_ID,
                      filters={'host': NAME, 'binary': NAME,
                               'disabled': BOOLEAN}),
     'hosts': dict(listing='hosts', component='Host', marker=NAME,
@@ -363,7 +365,7 @@ COLLECTIONS = {
                       filters={'host': NAME, 'project_id': NAME,
                                'status': NAME}),
     'wss_samples': dict(listing='wss_samples', component='WssSample',
-                        marker=INTEGER, filters={}, time_range=True),
+                        marker=ROW_ID, filters={}, time_range=True),
     'grants': dict(listing='grants', component='Grant', marker=UUID,
                    filters={'instance_uuid': UUID, 'consumer_host': NAME,
                             'status': NAME}),

@@ -32,8 +32,6 @@ from memagg.common import exceptions
 FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
 
 _INT_RE = re.compile(r'^-?[0-9]+$')
-# What a database driver can bind: a larger integer in a query fails there.
-_INT64 = (-2 ** 63, 2 ** 63 - 1)
 _BOOLEANS = {'true': True, 'false': False}
 # How deep a request body may nest: memagg's deepest schema nests 3, and
 # a parser's recursion must never be what refuses a body.
@@ -209,11 +207,6 @@ def validate_query(args, schema):
         prop = schema['properties'].get(name, {})
         values[name] = _coerce(given[0], prop)
     validate(values, schema)
-    for name, value in values.items():
-        if type(value) is int and not _INT64[0] <= value <= _INT64[1]:
-            raise exceptions.InvalidParameter(
-                field=name, reason='got %d: give a whole number from %d to '
-                                   '%d' % ((value,) + _INT64))
     return values
 
 

@@ -86,23 +86,26 @@ opts = (
                           'memory_basis wss: the room left for working '
                           'sets to grow (booked memory does not grow: no '
                           'headroom is kept for it).'),
-        cfg.IntOpt('fill_window', default=288, min=1,
+        cfg.IntOpt('fill_window', default=288, min=1, max=1000000,
                    help='Placement counts a host\'s cpu, and each VM\'s, '
                         'as their peak over this many latest samples (at '
                         'most history_length) rather than their latest: '
                         'cover the load\'s daily cycle. 1 places by the '
                         'latest samples, as Neat did.'),
         cfg.IntOpt('migration_cooldown', default=3600, min=0,
+                   max=31536000,
                    help='Seconds after a VM migrated during which rounds '
                         'neither move it off an overloaded host nor move '
                         'it to empty an underloaded one (0: no '
                         'cool-down). An operator\'s own migration '
                         '(POST /v1/migrations) is not held back.'),
         cfg.IntOpt('max_migrations_per_round', default=100, min=0,
+                   max=100000,
                    help='Migrations a round may plan (0: no cap); '
                         'overloaded hosts are relieved first, the most '
                         'loaded first.'),
         cfg.IntOpt('max_migrations_per_host_hour', default=40, min=0,
+                   max=100000,
                    help='Migrations a host may take part in, as source or '
                         'destination, within an hour, those of the last '
                         'hour and those the round plans (0: no cap). A '

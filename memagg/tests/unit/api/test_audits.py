@@ -141,6 +141,8 @@ def test_an_audit_keeps_its_basis_execution_and_parameters(api, scheduler):
      'parameters.placement_params.bogus', 'unknown parameter'),
     ({'parameters': {'overload_cpu': ''}}, 'parameters.overload_cpu',
      "got '': give at least 1 character(s)"),
+    ({'parameters': {'migration_cooldown': 100000000000}},
+     'parameters.migration_cooldown', 'give a value from 0 to 31536000'),
 ])
 def test_a_bad_body_is_400_naming_the_field(api, scheduler, body, field,
                                             detail):

@@ -527,7 +527,7 @@ def test_control_options_are_checked_and_typed(conf):
             ('fill_headroom_cpu', 'much', 'must be a number'),
             ('fill_headroom_mem', 1.5, 'between 0.0 and 1.0'),
             ('fill_window', 2.5, 'must be an integer'),
-            ('fill_window', 0, 'at least 1'),
+            ('fill_window', 0, 'between 1 and 1000000'),
             ('fill_window', True, 'must be an integer')):
         with pytest.raises(exceptions.InvalidParameter) as err:
             cons.load_algorithms(CONF.consolidation, {name: value})
