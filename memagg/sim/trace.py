@@ -36,6 +36,7 @@ between. Hosts CSV: ``host`` (name), ``cpus`` (cores, > 0) and
 Every error names the file, the line and the field, and says what is
 expected.
 """
+import contextlib
 import csv
 import dataclasses
 
@@ -170,20 +171,50 @@ def _rows(path, reader, width):
         yield reader.line_num, row
 
 
+#: The longest line a trace or hosts file may have, in bytes (a row of a
+#: trace is about a hundred).
+MAX_LINE_BYTES = 65536
+
+
+def _lines(path, stream):
+    """The lines of a binary ``stream`` as text: each checked to be UTF-8
+    and at most MAX_LINE_BYTES long before it is decoded, so that a file
+    that is not a trace fails on its line, not on a parser's limit."""
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise TraceError(path, number, None, 'line longer than %d '
+                             'bytes; a trace has one short row per line'
+                             % MAX_LINE_BYTES)
+        try:
+            yield raw.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise TraceError(path, number, None, 'not UTF-8 (byte 0x%02x '
+                             'at column %d); save the file as UTF-8'
+                             % (raw[exc.start], exc.start + 1))
+
+
+@contextlib.contextmanager
 def _open(path):
+    """A csv.reader over the lines of ``path`` (see _lines)."""
     try:
-        return open(path, newline='')
+        stream = open(path, 'rb')
     except OSError as exc:
         raise TraceError(path, None, None,
                          'cannot read: %s' % (exc.strerror or exc))
+    with stream:
+        yield csv.reader(_lines(path, stream))
 
 
 def read_hosts(path):
     """Hosts from a hosts CSV (columns host, cpus, memory_mb)."""
     names, cpus, memory = [], [], []
     seen = {}
-    with _open(path) as stream:
-        reader = csv.reader(stream)
+    with _open(path) as reader:
         index = _header(path, reader, HOSTS_COLUMNS, ())
         for line, row in _rows(path, reader, len(index)):
             name = row[index['host']].strip()
@@ -244,8 +275,7 @@ def read_trace(path):
     vms = {}
     host_index = {}
     lines, times, vm_of, cpu, wss = [], [], [], [], []
-    with _open(path) as stream:
-        reader = csv.reader(stream)
+    with _open(path) as reader:
         index = _header(path, reader, TRACE_COLUMNS, OPTIONAL_COLUMNS)
         col = [index[name] for name in TRACE_COLUMNS]
         host_col = index.get('host')

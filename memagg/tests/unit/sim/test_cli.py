@@ -118,6 +118,30 @@ def test_trace_errors_name_line_and_field(capsys, tmp_path, bad_trace):
                    "between 0 and booked_mb (4096), got 'x'\n" % bad_trace)
 
 
+HEADER = b'time,vm,booked_mb,vcpus,cpu,wss_mb\n'
+
+
+@pytest.mark.parametrize('content, line, message', [
+    (HEADER + b'0,vm-\xe9,4096,2,0.5,100\n', 2,
+     'not UTF-8 (byte 0xe9 at column 6); save the file as UTF-8'),
+    # A field past csv's own limit (131,072) was a traceback; a 1 GB one
+    # was read whole first.
+    (HEADER + b'0,' + b'v' * 200000 + b',4096,2,0.5,100\n', 2,
+     'line longer than 65536 bytes'),
+    (b'\xff\xfe' + 'time'.encode('utf-16-le'), 1, 'not UTF-8 (byte 0xff'),
+])
+def test_a_file_that_is_no_trace_is_one_line_naming_it(
+        capsys, tmp_path, content, line, message):
+    trace = tmp_path / 'trace.csv'
+    trace.write_bytes(content)
+    status, out, err = _run(capsys, '--trace', str(trace), '--hosts', '2',
+                            '--output-dir', str(tmp_path))
+
+    assert (status, out, err.count('\n')) == (2, '', 1), err
+    assert err.startswith('memagg-sim: error: %s:%d: %s'
+                          % (trace, line, message)), err
+
+
 @pytest.mark.parametrize('argv, message', [
     (['--vms', '3'], 'argument --vms: only for the synthetic trace; leave '
                      'it out with --trace'),
