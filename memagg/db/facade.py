@@ -18,6 +18,7 @@ on it) and return model objects detached from the session, or raise
 memagg.common.exceptions.
 """
 import functools
+import os
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -33,10 +34,35 @@ _context_manager = enginefacade.transaction_context()
 _configured = False
 
 
+def _private_sqlite_file(connection):
+    """Make a SQLite database file readable by its owner only: SQLite
+    creates it with the process's umask (0644 with most), and it holds
+    every grant's secret. One this process does not own is left as the
+    operator made it."""
+    if not connection:
+        return
+    try:
+        url = sa.engine.make_url(connection)
+    except sa.exc.ArgumentError:
+        return  # oslo.db names the bad URL when it connects
+    path = url.database
+    if (url.get_backend_name() != 'sqlite' or not path
+            or path == ':memory:' or path.startswith('file:')):
+        return
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC,
+                         0o600))
+        if os.stat(path).st_uid == os.getuid():
+            os.chmod(path, 0o600)
+    except OSError:
+        return  # the connect says why the file cannot be used
+
+
 def configure():
     """Point the engine facade at [database]; call once per process."""
     global _configured
     if not _configured:
+        _private_sqlite_file(CONF.database.connection)
         _context_manager.configure(**dict(CONF.database.items()))
         _configured = True
 
