@@ -19,15 +19,17 @@ answers (libvirt's test:///default driver otherwise). It prints the API URL
 and an example request, then runs until Ctrl-C or SIGTERM.
 
 With [swapd] enabled and no memagg-swapd answering on [swapd]
-control_socket, it starts one (the remote-swap data path) as a detached
-process with its own session, config and log file (swapd.conf and
-swapd.log in the state directory, its pid in swapd.pid): swapd.conf holds
-the [swapd] options and [DEFAULT] debug memagg-aio runs with, its own
-overrides included. memagg-aio does not stop it when it stops: its exports
-are the guests' swap disks, and killing it would fail their swap I/O in the
-middle of a run. The next memagg-aio finds it answering and uses it;
-``kill $(cat STATE_DIR/swapd.pid)`` stops it (it shuts down cleanly on
-SIGTERM).
+control_socket, it starts one (the remote-swap data path) as a process with
+its own session, config and log file (swapd.conf and swapd.log in the state
+directory, its pid in swapd.pid): swapd.conf holds the [swapd] options and
+[DEFAULT] debug memagg-aio runs with, its own overrides included. Unless
+the config file says otherwise, that memagg-swapd is this state
+directory's alone (its control socket, exports and state under
+STATE_DIR/swapd, so a second memagg-aio with another state directory
+cannot drive it) and takes donor connections on 127.0.0.1 only. It stops
+when memagg-aio stops; ``--keep-swapd`` keeps it running, for guests that
+still swap to its exports (stopping it fails their swap I/O), and the next
+memagg-aio on the same state directory finds it answering and uses it.
 """
 import os
 import subprocess
@@ -67,6 +69,10 @@ cli_opts = [
                        help='Address the API listens on.'),
     cfg.PortOpt('port', default=8799,
                 help='Port the API listens on (0 picks a free one).'),
+    cfg.BoolOpt('keep-swapd', default=False,
+                help='Leave the memagg-swapd memagg-aio started running '
+                     'when memagg-aio stops: guests swapping to its '
+                     'exports keep their swap disks.'),
 ]
 
 
@@ -76,6 +82,13 @@ SWAPD_COMMAND = (sys.executable, '-m', 'memagg.cmd.swapd')
 
 #: Seconds memagg-swapd has to answer PING after its start.
 SWAPD_START_TIMEOUT = 15
+
+#: Seconds memagg-swapd has to exit on SIGTERM before it is killed.
+SWAPD_STOP_TIMEOUT = 30
+
+#: Where memagg-aio's memagg-swapd takes donor connections by default:
+#: this host only, as nothing else of memagg-aio is on the network.
+SWAPD_LISTEN = 'tcp://127.0.0.1:7450'
 
 
 def default_state_dir():
@@ -119,6 +132,32 @@ def place_swapd_dirs(conf, state_dir):
              'cannot be made by this user)', base)
 
 
+def private_swapd_defaults(conf, state_dir):
+    """memagg-swapd's defaults for memagg-aio (a config file still wins):
+    its socket and directories under ``state_dir``/swapd, donor
+    connections from this host only."""
+    base = os.path.join(state_dir, 'swapd')
+    for name, value in (('control_socket', os.path.join(base,
+                                                        'control.sock')),
+                        ('export_dir', os.path.join(base, 'exports')),
+                        ('state_dir', os.path.join(base, 'state')),
+                        ('listen', SWAPD_LISTEN)):
+        conf.set_default(name, value, group='swapd')
+
+
+def stop_swapd(proc, timeout=SWAPD_STOP_TIMEOUT):
+    """SIGTERM the memagg-swapd memagg-aio started (it shuts down cleanly
+    on it), SIGKILL it after ``timeout`` s; return its exit status."""
+    proc.terminate()
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        LOG.warning('memagg-swapd (pid %d) did not stop within %d s of '
+                    'SIGTERM; killing it', proc.pid, timeout)
+        proc.kill()
+        return proc.wait()
+
+
 def _answers(client):
     try:
         client.ping()
@@ -150,7 +189,8 @@ def ensure_swapd(conf, state_dir, command=SWAPD_COMMAND,
     argv = list(command) + ['--config-file', config_path]
     with open(log_path, 'ab') as log:
         # Its own session: Ctrl-C on memagg-aio's terminal does not reach
-        # it, and it outlives memagg-aio (see the module's docstring).
+        # it, so memagg-aio stops it last, after the services that use it
+        # (or keeps it: see the module's docstring).
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
@@ -211,6 +251,7 @@ def _configure(argv):
         sys.exit('memagg-aio: error: cannot use --state-dir %s (%s); pass a '
                  'directory you can write to' % (state_dir, exc))
     CONF.set_override('state_path', state_dir)
+    private_swapd_defaults(CONF, state_dir)
     CONF.set_override('connection', 'sqlite:///%s' % os.path.join(
         state_dir, 'memagg.sqlite'), group='database')
     CONF.set_override('auth_strategy', 'noauth', group='api')
@@ -247,12 +288,19 @@ def main(argv=None):
                                      CONF.compute.libvirt_uri, api.url,
                                      api.url), flush=True)
         if swapd_proc is not None:
-            print('memagg-swapd: pid %d, log %s; it keeps running after '
-                  'memagg-aio stops (kill $(cat %s) stops it)' % (
-                      swapd_proc.pid, os.path.join(state_dir, 'swapd.log'),
-                      os.path.join(state_dir, 'swapd.pid')), flush=True)
+            print('memagg-swapd: pid %d, log %s; %s' % (
+                swapd_proc.pid, os.path.join(state_dir, 'swapd.log'),
+                'it keeps running after memagg-aio stops (kill $(cat %s) '
+                'stops it)' % os.path.join(state_dir, 'swapd.pid')
+                if CONF.keep_swapd else 'it stops with memagg-aio'),
+                flush=True)
 
-    service.run(services, ready=ready)
+    try:
+        service.run(services, ready=ready)
+    finally:
+        if swapd_proc is not None and not CONF.keep_swapd:
+            LOG.info('memagg-swapd (pid %d) stopped with status %s',
+                     swapd_proc.pid, stop_swapd(swapd_proc))
     return 0
 
 

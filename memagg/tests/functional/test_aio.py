@@ -12,6 +12,7 @@
 
 """memagg-aio as a new user runs it: one process, API answering, this host
 and the libvirt test driver's domain listed, a clean exit on SIGTERM."""
+import configparser
 import json
 import os
 import re
@@ -77,24 +78,37 @@ def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
                                                                 'test')
     finally:
         code = proc.stop()
-        _stop_swapd(state / 'memagg' / 'swapd.pid')
+        outlived = _kill_swapd_left(state / 'memagg' / 'swapd.pid')
     assert code == 0, proc.log()
     assert 'memagg-compute on %s stopped' % socket.gethostname() in proc.log()
+    # memagg-aio's swapd was its state directory's, on this host only, and
+    # stopped with it.
+    assert 'it stops with memagg-aio' in proc.log(), proc.log()
+    assert _swapd_config(state) == (
+        str(state / 'memagg' / 'swapd' / 'control.sock'),
+        'tcp://127.0.0.1:7450')
+    assert outlived is None, 'memagg-swapd %d outlived memagg-aio' % outlived
 
 
-def _stop_swapd(pid_file):
-    """Stop the memagg-swapd memagg-aio left running (by design: see
-    memagg.cmd.aio), as its docs tell a user to."""
+def _swapd_config(state):
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(state / 'memagg' / 'swapd.conf')
+    return config['swapd']['control_socket'], config['swapd']['listen']
+
+
+def _kill_swapd_left(pid_file):
+    """The pid of a memagg-swapd memagg-aio left running, killed; None
+    when it stopped with memagg-aio."""
     try:
         pid = int(pid_file.read_text())
     except FileNotFoundError:
-        return
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
+        return None
+    if polling.gone(pid):
+        return None
+    os.kill(pid, signal.SIGKILL)
     polling.wait_for(lambda: polling.gone(pid), 30,
-                     message='memagg-swapd %d stopped' % pid)
+                     message='memagg-swapd %d killed' % pid)
+    return pid
 
 
 def test_aio_refuses_an_unwritable_state_dir(tmp_path):

@@ -11,8 +11,9 @@
 # under the License.
 
 """memagg-aio starting memagg-swapd: the config it writes for it from
-[swapd], its directories, a detached child with its own log and pid file,
-and what happens when it does not come up.
+[swapd], its directories, a child in its own session with its own log and
+pid file, what happens when it does not come up, and its stop with
+memagg-aio.
 
 The child here is a stand-in script answering PING on the control socket
 of the config it is given (the real daemon is started by
@@ -23,6 +24,7 @@ import configparser
 import os
 import pwd
 import signal
+import subprocess
 import sys
 
 from oslo_config import cfg
@@ -34,6 +36,7 @@ from memagg.cmd import aio
 from memagg.cmd import swapd as swapd_cmd
 from memagg.compute import swapd
 from memagg.conf import swapd as swapd_opts
+from memagg.tests import polling
 
 STAND_IN = r'''
 import configparser, socket, sys
@@ -169,3 +172,42 @@ def test_disabled_starts_nothing(swapd_conf, tmp_path):
     assert aio.ensure_swapd(swapd_conf.conf, str(tmp_path),
                             command=('false',)) is None
     assert not (tmp_path / 'swapd.log').exists()
+
+
+def test_its_swapd_is_the_state_dirs_and_this_hosts_alone(tmp_path):
+    """Two memagg-aio with their own state directories shared
+    /run/memagg/swapd/control.sock (the second drove the first's swapd),
+    and their swapd took donor connections from anywhere (0.0.0.0)."""
+    conf = cfg.ConfigOpts()
+    swapd_opts.register_opts(conf)
+    conf([], default_config_files=[])
+    aio.private_swapd_defaults(conf, str(tmp_path))
+    base = tmp_path / 'swapd'
+    group = conf.swapd
+    assert (group.control_socket, group.export_dir, group.state_dir,
+            group.listen) == (str(base / 'control.sock'),
+                              str(base / 'exports'), str(base / 'state'),
+                              'tcp://127.0.0.1:7450')
+    # What a config file gives still wins.
+    conf.set_override('listen', 'tcp://10.0.0.5:7450', group='swapd')
+    assert conf.swapd.listen == 'tcp://10.0.0.5:7450'
+
+
+@pytest.mark.parametrize('ignores_sigterm, status',
+                         [(False, -15), (True, -9)])
+def test_its_swapd_stops_with_it(ignores_sigterm, status, tmp_path):
+    ready = tmp_path / 'ready'
+    child = ('import pathlib, signal, sys, time\n'
+             'if sys.argv[1] == "1":\n'
+             '    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
+             'pathlib.Path(sys.argv[2]).touch()\n'
+             'while True:\n'
+             '    time.sleep(60)\n')
+    proc = subprocess.Popen([sys.executable, '-c', child,
+                             str(int(ignores_sigterm)), str(ready)])
+    try:
+        polling.wait_for(ready.exists, 30, message='the child set up')
+        assert aio.stop_swapd(proc, timeout=1) == status
+    finally:
+        proc.kill()
+        proc.wait()
