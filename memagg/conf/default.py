@@ -14,8 +14,19 @@
 import socket
 
 from oslo_config import cfg
+from oslo_utils import netutils
+
+#: This host's management address; [swapd] listen defaults to it, so it is
+#: registered with the [swapd] options too (memagg.conf.swapd).
+my_ip = cfg.HostAddressOpt(
+    'my_ip', default=netutils.get_my_ipv4(), sample_default='<host_ipv4>',
+    help='This host\'s address on the management network, where other '
+         'hosts reach it: memagg-swapd takes donor connections there '
+         '([swapd] listen). Default: the address of the interface of the '
+         'default route.')
 
 opts = [
+    my_ip,
     cfg.StrOpt('host', default=socket.gethostname(),
                sample_default='<hostname>',
                help='Name of this host as memagg and Nova know it. It is '

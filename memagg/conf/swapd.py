@@ -23,6 +23,8 @@ import re
 from oslo_config import cfg
 from oslo_config import types
 
+from memagg.conf import default
+
 
 class Endpoint(types.String):
     """Where memagg-swapd's donor service is reached: ``tcp://HOST:PORT``
@@ -62,8 +64,11 @@ opts = [
                     'durability copies of this host\'s remote-swap disks '
                     '(local/<instance>/<grant>.img). Needs as much disk as '
                     'the VMs\' grants.'),
-    cfg.Opt('listen', type=Endpoint(), default='tcp://0.0.0.0:7450',
-            help='Where memagg-swapd serves this host\'s donated slabs.'),
+    cfg.Opt('listen', type=Endpoint(), default='tcp://$my_ip:7450',
+            help='Where memagg-swapd serves this host\'s donated slabs: '
+                 'the management network only. Other hosts\' memagg-swapd '
+                 'connect to this port (firewall it from anything else); '
+                 'tcp://0.0.0.0:PORT listens on every address.'),
     cfg.Opt('advertise', type=Endpoint(),
             help='Endpoint other hosts reach the donated slabs at, as '
                  'tcp://HOST:PORT. Default: listen\'s, with 127.0.0.1 '
@@ -129,6 +134,8 @@ opts = [
 
 
 def register_opts(conf):
+    # listen's default names it.
+    conf.register_opt(default.my_ip)
     conf.register_group(GROUP)
     conf.register_opts(opts, group=GROUP)
 

@@ -69,12 +69,21 @@ socket_group = %s
 
 
 def test_defaults_leave_advertise_and_socket_user_to_the_core(tmp_path):
-    assert swapd_cmd.core_arguments(_conf(tmp_path, '')) == [
+    conf = _conf(tmp_path, '')
+    # The management address, never every address unless written.
+    assert conf.my_ip not in ('0.0.0.0', '::', '')
+    assert swapd_cmd.core_arguments(conf) == [
         '--control', '/run/memagg/swapd/control.sock',
         '--export-dir', '/run/memagg/swapd/exports',
         '--state-dir', '/var/lib/memagg/swapd',
-        '--listen', 'tcp://0.0.0.0:7450', '--capacity-mb', '0',
+        '--listen', 'tcp://%s:7450' % conf.my_ip, '--capacity-mb', '0',
         '--transport', 'auto', '--log-level', 'info']
+
+
+def test_listen_follows_my_ip(tmp_path):
+    conf = _conf(tmp_path, '[DEFAULT]\nmy_ip = 10.1.2.3\n')
+    assert conf.swapd.listen == 'tcp://10.1.2.3:7450'
+    assert '--listen' in swapd_cmd.core_arguments(conf)
 
 
 def test_a_written_config_reads_back_to_the_same_arguments(tmp_path):

@@ -325,7 +325,9 @@ def test_memagg_conf(all_in_one):
     assert conf['keystone_authtoken']['username'] == 'memagg'
     assert conf['compute']['compute_api_driver'] == 'nova'
     assert conf['compute']['balloon_stats_period'] == '5'
-    assert conf['swapd']['advertise'] == 'tcp://192.0.2.10:7450'
+    # The management address, never every address.
+    assert conf['DEFAULT']['my_ip'] == '192.0.2.10'
+    assert conf['swapd']['listen'] == 'tcp://192.0.2.10:7450'
     assert conf['swapd']['socket_group'] == QEMU_GROUP
     assert 'socket_user' not in conf['swapd']
     assert conf['swapd']['control_socket'] == str(
