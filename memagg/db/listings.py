@@ -108,7 +108,10 @@ def _paginate(query, model, keys, dirs, marker_row, limit):
     return query
 
 
-def _marker_row(session, model, key, marker):
+def _marker_row(query, model, key, marker):
+    """The row ``marker`` names among those ``query`` (the page's filters,
+    project scope included) selects: a row outside them is no marker, as a
+    missing one is not, so a marker tells nothing of another project."""
     column = getattr(model, key)
     if isinstance(column.type, sa.Integer):
         # A non-numeric marker for an integer key names no row; comparing it
@@ -117,7 +120,7 @@ def _marker_row(session, model, key, marker):
             marker = int(marker)
         except (TypeError, ValueError):
             raise exceptions.MarkerNotFound(marker)
-    row = session.query(model).filter(column == marker).first()
+    row = query.filter(column == marker).first()
     if row is None:
         raise exceptions.MarkerNotFound(marker)
     return row
@@ -161,5 +164,5 @@ def list_resources(context, resource, filters=None, limit=None, marker=None,
             query = query.filter(time_column <= until)
         marker_row = None
         if marker is not None:
-            marker_row = _marker_row(session, model, spec['key'], marker)
+            marker_row = _marker_row(query, model, spec['key'], marker)
         return _paginate(query, model, keys, dirs, marker_row, limit).all()

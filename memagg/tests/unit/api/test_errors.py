@@ -104,3 +104,20 @@ def test_unreachable_database_is_503_with_retry_after(conf, api):
     assert response.headers['Retry-After'] == '17'
     assert 'database' in error['detail']
     db_facade.dispose()
+
+
+def test_another_projects_marker_is_as_unknown_as_a_missing_one(api):
+    """A marker is looked up within the page's own scope: project-a's
+    reader learns nothing of project-b's instance through it."""
+    def error(marker):
+        found = _error(api.as_(data.PROJECT_A, 'reader',
+                               '/v1/instances?marker=' + marker), 400)
+        return (found['code'], found['field'],
+                found['detail'].replace(marker, 'MARKER'))
+
+    assert error(data.INSTANCE_B) == error(data.MISSING)
+    assert error(data.INSTANCE_B)[0] == 'memagg.marker_not_found'
+    # Its own instance is a marker as before.
+    page = api.as_(data.PROJECT_A, 'reader',
+                   '/v1/instances?marker=' + data.INSTANCE_A)
+    assert page.status_code == 200, page.json
