@@ -30,6 +30,8 @@
 #include "ms.h"
 
 #define MS_DAMON_SLOTS 64
+/* Kdamonds of other DAMON users kept while memagg has its pool. */
+#define MS_DAMON_KEPT 16
 /*
  * The second scheme of every context matches the regions of more than one
  * page, whatever their accesses.  memagg sets one-page regions only, and
@@ -61,6 +63,17 @@ struct slot {
     int kdamond_pid;
 };
 
+/* A kdamond of another DAMON user: its writable files and what they held,
+ * in the order to write them back (damon_share.c). */
+struct kept_kdamond {
+    int index;
+    int on;
+    char **rel;
+    char **val;
+    unsigned int n;
+    unsigned int cap;
+};
+
 /* The slots; its lock also guards damon_paddr.c's and damon_memcg.c's
  * state. */
 struct pool {
@@ -70,6 +83,10 @@ struct pool {
     pid_t owner;
     int exit_hook;
     char avail_ops[128];
+    /* Slot i is kdamond base + i: those below are other users'. */
+    int base;
+    struct kept_kdamond kept[MS_DAMON_KEPT];
+    int nr_kept;
     struct slot slot[MS_DAMON_SLOTS];
     /* The host kdamond's answers through its trace event, when tracefs
      * offers it (tried once per pool; open while trace.dir is set). */
@@ -115,6 +132,20 @@ int ms_start_slot(int i, const char *ops, pid_t pid,
 int ms_write_regions(int i, const uint64_t *starts, unsigned int n,
                      uint64_t size, uint64_t head_size, char *err,
                      size_t errlen);
+
+/* ---- damon_share.c ---- */
+
+/* Whether kdamond index (not slot) runs. */
+int ms_kdamond_is_on(int index);
+/* Whether it holds a set-up of another DAMON user (memagg's have an update
+ * interval of AGGR_US). */
+int ms_kdamond_is_others(int index);
+/* Read its writable files into k (freed on failure). */
+int ms_kdamond_save(int index, struct kept_kdamond *k, char *err,
+                    size_t errlen);
+/* Write them back and turn it on if it was: how many writes failed. */
+int ms_kdamond_restore(const struct kept_kdamond *k);
+void ms_kdamond_free(struct kept_kdamond *k);
 
 /* ---- damon_answer.c ---- */
 

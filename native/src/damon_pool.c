@@ -17,11 +17,12 @@
  * the pool of kdamond slots, the lock on the tree, and setting a slot up,
  * writing its regions, starting and stopping it.
  *
- * The sysfs tree is global to the machine, so this file owns it while any
- * sampler is open: a pool of MS_DAMON_SLOTS kdamonds, each with one context,
- * one target and one "stat" scheme.  The pool is created on first use and
- * torn down (every kdamond off, nr_kdamonds 0) when the last sampler closes
- * and at process exit.  A lock keeps two processes from fighting over the
+ * The sysfs tree is global to the machine: while any sampler is open, this
+ * file has a pool of MS_DAMON_SLOTS kdamonds in it, each with one context,
+ * one target and one "stat" scheme, after the kdamonds other DAMON users
+ * set up (kept as they were: damon_share.c).  The pool is made on first use
+ * and goes (the tree as long as before) when the last sampler closes and at
+ * process exit.  A lock keeps two memagg processes from fighting over the
  * tree; whoever takes it turns off any kdamond a crashed run left on.  The
  * lock is the tree's own directory (flock), not a file under /run: /run
  * may be private to a mount namespace (a container, each simulated host of
@@ -52,7 +53,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +67,8 @@
 /* DAMON's sysfs refuses writes (EBUSY) while another command runs. */
 #define BUSY_RETRY_S 30.0
 #define BUSY_PAUSE_MAX_NS 64000000L
+/* The kdamonds looked at for other users' set-ups when the pool is made. */
+#define MAX_KDAMONDS_SEEN 4096
 
 struct pool ms_pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .lockfd = -1 };
 
@@ -90,21 +92,6 @@ int ms_kwrite(const char *path, const char *text, char *err, size_t errlen)
     return ret;
 }
 
-static int kwritef(char *err, size_t errlen, const char *text,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int kwritef(char *err, size_t errlen, const char *text,
-                   const char *fmt, ...)
-{
-    char path[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof(path), fmt, ap);
-    va_end(ap);
-    return ms_kwrite(path, text, err, errlen);
-}
-
 static int kwrite_u64(char *err, size_t errlen, uint64_t v, const char *path)
 {
     char text[32];
@@ -115,7 +102,8 @@ static int kwrite_u64(char *err, size_t errlen, uint64_t v, const char *path)
 
 void ms_slot_path(char *buf, size_t len, int slot, const char *rel)
 {
-    snprintf(buf, len, "%s/kdamonds/%d/%s", ms_paths.damon, slot, rel);
+    snprintf(buf, len, "%s/kdamonds/%d/%s", ms_paths.damon,
+             ms_pool.base + slot, rel);
 }
 
 /* Write number v to contexts/0/<rel> of kdamond slot i. */
@@ -129,32 +117,96 @@ int ms_ctx_write_u64(int i, const char *rel, uint64_t v, char *err,
     return kwrite_u64(err, errlen, v, p);
 }
 
-static int slot_is_on(int i)
-{
-    char path[512], *buf;
-    size_t len;
-    int on = 0;
-
-    snprintf(path, sizeof(path), "%s/kdamonds/%d/state", ms_paths.damon, i);
-    if (ms_read_file(path, &buf, &len, NULL, 0) == 0) {
-        on = len >= 2 && memcmp(buf, "on", 2) == 0;
-        free(buf);
-    }
-    return on;
-}
-
-static void all_off(int nr)
+/* Turn kdamonds from, from + 1, ... from + nr - 1 off. */
+static void all_off(int from, int nr)
 {
     char path[512];
     int i;
 
-    for (i = 0; i < nr; i++) {
-        if (slot_is_on(i)) {
+    for (i = from; i < from + nr; i++) {
+        if (ms_kdamond_is_on(i)) {
             snprintf(path, sizeof(path), "%s/kdamonds/%d/state",
                      ms_paths.damon, i);
             ms_kwrite(path, "off", NULL, 0);
         }
     }
+}
+
+static void drop_kept(void)
+{
+    int k;
+
+    for (k = 0; k < ms_pool.nr_kept; k++) {
+        ms_kdamond_free(&ms_pool.kept[k]);
+    }
+    ms_pool.nr_kept = 0;
+    ms_pool.base = 0;
+}
+
+/* Read the set-ups of other DAMON users among the first nr kdamonds. */
+static int keep_others(int nr, char *err, size_t errlen)
+{
+    int i, ret;
+
+    drop_kept();
+    for (i = 0; i < nr; i++) {
+        if (!ms_kdamond_is_others(i)) {
+            continue;
+        }
+        if (ms_pool.nr_kept == MS_DAMON_KEPT) {
+            ms_err(err, errlen, "DAMON has more than %d kdamonds of other "
+                   "users: memagg cannot keep them all", MS_DAMON_KEPT);
+            return -EBUSY;
+        }
+        ret = ms_kdamond_save(i, &ms_pool.kept[ms_pool.nr_kept], err,
+                              errlen);
+        if (ret) {
+            return ret;
+        }
+        ms_pool.nr_kept++;
+        ms_pool.base = i + 1;
+    }
+    return 0;
+}
+
+/*
+ * What the kept kdamonds hold now (their users may have changed them while
+ * memagg had its pool); one whose set-up went is not brought back.
+ */
+static void rekeep_others(void)
+{
+    struct kept_kdamond now;
+    int k;
+
+    for (k = 0; k < ms_pool.nr_kept; k++) {
+        struct kept_kdamond *kept = &ms_pool.kept[k];
+        int index = kept->index;
+
+        if (!ms_kdamond_is_others(index)) {
+            ms_kdamond_free(kept);
+            kept->index = index;
+        } else if (ms_kdamond_save(index, &now, NULL, 0) == 0) {
+            ms_kdamond_free(kept);
+            *kept = now;
+        }
+    }
+}
+
+/*
+ * Make the tree nr kdamonds long (every kdamond is off by then), then
+ * write the kept ones back and run those that ran.
+ */
+static int resize(uint64_t nr, char *err, size_t errlen)
+{
+    char path[512];
+    int k, ret;
+
+    snprintf(path, sizeof(path), "%s/kdamonds/nr_kdamonds", ms_paths.damon);
+    ret = kwrite_u64(err, errlen, nr, path);
+    for (k = 0; k < ms_pool.nr_kept; k++) {
+        ms_kdamond_restore(&ms_pool.kept[k]);
+    }
+    return ret;
 }
 
 /* Opening a sysfs file costs ten times the write: keep them open. */
@@ -221,11 +273,11 @@ static void pool_teardown(void)
 {
     int i;
 
-    char path[512];
-
-    all_off(MS_DAMON_SLOTS);
-    snprintf(path, sizeof(path), "%s/kdamonds/nr_kdamonds", ms_paths.damon);
-    ms_kwrite(path, "0", NULL, 0);
+    all_off(ms_pool.base, MS_DAMON_SLOTS);
+    rekeep_others();
+    all_off(0, ms_pool.base);
+    resize(ms_pool.base, NULL, 0);
+    drop_kept();
     for (i = 0; i < MS_DAMON_SLOTS; i++) {
         drop_fds(&ms_pool.slot[i]);
     }
@@ -281,17 +333,27 @@ int ms_pool_get(char *err, size_t errlen)
                "(lock on %s held)", ms_paths.damon);
         goto fail;
     }
-    /* Whatever a previous run left behind goes: it cannot be ours to keep. */
+    /*
+     * Other users' kdamonds are kept; whatever a memagg process that died
+     * left running goes.
+     */
     if (ms_read_u64_file(path, &nr, NULL, 0) == 0 && nr > 0) {
-        all_off(nr > MS_DAMON_SLOTS ? (int)nr : MS_DAMON_SLOTS);
+        if (nr > MAX_KDAMONDS_SEEN) {
+            nr = MAX_KDAMONDS_SEEN;
+        }
+        ret = keep_others((int)nr, err, errlen);
+        if (ret) {
+            goto fail;
+        }
+        all_off(0, (int)nr);
     }
-    ret = kwrite_u64(err, errlen, MS_DAMON_SLOTS, path);
+    ret = resize((uint64_t)ms_pool.base + MS_DAMON_SLOTS, err, errlen);
     if (ret) {
         goto fail;
     }
     memset(ms_pool.slot, 0, sizeof(ms_pool.slot));
-    ret = kwritef(err, errlen, "1", "%s/kdamonds/0/contexts/nr_contexts",
-                  ms_paths.damon);
+    ms_slot_path(path, sizeof(path), 0, "contexts/nr_contexts");
+    ret = ms_kwrite(path, "1", err, errlen);
     if (ret) {
         goto fail;
     }
@@ -304,6 +366,7 @@ int ms_pool_get(char *err, size_t errlen)
     }
     return 0;
 fail:
+    drop_kept();
     ms_pool.users--;
     if (ms_pool.lockfd >= 0) {
         close(ms_pool.lockfd);

@@ -563,7 +563,12 @@ static void fake_pagemap(void)
     }
 }
 
-static void fake_damon_tree(void)
+/*
+ * Kdamond index as memagg leaves it.  The fake tree is not recreated when
+ * nr_kdamonds is written, so what memagg wrote stays: update_us starts at
+ * memagg's hour, as a set-up of its own (not another DAMON user's) reads.
+ */
+static void fake_kdamond(int index)
 {
     static const char *const files[] = {
         "state", "pid", "contexts/nr_contexts", "contexts/0/operations",
@@ -596,17 +601,25 @@ static void fake_damon_tree(void)
     };
     unsigned int k;
 
-    fake_put("0\n", "damon/kdamonds/nr_kdamonds");
-    fake_put("paddr\n", "damon/kdamonds/0/contexts/0/avail_operations");
+    fake_put("paddr\n", "damon/kdamonds/%d/contexts/0/avail_operations",
+             index);
     for (k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
-        fake_put("0\n", "damon/kdamonds/0/%s", files[k]);
+        fake_put("0\n", "damon/kdamonds/%d/%s", index, files[k]);
     }
+    fake_put("3600000000\n", "damon/kdamonds/%d/contexts/0/monitoring_attrs/"
+             "intervals/update_us", index);
     for (k = 0; k < FAKE_REGIONS; k++) {
-        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
-                 "start", k);
-        fake_put("0\n", "damon/kdamonds/0/contexts/0/targets/0/regions/%u/"
-                 "end", k);
+        fake_put("0\n", "damon/kdamonds/%d/contexts/0/targets/0/regions/%u/"
+                 "start", index, k);
+        fake_put("0\n", "damon/kdamonds/%d/contexts/0/targets/0/regions/%u/"
+                 "end", index, k);
     }
+}
+
+static void fake_damon_tree(void)
+{
+    fake_put("0\n", "damon/kdamonds/nr_kdamonds");
+    fake_kdamond(0);
 }
 
 static void fake_setup(void)
@@ -1119,6 +1132,44 @@ static int fake_state_is(const char *want)
     return got >= 0 && strncmp(buf, want, strlen(want)) == 0;
 }
 
+#define UPDATE_US "contexts/0/monitoring_attrs/intervals/update_us"
+
+/*
+ * Another DAMON user's kdamond (0 here, running) is kept: memagg's pool
+ * comes after it (its slot 0 is kdamond 1), and it runs again with its
+ * set-up as it was while the pool is there and after.  A kdamond a dead
+ * memagg left running (an update interval of an hour) is turned off.
+ */
+static void test_damon_keeps_others(void)
+{
+    struct ms_sampler *s;
+
+    fake_kdamond(1);
+    fake_put("1\n", "damon/kdamonds/nr_kdamonds");
+    fake_put("on\n", "damon/kdamonds/0/state");
+    fake_put("1\n", "damon/kdamonds/0/contexts/nr_contexts");
+    fake_put("1000000\n", "damon/kdamonds/0/" UPDATE_US);
+    fake_put("4294967296\n", REGION0_START);
+    s = fake_sampler(MS_DAMON_PADDR);
+    CHECK(s != NULL);
+    CHECK(fake_state_is("on"));
+    CHECK(fake_get_u64(REGION0_START) == 4294967296ULL);
+    CHECK(fake_get_u64("damon/kdamonds/0/" UPDATE_US) == 1000000);
+    CHECK(fake_get_u64("damon/kdamonds/1/contexts/nr_contexts") == 1);
+    ms_sampler_close(s);
+    CHECK(fake_state_is("on"));
+    CHECK(fake_get_u64("damon/kdamonds/0/" UPDATE_US) == 1000000);
+
+    fake_put("1\n", "damon/kdamonds/nr_kdamonds");
+    fake_put("3600000000\n", "damon/kdamonds/0/" UPDATE_US);
+    s = fake_sampler(MS_DAMON_PADDR);
+    CHECK(s != NULL);
+    CHECK(fake_state_is("off"));
+    ms_sampler_close(s);
+    fake_put("0\n", "damon/kdamonds/nr_kdamonds");
+    fake_put("off\n", "damon/kdamonds/0/state");
+}
+
 #define HOST_FIRST 2000ULL
 
 /*
@@ -1367,6 +1418,7 @@ int main(void)
     test_damon_kept_sample_few_fds();
     test_damon_foreign_regions();
     test_damon_locked_by_another();
+    test_damon_keeps_others();
     test_damon_host_shared();
     test_quick_recheck();
     test_split_and_zero_page();

@@ -22,9 +22,10 @@ import pytest
 
 from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.tests.guest import vm
+from memagg.tests import damon
 from memagg.tests import polling
 
-# The host lane (memagg/tests/lanes.py): counts the host's kdamonds; a loop
+# The host lane (memagg/tests/lanes.py): counts memagg's kdamonds; a loop
 # over every domain.
 pytestmark = [
     pytest.mark.host,
@@ -118,18 +119,6 @@ SMALL_MB = 160
 HOT_SETS = (8, 20, 32, 44, 56, 68)
 
 
-def _kdamonds():
-    """The DAMON kernel threads (kdamond.N) running now."""
-    count = 0
-    for pid in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open('/proc/%s/comm' % pid) as f:
-                count += f.read().startswith('kdamond')
-        except OSError:
-            pass  # the thread ended while the list was read
-    return count
-
-
 def _beat(guest):
     """The reader's passes and free memory of the guest's last heartbeat."""
     beat = guest.heartbeat() or {}
@@ -161,11 +150,11 @@ def test_six_guests_under_one_compute_each_within_tolerance(
         loop = PeriodLoop(PERIOD, 'memagg-wss-').start()
         before = [_beat(g) for g in guests]
         uuids = [g.uuid for g in guests]
-        # The DAMON threads, counted at each look at the reports.
+        # memagg's kdamonds, counted at each look at the reports.
         kdamonds = []
 
         def settled():
-            kdamonds.append(_kdamonds())
+            kdamonds.append(len(damon.memagg_running()))
             return _settled(loop, uuids, 1)
 
         # From the second period on: the first has no sampler window yet.

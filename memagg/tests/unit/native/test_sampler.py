@@ -22,6 +22,7 @@ import sys
 import pytest
 
 from memagg import _native
+from memagg.tests import damon
 from memagg.tests.polling import wait_for
 
 # The host lane (memagg/tests/lanes.py): DAMON: the host's kdamonds and its
@@ -289,17 +290,88 @@ def test_pages_taken_away_during_the_window_count_as_idle(tmp_path):
     assert result['fraction'] == pytest.approx(0.25, abs=0.05)
 
 
+def _biggest_system_ram():
+    with open('/proc/iomem') as f:
+        ranges = [[int(x, 16) for x in line.split(':')[0].strip().split('-')]
+                  for line in f if line.strip().endswith('System RAM')]
+    return max(ranges, key=lambda r: r[1] - r[0])[0]
+
+
+@pytest.fixture
+def other_kdamond():
+    """A running kdamond of another DAMON user and its set-up: the host's
+    own where it has one (a platform's reclaim here), or one set up as a
+    monitoring tool would (paddr over 16 MiB of System RAM), gone after."""
+    for index, setup in damon.others().items():
+        if setup['state'] == 'on':
+            yield index, setup
+            return
+    if damon.read('nr_kdamonds') != '0':
+        pytest.skip('DAMON holds kdamonds of another user, none running')
+    start = _biggest_system_ram()
+    ctx = '0/contexts/0/'
+    for rel, value in (
+            ('nr_kdamonds', 1), ('0/contexts/nr_contexts', 1),
+            (ctx + 'operations', 'paddr'),
+            (ctx + 'monitoring_attrs/intervals/sample_us', 5000),
+            (ctx + 'monitoring_attrs/intervals/aggr_us', 100000),
+            (ctx + 'monitoring_attrs/intervals/update_us', 1000000),
+            (ctx + 'targets/nr_targets', 1),
+            (ctx + 'targets/0/regions/nr_regions', 1),
+            (ctx + 'targets/0/regions/0/start', start),
+            (ctx + 'targets/0/regions/0/end', start + 16 * MIB),
+            ('0/state', 'on')):
+        with open('%s/%s' % (damon.KDAMONDS, rel), 'w') as f:
+            f.write(str(value))
+    try:
+        yield 0, damon.others()[0]
+    finally:
+        for rel, value in (('0/state', 'off'), ('nr_kdamonds', 0)):
+            with open('%s/%s' % (damon.KDAMONDS, rel), 'w') as f:
+                f.write(str(value))
+
+
+@needs_root
+def test_another_damon_users_kdamond_runs_beside(hot_child, other_kdamond):
+    """memagg's kdamonds come after another DAMON user's, which keeps
+    running with its set-up while memagg samples and after. (memagg turned
+    a platform's reclaim kdamond off here; the platform then wrote its
+    regions into memagg's kdamond 0 during a window, which was rejected.)"""
+    if not _native.backends()['damon_paddr'][0]:
+        pytest.skip('no DAMON paddr on this kernel')
+    index, setup = other_kdamond
+    nr = damon.read('nr_kdamonds')
+    sampler = _native.Sampler(hot_child.pid, hot_child.addr, hot_child.length,
+                              n=500, backend='damon_paddr',
+                              sample_interval=0.1)
+    try:
+        sampler.begin()
+        ours, during = damon.memagg_running(), damon.others()
+        hot_child.wait_passes(2)
+        result = sampler.collect()
+    finally:
+        sampler.close()
+    assert during.get(index) == setup, during
+    assert len(ours) == 1 and ours[0] > index, ours
+    assert result['fraction'] == pytest.approx(0.25, abs=0.06), result
+    assert damon.others().get(index) == setup
+    assert damon.read('nr_kdamonds') == nr
+
+
 @needs_root
 def test_damon_left_off_after_close(hot_child):
+    """The tree is as long as before once the last sampler closes, and the
+    kdamonds of the host's other DAMON users run as they did."""
     if not _native.backends()['damon_paddr'][0]:
         pytest.skip('no DAMON paddr on this kernel')
     pid, addr, length = hot_child.pid, hot_child.addr, hot_child.length
+    nr, others = damon.read('nr_kdamonds'), damon.others()
     sampler = _native.Sampler(pid, addr, length, n=100,
                               backend='damon_paddr', sample_interval=0.1)
     sampler.begin()
     sampler.close()
-    with open('/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds') as f:
-        assert f.read().strip() == '0'
+    assert damon.memagg_running() == []
+    assert (damon.read('nr_kdamonds'), damon.others()) == (nr, others)
 
 
 @pytest.mark.parametrize('kwargs, name', [
@@ -365,29 +437,14 @@ def test_process_dies_between_begin_and_collect():
         sampler.begin()
 
 
-DAMON_ADMIN = '/sys/kernel/mm/damon/admin'
-
-
-def _running_kdamonds():
-    with open(DAMON_ADMIN + '/kdamonds/nr_kdamonds') as f:
-        nr = int(f.read())
-    running = []
-    for i in range(nr):
-        with open('%s/kdamonds/%d/state' % (DAMON_ADMIN, i)) as f:
-            if f.read().strip() == 'on':
-                running.append(i)
-    return running
-
-
 def _kdamond_windows():
     """The running kdamond's windows so far (its first scheme's nr_tried,
     which damon_memcg's counter scheme grows by one a window), or None
     while none runs or its files answer nothing (a commit under way)."""
     try:
-        for i in _running_kdamonds():
-            with open('%s/kdamonds/%d/contexts/0/schemes/0/stats/nr_tried'
-                      % (DAMON_ADMIN, i)) as f:
-                return int(f.read())
+        for i in damon.memagg_running():
+            return int(damon.read(
+                '%d/contexts/0/schemes/0/stats/nr_tried' % i))
     except OSError:
         pass
     return None
@@ -423,11 +480,11 @@ def test_damon_rearms_when_its_region_files_went_stale(hot_child):
     try:
         sampler.begin()
         # This sampler holds the DAMON lock: the one kdamond on is its own.
-        (slot,) = _running_kdamonds()
+        (slot,) = damon.memagg_running()
         hot_child.wait_passes(2)
         assert sampler.collect()['fraction'] == pytest.approx(0.25, abs=0.06)
-        regions = ('%s/kdamonds/%d/contexts/0/targets/0/regions/nr_regions'
-                   % (DAMON_ADMIN, slot))
+        regions = ('%s/%d/contexts/0/targets/0/regions/nr_regions'
+                   % (damon.KDAMONDS, slot))
         with open(regions) as f:
             nr_regions = f.read().strip()
         # Recreate the region directories behind the sampler's back.
@@ -463,11 +520,11 @@ def test_damon_rejects_a_window_on_regions_it_did_not_set(hot_child):
         pytest.skip('DAMON is held by another process: %s' % exc)
     try:
         sampler.begin()
-        (slot,) = _running_kdamonds()
+        (slot,) = damon.memagg_running()
         hot_child.wait_passes(2)
         assert sampler.collect()['fraction'] == pytest.approx(0.25, abs=0.06)
-        regions = ('%s/kdamonds/%d/contexts/0/targets/0/regions'
-                   % (DAMON_ADMIN, slot))
+        regions = ('%s/%d/contexts/0/targets/0/regions'
+                   % (damon.KDAMONDS, slot))
         with open(regions + '/nr_regions') as f:
             last = '%s/%d' % (regions, int(f.read()) - 1)
         with open(last + '/start') as f:

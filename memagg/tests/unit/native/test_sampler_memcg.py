@@ -41,9 +41,9 @@ import pytest
 
 from memagg import _native
 from memagg.compute import sampling
+from memagg.tests import damon
 from memagg.tests.polling import wait_for
 from memagg.tests.unit.native.test_sampler import _kdamond_windows
-from memagg.tests.unit.native.test_sampler import _running_kdamonds
 
 PAGE = 4096
 MIB = 1 << 20
@@ -173,11 +173,11 @@ def test_counts_exact_for_processes_sharing_the_kdamond(children):
     try:
         rounds = [_period(samplers, kids) for _ in range(4)]
         # One kernel thread for the three.
-        assert len(_running_kdamonds()) == 1
+        assert len(damon.memagg_running()) == 1
     finally:
         for s in samplers:
             s.close()
-    assert _running_kdamonds() == []
+    assert damon.memagg_running() == []
     for results in rounds:
         for child, result in zip(kids, results):
             assert not isinstance(result, OSError), result
