@@ -111,6 +111,14 @@ def _usable_dir(path):
     return os.access(path, os.W_OK | os.X_OK)
 
 
+def _state_dir_swapd(state_dir):
+    """[swapd]'s socket and directories under ``state_dir``/swapd."""
+    base = os.path.join(state_dir, 'swapd')
+    return {'control_socket': os.path.join(base, 'control.sock'),
+            'export_dir': os.path.join(base, 'exports'),
+            'state_dir': os.path.join(base, 'state')}
+
+
 def place_swapd_dirs(conf, state_dir):
     """Keep [swapd]'s directories where they are when they can be made;
     otherwise (a user without root: /run and /var/lib are not theirs) put
@@ -121,27 +129,18 @@ def place_swapd_dirs(conf, state_dir):
               group.state_dir)
     if all(_usable_dir(path) for path in wanted):
         return
-    base = os.path.join(state_dir, 'swapd')
-    conf.set_override('control_socket', os.path.join(base, 'control.sock'),
-                      group='swapd')
-    conf.set_override('export_dir', os.path.join(base, 'exports'),
-                      group='swapd')
-    conf.set_override('state_dir', os.path.join(base, 'state'),
-                      group='swapd')
+    for name, value in _state_dir_swapd(state_dir).items():
+        conf.set_override(name, value, group='swapd')
     LOG.info('memagg-swapd\'s directories go under %s (those of [swapd] '
-             'cannot be made by this user)', base)
+             'cannot be made by this user)', os.path.join(state_dir, 'swapd'))
 
 
 def private_swapd_defaults(conf, state_dir):
     """memagg-swapd's defaults for memagg-aio (a config file still wins):
     its socket and directories under ``state_dir``/swapd, donor
     connections from this host only."""
-    base = os.path.join(state_dir, 'swapd')
-    for name, value in (('control_socket', os.path.join(base,
-                                                        'control.sock')),
-                        ('export_dir', os.path.join(base, 'exports')),
-                        ('state_dir', os.path.join(base, 'state')),
-                        ('listen', SWAPD_LISTEN)):
+    for name, value in dict(_state_dir_swapd(state_dir),
+                            listen=SWAPD_LISTEN).items():
         conf.set_default(name, value, group='swapd')
 
 
