@@ -29,7 +29,12 @@ exact, and none was under. CI's run of 2026-12-02 had one window 10 under
 kept watching at their old PFNs, idle; a move of a few pages escapes the
 sampler's quick recheck (one sample in eight). With compaction forced
 every 0.3 s, 6 runs of 12 periods had windows 2 to 10 under; with the
-children's pages pinned (hotset.py --pin), 6 runs were all exact.
+children's pages pinned (hotset.py --pin), 6 runs were all exact. CI's
+runs of 2026-12-03 had windows 3 to 13 under with the pages pinned: the
+child's loop kept some of its hot pages' translations in the CPU's TLB,
+where the kernel does not flush them when it clears accessed bits, so
+their uses set no accessed bit; the child now flushes its TLB each pass
+(hotset.py says more).
 """
 import errno
 import os
