@@ -38,6 +38,9 @@ ALLOWED = 'allowed'
 # Allowed for the caller's own project only (the instances listing).
 OWN_PROJECT = 'own project'
 DENIED = 'denied (403)'
+# Another project's object, as Nova answers: not found, so that its
+# existence is not told.
+NOT_FOUND = 'not found (404)'
 UNAUTHENTICATED = 'no (401)'
 
 # The project whose objects the matrix asks about, and another one.
@@ -82,8 +85,8 @@ def route_rules():
     return found
 
 
-def _passes(enforcer, persona, rule):
-    target = {'project_id': OWNER if rule in OWNER_TARGETED
+def _passes(enforcer, persona, rule, owner=OWNER):
+    target = {'project_id': owner if rule in OWNER_TARGETED
               else persona.project_id}
     ctx = memagg_context.RequestContext(
         user_id='user-of-' + persona.project_id,
@@ -105,6 +108,9 @@ def outcome(enforcer, route, persona, rules):
         raise LookupError('no policy rule documents %s %s: add one to '
                           'memagg/api/policies' % (route.method, route.path))
     if not _passes(enforcer, persona, rules[0]):
+        if rules[0] in OWNER_TARGETED and _passes(
+                enforcer, persona, rules[0], owner=persona.project_id):
+            return NOT_FOUND
         return DENIED
     if len(rules) > 1 and not all(_passes(enforcer, persona, rule)
                                   for rule in rules[1:]):

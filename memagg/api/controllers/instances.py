@@ -48,8 +48,16 @@ def _may_list_all_projects(context):
 
 
 def _owned_instance(uuid, action):
-    instance = db_instances.instance_get(base.context(), uuid)
-    base.enforce(action, {'project_id': instance.project_id})
+    """The instance, when the policy lets the caller see it; another
+    project's is not found (as Nova answers), exactly as a missing one, when
+    the caller could see one of its own project's."""
+    context = base.context()
+    instance = db_instances.instance_get(context, uuid)
+    try:
+        base.enforce(action, {'project_id': instance.project_id})
+    except exceptions.Forbidden:
+        base.enforce(action, {'project_id': context.project_id})
+        raise exceptions.NotFound(resource='Instance', id=uuid)
     return instance
 
 

@@ -18,8 +18,9 @@ auth_strategy = keystone, with a token the real Keystone issued to a user
 of that persona: the bootstrap admin, a member and a reader of the
 project that owns the instances, a member of another project, and no
 token. The answer must be what the rules say: the route's success status
-when allowed, 403 when denied, 401 without a token; for the instance
-listing, only the caller's project's instances unless the rules allow all.
+when allowed, 403 when denied, 404 for another project's instance, 401
+without a token; for the instance listing, only the caller's project's
+instances unless the rules allow all.
 
 The database holds memagg.tests.unit.api.data with instance A owned by
 the member's project. memagg-scheduler's manager serves the routes that
@@ -145,6 +146,8 @@ def _expected_status(route, outcome):
         return 401
     if outcome == policy_matrix.DENIED:
         return 403
+    if outcome == policy_matrix.NOT_FOUND:
+        return 404
     return ALLOWED_STATUS.get(route.operation_id,
                               route.status_at(microversion.MAX_VERSION))
 

@@ -48,9 +48,14 @@ def test_member_may_not_ask_for_another_project(api):
 def test_owner_reads_own_instance_only(api, path):
     assert api.as_(data.PROJECT_A, MEMBER,
                    path % data.INSTANCE_A).status_code == 200
-    denied = api.as_(data.PROJECT_A, MEMBER, path % data.INSTANCE_B)
-    assert denied.status_code == 403
-    assert denied.json['errors'][0]['code'] == 'memagg.forbidden'
+    # Another project's is not found, as a missing one (as Nova answers).
+    other = api.as_(data.PROJECT_A, MEMBER, path % data.INSTANCE_B).json
+    missing = api.as_(data.PROJECT_A, MEMBER, path % data.MISSING).json
+    assert [(e['status'], e['code'], e['detail'].replace(
+        data.INSTANCE_B, 'X')) for e in other['errors']] == [
+        (e['status'], e['code'], e['detail'].replace(data.MISSING, 'X'))
+        for e in missing['errors']] == [
+        (404, 'memagg.not_found', 'Instance X could not be found.')]
     assert api.get(path % data.INSTANCE_B).status_code == 200
 
 
@@ -92,8 +97,9 @@ def test_every_route_enforces_policy(api, scheduler, route):
     expected = 409 if route.operation_id == 'audits_execute_audit' else \
         route.status_at(microversion.MAX_VERSION)
     assert _call(api, route, url).status_code == expected
-    if route.path == '/v1/instances':
-        # Listing is open to members, scoped to their project.
+    if route.path.startswith('/v1/instances'):
+        # Open to a project's readers, scoped to their project (another
+        # project's instance is 404): a caller without a role is denied.
         denied = _call(api, route, url, {'X-Project-Id': data.PROJECT_A,
                                          'X-Roles': 'nobody'})
     else:

@@ -70,7 +70,7 @@ def test_project_readers_and_members_read_their_own_instances(cells, path):
         'admin': policy_matrix.ALLOWED,
         'project member': policy_matrix.ALLOWED,
         'project reader': policy_matrix.ALLOWED,
-        'member of another project': policy_matrix.DENIED,
+        'member of another project': policy_matrix.NOT_FOUND,
         'no token': policy_matrix.UNAUTHENTICATED}
 
 
