@@ -35,8 +35,6 @@ from memagg.common import exceptions
 
 # What a persona gets from a route.
 ALLOWED = 'allowed'
-# Allowed for the caller's own project only (the instances listing).
-OWN_PROJECT = 'own project'
 DENIED = 'denied (403)'
 # Another project's object, as Nova answers: not found, so that its
 # existence is not told.
@@ -72,6 +70,17 @@ PERSONAS = (
 # Rules whose target is the object's own project (an instance's); every
 # other rule's target is the caller's project.
 OWNER_TARGETED = frozenset([instance_policies.GET, instance_policies.WSS])
+
+# What each rule that widens a route's answer adds to it: a caller the
+# rule does not allow is answered without it.
+WIDENS = {instance_policies.LIST_ALL_PROJECTS: 'other projects',
+          instance_policies.HOST: 'hosts'}
+
+
+def without(*withheld):
+    """The outcome of a route answered without what the named widenings
+    add (WIDENS' values)."""
+    return 'allowed, without ' + ' or '.join(withheld)
 
 
 def route_rules():
@@ -112,10 +121,9 @@ def outcome(enforcer, route, persona, rules):
                 enforcer, persona, rules[0], owner=persona.project_id):
             return NOT_FOUND
         return DENIED
-    if len(rules) > 1 and not all(_passes(enforcer, persona, rule)
-                                  for rule in rules[1:]):
-        return OWN_PROJECT
-    return ALLOWED
+    withheld = [WIDENS[rule] for rule in rules[1:]
+                if not _passes(enforcer, persona, rule)]
+    return without(*withheld) if withheld else ALLOWED
 
 
 def matrix(enforcer):

@@ -101,6 +101,11 @@ _SAMPLER = {
         'balloon statistics standing in for a lost window. Since 1.8.')},
 }
 
+# Which compute host runs an instance: for memagg:instance:host only.
+_HOST = dict(NAME, description=(
+    'The compute host; shown only to callers memagg:instance:host allows '
+    '(admins by default).'))
+
 # Host-side reclaim of the instance (memagg-compute), since 1.11; the WSS
 # history keeps the first two.
 _HISTORY_RECLAIM = {
@@ -154,7 +159,7 @@ COMPONENTS = {
         'state': {'type': 'string'}, 'reported_at': _nullable(DATETIME),
     }, **_TIMESTAMPS)),
     'Instance': closed_object(dict({
-        'uuid': UUID, 'name': {'type': 'string'}, 'host': NAME,
+        'uuid': UUID, 'name': {'type': 'string'}, 'host': _HOST,
         'project_id': {'type': ['string', 'null']},
         'status': {'type': 'string'}, 'booked_mb': INTEGER,
         'current_mb': INTEGER, 'target_mb': _nullable(INTEGER),
@@ -172,15 +177,15 @@ COMPONENTS = {
             'Memory of the instance held remotely (grants), MiB. '
             'Since 1.1.')),
     }, **_SAMPLER, **_RECLAIM, **_TIMESTAMPS), optional=(
-        'remote_mb', 'wss_maxavg_mb', 'local_policy', *_SAMPLER,
+        'host', 'remote_mb', 'wss_maxavg_mb', 'local_policy', *_SAMPLER,
         *_RECLAIM)),
     'WssSample': closed_object(dict({
-        'id': INTEGER, 'host': NAME, 'sampled_at': DATETIME,
+        'id': INTEGER, 'host': _HOST, 'sampled_at': DATETIME,
         'wss_mb': INTEGER, 'wss_maxavg_mb': _nullable(INTEGER),
         'current_mb': INTEGER, 'target_mb': _nullable(INTEGER),
         'estimator': {'type': 'string'},
     }, **_SAMPLER, **_HISTORY_RECLAIM), optional=(
-        *_SAMPLER, *_HISTORY_RECLAIM)),
+        'host', *_SAMPLER, *_HISTORY_RECLAIM)),
     'ReservoirHost': closed_object({
         'host': NAME, 'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER,
         'lent_mb': INTEGER, 'borrowed_mb': INTEGER,

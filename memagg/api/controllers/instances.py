@@ -12,7 +12,8 @@
 
 """/v1/instances: VMs, their memory sizes and their WSS history.
 
-An instance's project may read it; only an admin sees every project's.
+An instance's project may read it; only an admin sees every project's,
+and which host runs an instance (memagg:instance:host).
 """
 from memagg.api.controllers import base
 from memagg.api.policies import instances as policy
@@ -29,22 +30,32 @@ def list_instances(query):
     base.enforce(policy.LIST)
     context = base.context()
     filters = {}
-    if not _may_list_all_projects(context):
+    if not _may(policy.LIST_ALL_PROJECTS):
         wanted = query.get('project_id', context.project_id)
         if wanted != context.project_id:
             raise exceptions.Forbidden(action=policy.LIST_ALL_PROJECTS)
         filters['project_id'] = context.project_id
+    shows_host = _may(policy.HOST)
+    if 'host' in query and not shows_host:
+        raise exceptions.Forbidden(action=policy.HOST)
     version = base.version()
-    return base.paginate('instances', query, lambda row: views.render(
-        'Instance', row, version), filters=filters)
+    return base.paginate('instances', query, lambda row: _render(
+        'Instance', row, version, shows_host), filters=filters)
 
 
-def _may_list_all_projects(context):
+def _may(action):
     try:
-        base.enforce(policy.LIST_ALL_PROJECTS)
+        base.enforce(action)
     except exceptions.Forbidden:
         return False
     return True
+
+
+def _render(component, row, version, shows_host):
+    body = views.render(component, row, version)
+    if not shows_host:
+        del body['host']
+    return body
 
 
 def _owned_instance(uuid, action):
@@ -66,7 +77,8 @@ def _owned_instance(uuid, action):
             path_params={'uuid': schemas.UUID}, errors=(404,))
 def get_instance(uuid, query):
     instance = _owned_instance(uuid, policy.GET)
-    return {'instance': views.render('Instance', instance, base.version())}
+    return {'instance': _render('Instance', instance, base.version(),
+                                _may(policy.HOST))}
 
 
 @base.route('/v1/instances/{uuid}/wss', 'List an instance\'s working-set '
@@ -77,5 +89,7 @@ def get_instance(uuid, query):
 def list_wss(uuid, query):
     _owned_instance(uuid, policy.WSS)
     version = base.version()
-    return base.paginate('wss_samples', query, lambda row: views.render(
-        'WssSample', row, version), filters={'instance_uuid': uuid})
+    shows_host = _may(policy.HOST)
+    return base.paginate('wss_samples', query, lambda row: _render(
+        'WssSample', row, version, shows_host),
+        filters={'instance_uuid': uuid})

@@ -88,16 +88,18 @@ def deprecated(name, old_check_str):
 
 
 def rule(name, check_str, description, method, path, deprecated_rule=None):
-    """The documented rule guarding ``method path``; memagg's rules are all
-    project-scoped. ``deprecated_rule`` is the old default it replaces."""
+    """The documented rule guarding ``method path`` (a path, or a tuple of
+    the paths it guards); memagg's rules are all project-scoped.
+    ``deprecated_rule`` is the old default it replaces."""
+    paths = path if isinstance(path, tuple) else (path,)
     return policy.DocumentedRuleDefault(
         name=name, check_str=check_str, description=description,
-        operations=[{'method': method, 'path': path}],
+        operations=[{'method': method, 'path': p} for p in paths],
         scope_types=['project'], deprecated_rule=deprecated_rule)
 
 
 def get_rule(name, check_str, description, path, deprecated_rule=None):
-    """The documented rule guarding ``GET path``."""
+    """The documented rule guarding ``GET path`` (or each of a tuple)."""
     return rule(name, check_str, description, 'GET', path, deprecated_rule)
 
 

@@ -11,13 +11,14 @@
 # under the License.
 
 """Policies of /v1/instances: an instance's project's readers and
-members may read it."""
+members may read it; which host runs it is for admins."""
 from memagg.api.policies import base
 
 LIST = 'memagg:instance:list'
 LIST_ALL_PROJECTS = 'memagg:instance:list:all_projects'
 GET = 'memagg:instance:get'
 WSS = 'memagg:instance:wss'
+HOST = 'memagg:instance:host'
 
 rules = [
     base.get_rule(
@@ -41,6 +42,14 @@ rules = [
         'List the working-set samples of an instance.',
         '/v1/instances/{uuid}/wss',
         base.deprecated(WSS, base.OLD_ADMIN_OR_OWNER)),
+    base.get_rule(
+        HOST, base.ADMIN,
+        'See the compute host of an instance and of its working-set '
+        'samples, and filter the instances listing by host. Without it '
+        'the host field is left out of those bodies (as Nova keeps a '
+        'server\'s host from non-admins) and a host filter is refused.',
+        ('/v1/instances', '/v1/instances/{uuid}',
+         '/v1/instances/{uuid}/wss')),
 ]
 
 

@@ -121,11 +121,27 @@ def test_member_of_other_project_may_not_list_hosts(api, keystone):
     _error(api.get('/v1/hosts', token=keystone.token(keystone.member)), 403)
 
 
-def test_member_may_not_read_another_projects_instance(api, keystone,
-                                                       instances):
-    resp = api.get('/v1/instances/' + instances['admin'],
-                   token=keystone.token(keystone.member))
-    _error(resp, 403)
+def test_another_projects_instance_is_not_found(api, keystone, instances):
+    """As a missing one: the answer does not tell that it exists."""
+    token = keystone.token(keystone.member)
+    for path in ('', '/wss'):
+        other = api.get('/v1/instances/' + instances['admin'] + path,
+                        token=token)
+        missing = api.get('/v1/instances/%s%s' % (uuid.uuid4(), path),
+                          token=token)
+        seen, expected = _error(other, 404), _error(missing, 404)
+        assert seen['code'] == expected['code']
+        assert seen['title'] == expected['title']
+
+
+def test_only_admins_see_hosts(api, keystone, instances):
+    member = api.get('/v1/instances', token=keystone.token(keystone.member))
+    admin = api.get('/v1/instances', token=keystone.token(keystone.admin))
+    assert member.status_code == admin.status_code == 200
+    assert all('host' not in i for i in member.json()['instances'])
+    assert all(i['host'] == HOST for i in admin.json()['instances'])
+    _error(api.get('/v1/instances?host=' + HOST,
+                   token=keystone.token(keystone.member)), 403)
 
 
 def test_member_reads_own_projects_instance(api, keystone, instances):

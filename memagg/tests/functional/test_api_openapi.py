@@ -71,7 +71,10 @@ CALLS = [
     ('/v1/instances/{uuid}', '/v1/instances/' + data.INSTANCE_A, LATEST,
      200),
     ('/v1/instances/{uuid}', '/v1/instances/' + data.INSTANCE_B, MEMBER_A,
-     403),
+     404),
+    ('/v1/instances/{uuid}/wss', '/v1/instances/%s/wss' % data.INSTANCE_B,
+     MEMBER_A, 404),
+    ('/v1/instances', '/v1/instances?host=host-1', MEMBER_A, 403),
     ('/v1/instances/{uuid}', '/v1/instances/' + data.MISSING, {}, 404),
     ('/v1/instances/{uuid}', '/v1/instances/bad-uuid', {}, 400),
     ('/v1/instances/{uuid}/wss', '/v1/instances/%s/wss?since='

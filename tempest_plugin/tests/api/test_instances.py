@@ -108,11 +108,23 @@ class InstancesTest(base.BaseMemaggTest):
         self.assertRaises(lib_exc.Forbidden,
                           self.member_client.list_instances,
                           project_id=self.os_admin.credentials.project_id)
+
+    @decorators.attr(type=['negative'])
+    @decorators.idempotent_id('0b6f4c1e-5d2a-4f7b-9c3e-8a1d2e4f6b70')
+    def test_other_projects_instance_not_found(self):
+        # As Nova answers: the member is not told that it exists.
         uuid = self.an_instance()['uuid']
-        self.assertRaises(lib_exc.Forbidden,
+        self.assertRaises(lib_exc.NotFound,
                           self.member_client.show_instance, uuid)
-        self.assertRaises(lib_exc.Forbidden,
+        self.assertRaises(lib_exc.NotFound,
                           self.member_client.list_instance_wss, uuid)
+
+    @decorators.attr(type=['negative'])
+    @decorators.idempotent_id('5e8d7a21-3c4b-4e6f-a9d0-1b2c3d4e5f60')
+    def test_member_may_not_filter_by_host(self):
+        host = self.an_instance()['host']
+        self.assertRaises(lib_exc.Forbidden,
+                          self.member_client.list_instances, host=host)
 
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('889aab31-a349-4745-9ffa-2dc23ca51224')

@@ -66,21 +66,29 @@ def test_infrastructure_is_for_the_admin_alone(cells):
 @pytest.mark.parametrize('path', ['/v1/instances/{uuid}',
                                   '/v1/instances/{uuid}/wss'])
 def test_project_readers_and_members_read_their_own_instances(cells, path):
+    no_host = policy_matrix.without('hosts')
     assert cells[('GET', path)] == {
         'admin': policy_matrix.ALLOWED,
-        'project member': policy_matrix.ALLOWED,
-        'project reader': policy_matrix.ALLOWED,
+        'project member': no_host,
+        'project reader': no_host,
         'member of another project': policy_matrix.NOT_FOUND,
         'no token': policy_matrix.UNAUTHENTICATED}
 
 
 def test_listing_is_scoped_to_the_callers_project(cells):
+    own = policy_matrix.without('other projects', 'hosts')
     assert cells[('GET', '/v1/instances')] == {
         'admin': policy_matrix.ALLOWED,
-        'project member': policy_matrix.OWN_PROJECT,
-        'project reader': policy_matrix.OWN_PROJECT,
-        'member of another project': policy_matrix.OWN_PROJECT,
+        'project member': own,
+        'project reader': own,
+        'member of another project': own,
         'no token': policy_matrix.UNAUTHENTICATED}
+
+
+def test_every_widening_rule_says_what_it_adds():
+    for rules in policy_matrix.route_rules().values():
+        for rule in rules[1:]:
+            assert rule in policy_matrix.WIDENS, rule
 
 
 def _enforce(enforcer, rule, project, roles, owner):
