@@ -142,7 +142,13 @@ _RECLAIM = dict(_HISTORY_RECLAIM, **{
 
 COMPONENTS = {
     'Link': closed_object({'rel': {'type': 'string'},
-                           'href': {'type': 'string', 'format': 'uri'}}),
+                           'href': {'type': 'string',
+                                    'format': 'uri-reference',
+                                    'description': (
+                                        'A URL under [api] public_endpoint '
+                                        'or a trusted proxy\'s, else a path '
+                                        'from the server\'s root to resolve '
+                                        'against the URL asked.')}}),
     'Service': closed_object(dict({
         'id': INTEGER, 'host': NAME, 'binary': {'type': 'string'},
         'topic': {'type': 'string'}, 'report_count': INTEGER,

@@ -39,17 +39,19 @@ class Page:
     ``next`` links.
     """
 
-    def __init__(self, http, collection, body):
+    def __init__(self, http, collection, body, path):
         self._http = http
         self._collection = collection
+        self._path = path
         self.items = body[collection]
         self.next_link = next((link['href'] for link in body['links']
                                if link['rel'] == 'next'), None)
         self.next_marker = None
+        self._next_query = None
         if self.next_link:
-            query = urllib.parse.parse_qs(
+            self._next_query = urllib.parse.parse_qs(
                 urllib.parse.urlsplit(self.next_link).query)
-            self.next_marker = query['marker'][0]
+            self.next_marker = self._next_query['marker'][0]
 
     def __repr__(self):
         return '<Page of %d %s, next marker %r>' % (
@@ -59,8 +61,13 @@ class Page:
         """The following page, or None when this is the last."""
         if not self.next_link:
             return None
+        # The link's query on this page's path at the client's endpoint:
+        # the link may be a path from the server's root, which holds the
+        # API's prefix that the endpoint holds too.
         return Page(self._http, self._collection,
-                    self._http.request('GET', self.next_link))
+                    self._http.request('GET', self._path,
+                                       params=self._next_query),
+                    self._path)
 
     def all_items(self):
         """Iterate over the items of this page and of every next page."""
@@ -83,7 +90,7 @@ class Manager:
         params = {k: _query_value(v) for k, v in params.items()
                   if v is not None}
         return Page(self._http, collection,
-                    self._http.request('GET', path, params=params))
+                    self._http.request('GET', path, params=params), path)
 
     def _get(self, path, key):
         return self._http.request('GET', path)[key]

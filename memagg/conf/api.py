@@ -35,6 +35,16 @@ opts = [
                     'responses carry it. Empty: the API is at /. Requests '
                     'outside the prefix are served as if under it, so a load '
                     'balancer may still check /healthcheck.'),
+    cfg.URIOpt('public_endpoint', schemes=['http', 'https'],
+               help='The URL clients reach memagg-api at, e.g. '
+                    'https://cloud.example/memory-aggregation: the links in '
+                    'responses start with it. Unset, they start with the '
+                    'scheme, host and prefix a proxy named when '
+                    '[oslo_middleware] enable_proxy_headers_parsing is on '
+                    'and the request carried X-Forwarded-Host or Forwarded '
+                    'host=, else they are paths from the server\'s root '
+                    '(/v1/...), which clients resolve against the URL they '
+                    'asked: never the Host header a client sent.'),
     cfg.StrOpt('auth_strategy', default='keystone',
                choices=[('keystone',
                          'Validate tokens with keystonemiddleware'),

@@ -231,6 +231,28 @@ def paginate(collection, query, render, filters=None):
         key = listing['key']
         args = dict(flask.request.args.items())
         args.update(limit=limit, marker=getattr(rows[-1], key))
-        links.append({'rel': 'next', 'href': '%s?%s' % (
-            flask.request.base_url, urllib.parse.urlencode(args))})
+        links.append({'rel': 'next', 'href': link(
+            flask.request.path + '?' + urllib.parse.urlencode(args))})
     return {collection: [render(row) for row in rows], 'links': links}
+
+
+def link(path):
+    """The href of ``path`` (from the API's root: /v1/hosts?...) in a
+    response: under [api] public_endpoint when it is set; else under the
+    scheme, host and prefix a proxy named, when http_proxy_to_wsgi trusts
+    it; else the path from the server's root alone. Never under the Host
+    header a client sent, which anyone can set."""
+    conf = flask.current_app.config['memagg_conf']
+    request = flask.request
+    if conf.api.public_endpoint:
+        return conf.api.public_endpoint.rstrip('/') + path
+    if _proxy_named_host(conf, request.environ):
+        return request.host_url.rstrip('/') + request.script_root + path
+    return request.script_root + path
+
+
+def _proxy_named_host(conf, environ):
+    if not conf.oslo_middleware.enable_proxy_headers_parsing:
+        return False
+    return ('HTTP_X_FORWARDED_HOST' in environ
+            or 'host=' in environ.get('HTTP_FORWARDED', '').lower())

@@ -25,8 +25,7 @@ def _version_document():
         'status': 'CURRENT',
         'min_version': microversion.to_string(microversion.MIN_VERSION),
         'max_version': microversion.to_string(microversion.MAX_VERSION),
-        # url_root carries SCRIPT_NAME: the prefix the API is mounted at.
-        'links': [{'rel': 'self', 'href': flask.request.url_root + 'v1/'}],
+        'links': [{'rel': 'self', 'href': base.link('/v1/')}],
     }
 
 

@@ -17,6 +17,7 @@ and under a path prefix, bad options, and a prompt stop on SIGTERM."""
 import os
 import subprocess
 import time
+import urllib.parse
 
 import pytest
 import requests
@@ -111,7 +112,9 @@ def _hosts_by_next_links(url, headers=None):
         names += [host['name'] for host in body['hosts']]
         nexts = [link['href'] for link in body['links']
                  if link['rel'] == 'next']
-        url = nexts[0] if nexts else None
+        # A link may be a path from the server's root: resolved as a
+        # browser would, against the URL asked.
+        url = urllib.parse.urljoin(response.url, nexts[0]) if nexts else None
     return names
 
 
@@ -128,14 +131,17 @@ def test_serves_the_api_and_stops_on_sigterm(tmp_path, database):
                   url + '/healthcheck')
     try:
         assert len(_children(proc.proc.pid)) == 2, proc.log()
-        assert _self_link(url + '/') == [url + '/v1/']
-        assert _self_link(url + '/v1/') == [url + '/v1/']
+        # No [api] public_endpoint and no proxy: links are paths, never
+        # under the Host header the client sent.
+        assert _self_link(url + '/') == ['/v1/']
+        assert _self_link(url + '/v1/') == ['/v1/']
         health = requests.get(url + '/healthcheck', timeout=10)
         assert health.status_code == 200
         assert health.headers['Content-Type'].startswith('text/plain')
-        first = requests.get(url + '/v1/hosts?limit=1', timeout=10).json()
+        first = requests.get(url + '/v1/hosts?limit=1', timeout=10,
+                             headers={'Host': 'evil.example'}).json()
         assert first['links'][0]['href'].startswith(
-            url + '/v1/hosts?limit=1&marker=')
+            '/v1/hosts?limit=1&marker=')
         assert _hosts_by_next_links(url + '/v1/hosts?limit=1') == [
             'host-1', 'host-2']
         too_many = requests.get(url + '/v1/hosts?limit=6', timeout=10)
@@ -172,18 +178,22 @@ def test_behind_a_proxy_that_strips_a_prefix(tmp_path, database):
 
 @pytest.mark.slow
 def test_path_prefix_mounts_the_api_under_it(tmp_path, database):
-    config, url = _config(tmp_path, database, api={'path_prefix': PREFIX})
+    public = 'https://cloud.example' + PREFIX
+    config, url = _config(tmp_path, database, api={
+        'path_prefix': PREFIX, 'public_endpoint': public})
     base = url + PREFIX
     proc = _start(tmp_path, ['--config-file', str(config)],
                   base + '/healthcheck')
     try:
-        assert _self_link(base + '/') == [base + '/v1/']
-        assert _self_link(base) == [base + '/v1/']
-        assert _self_link(base + '/v1/') == [base + '/v1/']
+        # Links start with [api] public_endpoint, whatever URL was asked.
+        assert _self_link(base + '/') == [public + '/v1/']
+        assert _self_link(base) == [public + '/v1/']
+        assert _self_link(base + '/v1/') == [public + '/v1/']
         first = requests.get(base + '/v1/hosts?limit=1', timeout=10).json()
         assert first['links'][0]['href'].startswith(
-            base + '/v1/hosts?limit=1&marker=')
-        assert _hosts_by_next_links(base + '/v1/hosts?limit=1') == [
+            public + '/v1/hosts?limit=1&marker=')
+        assert [h['name'] for h in requests.get(
+            base + '/v1/hosts', timeout=10).json()['hosts']] == [
             'host-1', 'host-2']
         # A load balancer probing the server itself needs no prefix.
         assert requests.get(url + '/healthcheck',

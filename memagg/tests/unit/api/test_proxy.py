@@ -12,7 +12,8 @@
 
 """Links behind a reverse proxy and under a path prefix, through the whole
 WSGI pipeline: the version documents' self links and the next links of
-lists name the URL the client used."""
+lists start with [api] public_endpoint, or with what a trusted proxy named,
+or are paths from the server's root; never with the Host a client sent."""
 import pytest
 
 
@@ -33,22 +34,34 @@ def proxied(api, conf):
     return api
 
 
-def test_links_are_the_host_asked_for(api):
-    assert _self_links(api, base_url='http://api.example:8799/') == [
-        'http://api.example:8799/v1/']
-    body = api.get('/v1/', base_url='http://api.example:8799/').get_json()
-    assert body['version']['links'] == [
-        {'rel': 'self', 'href': 'http://api.example:8799/v1/'}]
+def test_links_never_name_the_host_a_client_sent(api):
+    # Anyone can send any Host: a link under it would send the next
+    # request wherever the sender chose.
+    assert _self_links(api, base_url='http://evil.example:8799/') == [
+        '/v1/']
+    body = api.get('/v1/', base_url='http://evil.example:8799/').get_json()
+    assert body['version']['links'] == [{'rel': 'self', 'href': '/v1/'}]
+    marker = api.get('/v1/hosts?limit=1').get_json()['hosts'][0]['name']
+    assert _next_link(api, base_url='http://evil.example/') == [
+        '/v1/hosts?limit=1&marker=%s' % marker]
 
 
 def test_links_keep_the_script_name_prefix(api):
     base = 'http://cloud.example/memory-aggregation/'
-    assert _self_links(api, base_url=base) == [base + 'v1/']
-    body = api.get('/v1/', base_url=base).get_json()
-    assert body['version']['links'][0]['href'] == base + 'v1/'
+    assert _self_links(api, base_url=base) == ['/memory-aggregation/v1/']
     marker = api.get('/v1/hosts?limit=1').get_json()['hosts'][0]['name']
     assert _next_link(api, base_url=base) == [
-        base + 'v1/hosts?limit=1&marker=%s' % marker]
+        '/memory-aggregation/v1/hosts?limit=1&marker=%s' % marker]
+
+
+def test_links_start_with_the_public_endpoint(api, conf):
+    conf.config(public_endpoint='https://memagg.example/edge', group='api')
+    conf.config(enable_proxy_headers_parsing=True, group='oslo_middleware')
+    headers = {'X-Forwarded-Host': 'proxy.example', 'Host': 'evil.example'}
+    assert _self_links(api, headers=headers) == [
+        'https://memagg.example/edge/v1/']
+    [link] = _next_link(api, headers=headers)
+    assert link.startswith('https://memagg.example/edge/v1/hosts?limit=1&')
 
 
 def test_forwarded_headers_are_ignored_unless_enabled(api):
@@ -56,8 +69,7 @@ def test_forwarded_headers_are_ignored_unless_enabled(api):
                'X-Forwarded-Host': 'cloud.example',
                'X-Forwarded-Prefix': '/memory-aggregation'}
     assert _self_links(api, headers=headers,
-                       base_url='http://10.0.0.5:8799/') == [
-        'http://10.0.0.5:8799/v1/']
+                       base_url='http://10.0.0.5:8799/') == ['/v1/']
 
 
 def test_x_forwarded_headers(proxied):
@@ -81,7 +93,8 @@ def test_rfc7239_forwarded_header(proxied):
 
 
 def test_forwarded_prefix_adds_to_script_name(proxied):
+    # A proxy that names no host: the Host is still the client's own.
     headers = {'X-Forwarded-Prefix': '/edge'}
     links = _self_links(proxied, headers=headers,
                         base_url='http://cloud.example/memory-aggregation/')
-    assert links == ['http://cloud.example/edge/memory-aggregation/v1/']
+    assert links == ['/edge/memory-aggregation/v1/']
