@@ -25,10 +25,12 @@ after a failed start.
 """
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -249,7 +251,9 @@ class MemaggSwapd(_Server):
 
     The grant is made as memagg-compute makes it: GRANT_ALLOC on the donor,
     then EXPORT_CREATE on the consumer with the slabs' endpoint, address
-    and rkey. The consumer's local durability copy lives in ``local_dir``.
+    and rkey. The consumer's local durability copy lives in ``local_dir``,
+    which holds the consumer's state directory for it: memagg-swapd takes
+    a local copy only below its state_dir/local.
     ``pids`` are the donor's, then the consumer's.  The pages travel and
     sit on the donor in clear (EXPORT_CREATE without seal), which start()
     checks in EXPORT_DESCRIBE.
@@ -266,7 +270,7 @@ class MemaggSwapd(_Server):
         self.grant = str(uuid.uuid4())
         self._consumer_control = None
 
-    def _start_swapd(self, role, capacity):
+    def _start_swapd(self, role, capacity, state_dir=None):
         base = os.path.join(self.workdir, role)
         control_path = os.path.join(base, 'control.sock')
         for sub in ('exports', 'state'):
@@ -275,7 +279,7 @@ class MemaggSwapd(_Server):
         swapd_cmd.write_config(config_file, {
             'control_socket': control_path,
             'export_dir': os.path.join(base, 'exports'),
-            'state_dir': os.path.join(base, 'state'),
+            'state_dir': state_dir or os.path.join(base, 'state'),
             'listen': 'tcp://127.0.0.1:%d' % service_procs.free_port(),
             'capacity_mb': capacity // MIB, 'transport': 'tcp'})
         proc = self._spawn('swapd-%s' % role, swapd_command(config_file))
@@ -289,7 +293,9 @@ class MemaggSwapd(_Server):
                               % (self.size, self.slab_size))
         n_slabs = self.size // self.slab_size
         donor = self._start_swapd('donor', self.size)
-        consumer = self._start_swapd('consumer', 0)
+        self._state = tempfile.mkdtemp(prefix='memagg-bench-',
+                                       dir=self.local_dir)
+        consumer = self._start_swapd('consumer', 0, self._state)
         self._consumer_control = consumer
         key = secrets.token_hex(32)
         granted = _swapd_call(
@@ -298,8 +304,8 @@ class MemaggSwapd(_Server):
         if len(granted['slabs']) != n_slabs:
             raise ServerError('the donor granted %d of %d slabs'
                               % (len(granted['slabs']), n_slabs))
-        self._local = os.path.join(self.local_dir,
-                                   'memagg-bench-%s.img' % self.grant)
+        self._local = os.path.join(self._state, 'local',
+                                   '%s.img' % self.grant)
         slabs = [dict(slab, endpoint=granted['endpoint'],
                       rkey=granted['rkey']) for slab in granted['slabs']]
         export = _swapd_call(
@@ -338,9 +344,9 @@ class MemaggSwapd(_Server):
             pass
         finally:
             super().stop()
-            local = getattr(self, '_local', None)
-            if local and os.path.exists(local):
-                os.unlink(local)
+            state = getattr(self, '_state', None)
+            if state:
+                shutil.rmtree(state, ignore_errors=True)
 
 
 class MemaggSwapdSealed(MemaggSwapd):

@@ -299,7 +299,7 @@ class Bench:
                       for s in lent['slabs']]
         export = self.swapd_src.client().export_create(
             case.grant, case.key, self.args.disk_mb * MIB, SLAB_SIZE,
-            os.path.join(self.swapd_src.dir, '%s.img' % case.grant),
+            self.swapd_src.local_copy('%s.img' % case.grant),
             case.table)
         serial = 'memagg-swap-' + case.grant.replace('-', '')[:8]
         mark = len(guest.console_text())
@@ -353,7 +353,7 @@ class Bench:
             swapd_dst.client().export_create(
                 case.grant, case.key, described['size'],
                 described['slab_size'],
-                os.path.join(swapd_dst.dir, '%s.img' % case.grant),
+                swapd_dst.local_copy('%s.img' % case.grant),
                 described['slabs'], adopt=True)
         elif case.swap == 'local':
             # Nova's pre_live_migration: the disk, empty, on the

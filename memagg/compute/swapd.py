@@ -240,7 +240,9 @@ class SwapdClient:
         """Create ``grant``'s export over ``slabs`` (dicts of index,
         endpoint, remote_addr, rkey) with its durability copy at
         ``local``: {name, socket}, and key_offer with ``adopt`` and
-        ``seal``.
+        ``seal``. ``local`` must be a regular file of its own below
+        memagg-swapd's state_dir/local, reached through directories only
+        (remote_grants.local_copy_path): SwapdError EINVAL otherwise.
 
         With ``seal`` the pages are encrypted and authenticated with a key
         of the export's own that memagg-swapd makes and keeps: donors and

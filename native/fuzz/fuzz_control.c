@@ -21,14 +21,24 @@
  * export-table parser also gets the input after a valid grant, key, size,
  * slab_size and local, so the fuzzer reaches slabs= (ranges), local_slabs=,
  * adopt=, rebuilt=, rebuild_started=, seal= and page_key= without finding
- * a uuid and 64 hex digits first.
+ * a uuid and 64 hex digits first.  The local= of the input, and the input
+ * itself, go through the confinement of local copies (confine.c): its
+ * text check, and its walk in a fixture directory with a file, a
+ * directory, symlinks out of it, a fifo and a hard link, standing for
+ * /var/lib/memagg/swapd/local so that corpus paths are fixed (no file is
+ * created, emptied or removed).
  */
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "args.h"
+#include "confine.h"
 #include "control.h"
 #include "export_spec.h"
 #include "store.h"
@@ -55,6 +65,92 @@ static void parse_table(char *line)
     }
 }
 
+#define FIXTURE_ROOT "/var/lib/memagg/swapd/local"
+
+static struct sd_confine fixture = { .dirfd = -1 };
+static char fixture_dir[] = "/tmp/fuzz_control.XXXXXX";
+
+static void fixture_remove(void)
+{
+    static const char *const names[] = { "local/sub/copy.img", "local/sub/up",
+                                         "local/link", "local/fifo",
+                                         "local/hard", "local/sub", "local",
+                                         "outside", NULL };
+    char path[256];
+    size_t i;
+
+    for (i = 0; names[i]; i++) {
+        snprintf(path, sizeof(path), "%s/%s", fixture_dir, names[i]);
+        if (remove(path)) {
+            perror(path);
+        }
+    }
+    rmdir(fixture_dir);
+}
+
+/* <tmp>/outside, and <tmp>/local: sub/copy.img (the one file it may
+ * open), sub/up -> .., link -> ../outside, fifo, hard (a link of
+ * outside). */
+static void fixture_make(void)
+{
+    char path[256], out[256];
+    int fd;
+
+    if (!mkdtemp(fixture_dir)) {
+        abort();
+    }
+    snprintf(out, sizeof(out), "%s/outside", fixture_dir);
+    fd = open(out, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        abort();
+    }
+    close(fd);
+    snprintf(path, sizeof(path), "%s/local", fixture_dir);
+    fixture.dirfd = mkdir(path, 0700) ? -1 :
+                    open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    snprintf(fixture.root, sizeof(fixture.root), FIXTURE_ROOT);
+    if (fixture.dirfd < 0 || mkdirat(fixture.dirfd, "sub", 0700) ||
+        (fd = openat(fixture.dirfd, "sub/copy.img", O_WRONLY | O_CREAT |
+                     O_EXCL, 0600)) < 0 ||
+        close(fd) || symlinkat("..", fixture.dirfd, "sub/up") ||
+        symlinkat("../outside", fixture.dirfd, "link") ||
+        mkfifoat(fixture.dirfd, "fifo", 0600) ||
+        linkat(AT_FDCWD, out, fixture.dirfd, "hard", 0)) {
+        abort();
+    }
+    atexit(fixture_remove);
+}
+
+/* path through the confinement: checked, opened without creating or
+ * emptying, and removed only if it were a file no fstat matches. */
+static void confine_path(const char *path)
+{
+    struct stat none = { .st_ino = 0 };
+    char err[SD_ERRLEN];
+    const char *rel;
+    int fd;
+
+    sd_confine_name(&fixture, "local", path, &rel, err, sizeof(err));
+    fd = sd_confine_open(&fixture, "local", path, 0, err, sizeof(err));
+    if (fd >= 0) {
+        close(fd);
+    }
+    sd_confine_unlink(&fixture, "local", path, &none, err, sizeof(err));
+}
+
+/* The local= of line, if it has one, through the confinement. */
+static void confine_local(char *line)
+{
+    char err[SD_ERRLEN];
+    struct sd_args args;
+    const char *local;
+
+    if (sd_control_parse_line(line, &args, err, sizeof(err)) == 0 &&
+        (local = sd_args_get(&args, "local"))) {
+        confine_path(local);
+    }
+}
+
 static struct sd_control_ctx ctx = {
     .transport = "tcp", .rdma = "unavailable:fuzz",
     .endpoint = "tcp://127.0.0.1:7450",
@@ -62,7 +158,7 @@ static struct sd_control_ctx ctx = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *line, *copy, *table, *reply;
+    char *line, *copy, *table, *local, *reply;
     uint8_t uuid[SD_UUID_LEN];
     uint32_t *idx;
     size_t n;
@@ -76,12 +172,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
     }
+    if (fixture.dirfd < 0) {
+        fixture_make();
+    }
     line = malloc(size + 1);
     copy = malloc(size + 1);
+    local = malloc(size + 1);
     table = malloc(sizeof(TABLE_PREFIX) + size);
     memcpy(line, data, size);
     line[size] = '\0';
     memcpy(copy, line, size + 1);
+    memcpy(local, line, size + 1);
     memcpy(table, TABLE_PREFIX, sizeof(TABLE_PREFIX) - 1);
     memcpy(table + sizeof(TABLE_PREFIX) - 1, line, size + 1);
 
@@ -91,6 +192,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sd_parse_index_list(line, 1 << 20, &idx, &n) == 0) {
         free(idx);
     }
+    confine_path(line);
+    confine_local(local);
     parse_table(table);
     parse_table(line);
     if (sd_control_handle(&ctx, copy, &reply) == 0) {
@@ -101,6 +204,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ctx.store = NULL;
     free(line);
     free(copy);
+    free(local);
     free(table);
     return 0;
 }

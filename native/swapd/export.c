@@ -69,6 +69,8 @@ int sd_exports_new(const char *state_dir, const char *export_dir,
                    char *err, size_t errlen)
 {
     struct sd_exports *xs = calloc(1, sizeof(*xs));
+    char local[PATH_MAX], cause[SD_ERRLEN];
+    size_t n;
     int ret;
 
     if (!xs) {
@@ -97,6 +99,25 @@ int sd_exports_new(const char *state_dir, const char *export_dir,
     if ((ret = mkdir_p(xs->export_dir, 0755))) {
         sd_fail(err, errlen, ret, "--export-dir: cannot create %s: %s",
                 xs->export_dir, strerror(-ret));
+        free(xs);
+        return ret;
+    }
+    /* The local copies, the only files a request names (local=), are
+     * confined to <state_dir>/local, where memagg-compute puts them: not
+     * beside the .conf files, which hold page keys. */
+    n = strlen(state_dir);
+    while (n > 0 && state_dir[n - 1] == '/') {
+        n--;        /* memagg-compute's os.path.join drops it too */
+    }
+    snprintf(local, sizeof(local), "%.*s/local", (int)n, state_dir);
+    if ((ret = mkdir_p(local, 0700))) {
+        sd_fail(err, errlen, ret, "--state-dir: cannot create %s: %s", local,
+                strerror(-ret));
+        free(xs);
+        return ret;
+    }
+    if ((ret = sd_confine_init(&xs->local, local, cause, sizeof(cause)))) {
+        sd_fail(err, errlen, ret, "--state-dir: %s", cause);
         free(xs);
         return ret;
     }
@@ -188,6 +209,7 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     pthread_condattr_t ca;
     struct sd_export *x;
     uint64_t pps;
+    const char *rel;
     struct stat st;
     uint32_t i;
     int ret;
@@ -213,6 +235,11 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
              x->uuid);
     snprintf(x->conf, sizeof(x->conf), "%s/%s.conf", xs->conf_dir, x->uuid);
 
+    /* A path refused fails before any donor is reached. */
+    if ((ret = sd_confine_name(&xs->local, "local", x->spec.local, &rel, err,
+                               errlen))) {
+        goto out;
+    }
     x->peers = calloc(x->spec.nslabs, sizeof(*x->peers));
     x->degraded = calloc(x->spec.nslabs, 1);
     x->saved_local = calloc(x->spec.nslabs, 1);
@@ -250,9 +277,15 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
 
     /* A new adoption empties the copy: whatever it holds would pass for
      * pages written here. */
-    x->fd = open(x->spec.local, O_RDWR | O_CREAT | O_CLOEXEC |
-                 (x->spec.adopt && !restoring ? O_TRUNC : 0), 0600);
-    if (x->fd < 0 || fstat(x->fd, &st) ||
+    ret = sd_confine_open(&xs->local, "local", x->spec.local,
+                          SD_CONFINE_CREATE | (x->spec.adopt && !restoring ?
+                                               SD_CONFINE_EMPTY : 0),
+                          err, errlen);
+    if (ret < 0) {
+        goto out;
+    }
+    x->fd = ret;
+    if (fstat(x->fd, &st) ||
         ((uint64_t)st.st_size < x->spec.size &&
          ftruncate(x->fd, (off_t)x->spec.size))) {
         ret = sd_fail(err, errlen, -errno, "local: cannot use %s as the "
@@ -428,6 +461,9 @@ int sd_exports_drop(struct sd_exports *xs, const uint8_t grant[SD_UUID_LEN],
                     int delete_local)
 {
     struct sd_export *x = take(xs, grant);
+    char err[SD_ERRLEN];
+    struct stat st;
+    int ret = 0;
 
     if (!x) {
         return -ENOENT;
@@ -436,10 +472,20 @@ int sd_exports_drop(struct sd_exports *xs, const uint8_t grant[SD_UUID_LEN],
     sd_rebuild_stop(x);
     unlink(x->conf);
     if (delete_local) {
-        unlink(x->spec.local);
+        /* Only the file the export used, should its name have been
+         * replaced meanwhile. */
+        ret = fstat(x->fd, &st) ?
+              sd_fail(err, sizeof(err), -errno, "local: %s",
+                      strerror(errno)) :
+              sd_confine_unlink(&xs->local, "local", x->spec.local, &st, err,
+                                sizeof(err));
+        if (ret && ret != -ENOENT) {
+            sd_log(LOG_WARNING, "export %s: its local copy is not deleted: "
+                   "%s", x->name, err);
+        }
     }
     sd_log(LOG_INFO, "export %s: dropped%s", x->name,
-           delete_local ? " with its local copy" : "");
+           delete_local && !ret ? " with its local copy" : "");
     export_free(x);
     return 0;
 }
@@ -457,6 +503,7 @@ void sd_exports_free(struct sd_exports *xs)
         export_free(x);
     }
     sd_peers_free(xs);
+    sd_confine_destroy(&xs->local);
     pthread_mutex_destroy(&xs->lock);
     free(xs);
 }

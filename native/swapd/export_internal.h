@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "bitmap.h"
+#include "confine.h"
 #include "export_spec.h"
 #include "ghost.h"
 #include "hist.h"
@@ -110,6 +111,7 @@ struct sd_exports {
     /* Half of PATH_MAX leaves room for the file names below them. */
     char conf_dir[PATH_MAX / 2];
     char export_dir[PATH_MAX / 2];
+    struct sd_confine local;            /* <state_dir>/local: local copies */
     uid_t uid;
     gid_t gid;
     pthread_mutex_t lock;               /* the two lists */

@@ -124,7 +124,7 @@ def _source(hosts, grant, proxy, table):
     a = hosts('a')
     a.start()
     export = a.client().export_create(grant, KEY, SIZE, SLAB,
-                                      os.path.join(a.dir, 'copy.img'),
+                                      a.local_copy('copy.img'),
                                       table, seal=True)
     test_swapd_nbd.qemu_io(export['socket'], grant,
                            'write -P 0x5a 0 65536',
@@ -190,7 +190,7 @@ def test_the_page_key_follows_a_migration_sealed_for_the_destination(
     b.start()
     described = a.client().export_describe(grant)
     export = b.client().export_create(
-        grant, KEY, SIZE, SLAB, os.path.join(b.dir, 'copy.img'),
+        grant, KEY, SIZE, SLAB, b.local_copy('copy.img'),
         described['slabs'], adopt=True, seal=True)
     offer = export['key_offer']
     assert len(offer) == 64

@@ -165,7 +165,7 @@ def _donors_and_source(hosts, grant):
                   for s in lent['slabs']]
     a = hosts('a')
     a.start()
-    local_a = os.path.join(a.dir, 'copy.img')
+    local_a = a.local_copy('copy.img')
     export = a.client().export_create(grant, KEY, SIZE, SLAB, local_a, table)
     image = bytearray(SIZE)
     commands = []
@@ -189,7 +189,7 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     _sigstop(d2)
     b = hosts('b')
     b.start()
-    local_b = os.path.join(b.dir, 'copy.img')
+    local_b = b.local_copy('copy.img')
     with open(local_b, 'wb') as f:
         f.write(b'stale' * 1000)    # a copy left here earlier: dropped
     export = b.client().export_create(grant, KEY, SIZE, SLAB, local_b,
@@ -291,7 +291,7 @@ def test_an_adopted_export_serves_the_donors_pages_and_rebuilds_its_copy(
     assert info.value.errno_name == 'ENOENT'
 
 
-def test_adopting_a_table_with_a_local_slab_is_refused(hosts, tmp_path):
+def test_adopting_a_table_with_a_local_slab_is_refused(hosts):
     grant = str(uuid.uuid4())
     donor = hosts('d1', capacity_mb=16)
     donor.start()
@@ -302,7 +302,7 @@ def test_adopting_a_table_with_a_local_slab_is_refused(hosts, tmp_path):
     b = hosts('b')
     b.start()
     client = b.client()
-    local = str(tmp_path / 'copy.img')
+    local = b.local_copy('copy.img')
 
     with pytest.raises(swapd_client.SwapdError) as info:
         client.export_create(grant, KEY, SIZE, SLAB, local,
@@ -330,3 +330,37 @@ def test_adopting_a_table_with_a_local_slab_is_refused(hosts, tmp_path):
         assert info.value.message.startswith(field)
     assert client.export_list() == []
     assert not os.path.exists(local)
+
+
+def test_a_local_copy_outside_state_dir_local_is_refused(hosts):
+    """local= must be a file of its own below the consumer's
+    state_dir/local: a file elsewhere, reached by its path, '..' or a
+    symlink there, is refused and left as it was, not emptied by
+    adopt=1."""
+    b = hosts('b')
+    b.start()
+    client = b.client()
+    grant = str(uuid.uuid4())
+    table = [{'index': i, 'endpoint': 'tcp://127.0.0.1:1',
+              'remote_addr': i * SLAB, 'rkey': 1} for i in range(SLABS)]
+    outside = os.path.join(b.dir, 'outside.img')
+    with open(outside, 'wb') as f:
+        f.write(b'not a local copy')
+    os.symlink(outside, b.local_copy('link.img'))
+    for local in (outside, b.local_copy('../../outside.img'),
+                  b.local_copy('link.img')):
+        with pytest.raises(swapd_client.SwapdError) as info:
+            client.export_create(grant, KEY, SIZE, SLAB, local, table,
+                                 adopt=True)
+        assert info.value.errno_name == 'EINVAL'
+        assert info.value.message.startswith('local: '), info.value.message
+    with open(outside, 'rb') as f:
+        assert f.read() == b'not a local copy'
+    assert client.export_list() == []
+
+    export = client.export_create(grant, KEY, SIZE, SLAB,
+                                  b.local_copy('copy.img'), table,
+                                  adopt=True)
+    assert export['name'] == 'memagg-swap-%s' % grant
+    client.export_drop(grant, delete=True)
+    assert not os.path.exists(b.local_copy('copy.img'))

@@ -166,8 +166,7 @@ def test_runs_unprivileged_with_its_export_sockets_in_qemus_group():
         assert (control.st_mode & 0o777, control.st_uid) == (
             0o600, swapd_user.pw_uid)
 
-        grant, sock, _ = test_swapd_nbd.grant_and_export(
-            daemon, daemon, pathlib.Path(daemon.state_dir))
+        grant, sock, _ = test_swapd_nbd.grant_and_export(daemon, daemon)
         export = os.stat(sock)
         assert (export.st_mode & 0o777, export.st_uid, export.st_gid) == (
             0o660, swapd_user.pw_uid, qemu_gid)

@@ -261,7 +261,7 @@ def test_qemu_with_reconnect_delay_waits_for_a_restarted_swapd(conf,
     driver.close()
     export = consumer.client().export_create(
         GRANT, SECRET, SLAB_MB * MIB, SLAB_MB * MIB,
-        os.path.join(consumer.state_dir, 'copy.img'),
+        consumer.local_copy('copy.img'),
         [{'index': 0, 'endpoint': prepared['endpoint'],
           'remote_addr': prepared['slabs'][0]['remote_addr'],
           'rkey': prepared['slabs'][0]['rkey']}])

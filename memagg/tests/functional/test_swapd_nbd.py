@@ -18,6 +18,7 @@ the TCP transport, as [swapd] transport = auto picks on these machines.
 Each daemon is started as an operator starts it: ``memagg-swapd
 --config-file`` with its own memagg.conf."""
 import os
+import pathlib
 import shutil
 import signal
 import socket
@@ -162,8 +163,9 @@ def swapds_fixture(tmp_path):
     assert all(status == 0 for status in statuses.values()), statuses
 
 
-def grant_and_export(donor, consumer, tmp_path, key=KEY, export_key=None):
-    """GRANT_ALLOC on the donor, EXPORT_CREATE on the consumer."""
+def grant_and_export(donor, consumer, key=KEY, export_key=None):
+    """GRANT_ALLOC on the donor, EXPORT_CREATE on the consumer, its local
+    copy below state_dir/local (the only place memagg-swapd takes)."""
     grant = str(uuid.uuid4())
     alloc = ok(donor.control, 'GRANT_ALLOC grant=%s key=%s slab_size=%d '
                'slabs=%s' % (grant, key, SLAB,
@@ -173,7 +175,7 @@ def grant_and_export(donor, consumer, tmp_path, key=KEY, export_key=None):
                                       alloc['rkey'])
                      for i, addr in (s.split(':')
                                      for s in alloc['slabs'].split(',')))
-    local = tmp_path / ('%s.copy' % grant)
+    local = pathlib.Path(consumer.state_dir, 'local', '%s.copy' % grant)
     created = ok(consumer.control, 'EXPORT_CREATE grant=%s key=%s size=%d '
                  'slab_size=%d local=%s slabs=%s'
                  % (grant, export_key or key, SIZE, SLAB, local, slabs))
@@ -194,11 +196,10 @@ def qemu_io(sock, grant, *commands):
     return out
 
 
-def test_data_goes_through_the_donor_and_unwritten_pages_read_zeros(
-        swapds, tmp_path):
+def test_data_goes_through_the_donor_and_unwritten_pages_read_zeros(swapds):
     donor = swapds('donor', capacity_mb=64).start()
     consumer = swapds('consumer').start()
-    grant, sock, local = grant_and_export(donor, consumer, tmp_path)
+    grant, sock, local = grant_and_export(donor, consumer)
 
     qemu_io(sock, grant,
             'write -P 0xab 0 1M',
@@ -244,12 +245,10 @@ def test_data_goes_through_the_donor_and_unwritten_pages_read_zeros(
         'freed': str(SLABS)}
 
 
-def test_a_wrong_key_is_refused_and_logged_and_costs_no_data(
-        swapds, tmp_path):
+def test_a_wrong_key_is_refused_and_logged_and_costs_no_data(swapds):
     donor = swapds('donor', capacity_mb=64).start()
     consumer = swapds('consumer').start()
-    grant, sock, _ = grant_and_export(donor, consumer, tmp_path,
-                                      export_key='cd' * 32)
+    grant, sock, _ = grant_and_export(donor, consumer, export_key='cd' * 32)
 
     qemu_io(sock, grant, 'write -P 0x5e 0 256k')
     qemu_io(sock, grant, 'read -P 0x5e 0 256k')
@@ -263,10 +262,10 @@ def test_a_wrong_key_is_refused_and_logged_and_costs_no_data(
     assert 'served from the local copy' in consumer.log()
 
 
-def test_killing_the_donor_loses_nothing(swapds, tmp_path):
+def test_killing_the_donor_loses_nothing(swapds):
     donor = swapds('donor', capacity_mb=64).start()
     consumer = swapds('consumer').start()
-    grant, sock, _ = grant_and_export(donor, consumer, tmp_path)
+    grant, sock, _ = grant_and_export(donor, consumer)
     qemu_io(sock, grant, 'write -P 0x77 0 2M',
             'write -P 0x78 %d 2M' % (3 * SLAB))
 
@@ -286,10 +285,10 @@ def test_killing_the_donor_loses_nothing(swapds, tmp_path):
     assert '0' in described['local_slabs'].split(',')
 
 
-def test_a_restarted_consumer_restores_its_exports(swapds, tmp_path):
+def test_a_restarted_consumer_restores_its_exports(swapds):
     donor = swapds('donor', capacity_mb=64).start()
     consumer = swapds('consumer').start()
-    grant, sock, _ = grant_and_export(donor, consumer, tmp_path)
+    grant, sock, _ = grant_and_export(donor, consumer)
     qemu_io(sock, grant, 'write -P 0x42 %d 1M' % (SLAB - MIB // 2))
 
     consumer.kill()
@@ -340,11 +339,10 @@ def _request(sock, cmd, handle, offset, length):
     return error
 
 
-def test_malformed_nbd_requests_get_errors_and_the_daemon_serves_on(
-        swapds, tmp_path):
+def test_malformed_nbd_requests_get_errors_and_the_daemon_serves_on(swapds):
     donor = swapds('donor', capacity_mb=64).start()
     consumer = swapds('consumer').start()
-    grant, sock_path, _ = grant_and_export(donor, consumer, tmp_path)
+    grant, sock_path, _ = grant_and_export(donor, consumer)
     qemu_io(sock_path, grant, 'write -P 0x61 0 4k')
 
     sock = _nbd_connect(sock_path, 'memagg-swap-%s' % grant)

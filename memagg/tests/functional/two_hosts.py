@@ -109,6 +109,11 @@ class Swapd:
             'socket_user': socket_user, 'socket_group': socket_group},
             debug=True)
 
+    def local_copy(self, name):
+        """A local copy's path where memagg-swapd accepts it: below
+        state_dir/local, as memagg-compute places them."""
+        return os.path.join(self.state_dir, 'local', name)
+
     def argv(self):
         return self.prefix + [
             os.path.join(service_procs.BIN_DIR, 'memagg-swapd'),

@@ -20,10 +20,12 @@
  * Prints "N passed, N failed".
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -88,7 +90,7 @@ static struct sd_control_ctx ctx;
 static const char *call(const char *line)
 {
     static char out[4096];
-    char buf[2048], *reply;
+    char buf[8192], *reply;
 
     snprintf(buf, sizeof(buf), "%s", line);
     if (sd_control_handle(&ctx, buf, &reply)) {
@@ -154,20 +156,20 @@ static void test_verbs(const char *dir)
 
     /* Consumer. */
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=1000 slab_size=65536 local=%s/copy slabs=", dir);
+             " size=1000 slab_size=65536 local=%s/local/copy slabs=", dir);
     CHECK(strcmp(call(line), "ERR EINVAL size: must be a non-zero multiple "
                   "of slab_size (65536)") == 0);
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=262144 slab_size=65536 local=%s/copy slabs= colour=red",
+             " size=262144 slab_size=65536 local=%s/local/copy slabs= colour=red",
              dir);
     CHECK(starts(call(line), "ERR EINVAL colour: EXPORT_CREATE takes no "
                  "such argument"));
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=262144 slab_size=65536 local=%s/copy "
+             " size=262144 slab_size=65536 local=%s/local/copy "
              "slabs=1@udp://h:1@0@0", dir);
     CHECK(starts(call(line), "ERR EINVAL slabs: endpoint 'udp://h:1'"));
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=262144 slab_size=65536 local=%s/copy "
+             " size=262144 slab_size=65536 local=%s/local/copy "
              "slabs=1@tcp://127.0.0.1:1@0@0", dir);
     r = call(line);
     CHECK(starts(r, "OK name=memagg-swap-" GRANT " socket="));
@@ -211,7 +213,7 @@ static void test_verbs(const char *dir)
      * nobody listens on, is never asked): every page left to rebuild,
      * none reclaimable, and it drops. */
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=262144 slab_size=65536 local=%s/copy "
+             " size=262144 slab_size=65536 local=%s/local/copy "
              "slabs=0-3@tcp://127.0.0.1:1@0@0 adopt=1", dir);
     CHECK(starts(call(line), "OK name=memagg-swap-" GRANT " socket="));
     CHECK(strstr(call("EXPORT_STATS grant=" GRANT), " rebuild_left=64 "));
@@ -219,6 +221,138 @@ static void test_verbs(const char *dir)
                  "ERR EBUSY slabs: slab 0 of this adopted export"));
     CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
     CHECK(strcmp(call("EXPORT_LIST"), "OK grants=") == 0);
+}
+
+/* A file outside <dir>/local holding "secret": (its path, 0600). */
+static void write_secret(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    CHECK(fd >= 0 && write(fd, "secret", 6) == 6);
+    close(fd);
+}
+
+/* Whether path still holds just "secret". */
+static int still_secret(const char *path)
+{
+    char buf[16] = "";
+    struct stat st;
+    int fd = open(path, O_RDONLY), n;
+
+    if (fd < 0) {
+        return 0;
+    }
+    n = (int)read(fd, buf, sizeof(buf));
+    close(fd);
+    return n == 6 && memcmp(buf, "secret", 6) == 0 && stat(path, &st) == 0 &&
+           st.st_size == 6;
+}
+
+/* EXPORT_CREATE of GRANT with local=<local> and the further arguments
+ * more (e.g. " adopt=1"): the reply. */
+static const char *create_at(const char *local, const char *more)
+{
+    char line[8192];
+
+    snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
+             " size=262144 slab_size=65536 local=%s "
+             "slabs=0-3@tcp://127.0.0.1:1@0@0%s", local, more);
+    return call(line);
+}
+
+/* local= names a regular file below <state_dir>/local only: paths outside
+ * it, '..', symlinks on the way (put there after the check too), other
+ * kinds of files and hard links are refused (EINVAL naming local:) and
+ * the file outside is neither read, emptied, grown nor deleted. */
+static void test_confined_local(const char *dir)
+{
+    char out[256], path[512], local[256], name[6000];
+    const char *bad[] = { "%s", "%s/local/../outside", "%s/local/./inst/c",
+                          "%s/local/inst//c", "%s/local/", "%s/localx/c",
+                          "%s/local/link", "%s/local/uplink/outside",
+                          "%s/local/inst/../../outside", "%s/local/fifo",
+                          "%s/local/inst", "%s/local/hard", "/etc/passwd" };
+    struct stat st;
+    size_t i;
+
+    snprintf(out, sizeof(out), "%s/outside", dir);
+    snprintf(local, sizeof(local), "%s/local", dir);
+    write_secret(out);
+    snprintf(path, sizeof(path), "%s/inst", local);
+    CHECK(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/link", local);
+    CHECK(symlink("../outside", path) == 0);
+    snprintf(path, sizeof(path), "%s/uplink", local);
+    CHECK(symlink("..", path) == 0);
+    snprintf(path, sizeof(path), "%s/fifo", local);
+    CHECK(mkfifo(path, 0600) == 0);
+    snprintf(path, sizeof(path), "%s/hard", local);
+    CHECK(link(out, path) == 0);
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *r;
+
+        snprintf(path, sizeof(path), bad[i], i == 0 ? out : dir);
+        r = create_at(path, " adopt=1");
+        if (!starts(r, "ERR EINVAL local: ")) {
+            fprintf(stderr, "%s: %s\n", path, r);
+        }
+        CHECK(starts(r, "ERR EINVAL local: "));
+        CHECK(starts(create_at(path, ""), "ERR EINVAL local: "));
+    }
+    CHECK(strstr(create_at(out, ""), "must name a file under "));
+    CHECK(strstr(create_at("/etc/passwd", ""), "must name a file under "));
+    snprintf(path, sizeof(path), "%s/local/../outside", dir);
+    CHECK(strstr(create_at(path, ""), "'.' and '..' are refused"));
+    snprintf(path, sizeof(path), "%s/local/link", dir);
+    CHECK(strstr(create_at(path, " adopt=1"), "is a symlink"));
+    snprintf(path, sizeof(path), "%s/local/uplink/outside", dir);
+    CHECK(strstr(create_at(path, ""), "'uplink' in "));
+    snprintf(path, sizeof(path), "%s/local/fifo", dir);
+    CHECK(strstr(create_at(path, ""), "not a regular file"));
+    snprintf(path, sizeof(path), "%s/local/hard", dir);
+    CHECK(strstr(create_at(path, " adopt=1"), "has other hard links"));
+    /* A name longer than NAME_MAX, a path longer than PATH_MAX. */
+    memset(name, 'a', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    snprintf(path, sizeof(path), "%s/local/%.300s", dir, name);
+    CHECK(starts(create_at(path, ""), "ERR EINVAL local: a name longer"));
+    snprintf(name, sizeof(name), "%s/local/", dir);
+    for (i = strlen(name); i + 2 < sizeof(name); i += 2) {
+        memcpy(name + i, "a/", 2);
+    }
+    name[i] = 'a';
+    name[i + 1] = '\0';
+    CHECK(starts(create_at(name, ""), "ERR EINVAL local: "));
+    CHECK(strcmp(call("EXPORT_LIST"), "OK grants=") == 0);
+    CHECK(still_secret(out));
+    snprintf(path, sizeof(path), "%s/local/hard", dir);
+    CHECK(stat(path, &st) == 0 && st.st_nlink == 2);
+
+    /* A file of its own below the directory: made, adopted (emptied) and
+     * deleted. */
+    snprintf(path, sizeof(path), "%s/local/inst/copy", dir);
+    CHECK(starts(create_at(path, ""), "OK name=memagg-swap-" GRANT));
+    CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+          (st.st_mode & 0777) == 0600 && st.st_size == 262144);
+    CHECK(strcmp(call("EXPORT_DROP grant=" GRANT), "OK") == 0);
+    write_secret(path);
+    CHECK(starts(create_at(path, " adopt=1"), "OK name=memagg-swap-"
+                 GRANT));
+    CHECK(stat(path, &st) == 0 && st.st_size == 262144 && st.st_blocks == 0);
+    CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
+    CHECK(access(path, F_OK) != 0);
+
+    /* Its name turned into a symlink to the file outside while it was
+     * served: EXPORT_DROP delete=1 removes neither. */
+    CHECK(starts(create_at(path, ""), "OK name=memagg-swap-" GRANT));
+    snprintf(name, sizeof(name), "%s/local/inst/moved", dir);
+    CHECK(rename(path, name) == 0);
+    CHECK(symlink("../../outside", path) == 0);
+    CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);
+    CHECK(lstat(path, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(still_secret(out));
+    CHECK(access(name, F_OK) == 0);
 }
 
 /* The page_key= of the .conf at path into hex (65 bytes); 1 when found. */
@@ -262,12 +396,12 @@ static void test_key_verbs(const char *dir)
 
     ctx.exports = src;
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=262144 slab_size=65536 local=%s/copy slabs= seal=1 "
+             " size=262144 slab_size=65536 local=%s/local/copy slabs= seal=1 "
              "page_key=" KEY, src_dir);
     CHECK(starts(call(line), "ERR EINVAL page_key: EXPORT_CREATE takes no "
                  "such argument"));
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=262144 slab_size=65536 local=%s/copy slabs= seal=1",
+             " size=262144 slab_size=65536 local=%s/local/copy slabs= seal=1",
              src_dir);
     r = call(line);
     CHECK(starts(r, "OK name=") && !strstr(r, "key_offer="));
@@ -278,7 +412,7 @@ static void test_key_verbs(const char *dir)
 
     ctx.exports = dst;
     snprintf(line, sizeof(line), "EXPORT_CREATE grant=" GRANT " key=" KEY
-             " size=262144 slab_size=65536 local=%s/copy "
+             " size=262144 slab_size=65536 local=%s/local/copy "
              "slabs=0-3@tcp://127.0.0.1:1@0@0 adopt=1 seal=1", dst_dir);
     r = call(line);
     CHECK(starts(r, "OK name=") && strstr(r, " key_offer="));
@@ -409,6 +543,7 @@ int main(void)
     sd_log_level = LOG_WARNING;
     test_parse_line();
     test_verbs(dir);
+    test_confined_local(dir);
     test_socket(dir);
     test_key_verbs(dir);
     test_main_options();

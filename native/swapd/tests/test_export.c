@@ -337,7 +337,7 @@ static void test_spec(void)
     CHECK(sd_slab_of(SLAB, SLAB) == 1 && sd_slab_of(5 * SLAB + 7, SLAB) == 5);
 }
 
-/* EXPORT_CREATE of GRANT over slabs with its local copy <dir>/copy and
+/* EXPORT_CREATE of GRANT over slabs with its local copy <dir>/local/copy and
  * the further arguments more (e.g. " seal=1"): 0 with its socket in sock,
  * or -errno (the error printed). */
 static int create(struct sd_exports *xs, const char *dir, const char *slabs,
@@ -348,7 +348,7 @@ static int create(struct sd_exports *xs, const char *dir, const char *slabs,
     int ret;
 
     snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
-             "slab_size=%llu local=%s/copy slabs=%s%s",
+             "slab_size=%llu local=%s/local/copy slabs=%s%s",
              4 * SLAB, SLAB, dir, slabs, more);
     ret = parse_spec(line, &spec, err);
     if (ret == 0) {
@@ -947,14 +947,13 @@ static void test_adopt(void)
              d2_port, sd_server_port(server[2]),
              (unsigned long long)addr[0]);
 
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
     /* Junk in the local copy, on a page the source left zero. */
-    snprintf(path, sizeof(path), "%s/copy", tmpdir);
+    snprintf(path, sizeof(path), "%s/local/copy", tmpdir);
     copy = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     CHECK(copy >= 0 && pwrite(copy, "junk", 4, 6 * 4096) == 4);
     close(copy);
-
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
     snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
              "slab_size=%llu local=%s slabs=%s adopt=1", 4 * SLAB, SLAB,
              path, slabs);
@@ -1228,7 +1227,7 @@ static void test_sealed_export(void)
                          sizeof(err)) == 0);
     /* Not over RDMA yet: refused, saying how to turn sealing off. */
     snprintf(line, sizeof(line), "grant=" GRANT " key=" KEY " size=%llu "
-             "slab_size=%llu local=%s/copy slabs=0@rdma://127.0.0.1:1@0@5 "
+             "slab_size=%llu local=%s/local/copy slabs=0@rdma://127.0.0.1:1@0@5 "
              "seal=1", 4 * SLAB, SLAB, tmpdir);
     CHECK(parse_spec(line, &spec, err) == 0);
     CHECK(sd_exports_create(xs, &spec, sock, 256, err, sizeof(err)) ==
@@ -1314,7 +1313,7 @@ static void test_sealed_export(void)
     CHECK(f != NULL);
     if (f) {
         fprintf(f, "EXPORT_CREATE grant=" GRANT " key=" KEY " size=%llu "
-                "slab_size=%llu local=%s/copy slabs=%s seal=1 adopt=1 "
+                "slab_size=%llu local=%s/local/copy slabs=%s seal=1 adopt=1 "
                 "rebuilt=0 rebuild_started=0 page_key=%s\n", 4 * SLAB, SLAB,
                 tmpdir, slabs, hex);
         fclose(f);
@@ -1508,7 +1507,7 @@ static void test_sealed_overlay(void)
     CHECK(f != NULL);
     if (f) {
         fprintf(f, "EXPORT_CREATE grant=" GRANT " key=" KEY " size=%llu "
-                "slab_size=%llu local=%s/copy slabs=%s seal=1 adopt=1 "
+                "slab_size=%llu local=%s/local/copy slabs=%s seal=1 adopt=1 "
                 "rebuilt=0 rebuild_started=0 page_key=%s\n", 4 * SLAB, SLAB,
                 dir[1], slabs, hex);
         fclose(f);
