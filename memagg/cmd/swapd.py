@@ -48,6 +48,10 @@ FLAGS = (
     ('transport', '--transport'),
     ('socket_user', '--socket-user'),
     ('socket_group', '--socket-group'),
+    ('max_connections', '--max-connections'),
+    ('max_connections_per_peer', '--max-connections-per-peer'),
+    ('idle_timeout', '--idle-timeout'),
+    ('read_timeout', '--read-timeout'),
 )
 
 # oslo.log's [DEFAULT] debug, read from memagg.conf without oslo.log's other
@@ -114,7 +118,14 @@ def options(conf):
 
     Raises InvalidOption for the first value memagg-swapd cannot run with.
     """
-    return {name: _value(conf, name) for name, _ in FLAGS}
+    values = {name: _value(conf, name) for name, _ in FLAGS}
+    # oslo.config bounds one option at a time; this pair goes together.
+    if values['max_connections_per_peer'] > values['max_connections']:
+        raise InvalidOption('[swapd] max_connections_per_peer: must be at '
+                            'most max_connections (%d), not %d'
+                            % (values['max_connections'],
+                               values['max_connections_per_peer']))
+    return values
 
 
 def core_arguments(conf):

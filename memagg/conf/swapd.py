@@ -126,6 +126,27 @@ opts = [
                      'I/O error. Not available over RDMA yet: set False on '
                      'hosts whose donors use rdma endpoints. Applies to '
                      'grants attached from then on.'),
+    cfg.IntOpt('max_connections', default=256, min=1, max=4096,
+               help='Connections memagg-swapd\'s donor port (listen) holds '
+                    'at once, each with a thread of its own; one more is '
+                    'closed as it is accepted, counted and logged (at most '
+                    'one line per peer every 10 s). Each consumer host '
+                    'holds one connection per donor: leave room for every '
+                    'host that may use this one.'),
+    cfg.IntOpt('max_connections_per_peer', default=32, min=1, max=4096,
+               help='Connections the donor port holds from one source '
+                    'address, within max_connections (at most it), so that '
+                    'one host cannot take them all.'),
+    cfg.IntOpt('idle_timeout', default=300, min=1, max=86400,
+               help='Seconds a connection to the donor port may stay '
+                    'silent before any frame of it carried a valid grant '
+                    'key; then it is closed. A consumer\'s connection, once '
+                    'a frame of it was accepted, may stay idle.'),
+    cfg.IntOpt('read_timeout', default=10, min=1, max=3600,
+               help='Seconds the rest of a frame (its header and payload, '
+                    'up to 32 MiB) may take to reach the donor port once its '
+                    'first byte came; a frame cut short closes its '
+                    'connection.'),
     cfg.IntOpt('retry_interval', default=60, min=1,
                help='Seconds before a failed request to memagg-scheduler '
                     'for a VM or a donation is tried again; doubles with '

@@ -13,7 +13,7 @@
  */
 
 /*
- * Internal to the donor side (store.c, tcp.c, rdma.c).
+ * Internal to the donor side (store.c, tcp.c, tcp_donor.c, rdma.c).
  *
  * The servers of both transports: sd_server_stop and sd_server_port work
  * on either through this common head.

@@ -54,6 +54,7 @@ struct options {
     uid_t uid;
     gid_t gid;
     int log_level;
+    struct sd_limits_conf limits;
 };
 
 static const char usage[] =
@@ -63,6 +64,9 @@ static const char usage[] =
     "[--advertise tcp://HOST:PORT]\n"
     "                    [--capacity-mb MB] [--transport auto|tcp|rdma]\n"
     "                    [--socket-user USER] [--socket-group GROUP]\n"
+    "                    [--max-connections N] "
+    "[--max-connections-per-peer N]\n"
+    "                    [--idle-timeout S] [--read-timeout S]\n"
     "                    [--log-level debug|info|warning|error]\n"
     "\n"
     "Serves this host's VMs' remote-swap disks over NBD (one unix socket "
@@ -88,6 +92,17 @@ static const char usage[] =
     "QEMU's\n"
     "                       user is in and memagg-swapd's user too "
     "(no root needed)\n"
+    "  --max-connections N  connections the donor service holds "
+    "(default 256)\n"
+    "  --max-connections-per-peer N\n"
+    "                       of them from one address (default 32)\n"
+    "  --idle-timeout S     close a connection that sent nothing for S "
+    "seconds\n"
+    "                       before a frame of it was accepted "
+    "(default 300)\n"
+    "  --read-timeout S     close a connection whose frame is not whole S "
+    "seconds\n"
+    "                       after its first byte (default 10)\n"
     "  --log-level LEVEL    debug, info (default), warning, error\n";
 
 static int bad(const char *opt, const char *fmt, ...)
@@ -139,12 +154,19 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "socket-user", required_argument, NULL, 'u' },
         { "socket-group", required_argument, NULL, 'g' },
         { "log-level", required_argument, NULL, 'v' },
+        { "max-connections", required_argument, NULL, 'C' },
+        { "max-connections-per-peer", required_argument, NULL, 'P' },
+        { "idle-timeout", required_argument, NULL, 'I' },
+        { "read-timeout", required_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
+    static const struct sd_limits_conf limits = SD_LIMITS_DEFAULT;
+    char err[SD_ERRLEN];
     int c, group_given = 0;
 
     memset(o, 0, sizeof(*o));
+    o->limits = limits;
     o->control = "/run/memagg/swapd/control.sock";
     o->export_dir = "/run/memagg/swapd/exports";
     o->state_dir = "/var/lib/memagg/swapd";
@@ -232,6 +254,26 @@ static int parse_options(int argc, char **argv, struct options *o)
                            "error, not '%s'", optarg);
             }
             break;
+        case 'C':
+        case 'P':
+        case 'I':
+        case 'R': {
+            unsigned *field = c == 'C' ? &o->limits.max_conns :
+                              c == 'P' ? &o->limits.max_conns_per_peer :
+                              c == 'I' ? &o->limits.idle_timeout_s :
+                                         &o->limits.read_timeout_s;
+            const char *name = c == 'C' ? "--max-connections" :
+                               c == 'P' ? "--max-connections-per-peer" :
+                               c == 'I' ? "--idle-timeout" :
+                                          "--read-timeout";
+            uint64_t v;
+
+            if (sd_parse_u64(optarg, strlen(optarg), UINT32_MAX, &v)) {
+                return bad(name, "must be a whole number, not '%s'", optarg);
+            }
+            *field = (unsigned)v;
+            break;
+        }
         case 'h':
             fputs(usage, stdout);
             return -1;
@@ -246,6 +288,10 @@ static int parse_options(int argc, char **argv, struct options *o)
     if (optind < argc) {
         return bad(argv[optind], "unexpected argument; memagg-swapd takes "
                    "only options (see --help)");
+    }
+    if (sd_limits_conf_check(&o->limits, err, sizeof(err)) < 0) {
+        fprintf(stderr, "memagg-swapd: error: %s\n", err);
+        return EXIT_USAGE;
     }
     return 0;
 }
@@ -334,7 +380,8 @@ static int run(struct options *o, const sigset_t *sigs)
     }
     ret = t == &sd_rdma_transport ?
           sd_rdma_server_start(store, host, port, &server, err, sizeof(err)) :
-          sd_tcp_server_start(store, host, port, &server, err, sizeof(err));
+          sd_tcp_server_start(store, host, port, &o->limits, &server, err,
+                              sizeof(err));
     if (ret) {
         sd_log(LOG_ERR, "--listen: cannot serve donors on %s: %s", o->listen,
                err[0] ? err : strerror(-ret));

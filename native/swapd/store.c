@@ -37,7 +37,6 @@
 #include "util.h"
 
 #define GRANT_BUCKETS 64
-#define UNKNOWN_LOGGED 16       /* unknown grants remembered for logging */
 
 struct slot {
     uint32_t idx;               /* the slab's index within the grant */
@@ -74,11 +73,6 @@ struct sd_store {
     struct grant *buckets[GRANT_BUCKETS];
     struct sd_store_mr_hook hook;
     int hooked;
-    /* Refusals of grants unknown here (often freed ones) are logged once
-     * per grant while it is among the last few logged. */
-    pthread_mutex_t unknown_lock;
-    uint8_t unknown[UNKNOWN_LOGGED][SD_UUID_LEN];
-    unsigned unknown_next;
 };
 
 static unsigned bucket_of(const uint8_t uuid[SD_UUID_LEN])
@@ -146,7 +140,6 @@ int sd_store_new(uint64_t capacity, struct sd_store **out)
         free(s);
         return -ENOMEM;
     }
-    pthread_mutex_init(&s->unknown_lock, NULL);
     s->capacity = capacity;
     *out = s;
     return 0;
@@ -196,7 +189,6 @@ void sd_store_free(struct sd_store *s)
             grant_free(s, g);
         }
     }
-    pthread_mutex_destroy(&s->unknown_lock);
     pthread_rwlock_destroy(&s->lock);
     free(s);
 }
@@ -355,26 +347,44 @@ int sd_store_release(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
     return 0;
 }
 
-/* Log a refusal for a grant this store does not know, unless it was among
- * the last few logged. */
-static void log_unknown(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN])
+/* The grant of uuid if key is its key (the lock held shared), else NULL:
+ * the refusal is counted, and a wrong key logged once per grant.  A grant
+ * unknown here is not logged: anyone can name one, so the transport
+ * reports those refusals per peer, rate-limited. */
+static struct grant *grant_checked(struct sd_store *s,
+                                   const uint8_t uuid[SD_UUID_LEN],
+                                   const uint8_t key[SD_KEY_LEN])
 {
-    char text[SD_UUID_STRLEN + 1];
-    unsigned i;
+    struct grant *g = *find_link(s, uuid);
 
-    pthread_mutex_lock(&s->unknown_lock);
-    for (i = 0; i < UNKNOWN_LOGGED; i++) {
-        if (memcmp(s->unknown[i], uuid, SD_UUID_LEN) == 0) {
-            pthread_mutex_unlock(&s->unknown_lock);
-            return;
-        }
+    if (!g) {
+        __atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
+        return NULL;
     }
-    memcpy(s->unknown[s->unknown_next], uuid, SD_UUID_LEN);
-    s->unknown_next = (s->unknown_next + 1) % UNKNOWN_LOGGED;
-    pthread_mutex_unlock(&s->unknown_lock);
-    sd_uuid_format(uuid, text);
-    sd_log(LOG_WARNING, "grant %s: access refused: no such grant here "
-           "(freed, or never lent by this host)", text);
+    if (!sd_key_equal(g->key, key)) {
+        __atomic_fetch_add(&g->refused, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
+        if (!__atomic_exchange_n(&g->warned, 1, __ATOMIC_RELAXED)) {
+            char text[SD_UUID_STRLEN + 1];
+
+            sd_uuid_format(uuid, text);
+            sd_log(LOG_WARNING, "grant %s: access refused: wrong key "
+                   "(logged once per grant; DONOR_STATS counts them)", text);
+        }
+        return NULL;
+    }
+    return g;
+}
+
+int sd_store_check(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
+                   const uint8_t key[SD_KEY_LEN])
+{
+    int rc;
+
+    pthread_rwlock_rdlock(&s->lock);
+    rc = grant_checked(s, uuid, key) ? 0 : -EACCES;
+    pthread_rwlock_unlock(&s->lock);
+    return rc;
 }
 
 int sd_store_access(struct sd_store *s, int op,
@@ -395,23 +405,8 @@ int sd_store_access(struct sd_store *s, int op,
         return -EINVAL;
     }
     pthread_rwlock_rdlock(&s->lock);
-    g = *find_link(s, uuid);
+    g = grant_checked(s, uuid, key);
     if (!g) {
-        pthread_rwlock_unlock(&s->lock);
-        __atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
-        log_unknown(s, uuid);
-        return -EACCES;
-    }
-    if (!sd_key_equal(g->key, key)) {
-        __atomic_fetch_add(&g->refused, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
-        if (!__atomic_exchange_n(&g->warned, 1, __ATOMIC_RELAXED)) {
-            char text[SD_UUID_STRLEN + 1];
-
-            sd_uuid_format(uuid, text);
-            sd_log(LOG_WARNING, "grant %s: access refused: wrong key "
-                   "(logged once per grant; DONOR_STATS counts them)", text);
-        }
         pthread_rwlock_unlock(&s->lock);
         return -EACCES;
     }

@@ -17,7 +17,8 @@
  * VMs, by grant.  A grant's slabs on this donor live in one region (for
  * RDMA: one memory region and rkey per grant).  Every access names the
  * grant and carries its key; a wrong key, or the key of a grant already
- * freed, is refused with -EACCES and logged.
+ * freed, is refused with -EACCES and counted (a wrong key is logged once
+ * per grant; the transport reports the rest per peer, rate-limited).
  *
  * Every slab keeps SD_SEAL_LEN bytes per page of opaque seals beside its
  * data (a sealed export's; see seal.h), allocated with it; the donor never
@@ -54,6 +55,12 @@ int sd_store_alloc(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
 int sd_store_release(struct sd_store *store,
                      const uint8_t grant[SD_UUID_LEN],
                      const uint32_t *idx, size_t n);
+
+/* 0 when grant is here and key is its key (compared in constant time),
+ * else -EACCES, counted as a refusal: what the transport asks of a
+ * frame's header before it allocates or reads any of its payload. */
+int sd_store_check(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
+                   const uint8_t key[SD_KEY_LEN]);
 
 /* Read (op SD_OP_READ, into buf) or write (from buf) len bytes at offset of
  * slab of grant, and with seals the pages' seals too (len / SD_PAGE_SIZE

@@ -23,11 +23,9 @@
  * that waits longer than IO_TIMEOUT_US fails with -ETIMEDOUT; a lost
  * connection fails every io in flight with -ECONNRESET.
  *
- * Donor side (sd_tcp_server_start): a thread per consumer connection reads
- * every complete frame it has, serves each from the store and sends all
- * the replies together before it waits for more.
+ * Donor side: tcp_donor.c.
  */
-#define _GNU_SOURCE         /* accept4 */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,13 +47,13 @@
 #include "endpoint.h"
 #include "frame.h"
 #include "store.h"
+#include "tcp_internal.h"
 #include "transport.h"
 #include "util.h"
 
 #define IO_TIMEOUT_US (5 * 1000000ULL)
 #define CONNECT_TIMEOUT_MS 5000
 #define TICK_US 250000          /* how often the receiver looks for timeouts */
-#define RX_BUF_LEN (256 * 1024)
 /* Sealed pages the receiver opens before it sends the NBD replies it
  * holds: opening one costs about a microsecond, and a buffer full of
  * replies opened before any was sent held the first back for all of them
@@ -68,8 +66,7 @@
 
 /* ---- shared ---- */
 
-/* Send every byte of iov[0..n), retrying short writes; 0 or -errno. */
-static int send_all(int fd, struct iovec *iov, int n)
+int sd_tcp_send_all(int fd, struct iovec *iov, int n)
 {
     while (n > 0) {
         struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
@@ -94,7 +91,7 @@ static int send_all(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-static void set_sockopt_int(int fd, int level, int name, int value)
+void sd_tcp_sockopt(int fd, int level, int name, int value)
 {
     /* Tuning only: the connection works without it. */
     if (setsockopt(fd, level, name, &value, sizeof(value)) < 0) {
@@ -103,7 +100,7 @@ static void set_sockopt_int(int fd, int level, int name, int value)
     }
 }
 
-static void set_timeout(int fd, int name, uint64_t us)
+void sd_tcp_timeout(int fd, int name, uint64_t us)
 {
     struct timeval tv = {
         .tv_sec = (time_t)(us / 1000000),
@@ -115,10 +112,8 @@ static void set_timeout(int fd, int name, uint64_t us)
     }
 }
 
-/* Resolve host:port and open a TCP socket for it: the socket, with *res
- * to free, or -errno with the reason in err. */
-static int tcp_socket(const char *host, uint16_t port, int passive,
-                      struct addrinfo **res, char *err, size_t errlen)
+int sd_tcp_socket(const char *host, uint16_t port, int passive,
+                  struct addrinfo **res, char *err, size_t errlen)
 {
     int fd, rc;
 
@@ -347,7 +342,7 @@ static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
 static void *peer_receiver(void *arg)
 {
     struct sd_peer *p = arg;
-    uint8_t *buf = malloc(RX_BUF_LEN);
+    uint8_t *buf = malloc(SD_TCP_RX_BUF_LEN);
     size_t have = 0;
     uint64_t next_tick = sd_now_us() + TICK_US;
     const char *why = "out of memory";
@@ -405,7 +400,7 @@ static void *peer_receiver(void *arg)
             next_tick = now + TICK_US;
         }
         /* SO_RCVTIMEO wakes this up each tick to look for timeouts. */
-        n = recv(p->fd, buf + have, RX_BUF_LEN - have, 0);
+        n = recv(p->fd, buf + have, SD_TCP_RX_BUF_LEN - have, 0);
         if (n > 0) {
             have += (size_t)n;
         } else if (n == 0) {
@@ -472,7 +467,7 @@ static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
     int fd, rc;
     uint32_t i;
 
-    fd = tcp_socket(host, port, 0, &res, err, errlen);
+    fd = sd_tcp_socket(host, port, 0, &res, err, errlen);
     if (fd < 0) {
         return fd;
     }
@@ -486,10 +481,10 @@ static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
     }
     /* Small frames must not wait for Nagle; the receive timeout is the
      * receiver's tick; a send that blocks this long means a dead donor. */
-    set_sockopt_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-    set_sockopt_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
-    set_timeout(fd, SO_RCVTIMEO, TICK_US);
-    set_timeout(fd, SO_SNDTIMEO, IO_TIMEOUT_US);
+    sd_tcp_sockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    sd_tcp_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    sd_tcp_timeout(fd, SO_RCVTIMEO, TICK_US);
+    sd_tcp_timeout(fd, SO_SNDTIMEO, IO_TIMEOUT_US);
 
     p = calloc(1, sizeof(*p));
     if (!p || !(p->slots = calloc(SLOTS_MIN, sizeof(*p->slots)))) {
@@ -593,7 +588,7 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
         }
     }
     pthread_mutex_lock(&p->send_lock);
-    sent = send_all(p->fd, iov, niov);
+    sent = sd_tcp_send_all(p->fd, iov, niov);
     pthread_mutex_unlock(&p->send_lock);
 
     if (sent < 0) {
@@ -682,332 +677,3 @@ const struct sd_transport sd_tcp_transport = {
     .alive = tcp_alive,
     .close = tcp_close,
 };
-
-/* ---- donor side ---- */
-
-struct conn {
-    struct conn *next;
-    struct tcp_server *srv;
-    int fd;
-    char name[64];
-    pthread_t thread;
-    int finished;               /* atomic: the thread is done */
-};
-
-struct tcp_server {
-    struct sd_server base;
-    struct sd_store *store;
-    int fd;
-    pthread_t acceptor;
-    pthread_mutex_t lock;       /* conns, stopping */
-    struct conn *conns;
-    int stopping;
-};
-
-/* A buffer that grows to hold what one frame needs. */
-struct buf {
-    uint8_t *data;
-    size_t len, cap;
-};
-
-static int buf_reserve(struct buf *b, size_t need)
-{
-    uint8_t *d;
-
-    if (b->cap - b->len >= need) {
-        return 0;
-    }
-    d = realloc(b->data, b->len + need);
-    if (!d) {
-        return -ENOMEM;
-    }
-    b->data = d;
-    b->cap = b->len + need;
-    return 0;
-}
-
-static int flush_out(struct conn *c, struct buf *out)
-{
-    struct iovec iov = { out->data, out->len };
-    int rc = out->len ? send_all(c->fd, &iov, 1) : 0;
-
-    out->len = 0;
-    return rc;
-}
-
-/* Serve the request f whose payload (if any) is at payload; its reply goes
- * to out.  -errno only when the connection cannot go on. */
-static int serve_frame(struct conn *c, const struct sd_frame *f,
-                       uint8_t *payload, struct buf *out)
-{
-    struct sd_frame r = {
-        .op = f->op, .flags = SD_FRAME_REPLY | (f->flags & SD_FRAME_SEALED),
-        .id = f->id, .slab = f->slab, .len = f->len, .offset = f->offset,
-    };
-    int sealed = f->flags & SD_FRAME_SEALED;
-    size_t reply_len = SD_FRAME_HDR_LEN;
-    uint8_t *data;
-    int rc;
-
-    memcpy(r.grant, f->grant, SD_UUID_LEN);
-    if (f->op == SD_OP_READ) {
-        /* The payload a successful read reply has. */
-        r.status = 0;
-        reply_len += sd_frame_payload_len(&r);
-    }
-    /* Keep the batch of replies small enough to send soon. */
-    if (out->len && out->len + reply_len > RX_BUF_LEN) {
-        rc = flush_out(c, out);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    if (buf_reserve(out, reply_len) < 0) {
-        return -ENOMEM;
-    }
-    if (f->op == SD_OP_READ) {
-        data = out->data + out->len + SD_FRAME_HDR_LEN;
-        r.status = sd_store_access(c->srv->store, SD_OP_READ, f->grant,
-                                   f->key, f->slab, f->offset, data,
-                                   f->len, sealed ? data + f->len : NULL);
-    } else {
-        r.status = sd_store_access(c->srv->store, SD_OP_WRITE, f->grant,
-                                   f->key, f->slab, f->offset, payload,
-                                   f->len,
-                                   sealed ? payload + f->len : NULL);
-    }
-    sd_frame_encode(&r, out->data + out->len);
-    out->len += SD_FRAME_HDR_LEN + sd_frame_payload_len(&r);
-    return 0;
-}
-
-/* Tell the consumer why its frame was refused before hanging up. */
-static void send_error(struct conn *c, struct buf *out, int status,
-                       const char *why)
-{
-    struct sd_frame r = {
-        .op = SD_FRAME_OP_ERROR, .flags = SD_FRAME_REPLY, .status = status,
-    };
-
-    sd_log(LOG_WARNING, "consumer %s: bad frame (%s): closing", c->name, why);
-    if (buf_reserve(out, SD_FRAME_HDR_LEN) == 0) {
-        sd_frame_encode(&r, out->data + out->len);
-        out->len += SD_FRAME_HDR_LEN;
-    }
-    flush_out(c, out);
-}
-
-static void *conn_thread(void *arg)
-{
-    struct conn *c = arg;
-    struct buf in = { 0 }, out = { 0 };
-
-    if (buf_reserve(&in, RX_BUF_LEN) < 0) {
-        goto done;
-    }
-    for (;;) {
-        size_t pos = 0, need;
-        ssize_t n;
-
-        for (;;) {
-            struct sd_frame f;
-            const char *why;
-            int rc;
-
-            if (in.len - pos < SD_FRAME_HDR_LEN) {
-                need = SD_FRAME_HDR_LEN;
-                break;
-            }
-            rc = sd_frame_parse(in.data + pos, in.len - pos, &f, &why);
-            if (rc == 0 && (f.flags & SD_FRAME_REPLY)) {
-                rc = -EPROTO;
-                why = "a reply where a request was due";
-            }
-            if (rc < 0) {
-                send_error(c, &out, rc, why);
-                goto done;
-            }
-            need = SD_FRAME_HDR_LEN + sd_frame_payload_len(&f);
-            if (in.len - pos < need) {
-                break;
-            }
-            if (serve_frame(c, &f, in.data + pos + SD_FRAME_HDR_LEN,
-                            &out) < 0) {
-                goto done;
-            }
-            pos += need;
-        }
-        /* Keep the partial frame, and room for all of it. */
-        memmove(in.data, in.data + pos, in.len - pos);
-        in.len -= pos;
-        if (flush_out(c, &out) < 0) {
-            goto done;
-        }
-        need -= in.len;
-        if (buf_reserve(&in, need > RX_BUF_LEN ? need : RX_BUF_LEN) < 0) {
-            goto done;
-        }
-        n = recv(c->fd, in.data + in.len, in.cap - in.len, 0);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        in.len += (size_t)n;
-    }
-done:
-    free(in.data);
-    free(out.data);
-    /* The consumer sees the end now; the descriptor is closed when the
-     * thread is reaped. */
-    shutdown(c->fd, SHUT_RDWR);
-    __atomic_store_n(&c->finished, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-/* Join the threads of closed connections (srv->lock held). */
-static void reap(struct tcp_server *srv, int all)
-{
-    struct conn **link = &srv->conns;
-
-    while (*link) {
-        struct conn *c = *link;
-
-        if (all || __atomic_load_n(&c->finished, __ATOMIC_ACQUIRE)) {
-            *link = c->next;
-            pthread_join(c->thread, NULL);
-            close(c->fd);
-            free(c);
-        } else {
-            link = &c->next;
-        }
-    }
-}
-
-static void *acceptor(void *arg)
-{
-    struct tcp_server *srv = arg;
-
-    for (;;) {
-        struct sockaddr_in sa;
-        socklen_t sl = sizeof(sa);
-        struct conn *c;
-        char addr[INET_ADDRSTRLEN];
-        int fd = accept4(srv->fd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
-
-        pthread_mutex_lock(&srv->lock);
-        if (srv->stopping) {
-            pthread_mutex_unlock(&srv->lock);
-            if (fd >= 0) {
-                close(fd);
-            }
-            return NULL;
-        }
-        reap(srv, 0);
-        pthread_mutex_unlock(&srv->lock);
-        if (fd < 0) {
-            if (errno != EINTR && errno != ECONNABORTED) {
-                sd_log(LOG_WARNING, "accept: %s", strerror(errno));
-                /* Out of descriptors: do not spin. */
-                poll(NULL, 0, 100);
-            }
-            continue;
-        }
-        set_sockopt_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-        c = calloc(1, sizeof(*c));
-        if (!c) {
-            close(fd);
-            continue;
-        }
-        c->srv = srv;
-        c->fd = fd;
-        inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof(addr));
-        snprintf(c->name, sizeof(c->name), "%s:%u", addr, ntohs(sa.sin_port));
-        pthread_mutex_lock(&srv->lock);
-        if (pthread_create(&c->thread, NULL, conn_thread, c) != 0) {
-            pthread_mutex_unlock(&srv->lock);
-            sd_log(LOG_WARNING, "consumer %s: no thread for it", c->name);
-            close(fd);
-            free(c);
-            continue;
-        }
-        c->next = srv->conns;
-        srv->conns = c;
-        pthread_mutex_unlock(&srv->lock);
-        sd_log(LOG_DEBUG, "consumer %s connected", c->name);
-    }
-}
-
-static void tcp_server_stop(struct sd_server *base)
-{
-    struct tcp_server *srv = (struct tcp_server *)base;
-    struct conn *c;
-
-    pthread_mutex_lock(&srv->lock);
-    srv->stopping = 1;
-    pthread_mutex_unlock(&srv->lock);
-    /* Wakes accept() (it fails with EINVAL) and every recv(). */
-    shutdown(srv->fd, SHUT_RDWR);
-    pthread_join(srv->acceptor, NULL);
-    close(srv->fd);
-    pthread_mutex_lock(&srv->lock);
-    for (c = srv->conns; c; c = c->next) {
-        shutdown(c->fd, SHUT_RDWR);
-    }
-    reap(srv, 1);
-    pthread_mutex_unlock(&srv->lock);
-    pthread_mutex_destroy(&srv->lock);
-    free(srv);
-}
-
-int sd_tcp_server_start(struct sd_store *store, const char *host,
-                        uint16_t port, struct sd_server **out,
-                        char *err, size_t errlen)
-{
-    struct tcp_server *srv;
-    struct addrinfo *res;
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
-    int fd, rc;
-
-    fd = tcp_socket(host, port, 1, &res, err, errlen);
-    if (fd < 0) {
-        return fd;
-    }
-    set_sockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
-    if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
-        listen(fd, 128) < 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
-        rc = -errno;
-        freeaddrinfo(res);
-        close(fd);
-        snprintf(err, errlen, "listen on %s:%u: %s", host, port,
-                 strerror(-rc));
-        return rc;
-    }
-    freeaddrinfo(res);
-
-    srv = calloc(1, sizeof(*srv));
-    if (!srv) {
-        close(fd);
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    srv->base.stop = tcp_server_stop;
-    srv->base.port = ntohs(sa.sin_port);
-    srv->store = store;
-    srv->fd = fd;
-    pthread_mutex_init(&srv->lock, NULL);
-    rc = pthread_create(&srv->acceptor, NULL, acceptor, srv);
-    if (rc != 0) {
-        pthread_mutex_destroy(&srv->lock);
-        free(srv);
-        close(fd);
-        snprintf(err, errlen, "pthread_create: %s", strerror(rc));
-        return -rc;
-    }
-    sd_log(LOG_INFO, "donor service on tcp://%s:%u", host, srv->base.port);
-    *out = &srv->base;
-    return 0;
-}

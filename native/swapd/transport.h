@@ -14,10 +14,11 @@
 
 /*
  * The transport interface: how a consumer's swapd reaches the slabs a donor
- * holds.  Two implementations share it: tcp.c (length-prefixed frames with
- * request ids, one connection per consumer/donor pair multiplexing every
- * grant) and rdma.c (rdma_cm, an RC queue pair per pair of hosts, one-sided
- * READ/WRITE into the donor's memory region of the grant).
+ * holds.  Two implementations share it: TCP (tcp.c, its donor side
+ * tcp_donor.c: length-prefixed frames with request ids, one connection per
+ * consumer/donor pair multiplexing every grant) and rdma.c (rdma_cm, an RC
+ * queue pair per pair of hosts, one-sided READ/WRITE into the donor's
+ * memory region of the grant).
  *
  * All calls are thread-safe.  An I/O is asynchronous: submit() queues it
  * (with others bound for the same donor) and returns; done() runs exactly once, on any thread, with 0 or -errno
@@ -30,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conn_limits.h"
 #include "swapd.h"
 
 struct sd_io {
@@ -84,11 +86,23 @@ struct sd_store;
 
 /* The donor side of a transport: accept consumers on host:port and serve
  * their frames from store (every access checks the grant's key).  Runs
- * its own threads; sd_server_stop closes the socket and joins them. */
+ * its own threads; sd_server_stop closes the socket and joins them.
+ * TCP: within limits (NULL: SD_LIMITS_DEFAULT; -EINVAL with err when out
+ * of their bounds), see conn_limits.h and tcp_donor.c. */
 struct sd_server;
 int sd_tcp_server_start(struct sd_store *store, const char *host,
-                        uint16_t port, struct sd_server **out,
-                        char *err, size_t errlen);
+                        uint16_t port, const struct sd_limits_conf *limits,
+                        struct sd_server **out, char *err, size_t errlen);
+
+/* What a TCP donor server holds now and has refused since it started. */
+struct sd_tcp_server_stats {
+    unsigned conns;                         /* connections held */
+    unsigned threads;                       /* their threads running */
+    uint64_t buffered;                      /* bytes of their buffers */
+    uint64_t refused[SD_REFUSED_KINDS];     /* by kind (conn_limits.h) */
+};
+void sd_tcp_server_stats(struct sd_server *server,
+                         struct sd_tcp_server_stats *out);
 void sd_server_stop(struct sd_server *server);
 /* The port actually bound (port 0 asks the kernel for one). */
 uint16_t sd_server_port(const struct sd_server *server);

@@ -522,6 +522,13 @@ static void test_main_options(void)
     char *bad6[] = { "memagg-swapd", "--control", NULL };
     char *bad7[] = { "memagg-swapd", "--socket-group", "no-such-group-x",
                      NULL };
+    /* The donor port's bounds: out of range, or per peer above the
+     * total. */
+    char *bad8[] = { "memagg-swapd", "--max-connections", "0", NULL };
+    char *bad9[] = { "memagg-swapd", "--max-connections", "8",
+                     "--max-connections-per-peer", "9", NULL };
+    char *bad10[] = { "memagg-swapd", "--idle-timeout", "-1", NULL };
+    char *bad11[] = { "memagg-swapd", "--read-timeout", "3601", NULL };
 
     CHECK(sd_main(2, bad1) == 2);
     CHECK(sd_main(3, bad2) == 2);
@@ -530,6 +537,10 @@ static void test_main_options(void)
     CHECK(sd_main(3, bad5) == 2);
     CHECK(sd_main(2, bad6) == 2);
     CHECK(sd_main(3, bad7) == 2);
+    CHECK(sd_main(3, bad8) == 2);
+    CHECK(sd_main(5, bad9) == 2);
+    CHECK(sd_main(3, bad10) == 2);
+    CHECK(sd_main(3, bad11) == 2);
 }
 
 int main(void)

@@ -460,7 +460,7 @@ static void test_remote_export(void)
 
     sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
     CHECK(sd_store_new(16 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &server, err,
                               sizeof(err)) == 0);
     port = sd_server_port(server);
     CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 2, addrs, &done,
@@ -556,8 +556,8 @@ static void test_burst_two_donors(void)
     for (d = 0; d < 2; d++) {
         idx = (uint32_t)d;
         CHECK(sd_store_new(4 * SLAB, &store[d]) == 0);
-        CHECK(sd_tcp_server_start(store[d], "127.0.0.1", 0, &server[d], err,
-                                  sizeof(err)) == 0);
+        CHECK(sd_tcp_server_start(store[d], "127.0.0.1", 0, NULL, &server[d],
+                                  err, sizeof(err)) == 0);
         CHECK(sd_store_alloc(store[d], grant_bin, key, SLAB, &idx, 1, &addr,
                              &done, &rkey) == 0 && done == 1);
         snprintf(slabs + used, sizeof(slabs) - used,
@@ -644,7 +644,7 @@ static void test_wrong_key(void)
 
     memset(other, 0x42, sizeof(other));
     CHECK(sd_store_new(4 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &server, err,
                               sizeof(err)) == 0);
     CHECK(sd_store_alloc(store, grant_bin, other, SLAB, &idx, 1, &addr,
                          &done, &rkey) == 0);
@@ -711,7 +711,7 @@ static void test_crash_after_degrade(void)
     memset(old, 0x0d, sizeof(old));
     memset(new, 0x7e, sizeof(new));
     CHECK(sd_store_new(4 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &server, err,
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &server, err,
                               sizeof(err)) == 0);
     port = sd_server_port(server);
     CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 2, addrs, &done,
@@ -735,7 +735,7 @@ static void test_crash_after_degrade(void)
     /* The crash; the donor is back with the page before the write. */
     sd_exports_free(xs);
     close(fd);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", port, &server, err,
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", port, NULL, &server, err,
                               sizeof(err)) == 0);
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
@@ -920,7 +920,7 @@ static void test_adopt(void)
     }
     for (d = 0; d < 3; d++) {
         CHECK(sd_store_new(4 * SLAB, &store[d]) == 0);
-        CHECK(d == 1 || sd_tcp_server_start(store[d], "127.0.0.1", 0,
+        CHECK(d == 1 || sd_tcp_server_start(store[d], "127.0.0.1", 0, NULL,
                                             &server[d], err,
                                             sizeof(err)) == 0);
     }
@@ -1065,8 +1065,8 @@ static void test_adopt(void)
     /* D2 is back (its page 70 is the source's, older than the guest's):
      * the rebuild goes on, with no EXPORT_REBUILD, and ends.  Asked now,
      * there is nothing left to rebuild. */
-    CHECK(sd_tcp_server_start(store[1], "127.0.0.1", d2_port, &server[1],
-                              err, sizeof(err)) == 0);
+    CHECK(sd_tcp_server_start(store[1], "127.0.0.1", d2_port, NULL,
+                              &server[1], err, sizeof(err)) == 0);
     CHECK(rebuild_left_is(xs, 0));
     CHECK(conf_has("adopt=", 0));
     CHECK(sd_exports_rebuild(xs, grant_bin, &left, err, sizeof(err)) == 0
@@ -1180,7 +1180,7 @@ static void donor_of_four(struct sd_store **store, struct sd_server **server,
 
     sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
     CHECK(sd_store_new(16 * SLAB, store) == 0);
-    CHECK(sd_tcp_server_start(*store, "127.0.0.1", 0, server, err,
+    CHECK(sd_tcp_server_start(*store, "127.0.0.1", 0, NULL, server, err,
                               sizeof(err)) == 0);
     *port = sd_server_port(*server);
     CHECK(sd_store_alloc(*store, grant_bin, key, SLAB, idx, 4, addrs, &done,
@@ -1527,7 +1527,7 @@ static void test_sealed_overlay(void)
     /* The donor is back: the other pages come from it, opened; its stale
      * copy of the page written here (altered too) is not even opened. */
     flip_on_donor(store, key, w);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", port, &server, err,
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", port, NULL, &server, err,
                               sizeof(err)) == 0);
     CHECK(read_until_ok(fd, SLAB, 8 * 4096, back) == 0);
     CHECK(memcmp(back, buf, 5 * 4096) == 0 &&

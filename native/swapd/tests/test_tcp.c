@@ -20,11 +20,15 @@
  * faults: a donor that never answers
  * (-ETIMEDOUT), a donor that goes away (-ECONNRESET, alive() 0), close()
  * with ios in flight and from a done() callback.  Also endpoint parsing.
+ * Bounded before trusted: the donor's connection caps, its deadlines, no
+ * payload memory before a header's key check, and the rate-limited
+ * reports of what it refused.
  * Prints "N passed, N failed".
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +42,9 @@
 #include "check.h"
 #include "frame.h"
 #include "store.h"
+#include "tcp_internal.h"
 #include "transport.h"
+#include "util.h"
 
 #define SLAB (1024 * 1024ULL)
 #define NSLABS 8
@@ -661,6 +667,310 @@ static void test_garbage(uint16_t port)
     close(fd);
 }
 
+/* ---- bounded before trusted ---- */
+
+#define WAIT_UNTIL(cond) ({                                     \
+        int waited_;                                            \
+        for (waited_ = 0; waited_ < 500 && !(cond); waited_++) { \
+            usleep(10000);                                      \
+        }                                                       \
+        (cond); })
+
+static struct sd_tcp_server_stats stats_of(struct sd_server *srv)
+{
+    struct sd_tcp_server_stats st;
+
+    sd_tcp_server_stats(srv, &st);
+    return st;
+}
+
+/* A raw connection to the donor on port from source address
+ * 127.0.0.<host> (the caps count by source address). */
+static int raw_connect(uint16_t port, int host)
+{
+    struct sockaddr_in src = { .sin_family = AF_INET };
+    struct sockaddr_in dst = { .sin_family = AF_INET };
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    src.sin_addr.s_addr = htonl(0x7f000000U | (uint32_t)host);
+    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    dst.sin_port = htons(port);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
+        connect(fd, (struct sockaddr *)&dst, sizeof(dst)) < 0) {
+        perror("raw connect");
+        exit(2);
+    }
+    return fd;
+}
+
+/* 1 when the donor ends fd's stream within ms (the replies before the end
+ * are read and dropped), 0 when it is still open then. */
+static int ends_within(int fd, int ms)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    char sink[4096];
+
+    while (poll(&pfd, 1, ms) == 1) {
+        if (recv(fd, sink, sizeof(sink), 0) <= 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void send_header(int fd, int op, const uint8_t *g, const uint8_t *k,
+                        uint32_t slab, uint32_t len, size_t bytes)
+{
+    struct sd_frame f = { .op = (uint8_t)op, .slab = slab, .len = len };
+    uint8_t hdr[SD_FRAME_HDR_LEN];
+
+    memcpy(f.grant, g, SD_UUID_LEN);
+    memcpy(f.key, k, SD_KEY_LEN);
+    sd_frame_encode(&f, hdr);
+    CHECK(send(fd, hdr, bytes, MSG_NOSIGNAL) == (ssize_t)bytes);
+}
+
+/* The status of the next reply on fd (waiting up to 5 s), or 1 when none
+ * came. */
+static int reply_status_of(int fd, void *payload, size_t len)
+{
+    uint8_t hdr[SD_FRAME_HDR_LEN];
+    struct sd_frame f;
+    const char *why;
+
+    sd_tcp_timeout(fd, SO_RCVTIMEO, 5000000);
+    if (recv(fd, hdr, sizeof(hdr), MSG_WAITALL) != sizeof(hdr) ||
+        sd_frame_parse(hdr, sizeof(hdr), &f, &why) != 0) {
+        return 1;
+    }
+    if (f.status == 0 && len &&
+        recv(fd, payload, len, MSG_WAITALL) != (ssize_t)len) {
+        return 1;
+    }
+    return f.status;
+}
+
+/* Connections over the caps, per source address and in all, are closed
+ * at accept and counted; a slot given back is taken again; the caps hold
+ * the threads. */
+static void test_caps(struct sd_store *store)
+{
+    const struct sd_limits_conf conf = { 4, 2, 300, 10 };
+    struct sd_server *srv;
+    char err[SD_ERRLEN];
+    int a[3], b[2], c, i;
+    uint16_t port;
+
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &conf, &srv, err,
+                              sizeof(err)) == 0);
+    port = sd_server_port(srv);
+    for (i = 0; i < 3; i++) {
+        a[i] = raw_connect(port, 2);
+    }
+    CHECK(ends_within(a[2], 5000));         /* the third from .2 */
+    CHECK(WAIT_UNTIL(stats_of(srv).conns == 2));
+    for (i = 0; i < 2; i++) {
+        b[i] = raw_connect(port, 3);
+    }
+    CHECK(WAIT_UNTIL(stats_of(srv).conns == 4));
+    c = raw_connect(port, 4);               /* over the total */
+    CHECK(ends_within(c, 5000));
+    close(c);
+    CHECK(stats_of(srv).refused[SD_REFUSED_CONN] == 2);
+    CHECK(stats_of(srv).threads <= conf.max_conns);
+    CHECK(!ends_within(a[0], 100) && !ends_within(b[1], 100));
+
+    /* A slot given back is another's. */
+    close(a[0]);
+    CHECK(WAIT_UNTIL(stats_of(srv).threads == 3));
+    c = raw_connect(port, 4);
+    CHECK(WAIT_UNTIL(stats_of(srv).conns == 4));
+    CHECK(!ends_within(c, 100));
+    CHECK(stats_of(srv).refused[SD_REFUSED_CONN] == 2);
+    sd_server_stop(srv);
+    CHECK(ends_within(c, 5000));
+    close(c);
+    close(a[1]);
+    close(a[2]);
+    close(b[0]);
+    close(b[1]);
+}
+
+/* A connection that sends nothing before a frame of it is accepted, and a
+ * frame cut short, are closed at their deadlines; a trusted connection
+ * may idle. */
+static void test_deadlines(struct sd_store *store)
+{
+    const struct sd_limits_conf conf = { 16, 16, 1, 1 };
+    struct sd_server *srv;
+    struct sd_peer *p;
+    char err[SD_ERRLEN], buf[128];
+    int idle, cut, payload_cut;
+    uint64_t start;
+    uint16_t port;
+
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &conf, &srv, err,
+                              sizeof(err)) == 0);
+    port = sd_server_port(srv);
+    CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) == 0);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 0, 0, buf, sizeof(buf)) == 0);
+    start = sd_now_us();
+    idle = raw_connect(port, 5);
+    cut = raw_connect(port, 6);
+    send_header(cut, SD_OP_READ, grant, key, 0, 16, SD_FRAME_HDR_LEN / 2);
+    payload_cut = raw_connect(port, 7);
+    send_header(payload_cut, SD_OP_WRITE, grant, key, 0, 4096,
+                SD_FRAME_HDR_LEN);
+    CHECK(send(payload_cut, buf, 100, MSG_NOSIGNAL) == 100);
+    CHECK(ends_within(idle, 5000));
+    CHECK(ends_within(cut, 5000));
+    CHECK(ends_within(payload_cut, 5000));
+    CHECK(sd_now_us() - start >= 1000000);
+    CHECK(stats_of(srv).refused[SD_REFUSED_DEADLINE] == 3);
+    /* The trusted connection outlived the idle deadline. */
+    CHECK(T->alive(p) == 1);
+    CHECK(run_io(p, SD_OP_READ, grant, key, 0, 0, buf, sizeof(buf)) == 0);
+    T->close(p);
+    close(idle);
+    close(cut);
+    close(payload_cut);
+    sd_server_stop(srv);
+}
+
+/* Headers announcing the largest WRITE with an unknown grant or a wrong
+ * key get -EACCES and no memory for their payload; a refused payload that
+ * comes is drained and the connection serves on. */
+static void test_no_payload_before_check(struct sd_store *store)
+{
+    enum { N = 20 };
+    struct sd_server *srv;
+    char err[SD_ERRLEN], data[4096], back[4096];
+    uint8_t nobody[SD_UUID_LEN];
+    int fds[N], fd, i, statuses = 0;
+    uint16_t port;
+
+    memset(nobody, 0x77, sizeof(nobody));
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &srv, err,
+                              sizeof(err)) == 0);
+    port = sd_server_port(srv);
+    for (i = 0; i < N; i++) {
+        fds[i] = raw_connect(port, 8 + i % 2);
+        send_header(fds[i], SD_OP_WRITE, i % 2 ? grant : nobody,
+                    i % 2 ? wrong : key, 0, SD_FRAME_MAX_LEN,
+                    SD_FRAME_HDR_LEN);
+    }
+    for (i = 0; i < N; i++) {
+        statuses += reply_status_of(fds[i], NULL, 0) == -EACCES;
+    }
+    CHECK(statuses == N);
+    CHECK(stats_of(srv).refused[SD_REFUSED_KEY] == N);
+    /* A header's worth of buffer each, and their replies'. */
+    CHECK(stats_of(srv).buffered <= N * 2 * SD_FRAME_HDR_LEN);
+    for (i = 0; i < N; i++) {
+        close(fds[i]);
+    }
+
+    /* A refused WRITE's payload that does come is drained; the next
+     * frames on the connection are served. */
+    memset(data, 0x3c, sizeof(data));
+    fd = raw_connect(port, 10);
+    send_header(fd, SD_OP_WRITE, grant, wrong, 1, sizeof(data),
+                SD_FRAME_HDR_LEN);
+    CHECK(send(fd, data, sizeof(data), MSG_NOSIGNAL) == sizeof(data));
+    CHECK(reply_status_of(fd, NULL, 0) == -EACCES);
+    send_header(fd, SD_OP_READ, grant, key, 1, sizeof(back),
+                SD_FRAME_HDR_LEN);
+    CHECK(reply_status_of(fd, back, sizeof(back)) == 0);
+    CHECK(back[0] != 0x3c);             /* the refused write did not land */
+    /* A frame that passes is what gives a connection its buffer. */
+    CHECK(stats_of(srv).buffered > SD_FRAME_HDR_LEN * 2);
+    close(fd);
+    sd_server_stop(srv);
+}
+
+/* ---- the rate-limited reports ---- */
+
+struct reports {
+    int lines;
+    char peer[32];
+    uint64_t counts[SD_REFUSED_KINDS];
+};
+
+static void count_report(void *ctx, const char *peer,
+                         const uint64_t counts[SD_REFUSED_KINDS])
+{
+    struct reports *r = ctx;
+
+    r->lines++;
+    snprintf(r->peer, sizeof(r->peer), "%s", peer);
+    memcpy(r->counts, counts, sizeof(r->counts));
+}
+
+static void test_limits(void)
+{
+    const struct sd_limits_conf conf = { 3, 2, 300, 10 };
+    struct sd_limits_conf bad = conf;
+    uint32_t a = htonl(0x0a000001), b = htonl(0x0a000002);
+    struct sd_limits_stats st;
+    struct sd_limits *l;
+    struct reports r = { 0 };
+    char err[128];
+    uint32_t i;
+
+    CHECK(sd_limits_conf_check(&conf, err, sizeof(err)) == 0);
+    bad.max_conns_per_peer = 4;
+    CHECK(sd_limits_conf_check(&bad, err, sizeof(err)) == -EINVAL);
+    CHECK(strstr(err, "--max-connections-per-peer") != NULL);
+    bad = conf;
+    bad.max_conns = SD_LIMITS_MAX_CONNS + 1;
+    CHECK(sd_limits_conf_check(&bad, err, sizeof(err)) == -EINVAL);
+    bad = conf;
+    bad.read_timeout_s = 0;
+    CHECK(sd_limits_conf_check(&bad, err, sizeof(err)) == -EINVAL);
+    CHECK(sd_limits_new(&bad, 1000000, count_report, &r, &l) == -EINVAL);
+
+    CHECK(sd_limits_new(&conf, 1000000, count_report, &r, &l) == 0);
+    /* The caps: two from a, the total's last from b. */
+    CHECK(sd_limits_open(l, a, 0) == 0 && sd_limits_open(l, a, 0) == 0);
+    CHECK(sd_limits_open(l, a, 0) == -EUSERS);
+    CHECK(sd_limits_open(l, b, 0) == 0);
+    CHECK(sd_limits_open(l, b, 0) == -EMFILE);
+    sd_limits_close(l, a);
+    CHECK(sd_limits_open(l, b, 0) == 0);
+    sd_limits_stats(l, &st);
+    CHECK(st.conns == 3 && st.refused[SD_REFUSED_CONN] == 2);
+    /* a's first refusal was reported at once, b's too. */
+    CHECK(r.lines == 2);
+
+    /* A flood within the interval: no line; then one with its count. */
+    for (i = 0; i < 10000; i++) {
+        sd_limits_refuse(l, a, SD_REFUSED_KEY, 1000 + i);
+    }
+    sd_limits_flush(l, 999999);
+    CHECK(r.lines == 2);
+    sd_limits_flush(l, 1000000);
+    CHECK(r.lines == 3 && strcmp(r.peer, "10.0.0.1") == 0);
+    CHECK(r.counts[SD_REFUSED_KEY] == 10000 && r.counts[SD_REFUSED_CONN] == 0);
+    sd_limits_flush(l, 5000000);
+    CHECK(r.lines == 3);                    /* nothing since */
+    sd_limits_refuse(l, a, SD_REFUSED_FRAME, 5000000);
+    CHECK(r.lines == 4 && r.counts[SD_REFUSED_FRAME] == 1);
+
+    /* More peers than the table holds: the rest are "other peers", in
+     * one line per interval. */
+    r.lines = 0;
+    for (i = 0; i < 200; i++) {
+        sd_limits_refuse(l, htonl(0x0b000000 + i), SD_REFUSED_DEADLINE,
+                         6000000);
+    }
+    /* The table: 3 + 64 entries, two held by a's and b's connections. */
+    CHECK(r.lines == 3 + 64 - 2 + 1);
+    CHECK(strcmp(r.peer, "other peers") == 0);
+    sd_limits_stats(l, &st);
+    CHECK(st.refused[SD_REFUSED_DEADLINE] == 200);
+    sd_limits_free(l);
+}
+
 static void test_connect_errors(void)
 {
     uint16_t port;
@@ -739,7 +1049,7 @@ int main(void)
     sd_log_level = LOG_ERR;     /* the faults below are logged on purpose */
     test_endpoint();
     store = make_store();
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, &srv, err,
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &srv, err,
                               sizeof(err)) == 0);
     CHECK(sd_server_port(srv) != 0);
     CHECK(T->connect("127.0.0.1", sd_server_port(srv), &p, err,
@@ -753,7 +1063,11 @@ int main(void)
     test_garbage(sd_server_port(srv));
     test_server_stop(p, srv);
     T->close(p);
+    test_caps(store);
+    test_deadlines(store);
+    test_no_payload_before_check(store);
     sd_store_free(store);
+    test_limits();
 
     test_connect_errors();
     test_donor_gone();

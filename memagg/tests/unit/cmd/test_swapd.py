@@ -58,6 +58,10 @@ capacity_mb = 2048
 transport = tcp
 socket_user = %s
 socket_group = %s
+max_connections = 512
+max_connections_per_peer = 8
+idle_timeout = 60
+read_timeout = 5
 """ % (USER, GROUP))
     assert swapd_cmd.core_arguments(conf) == [
         '--control', '/r/control.sock', '--export-dir', '/r/exports',
@@ -65,6 +69,8 @@ socket_group = %s
         '--advertise', 'tcp://compute-1.example:7451',
         '--capacity-mb', '2048', '--transport', 'tcp',
         '--socket-user', USER, '--socket-group', GROUP,
+        '--max-connections', '512', '--max-connections-per-peer', '8',
+        '--idle-timeout', '60', '--read-timeout', '5',
         '--log-level', 'debug']
 
 
@@ -77,7 +83,9 @@ def test_defaults_leave_advertise_and_socket_user_to_the_core(tmp_path):
         '--export-dir', '/run/memagg/swapd/exports',
         '--state-dir', '/var/lib/memagg/swapd',
         '--listen', 'tcp://%s:7450' % conf.my_ip, '--capacity-mb', '0',
-        '--transport', 'auto', '--log-level', 'info']
+        '--transport', 'auto', '--max-connections', '256',
+        '--max-connections-per-peer', '32', '--idle-timeout', '300',
+        '--read-timeout', '10', '--log-level', 'info']
 
 
 def test_listen_follows_my_ip(tmp_path):
@@ -92,7 +100,9 @@ def test_a_written_config_reads_back_to_the_same_arguments(tmp_path):
               'export_dir': '/r/exports', 'state_dir': '/s',
               'listen': 'tcp://127.0.0.1:7452', 'advertise': None,
               'capacity_mb': 64, 'transport': 'tcp', 'socket_user': None,
-              'socket_group': None}
+              'socket_group': None, 'max_connections': 100,
+              'max_connections_per_peer': 10, 'idle_timeout': 30,
+              'read_timeout': 2}
     path = tmp_path / 'swapd.conf'
     swapd_cmd.write_config(str(path), values, debug=True)
     conf = cfg.ConfigOpts()
@@ -124,6 +134,12 @@ def test_a_written_config_reads_back_to_the_same_arguments(tmp_path):
     ('swapd', 'socket_group', 'memagg-no-such-group',
      "no group 'memagg-no-such-group' on this host; give a group QEMU's "
      "user is in (e.g. libvirt-qemu)"),
+    ('swapd', 'max_connections', '0', 'greater than or equal to 1'),
+    ('swapd', 'max_connections', '4097', 'less than or equal to 4096'),
+    ('swapd', 'max_connections_per_peer', '257',
+     'must be at most max_connections (256), not 257'),
+    ('swapd', 'idle_timeout', '0', 'greater than or equal to 1'),
+    ('swapd', 'read_timeout', '3601', 'less than or equal to 3600'),
     ('DEFAULT', 'debug', 'maybe', "Unexpected boolean value 'maybe'"),
 ])
 def test_a_bad_value_names_its_option_and_why(tmp_path, group, name, value,
