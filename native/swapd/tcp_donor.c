@@ -534,6 +534,8 @@ static void tcp_server_stop(struct sd_server *base)
     reap(srv, 1);
     pthread_mutex_unlock(&srv->lock);
     pthread_mutex_destroy(&srv->lock);
+    /* The counts not reported yet, whatever their interval. */
+    sd_limits_flush(srv->limits, UINT64_MAX);
     sd_limits_free(srv->limits);
     free(srv);
 }

@@ -1,0 +1,299 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""memagg-swapd's donor port under a flood from unauthenticated peers, all
+at once: 1,000 idle connections, 100 headers of 32 MiB WRITEs with unknown
+grants, 10,000 frames of random grants. Its threads stay under
+[swapd] max_connections plus a few, its memory grows by less than 16 MiB,
+its log by less than 100 lines, and a consumer with a real grant (made over
+the control socket) reads and writes throughout. A real memagg-swapd,
+started as an operator starts it, at its default caps and deadlines.
+
+The flood comes from 127.0.0.2-127.0.0.8 (the caps count by source
+address), the consumer from 127.0.0.1."""
+import os
+import random
+import resource
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import uuid
+
+import pytest
+
+from memagg import _swapd
+from memagg.cmd import swapd as swapd_cmd
+from memagg.tests.functional import service_procs
+from memagg.tests.functional import test_swapd_nbd
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional]
+
+MIB = 1 << 20
+SLAB = 4 * MIB
+MAX_CONNECTIONS = 256           # [swapd] max_connections's default
+# Threads of memagg-swapd besides its donor connections': its own and the
+# Python interpreter's that runs it.
+THREADS_BESIDES = 16
+
+# The wire format of native/swapd/frame.h.
+HEADER = struct.Struct('<IBBHQ16s32sIIQiI')
+MAGIC = 0x5057534d
+READ, WRITE = 1, 2
+REPLY = 0x0001
+MAX_LEN = 32 * MIB
+
+
+def frame(op, grant, key, slab=0, offset=0, length=0, request=0):
+    return HEADER.pack(MAGIC, 1, op, 0, request, grant, key, slab, length,
+                       offset, 0, 0)
+
+
+def recv_exactly(sock, n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError('closed after %d of %d bytes' % (len(data), n))
+        data += chunk
+    return bytes(data)
+
+
+def reply(sock, payload=0):
+    """The next reply's (status, payload of the given length if 0)."""
+    fields = HEADER.unpack(recv_exactly(sock, HEADER.size))
+    assert fields[0] == MAGIC and fields[3] & REPLY, fields
+    status = fields[10]
+    return status, recv_exactly(sock, payload) if status == 0 else b''
+
+
+def connect(port, source='127.0.0.1', timeout=10):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    sock.bind((source, 0))
+    sock.connect(('127.0.0.1', port))
+    return sock
+
+
+class Consumer:
+    """A consumer with a real grant: writes a page and reads it back."""
+
+    def __init__(self, port, grant, key):
+        self.port = port
+        self.grant = grant
+        self.key = key
+        self.sock = connect(port)
+        self.done = 0
+
+    def round_trip(self, sock=None):
+        sock = sock or self.sock
+        page = bytes([self.done % 251]) * 4096
+        offset = (self.done % 16) * 4096
+        sock.sendall(frame(WRITE, self.grant, self.key, 1, offset, 4096,
+                           2 * self.done) + page)
+        assert reply(sock) == (0, b'')
+        sock.sendall(frame(READ, self.grant, self.key, 1, offset, 4096,
+                           2 * self.done + 1))
+        assert reply(sock, 4096) == (0, page)
+        self.done += 1
+
+
+class Sampler(threading.Thread):
+    """Peaks of a process's threads and resident memory, sampled until
+    stopped."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.threads = 0
+        self.rss_kb = 0
+        self.stopping = threading.Event()
+
+    def status(self):
+        with open('/proc/%d/status' % self.pid) as f:
+            fields = dict(line.split(':', 1) for line in f)
+        return (int(fields['Threads']), int(fields['VmRSS'].split()[0]))
+
+    def run(self):
+        while not self.stopping.is_set():
+            threads, rss = self.status()
+            self.threads = max(self.threads, threads)
+            self.rss_kb = max(self.rss_kb, rss)
+            self.stopping.wait(0.02)
+
+
+def _flood_idle(port, held, refused):
+    """1,000 connections that send nothing, 200 from each of 5 addresses."""
+    for i in range(1000):
+        try:
+            held.append(connect(port, '127.0.0.%d' % (2 + i % 5)))
+        except OSError:
+            refused.append(i)
+
+
+def _flood_write_headers(port, held):
+    """100 connections, each a 32 MiB WRITE header of an unknown grant and
+    no payload."""
+    for _ in range(100):
+        try:
+            sock = connect(port, '127.0.0.7')
+            held.append(sock)
+            sock.sendall(frame(WRITE, uuid.uuid4().bytes, os.urandom(32),
+                               length=MAX_LEN))
+        except OSError:
+            pass        # closed at accept: over the cap of 127.0.0.7
+
+
+def _flood_random_grants(port, statuses):
+    """10,000 READ frames of random grants and keys on 10 connections, in
+    bursts of 100, reading their replies."""
+    for _ in range(10):
+        with connect(port, '127.0.0.8') as sock:
+            for _ in range(10):
+                sock.sendall(b''.join(
+                    frame(READ, uuid.uuid4().bytes, os.urandom(32),
+                          length=4096, request=random.getrandbits(64))
+                    for _ in range(100)))
+                for _ in range(100):
+                    statuses.append(reply(sock)[0])
+
+
+def _lines(path):
+    with open(path, 'rb') as f:
+        return f.read().count(b'\n')
+
+
+def test_a_flood_of_unauthenticated_peers_is_bounded(tmp_path):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        pytest.skip('needs 4096 descriptors, the hard limit is %d' % hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
+    # unix socket paths are limited to 107 bytes: a short directory.
+    sock_dir = tempfile.mkdtemp(prefix='sdb', dir='/tmp')
+    port = service_procs.free_port()
+    control = os.path.join(sock_dir, 'donor.ctl')
+    log_path = str(tmp_path / 'donor.log')
+    config = str(tmp_path / 'memagg.conf')
+    # Info level, as deployed: the log counted is the operator's.
+    swapd_cmd.write_config(config, {
+        'control_socket': control, 'export_dir': os.path.join(sock_dir, 'x'),
+        'state_dir': str(tmp_path), 'listen': 'tcp://127.0.0.1:%d' % port,
+        'capacity_mb': 64, 'transport': 'tcp'})
+    log = open(log_path, 'ab')
+    proc = subprocess.Popen(
+        [os.path.join(service_procs.BIN_DIR, 'memagg-swapd'),
+         '--config-file', config], stdout=log, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL)
+    held = []
+    try:
+        polling.wait_for(lambda: _answers(proc, control, log_path), 30,
+                         message='memagg-swapd answers PING')
+        # The memagg-swapd of this checkout, not another one's.
+        with open('/proc/%d/maps' % proc.pid) as f:
+            assert os.path.realpath(_swapd.__file__) in f.read()
+        grant, key = uuid.uuid4(), os.urandom(32)
+        test_swapd_nbd.ok(control, 'GRANT_ALLOC grant=%s key=%s slab_size=%d '
+                          'slabs=0,1' % (grant, key.hex(), SLAB))
+        consumer = Consumer(port, grant.bytes, key)
+        consumer.round_trip()
+        sampler = Sampler(proc.pid)
+        threads_before, rss_before = sampler.status()
+        lines_before = _lines(log_path)
+        sampler.start()
+
+        refused, statuses = [], []
+        floods = [threading.Thread(target=_flood_idle,
+                                   args=(port, held, refused)),
+                  threading.Thread(target=_flood_write_headers,
+                                   args=(port, held)),
+                  threading.Thread(target=_flood_random_grants,
+                                   args=(port, statuses))]
+        for flood in floods:
+            flood.start()
+        # The consumer reads and writes all through the flood, on its
+        # connection and on new ones.
+        while any(flood.is_alive() for flood in floods):
+            consumer.round_trip()
+            if consumer.done % 50 == 0:
+                with connect(port) as fresh:
+                    consumer.round_trip(fresh)
+        for flood in floods:
+            flood.join()
+        consumer.round_trip()
+        with connect(port) as fresh:
+            consumer.round_trip(fresh)
+        # Every over-cap connection reached the donor's report.
+        polling.wait_for(lambda: 'refused from 127.0.0.6' in _read(log_path),
+                         10, message='the refusals of 127.0.0.6 logged')
+        sampler.stopping.set()
+        sampler.join()
+        lines = _lines(log_path) - lines_before
+        print('threads %d -> peak %d; RSS %d -> peak %d KiB (+%d KiB); '
+              '%d log lines; %d round trips; %d flood connections opened'
+              % (threads_before, sampler.threads, rss_before,
+                 sampler.rss_kb, sampler.rss_kb - rss_before, lines,
+                 consumer.done, len(held)))
+
+        assert statuses == [-13] * 10000            # EACCES, each
+        assert sampler.threads <= MAX_CONNECTIONS + THREADS_BESIDES
+        assert sampler.threads <= threads_before + MAX_CONNECTIONS
+        assert sampler.rss_kb - rss_before < 16 * 1024
+        assert lines < 100, _read(log_path)[-4000:]
+        assert consumer.done > 10
+        assert 'access refused: no such grant' not in _read(log_path)
+        assert proc.poll() is None
+    finally:
+        for sock in held:
+            sock.close()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)
+    assert proc.returncode == 0, _read(log_path)[-4000:]
+    # Each refusal was counted: what waited was reported at the stop.
+    assert _reported(_read(log_path), '127.0.0.2',
+                     'connections over the caps') == 200 - 32
+    assert _reported(_read(log_path), '127.0.0.8',
+                     'frames of an unknown grant or with a wrong key') == 10000
+
+
+def _reported(log, peer, what):
+    """The sum of the counts of ``what`` in the reports of ``peer``."""
+    total = 0
+    for line in log.splitlines():
+        if 'refused from %s since' % peer in line:
+            for part in line.rsplit(': ', 1)[-1].split(', '):
+                count, _, kind = part.partition(' ')
+                if kind == what:
+                    total += int(count)
+    return total
+
+
+def _read(path):
+    with open(path, errors='replace') as f:
+        return f.read()
+
+
+def _answers(proc, control, log_path):
+    assert proc.poll() is None, _read(log_path)
+    try:
+        return test_swapd_nbd.control(control, 'PING').startswith('OK')
+    except OSError:
+        return False
