@@ -426,8 +426,9 @@ static void reap(struct tcp_server *srv, int all)
 }
 
 /* Start a connection's thread, or close it at once when it is over a cap
- * (counted and reported by the limits) or cannot have one. */
-static void admit(struct tcp_server *srv, int fd, const struct sockaddr_in *sa)
+ * (counted and reported by the limits) or cannot have one: 0, or the
+ * -errno of that (for the acceptor to report). */
+static int admit(struct tcp_server *srv, int fd, const struct sockaddr_in *sa)
 {
     char addr[INET_ADDRSTRLEN];
     struct conn *c;
@@ -435,13 +436,13 @@ static void admit(struct tcp_server *srv, int fd, const struct sockaddr_in *sa)
 
     if (sd_limits_open(srv->limits, sa->sin_addr.s_addr, sd_now_us()) < 0) {
         close(fd);
-        return;
+        return 0;
     }
     c = calloc(1, sizeof(*c));
     if (!c) {
         sd_limits_close(srv->limits, sa->sin_addr.s_addr);
         close(fd);
-        return;
+        return -ENOMEM;
     }
     sd_tcp_sockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
     sd_tcp_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
@@ -460,17 +461,16 @@ static void admit(struct tcp_server *srv, int fd, const struct sockaddr_in *sa)
     if (rc != 0) {
         pthread_mutex_unlock(&srv->lock);
         __atomic_fetch_sub(&srv->threads, 1, __ATOMIC_RELAXED);
-        sd_log(LOG_WARNING, "consumer %s: no thread for it: %s", c->name,
-               strerror(rc));
         sd_limits_close(srv->limits, c->addr);
         close(fd);
         free(c);
-        return;
+        return -rc;
     }
     c->next = srv->conns;
     srv->conns = c;
     pthread_mutex_unlock(&srv->lock);
     sd_log(LOG_DEBUG, "consumer %s connected", c->name);
+    return 0;
 }
 
 static void *acceptor(void *arg)
@@ -482,12 +482,13 @@ static void *acceptor(void *arg)
         struct pollfd pfd = { .fd = srv->fd, .events = POLLIN };
         struct sockaddr_in sa;
         socklen_t sl = sizeof(sa);
-        int fd = -1, ready = poll(&pfd, 1, ACCEPT_TICK_MS);
+        int fd = -1, rc, failed = 0, ready = poll(&pfd, 1, ACCEPT_TICK_MS);
         uint64_t now;
 
         if (ready > 0) {
             fd = accept4(srv->fd, (struct sockaddr *)&sa, &sl,
                          SOCK_CLOEXEC);
+            failed = fd < 0 ? errno : 0;
         }
         pthread_mutex_lock(&srv->lock);
         if (srv->stopping) {
@@ -501,13 +502,15 @@ static void *acceptor(void *arg)
         pthread_mutex_unlock(&srv->lock);
         now = sd_now_us();
         sd_limits_flush(srv->limits, now);
-        if (fd >= 0) {
-            admit(srv, fd, &sa);
-        } else if (ready > 0 && errno != EINTR && errno != EAGAIN &&
-                   errno != ECONNABORTED) {
-            /* Out of descriptors, say: do not spin, nor log each try. */
+        rc = fd >= 0 ? admit(srv, fd, &sa) :
+             failed != EINTR && failed != EAGAIN &&
+             failed != ECONNABORTED ? -failed : 0;
+        if (rc < 0) {
+            /* Out of descriptors, memory or threads: do not spin, nor log
+             * each try. */
             if (now >= next_warning) {
-                sd_log(LOG_WARNING, "accept: %s", strerror(errno));
+                sd_log(LOG_WARNING, "cannot take a consumer's connection: "
+                       "%s", strerror(-rc));
                 next_warning = now + REPORT_INTERVAL_US;
             }
             poll(NULL, 0, 100);
