@@ -246,7 +246,7 @@ def test_a_flood_of_unauthenticated_peers_is_bounded(tmp_path):
                  sampler.rss_kb, sampler.rss_kb - rss_before, lines,
                  consumer.done, len(held)))
 
-        assert statuses == [-13] * 10000            # EACCES, each
+        assert (len(statuses), set(statuses)) == (10000, {-13})  # EACCES
         assert sampler.threads <= MAX_CONNECTIONS + THREADS_BESIDES
         assert sampler.threads <= threads_before + MAX_CONNECTIONS
         assert sampler.rss_kb - rss_before < 16 * 1024
