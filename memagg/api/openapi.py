@@ -90,9 +90,14 @@ def _operation(route, max_limit):
                      else 404)
     for status in sorted(statuses):
         responses[str(status)] = _error_response(status)
+    since = microversion.to_string(route.min_version)
     operation = {
         'operationId': route.operation_id,
         'summary': route.summary,
+        'description': 'Needs microversion %s or later.' % since,
+        # The lowest microversion that serves it, for clients and tests
+        # that pick one per operation.
+        'x-memagg-min-microversion': since,
         'parameters': parameters,
         'responses': responses,
     }

@@ -18,6 +18,7 @@ from openapi_spec_validator import validate as validate_spec
 
 from memagg.api import app as api_app
 from memagg.api.controllers import base
+from memagg.api import microversion
 from memagg.api import openapi
 from memagg.api import schemas
 from memagg.conf import CONF
@@ -51,6 +52,31 @@ def test_every_route_is_documented_with_its_parameters():
     assert limit['schema']['maximum'] == CONF.api.max_limit
     assert '503' in operation['responses']
     assert 'Retry-After' in operation['responses']['503']['headers']
+
+
+def test_each_operation_says_the_microversion_it_needs(api):
+    """The document's minimum microversion of every operation is the one
+    that serves it: a list served at it, refused (404, or 405 where the
+    path has other methods) just below, as the document lists."""
+    document = openapi.build(CONF.api.max_limit)
+    for route in base.ROUTES:
+        operation = document['paths'][route.path][route.method.lower()]
+        since = operation['x-memagg-min-microversion']
+        assert since == microversion.to_string(route.min_version), route
+        if route.method != 'GET' or route.path_params or route.public:
+            continue
+        header = 'memory-aggregation %s' % since
+        resp = api.get(route.path, headers={microversion.HEADER: header})
+        assert resp.status_code == route.status_at(route.min_version), (
+            route.path, resp.get_json())
+        if route.min_version == microversion.MIN_VERSION:
+            continue
+        below = (route.min_version[0], route.min_version[1] - 1)
+        resp = api.get(route.path, headers={
+            microversion.HEADER: 'memory-aggregation %s'
+            % microversion.to_string(below)})
+        assert str(resp.status_code) in operation['responses'], route.path
+        assert resp.status_code in (404, 405), route.path
 
 
 def test_served_document_follows_deployment(api, conf):
