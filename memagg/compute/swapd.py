@@ -328,8 +328,9 @@ class SwapdClient:
         all of them until ``export_rebuild``; 0 when none),
         stored_pages (4 KiB pages that count as written), sealed (1 when
         its pages are encrypted), key_pending (1 while an adopted sealed
-        export waits for its page key) and auth_failures (pages from
-        donors that failed their authentication)."""
+        export waits for its page key), auth_failures (pages from
+        donors that failed their authentication) and frame_auth_failures
+        (donor replies whose frame failed its MAC check on the wire)."""
         return {k: int(v) for k, v in
                 self.request('EXPORT_STATS', grant=grant).items()}
 

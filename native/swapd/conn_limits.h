@@ -17,8 +17,9 @@
  * connections it holds in all and per source address, the deadlines of a
  * connection (sd_limits_conf), and the accounting behind them.
  *
- * What is refused (a connection over a cap, a frame whose grant or key is
- * refused, a malformed frame, a connection closed at a deadline) is
+ * What is refused (a connection over a cap, a frame of an unknown grant, a
+ * malformed frame, a connection closed at a deadline, a frame that failed
+ * authentication) is
  * counted per source address and reported at most once per interval per
  * address, with the counts since its last report: a flood costs a few
  * lines, never one per frame.  Peers are kept in a fixed table (as many
@@ -57,6 +58,10 @@ enum sd_refusal {
     SD_REFUSED_KEY,         /* a frame of an unknown grant or a wrong key */
     SD_REFUSED_FRAME,       /* a malformed frame (its connection closed) */
     SD_REFUSED_DEADLINE,    /* a connection idle or a frame cut short */
+    SD_REFUSED_AUTH,        /* a frame that failed authentication: wrong
+                             * tag (altered, or made with another key), or
+                             * replayed or out of sequence (its connection
+                             * closed) */
     SD_REFUSED_KINDS,
 };
 

@@ -485,7 +485,7 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      "remote_errors=%llu degraded_slabs=%u clients=%u "
                      "lat_p50_us=%llu lat_p99_us=%llu rebuild_left=%llu "
                      "stored_pages=%llu auth_failures=%llu sealed=%u "
-                     "key_pending=%u\n",
+                     "key_pending=%u frame_auth_failures=%llu\n",
                      (unsigned long long)st.reads,
                      (unsigned long long)st.writes,
                      (unsigned long long)st.read_bytes,
@@ -499,7 +499,8 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      (unsigned long long)st.rebuild_left,
                      (unsigned long long)st.stored_pages,
                      (unsigned long long)st.auth_failures, st.sealed,
-                     st.key_pending);
+                     st.key_pending,
+                     (unsigned long long)st.frame_auth_failures);
 }
 
 static char *do_ghost(const struct sd_control_ctx *c, const struct sd_args *a)

@@ -673,6 +673,7 @@ int sd_exports_stats(struct sd_exports *xs,
     out->local_reads = LOAD(x, local_reads);
     out->remote_errors = LOAD(x, remote_errors);
     out->auth_failures = LOAD(x, auth_failures);
+    out->frame_auth_failures = LOAD(x, frame_auth_failures);
     out->sealed = (uint32_t)x->spec.seal;
     out->key_pending = x->spec.seal &&
                        !__atomic_load_n(&x->key_ready, __ATOMIC_ACQUIRE);

@@ -76,6 +76,8 @@ struct sd_export_stats {
     uint64_t stored_pages;      /* pages that count as written now */
     uint64_t auth_failures;     /* sealed: pages from donors that did not
                                  * open */
+    uint64_t frame_auth_failures;   /* donor replies whose frame failed
+                                     * authentication (frame_auth.h) */
     uint32_t sealed;            /* 1 when its pages are sealed */
     uint32_t key_pending;       /* 1 while it waits for its page key */
 };

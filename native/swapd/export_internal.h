@@ -72,6 +72,7 @@ struct sd_export {
     struct sd_nbd_server *nbd;
     uint64_t reads, writes, read_bytes, write_bytes;
     uint64_t zero_reads, local_reads, remote_errors, auth_failures;
+    uint64_t frame_auth_failures;
     uint32_t clients;
     struct sd_hist hist;
     /* Sealed exports: spec.page_key is usable once key_ready (atomic; an

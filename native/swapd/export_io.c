@@ -276,6 +276,10 @@ static void seg_done(struct sd_io *io, int status)
 
     if (status) {
         COUNT(x, remote_errors, 1);
+        if (status == -EBADMSG) {
+            /* The transport refused its reply's tags (frame_auth.h). */
+            COUNT(x, frame_auth_failures, 1);
+        }
         if (degrade(x, io->slab, status) && io->op == SD_OP_WRITE) {
             /* Its donor missed it, and a restart would read the donor. */
             set_error(r, NBD_EIO);

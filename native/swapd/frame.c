@@ -59,18 +59,70 @@ void sd_frame_encode(const struct sd_frame *f, uint8_t out[SD_FRAME_HDR_LEN])
     put16(out + 6, f->flags);
     put64(out + 8, f->id);
     memcpy(out + 16, f->grant, SD_UUID_LEN);
-    memcpy(out + 32, f->key, SD_KEY_LEN);
-    put32(out + 64, f->slab);
-    put32(out + 68, f->len);
-    put64(out + 72, f->offset);
-    put32(out + 80, (uint32_t)f->status);
-    put32(out + 84, 0);
+    put64(out + 32, f->seq);
+    put32(out + 40, f->slab);
+    put32(out + 44, f->len);
+    put64(out + 48, f->offset);
+    put32(out + 56, (uint32_t)f->status);
+    put32(out + 60, 0);
+    memcpy(out + SD_FRAME_PTAG_OFF, f->ptag, SD_FRAME_TAG_LEN);
+    memcpy(out + SD_FRAME_HTAG_OFF, f->htag, SD_FRAME_TAG_LEN);
+}
+
+void sd_hello_encode(int reply, uint8_t macs,
+                     const uint8_t nonce[SD_FRAME_NONCE_LEN],
+                     uint8_t out[SD_FRAME_HDR_LEN])
+{
+    memset(out, 0, SD_FRAME_HDR_LEN);
+    put32(out, SD_FRAME_MAGIC);
+    out[4] = SD_FRAME_VERSION;
+    out[5] = SD_FRAME_OP_HELLO;
+    put16(out + 6, reply ? SD_FRAME_REPLY : 0);
+    out[8] = macs;
+    memcpy(out + 32, nonce, SD_FRAME_NONCE_LEN);
 }
 
 static int reject(const char **why, const char *reason, int err)
 {
     *why = reason;
     return err;
+}
+
+static int all_zero(const uint8_t *p, size_t len)
+{
+    uint8_t acc = 0;
+
+    while (len--) {
+        acc |= *p++;
+    }
+    return acc == 0;
+}
+
+int sd_hello_parse(const uint8_t *buf, size_t len, int reply, uint8_t *macs,
+                   uint8_t nonce[SD_FRAME_NONCE_LEN], const char **why)
+{
+    *why = NULL;
+    if (len < SD_FRAME_HDR_LEN) {
+        return reject(why, "short header", -EINVAL);
+    }
+    if (get32(buf) != SD_FRAME_MAGIC) {
+        return reject(why, "bad magic", -EPROTO);
+    }
+    if (buf[4] != SD_FRAME_VERSION) {
+        return reject(why, "unsupported version", -EPROTO);
+    }
+    if (buf[5] != SD_FRAME_OP_HELLO) {
+        return reject(why, "not a HELLO", -EPROTO);
+    }
+    if (get16(buf + 6) != (reply ? SD_FRAME_REPLY : 0)) {
+        return reject(why, "HELLO with wrong flags", -EPROTO);
+    }
+    if (!all_zero(buf + 9, 23) || !all_zero(buf + 64, 32)) {
+        return reject(why, "HELLO's zero fields not zero", -EPROTO);
+    }
+    *macs = buf[8];
+    memcpy(nonce, buf + 32, SD_FRAME_NONCE_LEN);
+    return 0;
 }
 
 int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
@@ -93,7 +145,7 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
     if (f->flags & ~(SD_FRAME_REPLY | SD_FRAME_SEALED)) {
         return reject(why, "unknown flags", -EPROTO);
     }
-    if (get32(buf + 84) != 0) {
+    if (get32(buf + 60) != 0) {
         return reject(why, "reserved field not zero", -EPROTO);
     }
     reply = f->flags & SD_FRAME_REPLY;
@@ -103,11 +155,13 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
     }
     f->id = get64(buf + 8);
     memcpy(f->grant, buf + 16, SD_UUID_LEN);
-    memcpy(f->key, buf + 32, SD_KEY_LEN);
-    f->slab = get32(buf + 64);
-    f->len = get32(buf + 68);
-    f->offset = get64(buf + 72);
-    f->status = (int32_t)get32(buf + 80);
+    f->seq = get64(buf + 32);
+    f->slab = get32(buf + 40);
+    f->len = get32(buf + 44);
+    f->offset = get64(buf + 48);
+    f->status = (int32_t)get32(buf + 56);
+    memcpy(f->ptag, buf + SD_FRAME_PTAG_OFF, SD_FRAME_TAG_LEN);
+    memcpy(f->htag, buf + SD_FRAME_HTAG_OFF, SD_FRAME_TAG_LEN);
     if (f->len > SD_FRAME_MAX_LEN) {
         return reject(why, "length above the maximum", -EINVAL);
     }
@@ -131,6 +185,10 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
         (f->offset % SD_PAGE_SIZE || f->len % SD_PAGE_SIZE)) {
         return reject(why, "sealed frame's offset or length not a multiple "
                       "of the page size", -EINVAL);
+    }
+    if (sd_frame_payload_len(f) == 0 &&
+        !all_zero(f->ptag, SD_FRAME_TAG_LEN)) {
+        return reject(why, "payload tag without a payload", -EINVAL);
     }
     return 0;
 }

@@ -13,31 +13,58 @@
  */
 
 /*
- * The TCP transport's wire format.  Every message is a fixed header of
- * SD_FRAME_HDR_LEN bytes, little-endian, then a payload:
+ * The TCP transport's wire format.  A connection opens with a HELLO each
+ * way, then carries frames: each a fixed header of SD_FRAME_HDR_LEN
+ * bytes, little-endian, then a payload.  No key is ever on the wire:
+ * frames carry MAC tags made with a key derived per grant and per
+ * connection (frame_auth.h says how).
+ *
+ * HELLO (the consumer's first message, and the donor's answer to it):
+ *
+ *   off size
+ *    0   4   magic "MSWP" (SD_FRAME_MAGIC)
+ *    4   1   version (SD_FRAME_VERSION)
+ *    5   1   op: SD_FRAME_OP_HELLO
+ *    6   2   flags: SD_FRAME_REPLY on the donor's; others must be 0
+ *    8   1   MACs: the consumer's, those it can make (SD_FAUTH_* bits);
+ *            the donor's, the one it chose of them (one bit)
+ *    9  23   zero
+ *   32  32   the sender's nonce: fresh random bytes
+ *   64  32   zero
+ *
+ * Every other frame:
  *
  *   off size
  *    0   4   magic "MSWP" (SD_FRAME_MAGIC)
  *    4   1   version (SD_FRAME_VERSION)
  *    5   1   op: READ, WRITE, or ERROR (a reply to a frame that could not
- *            be parsed; the donor closes the connection after it)
+ *            be parsed or authenticated; the donor closes the connection
+ *            after it)
  *    6   2   flags: SD_FRAME_REPLY on replies; SD_FRAME_SEALED on a
  *            sealed export's READ or WRITE (request and reply); others
  *            must be 0
  *    8   8   request id, chosen by the consumer, echoed in the reply
  *   16  16   grant uuid
- *   32  32   grant key (zero in replies: the key never travels back)
- *   64   4   slab index
- *   68   4   length in bytes (at most SD_FRAME_MAX_LEN)
- *   72   8   offset inside the slab
- *   80   4   status: 0 in requests; 0 or -errno in replies
- *   84   4   reserved, 0
+ *   32   8   sequence number: 1 for the first frame after the HELLO, one
+ *            more for each next frame in the same direction
+ *   40   4   slab index
+ *   44   4   length in bytes (at most SD_FRAME_MAX_LEN)
+ *   48   8   offset inside the slab
+ *   56   4   status: 0 in requests; 0 or -errno in replies
+ *   60   4   reserved, 0
+ *   64  16   payload tag: the MAC of the payload; zero without one
+ *   80  16   header tag: the MAC of bytes 0..80 (so of the payload tag
+ *            too); zero only in a reply the donor cannot sign (ERROR, or
+ *            -EACCES for a grant it does not hold)
  *
  * Payload: length bytes after a WRITE request and after a successful READ
  * reply; none otherwise.  With SD_FRAME_SEALED, offset and length are
  * multiples of SD_PAGE_SIZE and that payload is followed by the pages'
  * seals, (length / SD_PAGE_SIZE) * SD_SEAL_LEN bytes, which the donor
  * stores and returns without reading them.
+ *
+ * Version 1 had the grant's key where the sequence number is, in clear,
+ * and no tags; the two versions do not talk to each other.
  */
 #ifndef MEMAGG_SWAPD_FRAME_H
 #define MEMAGG_SWAPD_FRAME_H
@@ -49,11 +76,17 @@
 #include "swapd.h"
 
 #define SD_FRAME_MAGIC 0x5057534dU     /* "MSWP" in memory order */
-#define SD_FRAME_VERSION 1
-#define SD_FRAME_HDR_LEN 88
+#define SD_FRAME_VERSION 2
+#define SD_FRAME_HDR_LEN 96
+#define SD_FRAME_TAG_LEN 16
+#define SD_FRAME_NONCE_LEN 32
+/* Where the header tag starts: it covers the bytes before it. */
+#define SD_FRAME_HTAG_OFF 80
+#define SD_FRAME_PTAG_OFF 64
 #define SD_FRAME_MAX_LEN (32U << 20)    /* QEMU's largest NBD request */
 
 #define SD_FRAME_OP_ERROR 3             /* besides SD_OP_READ, SD_OP_WRITE */
+#define SD_FRAME_OP_HELLO 4
 #define SD_FRAME_REPLY 0x0001
 #define SD_FRAME_SEALED 0x0002
 /* The largest payload: SD_FRAME_MAX_LEN bytes of pages and their seals. */
@@ -65,11 +98,13 @@ struct sd_frame {
     uint16_t flags;
     uint64_t id;
     uint8_t grant[SD_UUID_LEN];
-    uint8_t key[SD_KEY_LEN];
+    uint64_t seq;
     uint32_t slab;
     uint32_t len;
     uint64_t offset;
     int32_t status;
+    uint8_t ptag[SD_FRAME_TAG_LEN];
+    uint8_t htag[SD_FRAME_TAG_LEN];
 };
 
 /* Write f's header into out. */
@@ -81,6 +116,17 @@ void sd_frame_encode(const struct sd_frame *f,
  * magic, version, op, flags, reserved), with *why saying which. */
 int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
                    const char **why);
+
+/* A HELLO: the consumer's (reply 0) with the MACs it can make, or the
+ * donor's (reply 1) with the one it chose. */
+void sd_hello_encode(int reply, uint8_t macs,
+                     const uint8_t nonce[SD_FRAME_NONCE_LEN],
+                     uint8_t out[SD_FRAME_HDR_LEN]);
+
+/* Parse a HELLO (the donor's when reply): 0 with *macs and nonce, or
+ * -EINVAL / -EPROTO with *why as sd_frame_parse. */
+int sd_hello_parse(const uint8_t *buf, size_t len, int reply, uint8_t *macs,
+                   uint8_t nonce[SD_FRAME_NONCE_LEN], const char **why);
 
 /* Bytes of payload that follow a parsed header (with SD_FRAME_SEALED, the
  * seals too). */

@@ -347,6 +347,21 @@ int sd_store_release(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
     return 0;
 }
 
+/* Count a refusal for g's key, logged once per grant (the lock held). */
+static void wrong_key(struct sd_store *s, struct grant *g,
+                      const uint8_t uuid[SD_UUID_LEN])
+{
+    __atomic_fetch_add(&g->refused, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n(&g->warned, 1, __ATOMIC_RELAXED)) {
+        char text[SD_UUID_STRLEN + 1];
+
+        sd_uuid_format(uuid, text);
+        sd_log(LOG_WARNING, "grant %s: access refused: wrong key "
+               "(logged once per grant; DONOR_STATS counts them)", text);
+    }
+}
+
 /* The grant of uuid if key is its key (the lock held shared), else NULL:
  * the refusal is counted, and a wrong key logged once per grant.  A grant
  * unknown here is not logged: anyone can name one, so the transport
@@ -362,18 +377,22 @@ static struct grant *grant_checked(struct sd_store *s,
         return NULL;
     }
     if (!sd_key_equal(g->key, key)) {
-        __atomic_fetch_add(&g->refused, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
-        if (!__atomic_exchange_n(&g->warned, 1, __ATOMIC_RELAXED)) {
-            char text[SD_UUID_STRLEN + 1];
-
-            sd_uuid_format(uuid, text);
-            sd_log(LOG_WARNING, "grant %s: access refused: wrong key "
-                   "(logged once per grant; DONOR_STATS counts them)", text);
-        }
+        wrong_key(s, g, uuid);
         return NULL;
     }
     return g;
+}
+
+void sd_store_wrong_key(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN])
+{
+    struct grant *g;
+
+    pthread_rwlock_rdlock(&s->lock);
+    g = *find_link(s, uuid);
+    if (g) {
+        wrong_key(s, g, uuid);
+    }
+    pthread_rwlock_unlock(&s->lock);
 }
 
 int sd_store_check(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
@@ -385,6 +404,22 @@ int sd_store_check(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
     rc = grant_checked(s, uuid, key) ? 0 : -EACCES;
     pthread_rwlock_unlock(&s->lock);
     return rc;
+}
+
+int sd_store_key(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
+                 uint8_t key[SD_KEY_LEN])
+{
+    struct grant *g;
+
+    pthread_rwlock_rdlock(&s->lock);
+    g = *find_link(s, uuid);
+    if (g) {
+        memcpy(key, g->key, SD_KEY_LEN);
+    } else {
+        __atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return g ? 0 : -EACCES;
 }
 
 int sd_store_access(struct sd_store *s, int op,

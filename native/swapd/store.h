@@ -62,6 +62,18 @@ int sd_store_release(struct sd_store *store,
 int sd_store_check(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
                    const uint8_t key[SD_KEY_LEN]);
 
+/* Copy grant's key into key: 0, or -EACCES (counted as a refusal) when
+ * the grant is not here.  What the TCP transport derives a frame's MAC
+ * key from (frame_auth.h), before it allocates or reads any payload. */
+int sd_store_key(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
+                 uint8_t key[SD_KEY_LEN]);
+
+/* Count a refusal of grant for its key, as sd_store_check does: what the
+ * TCP transport reports when a frame's tag made with a key derived from
+ * the grant's does not verify. */
+void sd_store_wrong_key(struct sd_store *store,
+                        const uint8_t grant[SD_UUID_LEN]);
+
 /* Read (op SD_OP_READ, into buf) or write (from buf) len bytes at offset of
  * slab of grant, and with seals the pages' seals too (len / SD_PAGE_SIZE
  * * SD_SEAL_LEN bytes; NULL: the access carries none).  -EACCES: unknown

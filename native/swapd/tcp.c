@@ -23,6 +23,13 @@
  * that waits longer than IO_TIMEOUT_US fails with -ETIMEDOUT; a lost
  * connection fails every io in flight with -ECONNRESET.
  *
+ * Frames are authenticated (frame_auth.h): a connection starts with a
+ * HELLO exchange; requests are numbered and signed under the send lock,
+ * in the order they go out; a reply out of sequence, or whose tags do not
+ * verify with its io's grant key, fails that io with -EBADMSG and closes
+ * the connection.  A reply the donor could not sign (-EACCES for a grant
+ * it does not hold) is taken only as that failure.
+ *
  * Donor side: tcp_donor.c.
  */
 #define _GNU_SOURCE
@@ -46,6 +53,7 @@
 #include "donor.h"
 #include "endpoint.h"
 #include "frame.h"
+#include "frame_auth.h"
 #include "store.h"
 #include "tcp_internal.h"
 #include "transport.h"
@@ -165,7 +173,23 @@ struct sd_peer {
     uint32_t free_head;
     int alive;
     int free_on_exit;           /* close() was called by the receiver */
+    struct sd_fauth_conn fa;    /* set before the receiver starts */
+    struct sd_fauth_cache tx_keys;      /* send_lock */
+    uint64_t tx_seq;                    /* send_lock */
+    struct sd_fauth_cache rx_keys;      /* the receiver's */
+    uint64_t rx_seq;                    /* the receiver's */
 };
+
+static void peer_free(struct sd_peer *p)
+{
+    close(p->fd);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->send_lock);
+    sd_fauth_cache_free(&p->tx_keys);
+    sd_fauth_cache_free(&p->rx_keys);
+    free(p->slots);
+    free(p);
+}
 
 static uint64_t request_id(uint32_t gen, uint32_t slot)
 {
@@ -284,12 +308,60 @@ static int take(struct sd_peer *p, void *dst, size_t len, const uint8_t **data,
     return rx_full(p, (char *)dst + have, len - have);
 }
 
-/* Handle one reply whose header is parsed and whose payload starts at
- * data (avail bytes of it buffered).  Returns how many buffered bytes it
- * used, or -errno when the connection cannot go on. */
-static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
-                         const uint8_t *data, size_t avail)
+static int tag_is_zero(const uint8_t tag[SD_FRAME_TAG_LEN])
 {
+    uint8_t acc = 0;
+    int i;
+
+    for (i = 0; i < SD_FRAME_TAG_LEN; i++) {
+        acc |= tag[i];
+    }
+    return acc == 0;
+}
+
+/* Check the header hdr of reply f to io: 0 when it verifies with io's
+ * grant key (*k is then the reply's key), 1 when it is a refusal the donor
+ * could not sign (taken as that failure only), -EBADMSG (or -EIO) when it
+ * fails. */
+static int check_reply(struct sd_peer *p, const struct sd_frame *f,
+                       const uint8_t *hdr, const struct sd_io *io,
+                       struct sd_fauth_key *k)
+{
+    const struct sd_fauth_key *found;
+    int rc;
+
+    if (f->status == -EACCES && tag_is_zero(f->htag)) {
+        return 1;
+    }
+    if (memcmp(f->grant, io->grant, SD_UUID_LEN) != 0) {
+        return -EBADMSG;
+    }
+    found = sd_fauth_key_of(&p->rx_keys, &p->fa, io->grant, io->key,
+                            SD_FAUTH_D2C, k);
+    rc = found ? sd_fauth_verify(found, f->seq, hdr) : -EIO;
+    if (rc == 0) {
+        *k = *found;
+        sd_fauth_cache_put(&p->rx_keys, io->grant, io->key, found);
+    }
+    return rc;
+}
+
+static void auth_failed(struct sd_peer *p, const char *what)
+{
+    sd_log(LOG_WARNING, "donor %s: %s failed authentication (altered or "
+           "replayed on the wire, or not from the grant's donor): closing "
+           "the connection", p->name, what);
+}
+
+/* Handle one reply whose header hdr is parsed into f and whose payload
+ * starts at data (avail bytes of it buffered).  Returns how many buffered
+ * bytes it used, or -errno when the connection cannot go on. */
+static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
+                         const uint8_t *hdr, const uint8_t *data,
+                         size_t avail)
+{
+    struct sd_fauth_key k;
+    int auth;
     uint32_t s = (uint32_t)f->id, payload = sd_frame_payload_len(f);
     size_t have = payload < avail ? payload : avail;
     struct sd_io *io = NULL;
@@ -319,9 +391,19 @@ static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
         }
         return err < 0 ? err : (long)have;
     }
-    if (f->op != SD_FRAME_OP_ERROR &&
-        (f->op != io->op || f->len != io->len ||
-         !(f->flags & SD_FRAME_SEALED) != !io->seals)) {
+    if (f->op == SD_FRAME_OP_ERROR) {
+        io->done(io, status);
+        return (long)have;
+    }
+    auth = check_reply(p, f, hdr, io, &k);
+    if (auth < 0) {
+        auth_failed(p, "a reply's header");
+        io->done(io, -EBADMSG);
+        return -EBADMSG;
+    }
+    if (f->op != io->op || f->len != io->len ||
+        !(f->flags & SD_FRAME_SEALED) != !io->seals ||
+        (auth == 1 && payload)) {
         io->done(io, -EPROTO);
         return -EPROTO;
     }
@@ -333,6 +415,13 @@ static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
         if (err < 0) {
             io->done(io, -ECONNRESET);
             return err;
+        }
+        err = sd_fauth_verify_payload(&k, f->seq, io->buf, io->len,
+                                      io->seals, payload - io->len, f->ptag);
+        if (err < 0) {
+            auth_failed(p, "a reply's payload");
+            io->done(io, -EBADMSG);
+            return -EBADMSG;
         }
     }
     io->done(io, status);
@@ -372,11 +461,18 @@ static void *peer_receiver(void *arg)
                 rc = -EPROTO;
                 why = "a request where a reply was due";
             }
+            if (rc == 0 && f.seq != p->rx_seq + 1) {
+                rc = -EBADMSG;
+                why = "a reply replayed or out of sequence";
+                auth_failed(p, "a reply's sequence number");
+            }
             if (rc < 0) {
                 break;
             }
+            p->rx_seq = f.seq;
             pos += SD_FRAME_HDR_LEN;
-            used = handle_reply(p, &f, buf + pos, have - pos);
+            used = handle_reply(p, &f, buf + pos - SD_FRAME_HDR_LEN,
+                                buf + pos, have - pos);
             if (used < 0) {
                 rc = (int)used;
                 why = strerror(-rc);
@@ -416,11 +512,7 @@ dead:
     peer_fail(p, why);
     expire(p, UINT64_MAX, -ECONNRESET);
     if (p->free_on_exit) {
-        close(p->fd);
-        pthread_mutex_destroy(&p->lock);
-        pthread_mutex_destroy(&p->send_lock);
-        free(p->slots);
-        free(p);
+        peer_free(p);
     }
     return NULL;
 }
@@ -459,9 +551,52 @@ static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len)
     return 0;
 }
 
+/* The HELLO exchange on a new connection: 0 with *fa, or -errno with the
+ * reason in err.  The socket's receive timeout bounds the wait. */
+static int hello(int fd, struct sd_fauth_conn *fa, char *err, size_t errlen)
+{
+    uint8_t msg[SD_FRAME_HDR_LEN], macs;
+    struct iovec iov = { msg, sizeof(msg) };
+    const char *why;
+    ssize_t n;
+    int rc;
+
+    if (sd_fauth_nonce(fa->nonce_c) < 0) {
+        snprintf(err, errlen, "no random bytes for the HELLO");
+        return -EIO;
+    }
+    sd_hello_encode(0, sd_fauth_macs(), fa->nonce_c, msg);
+    rc = sd_tcp_send_all(fd, &iov, 1);
+    if (rc < 0) {
+        snprintf(err, errlen, "HELLO: %s", strerror(-rc));
+        return rc;
+    }
+    do {
+        n = recv(fd, msg, sizeof(msg), MSG_WAITALL);
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(msg)) {
+        rc = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -ECONNRESET;
+        snprintf(err, errlen, "HELLO: no answer: %s", strerror(-rc));
+        return rc;
+    }
+    rc = sd_hello_parse(msg, sizeof(msg), 1, &macs, fa->nonce_d, &why);
+    if (rc == 0 && macs != sd_fauth_choose(macs)) {
+        rc = -EPROTO;
+        why = "a MAC not offered";
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "HELLO: the donor's answer: %s (a swapd of "
+                 "another frame version?)", why);
+        return rc;
+    }
+    fa->mac = macs;
+    return 0;
+}
+
 static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
                        char *err, size_t errlen)
 {
+    struct sd_fauth_conn fa;
     struct addrinfo *res;
     struct sd_peer *p;
     int fd, rc;
@@ -483,6 +618,13 @@ static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
      * receiver's tick; a send that blocks this long means a dead donor. */
     sd_tcp_sockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
     sd_tcp_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    sd_tcp_timeout(fd, SO_RCVTIMEO, CONNECT_TIMEOUT_MS * 1000ULL);
+    sd_tcp_timeout(fd, SO_SNDTIMEO, CONNECT_TIMEOUT_MS * 1000ULL);
+    rc = hello(fd, &fa, err, errlen);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
     sd_tcp_timeout(fd, SO_RCVTIMEO, TICK_US);
     sd_tcp_timeout(fd, SO_SNDTIMEO, IO_TIMEOUT_US);
 
@@ -498,6 +640,7 @@ static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
     }
     p->nslots = SLOTS_MIN;
     p->fd = fd;
+    p->fa = fa;
     p->alive = 1;
     snprintf(p->name, sizeof(p->name), "%s:%u", host, port);
     pthread_mutex_init(&p->lock, NULL);
@@ -516,6 +659,29 @@ static int tcp_connect(const char *host, uint16_t port, struct sd_peer **out,
     return 0;
 }
 
+/* Encode f, io's request, into hdr with its tags (p->send_lock held): 0 or
+ * -EIO. */
+static int sign_request(struct sd_peer *p, const struct sd_io *io,
+                        struct sd_frame *f, uint8_t hdr[SD_FRAME_HDR_LEN])
+{
+    struct sd_fauth_key tmp;
+    const struct sd_fauth_key *k;
+
+    k = sd_fauth_key_of(&p->tx_keys, &p->fa, io->grant, io->key,
+                        SD_FAUTH_C2D, &tmp);
+    if (!k) {
+        return -EIO;
+    }
+    sd_fauth_cache_put(&p->tx_keys, io->grant, io->key, k);
+    if (f->op == SD_OP_WRITE && f->len &&
+        sd_fauth_payload_tag(k, f->seq, io->buf, io->len, io->seals,
+                             sd_frame_payload_len(f) - f->len, f->ptag) < 0) {
+        return -EIO;
+    }
+    sd_frame_encode(f, hdr);
+    return sd_fauth_sign(k, f->seq, hdr);
+}
+
 /* Frames of one submit() go out in sendmsg calls of up to this many. */
 #define SEND_BATCH 64
 
@@ -529,7 +695,7 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
     uint32_t slot[SEND_BATCH], gen[SEND_BATCH];
     uint64_t deadline;
     size_t i, k = 0;
-    int rc = 0, sent, niov = 0;
+    int rc = 0, sent = 0, niov = 0;
 
     for (i = 0; i < n; i++) {
         const struct sd_io *io = ios[i];
@@ -566,18 +732,20 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
         return rc;
     }
 
-    for (i = 0; i < k; i++) {
+    /* Numbered and signed in the order they go out. */
+    pthread_mutex_lock(&p->send_lock);
+    for (i = 0; i < k && sent == 0; i++) {
         const struct sd_io *io = ios[i];
         struct sd_frame f = { .op = (uint8_t)io->op };
 
         f.id = request_id(gen[i], slot[i]);
         memcpy(f.grant, io->grant, SD_UUID_LEN);
-        memcpy(f.key, io->key, SD_KEY_LEN);
+        f.seq = ++p->tx_seq;
         f.slab = io->slab;
         f.len = io->len;
         f.offset = io->offset;
         f.flags = io->seals ? SD_FRAME_SEALED : 0;
-        sd_frame_encode(&f, hdr[i]);
+        sent = sign_request(p, io, &f, hdr[i]);
         iov[niov++] = (struct iovec){ hdr[i], SD_FRAME_HDR_LEN };
         if (io->op == SD_OP_WRITE && io->len) {
             iov[niov++] = (struct iovec){ io->buf, io->len };
@@ -587,8 +755,9 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
             }
         }
     }
-    pthread_mutex_lock(&p->send_lock);
-    sent = sd_tcp_send_all(p->fd, iov, niov);
+    if (sent == 0) {
+        sent = sd_tcp_send_all(p->fd, iov, niov);
+    }
     pthread_mutex_unlock(&p->send_lock);
 
     if (sent < 0) {
@@ -662,11 +831,7 @@ static void tcp_close(struct sd_peer *p)
         return;
     }
     pthread_join(p->rx, NULL);
-    close(p->fd);
-    pthread_mutex_destroy(&p->lock);
-    pthread_mutex_destroy(&p->send_lock);
-    free(p->slots);
-    free(p);
+    peer_free(p);
 }
 
 const struct sd_transport sd_tcp_transport = {

@@ -20,9 +20,11 @@
  * Bounded before trusted: connections are capped in all and per source
  * address (conn_limits.h), so threads are at most the cap plus the acceptor;
  * a connection has a header's worth of buffer until one of its frames
- * passes the grant and key check; no frame gets payload memory before its
- * header passed it; deadlines close a connection idle before trust and a
- * frame that does not arrive whole; refusals are reported rate-limited.
+ * passes authentication (frame_auth.h: its header tag, made with a key
+ * derived from the grant's); no frame gets payload memory before its
+ * header passed it, nor is its payload used before its payload tag passed;
+ * deadlines close a connection idle before trust and a frame that does not
+ * arrive whole; refusals are reported rate-limited.
  */
 #define _GNU_SOURCE         /* accept4 */
 #include <arpa/inet.h>
@@ -41,8 +43,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "donor.h"
 #include "frame.h"
+#include "frame_auth.h"
 #include "conn_limits.h"
 #include "store.h"
 #include "tcp_internal.h"
@@ -63,6 +68,15 @@ struct conn {
     char name[64];
     pthread_t thread;
     int finished;               /* atomic: the thread is done */
+    /* Frame authentication, the thread's alone. */
+    int hello_done;
+    struct sd_fauth_conn fa;
+    struct sd_fauth_cache rx_keys, tx_keys;
+    uint64_t rx_seq, tx_seq;    /* the last frame's each way */
+    /* The frame being read: its header passed, and with these keys. */
+    int head_checked;
+    uint8_t ikm[SD_KEY_LEN];
+    struct sd_fauth_key rx_key, tx_key;
 };
 
 struct tcp_server {
@@ -187,14 +201,15 @@ static int discard(int fd, uint64_t len, uint64_t deadline)
     return 0;
 }
 
-/* Append a reply to f without payload, with status. */
+/* Append a reply to f without payload, with status: unsigned, as the
+ * grant is not here to sign with. */
 static int reply_status(struct conn *c, const struct sd_frame *f, int status,
                         struct buf *out)
 {
     struct sd_frame r = {
         .op = f->op, .flags = SD_FRAME_REPLY | (f->flags & SD_FRAME_SEALED),
         .id = f->id, .slab = f->slab, .len = f->len, .offset = f->offset,
-        .status = status,
+        .status = status, .seq = ++c->tx_seq,
     };
 
     memcpy(r.grant, f->grant, SD_UUID_LEN);
@@ -217,7 +232,8 @@ static int serve_frame(struct conn *c, const struct sd_frame *f,
     };
     int sealed = f->flags & SD_FRAME_SEALED;
     size_t reply_len = SD_FRAME_HDR_LEN;
-    uint8_t *data;
+    uint8_t *data, *hdr;
+    uint32_t plen;
     int rc;
 
     memcpy(r.grant, f->grant, SD_UUID_LEN);
@@ -236,30 +252,44 @@ static int serve_frame(struct conn *c, const struct sd_frame *f,
     if (buf_reserve(c->srv, out, reply_len) < 0) {
         return -ENOMEM;
     }
+    hdr = out->data + out->len;
+    data = hdr + SD_FRAME_HDR_LEN;
     if (f->op == SD_OP_READ) {
-        data = out->data + out->len + SD_FRAME_HDR_LEN;
         r.status = sd_store_access(c->srv->store, SD_OP_READ, f->grant,
-                                   f->key, f->slab, f->offset, data,
+                                   c->ikm, f->slab, f->offset, data,
                                    f->len, sealed ? data + f->len : NULL);
     } else {
         r.status = sd_store_access(c->srv->store, SD_OP_WRITE, f->grant,
-                                   f->key, f->slab, f->offset, payload,
+                                   c->ikm, f->slab, f->offset, payload,
                                    f->len,
                                    sealed ? payload + f->len : NULL);
     }
-    sd_frame_encode(&r, out->data + out->len);
-    out->len += SD_FRAME_HDR_LEN + sd_frame_payload_len(&r);
+    r.seq = ++c->tx_seq;
+    plen = sd_frame_payload_len(&r);
+    if (plen && sd_fauth_payload_tag(&c->tx_key, r.seq, data, f->len,
+                                     sealed ? data + f->len : NULL,
+                                     plen - f->len, r.ptag) < 0) {
+        return -EIO;
+    }
+    sd_frame_encode(&r, hdr);
+    if (sd_fauth_sign(&c->tx_key, r.seq, hdr) < 0) {
+        return -EIO;
+    }
+    out->len += SD_FRAME_HDR_LEN + plen;
     return 0;
 }
 
-/* Tell the consumer why its frame was refused before hanging up. */
-static void send_error(struct conn *c, struct buf *out, int status)
+/* Tell the consumer why its frame was refused before hanging up (unsigned:
+ * the frame may name no grant here); counted as kind. */
+static void send_error(struct conn *c, struct buf *out, int status,
+                       enum sd_refusal kind)
 {
     struct sd_frame r = {
         .op = SD_FRAME_OP_ERROR, .flags = SD_FRAME_REPLY, .status = status,
+        .seq = ++c->tx_seq,
     };
 
-    sd_limits_refuse(c->srv->limits, c->addr, SD_REFUSED_FRAME, sd_now_us());
+    sd_limits_refuse(c->srv->limits, c->addr, kind, sd_now_us());
     if (buf_reserve(c->srv, out, SD_FRAME_HDR_LEN) == 0) {
         sd_frame_encode(&r, out->data + out->len);
         out->len += SD_FRAME_HDR_LEN;
@@ -267,14 +297,87 @@ static void send_error(struct conn *c, struct buf *out, int status)
     flush_out(c, out);
 }
 
-/* One connection's frames.  Until one of its frames passes the key check
- * (trusted), it is read one header at a time into a header's worth of
- * buffer; after, into a receive buffer that batches frames.  Either way a
- * frame's header is checked (grant and key) before room is made for its
- * payload or the payload read: a refused READ gets an -EACCES reply, a
- * refused WRITE too, its payload drained (discard).  Deadlines: once a
- * frame's first byte came, the rest of it within read_timeout; before
- * trust, something within idle_timeout. */
+/* Answer the consumer's HELLO at in (a header's worth): 0, or -errno with
+ * the connection to close (the consumer told why). */
+static int hello(struct conn *c, const uint8_t *in, struct buf *out)
+{
+    const char *why;
+    uint8_t macs;
+    int rc = sd_hello_parse(in, SD_FRAME_HDR_LEN, 0, &macs, c->fa.nonce_c,
+                            &why);
+
+    if (rc == 0 && !(c->fa.mac = sd_fauth_choose(macs))) {
+        rc = -EPROTO;
+        why = "no MAC in common";
+    }
+    if (rc == 0 && sd_fauth_nonce(c->fa.nonce_d) < 0) {
+        rc = -EIO;
+        why = "no random bytes";
+    }
+    if (rc < 0) {
+        sd_log(LOG_DEBUG, "consumer %s: bad HELLO (%s): closing", c->name,
+               why);
+        send_error(c, out, rc, SD_REFUSED_FRAME);
+        return rc;
+    }
+    if (buf_reserve(c->srv, out, SD_FRAME_HDR_LEN) < 0) {
+        return -ENOMEM;
+    }
+    sd_hello_encode(1, c->fa.mac, c->fa.nonce_d, out->data + out->len);
+    out->len += SD_FRAME_HDR_LEN;
+    c->hello_done = 1;
+    return flush_out(c, out);
+}
+
+/* Refuse a frame out of sequence or whose payload tag fails (rc:
+ * -EBADMSG, or -EIO when OpenSSL could not tell): counted, and the
+ * connection closes, as what follows in the stream cannot be trusted. */
+static void refuse_auth(struct conn *c, struct buf *out, int rc,
+                        const char *why)
+{
+    sd_log(LOG_DEBUG, "consumer %s: frame refused (%s): closing", c->name,
+           why);
+    send_error(c, out, rc == -EIO ? -EIO : -EBADMSG, SD_REFUSED_AUTH);
+}
+
+/* Authenticate the header of frame f at hdr, of a grant here whose key is
+ * c->ikm: 0 with c's keys for the frame set, or -errno. */
+static int check_header(struct conn *c, const struct sd_frame *f,
+                        const uint8_t *hdr)
+{
+    struct sd_fauth_key tmp;
+    const struct sd_fauth_key *k;
+    int rc;
+
+    k = sd_fauth_key_of(&c->rx_keys, &c->fa, f->grant, c->ikm, SD_FAUTH_C2D,
+                        &tmp);
+    rc = k ? sd_fauth_verify(k, f->seq, hdr) : -EIO;
+    if (rc < 0) {
+        return rc;
+    }
+    c->rx_key = *k;
+    sd_fauth_cache_put(&c->rx_keys, f->grant, c->ikm, k);
+    k = sd_fauth_key_of(&c->tx_keys, &c->fa, f->grant, c->ikm, SD_FAUTH_D2C,
+                        &tmp);
+    if (!k) {
+        return -EIO;
+    }
+    c->tx_key = *k;
+    sd_fauth_cache_put(&c->tx_keys, f->grant, c->ikm, k);
+    return 0;
+}
+
+/* One connection's frames, after its HELLO.  Until one of its frames
+ * passes authentication (trusted), it is read one header at a time into a
+ * header's worth of buffer; after, into a receive buffer that batches
+ * frames.  Either way a frame's header is checked (its sequence number,
+ * then its grant, then its header tag) before room is made for its payload
+ * or the payload read, and the payload tag before the payload is used.  A
+ * frame of a grant not here, or whose header tag fails, gets an (unsigned)
+ * -EACCES reply, its payload drained (discard); one out of sequence (a
+ * replay) or whose payload tag fails closes the connection.
+ * Deadlines: once a frame's first byte came, the rest of it within
+ * read_timeout; before trust, something within idle_timeout. */
 static void *conn_thread(void *arg)
 {
     struct conn *c = arg;
@@ -293,10 +396,17 @@ static void *conn_thread(void *arg)
         size_t pos = 0, need = SD_FRAME_HDR_LEN, room;
         ssize_t n;
 
-        while (in.len - pos >= SD_FRAME_HDR_LEN) {
+        if (!c->hello_done && in.len >= SD_FRAME_HDR_LEN) {
+            if (hello(c, in.data, &out) < 0) {
+                goto done;
+            }
+            pos = SD_FRAME_HDR_LEN;
+        }
+        while (c->hello_done && in.len - pos >= SD_FRAME_HDR_LEN) {
             struct sd_frame f;
             const char *why;
             uint32_t payload;
+            enum sd_refusal refusal;
             int rc;
 
             rc = sd_frame_parse(in.data + pos, in.len - pos, &f, &why);
@@ -307,11 +417,37 @@ static void *conn_thread(void *arg)
             if (rc < 0) {
                 sd_log(LOG_DEBUG, "consumer %s: bad frame (%s): closing",
                        c->name, why);
-                send_error(c, &out, rc);
+                send_error(c, &out, rc, SD_REFUSED_FRAME);
                 goto done;
             }
             payload = sd_frame_payload_len(&f);
-            if (sd_store_check(srv->store, f.grant, f.key) < 0) {
+            /* A frame whose header passed comes back here when its
+             * payload was not all in; its checks are not made again. */
+            if (c->head_checked) {
+                goto checked;
+            }
+            if (f.seq != c->rx_seq + 1) {
+                refuse_auth(c, &out, -EBADMSG, "replayed or out of sequence");
+                goto done;
+            }
+            c->rx_seq = f.seq;
+            /* A grant not here, or a header tag that does not verify
+             * (altered, or made with another key: a consumer's stale key
+             * looks the same): refused alone, as a connection carries
+             * every grant of its consumer.  Its length is not trusted
+             * for anything but what to drain, within the deadline. */
+            refusal = SD_REFUSED_KINDS;
+            if (sd_store_key(srv->store, f.grant, c->ikm) < 0) {
+                refusal = SD_REFUSED_KEY;
+            } else if ((rc = check_header(c, &f, in.data + pos)) < 0) {
+                if (rc != -EBADMSG) {
+                    send_error(c, &out, rc, SD_REFUSED_FRAME);
+                    goto done;
+                }
+                refusal = SD_REFUSED_AUTH;
+                sd_store_wrong_key(srv->store, f.grant);
+            }
+            if (refusal != SD_REFUSED_KINDS) {
                 size_t have = in.len - pos - SD_FRAME_HDR_LEN;
                 /* This frame's first byte came with the last recv unless
                  * it is the partial frame kept from before. */
@@ -320,7 +456,7 @@ static void *conn_thread(void *arg)
                 if (have > payload) {
                     have = payload;
                 }
-                sd_limits_refuse(srv->limits, c->addr, SD_REFUSED_KEY,
+                sd_limits_refuse(srv->limits, c->addr, refusal,
                                  sd_now_us());
                 pos += SD_FRAME_HDR_LEN + have;
                 /* The reply goes before the payload is drained: the
@@ -337,6 +473,8 @@ static void *conn_thread(void *arg)
                 }
                 continue;
             }
+            c->head_checked = 1;
+checked:
             if (!trusted) {
                 trusted = 1;
                 if (buf_reserve(srv, &in, SD_TCP_RX_BUF_LEN) < 0) {
@@ -346,6 +484,19 @@ static void *conn_thread(void *arg)
             need = SD_FRAME_HDR_LEN + payload;
             if (in.len - pos < need) {
                 break;
+            }
+            c->head_checked = 0;
+            if (payload) {
+                uint8_t *data = in.data + pos + SD_FRAME_HDR_LEN;
+
+                rc = sd_fauth_verify_payload(&c->rx_key, f.seq, data, f.len,
+                                             f.flags & SD_FRAME_SEALED ?
+                                             data + f.len : NULL,
+                                             payload - f.len, f.ptag);
+                if (rc < 0) {
+                    refuse_auth(c, &out, rc, "payload tag");
+                    goto done;
+                }
             }
             if (serve_frame(c, &f, in.data + pos + SD_FRAME_HDR_LEN,
                             &out) < 0) {
@@ -396,6 +547,11 @@ done:
     }
     buf_free(srv, &in);
     buf_free(srv, &out);
+    sd_fauth_cache_free(&c->rx_keys);
+    sd_fauth_cache_free(&c->tx_keys);
+    OPENSSL_cleanse(c->ikm, SD_KEY_LEN);
+    OPENSSL_cleanse(&c->rx_key, sizeof(c->rx_key));
+    OPENSSL_cleanse(&c->tx_key, sizeof(c->tx_key));
     /* The consumer sees the end now; the descriptor is closed and the
      * connection's slot given back when the thread is reaped. */
     shutdown(c->fd, SHUT_RDWR);

@@ -184,7 +184,7 @@ static void test_verbs(const char *dir)
                   "read_bytes=0 write_bytes=0 zero_reads=0 local_reads=0 "
                   "remote_errors=0 degraded_slabs=0 clients=0 lat_p50_us=0 "
                   "lat_p99_us=0 rebuild_left=0 stored_pages=0 "
-                  "auth_failures=0 sealed=0 key_pending=0") == 0);
+                  "auth_failures=0 sealed=0 key_pending=0 frame_auth_failures=0") == 0);
     CHECK(strcmp(call("GHOST grant=" GRANT), "OK events= dropped=0") == 0);
     CHECK(starts(call("GHOST grant=" GRANT " max=0"), "ERR EINVAL max:"));
     /* Not adopted: nothing to rebuild, and asking is no error. */

@@ -41,6 +41,7 @@
 #include "batch.h"
 #include "check.h"
 #include "frame.h"
+#include "raw_peer.h"
 #include "store.h"
 #include "tcp_internal.h"
 #include "transport.h"
@@ -548,11 +549,13 @@ static int submit_unanswered(int lfd, uint16_t port, struct sd_peer **p,
                              char (*buf)[64], int n, int op,
                              void (*first_done)(struct sd_io *, int))
 {
+    struct fake_donor d;
     char err[SD_ERRLEN];
     int cfd, i;
 
+    fake_donor_start(&d, lfd);
     CHECK(T->connect("127.0.0.1", port, p, err, sizeof(err)) == 0);
-    cfd = accept(lfd, NULL, NULL);
+    cfd = fake_donor_join(&d);
     for (i = 0; i < n; i++) {
         tio_prep(&t[i], w, op, grant, key, 0, 0, buf[i], 64);
         if (i == 0 && first_done) {
@@ -569,12 +572,14 @@ static void test_timeout(void)
     uint16_t port;
     int lfd = silent_listen(&port), cfd;
     struct sd_peer *p;
+    struct fake_donor d;
     char err[SD_ERRLEN], buf[64];
     time_t start;
     int rc;
 
+    fake_donor_start(&d, lfd);
     CHECK(T->connect("127.0.0.1", port, &p, err, sizeof(err)) == 0);
-    cfd = accept(lfd, NULL, NULL);
+    cfd = fake_donor_join(&d);
     start = time(NULL);
     rc = run_io(p, SD_OP_READ, grant, key, 0, 0, buf, sizeof(buf));
     CHECK(rc == -ETIMEDOUT);
@@ -684,25 +689,6 @@ static struct sd_tcp_server_stats stats_of(struct sd_server *srv)
     return st;
 }
 
-/* A raw connection to the donor on port from source address
- * 127.0.0.<host> (the caps count by source address). */
-static int raw_connect(uint16_t port, int host)
-{
-    struct sockaddr_in src = { .sin_family = AF_INET };
-    struct sockaddr_in dst = { .sin_family = AF_INET };
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    src.sin_addr.s_addr = htonl(0x7f000000U | (uint32_t)host);
-    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    dst.sin_port = htons(port);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
-        connect(fd, (struct sockaddr *)&dst, sizeof(dst)) < 0) {
-        perror("raw connect");
-        exit(2);
-    }
-    return fd;
-}
-
 /* 1 when the donor ends fd's stream within ms (the replies before the end
  * are read and dropped), 0 when it is still open then. */
 static int ends_within(int fd, int ms)
@@ -718,16 +704,24 @@ static int ends_within(int fd, int ms)
     return 0;
 }
 
-static void send_header(int fd, int op, const uint8_t *g, const uint8_t *k,
-                        uint32_t slab, uint32_t len, size_t bytes)
+/* A raw consumer's connection from 127.0.0.<host>, past its HELLO. */
+static void raw_open(struct raw *r, uint16_t port, int host)
+{
+    CHECK(raw_hello(r, raw_connect(port, host), SD_FAUTH_HMAC) == 0);
+}
+
+/* Send the first bytes of a request signed with the key of grant g derived
+ * from k (its payload tag left zero). */
+static void send_header(struct raw *r, int op, const uint8_t *g,
+                        const uint8_t *k, uint32_t slab, uint32_t len,
+                        size_t bytes)
 {
     struct sd_frame f = { .op = (uint8_t)op, .slab = slab, .len = len };
     uint8_t hdr[SD_FRAME_HDR_LEN];
 
     memcpy(f.grant, g, SD_UUID_LEN);
-    memcpy(f.key, k, SD_KEY_LEN);
-    sd_frame_encode(&f, hdr);
-    CHECK(send(fd, hdr, bytes, MSG_NOSIGNAL) == (ssize_t)bytes);
+    raw_sign(r, &f, k, SD_FAUTH_C2D, NULL, 0, hdr);
+    CHECK(send(r->fd, hdr, bytes, MSG_NOSIGNAL) == (ssize_t)bytes);
 }
 
 /* The status of the next reply on fd (waiting up to 5 s), or 1 when none
@@ -805,7 +799,9 @@ static void test_deadlines(struct sd_store *store)
     struct sd_server *srv;
     struct sd_peer *p;
     char err[SD_ERRLEN], buf[128];
-    int idle, cut, payload_cut;
+    uint8_t hello_msg[SD_FRAME_HDR_LEN] = { 0 };
+    struct raw payload_cut;
+    int idle, cut;
     uint64_t start;
     uint16_t port;
 
@@ -817,14 +813,16 @@ static void test_deadlines(struct sd_store *store)
     start = sd_now_us();
     idle = raw_connect(port, 5);
     cut = raw_connect(port, 6);
-    send_header(cut, SD_OP_READ, grant, key, 0, 16, SD_FRAME_HDR_LEN / 2);
-    payload_cut = raw_connect(port, 7);
-    send_header(payload_cut, SD_OP_WRITE, grant, key, 0, 4096,
+    sd_hello_encode(0, SD_FAUTH_HMAC, hello_msg + 32, hello_msg);
+    CHECK(send(cut, hello_msg, SD_FRAME_HDR_LEN / 2, MSG_NOSIGNAL) ==
+          SD_FRAME_HDR_LEN / 2);
+    raw_open(&payload_cut, port, 7);
+    send_header(&payload_cut, SD_OP_WRITE, grant, key, 0, 4096,
                 SD_FRAME_HDR_LEN);
-    CHECK(send(payload_cut, buf, 100, MSG_NOSIGNAL) == 100);
+    CHECK(send(payload_cut.fd, buf, 100, MSG_NOSIGNAL) == 100);
     CHECK(ends_within(idle, 5000));
     CHECK(ends_within(cut, 5000));
-    CHECK(ends_within(payload_cut, 5000));
+    CHECK(ends_within(payload_cut.fd, 5000));
     CHECK(sd_now_us() - start >= 1000000);
     CHECK(stats_of(srv).refused[SD_REFUSED_DEADLINE] == 3);
     /* The trusted connection outlived the idle deadline. */
@@ -833,20 +831,22 @@ static void test_deadlines(struct sd_store *store)
     T->close(p);
     close(idle);
     close(cut);
-    close(payload_cut);
+    close(payload_cut.fd);
     sd_server_stop(srv);
 }
 
 /* Headers announcing the largest WRITE with an unknown grant or a wrong
- * key get -EACCES and no memory for their payload; a refused payload that
- * comes is drained and the connection serves on. */
+ * key (a header tag that fails) get -EACCES and no memory for their
+ * payload; a refused payload that comes is drained and the connection
+ * serves on. */
 static void test_no_payload_before_check(struct sd_store *store)
 {
     enum { N = 20 };
     struct sd_server *srv;
     char err[SD_ERRLEN], data[4096], back[4096];
     uint8_t nobody[SD_UUID_LEN];
-    int fds[N], fd, i, statuses = 0;
+    struct raw r[N], one;
+    int i, statuses = 0;
     uint16_t port;
 
     memset(nobody, 0x77, sizeof(nobody));
@@ -854,37 +854,38 @@ static void test_no_payload_before_check(struct sd_store *store)
                               sizeof(err)) == 0);
     port = sd_server_port(srv);
     for (i = 0; i < N; i++) {
-        fds[i] = raw_connect(port, 8 + i % 2);
-        send_header(fds[i], SD_OP_WRITE, i % 2 ? grant : nobody,
+        raw_open(&r[i], port, 8 + i % 2);
+        send_header(&r[i], SD_OP_WRITE, i % 2 ? grant : nobody,
                     i % 2 ? wrong : key, 0, SD_FRAME_MAX_LEN,
                     SD_FRAME_HDR_LEN);
     }
     for (i = 0; i < N; i++) {
-        statuses += reply_status_of(fds[i], NULL, 0) == -EACCES;
+        statuses += reply_status_of(r[i].fd, NULL, 0) == -EACCES;
     }
     CHECK(statuses == N);
-    CHECK(stats_of(srv).refused[SD_REFUSED_KEY] == N);
+    CHECK(stats_of(srv).refused[SD_REFUSED_KEY] == N / 2);
+    CHECK(stats_of(srv).refused[SD_REFUSED_AUTH] == N / 2);
     /* A header's worth of buffer each, and their replies'. */
     CHECK(stats_of(srv).buffered <= N * 2 * SD_FRAME_HDR_LEN);
     for (i = 0; i < N; i++) {
-        close(fds[i]);
+        close(r[i].fd);
     }
 
     /* A refused WRITE's payload that does come is drained; the next
      * frames on the connection are served. */
     memset(data, 0x3c, sizeof(data));
-    fd = raw_connect(port, 10);
-    send_header(fd, SD_OP_WRITE, grant, wrong, 1, sizeof(data),
+    raw_open(&one, port, 10);
+    send_header(&one, SD_OP_WRITE, grant, wrong, 1, sizeof(data),
                 SD_FRAME_HDR_LEN);
-    CHECK(send(fd, data, sizeof(data), MSG_NOSIGNAL) == sizeof(data));
-    CHECK(reply_status_of(fd, NULL, 0) == -EACCES);
-    send_header(fd, SD_OP_READ, grant, key, 1, sizeof(back),
+    CHECK(send(one.fd, data, sizeof(data), MSG_NOSIGNAL) == sizeof(data));
+    CHECK(reply_status_of(one.fd, NULL, 0) == -EACCES);
+    send_header(&one, SD_OP_READ, grant, key, 1, sizeof(back),
                 SD_FRAME_HDR_LEN);
-    CHECK(reply_status_of(fd, back, sizeof(back)) == 0);
+    CHECK(reply_status_of(one.fd, back, sizeof(back)) == 0);
     CHECK(back[0] != 0x3c);             /* the refused write did not land */
     /* A frame that passes is what gives a connection its buffer. */
     CHECK(stats_of(srv).buffered > SD_FRAME_HDR_LEN * 2);
-    close(fd);
+    close(one.fd);
     sd_server_stop(srv);
 }
 
