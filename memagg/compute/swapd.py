@@ -232,7 +232,10 @@ class SwapdClient:
 
     def donor_stats(self):
         """{capacity, used (bytes of slabs, bounded by capacity), seals
-        (bytes of their pages' seals, on top), grants, slabs, refused}."""
+        (bytes of their pages' seals, on top), grants, slabs, refused}, and
+        with the TCP transport the donor port's refused frames:
+        frames_refused_key (unknown grant), frames_refused_auth (failed
+        their MAC or sequence check) and frames_malformed."""
         return {k: int(v) for k, v in self.request('DONOR_STATS').items()}
 
     def export_create(self, grant, key, size, slab_size, local, slabs,

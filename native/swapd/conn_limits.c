@@ -67,8 +67,7 @@ static void log_report(void *ctx, const char *peer,
         "frames of an unknown grant or with a wrong key",
         "malformed frames",
         "connections closed at a deadline (idle, or a frame cut short)",
-        "frames that failed authentication (altered, replayed or made "
-        "with another key)",
+        "frames that failed authentication (altered or replayed)",
     };
     char line[512] = "";
     size_t len = 0;

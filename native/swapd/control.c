@@ -37,7 +37,9 @@
 #include "control.h"
 #include "export.h"
 #include "export_spec.h"
+#include "conn_limits.h"
 #include "store.h"
+#include "transport.h"
 #include "util.h"
 
 /* A client that says nothing for this long is dropped, so it cannot keep
@@ -255,18 +257,34 @@ static char *do_donor_stats(const struct sd_control_ctx *c,
 {
     static const char *const keys[] = { NULL };
     struct sd_store_stats st;
+    struct sd_tcp_server_stats ts = { 0 };
     char *r = check_keys(a, keys);
 
     if (r) {
         return r;
     }
     sd_store_stats(c->store, &st);
+    if (!c->tcp_server) {
+        return reply_fmt("OK capacity=%llu used=%llu seals=%llu grants=%u "
+                         "slabs=%u refused=%llu\n",
+                         (unsigned long long)st.capacity,
+                         (unsigned long long)st.used,
+                         (unsigned long long)st.seals, st.grants, st.slabs,
+                         (unsigned long long)st.refused);
+    }
+    /* The donor port's refusals (conn_limits.h), as its reports count
+     * them. */
+    sd_tcp_server_stats(c->tcp_server, &ts);
     return reply_fmt("OK capacity=%llu used=%llu seals=%llu grants=%u "
-                     "slabs=%u refused=%llu\n",
+                     "slabs=%u refused=%llu frames_refused_key=%llu "
+                     "frames_refused_auth=%llu frames_malformed=%llu\n",
                      (unsigned long long)st.capacity,
                      (unsigned long long)st.used,
                      (unsigned long long)st.seals, st.grants, st.slabs,
-                     (unsigned long long)st.refused);
+                     (unsigned long long)st.refused,
+                     (unsigned long long)ts.refused[SD_REFUSED_KEY],
+                     (unsigned long long)ts.refused[SD_REFUSED_AUTH],
+                     (unsigned long long)ts.refused[SD_REFUSED_FRAME]);
 }
 
 static char *do_export_create(const struct sd_control_ctx *c,

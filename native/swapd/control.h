@@ -33,12 +33,15 @@ struct sd_exports;
 
 /* What the control socket serves: this host's donor store and exports,
  * and the words PING answers with. */
+struct sd_server;
+
 struct sd_control_ctx {
     struct sd_store *store;
     struct sd_exports *exports;
     const char *transport;          /* "tcp" or "rdma" */
     const char *rdma;               /* "available" or "unavailable:why" */
     const char *endpoint;           /* this donor's advertised endpoint */
+    struct sd_server *tcp_server;   /* the TCP donor port, or NULL */
 };
 
 /* Handle one request line; the reply (with its newline) goes into a

@@ -411,6 +411,7 @@ static int run(struct options *o, const sigset_t *sigs)
     ctx.transport = t->scheme;
     ctx.rdma = rdma;
     ctx.endpoint = endpoint;
+    ctx.tcp_server = t == &sd_tcp_transport ? server : NULL;
     make_parent(o->control);
     ret = sd_control_start(o->control, &ctx, &control, err, sizeof(err));
     if (ret) {

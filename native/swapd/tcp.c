@@ -367,8 +367,10 @@ static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
     struct sd_io *io = NULL;
     int status = f->status, err = 0;
 
+    /* An ERROR names no request (the donor closes the connection after
+     * it, which fails them all). */
     pthread_mutex_lock(&p->lock);
-    if (s < p->nslots && p->slots[s].io &&
+    if (f->op != SD_FRAME_OP_ERROR && s < p->nslots && p->slots[s].io &&
         p->slots[s].gen == (uint32_t)(f->id >> 32)) {
         io = slot_put(p, s);
     }
@@ -390,10 +392,6 @@ static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
             rest -= n;
         }
         return err < 0 ? err : (long)have;
-    }
-    if (f->op == SD_FRAME_OP_ERROR) {
-        io->done(io, status);
-        return (long)have;
     }
     auth = check_reply(p, f, hdr, io, &k);
     if (auth < 0) {

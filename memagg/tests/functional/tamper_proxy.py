@@ -18,20 +18,24 @@ donor io may take, and the consumer's slabs degraded (CI, twice).
     python -m memagg.tests.functional.tamper_proxy DONOR_PORT
 
 prints the port it listens on, then answers one line per command read
-from stdin: ``arm N`` (``ok``) and ``state`` (JSON: writes as
-[flags, base64 of the data], tampered, errors).
+from stdin: ``arm N``, ``replay N``, ``alter N`` (each ``ok``), ``dump
+PATH`` (writes every byte relayed either way to PATH; ``ok``) and
+``state`` (JSON: writes as [flags, base64 of the data], tampered,
+replayed, altered, errors).
+
+It relays frames as they are: it has no key, so it cannot sign what it
+changes (swapd_frames.py, frame_auth.h).
 """
 import base64
 import json
 import socket
-import struct
 import sys
 import threading
 
-HDR = 88
-OP_READ, OP_WRITE = 1, 2
-FLAG_REPLY, FLAG_SEALED = 1, 2
-SEAL_LEN = 32
+from memagg.tests.functional import swapd_frames
+
+HDR = swapd_frames.HDR
+OP_READ, OP_WRITE = swapd_frames.READ, swapd_frames.WRITE
 
 
 class Relay:
@@ -39,8 +43,12 @@ class Relay:
 
     ``writes`` holds (flags, data) of every WRITE request relayed;
     ``arm()`` makes the next READ reply that carries pages arrive with one
-    byte of its first page flipped; ``tampered`` counts those; ``errors``
-    says why a connection could not be relayed."""
+    byte of its first page flipped; ``tampered`` counts those;
+    ``replay()`` makes the next request reach the donor twice, and
+    ``alter()`` the next WRITE request with one byte of its page flipped
+    (``replayed``, ``altered`` count them); ``captured`` is every byte
+    relayed, both ways; ``errors`` says why a connection could not be
+    relayed."""
 
     def __init__(self, donor_port):
         self.donor_port = donor_port
@@ -51,14 +59,23 @@ class Relay:
         self.endpoint = 'tcp://127.0.0.1:%d' % self.port
         self.writes = []
         self.errors = []
-        self.tampered = 0
-        self._armed = 0
+        self.tampered = self.replayed = self.altered = 0
+        self.captured = bytearray()
+        self._armed = self._replay = self._alter = 0
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def arm(self, times=1):
         with self._lock:
             self._armed += times
+
+    def replay(self, times=1):
+        with self._lock:
+            self._replay += times
+
+    def alter(self, times=1):
+        with self._lock:
+            self._alter += times
 
     def close(self):
         self.listener.close()
@@ -94,35 +111,42 @@ class Relay:
             buf += chunk
         return buf
 
-    @staticmethod
-    def _payload_len(hdr):
-        op = hdr[5]
-        flags, length, status = (struct.unpack_from('<H', hdr, 6)[0],
-                                 struct.unpack_from('<I', hdr, 68)[0],
-                                 struct.unpack_from('<i', hdr, 80)[0])
-        seals = length // 4096 * SEAL_LEN if flags & FLAG_SEALED else 0
-        reply = flags & FLAG_REPLY
-        if (op == OP_WRITE and not reply) or (
-                op == OP_READ and reply and status == 0):
-            return flags, length, length + seals
-        return flags, length, 0
-
     def _relay(self, src, dst, from_donor):
         try:
+            # The HELLO each way has no payload, and is not a frame.
+            hello = self._read(src, HDR)
+            with self._lock:
+                self.captured += hello
+            dst.sendall(hello)
             while True:
                 hdr = self._read(src, HDR)
-                flags, length, n = self._payload_len(hdr)
+                f = swapd_frames.parse(hdr)
+                n, length = f['payload'], f['length']
                 payload = bytearray(self._read(src, n)) if n else b''
-                if not from_donor and hdr[5] == OP_WRITE:
+                with self._lock:
+                    self.captured += hdr + payload
+                copies = 1
+                if not from_donor and f['op'] == OP_WRITE:
                     with self._lock:
-                        self.writes.append((flags, bytes(payload[:length])))
-                if from_donor and hdr[5] == OP_READ and length:
+                        self.writes.append((f['flags'],
+                                            bytes(payload[:length])))
+                        if self._alter and length:
+                            self._alter -= 1
+                            self.altered += 1
+                            payload[100] ^= 0x01
+                if not from_donor:
+                    with self._lock:
+                        if self._replay:
+                            self._replay -= 1
+                            self.replayed += 1
+                            copies = 2
+                if from_donor and f['op'] == OP_READ and length and n:
                     with self._lock:
                         if self._armed:
                             self._armed -= 1
                             self.tampered += 1
                             payload[100] ^= 0x01
-                dst.sendall(hdr + bytes(payload))
+                dst.sendall((hdr + bytes(payload)) * copies)
         except (EOFError, OSError):
             pass
         finally:
@@ -142,14 +166,20 @@ def main(argv):
     print(proxy.port, flush=True)
     for line in sys.stdin:
         words = line.split()
-        if words[:1] == ['arm']:
-            proxy.arm(int(words[1]))
+        if words[:1] in (['arm'], ['replay'], ['alter']):
+            getattr(proxy, words[0])(int(words[1]))
+            print('ok', flush=True)
+        elif words[:1] == ['dump']:
+            with proxy._lock, open(words[1], 'wb') as f:
+                f.write(proxy.captured)
             print('ok', flush=True)
         elif words[:1] == ['state']:
             with proxy._lock:
                 state = {'writes': [[flags, base64.b64encode(data).decode()]
                                     for flags, data in proxy.writes],
                          'tampered': proxy.tampered,
+                         'replayed': proxy.replayed,
+                         'altered': proxy.altered,
                          'errors': list(proxy.errors)}
             print(json.dumps(state), flush=True)
     proxy.close()

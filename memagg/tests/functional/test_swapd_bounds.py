@@ -24,8 +24,6 @@ import os
 import random
 import resource
 import shutil
-import socket
-import struct
 import subprocess
 import tempfile
 import threading
@@ -36,6 +34,7 @@ import pytest
 from memagg import _swapd
 from memagg.cmd import swapd as swapd_cmd
 from memagg.tests.functional import service_procs
+from memagg.tests.functional import swapd_frames
 from memagg.tests.functional import test_swapd_nbd
 from memagg.tests import polling
 
@@ -48,66 +47,41 @@ MAX_CONNECTIONS = 256           # [swapd] max_connections's default
 # Python interpreter's that runs it.
 THREADS_BESIDES = 16
 
-# The wire format of native/swapd/frame.h.
-HEADER = struct.Struct('<IBBHQ16s32sIIQiI')
-MAGIC = 0x5057534d
-READ, WRITE = 1, 2
-REPLY = 0x0001
+READ, WRITE = swapd_frames.READ, swapd_frames.WRITE
 MAX_LEN = 32 * MIB
-
-
-def frame(op, grant, key, slab=0, offset=0, length=0, request=0):
-    return HEADER.pack(MAGIC, 1, op, 0, request, grant, key, slab, length,
-                       offset, 0, 0)
-
-
-def recv_exactly(sock, n):
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise EOFError('closed after %d of %d bytes' % (len(data), n))
-        data += chunk
-    return bytes(data)
-
-
-def reply(sock, payload=0):
-    """The next reply's (status, payload of the given length if 0)."""
-    fields = HEADER.unpack(recv_exactly(sock, HEADER.size))
-    assert fields[0] == MAGIC and fields[3] & REPLY, fields
-    status = fields[10]
-    return status, recv_exactly(sock, payload) if status == 0 else b''
-
-
-def connect(port, source='127.0.0.1', timeout=10):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    sock.bind((source, 0))
-    sock.connect(('127.0.0.1', port))
-    return sock
+connect = swapd_frames.connect
 
 
 class Consumer:
-    """A consumer with a real grant: writes a page and reads it back."""
+    """A consumer with a real grant: writes a page and reads it back, its
+    frames signed, the donor's replies checked."""
 
     def __init__(self, port, grant, key):
         self.port = port
         self.grant = grant
         self.key = key
-        self.sock = connect(port)
+        self.session = connect(port)
         self.done = 0
 
-    def round_trip(self, sock=None):
-        sock = sock or self.sock
+    def round_trip(self, session=None):
+        s = session or self.session
         page = bytes([self.done % 251]) * 4096
         offset = (self.done % 16) * 4096
-        sock.sendall(frame(WRITE, self.grant, self.key, 1, offset, 4096,
-                           2 * self.done) + page)
-        assert reply(sock) == (0, b'')
-        sock.sendall(frame(READ, self.grant, self.key, 1, offset, 4096,
-                           2 * self.done + 1))
-        assert reply(sock, 4096) == (0, page)
+        s.sock.sendall(s.request(WRITE, self.grant, self.key, 1, offset,
+                                 4096, page, 2 * self.done))
+        assert s.reply(self.grant, self.key) == (0, b'', True)
+        s.sock.sendall(s.request(READ, self.grant, self.key, 1, offset,
+                                 4096, request=2 * self.done + 1))
+        assert s.reply(self.grant, self.key) == (0, page, True)
         self.done += 1
+
+    def fresh_round_trip(self):
+        """A round trip on a connection of its own."""
+        session = connect(self.port)
+        try:
+            self.round_trip(session)
+        finally:
+            session.sock.close()
 
 
 class Sampler(threading.Thread):
@@ -138,21 +112,22 @@ def _flood_idle(port, held, refused):
     """1,000 connections that send nothing, 200 from each of 5 addresses."""
     for i in range(1000):
         try:
-            held.append(connect(port, '127.0.0.%d' % (2 + i % 5)))
+            held.append(connect(port, '127.0.0.%d' % (2 + i % 5),
+                                hello=False))
         except OSError:
             refused.append(i)
 
 
 def _flood_write_headers(port, held):
-    """100 connections, each a 32 MiB WRITE header of an unknown grant and
-    no payload."""
+    """100 connections, each past its HELLO a 32 MiB WRITE header of an
+    unknown grant and no payload."""
     for _ in range(100):
         try:
-            sock = connect(port, '127.0.0.7')
-            held.append(sock)
-            sock.sendall(frame(WRITE, uuid.uuid4().bytes, os.urandom(32),
-                               length=MAX_LEN))
-        except OSError:
+            session = connect(port, '127.0.0.7')
+            held.append(session.sock)
+            session.sock.sendall(session.request(
+                WRITE, uuid.uuid4().bytes, os.urandom(32), length=MAX_LEN))
+        except (OSError, EOFError):
             pass        # closed at accept: over the cap of 127.0.0.7
 
 
@@ -160,14 +135,16 @@ def _flood_random_grants(port, statuses):
     """10,000 READ frames of random grants and keys on 10 connections, in
     bursts of 100, reading their replies."""
     for _ in range(10):
-        with connect(port, '127.0.0.8') as sock:
+        session = connect(port, '127.0.0.8')
+        with session.sock:
             for _ in range(10):
-                sock.sendall(b''.join(
-                    frame(READ, uuid.uuid4().bytes, os.urandom(32),
-                          length=4096, request=random.getrandbits(64))
+                session.sock.sendall(b''.join(
+                    session.request(READ, uuid.uuid4().bytes,
+                                    os.urandom(32), length=4096,
+                                    request=random.getrandbits(64))
                     for _ in range(100)))
                 for _ in range(100):
-                    statuses.append(reply(sock)[0])
+                    statuses.append(session.reply()[0])
 
 
 def _lines(path):
@@ -227,13 +204,11 @@ def test_a_flood_of_unauthenticated_peers_is_bounded(tmp_path):
         while any(flood.is_alive() for flood in floods):
             consumer.round_trip()
             if consumer.done % 50 == 0:
-                with connect(port) as fresh:
-                    consumer.round_trip(fresh)
+                consumer.fresh_round_trip()
         for flood in floods:
             flood.join()
         consumer.round_trip()
-        with connect(port) as fresh:
-            consumer.round_trip(fresh)
+        consumer.fresh_round_trip()
         # Every over-cap connection reached the donor's report.
         polling.wait_for(lambda: 'refused from 127.0.0.6' in _read(log_path),
                          10, message='the refusals of 127.0.0.6 logged')
