@@ -395,17 +395,6 @@ void sd_store_wrong_key(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN])
     pthread_rwlock_unlock(&s->lock);
 }
 
-int sd_store_check(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
-                   const uint8_t key[SD_KEY_LEN])
-{
-    int rc;
-
-    pthread_rwlock_rdlock(&s->lock);
-    rc = grant_checked(s, uuid, key) ? 0 : -EACCES;
-    pthread_rwlock_unlock(&s->lock);
-    return rc;
-}
-
 int sd_store_key(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
                  uint8_t key[SD_KEY_LEN])
 {

@@ -56,21 +56,16 @@ int sd_store_release(struct sd_store *store,
                      const uint8_t grant[SD_UUID_LEN],
                      const uint32_t *idx, size_t n);
 
-/* 0 when grant is here and key is its key (compared in constant time),
- * else -EACCES, counted as a refusal: what the transport asks of a
- * frame's header before it allocates or reads any of its payload. */
-int sd_store_check(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
-                   const uint8_t key[SD_KEY_LEN]);
-
 /* Copy grant's key into key: 0, or -EACCES (counted as a refusal) when
  * the grant is not here.  What the TCP transport derives a frame's MAC
  * key from (frame_auth.h), before it allocates or reads any payload. */
 int sd_store_key(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
                  uint8_t key[SD_KEY_LEN]);
 
-/* Count a refusal of grant for its key, as sd_store_check does: what the
- * TCP transport reports when a frame's tag made with a key derived from
- * the grant's does not verify. */
+/* Count a refusal of grant for its key (logged once per grant), as
+ * sd_store_access does for a wrong key: what the TCP transport reports
+ * when a frame's tag, made with a key derived from the grant's, does not
+ * verify.  Nothing when the grant is not here. */
 void sd_store_wrong_key(struct sd_store *store,
                         const uint8_t grant[SD_UUID_LEN]);
 

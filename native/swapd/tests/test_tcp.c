@@ -21,7 +21,7 @@
  * (-ETIMEDOUT), a donor that goes away (-ECONNRESET, alive() 0), close()
  * with ios in flight and from a done() callback.  Also endpoint parsing.
  * Bounded before trusted: the donor's connection caps, its deadlines, no
- * payload memory before a header's key check, and the rate-limited
+ * payload memory before a header's authentication, and the rate-limited
  * reports of what it refused.
  * Prints "N passed, N failed".
  */
