@@ -13,7 +13,8 @@
 """memagg-aio: API, scheduler and compute in one process on this host.
 
 For a first run and for development: SQLite under a state directory
-(migrated to head at start), in-process messaging (``fake://``), the API
+(migrated to head at start; the key wrapping the grants' secrets in it,
+secret.key, beside it), in-process messaging (``fake://``), the API
 without authentication, and libvirt at qemu:///system when a libvirtd
 answers (libvirt's test:///default driver otherwise). It prints the API URL
 and an example request, then runs until Ctrl-C or SIGTERM.
@@ -51,6 +52,7 @@ from memagg.compute import swapd as swapd_client
 from memagg.conf import CONF
 from memagg.db import facade as db_facade
 from memagg.db import migration
+from memagg.db import secret_box
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg import objects
 from memagg.scheduler import manager as scheduler_manager
@@ -213,6 +215,18 @@ def ensure_swapd(conf, state_dir, command=SWAPD_COMMAND,
     return proc
 
 
+def state_key_file(state_dir):
+    """The key wrapping the grants' secrets in ``state_dir``'s database:
+    STATE_DIR/secret.key, made (0600) on the first run; checked as
+    [database] secret_key_file is. Returns its path."""
+    path = os.path.join(state_dir, 'secret.key')
+    if not os.path.exists(path):
+        secret_box.create_key_file(path)
+        LOG.info('Created %s, the key wrapping the grants\' secrets', path)
+    secret_box.load_key(path, '[database] secret_key_file (memagg-aio\'s)')
+    return path
+
+
 class ApiService:
     """The REST API on a thread, with the start/stop of a Service."""
 
@@ -253,6 +267,11 @@ def _configure(argv):
     private_swapd_defaults(CONF, state_dir)
     CONF.set_override('connection', 'sqlite:///%s' % os.path.join(
         state_dir, 'memagg.sqlite'), group='database')
+    try:
+        CONF.set_override('secret_key_file', state_key_file(state_dir),
+                          group='database')
+    except (OSError, secret_box.KeyFileError) as exc:
+        sys.exit('memagg-aio: error: %s' % exc)
     CONF.set_override('auth_strategy', 'noauth', group='api')
     CONF.set_override('libvirt_uri', libvirt_uri(), group='compute')
     api_app.set_api_defaults(CONF)

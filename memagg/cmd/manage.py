@@ -16,9 +16,12 @@
     memagg-manage [--config-file FILE] db version
     memagg-manage [--config-file FILE] db purge [--older-than-hours N]
                                                 [--audits-older-than-hours N]
+    memagg-manage [--config-file FILE] grant_secrets rewrap
+                  [--old-key-file OLD_KEY_FILE ...] [--batch-size N]
 
-Exit status: 0 done, 1 the database failed, 2 bad arguments or
-configuration; every error is one line on stderr.
+Exit status: 0 done, 1 the database failed (or some grant secrets could
+not be rewrapped), 2 bad arguments or configuration; every error is one
+line on stderr.
 """
 import os
 import sys
@@ -34,8 +37,10 @@ from memagg.common import context as memagg_context
 from memagg.conf import CONF
 from memagg.db import audits as db_audits
 from memagg.db import facade as db_facade
+from memagg.db import grants as db_grants
 from memagg.db import migration
 from memagg.db import samples as db_samples
+from memagg.db import secret_box
 
 DB_ERROR = 1
 
@@ -84,6 +89,38 @@ class DbCommands:
               'their actions and migrations' % (count, hours))
 
 
+class GrantSecretsCommands:
+    """``memagg-manage grant_secrets ACTION``: the grants' secrets, stored
+    wrapped with the key in [database] secret_key_file."""
+
+    def rewrap(self, old_key_files=(), batch_size=100):
+        """Wrap every grant secret with the current key: those under the
+        keys in ``old_key_files`` and those stored in clear by a memagg
+        from before wrapping; print how many. Returns the exit status: 1
+        when some could not be (their grants and why on stderr)."""
+        if batch_size < 1:
+            raise cli.UsageError('argument --batch-size: %d is less than 1; '
+                                 'give 1 or more' % batch_size)
+        try:
+            old_keys = [secret_box.load_key(path, '--old-key-file')
+                        for path in old_key_files]
+            result = db_grants.grant_secrets_rewrap(
+                memagg_context.get_admin_context(), old_keys, batch_size)
+        except secret_box.KeyFileError as error:
+            raise cli.UsageError(str(error))
+        print('Rewrapped %d grant secrets from an old key, wrapped %d '
+              'stored in clear; %d were under the current key already'
+              % (result['rewrapped'], result['wrapped'], result['current']))
+        for uuid, why in result['failed']:
+            sys.stderr.write('%s\n' % why)
+        if result['failed']:
+            sys.stderr.write('%d grant secrets were not rewrapped: give the '
+                             'key they are under with --old-key-file\n'
+                             % len(result['failed']))
+            return DB_ERROR
+        return 0
+
+
 def _add_command_parsers(subparsers):
     subparsers.required = True
     subparsers.metavar = 'COMMAND'
@@ -113,6 +150,23 @@ def _add_command_parsers(subparsers):
                             'actions and migrations (default: '
                             '[consolidation] audit_retention_hours).')
 
+    secrets = subparsers.add_parser(
+        'grant_secrets', help="The grants' secrets, stored wrapped.")
+    actions = secrets.add_subparsers(dest='action', metavar='ACTION',
+                                     title='actions')
+    actions.required = True
+    rewrap = actions.add_parser(
+        'rewrap', help='Wrap every grant secret with the key in [database] '
+                       'secret_key_file: those under an old key and those '
+                       'stored in clear.')
+    rewrap.add_argument('--old-key-file', action='append', default=[],
+                        dest='old_key_files', metavar='OLD_KEY_FILE',
+                        help='A key file the secrets were wrapped with '
+                             'before; repeat for several.')
+    rewrap.add_argument('--batch-size', type=int, default=100,
+                        dest='batch_size', metavar='N',
+                        help='Grants per transaction (default: 100).')
+
 
 category_opt = cfg.SubCommandOpt('category', title='Commands',
                                  handler=_add_command_parsers,
@@ -120,6 +174,10 @@ category_opt = cfg.SubCommandOpt('category', title='Commands',
 
 
 def _run():
+    """Run the command line's command; its exit status."""
+    if CONF.category.name == 'grant_secrets':
+        return GrantSecretsCommands().rewrap(CONF.category.old_key_files,
+                                             CONF.category.batch_size)
     command = DbCommands()
     action = CONF.category.action
     if action == 'upgrade':
@@ -129,6 +187,7 @@ def _run():
                       CONF.category.audits_older_than_hours)
     else:
         command.version()
+    return 0
 
 
 def main(argv=None):
@@ -142,12 +201,12 @@ def main(argv=None):
     try:
         cli.parse(CONF, sys.argv[1:] if argv is None else argv, prog)
         logging.setup(CONF, 'memagg')
-        _run()
+        status = _run()
     except cli.UsageError as error:
         return cli.fail(prog, error)
     except (db_exc.DBError, sa.exc.SQLAlchemyError) as error:
         return cli.fail(prog, db_facade.describe_error(error), DB_ERROR)
-    return 0
+    return status
 
 
 if __name__ == '__main__':

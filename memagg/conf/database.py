@@ -10,15 +10,32 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The [database] group: oslo.db's own options with memagg's defaults."""
+"""The [database] group: oslo.db's own options with memagg's defaults,
+and the key that wraps the grants' secrets stored there."""
 from oslo_config import cfg
 from oslo_db import options as db_options
 
 _DEFAULT_CONNECTION = 'sqlite:////var/lib/memagg/memagg.sqlite'
 
+DEFAULT_SECRET_KEY_FILE = '/etc/memagg/secret.key'
+
+memagg_opts = [
+    cfg.StrOpt('secret_key_file', default=DEFAULT_SECRET_KEY_FILE,
+               help='File holding the key that wraps (AES-256-GCM) every '
+                    "grant's data-path secret in the database: 32 random "
+                    'bytes, raw or as 64 hexadecimal digits, for example '
+                    '"(umask 077; openssl rand -hex 32 > '
+                    '/etc/memagg/secret.key)". It must be readable by '
+                    "memagg's user only (mode 0600 or 0400); memagg refuses "
+                    'a file group or others can read. Every memagg-scheduler '
+                    'and memagg-manage needs the same file. To change the '
+                    'key, see "memagg-manage grant_secrets rewrap".'),
+]
+
 
 def register_opts(conf):
     db_options.set_defaults(conf, connection=_DEFAULT_CONNECTION)
+    conf.register_opts(memagg_opts, group='database')
 
 
 def set_lib_defaults():
@@ -31,4 +48,4 @@ def set_lib_defaults():
 
 
 def list_opts():
-    return {'database': db_options.database_opts}
+    return {'database': db_options.database_opts + memagg_opts}

@@ -28,10 +28,12 @@ import sqlalchemy as sa
 
 from memagg.common import exceptions
 from memagg.conf import CONF
+from memagg.conf import database as database_conf
 
 
 _context_manager = enginefacade.transaction_context()
 _configured = False
+_MEMAGG_OPTIONS = frozenset(opt.dest for opt in database_conf.memagg_opts)
 
 
 def _private_sqlite_file(connection):
@@ -63,7 +65,10 @@ def configure():
     global _configured
     if not _configured:
         _private_sqlite_file(CONF.database.connection)
-        _context_manager.configure(**dict(CONF.database.items()))
+        # memagg's own [database] options are not oslo.db's to take.
+        _context_manager.configure(**{
+            name: value for name, value in CONF.database.items()
+            if name not in _MEMAGG_OPTIONS})
         _configured = True
 
 

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from memagg.common import exceptions
 from memagg.db import facade
+from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
 from memagg.notifications import grant as grant_notifications
 
@@ -80,7 +81,8 @@ def grant_reserve(context, values, reported_since, plan):
     """Reserve a new grant, pending, and its slabs on their donors.
 
     ``values`` are Grant columns (``uuid``, ``instance_uuid``,
-    ``consumer_host``, ``requested_mb``, ``slab_size_mb``, ``secret``).
+    ``consumer_host``, ``requested_mb``, ``slab_size_mb``) and ``secret``,
+    the clear key, which is stored wrapped (memagg.db.secret_box).
     With the instance's and the donors' rows locked, ``plan(instance,
     held_mb, donors)`` is called — ``held_mb`` is what the instance's
     pending and active grants hold, ``donors`` ``[(host, available_mb)]``
@@ -90,6 +92,8 @@ def grant_reserve(context, values, reported_since, plan):
     Returns the grant with its slabs (indexes from 0 in assignment order);
     NotFound when the instance is unknown.
     """
+    values = dict(values)
+    secret = values.pop('secret')
     facade.check_columns(models.Grant, values, 'grant')
     with facade.writer().using(context) as session:
         instance = session.query(models.Instance).filter_by(
@@ -110,6 +114,7 @@ def grant_reserve(context, values, reported_since, plan):
                                     granted_mb=count * values[
                                         'slab_size_mb'],
                                     reason=reason))
+        grant.secret = secret  # stored wrapped (memagg.db.secret_box)
         grant.slabs = _slab_rows(assignments, range(count),
                                  values['slab_size_mb'])
         session.add(grant)
@@ -417,3 +422,63 @@ def reservoir_summary(context):
               for key in ('free_reservoir_mb', 'lendable_mb', 'lent_mb',
                           'borrowed_mb')}
     return dict(totals, hosts=per_host)
+
+
+def grant_secrets_rewrap(context, old_keys, batch_size=100):
+    """Wrap with the current key ([database] secret_key_file) every stored
+    grant secret that is not under it: those under one of ``old_keys``
+    (secret_box.Key) and those stored in clear before secrets were
+    wrapped. ``batch_size`` grants per transaction, in id order; a value
+    already under the current key is left, so a second run changes
+    nothing, and one that changed meanwhile is left for the next run.
+
+    Returns a dict: ``rewrapped`` (from an old key), ``wrapped`` (clear
+    before), ``current`` (left as they were) and ``failed``, ``[(grant
+    uuid, why)]`` for the values no key given opens (another key, or
+    altered). Raises secret_box.KeyFileError when the current key cannot
+    be read.
+    """
+    current = secret_box.current_key()
+    keys = [current] + list(old_keys)
+    result = dict(rewrapped=0, wrapped=0, current=0, failed=[])
+    last_id = 0
+    while True:
+        with facade.writer().using(context) as session:
+            batch = session.query(
+                models.Grant.id, models.Grant.uuid,
+                models.Grant.wrapped_secret).filter(
+                models.Grant.id > last_id).order_by(
+                models.Grant.id).limit(batch_size).all()
+            for grant_id, uuid, stored in batch:
+                kind = _rewrap_one(session, current, keys, grant_id, uuid,
+                                   stored, result['failed'])
+                if kind:
+                    result[kind] += 1
+        if len(batch) < batch_size:
+            return result
+        last_id = batch[-1][0]
+
+
+def _rewrap_one(session, current, keys, grant_id, uuid, stored, failed):
+    """Store grant ``grant_id``'s secret under ``current`` unless it is
+    already; the kind of value it was (a key of grant_secrets_rewrap's
+    result), or None when it failed or changed meanwhile."""
+    key_id = secret_box.key_id_of(stored)
+    if key_id == current.key_id:
+        return 'current'
+    try:
+        clear = (secret_box.unwrap(stored, uuid, keys) if key_id
+                 else stored)
+    except secret_box.SecretUnavailable as error:
+        failed.append((uuid, str(error)))
+        return None
+    # Conditional: a value another run rewrapped meanwhile stays.
+    wrapped = secret_box.wrap(clear, uuid, current)
+    changed = session.execute(sa.update(models.Grant).where(
+        models.Grant.id == grant_id,
+        models.Grant.wrapped_secret == stored).values(
+        wrapped_secret=wrapped).execution_options(
+        synchronize_session=False)).rowcount
+    if not changed:
+        return None
+    return 'rewrapped' if key_id else 'wrapped'

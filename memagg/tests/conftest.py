@@ -20,6 +20,7 @@ import pytest
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
 from memagg.tests import db_backends
+from memagg.tests import grant_key
 
 # Nova's harness needs an interpreter of its own (see
 # memagg/tests/nova_functional/__init__.py); that run sets this variable.
@@ -39,6 +40,7 @@ def conf():
     fixture = config_fixture.Config(CONF)
     fixture.setUp()
     CONF([], project='memagg', default_config_files=[])
+    fixture.config(secret_key_file=grant_key.path(), group='database')
     yield fixture
     fixture.cleanUp()
 

@@ -21,6 +21,8 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from memagg.db import secret_box
+
 
 def _now():
     return timeutils.utcnow()
@@ -232,9 +234,11 @@ class Grant(Base):
     # memagg-scheduler frees its slabs), released or failed.
     status: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), nullable=False, default='pending')
-    # The grant's data-path key; never returned by the API.
-    secret: orm.Mapped[str] = orm.mapped_column(
-        sa.String(128), nullable=False)
+    # The grant's data-path key as stored, wrapped by memagg.db.secret_box
+    # (the column keeps its name, "secret"); ``secret`` below is the clear
+    # key. Never returned by the API.
+    wrapped_secret: orm.Mapped[str] = orm.mapped_column(
+        'secret', sa.String(255), nullable=False)
     slab_size_mb: orm.Mapped[int] = orm.mapped_column(
         sa.Integer, nullable=False, default=64, server_default='64')
     # Whether less than requested was granted; ``reason`` says why (and
@@ -246,6 +250,20 @@ class Grant(Base):
     slabs: orm.Mapped[list['Slab']] = orm.relationship(
         back_populates='grant', order_by='Slab.index',
         cascade='all, delete-orphan', lazy='selectin')
+
+    @property
+    def secret(self):
+        """The clear data-path key, unwrapped with [database]
+        secret_key_file; raises secret_box.SecretUnavailable (its
+        ClearSecret for one stored in clear) when it cannot be."""
+        return secret_box.unwrap(self.wrapped_secret, self.uuid)
+
+    @secret.setter
+    def secret(self, value):
+        # The uuid is the wrapping's associated data: it must come first.
+        if self.uuid is None:
+            raise ValueError("set a grant's uuid before its secret")
+        self.wrapped_secret = secret_box.wrap(value, self.uuid)
 
 
 class Slab(Base):

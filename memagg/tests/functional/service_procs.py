@@ -31,6 +31,7 @@ from memagg.common import context
 from memagg.common import exceptions
 from memagg.common import rpc
 from memagg.scheduler import rpcapi as scheduler_rpcapi
+from memagg.tests import grant_key
 from memagg.tests import polling
 from memagg.tests.unit.api import live
 
@@ -65,7 +66,11 @@ def rabbit_url_fixture():
 
 
 def write_config(path, sections):
-    """Write ``{section: {option: value}}`` as an oslo.config INI file."""
+    """Write ``{section: {option: value}}`` as an oslo.config INI file;
+    [database] secret_key_file is the tests' own key unless given."""
+    if 'database' in sections:
+        sections = dict(sections, database=dict(
+            {'secret_key_file': grant_key.path()}, **sections['database']))
     with open(path, 'w') as f:
         for section, options in sections.items():
             f.write('[%s]\n' % section)

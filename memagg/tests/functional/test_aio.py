@@ -60,6 +60,9 @@ def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
         url = match.group(1)
         assert 'curl -s %s/v1/hosts' % url in proc.log()
         assert os.path.exists(state / 'memagg' / 'memagg.sqlite')
+        # The key wrapping the grants' secrets, made beside the database.
+        assert os.stat(state / 'memagg' / 'secret.key').st_mode & 0o777 == (
+            0o600)
 
         hostname = socket.gethostname()
         hosts = polling.wait_for(

@@ -16,9 +16,12 @@ import pytest
 import sqlalchemy as sa
 
 from memagg.cmd import manage
+from memagg.db import grants as db_grants
 from memagg.db import migration
+from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.cmd import tools
+from memagg.tests import grant_key
 from memagg.tests.unit.db import rows
 
 pytestmark = pytest.mark.slow
@@ -115,6 +118,9 @@ BAD_ARGUMENTS = [
      'argument --audits-older-than-hours: -1 is negative; give 0 or more'),
     (('db', 'version', '--verbose-please'),
      'unrecognized arguments: --verbose-please'),
+    (('grant_secrets', 'rewrap', '--batch-size', 'x'),
+     "argument --batch-size: invalid int value: 'x'"),
+    (('grant_secrets',), 'the following arguments are required: ACTION'),
 ]
 
 
@@ -168,3 +174,78 @@ def test_unreachable_database_is_one_line(tmp_path):
                                'failed: ')
     assert 'check [database] connection' in lines[0]
     assert 'secret' not in result.stderr
+
+
+def _stored_secrets(url):
+    with sa.create_engine(url).connect() as connection:
+        return dict(connection.execute(sa.text(
+            'select uuid, secret from grants')).all())
+
+
+def test_grant_secrets_rewrap_from_an_old_key_and_clear(sqlite_db, tmp_path,
+                                                        conf, admin_context):
+    old_key = secret_box.load_key(grant_key.path())
+    under_old = ['g%d' % n for n in range(3)]
+    rows.insert(models.Grant, *[dict(uuid=u, secret='%02d' % n * 32)
+                                for n, u in enumerate(under_old)])
+    rows.insert(models.Grant, dict(uuid='legacy', wrapped_secret='ab' * 32))
+    new_path = tmp_path / 'new.key'
+    new_key = secret_box.create_key_file(str(new_path))
+    config = tools.write_config(tmp_path, sqlite_db)
+    config.write_text(config.read_text().replace(grant_key.path(),
+                                                 str(new_path)))
+
+    first = _manage(config, 'grant_secrets', 'rewrap', '--old-key-file',
+                    grant_key.path(), '--batch-size', '2')
+    after_first = _stored_secrets(sqlite_db)
+    second = _manage(config, 'grant_secrets', 'rewrap', '--old-key-file',
+                     grant_key.path())
+
+    assert (first.returncode, first.stderr) == (0, '')
+    assert first.stdout == ('Rewrapped 3 grant secrets from an old key, '
+                            'wrapped 1 stored in clear; 0 were under the '
+                            'current key already\n')
+    assert {secret_box.key_id_of(v) for v in after_first.values()} == {
+        new_key.key_id} != {old_key.key_id}
+    conf.config(secret_key_file=str(new_path), group='database')
+    assert [db_grants.grant_get(admin_context, u).secret
+            for u in under_old + ['legacy']] == [
+        '00' * 32, '01' * 32, '02' * 32, 'ab' * 32]
+    assert (second.returncode, second.stdout) == (
+        0, 'Rewrapped 0 grant secrets from an old key, wrapped 0 stored in '
+           'clear; 4 were under the current key already\n')
+    assert _stored_secrets(sqlite_db) == after_first
+
+
+def test_grant_secrets_rewrap_without_the_old_key_fails(sqlite_db, tmp_path):
+    rows.insert(models.Grant, dict(uuid='g1'))
+    new_path = tmp_path / 'new.key'
+    secret_box.create_key_file(str(new_path))
+    config = tools.write_config(tmp_path, sqlite_db)
+    config.write_text(config.read_text().replace(grant_key.path(),
+                                                 str(new_path)))
+
+    result = _manage(config, 'grant_secrets', 'rewrap')
+
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("Grant g1's secret is wrapped with key ")
+    assert lines[-1] == ('1 grant secrets were not rewrapped: give the key '
+                         'they are under with --old-key-file')
+
+
+def test_grant_secrets_rewrap_refuses_an_open_old_key_file(sqlite_file,
+                                                           tmp_path):
+    config, _ = sqlite_file
+    old = tmp_path / 'old.key'
+    secret_box.create_key_file(str(old))
+    old.chmod(0o644)
+
+    status, out, err = tools.run_main(
+        manage.main, 'memagg-manage', '--config-file', str(config),
+        'grant_secrets', 'rewrap', '--old-key-file', str(old))
+
+    assert (status, out) == (2, '')
+    assert err == ('memagg-manage: error: --old-key-file %s is open to group '
+                   'or others (mode 0644); run "chmod 600 %s" (and chown it '
+                   'to the user memagg runs as)\n' % (old, old))

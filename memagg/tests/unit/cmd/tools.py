@@ -21,18 +21,21 @@ import sys
 from oslo_log import log as logging
 
 from memagg.conf import CONF
+from memagg.tests import grant_key
 
 # Generous: these only start Python and talk to a local database.
 TIMEOUT = 120
 
 
 def write_config(tmp_path, connection, **defaults):
-    """A memagg.conf with ``connection`` and [DEFAULT] ``defaults``."""
+    """A memagg.conf with ``connection``, the tests' grant secret key file
+    and [DEFAULT] ``defaults``."""
     path = tmp_path / 'memagg.conf'
     lines = ['[DEFAULT]'] + ['%s = %s' % item for item in defaults.items()]
     lines += ['[database]', 'connection = %s' % connection,
               # A wrong URL fails at once rather than after ten retries.
-              'max_retries = 0']
+              'max_retries = 0',
+              'secret_key_file = %s' % grant_key.path()]
     path.write_text('\n'.join(lines) + '\n')
     return path
 

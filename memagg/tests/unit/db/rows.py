@@ -18,6 +18,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from memagg.db import facade as db_facade
+from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
 
 _DEFAULTS = {
@@ -57,6 +58,12 @@ def insert(model, *rows):
     with db_facade.get_engine().begin() as connection:
         for n, row in enumerate(rows, 1):
             values = dict(_DEFAULTS[model](n), **row)
+            if model is models.Grant:
+                # ``secret`` is stored as memagg.db.grants stores it;
+                # ``wrapped_secret`` as given (a clear legacy value, say).
+                secret = secret_box.wrap(values.pop('secret'),
+                                         values['uuid'])
+                values.setdefault('wrapped_secret', secret)
             result = connection.execute(sa.insert(model).values(**values))
             ids.append(result.inserted_primary_key[0])
     return ids
