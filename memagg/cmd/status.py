@@ -14,9 +14,9 @@
 
     memagg-status [--config-file FILE] upgrade check [--json]
 
-Runs the checks below with oslo.upgradecheck and exits with the worst
-result: 0 success, 1 warning, 2 failure (2 also for bad arguments, with one
-line on stderr).
+Runs the checks below (schema, services, grant secrets) with
+oslo.upgradecheck and exits with the worst result: 0 success, 1 warning, 2
+failure (2 also for bad arguments, with one line on stderr).
 """
 import os
 import sys
@@ -29,8 +29,10 @@ from memagg.common import cli
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
 from memagg.db import facade as db_facade
+from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
 from memagg.db import migration
+from memagg.db import secret_box
 from memagg.db import services as db_services
 
 # The services that must heartbeat for memagg to work.
@@ -90,9 +92,43 @@ class Checks(upgradecheck.UpgradeCommands):
                              ', '.join(down)))
         return Result(Code.SUCCESS, '%d services up.' % len(services))
 
+    def _check_grant_secrets(self):
+        """[database] secret_key_file can be used and every stored grant
+        secret is wrapped with its key."""
+        fix = 'run "memagg-manage grant_secrets rewrap'
+        try:
+            current = secret_box.current_key()
+        except secret_box.KeyFileError as error:
+            return Result(Code.FAILURE, str(error))
+        try:
+            if migration.version() != migration.head():
+                return Result(Code.WARNING, 'Not checked: the grants table '
+                              'needs the schema at head (see Database '
+                              'schema).')
+            counts = db_grants.grant_secret_key_ids(
+                memagg_context.get_admin_context())
+        except _DB_ERRORS as error:
+            return Result(Code.FAILURE, db_facade.describe_error(error))
+        problems = []
+        if counts.get(None):
+            problems.append('%d stored in clear (%s")' % (counts[None], fix))
+        others = sorted(k for k in counts if k not in (None, current.key_id))
+        if others:
+            problems.append('%d wrapped with other keys (%s; %s '
+                            '--old-key-file OLD_KEY_FILE")' % (
+                                sum(counts[k] for k in others),
+                                ', '.join(others), fix))
+        if problems:
+            return Result(Code.FAILURE, 'Grant secrets not under the key in '
+                          '[database] secret_key_file (%s): %s.' % (
+                              current.key_id, '; '.join(problems)))
+        return Result(Code.SUCCESS, '%d grant secrets wrapped with key %s.'
+                      % (counts.get(current.key_id, 0), current.key_id))
+
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('Services', _check_services),
+        ('Grant secrets', _check_grant_secrets),
     )
 
 

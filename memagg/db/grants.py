@@ -424,6 +424,18 @@ def reservoir_summary(context):
     return dict(totals, hosts=per_host)
 
 
+def grant_secret_key_ids(context):
+    """How many stored grant secrets each key wraps: ``{key id: count}``,
+    the key id None counting those stored in clear."""
+    column = models.Grant.wrapped_secret
+    key_id = sa.case((column.like(secret_box.PREFIX + '%'), sa.func.substr(
+        column, len(secret_box.PREFIX) + 1, secret_box.KEY_ID_CHARS)),
+        else_=None)
+    with facade.reader().using(context) as session:
+        return dict(session.query(key_id, sa.func.count()).group_by(
+            key_id).all())
+
+
 def grant_secrets_rewrap(context, old_keys, batch_size=100):
     """Wrap with the current key ([database] secret_key_file) every stored
     grant secret that is not under it: those under one of ``old_keys``

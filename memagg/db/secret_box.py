@@ -35,6 +35,7 @@ from memagg.common import exceptions
 from memagg.conf import CONF
 
 PREFIX = 'v1:'
+KEY_ID_CHARS = 8
 KEY_BYTES = 32
 NONCE_BYTES = 12
 OPTION = '[database] secret_key_file'
@@ -67,7 +68,7 @@ class ClearSecret(SecretUnavailable):
 
 def _key_id(material):
     return hashlib.sha256(b'memagg grant secret key id\0'
-                          + material).hexdigest()[:8]
+                          + material).hexdigest()[:KEY_ID_CHARS]
 
 
 def _parse(data):

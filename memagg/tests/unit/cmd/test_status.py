@@ -20,7 +20,9 @@ import pytest
 from memagg.cmd import status
 from memagg.db import facade as db_facade
 from memagg.db import migration
+from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
+from memagg.tests import grant_key
 from memagg.tests.unit.cmd import tools
 from memagg.tests.unit.db import rows
 
@@ -110,6 +112,45 @@ def test_down_services_are_named(sqlite_db, conf):
         'cn2.')
 
 
+def test_grant_secrets_under_the_current_key_succeed(sqlite_db):
+    rows.insert(models.Grant, {}, {})
+    key_id = secret_box.load_key(grant_key.path()).key_id
+
+    result = status.Checks()._check_grant_secrets()
+
+    assert (result.code, result.details) == (
+        Code.SUCCESS, '2 grant secrets wrapped with key %s.' % key_id)
+
+
+def test_clear_and_old_key_grant_secrets_fail_with_the_fix(sqlite_db, conf,
+                                                           tmp_path):
+    rows.insert(models.Grant, {}, {}, dict(wrapped_secret='ab' * 32))
+    old_id = secret_box.load_key(grant_key.path()).key_id
+    new_path = str(tmp_path / 'new.key')
+    new_id = secret_box.create_key_file(new_path).key_id
+    conf.config(secret_key_file=new_path, group='database')
+
+    result = status.Checks()._check_grant_secrets()
+
+    assert (result.code, result.details) == (Code.FAILURE, (
+        'Grant secrets not under the key in [database] secret_key_file '
+        '(%s): 1 stored in clear (run "memagg-manage grant_secrets '
+        'rewrap"); 2 wrapped with other keys (%s; run "memagg-manage '
+        'grant_secrets rewrap --old-key-file OLD_KEY_FILE").'
+        % (new_id, old_id)))
+
+
+def test_an_unusable_key_file_fails(sqlite_db, conf, tmp_path):
+    conf.config(secret_key_file=str(tmp_path / 'absent.key'),
+                group='database')
+
+    result = status.Checks()._check_grant_secrets()
+
+    assert result.code == Code.FAILURE
+    assert result.details.startswith('[database] secret_key_file %s does '
+                                     'not exist' % (tmp_path / 'absent.key'))
+
+
 def test_unreachable_database_fails(use_database):
     use_database('mysql+pymysql://root@127.0.0.1:1/memagg', max_retries=0)
 
@@ -140,7 +181,7 @@ def test_exit_codes_follow_the_worst_check(use_database, tmp_path):
         report = json.loads(process.stdout)
         assert max(c['result'] for c in report['checks']) == code
     assert [c['check'] for c in json.loads(all_up.stdout)['checks']] == [
-        'Database schema', 'Services']
+        'Database schema', 'Services', 'Grant secrets']
 
 
 @pytest.mark.slow
