@@ -27,9 +27,10 @@ memagg_opts = [
                     '"(umask 077; openssl rand -hex 32 > '
                     '/etc/memagg/secret.key)". It must be readable by '
                     "memagg's user only (mode 0600 or 0400); memagg refuses "
-                    'a file group or others can read. Every memagg-scheduler '
-                    'and memagg-manage needs the same file. To change the '
-                    'key, see "memagg-manage grant_secrets rewrap".'),
+                    'a file group or others can read. Every host running '
+                    'memagg-scheduler, memagg-manage or memagg-status needs '
+                    'the same file. To change the key, see "memagg-manage '
+                    'grant_secrets rewrap".'),
 ]
 
 
