@@ -15,6 +15,7 @@ import sys
 
 from memagg.common import exceptions
 from memagg.conf import CONF
+from memagg.db import secret_box
 from memagg.scheduler import manager
 from memagg import service
 
@@ -36,8 +37,11 @@ def main(argv=None):
     set_defaults(CONF)
     service.prepare_service(argv or sys.argv)
     try:
+        # The key that wraps the grants' secrets: refused at start rather
+        # than at the first grant.
+        secret_box.current_key()
         scheduler = manager.SchedulerManager()
-    except exceptions.Invalid as exc:
+    except (exceptions.Invalid, secret_box.KeyFileError) as exc:
         sys.exit('memagg-scheduler: error: %s' % exc)
     server = service.Service(manager.BINARY, CONF.scheduler.topic,
                              scheduler)

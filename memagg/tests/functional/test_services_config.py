@@ -59,3 +59,21 @@ def test_unusable_transport_url(tmp_path):
     assert line.startswith(
         'memagg-scheduler: error: [DEFAULT] transport_url: ')
     assert 'carrier-pigeon' in line
+
+
+@pytest.mark.parametrize('mode', [None, 0o644])
+def test_unusable_grant_secret_key_file(tmp_path, mode):
+    key_file = tmp_path / 'secret.key'
+    if mode is not None:
+        key_file.write_text('00' * 32)
+        key_file.chmod(mode)
+    config = service_procs.write_config(tmp_path / 'memagg.conf', {
+        'DEFAULT': {'transport_url': 'fake://'},
+        'database': {'connection': 'sqlite:///%s' % (tmp_path / 'db'),
+                     'secret_key_file': str(key_file)},
+    })
+    code, line = _run('memagg-scheduler', ['--config-file', str(config)])
+    assert code != 0
+    assert line.startswith('memagg-scheduler: error: [database] '
+                           'secret_key_file %s ' % key_file)
+    assert ('does not exist' if mode is None else 'chmod 600') in line

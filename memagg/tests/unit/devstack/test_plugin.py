@@ -54,6 +54,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 import pytest
 
+from memagg.db import secret_box
 from memagg.nova import conf as memagg_nova_conf
 from memagg.nova import filters as memagg_filters
 from memagg.nova import weights as memagg_weights
@@ -320,6 +321,11 @@ def test_memagg_conf(all_in_one):
     conf = all_in_one.ini(all_in_one.memagg_conf)
     assert conf['database']['connection'] == 'sqlite:///%s' % (
         all_in_one.database)
+    # The key wrapping the grants' secrets, the stack user's alone.
+    key_file = all_in_one.conf_dir / 'secret.key'
+    assert conf['database']['secret_key_file'] == str(key_file)
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert secret_box.load_key(str(key_file))
     assert conf['DEFAULT']['transport_url'].startswith('rabbit://')
     assert conf['api']['auth_strategy'] == 'keystone'
     assert conf['keystone_authtoken']['username'] == 'memagg'
