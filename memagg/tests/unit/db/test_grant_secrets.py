@@ -169,3 +169,12 @@ def test_rewrap_without_the_old_key_reports_what_it_could_not_open(
     [(grant_uuid, why)] = result['failed']
     assert grant_uuid == grant.uuid and '--old-key-file' in why
     assert stored(grant.uuid) == value
+
+
+def test_a_model_wraps_a_secret_set_after_its_uuid(conf):
+    grant = models.Grant(uuid=str(uuid.uuid4()), secret=SECRET)
+
+    assert secret_box.is_wrapped(grant.wrapped_secret)
+    assert SECRET not in grant.wrapped_secret and grant.secret == SECRET
+    with pytest.raises(ValueError, match="uuid before its secret"):
+        models.Grant(secret=SECRET, uuid=str(uuid.uuid4()))
