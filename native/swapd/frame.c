@@ -98,8 +98,9 @@ static int all_zero(const uint8_t *p, size_t len)
     return acc == 0;
 }
 
-int sd_hello_parse(const uint8_t *buf, size_t len, int reply, uint8_t *macs,
-                   uint8_t nonce[SD_FRAME_NONCE_LEN], const char **why)
+/* What every message starts with: a whole header of this protocol and
+ * version. */
+static int check_head(const uint8_t *buf, size_t len, const char **why)
 {
     *why = NULL;
     if (len < SD_FRAME_HDR_LEN) {
@@ -110,6 +111,17 @@ int sd_hello_parse(const uint8_t *buf, size_t len, int reply, uint8_t *macs,
     }
     if (buf[4] != SD_FRAME_VERSION) {
         return reject(why, "unsupported version", -EPROTO);
+    }
+    return 0;
+}
+
+int sd_hello_parse(const uint8_t *buf, size_t len, int reply, uint8_t *macs,
+                   uint8_t nonce[SD_FRAME_NONCE_LEN], const char **why)
+{
+    int rc = check_head(buf, len, why);
+
+    if (rc) {
+        return rc;
     }
     if (buf[5] != SD_FRAME_OP_HELLO) {
         return reject(why, "not a HELLO", -EPROTO);
@@ -128,17 +140,10 @@ int sd_hello_parse(const uint8_t *buf, size_t len, int reply, uint8_t *macs,
 int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
                    const char **why)
 {
-    int reply;
+    int reply, rc = check_head(buf, len, why);
 
-    *why = NULL;
-    if (len < SD_FRAME_HDR_LEN) {
-        return reject(why, "short header", -EINVAL);
-    }
-    if (get32(buf) != SD_FRAME_MAGIC) {
-        return reject(why, "bad magic", -EPROTO);
-    }
-    if (buf[4] != SD_FRAME_VERSION) {
-        return reject(why, "unsupported version", -EPROTO);
+    if (rc) {
+        return rc;
     }
     f->op = buf[5];
     f->flags = get16(buf + 6);

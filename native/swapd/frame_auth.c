@@ -21,12 +21,12 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include "aegis.h"
 #include "frame_auth.h"
+#include "kdf.h"
 
 #define LABEL_LEN (sizeof(SD_FAUTH_LABEL) - 1)
 
@@ -60,11 +60,6 @@ int sd_fauth_derive(const struct sd_fauth_conn *conn,
 {
     uint8_t salt[2 * SD_FRAME_NONCE_LEN];
     uint8_t info[LABEL_LEN + SD_UUID_LEN + 1];
-    char digest[] = "SHA256";
-    OSSL_PARAM params[5];
-    EVP_KDF *kdf;
-    EVP_KDF_CTX *kctx = NULL;
-    int rc = -EIO;
 
     if (conn->mac != SD_FAUTH_AEGIS && conn->mac != SD_FAUTH_HMAC) {
         return -EINVAL;
@@ -74,26 +69,12 @@ int sd_fauth_derive(const struct sd_fauth_conn *conn,
     memcpy(info, SD_FAUTH_LABEL, LABEL_LEN);
     memcpy(info + LABEL_LEN, grant, SD_UUID_LEN);
     info[LABEL_LEN + SD_UUID_LEN] = (uint8_t)dir;
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
-                                                 digest, 0);
-    params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-                                                  (void *)key, SD_KEY_LEN);
-    params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-                                                  salt, sizeof(salt));
-    params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-                                                  info, sizeof(info));
-    params[4] = OSSL_PARAM_construct_end();
-    kdf = EVP_KDF_fetch(NULL, OSSL_KDF_NAME_HKDF, NULL);
-    kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
-    if (kctx && EVP_KDF_derive(kctx, out->k, SD_KEY_LEN, params) == 1) {
-        out->mac = conn->mac;
-        rc = 0;
-    } else {
-        ERR_clear_error();
+    if (sd_hkdf_sha256(key, SD_KEY_LEN, salt, sizeof(salt), info,
+                       sizeof(info), out->k, SD_KEY_LEN)) {
+        return -EIO;
     }
-    EVP_KDF_CTX_free(kctx);
-    EVP_KDF_free(kdf);
-    return rc;
+    out->mac = conn->mac;
+    return 0;
 }
 
 /* The MAC of data[0..len) that part of frame seq. */

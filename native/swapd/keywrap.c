@@ -24,10 +24,10 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "kdf.h"
 #include "keywrap.h"
 
 #define KW_LABEL "memagg page key v1"
@@ -119,13 +119,9 @@ static int wrapping_key(EVP_PKEY *own, const uint8_t peer[SD_KW_PUB_LEN],
     uint8_t secret[KW_SECRET_LEN];
     uint8_t info[KW_LABEL_LEN + 2 * SD_KW_PUB_LEN];
     uint8_t salt[SD_UUID_LEN];
-    char digest[] = "SHA256";
     size_t secret_len = sizeof(secret);
     EVP_PKEY *peer_key = NULL;
     EVP_PKEY_CTX *pctx = NULL;
-    EVP_KDF *kdf = NULL;
-    EVP_KDF_CTX *kctx = NULL;
-    OSSL_PARAM params[5];
     int rc = -EIO;
 
     peer_key = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, NULL, peer,
@@ -145,28 +141,13 @@ static int wrapping_key(EVP_PKEY *own, const uint8_t peer[SD_KW_PUB_LEN],
     memcpy(info, KW_LABEL, KW_LABEL_LEN);
     memcpy(info + KW_LABEL_LEN, dst_pub, SD_KW_PUB_LEN);
     memcpy(info + KW_LABEL_LEN + SD_KW_PUB_LEN, src_pub, SD_KW_PUB_LEN);
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
-                                                 digest, 0);
-    params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-                                                  secret, sizeof(secret));
-    params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-                                                  salt, sizeof(salt));
-    params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-                                                  info, sizeof(info));
-    params[4] = OSSL_PARAM_construct_end();
-    kdf = EVP_KDF_fetch(NULL, OSSL_KDF_NAME_HKDF, NULL);
-    kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
-    if (!kctx || EVP_KDF_derive(kctx, wkey, SD_KEY_LEN, params) != 1) {
-        goto out;
-    }
-    rc = 0;
+    rc = sd_hkdf_sha256(secret, sizeof(secret), salt, sizeof(salt), info,
+                        sizeof(info), wkey, SD_KEY_LEN);
 
 out:
     if (rc < 0) {
         ERR_clear_error();
     }
-    EVP_KDF_CTX_free(kctx);
-    EVP_KDF_free(kdf);
     EVP_PKEY_CTX_free(pctx);
     EVP_PKEY_free(peer_key);
     OPENSSL_cleanse(secret, sizeof(secret));
