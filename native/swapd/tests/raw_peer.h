@@ -23,6 +23,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,31 @@
 
 #include "frame.h"
 #include "frame_auth.h"
+#include "transport.h"
+
+/* 1 when the peer ends fd's stream within ms (what it sends before the end
+ * is read and dropped), 0 when it is still open then. */
+static inline int ends_within(int fd, int ms)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    char sink[4096];
+
+    while (poll(&pfd, 1, ms) == 1) {
+        if (recv(fd, sink, sizeof(sink), 0) <= 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The donor server's counts now. */
+static inline struct sd_tcp_server_stats stats_of(struct sd_server *srv)
+{
+    struct sd_tcp_server_stats st;
+
+    sd_tcp_server_stats(srv, &st);
+    return st;
+}
 
 /* A raw connection to the donor on port from source address
  * 127.0.0.<host> (the caps count by source address). */

@@ -27,6 +27,7 @@
 #include "check.h"
 #include "frame.h"
 #include "frame_auth.h"
+#include "key_bytes.h"
 
 static struct sd_frame sample(void)
 {
@@ -309,22 +310,6 @@ static void test_hello(void)
     CHECK(sd_fauth_choose(SD_FAUTH_HMAC | SD_FAUTH_AEGIS) ==
           (sd_fauth_macs() & SD_FAUTH_AEGIS ? SD_FAUTH_AEGIS :
            SD_FAUTH_HMAC));
-}
-
-/* Whether any 8-byte window of key is in buf[0..len). */
-static int has_key_bytes(const uint8_t *buf, size_t len,
-                         const uint8_t key[SD_KEY_LEN])
-{
-    size_t i, j;
-
-    for (i = 0; i + 8 <= len; i++) {
-        for (j = 0; j + 8 <= SD_KEY_LEN; j++) {
-            if (memcmp(buf + i, key + j, 8) == 0) {
-                return 1;
-            }
-        }
-    }
-    return 0;
 }
 
 /* Sign a WRITE of payload with k into hdr. */

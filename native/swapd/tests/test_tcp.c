@@ -681,29 +681,6 @@ static void test_garbage(uint16_t port)
         }                                                       \
         (cond); })
 
-static struct sd_tcp_server_stats stats_of(struct sd_server *srv)
-{
-    struct sd_tcp_server_stats st;
-
-    sd_tcp_server_stats(srv, &st);
-    return st;
-}
-
-/* 1 when the donor ends fd's stream within ms (the replies before the end
- * are read and dropped), 0 when it is still open then. */
-static int ends_within(int fd, int ms)
-{
-    struct pollfd pfd = { .fd = fd, .events = POLLIN };
-    char sink[4096];
-
-    while (poll(&pfd, 1, ms) == 1) {
-        if (recv(fd, sink, sizeof(sink), 0) <= 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* A raw consumer's connection from 127.0.0.<host>, past its HELLO. */
 static void raw_open(struct raw *r, uint16_t port, int host)
 {

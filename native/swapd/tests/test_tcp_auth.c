@@ -34,6 +34,7 @@
 #include "check.h"
 #include "frame.h"
 #include "frame_auth.h"
+#include "key_bytes.h"
 #include "raw_peer.h"
 #include "store.h"
 #include "tcp_internal.h"
@@ -44,29 +45,6 @@
 
 static const struct sd_transport *T = &sd_tcp_transport;
 static uint8_t grant[SD_UUID_LEN], key[SD_KEY_LEN];
-
-static struct sd_tcp_server_stats stats_of(struct sd_server *srv)
-{
-    struct sd_tcp_server_stats st;
-
-    sd_tcp_server_stats(srv, &st);
-    return st;
-}
-
-/* Whether any 8-byte window of key is in buf[0..len). */
-static int has_key_bytes(const uint8_t *buf, size_t len)
-{
-    size_t i, j;
-
-    for (i = 0; i + 8 <= len; i++) {
-        for (j = 0; j + 8 <= SD_KEY_LEN; j++) {
-            if (memcmp(buf + i, key + j, 8) == 0) {
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
 
 /* A signed WRITE of data to slab 0 at offset, on r, into msg: its
  * length (header and payload). */
@@ -109,7 +87,7 @@ static int read_reply(struct raw *r, struct sd_frame *f, uint8_t *payload,
         return -EBADMSG;
     }
     r->rx_seq = f->seq;
-    CHECK(!has_key_bytes(hdr, sizeof(hdr)));
+    CHECK(!has_key_bytes(hdr, sizeof(hdr), key));
     if (f->op == SD_FRAME_OP_ERROR ||
         sd_fauth_derive(&r->fa, key, grant, SD_FAUTH_D2C, &k) < 0 ||
         sd_fauth_verify(&k, f->seq, hdr) < 0) {
@@ -118,20 +96,6 @@ static int read_reply(struct raw *r, struct sd_frame *f, uint8_t *payload,
     return sd_frame_payload_len(f) ?
            sd_fauth_verify_payload(&k, f->seq, payload, len, NULL, 0,
                                    f->ptag) : 0;
-}
-
-/* 1 when the donor ends fd's stream within ms. */
-static int ends_within(int fd, int ms)
-{
-    struct pollfd pfd = { .fd = fd, .events = POLLIN };
-    char sink[4096];
-
-    while (poll(&pfd, 1, ms) == 1) {
-        if (recv(fd, sink, sizeof(sink), 0) <= 0) {
-            return 1;
-        }
-    }
-    return 0;
 }
 
 /* The status of the ERROR reply the donor closes with, or 1. */
@@ -173,7 +137,7 @@ static void test_donor_refuses(struct sd_store *store, uint8_t mac)
     CHECK(raw_hello(&r, raw_connect(port, 2), mac) == 0);
     CHECK(r.fa.mac == mac);
     first_len = write_frame(&r, 0, page, sizeof(page), first);
-    CHECK(!has_key_bytes(first, first_len));
+    CHECK(!has_key_bytes(first, first_len, key));
     CHECK(send(r.fd, first, first_len, MSG_NOSIGNAL) == (ssize_t)first_len);
     CHECK(read_reply(&r, &f, NULL, 0, reply) == 0 && f.status == 0);
     f = (struct sd_frame){ .op = SD_OP_READ, .len = sizeof(back) };
@@ -183,7 +147,7 @@ static void test_donor_refuses(struct sd_store *store, uint8_t mac)
           SD_FRAME_HDR_LEN);
     CHECK(read_reply(&r, &f, back, sizeof(back), NULL) == 0);
     CHECK(f.status == 0 && memcmp(back, page, sizeof(page)) == 0);
-    CHECK(!has_key_bytes(back, sizeof(back)));
+    CHECK(!has_key_bytes(back, sizeof(back), key));
 
     /* The first frame again (a replay): refused, counted, closed. */
     auth = stats_of(srv).refused[SD_REFUSED_AUTH];
@@ -300,7 +264,7 @@ static int take_request(struct raw *d, struct sd_frame *f)
 
     if (recv(d->fd, hdr, sizeof(hdr), MSG_WAITALL) != sizeof(hdr) ||
         sd_frame_parse(hdr, sizeof(hdr), f, &why) != 0 ||
-        f->seq != ++d->rx_seq || has_key_bytes(hdr, sizeof(hdr)) ||
+        f->seq != ++d->rx_seq || has_key_bytes(hdr, sizeof(hdr), key) ||
         sd_fauth_derive(&d->fa, key, grant, SD_FAUTH_C2D, &k) < 0) {
         return -1;
     }
