@@ -11,6 +11,8 @@
 # under the License.
 
 """Pagination, sorting and filters over HTTP on a real MariaDB database."""
+import urllib.parse
+
 import pytest
 import requests
 
@@ -34,10 +36,13 @@ def _walk(session, url):
     """Follow next links from ``url``; return each page's instance UUIDs."""
     pages = []
     while url:
-        body = session.get(url, timeout=30).json()
+        response = session.get(url, timeout=30)
+        body = response.json()
         pages.append([i['uuid'] for i in body['instances']])
-        url = next((link['href'] for link in body['links']
-                    if link['rel'] == 'next'), None)
+        link = next((link['href'] for link in body['links']
+                     if link['rel'] == 'next'), None)
+        # A path from the server's root, resolved as a browser would.
+        url = link and urllib.parse.urljoin(response.url, link)
     return pages
 
 
