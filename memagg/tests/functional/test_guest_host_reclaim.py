@@ -21,7 +21,6 @@ the controller backs off within two periods when the hot set grows."""
 
 import pytest
 
-from memagg.compute import reclaim
 from memagg.tests import host_swap
 from memagg.tests import leftovers
 from memagg.tests import polling
@@ -98,7 +97,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
         guest.set_hot(200)
         checksum = guest.fill(16)
         guest.set_hot(40)
-        with host_swap.swap_file(1024, zswap=zswap):
+        with host_swap.swap_file(1024, zswap=zswap) as swap_path:
             loop = Recording(PERIOD, 'memagg-reclaim-').start()
             polling.wait_for(lambda: loop.memory.reclaim.enabled
                              and loop.reclaims(guest.uuid), 60,
@@ -169,7 +168,9 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
                      [(r.limit_mb, r.promotions_per_min) for r in later]))
             loop.stop()
             loop = None
-        assert reclaim.mechanism_base.host_swap_reason() is not None
+        # The test's swap file is off again; the host may have swap of its
+        # own (a CI machine had), so that is all there is to check.
+        assert swap_path not in host_swap.swap_devices()
     finally:
         if loop is not None:
             loop.stop()
