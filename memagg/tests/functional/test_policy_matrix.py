@@ -47,7 +47,7 @@ from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
 from memagg.tests.unit.api import data
 from memagg.tests.unit.api import live
 from memagg.tests.unit.api.reservoir_scheduler import scheduler  # noqa: F401,E501
-from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
+from memagg.tests.unit.scheduler.reservoir_fixtures import reservoir_opts  # noqa: F401,E501
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 

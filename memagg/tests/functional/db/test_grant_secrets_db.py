@@ -24,7 +24,7 @@ from memagg.db import grants as db_grants
 from memagg.db import migration
 from memagg.db import secret_box
 from memagg.tests import db_backends
-from memagg.tests.unit.db import test_grant_secrets
+from memagg.tests.unit.db import test_grants
 
 pytestmark = pytest.mark.functional
 
@@ -33,9 +33,9 @@ T0 = datetime.datetime(2024, 5, 1, 12, 0, 0)
 
 
 def test_a_secret_round_trips_wrapped(any_db, admin_context):
-    grant = test_grant_secrets.reserve(admin_context, SECRET)
+    grant = test_grants.reserve(admin_context, SECRET)
 
-    column = test_grant_secrets.stored(grant.uuid)
+    column = test_grants.stored(grant.uuid)
     assert SECRET not in column
     assert secret_box.key_id_of(column) == secret_box.current_key().key_id
     assert db_grants.grant_get(admin_context, grant.uuid).secret == SECRET
@@ -61,7 +61,7 @@ def test_a_clear_secret_from_before_0009_is_wrapped_by_the_rewrap(
     result = db_grants.grant_secrets_rewrap(admin_context, [])
 
     assert result == dict(rewrapped=0, wrapped=1, current=0, failed=[])
-    column = test_grant_secrets.stored(grant_uuid)
+    column = test_grants.stored(grant_uuid)
     assert len(column) > 128 and SECRET not in column
     assert db_grants.grant_get(admin_context, grant_uuid).secret == SECRET
     assert db_grants.grant_secret_key_ids(admin_context) == {

@@ -25,9 +25,9 @@ from memagg.db import listings as db_listings
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import reservoir
 from memagg.scheduler import rpcapi
-from memagg.tests.unit.reservoir import cluster
-from memagg.tests.unit.reservoir import compute_double
-from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
+from memagg.tests.unit.scheduler import reservoir_cluster
+from memagg.tests.unit.scheduler import compute_double
+from memagg.tests.unit.scheduler.reservoir_fixtures import reservoir_opts  # noqa: F401,E501
 
 pytestmark = pytest.mark.functional
 
@@ -53,9 +53,9 @@ class _Rendezvous(donors.LargestFirst):
 
 @pytest.fixture
 def ctxt(reservoir_opts, any_db, admin_context):  # noqa: F811
-    cluster.host(admin_context, 'c', 0, [(vm, 4096) for vm in VMS])
+    reservoir_cluster.host(admin_context, 'c', 0, [(vm, 4096) for vm in VMS])
     # Room for 8 slabs of 64 MiB.
-    cluster.host(admin_context, 'a', 512)
+    reservoir_cluster.host(admin_context, 'a', 512)
     return admin_context
 
 

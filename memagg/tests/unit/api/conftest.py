@@ -24,7 +24,7 @@ from memagg.tests.unit.api import data
 # The real scheduler manager behind the grant routes, for the modules that
 # ask for it.
 from memagg.tests.unit.api.reservoir_scheduler import scheduler  # noqa: F401,E501
-from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
+from memagg.tests.unit.scheduler.reservoir_fixtures import reservoir_opts  # noqa: F401,E501
 
 
 class Client(werkzeug_test.Client):

@@ -12,14 +12,14 @@
 
 """A real memagg-scheduler manager on oslo.messaging's fake driver for the
 API's tests of grants and reclaim, with memagg-compute stood in for at its
-RPC client (memagg.tests.unit.reservoir.compute_double)."""
+RPC client (memagg.tests.unit.scheduler.compute_double)."""
 import pytest
 
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import manager
 from memagg.scheduler import reservoir
 from memagg import service
-from memagg.tests.unit.reservoir import compute_double
+from memagg.tests.unit.scheduler import compute_double
 
 
 class _NoExecutor:

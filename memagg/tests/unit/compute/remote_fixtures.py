@@ -12,7 +12,7 @@
 
 """What the RemoteMemory tests share (test_remote.py,
 test_remote_exports.py, test_remote_plan.py, test_remote_grants.py,
-test_compute_remote_rpc.py): RemoteMemory with its boundaries replaced.
+test_manager.py): RemoteMemory with its boundaries replaced.
 
 memagg-swapd is replaced at its boundary by FakeSwapd, an in-test object
 with SwapdClient's methods (the client itself is tested against a socket

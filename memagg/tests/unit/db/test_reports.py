@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""report_ingest_batch on SQLite: a batch of several hosts' reports, stored
-again as a redelivery would, and out of order."""
+"""memagg.db.reports on SQLite: report_ingest_batch with a batch of several
+hosts' reports, stored again as a redelivery would, and out of order; a
+report naming a column there is not; an instance gone and reported again."""
 import datetime
 
 import pytest
@@ -20,16 +21,11 @@ import sqlalchemy as sa
 from memagg.common import exceptions
 from memagg.db import facade
 from memagg.db import instances as db_instances
+from memagg.db import listings as db_listings
 from memagg.db import reports as db_reports
 from memagg.db.sqlalchemy import models
 
 T0 = datetime.datetime(2026, 11, 27, 12, 0, 0, 250000)
-
-
-@pytest.fixture
-def db(sqlite_db, admin_context):
-    """A migrated SQLite database; the admin context to call it with."""
-    return admin_context
 
 
 def _report(host, period, uuids, wss_mb=300):
@@ -102,3 +98,23 @@ def test_empty_batch_stores_nothing(db):
     db_reports.report_ingest_batch(db, [])
 
     assert _rows(db, models.Host, 'name') == []
+
+
+def test_report_with_unknown_column_names_it(db):
+    with pytest.raises(exceptions.InvalidParameter) as error:
+        db_reports.report_ingest(db, dict(name='h'),
+                                 [dict(uuid='a', colour='red')], [])
+
+    assert "'instances'" in str(error.value)
+    assert 'colour' in str(error.value)
+    assert db_listings.list_resources(db, 'hosts') == []
+
+
+def test_gone_instance_comes_back_when_reported_again(db):
+    db_reports.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
+    db_reports.report_ingest(db, dict(name='h'), [], [])
+    assert db_instances.instance_get(db, 'a').status == 'gone'
+
+    db_reports.report_ingest(db, dict(name='h'), [dict(uuid='a')], [])
+
+    assert db_instances.instance_get(db, 'a').status == 'active'

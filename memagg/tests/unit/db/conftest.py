@@ -11,10 +11,10 @@
 # under the License.
 
 """Fixtures of these tests."""
-from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
-from memagg.tests.unit.reservoir.fixtures import reservoir_opts  # noqa: F401,E501
-from memagg.tests.unit.reservoir.fixtures import reservoir_plugins  # noqa: F401,E501
-from memagg.tests.unit.reservoir.fixtures import compute  # noqa: F401
-from memagg.tests.unit.reservoir.fixtures import ctxt  # noqa: F401
-from memagg.tests.unit.reservoir.fixtures import gmc  # noqa: F401
-from memagg.tests.unit.reservoir.fixtures import three_hosts  # noqa: F401
+import pytest
+
+
+@pytest.fixture
+def db(sqlite_db, admin_context):
+    """A migrated SQLite database; the admin context to call it with."""
+    return admin_context

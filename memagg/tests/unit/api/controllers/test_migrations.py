@@ -24,7 +24,7 @@ from memagg.db import facade as db_facade
 from memagg.db import listings as db_listings
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.api import data
-from memagg.tests.unit.api import test_audits
+from memagg.tests.unit.api.controllers import test_audits
 from memagg.tests.unit.db import rows
 
 # The recording scheduler of the audit tests: the same cast is sent.

@@ -20,8 +20,8 @@ import pytest
 from memagg.common import exceptions
 from memagg.db import grants as db_grants
 from memagg.scheduler import grant_returns
-from memagg.tests.unit.reservoir import cluster
-from memagg.tests.unit.reservoir.cluster import VM_1, VM_2
+from memagg.tests.unit.scheduler import reservoir_cluster
+from memagg.tests.unit.scheduler.reservoir_cluster import VM_1, VM_2, VM_3
 
 
 def test_release_hands_pages_back_then_frees_donors_once(three_hosts, gmc,
@@ -42,7 +42,7 @@ def test_release_hands_pages_back_then_frees_donors_once(three_hosts, gmc,
     assert gmc.release(three_hosts, grant['uuid'])['status'] == 'released'
     assert compute.calls == []
     with pytest.raises(exceptions.NotFound):
-        gmc.release(three_hosts, cluster.VM_3)
+        gmc.release(three_hosts, VM_3)
 
 
 def test_a_donor_that_does_not_free_is_freed_again_at_recovery(
@@ -77,16 +77,16 @@ def test_reclaim_takes_the_newest_grants_slabs_first(three_hosts, gmc,
     assert compute.called('reclaim_slabs') == [
         ('c', newer['uuid'], [0, 1, 2, 3]), ('c', older['uuid'], [7])]
     assert ('a', older['uuid'], [7]) in compute.called('free_slabs')
-    old, slabs = cluster.stored(three_hosts, older['uuid'])
+    old, slabs = reservoir_cluster.stored(three_hosts, older['uuid'])
     assert old.granted_mb == 448 and slabs[7] == (7, 'a', 'reclaimed')
     assert db_grants.grant_get(three_hosts, newer['uuid']).granted_mb == 0
     assert len(compute.holding('a')) == 7
 
 
 def test_reclaim_skips_a_consumer_that_fails(three_hosts, gmc, compute):
-    cluster.host(three_hosts, 'd', 0, [(cluster.VM_3, 2048)])
+    reservoir_cluster.host(three_hosts, 'd', 0, [(VM_3, 2048)])
     older = gmc.allocate(three_hosts, VM_1, 'c', 128)
-    gmc.allocate(three_hosts, cluster.VM_3, 'd', 128)
+    gmc.allocate(three_hosts, VM_3, 'd', 128)
     compute.reclaim_fails.add('d')
 
     assert gmc.reclaim(three_hosts, 'a', 64) == 64

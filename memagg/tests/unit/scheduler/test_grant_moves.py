@@ -26,9 +26,9 @@ from memagg.drivers.reservoir import donors
 from memagg.scheduler import migration
 from memagg.scheduler import reservoir
 from memagg.tests import polling
-from memagg.tests.unit.reservoir import cluster
-from memagg.tests.unit.reservoir.cluster import VM_1, VM_2
-from memagg.tests.unit.reservoir import compute_double
+from memagg.tests.unit.scheduler import reservoir_cluster
+from memagg.tests.unit.scheduler.reservoir_cluster import VM_1, VM_2
+from memagg.tests.unit.scheduler import compute_double
 from memagg.tests.unit.scheduler import test_migration as executor_tests
 
 
@@ -37,9 +37,9 @@ def ctxt(reservoir_opts, sqlite_db, admin_context):
     reservoir_opts.config(group='consolidation', poll_interval=0.1,
                           max_retries=1, migration_timeout=30)
     # c and d consume (VM_1 on c), a lends.
-    cluster.host(admin_context, 'c', 0, [(VM_1, 1024), (VM_2, 1024)])
-    cluster.host(admin_context, 'd', 0)
-    cluster.host(admin_context, 'a', 1024)
+    reservoir_cluster.host(admin_context, 'c', 0, [(VM_1, 1024), (VM_2, 1024)])
+    reservoir_cluster.host(admin_context, 'd', 0)
+    reservoir_cluster.host(admin_context, 'a', 1024)
     return admin_context
 
 

@@ -25,9 +25,9 @@ from memagg.scheduler import reservoir
 from memagg.scheduler import rpcapi
 from memagg import service
 from memagg.tests import polling
-from memagg.tests.unit.reservoir import cluster
-from memagg.tests.unit.reservoir.cluster import VM_1
-from memagg.tests.unit.reservoir import compute_double
+from memagg.tests.unit.scheduler import reservoir_cluster
+from memagg.tests.unit.scheduler.reservoir_cluster import VM_1, VM_3
+from memagg.tests.unit.scheduler import compute_double
 
 
 class _Executor:
@@ -55,8 +55,8 @@ def _service(conf, compute):
 @pytest.fixture
 def scheduler(conf, reservoir_opts, fake_rpc, sqlite_db, admin_context,
               compute):
-    cluster.host(admin_context, 'c', 0, [(VM_1, 4096)])
-    cluster.host(admin_context, 'a', 1024)
+    reservoir_cluster.host(admin_context, 'c', 0, [(VM_1, 4096)])
+    reservoir_cluster.host(admin_context, 'a', 1024)
     svc = _service(conf, compute)
     yield rpcapi.SchedulerAPI()
     svc.stop()
@@ -79,9 +79,9 @@ def test_allocate_release_and_reclaim_over_rpc(scheduler, admin_context,
 
 def test_errors_arrive_typed(scheduler, admin_context, conf):
     with pytest.raises(exceptions.NotFound) as missing:
-        scheduler.allocate_remote(admin_context, cluster.VM_3, 'c', 64,
+        scheduler.allocate_remote(admin_context, VM_3, 'c', 64,
                                   timeout=10)
-    assert 'Instance %s could not be found' % cluster.VM_3 in \
+    assert 'Instance %s could not be found' % VM_3 in \
         missing.value.message
     conf.config(max_remote_ratio=0.0, group='reservoir')
     with pytest.raises(rpcapi.RemoteMemoryUnavailable) as refused:
@@ -91,13 +91,13 @@ def test_errors_arrive_typed(scheduler, admin_context, conf):
     with pytest.raises(exceptions.InvalidParameter):
         scheduler.reclaim(admin_context, 'a', 0, timeout=10)
     with pytest.raises(exceptions.NotFound):
-        scheduler.release_grant(admin_context, cluster.VM_3, timeout=10)
+        scheduler.release_grant(admin_context, VM_3, timeout=10)
 
 
 def test_a_restarted_scheduler_cleans_up_pending_grants(
         conf, reservoir_opts, fake_rpc, sqlite_db, admin_context, compute):
-    cluster.host(admin_context, 'c', 0, [(VM_1, 4096)])
-    cluster.host(admin_context, 'a', 1024)
+    reservoir_cluster.host(admin_context, 'c', 0, [(VM_1, 4096)])
+    reservoir_cluster.host(admin_context, 'a', 1024)
     gmc = reservoir.Reservoir(conf.conf, compute_api=compute,
                               selection=donors.LargestFirst())
 

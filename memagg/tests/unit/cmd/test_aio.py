@@ -10,10 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg-aio starting memagg-swapd: the config it writes for it from
-[swapd], its directories, a child in its own session with its own log and
-pid file, what happens when it does not come up, and its stop with
-memagg-aio.
+"""memagg-aio (memagg/cmd/aio.py): its key for the grants' secrets, made
+under its state directory on the first run, kept and checked after; and
+memagg-swapd started by it: the config it writes for it from [swapd], its
+directories, a child in its own session with its own log and pid file,
+what happens when it does not come up, and its stop with memagg-aio.
 
 The child here is a stand-in script answering PING on the control socket
 of the config it is given (the real daemon is started by
@@ -36,6 +37,7 @@ from memagg.cmd import aio
 from memagg.cmd import swapd as swapd_cmd
 from memagg.compute import swapd
 from memagg.conf import swapd as swapd_opts
+from memagg.db import secret_box
 from memagg.tests import polling
 
 STAND_IN = r'''
@@ -211,3 +213,24 @@ def test_its_swapd_stops_with_it(ignores_sigterm, status, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_first_run_makes_a_0600_key_the_next_keeps_it(tmp_path):
+    path = aio.state_key_file(str(tmp_path))
+    key = secret_box.load_key(path)
+
+    assert path == str(tmp_path / 'secret.key')
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert aio.state_key_file(str(tmp_path)) == path
+    assert secret_box.load_key(path) == key
+
+
+def test_a_state_dir_key_made_open_is_refused(tmp_path):
+    path = aio.state_key_file(str(tmp_path))
+    os.chmod(path, 0o644)
+
+    with pytest.raises(secret_box.KeyFileError) as error:
+        aio.state_key_file(str(tmp_path))
+    assert str(error.value).startswith(
+        "[database] secret_key_file (memagg-aio's) %s is open to group or "
+        "others (mode 0644); run \"chmod 600 %s\"" % (path, path))

@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Grant secrets in the database (memagg/db/grants.py with
-memagg/db/secret_box.py): stored wrapped, read back clear, rewrapped."""
+"""memagg.db.grants on SQLite: a grant read with its slabs in order, and
+its secret (with memagg/db/secret_box.py) stored wrapped, read back clear,
+rewrapped."""
 import os
 import uuid
 
@@ -178,3 +179,13 @@ def test_a_model_wraps_a_secret_set_after_its_uuid(conf):
     assert SECRET not in grant.wrapped_secret and grant.secret == SECRET
     with pytest.raises(ValueError, match="uuid before its secret"):
         models.Grant(secret=SECRET, uuid=str(uuid.uuid4()))
+
+
+def test_grant_get_returns_its_slabs_in_order(db):
+    (grant_id,) = rows.insert(models.Grant, dict(uuid='g'))
+    rows.insert(models.Slab, dict(grant_id=grant_id, index=1),
+                dict(grant_id=grant_id, index=0))
+
+    grant = db_grants.grant_get(db, 'g')
+
+    assert [s.index for s in grant.slabs] == [0, 1]

@@ -22,10 +22,10 @@ import pytest
 from memagg.common import exceptions
 from memagg.db import listings as db_listings
 from memagg.scheduler import rpcapi
-from memagg.tests.unit.reservoir import cluster
-from memagg.tests.unit.reservoir.cluster import VM_1, VM_2
-from memagg.tests.unit.reservoir import compute_double
-from memagg.tests.unit.reservoir import fixtures
+from memagg.tests.unit.scheduler import reservoir_cluster
+from memagg.tests.unit.scheduler.reservoir_cluster import VM_1, VM_2
+from memagg.tests.unit.scheduler import compute_double
+from memagg.tests.unit.scheduler import reservoir_fixtures
 
 
 def test_a_grant_is_prepared_attached_and_active(three_hosts, gmc, compute):
@@ -42,7 +42,7 @@ def test_a_grant_is_prepared_attached_and_active(three_hosts, gmc, compute):
     assert compute.called('prepare_slabs') == [
         ('a', grant['uuid'], 64, list(range(8)))]
     assert compute.attached[grant['uuid']]['secret'] == grant['secret']
-    stored, slabs = cluster.stored(three_hosts, grant['uuid'])
+    stored, slabs = reservoir_cluster.stored(three_hosts, grant['uuid'])
     assert stored.status == 'active' and stored.secret == grant['secret']
     assert slabs == [(i, 'a', 'active') for i in range(8)]
     assert stored.slabs[3].remote_addr == 0x40000000
@@ -61,7 +61,7 @@ def test_a_request_is_rounded_up_to_whole_slabs(three_hosts, gmc):
 
 
 def test_a_request_beyond_the_cap_is_cut_and_partial(three_hosts, gmc):
-    cluster.host(three_hosts, 'a', 4096)
+    reservoir_cluster.host(three_hosts, 'a', 4096)
 
     grant = gmc.allocate(three_hosts, VM_1, 'c', 3000)
 
@@ -94,15 +94,15 @@ def test_a_cap_of_zero_grants_nothing(conf, three_hosts, gmc, compute):
 def test_a_donor_out_of_memory_makes_a_partial_grant(three_hosts, conf,
                                                      compute):
     compute.behaviour['a'] = 3
-    cluster.host(three_hosts, 'b', 0)
+    reservoir_cluster.host(three_hosts, 'b', 0)
 
-    grant = fixtures.make_reservoir(conf, compute).allocate(
+    grant = reservoir_fixtures.make_reservoir(conf, compute).allocate(
         three_hosts, VM_1, 'c', 512)
 
     assert (grant['granted_mb'], grant['partial']) == (192, True)
     assert grant['reason'] == 'a prepared 3 of 8 slabs (out of memory)'
     assert [s['index'] for s in grant['slabs']] == [0, 1, 2]
-    stored, slabs = cluster.stored(three_hosts, grant['uuid'])
+    stored, slabs = reservoir_cluster.stored(three_hosts, grant['uuid'])
     assert (stored.granted_mb, stored.partial) == (192, True)
     assert slabs == [(i, 'a', 'active') for i in range(3)]
     assert len(compute.holding('a')) == 3
@@ -173,9 +173,9 @@ def test_slabs_past_a_hole_are_freed(three_hosts, conf, compute):
             self.held[host].discard((grant_uuid, 1))
             return reply
     holey = Holey()
-    cluster.host(three_hosts, 'b', 0)
+    reservoir_cluster.host(three_hosts, 'b', 0)
 
-    grant = fixtures.make_reservoir(conf, holey).allocate(
+    grant = reservoir_fixtures.make_reservoir(conf, holey).allocate(
         three_hosts, VM_1, 'c', 192)
 
     assert [s['index'] for s in grant['slabs']] == [0]
@@ -200,8 +200,8 @@ def test_an_attach_failure_frees_the_slabs_and_fails_the_grant(
 
 
 def test_no_donor_at_all(ctxt, gmc, compute):
-    cluster.host(ctxt, 'c', 4096, [(VM_1, 4096)])
-    cluster.host(ctxt, 'old', 4096, age_s=3600)
+    reservoir_cluster.host(ctxt, 'c', 4096, [(VM_1, 4096)])
+    reservoir_cluster.host(ctxt, 'old', 4096, age_s=3600)
 
     with pytest.raises(rpcapi.RemoteMemoryUnavailable) as error:
         gmc.allocate(ctxt, VM_1, 'c', 64)
@@ -223,8 +223,8 @@ def test_what_donors_lend_is_not_lent_twice(three_hosts, gmc):
 
 def test_unknown_or_gone_instances_and_bad_sizes(three_hosts, gmc):
     with pytest.raises(exceptions.NotFound):
-        gmc.allocate(three_hosts, cluster.VM_3, 'c', 64)
-    cluster.host(three_hosts, 'c', 4096, [(VM_1, 4096)])
+        gmc.allocate(three_hosts, reservoir_cluster.VM_3, 'c', 64)
+    reservoir_cluster.host(three_hosts, 'c', 4096, [(VM_1, 4096)])
     with pytest.raises(rpcapi.RemoteMemoryUnavailable) as error:
         gmc.allocate(three_hosts, VM_2, 'c', 64)
     assert 'is gone from c' in error.value.message
@@ -250,7 +250,7 @@ def test_recovery_fails_pending_grants_and_frees_their_slabs(
     gmc.recover(three_hosts, pending)
 
     assert pending == [left.uuid]
-    grant, slabs = cluster.stored(three_hosts, left.uuid)
+    grant, slabs = reservoir_cluster.stored(three_hosts, left.uuid)
     assert grant.status == 'failed'
     assert 'memagg-scheduler stopped while setting it up' in grant.reason
     assert {s[2] for s in slabs} == {'released'}

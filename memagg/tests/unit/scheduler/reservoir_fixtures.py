@@ -23,9 +23,9 @@ from stevedore import extension
 from memagg.conf import reservoir as reservoir_conf
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import reservoir
-from memagg.tests.unit.reservoir import cluster
-from memagg.tests.unit.reservoir.cluster import VM_1, VM_2
-from memagg.tests.unit.reservoir import compute_double
+from memagg.tests.unit.scheduler import reservoir_cluster
+from memagg.tests.unit.scheduler.reservoir_cluster import VM_1, VM_2
+from memagg.tests.unit.scheduler import compute_double
 
 PLUGINS = {
     'power_of_two': 'memagg.drivers.reservoir.donors:PowerOfTwo',
@@ -90,7 +90,7 @@ def gmc(conf, compute):
 def three_hosts(ctxt):
     """Consumer c (VM_1 booked 4096, VM_2 booked 1024), donors a (1024 MiB
     lendable) and b (512)."""
-    cluster.host(ctxt, 'c', 4096, [(VM_1, 4096), (VM_2, 1024)])
-    cluster.host(ctxt, 'a', 1024)
-    cluster.host(ctxt, 'b', 512)
+    reservoir_cluster.host(ctxt, 'c', 4096, [(VM_1, 4096), (VM_2, 1024)])
+    reservoir_cluster.host(ctxt, 'a', 1024)
+    reservoir_cluster.host(ctxt, 'b', 512)
     return ctxt
