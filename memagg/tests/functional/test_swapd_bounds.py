@@ -21,12 +21,10 @@ started as an operator starts it, at its default caps and deadlines.
 The flood comes from 127.0.0.2-127.0.0.8 (the caps count by source
 address), the consumer from 127.0.0.1."""
 import os
-import random
 import resource
 import shutil
 import subprocess
 import tempfile
-import threading
 import uuid
 
 import pytest
@@ -34,6 +32,7 @@ import pytest
 from memagg import _swapd
 from memagg.cmd import swapd as swapd_cmd
 from memagg.tests.functional import service_procs
+from memagg.tests.functional import swapd_flood
 from memagg.tests.functional import swapd_frames
 from memagg.tests.functional import test_swapd_nbd
 from memagg.tests import polling
@@ -43,12 +42,8 @@ pytestmark = [pytest.mark.functional]
 MIB = 1 << 20
 SLAB = 4 * MIB
 MAX_CONNECTIONS = 256           # [swapd] max_connections's default
-# Threads of memagg-swapd besides its donor connections': its own and the
-# Python interpreter's that runs it.
-THREADS_BESIDES = 16
 
 READ, WRITE = swapd_frames.READ, swapd_frames.WRITE
-MAX_LEN = 32 * MIB
 connect = swapd_frames.connect
 
 
@@ -84,79 +79,11 @@ class Consumer:
             session.sock.close()
 
 
-class Sampler(threading.Thread):
-    """Peaks of a process's threads and resident memory, sampled until
-    stopped."""
-
-    def __init__(self, pid):
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.threads = 0
-        self.rss_kb = 0
-        self.stopping = threading.Event()
-
-    def status(self):
-        with open('/proc/%d/status' % self.pid) as f:
-            fields = dict(line.split(':', 1) for line in f)
-        return (int(fields['Threads']), int(fields['VmRSS'].split()[0]))
-
-    def run(self):
-        while not self.stopping.is_set():
-            threads, rss = self.status()
-            self.threads = max(self.threads, threads)
-            self.rss_kb = max(self.rss_kb, rss)
-            self.stopping.wait(0.02)
-
-
-def _flood_idle(port, held, refused):
-    """1,000 connections that send nothing, 200 from each of 5 addresses."""
-    for i in range(1000):
-        try:
-            held.append(connect(port, '127.0.0.%d' % (2 + i % 5),
-                                hello=False))
-        except OSError:
-            refused.append(i)
-
-
-def _flood_write_headers(port, held):
-    """100 connections, each past its HELLO a 32 MiB WRITE header of an
-    unknown grant and no payload."""
-    for _ in range(100):
-        try:
-            session = connect(port, '127.0.0.7')
-            held.append(session.sock)
-            session.sock.sendall(session.request(
-                WRITE, uuid.uuid4().bytes, os.urandom(32), length=MAX_LEN))
-        except (OSError, EOFError):
-            pass        # closed at accept: over the cap of 127.0.0.7
-
-
-def _flood_random_grants(port, statuses):
-    """10,000 READ frames of random grants and keys on 10 connections, in
-    bursts of 100, reading their replies."""
-    for _ in range(10):
-        session = connect(port, '127.0.0.8')
-        with session.sock:
-            for _ in range(10):
-                session.sock.sendall(b''.join(
-                    session.request(READ, uuid.uuid4().bytes,
-                                    os.urandom(32), length=4096,
-                                    request=random.getrandbits(64))
-                    for _ in range(100)))
-                for _ in range(100):
-                    statuses.append(session.reply()[0])
-
-
-def _lines(path):
-    with open(path, 'rb') as f:
-        return f.read().count(b'\n')
-
-
 def test_a_flood_of_unauthenticated_peers_is_bounded(tmp_path):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 4096:
-        pytest.skip('needs 4096 descriptors, the hard limit is %d' % hard)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
+    if not swapd_flood.raise_descriptor_limit():
+        pytest.skip('needs %d descriptors, the hard limit is %d' % (
+            swapd_flood.DESCRIPTORS,
+            resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
     # unix socket paths are limited to 107 bytes: a short directory.
     sock_dir = tempfile.mkdtemp(prefix='sdb', dir='/tmp')
     port = service_procs.free_port()
@@ -185,20 +112,13 @@ def test_a_flood_of_unauthenticated_peers_is_bounded(tmp_path):
                           'slabs=0,1' % (grant, key.hex(), SLAB))
         consumer = Consumer(port, grant.bytes, key)
         consumer.round_trip()
-        sampler = Sampler(proc.pid)
+        sampler = swapd_flood.Sampler(proc.pid)
         threads_before, rss_before = sampler.status()
-        lines_before = _lines(log_path)
+        lines_before = swapd_flood.lines(log_path)
         sampler.start()
 
         refused, statuses = [], []
-        floods = [threading.Thread(target=_flood_idle,
-                                   args=(port, held, refused)),
-                  threading.Thread(target=_flood_write_headers,
-                                   args=(port, held)),
-                  threading.Thread(target=_flood_random_grants,
-                                   args=(port, statuses))]
-        for flood in floods:
-            flood.start()
+        floods = swapd_flood.start(port, held, refused, statuses)
         # The consumer reads and writes all through the flood, on its
         # connection and on new ones.
         while any(flood.is_alive() for flood in floods):
@@ -214,7 +134,7 @@ def test_a_flood_of_unauthenticated_peers_is_bounded(tmp_path):
                          10, message='the refusals of 127.0.0.6 logged')
         sampler.stopping.set()
         sampler.join()
-        lines = _lines(log_path) - lines_before
+        lines = swapd_flood.lines(log_path) - lines_before
         print('threads %d -> peak %d; RSS %d -> peak %d KiB (+%d KiB); '
               '%d log lines; %d round trips; %d flood connections opened'
               % (threads_before, sampler.threads, rss_before,
@@ -222,7 +142,8 @@ def test_a_flood_of_unauthenticated_peers_is_bounded(tmp_path):
                  consumer.done, len(held)))
 
         assert (len(statuses), set(statuses)) == (10000, {-13})  # EACCES
-        assert sampler.threads <= MAX_CONNECTIONS + THREADS_BESIDES
+        assert (sampler.threads
+                <= MAX_CONNECTIONS + swapd_flood.THREADS_BESIDES)
         assert sampler.threads <= threads_before + MAX_CONNECTIONS
         assert sampler.rss_kb - rss_before < 16 * 1024
         assert lines < 100, _read(log_path)[-4000:]
