@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""NBD servers for benchmarks/swap_nbd_fio.py: memagg-swapd (a donor and a
+"""NBD servers for benchmarks/swap_nbd_fio.py and swapd_flood.py:
+memagg-swapd (a donor and a
 consumer over loopback TCP, its pages in clear or sealed), nbdkit's memory
 plugin and qemu-nbd on a tmpfs file, and nbdkit relaying to its memory
 plugin (memagg's hops, for reference).
@@ -23,6 +24,7 @@ connects to; ``pids`` the processes whose CPU the benchmark counts;
 ``stop()`` ends them (SIGTERM, then SIGKILL) and is safe to call twice or
 after a failed start.
 """
+import collections
 import os
 import secrets
 import shutil
@@ -245,6 +247,12 @@ def _pings(path):
         return False
 
 
+#: A memagg-swapd of MemaggSwapd: its pid, donor port (on 127.0.0.1),
+#: memagg.conf and log file.
+SwapdProcess = collections.namedtuple('SwapdProcess',
+                                      'pid port config_file log')
+
+
 class MemaggSwapd(_Server):
     """memagg-swapd: a donor holding the slabs and a consumer serving the
     export over NBD on a unix socket, with loopback TCP between them.
@@ -254,7 +262,8 @@ class MemaggSwapd(_Server):
     and rkey. The consumer's local durability copy lives in ``local_dir``,
     which holds the consumer's state directory for it: memagg-swapd takes
     a local copy only below its state_dir/local.
-    ``pids`` are the donor's, then the consumer's.  The pages travel and
+    ``pids`` are the donor's, then the consumer's; ``swapds`` their
+    SwapdProcess by role ('donor', 'consumer').  The pages travel and
     sit on the donor in clear (EXPORT_CREATE without seal), which start()
     checks in EXPORT_DESCRIBE.
     """
@@ -269,6 +278,7 @@ class MemaggSwapd(_Server):
         self.local_dir = local_dir
         self.grant = str(uuid.uuid4())
         self._consumer_control = None
+        self.swapds = {}
 
     def _start_swapd(self, role, capacity, state_dir=None):
         base = os.path.join(self.workdir, role)
@@ -276,13 +286,16 @@ class MemaggSwapd(_Server):
         for sub in ('exports', 'state'):
             os.makedirs(os.path.join(base, sub), exist_ok=True)
         config_file = os.path.join(base, 'memagg.conf')
+        port = service_procs.free_port()
         swapd_cmd.write_config(config_file, {
             'control_socket': control_path,
             'export_dir': os.path.join(base, 'exports'),
             'state_dir': state_dir or os.path.join(base, 'state'),
-            'listen': 'tcp://127.0.0.1:%d' % service_procs.free_port(),
+            'listen': 'tcp://127.0.0.1:%d' % port,
             'capacity_mb': capacity // MIB, 'transport': 'tcp'})
         proc = self._spawn('swapd-%s' % role, swapd_command(config_file))
+        self.swapds[role] = SwapdProcess(proc.pid, port, config_file,
+                                         self._logs[-1])
         _wait(lambda: _pings(control_path), [proc],
               'memagg-swapd (%s)' % role)
         return control_path

@@ -151,6 +151,22 @@ def summarise(runs):
             sum(per_process), per_process)
 
 
+def print_export_stats(name, server):
+    """Print a memagg server's EXPORT_STATS, and a warning when not every
+    request went through the donor (then the figures are not those of the
+    remote path)."""
+    stats = server.stats()
+    print('%s export after the run: %s' % (name, ' '.join(
+        '%s=%s' % kv for kv in sorted(stats.items()))), flush=True)
+    off_path = [k for k in ('zero_reads', 'local_reads', 'remote_errors',
+                            'degraded_slabs', 'auth_failures')
+                if stats.get(k, 0)]
+    if off_path:
+        print('WARNING: not every %s request went through the donor (%s): '
+              'its figures are not those of the remote path'
+              % (name, ', '.join(off_path)), flush=True)
+
+
 def make_server(name, workdir, args):
     if name in MEMAGG:
         kind = peers.MemaggSwapdSealed if name == SEALED else peers.MemaggSwapd
@@ -202,19 +218,7 @@ def run(names, args):
                         fail(name, exc)
         for name in [n for n in MEMAGG if n in servers]:
             try:
-                stats = servers[name].stats()
-                print('%s export after the run: %s' % (name, ' '.join(
-                    '%s=%s' % kv for kv in sorted(stats.items()))),
-                    flush=True)
-                off_path = [k for k in ('zero_reads', 'local_reads',
-                                        'remote_errors', 'degraded_slabs',
-                                        'auth_failures')
-                            if stats.get(k, 0)]
-                if off_path:
-                    print('WARNING: not every %s request went through '
-                          'the donor (%s): its figures are not those of '
-                          'the remote path' % (name, ', '.join(off_path)),
-                          flush=True)
+                print_export_stats(name, servers[name])
             except (peers.ServerError, OSError) as exc:
                 fail(name, exc)
     finally:
