@@ -67,6 +67,7 @@ def _pairs(line, prefix):
         part.rpartition(' ') for part in line[len(prefix):].split(', '))}
 
 
+@pytest.mark.slow
 def test_quick_run_prints_every_figure():
     run = benchmark_script.run(SCRIPT, '--quick', timeout=300)
 
