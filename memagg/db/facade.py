@@ -19,6 +19,7 @@ memagg.common.exceptions.
 """
 import functools
 import os
+import threading
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -33,6 +34,9 @@ from memagg.conf import database as database_conf
 
 _context_manager = enginefacade.transaction_context()
 _configured = False
+# Threads of a service make their first database call at once; enginefacade
+# refuses a configure() once another thread's transaction has started it.
+_configure_lock = threading.Lock()
 _MEMAGG_OPTIONS = frozenset(opt.dest for opt in database_conf.memagg_opts)
 
 
@@ -61,15 +65,19 @@ def _private_sqlite_file(connection):
 
 
 def configure():
-    """Point the engine facade at [database]; call once per process."""
+    """Point the engine facade at [database], once per process: of threads
+    calling at once, one configures and the others return when it has."""
     global _configured
-    if not _configured:
-        _private_sqlite_file(CONF.database.connection)
-        # memagg's own [database] options are not oslo.db's to take.
-        _context_manager.configure(**{
-            name: value for name, value in CONF.database.items()
-            if name not in _MEMAGG_OPTIONS})
-        _configured = True
+    if _configured:
+        return
+    with _configure_lock:
+        if not _configured:
+            _private_sqlite_file(CONF.database.connection)
+            # memagg's own [database] options are not oslo.db's to take.
+            _context_manager.configure(**{
+                name: value for name, value in CONF.database.items()
+                if name not in _MEMAGG_OPTIONS})
+            _configured = True
 
 
 def get_engine():
@@ -82,10 +90,11 @@ def dispose():
     """Close the engine's connections and drop the engine facade, so the
     next call builds a new one on the [database] options then in force."""
     global _context_manager, _configured
-    if _configured:
-        _context_manager.dispose_pool()
-    _context_manager = enginefacade.transaction_context()
-    _configured = False
+    with _configure_lock:
+        if _configured:
+            _context_manager.dispose_pool()
+        _context_manager = enginefacade.transaction_context()
+        _configured = False
 
 
 def reader():

@@ -14,10 +14,12 @@
 owner's only."""
 import os
 import stat
+import threading
 
 import pytest
 import sqlalchemy as sa
 
+from memagg.common import context as memagg_context
 from memagg.db import facade as db_facade
 from memagg.db import migration
 
@@ -50,3 +52,50 @@ def test_a_sqlite_file_with_grant_secrets_is_0600(conf, tmp_path,
     finally:
         db_facade.dispose()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_a_thread_configuring_holds_back_the_others(sqlite_db, monkeypatch):
+    """The interleaving of a rehearsal's failure (AlreadyStartedError in
+    test_concurrent_first_heartbeats_make_one_row[sqlite]): thread B is
+    between the configured check and enginefacade's configure() while
+    thread A configures and starts a transaction. A waits for B instead;
+    enginefacade is configured once and neither fails."""
+    db_facade.dispose()
+    b_inside, b_go = threading.Event(), threading.Event()
+    a_done = threading.Event()
+    private_file = db_facade._private_sqlite_file
+    calls, errors = [], []
+
+    def held_first(connection):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            b_inside.set()
+            assert b_go.wait(30)
+        private_file(connection)
+
+    def run(name, done=None):
+        def body():
+            try:
+                with db_facade.writer().using(
+                        memagg_context.get_admin_context()) as session:
+                    session.execute(sa.text('select 1'))
+            except Exception as error:
+                errors.append((name, error))
+            finally:
+                if done is not None:
+                    done.set()
+        return threading.Thread(target=body, name=name)
+
+    monkeypatch.setattr(db_facade, '_private_sqlite_file', held_first)
+    b, a = run('B'), run('A', a_done)
+    b.start()
+    assert b_inside.wait(30)
+    a.start()
+    # A may not finish while B holds the configuration: give it the time
+    # it would need to (it needs milliseconds when nothing holds it).
+    finished_early = a_done.wait(0.5)
+    b_go.set()
+    b.join(30)
+    a.join(30)
+    assert not (b.is_alive() or a.is_alive())
+    assert errors == [] and not finished_early and calls == ['B']
