@@ -167,6 +167,19 @@ def print_export_stats(name, server):
               % (name, ', '.join(off_path)), flush=True)
 
 
+def check_run_arguments(parser, args):
+    """Refuse, naming the option, an export size that is not whole slabs
+    and a runtime or repeat count that is not positive (this benchmark's
+    and swapd_flood.py's)."""
+    if args.size_mb <= 0 or args.size_mb * MIB % SLAB_SIZE:
+        parser.error('--size-mb: must be a positive multiple of 64 (the '
+                     'slab size), got %d' % args.size_mb)
+    if args.runtime <= 0:
+        parser.error('--runtime: must be positive, got %g' % args.runtime)
+    if args.repeat <= 0:
+        parser.error('--repeat: must be positive, got %d' % args.repeat)
+
+
 def make_server(name, workdir, args):
     if name in MEMAGG:
         kind = peers.MemaggSwapdSealed if name == SEALED else peers.MemaggSwapd
@@ -346,13 +359,7 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.size_mb, args.runtime, args.repeat = 64, 1.0, 1
-    if args.size_mb <= 0 or args.size_mb * MIB % SLAB_SIZE:
-        parser.error('--size-mb: must be a positive multiple of 64 (the '
-                     'slab size), got %d' % args.size_mb)
-    if args.runtime <= 0:
-        parser.error('--runtime: must be positive, got %g' % args.runtime)
-    if args.repeat <= 0:
-        parser.error('--repeat: must be positive, got %d' % args.repeat)
+    check_run_arguments(parser, args)
     for tool in ('fio', 'nbdkit', 'qemu-nbd'):
         if shutil.which(tool) is None:
             parser.error('%s not found: install it (tools/setup.sh does)'

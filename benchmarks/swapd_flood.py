@@ -250,13 +250,7 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.size_mb, args.runtime, args.repeat = 64, 2.0, 1
-    if args.size_mb <= 0 or args.size_mb * MIB % SLAB_SIZE:
-        parser.error('--size-mb: must be a positive multiple of 64 (the '
-                     'slab size), got %d' % args.size_mb)
-    if args.runtime <= 0:
-        parser.error('--runtime: must be positive, got %g' % args.runtime)
-    if args.repeat <= 0:
-        parser.error('--repeat: must be positive, got %d' % args.repeat)
+    swap_nbd_fio.check_run_arguments(parser, args)
     if shutil.which('fio') is None:
         parser.error('fio not found: install it (tools/setup.sh does)')
     if not swapd_flood.raise_descriptor_limit():
