@@ -30,13 +30,6 @@ def rss_mb(pid):
     raise AssertionError('no VmRSS for %d' % pid)
 
 
-def swap_devices():
-    """The paths /proc/swaps lists."""
-    with open('/proc/swaps') as f:
-        return [line.split()[0] for line in f.read().splitlines()[1:]
-                if line.strip()]
-
-
 def _zswap():
     try:
         with open(ZSWAP) as f:

@@ -35,13 +35,19 @@ class Unavailable(Exception):
     message says why."""
 
 
+def swap_devices(swaps='/proc/swaps'):
+    """The swap files and devices ``swaps`` lists; OSError when it cannot
+    be read."""
+    with open(swaps) as f:
+        return [line.split()[0] for line in f.read().splitlines()[1:]
+                if line.strip()]
+
+
 def host_swap_reason(meminfo='/proc/meminfo', swaps='/proc/swaps'):
     """Why the host has no swap space to page guest memory out into, or
     None when it has some free."""
     try:
-        with open(swaps) as f:
-            devices = [line.split()[0] for line in f.read().splitlines()[1:]
-                       if line.strip()]
+        devices = swap_devices(swaps)
     except OSError as exc:
         return 'cannot read %s: %s' % (swaps, exc.strerror)
     if not devices:

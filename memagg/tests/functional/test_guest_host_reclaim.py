@@ -21,6 +21,7 @@ the controller backs off within two periods when the hot set grows."""
 
 import pytest
 
+from memagg.drivers.reclaim import base as mechanism_base
 from memagg.tests import host_swap
 from memagg.tests import leftovers
 from memagg.tests import polling
@@ -170,7 +171,7 @@ def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
             loop = None
         # The test's swap file is off again; the host may have swap of its
         # own (a CI machine had), so that is all there is to check.
-        assert swap_path not in host_swap.swap_devices()
+        assert swap_path not in mechanism_base.swap_devices()
     finally:
         if loop is not None:
             loop.stop()
