@@ -12,6 +12,9 @@
 
 """Options read from a real config file, as a service would read them."""
 from oslo_config import cfg
+import pytest
+
+from memagg.common import exceptions
 
 
 def group_from_file(tmp_path, conf_module, text):
@@ -24,3 +27,12 @@ def group_from_file(tmp_path, conf_module, text):
     conf(['--config-file', str(path)], project='memagg',
          default_config_files=[])
     return conf
+
+
+def refused(tmp_path, conf_module, text, load):
+    """The InvalidParameter that ``load`` raises on a ConfigOpts read as
+    group_from_file reads ``text`` (failing the test when it raises none)."""
+    conf = group_from_file(tmp_path, conf_module, text)
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        load(conf)
+    return info.value

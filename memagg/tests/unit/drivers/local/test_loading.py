@@ -90,13 +90,11 @@ def test_unknown_policy_names_the_option_and_the_choices(conf):
     ('policy = fifo', 'policy'),
 ])
 def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
-    conf = conf_files.group_from_file(tmp_path, local_policy_conf, line)
+    exc = conf_files.refused(tmp_path, local_policy_conf, line,
+                             base.load_policy)
 
-    with pytest.raises(exceptions.InvalidParameter) as info:
-        base.load_policy(conf)
-
-    assert info.value.kwargs['field'] == '[local_policy] %s' % option
-    assert str(info.value).startswith(
+    assert exc.kwargs['field'] == '[local_policy] %s' % option
+    assert str(exc).startswith(
         "Invalid value for '[local_policy] %s'" % option)
 
 

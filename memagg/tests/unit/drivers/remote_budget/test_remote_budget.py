@@ -20,7 +20,6 @@ slack threshold 0.25. Sizes are MiB.
 """
 import pytest
 
-from memagg.common import exceptions
 from memagg.conf import CONF
 from memagg.conf import reservoir as reservoir_conf
 from memagg.drivers.remote_budget import base
@@ -200,14 +199,11 @@ def test_options_from_a_file_reach_tlp(tmp_path):
 
 
 def test_unknown_policy_names_the_option_and_the_choices(tmp_path):
-    conf = conf_files.group_from_file(tmp_path, reservoir_conf,
-                                      'remote_budget = tcp')
+    exc = conf_files.refused(tmp_path, reservoir_conf, 'remote_budget = tcp',
+                             base.load)
 
-    with pytest.raises(exceptions.InvalidParameter) as info:
-        base.load(conf)
-
-    assert info.value.kwargs['field'] == '[reservoir] remote_budget'
-    assert 'fixed, tlp' in str(info.value)
+    assert exc.kwargs['field'] == '[reservoir] remote_budget'
+    assert 'fixed, tlp' in str(exc)
 
 
 @pytest.mark.parametrize('line, option', [
@@ -218,11 +214,7 @@ def test_unknown_policy_names_the_option_and_the_choices(tmp_path):
     ('tlp_slack_threshold = -0.1', 'tlp_slack_threshold'),
 ])
 def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
-    conf = conf_files.group_from_file(tmp_path, reservoir_conf, line)
+    exc = conf_files.refused(tmp_path, reservoir_conf, line, base.load)
 
-    with pytest.raises(exceptions.InvalidParameter) as info:
-        base.load(conf)
-
-    assert info.value.kwargs['field'] == '[reservoir] %s' % option
-    assert str(info.value).startswith(
-        "Invalid value for '[reservoir] %s'" % option)
+    assert exc.kwargs['field'] == '[reservoir] %s' % option
+    assert str(exc).startswith("Invalid value for '[reservoir] %s'" % option)

@@ -72,13 +72,11 @@ def test_unknown_estimator_names_the_option_and_the_choices(conf):
     ('badis_switch_periods = zero', 'badis_switch_periods'),
 ])
 def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
-    conf = conf_files.group_from_file(tmp_path, wss_conf, line)
+    exc = conf_files.refused(tmp_path, wss_conf, line,
+                             base.load_estimator_factory)
 
-    with pytest.raises(exceptions.InvalidParameter) as info:
-        base.load_estimator_factory(conf)
-
-    assert info.value.kwargs['field'] == '[wss] %s' % option
-    assert option in str(info.value)
+    assert exc.kwargs['field'] == '[wss] %s' % option
+    assert option in str(exc)
 
 
 def test_options_from_a_file_reach_the_estimator(tmp_path):
