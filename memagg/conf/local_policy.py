@@ -56,7 +56,9 @@ opts = [
     cfg.IntOpt('min_guest_mb', default=256, min=0,
                help='A guest is never ballooned below this.'),
     cfg.IntOpt('deadband_mb', default=10, min=0,
-               help='Target changes smaller than this are not applied.'),
+               help='Target changes smaller than this are not applied, '
+                    'but for a growth to the VM\'s booked size or maximum '
+                    '(a VM can always get its booked size back).'),
     cfg.IntOpt('max_step_mb', default=512, min=1,
                help='Largest balloon move per VM and period, so a guest is '
                     'never shrunk faster than it can reclaim.'),

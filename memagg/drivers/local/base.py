@@ -116,12 +116,18 @@ class LocalPolicy(metaclass=abc.ABCMeta):
                             - sum(targets.values()))
 
     def limit(self, vm, target):
-        """``target`` for ``vm`` after floor, ceiling, step cap, deadband."""
+        """``target`` for ``vm`` after floor, ceiling, step cap, deadband
+        (which never holds back a growth to the booked size or maximum)."""
         params = self.params
         target = min(vm.max_mb, max(self.floor_mb(vm), int(round(target))))
         step = params.max_step_mb
         target = min(vm.m_cur_mb + step, max(vm.m_cur_mb - step, target))
-        if abs(target - vm.m_cur_mb) < params.deadband_mb:
+        # A growth to the VM's booked size or its maximum is applied however
+        # small: every VM can always get its booked size back, and one grown
+        # to within the deadband of it would otherwise stay short for good.
+        if (abs(target - vm.m_cur_mb) < params.deadband_mb
+                and not (target > vm.m_cur_mb
+                         and target in (vm.m_init_mb, vm.max_mb))):
             return vm.m_cur_mb
         return target
 

@@ -12,7 +12,8 @@
 
 """The limits every local policy's targets go through (§2): floor
 min_guest_mb 256, the VM's maximum, step cap max_step_mb 512, deadband
-deadband_mb 10; and the reservoir."""
+deadband_mb 10 (but for a growth to the booked size or maximum); and the
+reservoir."""
 import pytest
 
 from memagg.drivers.local import base
@@ -52,6 +53,13 @@ def _vm(m_cur, max_mb=4096, **kwargs):
     (1009, 1000, 4096, 1000),
     (991, 1000, 4096, 1000),
     (1010, 1000, 4096, 1010),
+    # ... but for a growth to the booked size (m_init 1024) or the maximum,
+    # however small: a guest grown to 1020 or 2045 is not held short of it.
+    (1024, 1020, 4096, 1024),
+    (2100, 2045, 2048, 2048),
+    (1023, 1020, 4096, 1020),
+    # A shrink to the floor stays within the deadband.
+    (100, 260, 4096, 260),
     # Fractions round to the nearest MiB.
     (1199.6, 1000, 4096, 1200),
 ])
