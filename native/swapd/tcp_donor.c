@@ -132,8 +132,8 @@ static int flush_out(struct conn *c, struct buf *out)
     return rc;
 }
 
-/* Wait for fd to be readable until deadline (sd_now_us; 0: no deadline):
- * 1 when it is, 0 at the deadline, or -errno. */
+/* Wait for fd to be readable until deadline (sd_now_us): 1 when it is, 0
+ * at the deadline, or -errno. */
 static int wait_readable(int fd, uint64_t deadline)
 {
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -142,11 +142,10 @@ static int wait_readable(int fd, uint64_t deadline)
         uint64_t now = sd_now_us();
         int rc;
 
-        if (deadline && now >= deadline) {
+        if (now >= deadline) {
             return 0;
         }
-        rc = poll(&pfd, 1, deadline ? (int)((deadline - now + 999) / 1000) :
-                  -1);
+        rc = poll(&pfd, 1, (int)((deadline - now + 999) / 1000));
         if (rc > 0) {
             return 1;
         }
@@ -156,12 +155,14 @@ static int wait_readable(int fd, uint64_t deadline)
     }
 }
 
-/* Read some of len bytes by deadline: how many, or -ETIMEDOUT, or
- * -ECONNRESET at the end of the stream, or -errno. */
+/* Read some of len bytes by deadline (0: none, the recv blocks by itself,
+ * without a poll first: a system call less per batch on a busy
+ * connection): how many, or -ETIMEDOUT, or -ECONNRESET at the end of the
+ * stream, or -errno. */
 static ssize_t recv_by(int fd, void *dst, size_t len, uint64_t deadline)
 {
     for (;;) {
-        int rc = wait_readable(fd, deadline);
+        int rc = deadline ? wait_readable(fd, deadline) : 1;
         ssize_t n;
 
         if (rc <= 0) {
