@@ -34,9 +34,10 @@ static uint8_t disk[DISK];
 static void mem_submit_one(void *ctx, struct sd_nbd_io *io)
 {
     (void)ctx;
-    if (io->type == NBD_CMD_READ) {
+    /* A zero-length request has no buffer, and memcpy may not get NULL. */
+    if (io->len && io->type == NBD_CMD_READ) {
         memcpy(io->buf, disk + io->offset, io->len);
-    } else if (io->type == NBD_CMD_WRITE) {
+    } else if (io->len && io->type == NBD_CMD_WRITE) {
         memcpy(disk + io->offset, io->buf, io->len);
     }
     io->done(io, 0);
