@@ -15,7 +15,8 @@
 A policy turns the node's VMs (sizes, WSS, max-average) into balloon
 targets. Every policy's raw targets then go through the same limits: never
 below min_guest_mb nor above the VM's maximum, moves capped at max_step_mb
-a period, changes under deadband_mb not applied. The node's free memory
+a period, changes under deadband_mb not applied (but for a growth to the
+VM's booked size or maximum). The node's free memory
 reservoir is what the targets leave of the host budget (host RAM minus
 reserved host memory). Sizes are MiB.
 """
