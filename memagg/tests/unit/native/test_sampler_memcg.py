@@ -151,6 +151,23 @@ def children(tmp_path):
         child.close()
 
 
+def _a_window_passes(children):
+    """Wait for the kdamond to run on the pages, every child to go over its
+    hot set twice and the kdamond to end a window since. A commit only
+    wakes the thread that starts the kdamond (or hands it new pages), and
+    its files answer nothing until it has: not waiting for that left the
+    first collect() to wait out the kdamond's first two windows against
+    its own deadline (2.05 of 2.7 s here), which a loaded CI machine once
+    passed: a lost window."""
+    (first,) = wait_for(lambda: (windows := _kdamond_windows()) is not None
+                        and (windows,), timeout=30, interval=0.01,
+                        message='the kdamond running on the pages')
+    for c in children:
+        c.wait_passes(2)
+    wait_for(lambda: (_kdamond_windows() or 0) > first, timeout=30,
+             interval=0.01, message='a window of the kdamond after %d' % first)
+
+
 def _period(samplers, children):
     """One period as memagg-compute paces it, a window long: begin every
     sampler, commit, let every child go over its hot set and the kdamond
@@ -158,11 +175,7 @@ def _period(samplers, children):
     for s in samplers:
         s.begin()
     _native.damon_commit()
-    first = _kdamond_windows()
-    for c in children:
-        c.wait_passes(2)
-    wait_for(lambda: first is None or (_kdamond_windows() or 0) > first,
-             timeout=30, interval=0.01, message='a window of the kdamond')
+    _a_window_passes(children)
     results = []
     for s in samplers:
         try:
@@ -276,16 +289,13 @@ def test_the_first_estimate_is_warming(children):
         vm.begin()
         for _ in range(3):
             # Periods a window long at least, as memagg-compute's.
-            first = _kdamond_windows()
-            kid.wait_passes(2)
-            wait_for(lambda: first is None
-                     or (_kdamond_windows() or 0) > first,
-                     timeout=30, interval=0.01,
-                     message='a window of the kdamond')
-            samples.append(vm.collect(TOTAL_MIB))
+            _a_window_passes([kid])
+            # A window lost is None, its reason in vm.error.
+            samples.append(vm.collect(TOTAL_MIB) or vm.error)
             vm.begin()
     finally:
         vm.close()
+    assert all(isinstance(s, dict) for s in samples), samples
     assert vm.backend_name is None
     assert [s['backend'] for s in samples] == ['damon_memcg'] * 3
     assert [s['warming'] for s in samples] == [True, False, False]
