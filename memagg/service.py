@@ -87,11 +87,12 @@ class Manager:
         """Called by the service after its RPC server stopped."""
 
 
-def prepare_service(argv, default_config_files=None):
-    """Parse ``argv`` into CONF, set up logging, objects and the transport."""
+def prepare_service(argv, default_config_files=None, description=None):
+    """Parse ``argv`` into CONF (``description`` opens --help), set up
+    logging, objects and the transport."""
     logging.register_options(CONF)
     try:
-        CONF(argv[1:], project='memagg',
+        CONF(argv[1:], project='memagg', description=description,
              default_config_files=default_config_files)
     except cfg.Error as exc:
         # One line naming the problem, not a traceback.

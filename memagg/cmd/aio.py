@@ -246,11 +246,18 @@ class ApiService:
         self.httpd.server_close()
 
 
+DESCRIPTION = """\
+memagg-aio runs memagg's API, scheduler and compute service in one process
+on this host, on SQLite under a state directory and without
+authentication, for a first run and for development; it prints the API's
+URL and runs until Ctrl-C or SIGTERM."""
+
+
 def _configure(argv):
     logging.register_options(CONF)
     CONF.register_cli_opts(cli_opts)
     try:
-        CONF(argv[1:], project='memagg')
+        CONF(argv[1:], project='memagg', description=DESCRIPTION)
     except cfg.Error as exc:
         sys.exit('memagg-aio: error: %s' % exc)
     logging.setup(CONF, 'memagg')

@@ -124,13 +124,19 @@ def _pass_config_to_workers():
             str(value).lower() if isinstance(value, bool) else str(value))
 
 
+DESCRIPTION = """\
+memagg-api serves memagg's REST API (hosts, instances, grants, audits,
+migrations) under uWSGI on [api] host and port, as the openstack CLI, the
+Horizon panel and Nova's filter use it. It runs until SIGTERM."""
+
+
 def main(argv=None):
     """Parse --config-file etc., check the [api] options, then run uWSGI
     on [api] host:port until SIGTERM."""
     logging.register_options(CONF)
     try:
         CONF(sys.argv[1:] if argv is None else argv, project='memagg',
-             prog=PROG)
+             prog=PROG, description=DESCRIPTION)
     except cfg.Error as exc:
         sys.exit('%s: error: %s' % (PROG, exc))
     logging.setup(CONF, 'memagg')

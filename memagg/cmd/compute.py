@@ -19,9 +19,16 @@ from memagg.compute import rpcapi
 from memagg import service
 
 
+DESCRIPTION = """\
+memagg-compute runs on each compute host: it estimates each VM's working
+set, sets its balloon target, reclaims from the host side what a VM left
+idle, takes remote-swap grants for it through memagg-swapd, and reports to
+memagg-scheduler. It runs until SIGTERM or SIGINT."""
+
+
 def main(argv=None):
     """Run memagg-compute until SIGTERM or SIGINT."""
-    service.prepare_service(argv or sys.argv)
+    service.prepare_service(argv or sys.argv, description=DESCRIPTION)
     try:
         compute = manager.ComputeManager()
     except exceptions.Invalid as exc:

@@ -19,9 +19,11 @@
     memagg-manage [--config-file FILE] grant_secrets rewrap
                   [--old-key-file OLD_KEY_FILE ...] [--batch-size N]
 
-Exit status: 0 done, 1 the database failed (or some grant secrets could
-not be rewrapped), 2 bad arguments or configuration; every error is one
-line on stderr.
+Exit status: 0 done, 1 the database failed or has no memagg schema yet
+(or some grant secrets could not be rewrapped), 2 bad arguments or
+configuration; every error is one line on stderr. Only ``db upgrade``
+creates a database: the others name the one they would use and create
+nothing.
 """
 import os
 import sys
@@ -43,6 +45,10 @@ from memagg.db import samples as db_samples
 from memagg.db import secret_box
 
 DB_ERROR = 1
+DESCRIPTION = """\
+memagg-manage administers memagg's database: it migrates the schema,
+purges old samples and audits, and wraps the grants' secrets with the
+current key."""
 
 
 class DbCommands:
@@ -59,8 +65,8 @@ class DbCommands:
         print('Database schema at revision %s' % migration.version())
 
     def version(self):
-        """Print the schema's revision, or None for an empty database."""
-        print(migration.version())
+        """Print the schema's revision (NotSetUp without one)."""
+        print(migration.require_schema())
 
     def purge(self, older_than_hours=None, audits_older_than_hours=None):
         """Delete WSS and host samples older than ``older_than_hours``
@@ -75,6 +81,7 @@ class DbCommands:
             if hours is not None and hours < 0:
                 raise cli.UsageError('argument %s: %s is negative; give 0 '
                                      'or more' % (flag, hours))
+        migration.require_schema()
         context = memagg_context.get_admin_context()
         count = db_samples.purge_wss_samples(context, older_than_hours)
         hours = (CONF.wss.sample_retention_hours if older_than_hours is None
@@ -104,6 +111,7 @@ class GrantSecretsCommands:
         try:
             old_keys = [secret_box.load_key(path, '--old-key-file')
                         for path in old_key_files]
+            migration.require_schema()
             result = db_grants.grant_secrets_rewrap(
                 memagg_context.get_admin_context(), old_keys, batch_size)
         except secret_box.KeyFileError as error:
@@ -133,8 +141,7 @@ def _add_command_parsers(subparsers):
     upgrade.add_argument('--revision', default='head',
                          help='Alembic revision to migrate to '
                               '(default: head, the newest).')
-    actions.add_parser('version',
-                       help="Print the schema's revision (None: empty).")
+    actions.add_parser('version', help="Print the schema's revision.")
     purge = actions.add_parser(
         'purge', help='Delete WSS and host samples, and audits that ended, '
                       'past their retention.')
@@ -199,11 +206,14 @@ def main(argv=None):
     logging.set_defaults(default_log_levels=logging.get_default_log_levels()
                          + ['alembic=WARN'])
     try:
-        cli.parse(CONF, sys.argv[1:] if argv is None else argv, prog)
+        cli.parse(CONF, sys.argv[1:] if argv is None else argv, prog,
+                  DESCRIPTION)
         logging.setup(CONF, 'memagg')
         status = _run()
     except cli.UsageError as error:
         return cli.fail(prog, error)
+    except migration.NotSetUp as error:
+        return cli.fail(prog, error, DB_ERROR)
     except (db_exc.DBError, sa.exc.SQLAlchemyError) as error:
         return cli.fail(prog, db_facade.describe_error(error), DB_ERROR)
     return status

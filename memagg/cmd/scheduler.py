@@ -32,10 +32,17 @@ def set_defaults(conf):
     conf.set_default('executor_thread_pool_size', EXECUTOR_THREADS)
 
 
+DESCRIPTION = """\
+memagg-scheduler is the cloud's memory planner: it keeps the compute hosts'
+reports, packs VMs by the memory they use in consolidation audits (live
+migrations through Nova), and hands out remote-memory grants from the
+hosts' reservoir. It runs until SIGTERM or SIGINT."""
+
+
 def main(argv=None):
     """Run memagg-scheduler until SIGTERM or SIGINT."""
     set_defaults(CONF)
-    service.prepare_service(argv or sys.argv)
+    service.prepare_service(argv or sys.argv, description=DESCRIPTION)
     try:
         # The key that wraps the grants' secrets: refused at start rather
         # than at the first grant.

@@ -38,6 +38,10 @@ from memagg.db import services as db_services
 # The services that must heartbeat for memagg to work.
 WATCHED_BINARIES = ('memagg-scheduler', 'memagg-compute')
 
+DESCRIPTION = """\
+memagg-status upgrade check says whether this memagg can run: the
+database schema at this code's revision, the services sending heartbeats,
+and the grants' secrets under the current key."""
 _DB_ERRORS = (db_exc.DBError, sa.exc.SQLAlchemyError)
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -50,13 +54,13 @@ class Checks(upgradecheck.UpgradeCommands):
         """The database schema is at the newest revision this code knows."""
         fix = 'run "memagg-manage db upgrade"'
         try:
-            current = migration.version()
+            current = migration.require_schema()
+        except migration.NotSetUp as error:
+            return Result(Code.FAILURE, '%s%s.' % (str(error)[0].upper(),
+                                                   str(error)[1:]))
         except _DB_ERRORS as error:
             return Result(Code.FAILURE, db_facade.describe_error(error))
         head = migration.head()
-        if current is None:
-            return Result(Code.FAILURE,
-                          'The database has no memagg schema: %s.' % fix)
         if current != head:
             return Result(Code.FAILURE,
                           'The schema is at revision %s, this code needs %s: '
@@ -138,7 +142,8 @@ def main(argv=None):
     checks = Checks()
     upgradecheck.register_cli_options(CONF, checks)
     try:
-        cli.parse(CONF, sys.argv[1:] if argv is None else argv, prog)
+        cli.parse(CONF, sys.argv[1:] if argv is None else argv, prog,
+                  DESCRIPTION)
         if CONF.command.check != 'check':
             raise cli.UsageError(
                 'argument check: %r is not a command; use "%s upgrade check"'

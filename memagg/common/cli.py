@@ -25,8 +25,9 @@ class UsageError(Exception):
     """The command line asks for something that cannot be done."""
 
 
-def parse(conf, argv, prog, default_config_files=None):
-    """Parse ``argv`` into ``conf`` for ``prog``.
+def parse(conf, argv, prog, description, default_config_files=None):
+    """Parse ``argv`` into ``conf`` for ``prog``, whose --help opens with
+    ``description``.
 
     Raises UsageError with argparse's or oslo.config's complaint alone
     (argparse would print the whole usage first); ``--help`` still prints
@@ -35,7 +36,7 @@ def parse(conf, argv, prog, default_config_files=None):
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
-            conf(argv, project='memagg', prog=prog,
+            conf(argv, project='memagg', prog=prog, description=description,
                  default_config_files=default_config_files)
     except SystemExit as done:
         if done.code:

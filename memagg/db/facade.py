@@ -40,20 +40,30 @@ _configure_lock = threading.Lock()
 _MEMAGG_OPTIONS = frozenset(opt.dest for opt in database_conf.memagg_opts)
 
 
+def _sqlite_file(connection):
+    """The path of the file a SQLite URL names; None for another backend,
+    an in-memory or URI database, or a URL that does not parse (oslo.db
+    names it when it connects)."""
+    if not connection:
+        return None
+    try:
+        url = sa.engine.make_url(connection)
+    except sa.exc.ArgumentError:
+        return None
+    path = url.database
+    if (url.get_backend_name() != 'sqlite' or not path
+            or path == ':memory:' or path.startswith('file:')):
+        return None
+    return path
+
+
 def _private_sqlite_file(connection):
     """Make a SQLite database file readable by its owner only: SQLite
     creates it with the process's umask (0644 with most), and it holds
     every grant's secret. One this process does not own is left as the
     operator made it."""
-    if not connection:
-        return
-    try:
-        url = sa.engine.make_url(connection)
-    except sa.exc.ArgumentError:
-        return  # oslo.db names the bad URL when it connects
-    path = url.database
-    if (url.get_backend_name() != 'sqlite' or not path
-            or path == ':memory:' or path.startswith('file:')):
+    path = _sqlite_file(connection)
+    if path is None:
         return
     try:
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC,
@@ -62,6 +72,23 @@ def _private_sqlite_file(connection):
             os.chmod(path, 0o600)
     except OSError:
         return  # the connect says why the file cannot be used
+
+
+def absent_sqlite_file():
+    """The path of the SQLite file [database] connection names when it
+    does not exist (connecting would create it), else None."""
+    path = _sqlite_file(CONF.database.connection)
+    return path if path is not None and not os.path.exists(path) else None
+
+
+def shown_url():
+    """[database] connection as an operator may be shown it: password
+    hidden."""
+    try:
+        return sa.engine.make_url(CONF.database.connection).render_as_string(
+            hide_password=True)
+    except sa.exc.ArgumentError:
+        return '(unparsable URL)'
 
 
 def configure():
@@ -191,10 +218,5 @@ def describe_error(error):
     # The driver's message can go on with the SQL and its parameters; its
     # first line names the cause.
     reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    try:
-        url = sa.engine.make_url(CONF.database.connection).render_as_string(
-            hide_password=True)
-    except sa.exc.ArgumentError:
-        url = '(unparsable URL)'
     return ('database %s failed: %s; check [database] connection and that '
-            'the server is running' % (url, reason))
+            'the server is running' % (shown_url(), reason))

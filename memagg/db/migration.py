@@ -36,12 +36,33 @@ def upgrade(revision='head', engine=None):
         alembic_command.upgrade(_config(connection), revision)
 
 
+class NotSetUp(Exception):
+    """The database memagg would use holds no memagg schema."""
+
+
 def version(engine=None):
-    """The revision the database is at, or None when it has no schema."""
+    """The revision the database is at, or None when it has no schema. A
+    SQLite file that does not exist has none, and is not created."""
+    if engine is None and facade.absent_sqlite_file():
+        return None
     engine = engine or facade.get_engine()
     with engine.connect() as connection:
         return alembic_migration.MigrationContext.configure(
             connection).get_current_revision()
+
+
+def require_schema():
+    """The revision the database is at; NotSetUp, naming the database and
+    what sets it up, when it has no memagg schema."""
+    current = version()
+    if current is not None:
+        return current
+    absent = facade.absent_sqlite_file()
+    raise NotSetUp('no memagg database at %s ([database] connection): %s; '
+                   'run "memagg-manage db upgrade" to set it up' % (
+                       facade.shown_url(),
+                       'the file does not exist' if absent
+                       else 'it has no memagg schema'))
 
 
 def head():

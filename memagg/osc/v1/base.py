@@ -12,13 +12,27 @@
 
 """What the memagg commands share: list commands' paging, sorting,
 filters and columns, and how an item becomes a row."""
+from cliff import columns as cliff_columns
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 
+class RoundedColumn(cliff_columns.FormattableColumn):
+    """A float shown with two decimals in a table (a CPU utilisation of
+    0.1234567890123 reads 0.12), and as it came in -f json and yaml."""
+
+    def human_readable(self):
+        return '%.2f' % self._value
+
+    def machine_readable(self):
+        return self._value
+
+
 def _cell(value):
-    """A value as a cell: lists and dicts readable in a table, and real
-    lists and objects in -f json and yaml."""
+    """A value as a cell: lists and dicts readable in a table, floats
+    rounded there, and the values as they came in -f json and yaml."""
+    if isinstance(value, float):
+        return RoundedColumn(value)
     if isinstance(value, list):
         if value and all(isinstance(v, dict) for v in value):
             return format_columns.ListDictColumn(value)

@@ -54,7 +54,8 @@ def _instances(project_id, count):
 def _report(ctxt, host, instances, now):
     db_reports.report_ingest(
         ctxt, dict(name=host, memory_mb=65536, reserved_mb=1024, vcpus=16,
-                   cpu_util=0.3, free_reservoir_mb=8192, lendable_mb=4096),
+                   # Sixteen digits in JSON: rounded in a CLI table.
+                   cpu_util=1 / 3, free_reservoir_mb=8192, lendable_mb=4096),
         instances,
         [dict(instance_uuid=vm['uuid'], host=host,
               sampled_at=now - datetime.timedelta(minutes=minutes),

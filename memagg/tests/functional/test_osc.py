@@ -71,9 +71,13 @@ def test_hosts_in_every_format(deployment):
     assert set(deployment.hosts) <= set(by_name)
     assert by_name['compute-1']['memory_mb'] == 65536
     assert by_name['compute-1']['lendable_mb'] == 4096
+    # As the database keeps it (six digits on MariaDB's FLOAT).
+    assert abs(by_name['compute-1']['cpu_util'] - 1 / 3) < 1e-6
 
     table = ok(deployment, 'admin', 'host', 'list')
     assert '| name ' in table and '| compute-2 ' in table
+    row = next(line for line in table.splitlines() if '| compute-1 ' in line)
+    assert '| 0.33 ' in row and '0.333' not in row, row
     shown = yaml.safe_load(ok(deployment, 'admin', 'host', 'show',
                               'compute-1', '-f', 'yaml'))
     assert (shown['name'], shown['reserved_mb'], shown['vcpus']) == (

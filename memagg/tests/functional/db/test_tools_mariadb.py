@@ -35,7 +35,11 @@ def test_upgrade_version_and_status_on_mariadb(tmp_path):
         purge = tools.run('memagg-manage', config, 'db', 'purge')
         warning = tools.run('memagg-status', config, 'upgrade', 'check')
 
-    assert (before.returncode, before.stdout) == (0, 'None\n'), before.stderr
+    assert (before.returncode, before.stdout) == (1, ''), before.stdout
+    assert before.stderr == (
+        'memagg-manage: error: no memagg database at %s ([database] '
+        'connection): it has no memagg schema; run "memagg-manage db '
+        'upgrade" to set it up\n' % url)
     assert failing.returncode == 2, failing.stdout
     schema = json.loads(failing.stdout)['checks'][0]
     assert schema['check'] == 'Database schema'

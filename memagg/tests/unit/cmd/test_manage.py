@@ -12,6 +12,8 @@
 
 """memagg-manage, run as a process against a SQLite file; command lines
 refused while parsing, through its main() in this process."""
+import os
+
 import pytest
 import sqlalchemy as sa
 
@@ -38,20 +40,57 @@ def _manage(config, *args):
     return tools.run('memagg-manage', config, *args)
 
 
-def test_upgrade_from_empty_then_version(sqlite_file):
+def test_upgrade_from_nothing_then_version(sqlite_file):
     config, url = sqlite_file
+    path = sa.engine.make_url(url).database
 
     before = _manage(config, 'db', 'version')
+    made = os.path.exists(path)
     upgrade = _manage(config, 'db', 'upgrade')
     after = _manage(config, 'db', 'version')
 
-    assert (before.returncode, before.stdout) == (0, 'None\n')
+    assert (before.returncode, before.stdout) == (1, '')
+    assert before.stderr.splitlines() == [
+        'memagg-manage: error: no memagg database at %s ([database] '
+        'connection): the file does not exist; run "memagg-manage db '
+        'upgrade" to set it up' % url]
+    assert not made
     assert upgrade.returncode == 0, upgrade.stderr
     assert upgrade.stdout == 'Database schema at revision %s\n' % (
         migration.head())
     assert (after.returncode, after.stdout) == (0, migration.head() + '\n')
     tables = sa.inspect(sa.create_engine(url)).get_table_names()
     assert set(models.Base.metadata.tables) <= set(tables)
+
+
+@pytest.mark.parametrize('made, why', [
+    (False, 'the file does not exist'),
+    (True, 'it has no memagg schema'),
+])
+@pytest.mark.parametrize('args', [
+    ('db', 'version'),
+    ('db', 'purge'),
+    ('grant_secrets', 'rewrap'),
+])
+def test_no_database_is_named_and_nothing_created(sqlite_file, made, why,
+                                                  args):
+    config, url = sqlite_file
+    path = sa.engine.make_url(url).database
+    if made:
+        open(path, 'w').close()
+
+    # In this process: it has what the process would, without its start.
+    status, out, err = tools.run_main(
+        manage.main, 'memagg-manage', '--config-file', str(config), *args)
+
+    assert (status, out) == (1, '')
+    assert err == (
+        'memagg-manage: error: no memagg database at %s ([database] '
+        'connection): %s; run "memagg-manage db upgrade" to set it up\n'
+        % (url, why))
+    assert os.path.exists(path) == made
+    if made:
+        assert os.path.getsize(path) == 0
 
 
 def test_upgrade_to_named_revision(sqlite_file):

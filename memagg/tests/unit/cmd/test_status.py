@@ -51,16 +51,28 @@ def test_schema_at_head_succeeds(sqlite_db):
     assert migration.head() in result.details
 
 
-def test_empty_database_fails_with_the_fix(use_database, tmp_path):
-    use_database('sqlite:///%s' % (tmp_path / 'empty.sqlite'))
+@pytest.mark.parametrize('made, why', [
+    (False, 'the file does not exist'),
+    (True, 'it has no memagg schema'),
+])
+def test_no_database_fails_with_the_fix_creating_nothing(
+        use_database, tmp_path, made, why):
+    path = tmp_path / 'memagg.sqlite'
+    if made:
+        path.touch()
+    use_database('sqlite:///%s' % path)
 
     schema = status.Checks()._check_schema()
     services = status.Checks()._check_services()
+    secrets = status.Checks()._check_grant_secrets()
 
     assert schema.code == Code.FAILURE
-    assert 'run "memagg-manage db upgrade"' in schema.details
-    assert services.code == Code.WARNING
+    assert schema.details == (
+        'No memagg database at sqlite:///%s ([database] connection): %s; '
+        'run "memagg-manage db upgrade" to set it up.' % (path, why))
+    assert services.code == secrets.code == Code.WARNING
     assert 'Not checked' in services.details
+    assert path.exists() == made
 
 
 def test_schema_behind_code_fails_with_the_fix(sqlite_db, monkeypatch):

@@ -16,6 +16,7 @@ behind each estimate shows with --long, from microversion 1.8; host
 reclaim with --long and in ``instance show``, from 1.11."""
 import types
 
+from cliff import columns as cliff_columns
 import pytest
 
 from memagg.osc.v1 import instances
@@ -27,13 +28,21 @@ HISTORY_RECLAIM = ['reclaimed_mb', 'promotion_rate']
 LIST_RECLAIM = HISTORY_RECLAIM + ['promotion_slo', 'reclaim_mechanism']
 
 
+def _value(cell):
+    """A cell as -f json shows it."""
+    if isinstance(cell, cliff_columns.FormattableColumn):
+        return cell.machine_readable()
+    return cell
+
+
 def _run(make_client, command_class, argv, version=None):
     app = types.SimpleNamespace(client_manager=types.SimpleNamespace(
         memagg=make_client(version)))
     command = command_class(app, None)
     columns, rows = command.take_action(
         command.get_parser('memagg').parse_args(argv))
-    return list(columns), [dict(zip(columns, row)) for row in rows]
+    return list(columns), [{c: _value(v) for c, v in zip(columns, row)}
+                           for row in rows]
 
 
 def test_wss_history_long_shows_the_sampler_of_each_window(make_client):
@@ -95,13 +104,27 @@ def test_instance_list_long_shows_host_reclaim(make_client):
     assert not set(LIST_RECLAIM) & (set(plain) | set(older))
 
 
-def _show(make_client, version=None):
+def _show_cells(make_client, version=None):
     app = types.SimpleNamespace(client_manager=types.SimpleNamespace(
         memagg=make_client(version)))
     command = instances.ShowInstance(app, None)
-    names, values = command.take_action(
+    names, cells = command.take_action(
         command.get_parser('memagg').parse_args([data.INSTANCE_A]))
-    return dict(zip(names, values))
+    return dict(zip(names, cells))
+
+
+def _show(make_client, version=None):
+    return {name: _value(cell) for name, cell in
+            _show_cells(make_client, version).items()}
+
+
+def test_decimals_are_rounded_in_a_table_only(make_client):
+    cells = _show_cells(make_client)
+    rate = data.RECLAIM['promotion_rate_pct']
+
+    assert len(repr(rate)) > 10
+    assert cells['promotion_rate_pct'].human_readable() == '%.2f' % rate
+    assert cells['promotion_rate_pct'].machine_readable() == rate
 
 
 def test_instance_show_has_host_reclaim_from_1_11(make_client):
