@@ -13,7 +13,7 @@
 """CPU of memagg-compute's period per VM, with real guests (TCG) under
 libvirt, against the classic wss tool's method on the same guests.
 
-Boots GUESTS tiny test guests (memagg/tests/guest), each with a hot set of
+Boots GUESTS tiny test guests (memagg/demo/image), each with a hot set of
 its own, and runs memagg-compute's period (Collector.run_period: balloon
 stats, the native sampler of every VM, the estimators, the local policy)
 every PERIOD s, as its periodic task does, after WARMUP periods: a VM's
@@ -59,7 +59,7 @@ from memagg.compute import memory as memory_mod
 from memagg.conf import CONF
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _wss_tool  # noqa: E402
@@ -191,8 +191,8 @@ def main():
 
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
     workdir = tempfile.mkdtemp(prefix='memagg-bench-', dir='/var/tmp')
-    guests = [vm.TestGuest(conn, workdir, 'memagg-bench-period-%d' % k,
-                           memory_mb=args.memory_mb, memfd=not args.thp)
+    guests = [vm.Guest(conn, workdir, 'memagg-bench-period-%d' % k,
+                       memory_mb=args.memory_mb, memfd=not args.thp)
               for k in range(args.guests)]
     driver = memory = None
     try:

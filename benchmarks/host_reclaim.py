@@ -13,7 +13,7 @@
 """Host-side reclaim (issue 19, "Speed"): the same guests for the same
 number of periods under three regimes, one after the other in one run.
 
-Each regime boots --guests tiny TCG test guests (memagg/tests/guest) of
+Each regime boots --guests tiny TCG test guests (memagg/demo/image) of
 --memory-mb each, anonymous RAM (QEMU's default, transparent huge pages),
 every other one without a balloon device (the first has one). Each guest
 touches --cold-mb + --hot-mb then keeps --hot-mb hot: the rest is resident
@@ -63,7 +63,7 @@ import libvirt
 from memagg.compute import reclaim
 from memagg.tests import host_swap
 from memagg.tests.functional import guest_fixtures
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compute_period  # noqa: E402
@@ -109,10 +109,10 @@ def run_regime(name, args, conf, conn, workdir):
                 else args.min_guest_mb, group='local_policy')
     conf.config(controller='senpai' if name == 'reclaim' else 'none',
                 group='host_reclaim')
-    guests = [vm.TestGuest(conn, workdir, 'memagg-bench-reclaim-%s-%d'
-                           % (name, k), memory_mb=args.memory_mb,
-                           balloon='stats' if k % 2 == 0 else 'none',
-                           memfd=False)
+    guests = [vm.Guest(conn, workdir, 'memagg-bench-reclaim-%s-%d'
+                       % (name, k), memory_mb=args.memory_mb,
+                       balloon='stats' if k % 2 == 0 else 'none',
+                       memfd=False)
               for k in range(args.guests)]
     loop = None
     try:

@@ -76,7 +76,7 @@ import pytest
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import service_procs
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.tests import polling
 
 LOOPBACK = '127.0.0.1'
@@ -423,7 +423,7 @@ def hypervisors_fixture():
         yield hosts
 
 
-class MigratableGuest(vm.TestGuest):
+class MigratableGuest(vm.Guest):
     """memagg's test guest, persistent as Nova's are, made to live-migrate
     between the hosts of this machine:
 

@@ -100,11 +100,12 @@ class Process:
     def alive(self):
         return self.proc.poll() is None
 
-    def stop(self, timeout=30):
-        """SIGTERM, then wait; kill and fail if it does not exit in time."""
+    def stop(self, timeout=30, sig=signal.SIGTERM):
+        """``sig`` (SIGINT: Ctrl-C), then wait; kill and fail if it does
+        not exit in time."""
         try:
             if self.alive():
-                self.proc.send_signal(signal.SIGTERM)
+                self.proc.send_signal(sig)
                 try:
                     self.proc.wait(timeout)
                 except subprocess.TimeoutExpired:
@@ -112,9 +113,9 @@ class Process:
                     self.proc.kill()
                     self.proc.wait()
                     raise AssertionError(
-                        '%s ignored SIGTERM for %s s; where its threads '
+                        '%s ignored %s for %s s; where its threads '
                         'waited:\n%s\nlog:\n%s'
-                        % (self.name, timeout, waits, self.log()))
+                        % (self.name, sig.name, timeout, waits, self.log()))
         finally:
             self._log.close()
         return self.proc.returncode

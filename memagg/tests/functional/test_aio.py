@@ -11,18 +11,25 @@
 # under the License.
 
 """memagg-aio as a new user runs it: one process, API answering, this host
-and the libvirt test driver's domain listed, a clean exit on SIGTERM."""
+and the libvirt test driver's domain listed, a clean exit on SIGTERM; and
+with --demo, its guests shown at work within three minutes and everything
+gone after Ctrl-C."""
 import configparser
+import glob
 import json
 import os
 import re
 import signal
 import socket
+import time
 import urllib.request
 
+import libvirt
 import pytest
 
+from memagg.demo import cloud as demo_cloud
 from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
@@ -91,6 +98,91 @@ def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
         str(state / 'memagg' / 'swapd' / 'control.sock'),
         'tcp://127.0.0.1:7450')
     assert outlived is None, 'memagg-swapd %d outlived memagg-aio' % outlived
+
+
+def _within(estimate, truth):
+    """The guest tests' tolerance: +-20 % or +-24 MiB, whichever is wider
+    (test_guest_wss.py)."""
+    return estimate is not None and abs(estimate - truth) <= max(
+        0.2 * truth, 24)
+
+
+def _demo_shows(instances):
+    """What each demo guest shows, by workload, when all show it: its WSS
+    estimate within the tolerance of a hot set it had, its balloon at its
+    target (or, without a balloon, left alone); else None."""
+    by_name = {i['name']: i for i in instances}
+    seen = {}
+    for workload in demo_cloud.WORKLOADS:
+        instance = by_name.get(workload.name)
+        if instance is None:
+            return None
+        if workload.balloon == 'none':
+            if not (instance['estimator'].startswith('unmanaged')
+                    and instance['current_mb'] == workload.memory_mb):
+                return None
+        elif not (any(_within(instance['wss_mb'], hot)
+                      for hot in workload.hot_mb)
+                  and instance['target_mb'] is not None
+                  and instance['target_mb'] < workload.memory_mb
+                  and instance['current_mb'] == instance['target_mb']):
+            return None
+        seen[workload.name] = (instance['wss_mb'], instance['target_mb'],
+                               instance['current_mb'], instance['estimator'])
+    return seen
+
+
+def _demo_domains(conn):
+    return [d.name() for d in conn.listAllDomains()
+            if d.name().startswith(demo_cloud.PREFIX)]
+
+
+def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    assert _demo_domains(conn) == []
+    workdirs = set(glob.glob('/var/tmp/memagg-demo-*'))
+    state = tmp_path / 'state'
+    proc = service_procs.Process(
+        'memagg-aio', ['--demo', '--port', '0', '--state-dir', str(state)],
+        tmp_path / 'aio.log')
+    try:
+        # The guest image is built first when it is not cached yet.
+        match = polling.wait_for(
+            lambda: (re.search(r'^API: (http://\S+?)/?$', proc.log(), re.M)
+                     or not proc.alive()), 600, message='the API URL line')
+        assert proc.alive(), proc.log()
+        url = match.group(1)
+        shown_at = time.monotonic()
+        assert re.search(r'^Watch: watch \S+/openstack --os-auth-type none '
+                         r'--os-endpoint %s memagg instance list --long$'
+                         % re.escape(url), proc.log(), re.M), proc.log()
+        try:
+            seen = polling.wait_for(
+                lambda: _demo_shows(_get(url + '/v1/instances')['instances']),
+                180, interval=1, message='every demo guest shown at work')
+        except AssertionError:
+            raise AssertionError('instances: %s\nlog:\n%s' % (
+                _get(url + '/v1/instances')['instances'], proc.log()))
+        took = time.monotonic() - shown_at
+        print('demo shown at work %.0f s after the API came up: %s'
+              % (took, seen))
+        for workload in demo_cloud.WORKLOADS:
+            assert '%s is up' % workload.name in proc.log()
+        assert sorted(_demo_domains(conn)) == sorted(
+            w.name for w in demo_cloud.WORKLOADS)
+    finally:
+        code = proc.stop(timeout=60, sig=signal.SIGINT)
+        outlived = _kill_swapd_left(state / 'swapd.pid')
+        left = _demo_domains(conn)
+        for name in left:
+            conn.lookupByName(name).destroy()
+        conn.close()
+    assert code == 0, proc.log()
+    assert left == [], proc.log()
+    assert outlived is None, 'memagg-swapd %d outlived memagg-aio' % outlived
+    assert set(glob.glob('/var/tmp/memagg-demo-*')) == workdirs
+    with pytest.raises(OSError):
+        _get(url + '/v1/hosts')
 
 
 def _swapd_config(state):

@@ -26,7 +26,7 @@ from memagg.tests import host_swap
 from memagg.tests import leftovers
 from memagg.tests import polling
 from memagg.tests.functional.guest_fixtures import PeriodLoop
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 
 # The host lane (memagg/tests/lanes.py): host swap and zswap, and a loop over
 # every domain.
@@ -86,9 +86,9 @@ class Recording(PeriodLoop):
 def test_cold_memory_of_a_guest_without_balloon_goes_to_host_swap(
         virt, qemu_workdir, loop_conf, zswap, cold_periods):
     loop_conf.config(cold_age_s=cold_periods * PERIOD, group='host_reclaim')
-    guest = vm.TestGuest(virt, qemu_workdir, 'memagg-reclaim-%s'
-                         % ('zswap' if zswap else 'swapfile'),
-                         memory_mb=MEMORY_MB, balloon='none', memfd=False)
+    guest = vm.Guest(virt, qemu_workdir, 'memagg-reclaim-%s'
+                     % ('zswap' if zswap else 'swapfile'),
+                     memory_mb=MEMORY_MB, balloon='none', memfd=False)
     loop = None
     try:
         guest.start()

@@ -24,7 +24,7 @@ from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional.guest_fixtures import PeriodLoop
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.tests import polling
 
 # The host lane (memagg/tests/lanes.py): signals every libvirtd.
@@ -49,8 +49,8 @@ def test_the_loop_survives_a_libvirtd_restart(qemu_workdir, conf):
     conf.config(estimator='badis', group='wss')
     uri = guest_fixtures.ensure_libvirtd()
     conn = libvirt.open(uri)
-    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-libvirtd-restart',
-                         memory_mb=256)
+    guest = vm.Guest(conn, qemu_workdir, 'memagg-libvirtd-restart',
+                     memory_mb=256)
     loop = None
     try:
         guest.start()

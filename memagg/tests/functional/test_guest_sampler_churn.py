@@ -31,7 +31,7 @@ import pytest
 from memagg import _native
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.tests import polling
 
 # The host lane (memagg/tests/lanes.py): compacts all memory; DAMON.
@@ -103,8 +103,8 @@ def guest():
     # QEMU runs as an unprivileged user: pytest's tmp_path (mode 0700)
     # is out of its reach.
     path = tempfile.mkdtemp(prefix='memagg-guests-', dir='/var/tmp')
-    test_guest = vm.TestGuest(conn, path, 'memagg-sampler-churn',
-                              memory_mb=MEMORY_MB)
+    test_guest = vm.Guest(conn, path, 'memagg-sampler-churn',
+                          memory_mb=MEMORY_MB)
     try:
         yield test_guest.start()
     finally:

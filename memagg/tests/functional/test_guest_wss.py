@@ -18,7 +18,7 @@ squeezed below its hot set grows back to its booked size."""
 import pytest
 
 from memagg.tests.functional.guest_fixtures import PeriodLoop
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.tests import polling
 
 # The host lane (memagg/tests/lanes.py): a compute loop over every domain;
@@ -58,8 +58,8 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
     # the phase did not fit (OOM). Shortage and growth are the next test's
     # subject; swap is only a safety net here.
     loop_conf.config(min_guest_mb=232, group='local_policy')
-    guest = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-phases',
-                         memory_mb=MEMORY_MB, swap_mb=128)
+    guest = vm.Guest(virt, qemu_workdir, 'memagg-wss-phases',
+                     memory_mb=MEMORY_MB, swap_mb=128)
     loop = None
     try:
         guest.start()
@@ -102,10 +102,10 @@ def test_a_squeezed_guest_grows_back_first_and_a_guest_without_balloon_is_left_a
         virt, qemu_workdir, loop_conf):
     # No floor to speak of: only the shortage signal may grow the guest.
     loop_conf.config(min_guest_mb=64, group='local_policy')
-    squeezed = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-squeezed',
-                            memory_mb=MEMORY_MB, swap_mb=256)
-    plain = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-noballoon',
-                         memory_mb=MEMORY_MB, balloon='none')
+    squeezed = vm.Guest(virt, qemu_workdir, 'memagg-wss-squeezed',
+                        memory_mb=MEMORY_MB, swap_mb=256)
+    plain = vm.Guest(virt, qemu_workdir, 'memagg-wss-noballoon',
+                     memory_mb=MEMORY_MB, balloon='none')
     loop = None
     try:
         squeezed.start()

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from memagg.tests.functional.guest_fixtures import PeriodLoop
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.tests import damon
 from memagg.tests import polling
 
@@ -76,8 +76,8 @@ def test_thp_backed_guest_follows_its_phases(virt, qemu_workdir, loop_conf):
     # The floor leaves the guest room for its 150 MiB phase, as in the
     # memfd guest's phase test.
     loop_conf.config(min_guest_mb=232, group='local_policy')
-    guest = vm.TestGuest(virt, qemu_workdir, 'memagg-wss-thp', memory_mb=256,
-                         swap_mb=128, memfd=False)
+    guest = vm.Guest(virt, qemu_workdir, 'memagg-wss-thp', memory_mb=256,
+                     swap_mb=128, memfd=False)
     loop = None
     began = time.monotonic()
     try:
@@ -129,8 +129,8 @@ def test_six_guests_under_one_compute_each_within_tolerance(
         virt, qemu_workdir, loop_conf):
     # No balloon moves: the subject is six estimates in the same periods.
     loop_conf.config(min_guest_mb=SMALL_MB, group='local_policy')
-    guests = [vm.TestGuest(virt, qemu_workdir, 'memagg-wss-six-%d' % k,
-                           memory_mb=SMALL_MB)
+    guests = [vm.Guest(virt, qemu_workdir, 'memagg-wss-six-%d' % k,
+                       memory_mb=SMALL_MB)
               for k in range(GUESTS)]
     loop = None
     began = time.monotonic()

@@ -30,7 +30,7 @@ import pytest
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.tests import polling
 
 # The host lane (memagg/tests/lanes.py): its guest is on this machine's
@@ -67,8 +67,8 @@ def nbd_export(qemu_workdir):
 @pytest.fixture
 def persistent_guest(qemu_workdir):
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
-    guest = vm.TestGuest(conn, qemu_workdir,
-                         'memagg-swapdisk-%d' % os.getpid())
+    guest = vm.Guest(conn, qemu_workdir,
+                     'memagg-swapdisk-%d' % os.getpid())
     dom = conn.defineXML(guest.xml)
     try:
         dom.create()

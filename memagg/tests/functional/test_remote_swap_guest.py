@@ -46,7 +46,7 @@ from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.tests import polling
 
 # The host lane (memagg/tests/lanes.py): a memagg-compute on DAMON.
@@ -113,8 +113,8 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
     consumer = hosts.consumer.swapd.client()
     donor = hosts.donor.swapd.client()
     conn = libvirt.open(guest_fixtures.URI)
-    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-remote-swap',
-                         memory_mb=MEMORY_MB, swap_mb=LOCAL_SWAP_MB)
+    guest = vm.Guest(conn, qemu_workdir, 'memagg-remote-swap',
+                     memory_mb=MEMORY_MB, swap_mb=LOCAL_SWAP_MB)
     timings = {}
     started = time.monotonic()
 

@@ -13,7 +13,7 @@
 """A crash of the consumer's memagg-swapd under a guest that swaps to it
 (issue 18, point 1): the guest keeps its data.
 
-A real TCG guest (memagg/tests/guest) gets a grant of four 64 MiB slabs
+A real TCG guest (memagg/demo/image) gets a grant of four 64 MiB slabs
 lent by a donor memagg-swapd over loopback TCP, attached by memagg-compute's
 own code (RemoteMemory.attach_grant, the libvirt driver's hot-plug); the
 guest makes it its swap, is ballooned below its data and keeps re-reading
@@ -73,7 +73,7 @@ from memagg.tests.functional import test_swapd_nbd
 from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.unit.compute import remote_fixtures as helpers
 from memagg.tests import polling
@@ -151,8 +151,8 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
     donor, consumer = daemons
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
     driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
-    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-swapd-crash',
-                         memory_mb=MEMORY_MB)
+    guest = vm.Guest(conn, qemu_workdir, 'memagg-swapd-crash',
+                     memory_mb=MEMORY_MB)
     try:
         guest.start()
         prepared = _remote_memory(conf, donor, driver).prepare_slabs(
@@ -306,8 +306,8 @@ def test_memagg_compute_restarted_under_a_swapping_guest_changes_nothing(
     ctxt = context.get_admin_context()
     consumer = hosts.consumer.swapd.client()
     conn = libvirt.open(guest_fixtures.URI)
-    guest = vm.TestGuest(conn, qemu_workdir, 'memagg-compute-restart',
-                         memory_mb=MEMORY_MB)
+    guest = vm.Guest(conn, qemu_workdir, 'memagg-compute-restart',
+                     memory_mb=MEMORY_MB)
     try:
         guest.start()
         grant = polling.wait_for(

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The test guest's data tool (memagg/tests/guest/blob.c), built for this
+"""The test guest's data tool (memagg/demo/image/blob.c), built for this
 machine: the sum it prints when it writes is the one it reads back, and
 any change a lost or misplaced swap page would make changes it."""
 import os
@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from memagg.tests.guest import vm
+from memagg.demo import guest as vm
 
 MIB = 1024 * 1024
 PAGE = 4096
@@ -29,7 +29,7 @@ PAGE = 4096
 def blob(tmp_path_factory):
     out = str(tmp_path_factory.mktemp('blob') / 'blob')
     subprocess.run(['gcc', '-std=gnu11', '-Wall', '-Wextra', '-Werror',
-                    '-O2', '-o', out, os.path.join(vm.HERE, 'blob.c')],
+                    '-O2', '-o', out, os.path.join(vm.IMAGE, 'blob.c')],
                    check=True)
     return out
 

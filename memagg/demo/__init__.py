@@ -10,5 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg's tiny test guest: a Debian cloud kernel and a busybox initramfs
-whose init (init.sh) runs a workload with a hot set the test sets."""
+"""memagg's tiny guest and the demo cloud of them that ``memagg-aio
+--demo`` boots: a Debian cloud kernel and a busybox initramfs (image/)
+whose init runs a workload with a hot set its driver sets.
+
+May import conf, common and drivers; cmd imports it.
+"""

@@ -10,24 +10,29 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Build, boot and drive memagg's tiny test guest under libvirt (TCG).
+"""Build, boot and drive memagg's tiny guest under libvirt (TCG): the
+guests of the demo cloud, of the functional tests and of the benchmarks.
 
-The guest is built by build.sh from Debian packages and cached in
-/var/cache/memagg-test-guest (MEMAGG_GUEST_CACHE overrides). Its console
-(ttyS0) goes to a file the test reads; its second serial port (ttyS1) is a
-unix socket the test writes commands to ("hot N", "fill N", "check").
+The guest is built by image/build.sh from Debian packages and cached in
+/var/cache/memagg-guest (MEMAGG_GUEST_CACHE overrides). Its console
+(ttyS0) goes to a file its driver reads; its second serial port (ttyS1) is
+a unix socket the driver writes commands to ("hot N", "fill N", "check").
 """
 import functools
 import os
 import re
 import socket
 import subprocess
+import time
 import uuid as uuid_mod
 
-from memagg.tests import polling
+IMAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'image')
+CACHE = os.environ.get('MEMAGG_GUEST_CACHE', '/var/cache/memagg-guest')
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CACHE = os.environ.get('MEMAGG_GUEST_CACHE', '/var/cache/memagg-test-guest')
+
+class GuestError(Exception):
+    """The guest did not answer in time, or answered that it failed."""
+
 
 DOMAIN_XML = """<domain type='qemu'>
   <name>%(name)s</name>
@@ -90,31 +95,32 @@ MEMFD_XML = ("<memoryBacking><source type='memfd'/><access mode='shared'/>"
 def build():
     """Return (kernel, initrd) paths, building the guest on first use.
 
-    Asked once per test process: build.sh's look at the apt lists costs
-    about a CPU second, which every guest a test made paid again."""
-    out = subprocess.run([os.path.join(HERE, 'build.sh'), CACHE],
+    Asked once per process: build.sh's look at the apt lists costs about
+    a CPU second, which every guest paid again."""
+    out = subprocess.run([os.path.join(IMAGE, 'build.sh'), CACHE],
                          check=True, capture_output=True, text=True)
     path = out.stdout.strip().splitlines()[-1]
     return os.path.join(path, 'vmlinuz'), os.path.join(path, 'initrd.img')
 
 
-class TestGuest:
-    """One transient libvirt domain running the test workload.
+class Guest:
+    """One transient libvirt domain running the guest's workload.
 
     ``balloon``: 'stats' (virtio balloon with a stats period), 'device'
     (balloon device, no stats period set), 'none' (no balloon device), or
     'nodriver' (device present, guest does not load its driver).
     ``swap_mb``: size of a virtio disk the guest swaps to (0: none).
     ``memfd``: back guest RAM with a memfd (4 KiB pages) rather than
-    anonymous memory (transparent huge pages).
+    anonymous memory (transparent huge pages). ``cancel``: a
+    threading.Event that ends every wait for the guest's answer at once
+    (GuestError), for a driver that stops while the guest boots.
     """
 
-    __test__ = False  # not a pytest class
-
     def __init__(self, conn, workdir, name, memory_mb=256, balloon='stats',
-                 stats_period=2, swap_mb=0, memfd=True):
+                 stats_period=2, swap_mb=0, memfd=True, cancel=None):
         self.conn = conn
         self.name = name
+        self.cancel = cancel
         self.uuid = str(uuid_mod.uuid4())
         self.memory_mb = memory_mb
         # QEMU runs as an unprivileged user: it must reach these files.
@@ -166,15 +172,20 @@ class TestGuest:
         """Wait for a console line matching ``pattern`` that starts at or
         after offset ``after``; return the match."""
         regex = re.compile(pattern, re.M)
-
-        def found():
-            return regex.search(self.console_text(), after)
-        try:
-            return polling.wait_for(found, timeout, interval=0.2)
-        except AssertionError:
-            raise AssertionError(
-                'no /%s/ on the console of %s within %s s; its tail:\n%s'
-                % (pattern, self.name, timeout, self.console_text()[-3000:]))
+        deadline = time.monotonic() + timeout
+        while True:
+            match = regex.search(self.console_text(), after)
+            if match:
+                return match
+            if self.cancel is not None and self.cancel.is_set():
+                raise GuestError('stopped waiting for /%s/ on the console '
+                                 'of %s' % (pattern, self.name))
+            if time.monotonic() >= deadline:
+                raise GuestError(
+                    'no /%s/ on the console of %s within %s s; its tail:\n%s'
+                    % (pattern, self.name, timeout,
+                       self.console_text()[-3000:]))
+            time.sleep(0.2)
 
     def send(self, line):
         if self._sock is None:
@@ -217,7 +228,8 @@ class TestGuest:
         match = self.wait_console(
             r'MEMAGG SWAPDISK (\S+) serial=%s (on|failed[^\r\n]*)\r?$'
             % re.escape(serial), timeout, after)
-        assert match.group(2) == 'on', match.group(0)
+        if match.group(2) != 'on':
+            raise GuestError(match.group(0))
         return match.group(1)
 
     def fill(self, mb, timeout=300, cold=False):
@@ -229,7 +241,8 @@ class TestGuest:
             r'MEMAGG (?:FILLED \d+ mb=(\d+) sum=([0-9a-f]{16})'
             r'|FILL-FAILED[^\r\n]*)',
             timeout, after=mark)
-        assert match.group(1) == str(mb), match.group(0)
+        if match.group(1) != str(mb):
+            raise GuestError(match.group(0))
         return match.group(2)
 
     def run_rule(self, timeout=60):
@@ -257,7 +270,8 @@ class TestGuest:
             r'MEMAGG (?:CHECK \d+ mb=\d+ sum=([0-9a-f]{16})[\r\n]'
             r'|CHECK-FAILED[^\r\n]*)',
             timeout, after=mark)
-        assert match.group(1), match.group(0)
+        if not match.group(1):
+            raise GuestError(match.group(0))
         return match.group(1)
 
     def check(self, timeout=300):

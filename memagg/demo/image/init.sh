@@ -11,16 +11,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-# PID 1 of memagg's test guest: loads the virtio drivers, turns on swap on
+# PID 1 of memagg's tiny guest: loads the virtio drivers, turns on swap on
 # the first virtio disk if there is one, then runs the workload.
 #
 # Workload: a hot set of N MiB, a tmpfs file re-read in a loop so every one of
-# its pages is accessed continuously. The test sets N by writing a line
-# "hot N" to the second serial port (ttyS1); the guest answers on the console
-# (ttyS0) with "MEMAGG PHASE <seq> hot=<N>" once the set is in place. Every
-# two seconds it prints "MEMAGG HEARTBEAT <n>" and its memory counters so the
-# test can tell it is alive. Kernel command line "memagg.noballoon" leaves
-# the balloon driver out (a guest memagg must leave alone).
+# its pages is accessed continuously. Its driver (memagg/demo/guest.py) sets
+# N by writing a line "hot N" to the second serial port (ttyS1); the guest
+# answers on the console (ttyS0) with "MEMAGG PHASE <seq> hot=<N>" once the
+# set is in place. Every two seconds it prints "MEMAGG HEARTBEAT <n>" and its
+# memory counters so the driver can tell it is alive. Kernel command line
+# "memagg.noballoon" leaves the balloon driver out (a guest memagg must leave
+# alone).
 #
 # Remote swap: disks whose serial starts with "memagg-swap-" (memagg's
 # hot-plugged remote-swap disks) are turned into swap by memagg's guest rule

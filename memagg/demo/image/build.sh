@@ -11,14 +11,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-# Build memagg's tiny test guest from Debian packages: the cloud kernel
+# Build memagg's tiny guest from Debian packages: the cloud kernel
 # (linux-image-6.1.0-*-cloud-amd64) and a busybox-static initramfs whose
 # /init is the workload (init.sh next to this script). The initramfs also
 # holds memagg's guest rule script (etc/memagg/guest/memagg-swap-enable),
 # which init runs for memagg's remote-swap disks, and a static /sbin/swapon
 # with -p (swapon.c: busybox's has no priorities).
 #
-# Usage: build.sh [CACHE_DIR]   (default /var/cache/memagg-test-guest)
+# Usage: build.sh [CACHE_DIR]   (default /var/cache/memagg-guest)
 # Prints the directory holding vmlinuz and initrd.img. The kernel package is
 # downloaded once per version; the initramfs is rebuilt only when one of its
 # sources changed (the directory is keyed by the kernel package version and
@@ -27,7 +27,7 @@ set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ENABLE="$HERE/../../../etc/memagg/guest/memagg-swap-enable"
-CACHE=${1:-/var/cache/memagg-test-guest}
+CACHE=${1:-/var/cache/memagg-guest}
 MODULES="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev
 virtio_pci virtio_balloon virtio_blk"
 
@@ -59,7 +59,8 @@ if [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then
 fi
 
 mkdir -p "$CACHE"
-# One builder at a time (parallel test workers share the cache).
+# One builder at a time (test workers and memagg-aio --demo share the
+# cache).
 exec 9>"$CACHE/.lock"
 flock 9
 if [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then

@@ -1,0 +1,205 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The demo cloud ``memagg-aio --demo`` boots: tiny guests on this host's
+libvirtd (qemu:///system, TCG), each running a workload that shows one of
+memagg's jobs, and the options that let memagg-compute show them within
+minutes."""
+import dataclasses
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+
+import libvirt
+from oslo_log import log as logging
+
+from memagg.demo import guest as guest_mod
+
+LOG = logging.getLogger(__name__)
+
+#: The demo's domains' names start with this; memagg-compute in the demo
+#: manages these alone ([compute] domain_name_regex), never the host's own.
+PREFIX = 'memagg-demo-'
+
+#: Seconds between the phases of a workload with several hot sets.
+PHASE_S = 90
+
+#: Host memory the demo leaves to everything else (the services, QEMU's
+#: own overhead per guest), on top of its guests' booked memory.
+HEADROOM_MB = 512
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """One demo guest: ``hot_mb`` its hot sets in turn, PHASE_S apart (a
+    single one is steady); ``shows`` what memagg does with it."""
+
+    name: str
+    memory_mb: int
+    balloon: str
+    hot_mb: tuple
+    shows: str
+
+
+WORKLOADS = (
+    Workload(PREFIX + 'steady', 512, 'stats', (96,),
+             'a steady 96 MiB hot set: its WSS estimate settles on it and '
+             'the balloon gives the memory above [local_policy] '
+             'min_guest_mb back to the host'),
+    Workload(PREFIX + 'phases', 512, 'stats', (48, 160),
+             'a hot set of 48 MiB, then 160 MiB, every %d s: the estimate '
+             'follows each phase' % PHASE_S),
+    Workload(PREFIX + 'noballoon', 256, 'none', (64,),
+             'no balloon device: memagg leaves its memory alone (host-side '
+             'reclaim takes its idle memory back with [host_reclaim] '
+             'controller = senpai and swap on the host)'),
+)
+
+#: What memagg-aio --demo sets before its config files are read (they
+#: still win): a compute period of seconds, the demo's domains only, and
+#: Badis' estimate without its 64 MiB safety margin, so that the estimate
+#: shown is the measurement itself.
+OPTION_DEFAULTS = {
+    'compute': {'collect_interval': 3, 'balloon_stats_period': 2,
+                'domain_name_regex': PREFIX},
+    'wss': {'estimator': 'badis', 'sampler_backend': 'auto',
+            'min_margin_mb': 0},
+}
+
+
+class Unavailable(Exception):
+    """The demo cannot run on this host; the message says what is missing
+    and how to get it."""
+
+
+def set_defaults(conf):
+    """memagg-compute's options for the demo (OPTION_DEFAULTS)."""
+    for group, options in OPTION_DEFAULTS.items():
+        for name, value in options.items():
+            conf.set_default(name, value, group=group)
+
+
+def available_mb():
+    """MemAvailable of /proc/meminfo, in MiB."""
+    with open('/proc/meminfo') as f:
+        for line in f:
+            if line.startswith('MemAvailable:'):
+                return int(line.split()[1]) // 1024
+    raise Unavailable('/proc/meminfo has no MemAvailable line')
+
+
+def check_host(answers, workloads=WORKLOADS):
+    """Unavailable, naming what is missing, unless libvirtd answers
+    (``answers``: whether it does at qemu:///system), QEMU is installed and
+    the guests fit in the host's available memory; then build the guest
+    image (cached: seconds after the first time) and return its (kernel,
+    initrd)."""
+    if not answers:
+        raise Unavailable('--demo needs libvirtd at qemu:///system and none '
+                          'answers: run tools/setup.sh (it installs and '
+                          'starts libvirtd), or start it with "libvirtd -d"')
+    if shutil.which('qemu-system-x86_64') is None:
+        raise Unavailable('--demo needs qemu-system-x86_64: run '
+                          'tools/setup.sh, or apt-get install qemu-system-x86')
+    wanted = sum(w.memory_mb for w in workloads) + HEADROOM_MB
+    have = available_mb()
+    if have < wanted:
+        raise Unavailable('--demo needs %d MiB of available memory for its '
+                          'guests and has %d: free some, or use a larger '
+                          'machine' % (wanted, have))
+    try:
+        return guest_mod.build()
+    except subprocess.CalledProcessError as exc:
+        lines = (exc.stderr or '').strip().splitlines()
+        raise Unavailable('the guest image could not be built: %s' % (
+            lines[-1] if lines else 'build.sh exited with %d'
+            % exc.returncode))
+
+
+class DemoCloud:
+    """The demo's guests on ``conn`` (a libvirt connection to
+    qemu:///system): start() boots them in a thread of its own and changes
+    their phases, stop() destroys them and their files."""
+
+    def __init__(self, conn, workloads=WORKLOADS,
+                 say=functools.partial(print, flush=True)):
+        self.conn = conn
+        self.workloads = workloads
+        self.say = say
+        #: Workload name: the Guest, once booted.
+        self.guests = {}
+        #: Workload name: why it did not boot (its console's last lines).
+        self.failed = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name='memagg-demo',
+                                        daemon=True)
+        # QEMU's unprivileged user must reach the guests' files.
+        self.workdir = tempfile.mkdtemp(prefix='memagg-demo-', dir='/var/tmp')
+        os.chmod(self.workdir, 0o755)
+
+    def start(self):
+        """Boot the guests and keep changing their phases, in a thread."""
+        self._thread.start()
+
+    def _boot(self, workload):
+        guest = guest_mod.Guest(self.conn, self.workdir, workload.name,
+                                memory_mb=workload.memory_mb,
+                                balloon=workload.balloon, cancel=self._stop)
+        try:
+            guest.start()
+            guest.set_hot(workload.hot_mb[0])
+        except (libvirt.libvirtError, guest_mod.GuestError, OSError) as exc:
+            guest.destroy()
+            if self._stop.is_set():
+                return
+            tail = guest.console_text().strip().splitlines()[-5:]
+            self.failed[workload.name] = '%s; its console ended: %s' % (
+                str(exc).splitlines()[0], ' | '.join(tail) or '(empty)')
+            self.say('demo: %s did not boot (%s); the demo goes on without '
+                     'it' % (workload.name, self.failed[workload.name]))
+            return
+        self.guests[workload.name] = guest
+        self.say('demo: %s is up (%d MiB, uuid %s): %s' % (
+            workload.name, workload.memory_mb, guest.uuid, workload.shows))
+
+    def _run(self):
+        for workload in self.workloads:
+            if self._stop.is_set():
+                return
+            self._boot(workload)
+        phase = 0
+        while not self._stop.wait(PHASE_S):
+            phase += 1
+            for workload in self.workloads:
+                guest = self.guests.get(workload.name)
+                if guest is None or len(workload.hot_mb) < 2:
+                    continue
+                hot = workload.hot_mb[phase % len(workload.hot_mb)]
+                try:
+                    guest.set_hot(hot)
+                except (OSError, guest_mod.GuestError) as exc:
+                    LOG.warning('demo: %s did not take its %d MiB phase: %s',
+                                workload.name, hot, exc)
+
+    def stop(self):
+        """Destroy every demo guest (one booting too) and remove their
+        files."""
+        self._stop.set()
+        if self._thread.is_alive():
+            # Its waits end at once; a libvirt call under way is seconds.
+            self._thread.join()
+        for guest in self.guests.values():
+            guest.destroy()
+        shutil.rmtree(self.workdir, ignore_errors=True)
