@@ -19,6 +19,7 @@ so they are built by functions.
 """
 import copy
 
+from memagg.api import field_docs
 from memagg.db import listings as db_listings
 from memagg.scheduler import round_options
 
@@ -354,6 +355,23 @@ COMPONENTS['HostUsages'] = closed_object({
         'that reported within [DEFAULT] service_down_time may lend, less '
         'the slabs they hold.')),
 })
+
+
+def _describe(schema, docs):
+    """Give each property of ``schema`` (and of the objects it and its
+    arrays hold) without a description its text in ``docs``, else in
+    field_docs.COMMON; a copy each, as properties share constants."""
+    for field, prop in schema.get('properties', {}).items():
+        text = docs.get(field) or field_docs.COMMON.get(field)
+        if 'description' not in prop and text:
+            prop = schema['properties'][field] = dict(prop, description=text)
+        for inner in (prop, prop.get('items', {})):
+            if 'properties' in inner:
+                _describe(inner, docs)
+
+
+for _name, _schema in COMPONENTS.items():
+    _describe(_schema, field_docs.BY_COMPONENT.get(_name, {}))
 
 
 def ref(component):

@@ -54,6 +54,32 @@ def test_every_route_is_documented_with_its_parameters():
     assert 'Retry-After' in operation['responses']['503']['headers']
 
 
+def _undescribed(schema, where):
+    """Properties of ``schema`` (and of the objects it and its arrays
+    hold) without a description, as dotted paths."""
+    found = []
+    for name, prop in schema.get('properties', {}).items():
+        path = '%s.%s' % (where, name)
+        if 'description' not in prop and '$ref' not in prop:
+            found.append(path)
+        for inner in (prop, prop.get('items', {})):
+            found += _undescribed(inner, path)
+    return found
+
+
+def test_every_field_of_every_schema_says_what_it_is():
+    document = openapi.build(CONF.api.max_limit)
+    missing = [path for name, schema in
+               document['components']['schemas'].items()
+               for path in _undescribed(schema, name)]
+    assert missing == []
+    instance = document['components']['schemas']['Instance']['properties']
+    assert instance['wss_mb']['description'].startswith(
+        'The working-set estimate, MiB')
+    # A constant shared by many fields keeps none of their descriptions.
+    assert 'description' not in schemas.INTEGER
+
+
 def test_each_operation_says_the_microversion_it_needs(api):
     """The document's minimum microversion of every operation is the one
     that serves it: a list served at it, refused (404, or 405 where the
