@@ -78,6 +78,14 @@ def _literal_para(text):
     return nodes.paragraph('', '', nodes.literal(text=text))
 
 
+def _example(title, value):
+    """A rubric and the JSON of a real call's body (memagg.api.examples)."""
+    text = json.dumps(value, indent=2, sort_keys=True)
+    block = nodes.literal_block(text, text)
+    block['language'] = 'json'
+    return [nodes.rubric(text=title), block]
+
+
 def _table(headers, rows, widths):
     """A docutils table; each cell is a string or a node."""
     table = nodes.table(classes=['openapi-table'])
@@ -333,12 +341,16 @@ class OpenApiReference(_OpenApiDirective):
                                   'Description'], rows, [22, 18, 8, 40]))
         else:
             result.append(_para('No fields: send {} or no body.'))
+        example = body.get('content', {}).get('application/json', {}).get(
+            'example')
+        if example is not None:
+            result += _example('Example request body', example)
         return result
 
     def _responses(self, doc, responses):
         result = [nodes.rubric(text='Responses')]
         rows = []
-        success = None
+        success = shown = None
         for code, response in sorted(responses.items()):
             schema = response.get('content', {}).get(
                 'application/json', {}).get('schema')
@@ -352,6 +364,10 @@ class OpenApiReference(_OpenApiDirective):
             rows.append([_literal_para(code), meaning, body])
             if code.startswith('2') and schema and success is None:
                 success = (code, schema)
+            example = response.get('content', {}).get(
+                'application/json', {}).get('example')
+            if example is not None:
+                shown = (code, example)
         result.append(_table(['Code', 'Meaning', 'Body'], rows,
                              [8, 50, 20]))
         if success:
@@ -366,6 +382,9 @@ class OpenApiReference(_OpenApiDirective):
                 result.append(_table(['Field', 'Type', 'Always present',
                                       'Description'], fields,
                                      [22, 18, 8, 40]))
+        if shown:
+            result += _example('Example response body (%s)' % shown[0],
+                               shown[1])
         return result
 
     def _error_section(self, doc):

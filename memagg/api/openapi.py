@@ -22,6 +22,7 @@ import http
 import json
 
 from memagg.api.controllers import base
+from memagg.api import examples
 from memagg.api import microversion
 from memagg.api import schemas
 from memagg.api import validation
@@ -110,7 +111,21 @@ def _operation(route, max_limit):
             'content': {'application/json': {'schema': route.body}}}
     if route.public:
         operation['security'] = []
+    _add_example(operation, examples.load(route.operation_id))
     return operation
+
+
+def _add_example(operation, example):
+    """Put a real call's request and response body (memagg.api.examples,
+    made at the newest microversion) into ``operation``."""
+    if example is None:
+        return
+    if 'body' in example['request'] and 'requestBody' in operation:
+        operation['requestBody']['content']['application/json'][
+            'example'] = example['request']['body']
+    response = operation['responses'][str(example['response']['status'])]
+    response['content']['application/json']['example'] = example[
+        'response']['body']
 
 
 def build(max_limit):

@@ -1,0 +1,48 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The API reference's request and response examples, one JSON file per
+operation (``{"request": {method, path, body?}, "response": {status,
+body}}``), written from real calls by
+memagg/tests/unit/api/test_examples.py, which fails when one drifts."""
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: Operations without an example: the OpenAPI document is its own.
+WITHOUT = frozenset({'root_openapi_document'})
+
+
+def _path(operation_id):
+    return os.path.join(HERE, operation_id + '.json')
+
+
+def load(operation_id):
+    """The example of ``operation_id``; None without one."""
+    try:
+        with open(_path(operation_id)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def load_all():
+    """{operation id: example} of every example file."""
+    return {name[:-len('.json')]: load(name[:-len('.json')])
+            for name in sorted(os.listdir(HERE)) if name.endswith('.json')}
+
+
+def write(operation_id, example):
+    """Write the example of ``operation_id``."""
+    with open(_path(operation_id), 'w') as f:
+        f.write(json.dumps(example, indent=2, sort_keys=True) + '\n')
