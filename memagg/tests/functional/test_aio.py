@@ -166,9 +166,13 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
         assert proc.alive(), proc.log()
         url = match.group(1)
         shown_at = time.monotonic()
-        assert re.search(r'^Watch: watch \S+/openstack --os-auth-type none '
-                         r'--os-endpoint %s memagg instance list --long$'
-                         % re.escape(url), proc.log(), re.M), proc.log()
+        # Printed once the services run, after the API's line.
+        polling.wait_for(
+            lambda: re.search(r'^Watch: watch \S+/openstack --os-auth-type '
+                              r'none --os-endpoint %s memagg instance list '
+                              r'--long$' % re.escape(url), proc.log(), re.M)
+            or not proc.alive(), 60, message='the line saying how to watch')
+        assert proc.alive(), proc.log()
         # Each guest is up once its hot set is in place: what memagg shows
         # of it counts from then on.
         polling.wait_for(
