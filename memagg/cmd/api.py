@@ -89,7 +89,10 @@ def uwsgi_arguments():
         '--processes', str(workers),
         '--threads', str(_option('threads')),
         '--enable-threads',
-        '--thunder-lock',
+        # No --thunder-lock: its lock, shared by the workers, deadlocks
+        # when they are killed together (a worker waited for it through
+        # uWSGI's 60 s mercy on SIGTERM, in CI; unbit/uwsgi#1028, #1571),
+        # and two workers have no thundering herd to speak of.
         '--lazy-apps',
         '--need-app',
         '--die-on-term',
