@@ -92,6 +92,23 @@ STOP_TIMEOUT = 30
 # host's /run.
 GUEST_RUN_DIR = '/run/memagg-test-guests'
 
+#: Each host B's QEMUs take incoming migrations on a range of ports of its
+#: own, above libvirt's default range (this machine's libvirtd's, 49152 to
+#: 49215): host Bs share the network namespace, and each libvirtd's port
+#: allocator sees only its own migrations, so two migrating at once (one
+#: in each lane) could both pick a port only one QEMU can bind. A range a
+#: slot: four slots per test process (its host Bs alive at once), the host
+#: lane's process first, then each xdist worker's.
+MIGRATION_PORTS = 49216
+MIGRATION_PORTS_PER_HOST = 16
+SLOTS_PER_PROCESS = 4
+_slots_taken = set()
+
+
+def _process_index():
+    worker = os.environ.get('PYTEST_XDIST_WORKER', '')
+    return int(worker[2:]) + 1 if worker.startswith('gw') else 0
+
 
 @dataclasses.dataclass
 class Hypervisor:
@@ -171,6 +188,11 @@ class HostB(Hypervisor):
         super().__init__(name, 'qemu+tcp://%s:%d/system' % (LOOPBACK, port),
                          port)
         self.host_uuid = str(uuid.uuid4())
+        self._slot = min(set(range(SLOTS_PER_PROCESS)) - _slots_taken)
+        _slots_taken.add(self._slot)
+        first = MIGRATION_PORTS + MIGRATION_PORTS_PER_HOST * (
+            _process_index() * SLOTS_PER_PROCESS + self._slot)
+        self.migration_ports = (first, first + MIGRATION_PORTS_PER_HOST - 1)
         self.log_path = os.path.join(self.root, 'libvirtd.log')
         self.virtlogd_log_path = os.path.join(self.root, 'virtlogd.log')
         self.virtlogd = None
@@ -224,6 +246,9 @@ class HostB(Hypervisor):
         with open(conf, 'w') as f:
             f.writelines(kept)
             f.writelines('%s = %s\n' % item for item in settings.items())
+        with open(os.path.join(etc, 'qemu.conf'), 'a') as f:
+            f.write('migration_port_min = %d\nmigration_port_max = %d\n'
+                    % self.migration_ports)
 
     def start(self):
         """Start virtlogd (making the namespace) and libvirtd; wait until
@@ -337,6 +362,7 @@ class HostB(Hypervisor):
         for log in self._logs:
             log.close()
         shutil.rmtree(self.root, ignore_errors=True)
+        _slots_taken.discard(self._slot)
         return problems
 
 
