@@ -14,6 +14,7 @@
 operation (``{"request": {method, path, body?}, "response": {status,
 body}}``), written from real calls by
 memagg/tests/unit/api/test_examples.py, which fails when one drifts."""
+import functools
 import json
 import os
 
@@ -27,22 +28,25 @@ def _path(operation_id):
     return os.path.join(HERE, operation_id + '.json')
 
 
+@functools.lru_cache(maxsize=None)
+def load_all():
+    """{operation id: example} of every example file, read once per process
+    (GET /v1/openapi.json puts them in every document it builds)."""
+    examples = {}
+    for name in sorted(os.listdir(HERE)):
+        if name.endswith('.json'):
+            with open(os.path.join(HERE, name)) as f:
+                examples[name[:-len('.json')]] = json.load(f)
+    return examples
+
+
 def load(operation_id):
     """The example of ``operation_id``; None without one."""
-    try:
-        with open(_path(operation_id)) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return None
-
-
-def load_all():
-    """{operation id: example} of every example file."""
-    return {name[:-len('.json')]: load(name[:-len('.json')])
-            for name in sorted(os.listdir(HERE)) if name.endswith('.json')}
+    return load_all().get(operation_id)
 
 
 def write(operation_id, example):
     """Write the example of ``operation_id``."""
     with open(_path(operation_id), 'w') as f:
         f.write(json.dumps(example, indent=2, sort_keys=True) + '\n')
+    load_all.cache_clear()
