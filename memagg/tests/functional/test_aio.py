@@ -46,6 +46,22 @@ def _get(url):
         return json.load(response)
 
 
+def _in_log(proc, found, timeout, message, interval=0.1):
+    """``found(log)``'s first true value as memagg-aio's log grows; fails
+    with the log when memagg-aio exits first."""
+    value = polling.wait_for(lambda: found(proc.log()) or not proc.alive(),
+                             timeout, interval=interval, message=message)
+    assert proc.alive(), proc.log()
+    return value
+
+
+def _api_url(proc, timeout):
+    """The API's URL, from memagg-aio's line naming it."""
+    return _in_log(proc, lambda log: re.search(r'^API: (http://\S+?)/?$',
+                                               log, re.M),
+                   timeout, 'the API URL line').group(1)
+
+
 def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
     state = tmp_path / 'state'
     # A new user's environment: state under $XDG_STATE_HOME by default.
@@ -61,11 +77,7 @@ def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
         'memagg-aio', ['--port', '0', '--config-file', str(config)],
         tmp_path / 'aio.log')
     try:
-        match = polling.wait_for(
-            lambda: (re.search(r'^API: (http://\S+?)/?$', proc.log(), re.M)
-                     or not proc.alive()), 60, message='the API URL line')
-        assert proc.alive(), proc.log()
-        url = match.group(1)
+        url = _api_url(proc, 60)
         assert 'curl -s %s/v1/hosts' % url in proc.log()
         assert os.path.exists(state / 'memagg' / 'memagg.sqlite')
         # The key wrapping the grants' secrets, made beside the database.
@@ -160,26 +172,18 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
         tmp_path / 'aio.log')
     try:
         # The guest image is built first when it is not cached yet.
-        match = polling.wait_for(
-            lambda: (re.search(r'^API: (http://\S+?)/?$', proc.log(), re.M)
-                     or not proc.alive()), 600, message='the API URL line')
-        assert proc.alive(), proc.log()
-        url = match.group(1)
+        url = _api_url(proc, 600)
         shown_at = time.monotonic()
         # Printed once the services run, after the API's line.
-        polling.wait_for(
-            lambda: re.search(r'^Watch: watch \S+/openstack --os-auth-type '
-                              r'none --os-endpoint %s memagg instance list '
-                              r'--long$' % re.escape(url), proc.log(), re.M)
-            or not proc.alive(), 60, message='the line saying how to watch')
-        assert proc.alive(), proc.log()
+        _in_log(proc, lambda log: re.search(
+            r'^Watch: watch \S+/openstack --os-auth-type none --os-endpoint '
+            r'%s memagg instance list --long$' % re.escape(url), log, re.M),
+            60, 'the line saying how to watch')
         # Each guest is up once its hot set is in place: what memagg shows
         # of it counts from then on.
-        polling.wait_for(
-            lambda: all('%s is up' % w.name in proc.log()
-                        for w in demo_cloud.WORKLOADS) or not proc.alive(),
-            180, interval=0.5, message='every demo guest up')
-        assert proc.alive(), proc.log()
+        _in_log(proc, lambda log: all('%s is up' % w.name in log
+                                      for w in demo_cloud.WORKLOADS),
+                180, 'every demo guest up', interval=0.5)
         since = datetime.datetime.now(datetime.timezone.utc).strftime(
             '%Y-%m-%dT%H:%M:%SZ')
         try:
