@@ -36,6 +36,8 @@ still swap to its exports (stopping it fails their swap I/O), and the next
 memagg-aio on the same state directory finds it answering and uses it.
 """
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
 import threading
@@ -58,6 +60,7 @@ from memagg.db import facade as db_facade
 from memagg.db import migration
 from memagg.db import secret_box
 from memagg.demo import cloud as demo_cloud
+from memagg.demo import keystone as demo_keystone
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg import objects
 from memagg.scheduler import manager as scheduler_manager
@@ -300,6 +303,9 @@ def _configure(argv):
     api_app.set_api_defaults(CONF)
     if CONF.demo:
         demo_cloud.set_defaults(CONF)
+        if demo_keystone.missing():
+            sys.exit('memagg-aio: error: --demo needs %s'
+                     % demo_keystone.missing())
         try:
             demo_cloud.check_host(CONF.compute.libvirt_uri == SYSTEM_URI)
         except demo_cloud.Unavailable as exc:
@@ -307,18 +313,49 @@ def _configure(argv):
     return state_dir
 
 
-def _demo_help(url):
-    """What to run to watch the demo, against the API at ``url``."""
+def _start_keystone(state_dir):
+    """A new Keystone for the demo in ``state_dir``/keystone, memagg-api
+    set to check tokens there; its demo_keystone.Server."""
+    directory = pathlib.Path(state_dir) / 'keystone'
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(mode=0o700)
+    try:
+        server = demo_keystone.start(directory)
+    except (demo_keystone.Unavailable, RuntimeError) as exc:
+        sys.exit('memagg-aio: error: Keystone did not start: %s' % exc)
+    demo_keystone.check_api(CONF, server.keystone)
+    return server
+
+
+def _register(server, url, state_dir):
+    """memagg's API in the demo Keystone's catalog, and an openrc file per
+    account (STATE_DIR/admin-openrc, member-openrc) for the CLI."""
+    keystone = server.keystone
+    keystone.register_endpoint('memory-aggregation', 'memagg', url)
+    for name in ('admin', 'member'):
+        path = os.path.join(state_dir, '%s-openrc' % name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(demo_keystone.openrc(keystone, getattr(keystone, name)))
+
+
+def _demo_help(keystone, state_dir):
+    """What to run to watch the demo, logged in to its Keystone."""
     openstack = os.path.join(os.path.dirname(sys.executable), 'openstack')
+    admin, member = keystone.admin, keystone.member
     return ('Demo: %d guests boot now (%s*); memagg-compute looks at them '
             'every %d s.\n'
-            'Watch: watch %s --os-auth-type none --os-endpoint %s memagg '
-            'instance list --long\n'
-            'History of one: %s --os-auth-type none --os-endpoint %s memagg '
-            'instance wss list UUID' % (
+            'Keystone: %s (admin: %s / %s, project %s; member: %s / %s, '
+            'project %s)\n'
+            'Watch: . %s && watch %s memagg instance list --long\n'
+            'Then: %s memagg instance wss list UUID; %s memagg audit '
+            'create; %s memagg audit list' % (
                 len(demo_cloud.WORKLOADS), demo_cloud.PREFIX,
-                CONF.compute.collect_interval, openstack, url, openstack,
-                url))
+                CONF.compute.collect_interval, keystone.auth_url,
+                admin.username, admin.password, admin.project_name,
+                member.username, member.password, member.project_name,
+                os.path.join(state_dir, 'admin-openrc'), openstack,
+                openstack, openstack, openstack))
 
 
 def main(argv=None):
@@ -332,25 +369,16 @@ def main(argv=None):
         swapd_proc = ensure_swapd(CONF, state_dir)
     except swapd_cmd.InvalidOption as exc:
         sys.exit('memagg-aio: error: %s' % exc)
-    api = ApiService(CONF.bind_host, CONF.port)
-    services = [
-        api,
-        service.Service(scheduler_manager.BINARY, CONF.scheduler.topic,
-                        scheduler_manager.SchedulerManager()),
-        service.Service(compute_manager.BINARY, compute_rpcapi.TOPIC,
-                        compute_manager.ComputeManager()),
-    ]
-
-    demo = None
+    keystone = demo = None
 
     def ready():
         nonlocal demo
         print('memagg-aio is running on %s (state in %s, libvirt %s)\n'
-              'API: %s/\n'
-              'Try: curl -s %s/v1/hosts\n'
-              'Stop with Ctrl-C.' % (CONF.host, state_dir,
-                                     CONF.compute.libvirt_uri, api.url,
-                                     api.url), flush=True)
+              'API: %s/' % (CONF.host, state_dir, CONF.compute.libvirt_uri,
+                            api.url), flush=True)
+        if keystone is None:
+            print('Try: curl -s %s/v1/hosts' % api.url, flush=True)
+        print('Stop with Ctrl-C.', flush=True)
         if swapd_proc is not None:
             print('memagg-swapd: pid %d, log %s; %s' % (
                 swapd_proc.pid, os.path.join(state_dir, 'swapd.log'),
@@ -360,15 +388,29 @@ def main(argv=None):
                 flush=True)
         if CONF.demo:
             demo = demo_cloud.DemoCloud(libvirt.open(SYSTEM_URI))
-            print(_demo_help(api.url), flush=True)
+            print(_demo_help(keystone.keystone, state_dir), flush=True)
             demo.start()
 
     try:
+        if CONF.demo:
+            keystone = _start_keystone(state_dir)
+        api = ApiService(CONF.bind_host, CONF.port)
+        if keystone is not None:
+            _register(keystone, api.url, state_dir)
+        services = [
+            api,
+            service.Service(scheduler_manager.BINARY, CONF.scheduler.topic,
+                            scheduler_manager.SchedulerManager()),
+            service.Service(compute_manager.BINARY, compute_rpcapi.TOPIC,
+                            compute_manager.ComputeManager()),
+        ]
         service.run(services, ready=ready)
     finally:
         if demo is not None:
             demo.stop()
             demo.conn.close()
+        if keystone is not None:
+            keystone.stop()
         if swapd_proc is not None and not CONF.keep_swapd:
             LOG.info('memagg-swapd (pid %d) stopped with status %s',
                      swapd_proc.pid, stop_swapd(swapd_proc))

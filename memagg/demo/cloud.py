@@ -26,6 +26,8 @@ import libvirt
 from oslo_log import log as logging
 
 from memagg.demo import guest as guest_mod
+from memagg.demo import swap as swap_mod
+from memagg.drivers.reclaim import base as reclaim_base
 
 LOG = logging.getLogger(__name__)
 
@@ -40,17 +42,23 @@ PHASE_S = 90
 #: own overhead per guest), on top of its guests' booked memory.
 HEADROOM_MB = 512
 
+#: The swap file the demo adds on a host without swap, for host reclaim.
+HOST_SWAP_MB = 512
+
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
     """One demo guest: ``hot_mb`` its hot sets in turn, PHASE_S apart (a
-    single one is steady); ``shows`` what memagg does with it."""
+    single one is steady); ``shows`` what memagg does with it; ``memfd``
+    False: its RAM is anonymous memory (QEMU's default) rather than a
+    memfd."""
 
     name: str
     memory_mb: int
     balloon: str
     hot_mb: tuple
     shows: str
+    memfd: bool = True
 
 
 WORKLOADS = (
@@ -62,20 +70,23 @@ WORKLOADS = (
              'a hot set of 48 MiB, then 160 MiB, every %d s: the estimate '
              'follows each phase' % PHASE_S),
     Workload(PREFIX + 'noballoon', 256, 'none', (64,),
-             'no balloon device: memagg leaves its memory alone (host-side '
-             'reclaim takes its idle memory back with [host_reclaim] '
-             'controller = senpai and swap on the host)'),
+             'no balloon device: host-side reclaim pages its idle memory '
+             'out to the host\'s swap (reclaimed_mb), as long as the '
+             'pages it faults back stay under [host_reclaim] promotion_slo',
+             memfd=False),
 )
 
 #: What memagg-aio --demo sets before its config files are read (they
-#: still win): a compute period of seconds, the demo's domains only, and
+#: still win): a compute period of seconds, the demo's domains only,
 #: Badis' estimate without its 64 MiB safety margin, so that the estimate
-#: shown is the measurement itself.
+#: shown is the measurement itself, and host reclaim, with memory idle for
+#: two periods taken as cold.
 OPTION_DEFAULTS = {
     'compute': {'collect_interval': 3, 'balloon_stats_period': 2,
                 'domain_name_regex': PREFIX},
     'wss': {'estimator': 'badis', 'sampler_backend': 'auto',
             'min_margin_mb': 0},
+    'host_reclaim': {'controller': 'senpai', 'cold_age_s': 6},
 }
 
 
@@ -142,6 +153,8 @@ class DemoCloud:
         self.guests = {}
         #: Workload name: why it did not boot (its console's last lines).
         self.failed = {}
+        #: The swap file added for host reclaim, when the host had none.
+        self.swap = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name='memagg-demo',
                                         daemon=True)
@@ -156,7 +169,8 @@ class DemoCloud:
     def _boot(self, workload):
         guest = guest_mod.Guest(self.conn, self.workdir, workload.name,
                                 memory_mb=workload.memory_mb,
-                                balloon=workload.balloon, cancel=self._stop)
+                                balloon=workload.balloon,
+                                memfd=workload.memfd, cancel=self._stop)
         try:
             guest.start()
             guest.set_hot(workload.hot_mb[0])
@@ -174,7 +188,27 @@ class DemoCloud:
         self.say('demo: %s is up (%d MiB, uuid %s): %s' % (
             workload.name, workload.memory_mb, guest.uuid, workload.shows))
 
+    def _ensure_swap(self):
+        """A swap file for host reclaim when the host has no swap."""
+        reason = reclaim_base.host_swap_reason()
+        if reason is None:
+            return
+        swap = swap_mod.SwapFile(os.path.join(self.workdir, 'host-swap'),
+                                 HOST_SWAP_MB)
+        try:
+            swap.on()
+        except (OSError, subprocess.CalledProcessError) as exc:
+            self.say('demo: no swap for host reclaim (%s), and a swap file '
+                     'could not be added (%s): host reclaim stays off'
+                     % (reason, getattr(exc, 'stderr', None) or exc))
+            return
+        self.swap = swap
+        self.say('demo: the host has no swap (%s): added %s (%d MiB) for '
+                 'host reclaim until the demo stops'
+                 % (reason, swap.path, HOST_SWAP_MB))
+
     def _run(self):
+        self._ensure_swap()
         for workload in self.workloads:
             if self._stop.is_set():
                 return
@@ -202,4 +236,11 @@ class DemoCloud:
             self._thread.join()
         for guest in self.guests.values():
             guest.destroy()
+        if self.swap is not None:
+            try:
+                self.swap.off()
+            except subprocess.CalledProcessError as exc:
+                self.say('demo: swapoff %s failed (%s); it stays on until '
+                         'the next boot' % (self.swap.path,
+                                            exc.stderr.strip()))
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -15,8 +15,9 @@ put back as it was (TESTBED.md: no swap device is configured here); and
 how much of a process stays resident."""
 import contextlib
 import os
-import subprocess
 import tempfile
+
+from memagg.demo import swap as demo_swap
 
 ZSWAP = '/sys/module/zswap/parameters/enabled'
 
@@ -50,25 +51,16 @@ def swap_file(size_mb, zswap=False):
     before = _zswap()
     fd, path = tempfile.mkstemp(prefix='memagg-test-swap-', dir='/tmp')
     os.close(fd)
-    on = False
+    swap = demo_swap.SwapFile(path, size_mb)
     try:
-        subprocess.run(['fallocate', '-l', '%dM' % size_mb, path],
-                       check=True)
-        os.chmod(path, 0o600)
-        subprocess.run(['mkswap', path], check=True,
-                       stdout=subprocess.DEVNULL)
         if before is not None:
             _set_zswap('Y' if zswap else 'N')
-        subprocess.run(['swapon', path], check=True)
-        on = True
+        swap.on()
         yield path
     finally:
         try:
-            if on:
-                subprocess.run(['swapoff', path], check=True)
+            swap.off()
         finally:
-            # zswap and the file go back as they were even when swapoff
-            # failed (the file then stays on until the next boot).
+            # zswap goes back as it was even when swapoff failed.
             if before is not None:
                 _set_zswap(before)
-            os.unlink(path)

@@ -35,8 +35,8 @@ import pytest
 import requests
 
 from memagg.api import microversion
+from memagg.demo import keystone as demo_keystone
 from memagg.tests import db_backends
-from memagg.tests.functional import keystone as keystone_fixture
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
@@ -47,29 +47,13 @@ START_TIMEOUT = 60
 class Deployment:
     """A running memagg behind Keystone, and what was seeded in it."""
 
-    keystone: keystone_fixture.Keystone
+    keystone: demo_keystone.Keystone
     url: str
     config_file: pathlib.Path
     hosts: list
     instances: dict
     grants: list
     migrations: list
-
-    def os_env(self, account):
-        """The OS_* variables a client (the ``openstack`` CLI, any
-        keystoneauth consumer) logs in as ``account`` with."""
-        return {
-            'OS_AUTH_URL': self.keystone.auth_url,
-            'OS_AUTH_TYPE': 'password',
-            'OS_USERNAME': account.username,
-            'OS_PASSWORD': account.password,
-            'OS_PROJECT_NAME': account.project_name,
-            'OS_USER_DOMAIN_ID': 'default',
-            'OS_PROJECT_DOMAIN_ID': 'default',
-            'OS_REGION_NAME': keystone_fixture.REGION,
-            'OS_IDENTITY_API_VERSION': '3',
-            'OS_INTERFACE': 'public',
-        }
 
 
 def _config(directory, keystone, rabbit_url, database_url, port):

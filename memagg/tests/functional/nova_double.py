@@ -105,7 +105,7 @@ import requests
 
 from memagg.conf import compute as compute_conf
 from memagg.conf import nova as nova_conf_module
-from memagg.tests.functional import keystone as keystone_fixture
+from memagg.demo import keystone as demo_keystone
 from memagg.tests.functional import nova_libvirt
 from memagg.tests.unit.api import live
 
@@ -773,30 +773,30 @@ def in_catalog(keystone, entries):
     """Register ``entries`` ((service type, name, URL)) in Keystone's
     catalog, public and internal, in the fixture's region; remove them on
     exit."""
-    admin = keystone_fixture._Admin(keystone)
+    admin = demo_keystone.Admin(keystone)
     services = []
     try:
         for service_type, name, url in entries:
-            service = admin._call('POST', '/services', json={'service': {
+            service = admin.call('POST', '/services', json={'service': {
                 'type': service_type, 'name': name}})['service']['id']
             services.append(service)
             for interface in ('public', 'internal'):
-                admin._call('POST', '/endpoints', json={'endpoint': {
+                admin.call('POST', '/endpoints', json={'endpoint': {
                     'service_id': service, 'interface': interface,
-                    'url': url, 'region_id': keystone_fixture.REGION}})
+                    'url': url, 'region_id': demo_keystone.REGION}})
         yield
     finally:
         for service in services:
-            for endpoint in admin._call(
+            for endpoint in admin.call(
                     'GET', '/endpoints',
                     params={'service_id': service})['endpoints']:
-                admin._call('DELETE', '/endpoints/' + endpoint['id'])
-            admin._call('DELETE', '/services/' + service)
+                admin.call('DELETE', '/endpoints/' + endpoint['id'])
+            admin.call('DELETE', '/services/' + service)
 
 
 def admin_ids(keystone):
     """(project id, user id) of the fixture's admin."""
-    admin = keystone_fixture._Admin(keystone)
+    admin = demo_keystone.Admin(keystone)
     account = keystone.admin
     return (account.project_id or admin.find('project',
                                              account.project_name),
@@ -808,7 +808,7 @@ def nova_options(keystone):
     (Nova's default policy lets admins show any project's servers,
     live-migrate them and update services)."""
     account = keystone.admin
-    return {'auth_type': 'password', 'region_name': keystone_fixture.REGION,
+    return {'auth_type': 'password', 'region_name': demo_keystone.REGION,
             'timeout': 10, 'auth_url': keystone.auth_url,
             'username': account.username, 'password': account.password,
             'project_name': account.project_name,

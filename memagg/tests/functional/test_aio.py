@@ -12,8 +12,9 @@
 
 """memagg-aio as a new user runs it: one process, API answering, this host
 and the libvirt test driver's domain listed, a clean exit on SIGTERM; and
-with --demo, its guests shown at work within three minutes and everything
-gone after Ctrl-C."""
+with --demo, behind its own Keystone: its guests shown at work within
+three minutes to the admin of the openrc file it writes, an audit created
+and shown with the ``openstack`` CLI, and everything gone after Ctrl-C."""
 import configparser
 import datetime
 import glob
@@ -22,14 +23,21 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import time
+import urllib.error
 import urllib.request
 
+from keystoneauth1.identity import v3 as ks_identity
+from keystoneauth1 import session as ks_session
 import libvirt
 import pytest
 
+from memagg.api import microversion
 from memagg.demo import cloud as demo_cloud
 from memagg.drivers.hypervisor import libvirt_driver
+from memagg.drivers.reclaim import base as reclaim_base
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
@@ -40,7 +48,13 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
 
 
-def _get(url):
+def _get(url, session=None):
+    """The JSON of a GET of ``url``: without a token, or through a
+    keystoneauth1 ``session``."""
+    if session is not None:
+        # The newest microversion: instances' reclaimed_mb is 1.11's.
+        return session.get(url, timeout=10, headers={
+            microversion.HEADER: microversion.SERVICE_TYPE + ' latest'}).json()
     with urllib.request.urlopen(url, timeout=10) as response:
         assert response.status == 200
         return json.load(response)
@@ -120,29 +134,57 @@ def _within(estimate, truth):
         0.2 * truth, 24)
 
 
-def _demo_shows(url, since):
+def _openrc(path):
+    """The OS_* variables an openrc file exports."""
+    return dict(re.findall(r"^export (OS_\w+)='([^']*)'$", path.read_text(),
+                           re.M))
+
+
+def _session(env):
+    """A keystoneauth1 session logged in as an openrc file says."""
+    return ks_session.Session(auth=ks_identity.Password(
+        auth_url=env['OS_AUTH_URL'], username=env['OS_USERNAME'],
+        password=env['OS_PASSWORD'], project_name=env['OS_PROJECT_NAME'],
+        user_domain_id='default', project_domain_id='default'))
+
+
+def _openstack(env, *args):
+    """``openstack memagg ARGS -f json`` as the openrc ``env`` logs in."""
+    result = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), 'openstack'),
+         'memagg'] + list(args) + ['-f', 'json'],
+        env=dict(os.environ, **env), capture_output=True, text=True,
+        timeout=60)
+    assert result.returncode == 0, (args, result.stderr)
+    return json.loads(result.stdout)
+
+
+def _demo_shows(url, since, session):
     """What each demo guest shows, by workload, when all show it in the
     samples taken ``since`` (once their workloads were in place): the
     newest estimate within the tolerance of a hot set it had, its balloon
     at its target (or, without a balloon, left alone); else None."""
-    by_name = {i['name']: i for i in _get(url + '/v1/instances')['instances']}
+    by_name = {i['name']: i for i in _get(url + '/v1/instances',
+                                          session)['instances']}
     seen = {}
     for workload in demo_cloud.WORKLOADS:
         instance = by_name.get(workload.name)
         if instance is None:
             return None
         if workload.balloon == 'none':
-            # An instance memagg leaves alone has no samples: its report.
+            # Its balloon left alone (no samples: its report), its idle
+            # memory paged out by host reclaim.
             last = instance
             if not (last['updated_at'] >= since
                     and last['estimator'].startswith('unmanaged')
-                    and last['current_mb'] == workload.memory_mb):
+                    and last['current_mb'] == workload.memory_mb
+                    and (last['reclaimed_mb'] or 0) > 0):
                 return None
-            seen[workload.name] = (None, None, last['current_mb'],
-                                   last['estimator'])
+            seen[workload.name] = (last['wss_mb'], last['reclaimed_mb'],
+                                   last['current_mb'], last['estimator'])
             continue
         samples = _get('%s/v1/instances/%s/wss?since=%s' % (
-            url, instance['uuid'], since))['wss_samples']
+            url, instance['uuid'], since), session)['wss_samples']
         if not samples:
             return None
         last = samples[-1]
@@ -175,10 +217,25 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
         url = _api_url(proc, 600)
         shown_at = time.monotonic()
         # Printed once the services run, after the API's line.
+        openrc = state / 'admin-openrc'
         _in_log(proc, lambda log: re.search(
-            r'^Watch: watch \S+/openstack --os-auth-type none --os-endpoint '
-            r'%s memagg instance list --long$' % re.escape(url), log, re.M),
+            r'^Watch: \. %s && watch \S+/openstack memagg instance list '
+            r'--long$' % re.escape(str(openrc)), log, re.M),
             60, 'the line saying how to watch')
+        assert 'Try: curl' not in proc.log()
+        admin = _openrc(openrc)
+        assert oct(openrc.stat().st_mode & 0o777) == '0o600'
+        assert re.search(r'^Keystone: %s \(admin: admin / %s, project admin; '
+                         r'member: tenant-member / \S+, project '
+                         r'memagg-tenant\)$' % (
+                             re.escape(admin['OS_AUTH_URL']),
+                             re.escape(admin['OS_PASSWORD'])),
+                         proc.log(), re.M), proc.log()
+        session = _session(admin)
+        # The API checks tokens: none is refused.
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _get(url + '/v1/instances')
+        assert refused.value.code == 401
         # Each guest is up once its hot set is in place: what memagg shows
         # of it counts from then on.
         _in_log(proc, lambda log: all('%s is up' % w.name in log
@@ -188,16 +245,21 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
             '%Y-%m-%dT%H:%M:%SZ')
         try:
             seen = polling.wait_for(
-                lambda: _demo_shows(url, since), 180, interval=1,
+                lambda: _demo_shows(url, since, session), 180, interval=1,
                 message='every demo guest shown at work')
         except AssertionError:
             raise AssertionError('instances: %s\nlog:\n%s' % (
-                _get(url + '/v1/instances')['instances'], proc.log()))
+                _get(url + '/v1/instances', session)['instances'],
+                proc.log()))
         took = time.monotonic() - shown_at
         print('demo shown at work %.0f s after the API came up: %s'
               % (took, seen))
         assert sorted(_demo_domains(conn)) == sorted(
             w.name for w in demo_cloud.WORKLOADS)
+        # The CLI, through the catalog of the demo's Keystone.
+        audit = _openstack(admin, 'audit', 'create')
+        shown = _openstack(admin, 'audit', 'show', audit['uuid'])
+        assert shown['uuid'] == audit['uuid'], shown
     finally:
         code = proc.stop(timeout=60, sig=signal.SIGINT)
         outlived = _kill_swapd_left(state / 'swapd.pid')
@@ -209,8 +271,14 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
     assert left == [], proc.log()
     assert outlived is None, 'memagg-swapd %d outlived memagg-aio' % outlived
     assert set(glob.glob('/var/tmp/memagg-demo-*')) == workdirs
+    # The swap file it added for host reclaim, if any, is off.
+    assert not [d for d in reclaim_base.swap_devices()
+                if d.startswith('/var/tmp/memagg-demo-')]
     with pytest.raises(OSError):
         _get(url + '/v1/hosts')
+    # Its Keystone stopped with it.
+    with pytest.raises(OSError):
+        _get(admin['OS_AUTH_URL'])
 
 
 def _swapd_config(state):
@@ -232,6 +300,23 @@ def _kill_swapd_left(pid_file):
     polling.wait_for(lambda: polling.gone(pid), 30,
                      message='memagg-swapd %d killed' % pid)
     return pid
+
+
+def test_the_demo_without_keystone_says_how_to_get_it(tmp_path):
+    state = tmp_path / 'state'
+    result = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), 'memagg-aio'),
+         '--demo', '--state-dir', str(state)],
+        env=dict(os.environ, MEMAGG_KEYSTONE_VENV=str(tmp_path / 'none')),
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        'memagg-aio: error: --demo needs a Keystone in %s: run '
+        'tools/setup.sh (it installs one there), or set '
+        'MEMAGG_KEYSTONE_VENV' % (tmp_path / 'none')), result.stderr
+    # It stopped before it started anything.
+    assert not (state / 'keystone').exists()
+    assert not (state / 'swapd.pid').exists()
 
 
 def test_aio_refuses_an_unwritable_state_dir(tmp_path):

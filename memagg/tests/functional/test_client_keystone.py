@@ -19,14 +19,14 @@ from memagg.api import microversion as api_microversion
 from memagg.client import client as memagg_client
 from memagg.client import exceptions
 from memagg.client import http
-from memagg.tests.functional import keystone as keystone_fixture
+from memagg.demo import keystone as demo_keystone
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
 
 def _client(deployment, account, **kwargs):
     return memagg_client.Client(deployment.keystone.session(account),
-                                region_name=keystone_fixture.REGION,
+                                region_name=demo_keystone.REGION,
                                 interface='public', **kwargs)
 
 
@@ -66,7 +66,7 @@ def test_a_region_without_memagg_is_endpoint_not_found(deployment):
 
 
 def test_bad_credentials_are_unauthorized(deployment):
-    account = keystone_fixture.Account(
+    account = demo_keystone.Account(
         deployment.keystone.admin.username, 'wrong-password',
         deployment.keystone.admin.project_name)
 

@@ -36,6 +36,7 @@ from memagg.client import client as memagg_client
 from memagg import dashboard
 from memagg.dashboard import charts
 from memagg.dashboard import enabled as memagg_enabled
+from memagg.demo import keystone as demo_keystone
 from memagg.tests.functional import keystone as keystone_fixture
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
@@ -235,7 +236,7 @@ def admin_api(deployment):
     """memagg's client as the cloud's admin: what the pages must show."""
     return memagg_client.Client(
         deployment.keystone.session(deployment.keystone.admin),
-        interface='public', region_name=keystone_fixture.REGION)
+        interface='public', region_name=demo_keystone.REGION)
 
 
 def test_admin_memory_host_bars_carry_the_api_numbers(browser, deployment,

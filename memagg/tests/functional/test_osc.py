@@ -36,7 +36,7 @@ def openstack(deployment, who, *args):
     the CompletedProcess. Global options are given as ``--os-NAME=VALUE``
     among ARGS."""
     env = {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
-    env.update(deployment.os_env(getattr(deployment.keystone, who)))
+    env.update(deployment.keystone.os_env(getattr(deployment.keystone, who)))
     options = [a for a in args if a.startswith('--os-')]
     command = [a for a in args if not a.startswith('--os-')]
     return subprocess.run([OPENSTACK] + options + ['memagg'] + command,

@@ -42,7 +42,7 @@ from memagg.api import policy_matrix
 from memagg.conf import CONF
 from memagg.db import facade as db_facade
 from memagg.db.sqlalchemy import models
-from memagg.tests.functional import keystone as keystone_fixture
+from memagg.demo import keystone as demo_keystone
 from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
 from memagg.tests.unit.api import data
 from memagg.tests.unit.api import live
@@ -74,8 +74,8 @@ ORDER = {'GET': 0, 'POST': 1, 'DELETE': 2}
 @pytest.fixture(scope='module')
 def other_member(keystone):
     """A member of a project of its own, created in the real Keystone."""
-    admin = keystone_fixture._Admin(keystone)
-    account = keystone_fixture.Account(
+    admin = demo_keystone.Admin(keystone)
+    account = demo_keystone.Account(
         'other-member-' + uuid.uuid4().hex[:8], 'other-secret',
         'memagg-other-' + uuid.uuid4().hex[:8])
     account.project_id = admin.create_project(account.project_name)

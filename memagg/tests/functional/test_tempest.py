@@ -32,6 +32,7 @@ import subprocess
 
 import pytest
 
+from memagg.demo import keystone as demo_keystone
 from memagg.tests.functional import keystone as keystone_fixture
 from memagg.tests import source_counts
 
@@ -75,7 +76,7 @@ def _write_conf(deployment, workspace):
                  'admin_domain_name': 'Default'},
         'identity': {'uri_v3': deployment.keystone.auth_url,
                      'auth_version': 'v3',
-                     'region': keystone_fixture.REGION},
+                     'region': demo_keystone.REGION},
         'identity-feature-enabled': {'api_v2': 'False'},
         'service_available': dict(
             {name: 'False' for name in OTHER_SERVICES}, memagg='True'),

@@ -85,3 +85,4 @@ def test_its_options_are_defaults_a_config_file_still_sets(conf):
     assert conf.conf.compute.collect_interval == 7
     assert conf.conf.compute.domain_name_regex == cloud.PREFIX
     assert conf.conf.wss.min_margin_mb == 0
+    assert conf.conf.host_reclaim.controller == 'senpai'
