@@ -33,14 +33,20 @@ HISTORY_SAMPLES = 1000
 
 
 def client(request):
-    """A memagg Client acting as the user of ``request``."""
+    """A memagg Client acting as the user of ``request``; one per request,
+    so a page's calls share its microversion negotiation."""
+    made = getattr(request, '_memagg_client', None)
+    if made is not None:
+        return made
     endpoint = base.url_for(request, SERVICE_TYPE)
     verify = (getattr(settings, 'OPENSTACK_SSL_CACERT', None) or
               not getattr(settings, 'OPENSTACK_SSL_NO_VERIFY', False))
     session = ks_session.Session(
         auth=token_endpoint.Token(endpoint, request.user.token.id),
         verify=verify)
-    return memagg_client.Client(session, endpoint_override=endpoint)
+    request._memagg_client = memagg_client.Client(
+        session, endpoint_override=endpoint)
+    return request._memagg_client
 
 
 def host_page(memagg, limit, sort, marker=None, prev_marker=None,
