@@ -32,6 +32,7 @@ creates through its REST API what memagg's tests need:
 Without ``.venv-keystone`` the fixture skips, except under CI (CI=true),
 where a missing Keystone is a broken setup and fails the test.
 """
+import contextlib
 import dataclasses
 import grp
 import os
@@ -275,14 +276,11 @@ def _populate(keystone):
         api.grant(account, role)
 
 
-@pytest.fixture(scope='session')
-def keystone(tmp_path_factory):
-    """A real Keystone on 127.0.0.1 with admin, service and member accounts.
-
-    Prepared once per test session; the server is stopped at its end.
-    """
+@contextlib.contextmanager
+def running(directory):
+    """A real Keystone on 127.0.0.1 with admin, service and member
+    accounts, its database and log in ``directory``; stopped after."""
     _require_venv()
-    directory = tmp_path_factory.mktemp('keystone')
     port = service_procs.free_port()
     ks = Keystone(
         url='http://127.0.0.1:%d' % port,
@@ -307,3 +305,13 @@ def keystone(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope='session')
+def keystone(tmp_path_factory):
+    """A real Keystone on 127.0.0.1 with admin, service and member accounts.
+
+    Prepared once per test session; the server is stopped at its end.
+    """
+    with running(tmp_path_factory.mktemp('keystone')) as ks:
+        yield ks
