@@ -10,12 +10,23 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Shared by the API benchmarks: a fresh MariaDB database holding 10,000
-instances on 100 hosts, and latency percentiles."""
+"""Shared by the API benchmarks and the dashboard's fleet test: a fresh
+MariaDB database holding 10,000 instances on 100 hosts (or as many hosts
+as asked, with a history of WSS samples if asked), and latency
+percentiles.
+
+Run as a script, it loads the database a memagg.conf names:
+``python benchmarks/_api_data.py --config-file memagg.conf --hosts 1000
+--samples 12``.
+"""
+import argparse
 import contextlib
+import datetime
 import tempfile
 import time
 import uuid
+
+from oslo_utils import timeutils
 
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
@@ -28,18 +39,41 @@ INSTANCES = 10000
 HOSTS = 100
 
 
-def load(ctx):
-    """Report INSTANCES instances on HOSTS hosts, as compute nodes do."""
-    per_host = INSTANCES // HOSTS
-    for h in range(HOSTS):
+# Between two of an instance's history samples: memagg-compute's period
+# is 10 s, a history of a few samples an hour long is what a chart needs.
+SAMPLE_STEP = datetime.timedelta(minutes=5)
+
+
+def _samples(instances, count, now):
+    """``count`` WSS samples of each of ``instances``, SAMPLE_STEP apart
+    up to ``now``, the working set growing towards the latest."""
+    return [dict(instance_uuid=vm['uuid'], sampled_at=now - k * SAMPLE_STEP,
+                 wss_mb=vm['wss_mb'] - 8 * k,
+                 wss_maxavg_mb=vm['wss_maxavg_mb'] - 8 * k,
+                 current_mb=vm['current_mb'], target_mb=vm['current_mb'],
+                 estimator='badis')
+            for vm in instances for k in range(count)]
+
+
+def load(ctx, hosts=HOSTS, instances=INSTANCES, samples=0):
+    """Report ``instances`` instances on ``hosts`` hosts, as compute nodes
+    do, each with ``samples`` WSS samples of history. Hosts differ in
+    size (128 to 512 GiB) and load, so sorting them means something."""
+    per_host = instances // hosts
+    now = timeutils.utcnow().replace(microsecond=0)
+    for h in range(hosts):
+        vms = [dict(uuid=str(uuid.uuid4()), name='vm-%d-%d' % (h, i),
+                    project_id='project-%d' % (i % 10),
+                    booked_mb=4096 + 1024 * (h % 4), current_mb=2048 + i,
+                    wss_mb=1024 + i + 7 * (h % 13),
+                    wss_maxavg_mb=1100 + i + 7 * (h % 13),
+                    estimator='badis')
+               for i in range(per_host)]
         db_reports.report_ingest(
-            ctx, dict(name='bench-host-%03d' % h, memory_mb=262144,
-                      vcpus=64),
-            [dict(uuid=str(uuid.uuid4()), name='vm-%d-%d' % (h, i),
-                  project_id='project-%d' % (i % 10), booked_mb=4096,
-                  current_mb=2048 + i, wss_mb=1024 + i,
-                  wss_maxavg_mb=1100 + i, estimator='badis')
-             for i in range(per_host)], [])
+            ctx, dict(name='bench-host-%04d' % h,
+                      memory_mb=131072 * (1 + h % 4), vcpus=64,
+                      free_reservoir_mb=1024 * (h % 50)),
+            vms, _samples(vms, samples, now), reported_at=now)
 
 
 @contextlib.contextmanager
@@ -67,3 +101,25 @@ def percentile(values, fraction):
     """The ``fraction`` (0..1) percentile of ``values``."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def main():
+    """Load the (migrated) database of --config-file."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument('--config-file', required=True)
+    parser.add_argument('--hosts', type=int, default=HOSTS)
+    parser.add_argument('--instances', type=int, default=INSTANCES)
+    parser.add_argument('--samples', type=int, default=0,
+                        help='WSS samples of history per instance')
+    args = parser.parse_args()
+    CONF(['--config-file', args.config_file], project='memagg')
+    started = time.perf_counter()
+    load(memagg_context.get_admin_context(), args.hosts, args.instances,
+         args.samples)
+    print('loaded %d instances on %d hosts, %d samples each, in %.1f s'
+          % (args.instances, args.hosts, args.samples,
+             time.perf_counter() - started))
+
+
+if __name__ == '__main__':
+    main()

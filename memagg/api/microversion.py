@@ -59,6 +59,10 @@ VERSIONS = {
              'promotion_rate, promotion_rate_pct, promotion_slo and '
              'reclaim_mechanism; their WSS history reclaimed_mb and '
              'promotion_rate.',
+    (1, 12): 'GET /v1/host_usages takes limit, marker, sort_key, '
+             'sort_dir, host_contains and state, and shows each host\'s '
+             'lent_mb, borrowed_mb and free_reservoir_mb; GET '
+             '/v1/cloud_usage: the cloud\'s memory now and over time.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -347,6 +347,24 @@ COMPONENTS['HostUsage'] = closed_object({
     'reported_at': dict(_nullable(DATETIME), description=(
         'When memagg-compute last reported the host; null before it did.')),
 })
+_PAGED_USAGE = (1, 12)
+COMPONENTS['HostUsage']['properties'].update({
+    'lent_mb': dict(_MB, description=(
+        'Memory of active grants\' slabs the host holds for other hosts\' '
+        'instances, MiB. Since 1.12.')),
+    'borrowed_mb': dict(_MB, description=(
+        'Memory active grants lend to the host\'s instances, MiB (the '
+        'same as remote_mb). Since 1.12.')),
+    'free_reservoir_mb': dict(_MB, description=(
+        'The host\'s reservoir as it last reported: its memory left over '
+        'by its guests\' balloon targets and its reserve, MiB. Since '
+        '1.12.')),
+})
+FIELDS_SINCE['HostUsage'] = dict.fromkeys(
+    ('lent_mb', 'borrowed_mb', 'free_reservoir_mb'), _PAGED_USAGE)
+COMPONENTS['HostUsage']['required'] = sorted(
+    set(COMPONENTS['HostUsage']['properties']) - set(
+        FIELDS_SINCE['HostUsage']))
 COMPONENTS['HostUsages'] = closed_object({
     'host_usages': {'type': 'array', 'items': {
         '$ref': '#/components/schemas/HostUsage'}},
@@ -354,6 +372,57 @@ COMPONENTS['HostUsages'] = closed_object({
         'Memory the reservoir could lend now, MiB: what the active hosts '
         'that reported within [DEFAULT] service_down_time may lend, less '
         'the slabs they hold.')),
+    'links': {'type': 'array', 'items': {'$ref': '#/components/schemas/Link'},
+              'description': 'rel "next" when a limit was given and more '
+                             'hosts follow. Since 1.12.'},
+}, optional=('links',))
+
+# The cloud as a whole: now, and per time bucket from the WSS samples.
+_CLOUD_FIGURES = {
+    'booked_mb': dict(_MB, description=(
+        'Memory the instances booked (flavors), MiB.')),
+    'wss_maxavg_mb': dict(_MB, description=(
+        'What the instances keep in RAM, MiB: the sum of each one\'s '
+        'WSS^maxavg (else its WSS).')),
+    'freed_mb': dict(_MB, description=(
+        'Memory booked beyond what the instances keep in RAM, MiB: '
+        'booked_mb less wss_maxavg_mb, at least 0.')),
+    'hosts_needed': dict(_MB, description=(
+        'How few of the hosts could hold every instance\'s wss_maxavg_mb, '
+        'filled largest first: a lower bound (it ignores CPU and the '
+        'instances\' sizes); a consolidation audit makes the real '
+        'plan.')),
+    'emptiable_hosts': dict(_MB, description=(
+        'Hosts that could be emptied: the hosts counted less '
+        'hosts_needed.')),
+}
+COMPONENTS['CloudPoint'] = closed_object(dict({
+    'at': dict(DATETIME, description=(
+        'The start of the time bucket; it lasts step_s seconds.')),
+    'hosts': dict(_MB, description=(
+        'Hosts whose instances were sampled in the bucket.')),
+}, **_CLOUD_FIGURES))
+COMPONENTS['CloudNow'] = closed_object(dict({
+    'hosts': dict(_MB, description='Hosts memagg knows.'),
+    'active_hosts': dict(_MB, description=(
+        'Hosts in state active (not standby): those counted by '
+        'hosts_needed and emptiable_hosts.')),
+    'memory_mb': dict(_MB, description='Physical memory of every host, '
+                                       'MiB.'),
+    'lent_mb': dict(_MB, description=(
+        'Memory active grants lend across hosts, MiB.')),
+}, **_CLOUD_FIGURES))
+COMPONENTS['CloudUsage'] = closed_object({
+    'now': {'$ref': '#/components/schemas/CloudNow'},
+    'since': dict(DATETIME, description='The start of the range.'),
+    'until': dict(DATETIME, description='The end of the range.'),
+    'step_s': dict(INTEGER, minimum=1, description=(
+        'The length of each bucket of history, seconds.')),
+    'history': {'type': 'array', 'items': {
+        '$ref': '#/components/schemas/CloudPoint'}, 'description': (
+        'One point per bucket of the range that holds samples, oldest '
+        'first; a bucket without samples (memagg-compute silent, or '
+        'samples purged after [wss] sample_retention_hours) has none.')},
 })
 
 
@@ -433,6 +502,54 @@ def list_query(collection, max_limit):
             'Only items with %s at or before this ISO 8601 time.' % column))
     return {'type': 'object', 'properties': properties,
             'additionalProperties': False}
+
+
+#: What GET /v1/host_usages sorts by (since 1.12).
+HOST_USAGE_SORT_KEYS = ('host', 'state', 'memory_mb', 'booked_mb',
+                        'wss_maxavg_mb', 'instances', 'remote_mb',
+                        'lent_mb', 'borrowed_mb', 'free_reservoir_mb')
+
+
+def host_usages_query(max_limit):
+    """The query string of GET /v1/host_usages: none before 1.12, then a
+    page, its sort and filters."""
+    return {'type': 'object', 'additionalProperties': False, 'properties': {
+        'limit': dict(INTEGER, minimum=1, maximum=max_limit, description=(
+            'Page size, 1 to %d; without it, every host. Since 1.12.'
+            % max_limit)),
+        'marker': dict(NAME, description=(
+            'The host of the last item of the previous page. Since '
+            '1.12.')),
+        'sort_key': {'type': 'string', 'enum': list(HOST_USAGE_SORT_KEYS),
+                     'description': 'The field to sort by; default host. '
+                                    'Since 1.12.'},
+        'sort_dir': {'type': 'string', 'enum': ['asc', 'desc'],
+                     'description': 'asc (default) or desc. Since 1.12.'},
+        'host_contains': dict(NAME, description=(
+            'Only hosts whose name contains this text, in any case. '
+            'Since 1.12.')),
+        'state': dict(NAME, description=(
+            'Only hosts in this state (active, standby). Since 1.12.')),
+    }}
+
+
+#: Most time buckets GET /v1/cloud_usage cuts a range into.
+MAX_CLOUD_POINTS = 500
+
+
+def cloud_usage_query(max_limit):
+    """The query string of GET /v1/cloud_usage (``max_limit`` unused: the
+    answer is not paged)."""
+    return {'type': 'object', 'additionalProperties': False, 'properties': {
+        'since': dict(DATETIME, description=(
+            'The start of the range; default a day before until.')),
+        'until': dict(DATETIME, description=(
+            'The end of the range; default now.')),
+        'points': dict(INTEGER, minimum=1, maximum=MAX_CLOUD_POINTS,
+                       description=(
+                           'How many buckets to cut the range into, 1 to '
+                           '%d; default 60.' % MAX_CLOUD_POINTS)),
+    }}
 
 
 NO_QUERY = {'type': 'object', 'properties': {}, 'additionalProperties': False}

@@ -13,6 +13,7 @@
 """The Client of memagg's API: one attribute per resource."""
 from memagg.api import microversion
 from memagg.client import audits
+from memagg.client import cloud_usage
 from memagg.client import grants
 from memagg.client import host_usages
 from memagg.client import hosts
@@ -35,7 +36,7 @@ class Client:
 
     Each resource is an attribute: ``hosts``, ``instances``,
     ``reservoir``, ``grants``, ``audits``, ``migrations``, ``services``,
-    ``host_usages``.
+    ``host_usages``, ``cloud_usage``.
     Errors are memagg.client.exceptions.ClientException subclasses.
     """
 
@@ -54,6 +55,7 @@ class Client:
         self.migrations = migrations.MigrationManager(self.http)
         self.services = services.ServiceManager(self.http)
         self.host_usages = host_usages.HostUsageManager(self.http)
+        self.cloud_usage = cloud_usage.CloudUsageManager(self.http)
 
     @property
     def api_version(self):

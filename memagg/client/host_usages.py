@@ -14,6 +14,7 @@
 from memagg.client import base
 
 _SINCE = (1, 5)
+_PAGED_SINCE = (1, 12)
 
 
 class HostUsageManager(base.Manager):
@@ -27,3 +28,20 @@ class HostUsageManager(base.Manager):
         ``reservoir_free_mb``. Microversion 1.5."""
         self._http.require(_SINCE, 'listing host usages')
         return self._http.request('GET', '/v1/host_usages')
+
+    def page(self, limit=None, marker=None, sort_key=None, sort_dir=None,
+             host_contains=None, state=None):
+        """One page of host usages (a base.Page), each also with
+        ``lent_mb``, ``borrowed_mb`` and ``free_reservoir_mb``.
+
+        ``limit`` is the page size (every host when None), ``marker`` the
+        host of the last item of the previous page, ``sort_key`` one of
+        the usage's fields (host, memory_mb, booked_mb, wss_maxavg_mb,
+        ...) and ``sort_dir`` asc or desc; ``host_contains`` keeps hosts
+        whose name holds it (any case), ``state`` those in that state.
+        Microversion 1.12.
+        """
+        self._http.require(_PAGED_SINCE, 'paging host usages')
+        return self._page('/v1/host_usages', 'host_usages', limit, marker,
+                          sort_key, sort_dir, host_contains=host_contains,
+                          state=state)

@@ -30,7 +30,7 @@ SERVICE_TYPE = microversion.SERVICE_TYPE
 
 #: The microversions this client understands; it never asks for more.
 MIN_VERSION = (1, 0)
-MAX_VERSION = (1, 11)
+MAX_VERSION = (1, 12)
 
 
 def parse_version(text):

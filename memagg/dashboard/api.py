@@ -26,72 +26,56 @@ from openstack_dashboard.api import base
 from memagg.client import client as memagg_client
 
 SERVICE_TYPE = 'memory-aggregation'
-# How many of an instance's samples its chart shows: an hour at
-# memagg-compute's default 10 s interval.
-HISTORY_SAMPLES = 360
+# The most samples an instance's chart reads: the API's largest page
+# ([api] max_limit's default), over five hours at memagg-compute's default
+# 10 s interval; a longer range shows its newest samples.
+HISTORY_SAMPLES = 1000
 
 
 def client(request):
-    """A memagg Client acting as the user of ``request``."""
+    """A memagg Client acting as the user of ``request``; one per request,
+    so a page's calls share its microversion negotiation."""
+    made = getattr(request, '_memagg_client', None)
+    if made is not None:
+        return made
     endpoint = base.url_for(request, SERVICE_TYPE)
     verify = (getattr(settings, 'OPENSTACK_SSL_CACERT', None) or
               not getattr(settings, 'OPENSTACK_SSL_NO_VERIFY', False))
     session = ks_session.Session(
         auth=token_endpoint.Token(endpoint, request.user.token.id),
         verify=verify)
-    return memagg_client.Client(session, endpoint_override=endpoint)
+    request._memagg_client = memagg_client.Client(
+        session, endpoint_override=endpoint)
+    return request._memagg_client
 
 
-def host_rows(host_usages, reservoir):
-    """One dict per host, by name: its usage (GET /v1/host_usages) with
-    what it lends, borrows and has free in the reservoir (GET
-    /v1/reservoir)."""
-    lending = {h['host']: h for h in reservoir['hosts']}
-    rows = []
-    for usage in sorted(host_usages['host_usages'],
-                        key=lambda u: u['host']):
-        pool = lending.get(usage['host'], {})
-        rows.append(dict(
-            usage,
-            lent_mb=pool.get('lent_mb', 0),
-            borrowed_mb=pool.get('borrowed_mb', 0),
-            free_reservoir_mb=pool.get('free_reservoir_mb', 0)))
-    return rows
+def host_page(memagg, limit, sort, marker=None, prev_marker=None,
+              **filters):
+    """One page of host usages (GET /v1/host_usages) in the ``sort``
+    (key, direction) order: those after ``marker``, or the ones before
+    ``prev_marker`` (read in the reverse order, then turned round).
+    Returns the rows and whether pages come before and after."""
+    key, direction = sort
+    if prev_marker is None:
+        page = memagg.host_usages.page(limit=limit, marker=marker,
+                                       sort_key=key, sort_dir=direction,
+                                       **filters)
+        return page.items, marker is not None, page.next_marker is not None
+    page = memagg.host_usages.page(
+        limit=limit, marker=prev_marker, sort_key=key,
+        sort_dir='asc' if direction == 'desc' else 'desc', **filters)
+    return page.items[::-1], page.next_marker is not None, True
 
 
-def hosts_needed(rows):
-    """How few active hosts could hold every instance's WSS^maxavg, filled
-    largest first: a lower bound (it ignores CPU and instances' sizes);
-    a consolidation audit makes the real plan."""
-    active = [r for r in rows if r['state'] == 'active']
-    left = sum(r['wss_maxavg_mb'] for r in active)
-    needed = 0
-    for row in sorted(active, key=lambda r: r['memory_mb'] - r['reserved_mb'],
-                      reverse=True):
-        if left <= 0:
-            break
-        needed += 1
-        left -= row['memory_mb'] - row['reserved_mb']
-    return needed
-
-
-def summary(rows):
-    """The cloud-wide figures: memory booked but not used (freed by
-    ballooning to WSS^maxavg), and how many active hosts could be
-    emptied if instances were packed by WSS^maxavg."""
-    active = [r for r in rows if r['state'] == 'active']
-    booked = sum(r['booked_mb'] for r in rows)
-    wss = sum(r['wss_maxavg_mb'] for r in rows)
-    return {
-        'hosts': len(rows),
-        'active_hosts': len(active),
-        'memory_mb': sum(r['memory_mb'] for r in rows),
-        'booked_mb': booked,
-        'wss_maxavg_mb': wss,
-        'freed_mb': max(booked - wss, 0),
-        'emptiable_hosts': len(active) - hosts_needed(rows),
-        'lent_mb': sum(r['lent_mb'] for r in rows),
-    }
+def instance_names(memagg, hosts):
+    """The names of the instances on ``hosts`` (host names), by uuid: one
+    listing per host rather than a GET per instance, as an audit or the
+    grants name a few hosts and many instances."""
+    names = {}
+    for host in sorted(set(hosts) - {None}):
+        for instance in memagg.instances.list(host=host).all_items():
+            names[instance['uuid']] = instance['name']
+    return names
 
 
 def with_donors(memagg, grants):
@@ -106,10 +90,16 @@ def with_donors(memagg, grants):
     return details
 
 
-def instance_history(memagg, uuid):
-    """The instance ``uuid`` and its latest HISTORY_SAMPLES working-set
-    samples, oldest first."""
-    newest_first = memagg.instances.wss(uuid, sort_key='sampled_at',
-                                        sort_dir='desc',
-                                        limit=HISTORY_SAMPLES).items
-    return memagg.instances.get(uuid), newest_first[::-1]
+def instance_history(memagg, uuid, since):
+    """The instance ``uuid``, its latest HISTORY_SAMPLES working-set
+    samples since ``since`` (a datetime), oldest first, and whether older
+    ones in that range were left out."""
+    page = memagg.instances.wss(uuid, since=since, sort_key='sampled_at',
+                                sort_dir='desc', limit=HISTORY_SAMPLES)
+    return (memagg.instances.get(uuid), page.items[::-1],
+            page.next_marker is not None)
+
+
+def instance_grants(memagg, uuid):
+    """Every grant that lent memory to the instance ``uuid``."""
+    return list(memagg.grants.list(instance_uuid=uuid).all_items())

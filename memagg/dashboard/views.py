@@ -10,14 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Views both panels share: reading memagg for a page, and an instance's
-memory over time."""
+"""Views both panels share: reading memagg for a page, the time range a
+chart shows, and an instance's memory over time."""
+from django.contrib import messages
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from horizon import exceptions
 from horizon import views
+from openstack_dashboard import policy as horizon_policy
 
 from memagg.dashboard import api
 from memagg.dashboard import charts
+from memagg.dashboard import policy
 
 
 class MemaggView(views.HorizonTemplateView):
@@ -50,18 +54,47 @@ class MemaggView(views.HorizonTemplateView):
         return context
 
 
+def chosen_range(request, default):
+    """The time range the query string's ``range`` picks, among
+    charts.RANGES: (its key, its length). A value that is not one of them
+    shows an error saying which are, and gives ``default``'s."""
+    key = request.GET.get('range', default)
+    if key not in charts.RANGES:
+        messages.error(request, _('Unknown time range %(range)r: choose '
+                                  'one of %(ranges)s.') % {
+            'range': key, 'ranges': ', '.join(charts.RANGES)})
+        key = default
+    return key, charts.RANGES[key]
+
+
 class InstanceView(MemaggView):
-    """An instance's booked memory, balloon target and estimated WSS over
-    time, and which estimator gave the WSS."""
+    """An instance's memory over a chosen time range: booked, balloon
+    target, WSS and WSS^maxavg, memory reclaimed by the host and (for
+    whoever may list grants) remote memory; and which estimator gave the
+    WSS."""
 
     template_name = 'memagg_dashboard/instance.html'
     # The URL name of the page listing the instances, for the way back.
     index_url = None
     page_title = _('Memory of {{ instance.name }}')
     error_message = _('Unable to read the instance\'s memory history.')
+    default_range = '1h'
 
     def read(self, memagg, uuid):
-        instance, samples = api.instance_history(memagg, uuid)
-        return {'instance': instance, 'samples': samples,
+        key, length = chosen_range(self.request, self.default_range)
+        end = timezone.now().replace(microsecond=0)
+        start = end - length
+        instance, samples, cut = api.instance_history(memagg, uuid, start)
+        grants = (api.instance_grants(memagg, uuid) if policy_check(
+            self.request, 'memagg:grant:list') else None)
+        return {'instance': instance, 'samples': samples, 'cut': cut,
                 'estimators': sorted({s['estimator'] for s in samples}),
-                'chart': charts.history(instance, samples)}
+                'range': key, 'ranges': charts.RANGES,
+                'chart': charts.history(instance, samples, start, end,
+                                        grants)}
+
+
+def policy_check(request, rule):
+    """Whether memagg's policy ``rule`` lets the user of ``request`` act
+    (Horizon's copy of the rules; the API checks again)."""
+    return horizon_policy.check(((policy.SCOPE, rule),), request)

@@ -393,6 +393,18 @@ def granted_mb_by_consumer(context):
             .group_by(models.Grant.consumer_host).all()}
 
 
+def lent_mb_by_donor(context):
+    """Memory of active grants' slabs each donor still holds (not those
+    reclaimed), in MiB, per donor host."""
+    with facade.reader().using(context) as session:
+        return {host: int(total or 0) for host, total in session.query(
+            models.Slab.donor_host, sa.func.sum(models.Slab.size_mb))
+            .join(models.Grant)
+            .filter(models.Grant.status == 'active',
+                    models.Slab.status.in_(('active', 'reclaiming')))
+            .group_by(models.Slab.donor_host).all()}
+
+
 def reservoir_summary(context):
     """Memory the cluster can lend and has lent, in MiB, per host and total.
 
@@ -402,17 +414,9 @@ def reservoir_summary(context):
     """
     with facade.reader().using(context) as session:
         hosts = session.query(models.Host).order_by(models.Host.name).all()
-        lent = dict(session.query(models.Slab.donor_host,
-                                  sa.func.sum(models.Slab.size_mb))
-                    .join(models.Grant)
-                    .filter(models.Grant.status == 'active',
-                            models.Slab.status.in_(('active',
-                                                    'reclaiming')))
-                    .group_by(models.Slab.donor_host).all())
-        borrowed = dict(session.query(models.Grant.consumer_host,
-                                      sa.func.sum(models.Grant.granted_mb))
-                        .filter(models.Grant.status == 'active')
-                        .group_by(models.Grant.consumer_host).all())
+        # Both join this transaction: enginefacade nests on one context.
+        lent = lent_mb_by_donor(context)
+        borrowed = granted_mb_by_consumer(context)
     per_host = [dict(host=h.name, free_reservoir_mb=h.free_reservoir_mb,
                      lendable_mb=h.lendable_mb,
                      lent_mb=int(lent.get(h.name) or 0),

@@ -62,12 +62,13 @@ def host_usages(context):
     """Every host's memory and what uses it, read in one transaction with
     one query per table (GET /v1/host_usages, for Nova's scheduler).
 
-    Returns ``(hosts, instances, granted, held)``: the hosts by name; the
-    instances still running (not ``gone``) as rows of ``host``,
+    Returns ``(hosts, instances, granted, held, lent)``: the hosts by
+    name; the instances still running (not ``gone``) as rows of ``host``,
     ``booked_mb``, ``wss_maxavg_mb``, ``wss_mb``, ``current_mb`` and
-    ``reclaimed_mb``; MiB
-    granted by active grants per consumer host; MiB of the slabs each donor
-    holds (pending, active or releasing), per donor host.
+    ``reclaimed_mb``; MiB granted by active grants per consumer host; MiB
+    of the slabs each donor holds (pending, active or releasing), per
+    donor host; MiB of active grants' slabs each donor holds
+    (grants.lent_mb_by_donor).
     """
     inst = models.Instance
     with facade.reader().using(context) as session:
@@ -82,4 +83,5 @@ def host_usages(context):
             models.Slab.donor_host, sa.func.sum(models.Slab.size_mb))
             .filter(models.Slab.status.in_(grants.SLAB_HOLDING))
             .group_by(models.Slab.donor_host)}
-    return hosts, instances, granted, held
+        lent = grants.lent_mb_by_donor(context)
+    return hosts, instances, granted, held, lent

@@ -13,6 +13,7 @@
 """The API's controllers, one module per resource; importing this package
 registers every route in memagg.api.controllers.base.ROUTES."""
 from memagg.api.controllers import audits  # noqa: F401
+from memagg.api.controllers import cloud_usage  # noqa: F401
 from memagg.api.controllers import grants  # noqa: F401
 from memagg.api.controllers import host_usages  # noqa: F401
 from memagg.api.controllers import hosts  # noqa: F401

@@ -15,6 +15,7 @@ import itertools
 
 from memagg.api.policies import audits
 from memagg.api.policies import base
+from memagg.api.policies import cloud_usage
 from memagg.api.policies import grants
 from memagg.api.policies import host_usages
 from memagg.api.policies import hosts
@@ -30,4 +31,4 @@ def list_rules():
         base.list_rules(), services.list_rules(), hosts.list_rules(),
         instances.list_rules(), reservoir.list_rules(), grants.list_rules(),
         audits.list_rules(), migrations.list_rules(),
-        host_usages.list_rules()))
+        host_usages.list_rules(), cloud_usage.list_rules()))

@@ -16,11 +16,16 @@ from memagg.dashboard.admin_memory import views
 
 urlpatterns = [
     re_path(r'^$', views.IndexView.as_view(), name='index'),
+    re_path(r'^cloud/$', views.CloudView.as_view(), name='cloud'),
+    re_path(r'^instances/$', views.InstancesView.as_view(),
+            name='instances'),
     re_path(r'^instances/(?P<uuid>[^/]+)/$', views.InstanceView.as_view(),
             name='instance'),
     re_path(r'^reservoir/$', views.ReservoirView.as_view(),
             name='reservoir'),
     re_path(r'^audits/$', views.AuditsView.as_view(), name='audits'),
+    re_path(r'^audits/create/$', views.CreateAuditView.as_view(),
+            name='create_audit'),
     re_path(r'^audits/(?P<uuid>[^/]+)/$', views.AuditView.as_view(),
             name='audit'),
     re_path(r'^audits/(?P<uuid>[^/]+)/execute/$',

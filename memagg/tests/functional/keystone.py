@@ -18,6 +18,7 @@ member and reader accounts.
 Without Keystone's virtualenv the fixture skips, except under CI
 (CI=true), where a missing Keystone is a broken setup and fails the test.
 """
+import contextlib
 import os
 import pathlib
 
@@ -34,12 +35,12 @@ def in_ci():
     return os.environ.get('CI', '').lower() in ('true', '1', 'yes')
 
 
-@pytest.fixture(scope='session')
-def keystone(tmp_path_factory):
+@contextlib.contextmanager
+def running(directory):
     """A real Keystone on 127.0.0.1 with admin, service, member and reader
-    accounts; stopped at the session's end."""
+    accounts, its database and log in ``directory``; stopped after."""
     try:
-        server = demo_keystone.start(tmp_path_factory.mktemp('keystone'))
+        server = demo_keystone.start(directory)
     except demo_keystone.Unavailable as exc:
         if in_ci():
             pytest.fail('%s (CI must test against a real Keystone)' % exc)
@@ -48,3 +49,10 @@ def keystone(tmp_path_factory):
         yield server.keystone
     finally:
         server.stop()
+
+
+@pytest.fixture(scope='session')
+def keystone(tmp_path_factory):
+    """The session's Keystone (running()), stopped at its end."""
+    with running(tmp_path_factory.mktemp('keystone')) as ks:
+        yield ks

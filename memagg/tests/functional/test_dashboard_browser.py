@@ -24,207 +24,31 @@ non-blank picture.
 Without chromium, chromedriver or Selenium the tests skip, except under CI
 (CI=true), where a missing browser is a broken setup and fails them.
 """
-import io
-import os
-import pathlib
-import shutil
-import tempfile
-
 import pytest
 
 from memagg.client import client as memagg_client
-from memagg import dashboard
 from memagg.dashboard import charts
-from memagg.dashboard import enabled as memagg_enabled
 from memagg.demo import keystone as demo_keystone
-from memagg.tests.functional import keystone as keystone_fixture
-from memagg.tests.functional import service_procs
+from memagg.tests.functional import horizon as horizon_browser
 from memagg.tests import polling
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
-CHROMIUM = '/usr/bin/chromium'
-CHROMEDRIVER = '/usr/bin/chromedriver'
-# The network is closed: without these Chromium stalls on connections to
-# Google's services (updates, sync, field trials).
-CHROMIUM_FLAGS = (
-    '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-    '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync',
-    '--window-size=1280,1400')
-START_TIMEOUT = 120
-PAGE_TIMEOUT = 60
 AUDIT_TIMEOUT = 60
-
-# Horizon's settings import local.local_settings from sys.path: the
-# operator's file, here pointing at the session's Keystone and keeping
-# everything Horizon writes in the test's directory.
-_LOCAL_SETTINGS = """\
-DEBUG = False
-ALLOWED_HOSTS = ['127.0.0.1']
-SECRET_KEY = {secret!r}
-LOCAL_PATH = {dir!r}
-OPENSTACK_KEYSTONE_URL = {auth_url!r}
-OPENSTACK_KEYSTONE_DEFAULT_ROLE = 'member'
-STATIC_ROOT = {dir!r} + '/static'
-COMPRESS_ROOT = STATIC_ROOT
-COMPRESS_OFFLINE = False
-CACHES = {{'default': {{
-    'BACKEND': 'django.core.cache.backends.locmem.LocMemCache'}}}}
-# A token with its catalog outgrows a signed cookie: sessions in files.
-SESSION_ENGINE = 'django.contrib.sessions.backends.file'
-SESSION_FILE_PATH = {dir!r}
-"""
-# The settings module: memagg's enabled files join
-# openstack_dashboard/local/enabled and its snippet runs as if it were in
-# local_settings.d, which is what installing them there does.
-_SETTINGS = """\
-from openstack_dashboard.local import enabled as _local_enabled
-_local_enabled.__path__.append({enabled!r})
-from openstack_dashboard.settings import *  # noqa
-exec(open({snippet!r}).read())
-"""
-
-
-def _require_browser():
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER)
-               if not os.path.exists(path)]
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append('selenium (test-requirements.txt)')
-    if not missing:
-        return
-    message = ('no %s: run ./tools/setup.sh to install it'
-               % ', '.join(missing))
-    if keystone_fixture.in_ci():
-        pytest.fail(message + ' (CI must test the panels in a browser)')
-    pytest.skip(message)
 
 
 @pytest.fixture(scope='module')
 def horizon(deployment, tmp_path_factory):
     """Horizon's URL, served by one runserver for the module."""
-    _require_browser()
-    directory = tmp_path_factory.mktemp('horizon')
-    (directory / 'local').mkdir()
-    (directory / 'local' / '__init__.py').write_text('')
-    (directory / 'local' / 'local_settings.py').write_text(
-        _LOCAL_SETTINGS.format(secret=os.urandom(16).hex(),
-                               dir=str(directory),
-                               auth_url=deployment.keystone.auth_url))
-    snippet = (pathlib.Path(dashboard.__file__).parent /
-               'local_settings.d' / '_90_memagg.py')
-    (directory / 'memagg_horizon_settings.py').write_text(_SETTINGS.format(
-        enabled=memagg_enabled.__path__[0], snippet=str(snippet)))
-    port = service_procs.free_port()
-    url = 'http://127.0.0.1:%d' % port
-    proc = service_procs.Process(
-        'python', ['-m', 'django', 'runserver', '--noreload', '--insecure',
-                   '127.0.0.1:%d' % port],
-        directory / 'horizon.log',
-        env={'DJANGO_SETTINGS_MODULE': 'memagg_horizon_settings',
-             'PYTHONPATH': str(directory), 'PYTHONWARNINGS': 'ignore'})
-
-    def login_page_answers():
-        if not proc.alive():
-            raise RuntimeError('Horizon exited:\n%s' % proc.log()[-4000:])
-        return service_procs.answers(url + '/auth/login/')
-
-    try:
-        polling.wait_for(login_page_answers, START_TIMEOUT,
-                         interval=0.5, message='Horizon answering on ' + url)
+    with horizon_browser.serving(tmp_path_factory.mktemp('horizon'),
+                                 deployment.keystone.auth_url) as url:
         yield url
-    finally:
-        proc.stop()
-
-
-class Browser:
-    """The module's chromium, and who is logged into Horizon in it."""
-
-    def __init__(self, url, screenshots):
-        from selenium import webdriver
-        from selenium.webdriver.chrome import service
-
-        self.url = url
-        self.screenshots = screenshots
-        self.user_data = tempfile.mkdtemp(prefix='memagg-chromium-')
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in CHROMIUM_FLAGS + ('--user-data-dir=' + self.user_data,):
-            options.add_argument(flag)
-        self.driver = webdriver.Chrome(
-            options=options,
-            service=service.Service(executable_path=CHROMEDRIVER))
-        self.driver.set_page_load_timeout(PAGE_TIMEOUT)
-        self.account = None
-
-    def quit(self):
-        self.driver.quit()
-        shutil.rmtree(self.user_data, ignore_errors=True)
-
-    def login(self, account, path):
-        """Open ``path`` as ``account`` (a keystone Account), logging in
-        through Horizon's form first unless already."""
-        if self.account is account:
-            self.open(path)
-            return
-        self.driver.delete_all_cookies()
-        # Straight to the page: Horizon's home page would call Nova and
-        # Neutron, which this cloud does not have.
-        self.open('/auth/login/?next=' + path)
-        self.find('#id_username').send_keys(account.username)
-        self.find('#id_password').send_keys(account.password)
-        self.find('#loginBtn').click()
-        polling.wait_for(
-            lambda: self.driver.current_url == self.url + path,
-            PAGE_TIMEOUT, message='logged in as ' + account.username)
-        self.account = account
-
-    def open(self, path):
-        self.driver.get(self.url + path)
-
-    def find(self, css):
-        return self.driver.find_element('css selector', css)
-
-    def find_all(self, css):
-        return self.driver.find_elements('css selector', css)
-
-    def attr(self, css, name):
-        return self.find(css).get_attribute(name)
-
-    def screenshot(self, name, colours):
-        """Save the window as ``name``.png and check it shows a page with
-        the charts' ``colours`` drawn (hex, from memagg.dashboard.charts);
-        its path."""
-        path = self.screenshots / (name + '.png')
-        assert self.driver.save_screenshot(str(path))
-        check_screenshot(path, colours)
-        return path
-
-
-def check_screenshot(path, colours):
-    """A PNG of the browser's window that shows a page, not a blank one,
-    with every one of ``colours`` painted somewhere."""
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(path.read_bytes()))
-    assert image.format == 'PNG'
-    assert image.size[0] >= 1000 and image.size[1] >= 700, image.size
-    rgb = image.convert('RGB')
-    counts = rgb.getcolors(maxcolors=image.size[0] * image.size[1])
-    assert len(counts) > 20, 'a near-uniform screenshot: %s' % path
-    assert max(counts)[0] < 0.97 * image.size[0] * image.size[1], (
-        'a mostly blank screenshot: %s' % path)
-    painted = {colour for _, colour in counts}
-    for colour in colours:
-        wanted = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
-        assert wanted in painted, '%s not drawn in %s' % (colour, path)
 
 
 @pytest.fixture(scope='module')
 def browser(horizon, tmp_path_factory):
-    browser = Browser(horizon, tmp_path_factory.mktemp('screenshots'))
+    browser = horizon_browser.Browser(horizon,
+                                      tmp_path_factory.mktemp('screenshots'))
     try:
         yield browser
     finally:
@@ -258,7 +82,7 @@ def test_admin_memory_host_bars_carry_the_api_numbers(browser, deployment,
     booked = sum(u['booked_mb'] for u in usages.values())
     wss = sum(u['wss_maxavg_mb'] for u in usages.values())
     assert int(browser.attr('#memagg-freed', 'data-mb')) == booked - wss
-    assert browser.find('.memagg-bars').size['width'] > 300
+    assert browser.find('.memagg-bars').size['width'] >= 200
     # The seeded 256 MiB lent and borrowed are a pixel wide, blended into
     # the track: the wide bars' colours are the ones to look for.
     browser.screenshot('admin-memory', [
@@ -266,14 +90,42 @@ def test_admin_memory_host_bars_carry_the_api_numbers(browser, deployment,
         if key not in ('lent_mb', 'borrowed_mb')])
 
 
+def test_admin_hosts_sort_on_the_server(browser, deployment, admin_api):
+    browser.login(deployment.keystone.admin, '/admin/memory/')
+    # Ascending first, then descending on a second click.
+    for direction in ('asc', 'desc'):
+        browser.find('a.memagg-sort[data-sort="wss_maxavg_mb"]').click()
+        polling.wait_for(lambda: ('dir=%s' % direction) in
+                         browser.driver.current_url, 30,
+                         message='sorted %s' % direction)
+        shown = [svg.get_attribute('data-host')
+                 for svg in browser.find_all('svg.memagg-host')]
+        expected = [u['host'] for u in admin_api.host_usages.page(
+            sort_key='wss_maxavg_mb', sort_dir=direction).items]
+        assert shown == expected[:len(shown)]
+
+
+def test_cloud_over_time(browser, deployment, admin_api):
+    browser.login(deployment.keystone.admin, '/admin/memory/cloud/?range=7d')
+    usage = admin_api.cloud_usage.get()
+    assert browser.find_all('#memagg-cloud-memory .memagg-x-tick')
+    freed = [int(dot.get_attribute('data-mb')) for dot in browser.find_all(
+        '#memagg-cloud-memory g[data-series="freed_mb"] circle')]
+    assert freed and freed[-1] == usage['history'][-1]['freed_mb']
+    assert browser.find('.memagg-range a.active').text == '7d'
+    browser.screenshot('admin-cloud', [
+        c for _, _, c in charts.CLOUD_MEMORY_SERIES])
+
+
 def test_instance_chart_carries_the_wss_history(browser, deployment,
                                                 admin_api):
     uuid = deployment.instances['admin'][0]
+    # A week: the seeded samples are as old as the session.
     browser.login(deployment.keystone.admin,
-                  '/admin/memory/instances/%s/' % uuid)
+                  '/admin/memory/instances/%s/?range=7d' % uuid)
     samples = list(admin_api.instances.wss(uuid).all_items())
     assert samples
-    for key in ('wss_mb', 'target_mb'):
+    for key in ('wss_mb', 'target_mb', 'wss_maxavg_mb', 'reclaimed_mb'):
         shown = [(int(dot.get_attribute('data-mb')),
                   dot.get_attribute('data-at'))
                  for dot in browser.find_all(
@@ -286,8 +138,17 @@ def test_instance_chart_carries_the_wss_history(browser, deployment,
     assert instance['local_policy']
     assert (browser.find('#memagg-local-policy').text
             == instance['local_policy'])
-    browser.screenshot('admin-instance',
-                       [c for _, _, c in charts.HISTORY_SERIES])
+    assert browser.find_all('#memagg-history .memagg-x-tick')
+    assert (browser.find('#memagg-instance-name').text ==
+            instance['name'])
+    # The seeded grant lends it memory: the remote line ends on it.
+    lent = sum(g['granted_mb'] for g in admin_api.grants.list(
+        instance_uuid=uuid).all_items() if g['status'] == 'active')
+    assert lent > 0
+    assert browser.attr('#memagg-history g[data-series="remote_mb"]',
+                        'data-latest-mb') == str(lent)
+    browser.screenshot('admin-instance', [
+        c for key, _, c in charts.HISTORY_SERIES if key != 'reclaimed_mb'])
 
 
 def test_reservoir_lists_the_grant_with_its_donors(
@@ -299,27 +160,39 @@ def test_reservoir_lists_the_grant_with_its_donors(
     assert browser.find(row + ' .memagg-donors').text == ', '.join(
         sorted({slab['donor_host'] for slab in grant['slabs']}))
     assert browser.attr(row, 'data-granted-mb') == str(grant['granted_mb'])
+    assert browser.find(row + ' .memagg-grant-instance').text == \
+        admin_api.instances.get(grant['instance_uuid'])['name']
     total = admin_api.reservoir.get()
     assert browser.attr('#memagg-reservoir-total', 'data-free-mb') == str(
         total['free_reservoir_mb'])
     browser.screenshot('admin-reservoir', [])
 
 
-def test_audit_shows_ordered_actions_and_execute_to_an_admin(
+def test_audit_created_from_the_panel_shows_its_plan_by_name(
         browser, deployment, admin_api):
-    audit = admin_api.audits.create(auto_execute=False)
+    browser.login(deployment.keystone.admin, '/admin/memory/audits/')
+    browser.find('#memagg-create-audit').click()
+    polling.wait_for(lambda: browser.find_all('#memagg-audit-state'),
+                     30, message='the new audit\'s page')
+    uuid = browser.driver.current_url.rstrip('/').rsplit('/', 1)[-1]
     audit = polling.wait_for(
         lambda: (lambda a: a if a['state'] not in ('pending', 'planning')
-                 else None)(admin_api.audits.get(audit['uuid'])),
+                 else None)(admin_api.audits.get(uuid)),
         AUDIT_TIMEOUT, interval=0.2, message='the audit planned')
-    browser.login(deployment.keystone.admin, '/admin/memory/audits/')
-    assert browser.find_all('.memagg-audits tr[data-uuid="%s"]'
-                            % audit['uuid'])
-    browser.open('/admin/memory/audits/%s/' % audit['uuid'])
+    assert audit['auto_execute'] is False
+    browser.open('/admin/memory/audits/')
+    assert browser.find_all('.memagg-audits tr[data-uuid="%s"]' % uuid)
+    browser.open('/admin/memory/audits/%s/' % uuid)
     assert browser.find('#memagg-audit-state').text == audit['state']
     shown = [int(row.get_attribute('data-sequence'))
              for row in browser.find_all('.memagg-actions tr[data-sequence]')]
     assert shown == sorted(a['sequence'] for a in audit['actions'])
+    names = {i['uuid']: i['name']
+             for i in admin_api.instances.list(limit=1000).all_items()}
+    migrated = [a for a in audit['actions'] if a['instance_uuid']]
+    cells = [c.text for c in browser.find_all('.memagg-action-instance a')]
+    assert cells == [names[a['instance_uuid']] for a in
+                     sorted(migrated, key=lambda a: a['sequence'])]
     # The admin may execute; the button is there only while the plan
     # waits for it.
     assert (len(browser.find_all('#memagg-execute')) ==
@@ -337,17 +210,17 @@ def test_member_sees_only_own_instances(browser, deployment, admin_api):
                member.project_id for uuid in shown)
     browser.screenshot('project-memory', [])
     uuid = deployment.instances['member'][0]
-    browser.open('/project/memory/instances/%s/' % uuid)
+    browser.open('/project/memory/instances/%s/?range=7d' % uuid)
     wss = [int(dot.get_attribute('data-mb')) for dot in browser.find_all(
         '#memagg-history g[data-series="wss_mb"] circle')]
     assert wss == [s['wss_mb']
                    for s in admin_api.instances.wss(uuid).all_items()]
-    browser.screenshot('project-instance',
-                       [c for _, _, c in charts.HISTORY_SERIES])
-    # Admin → Memory is not for a member: Horizon's "not authorized" page.
-    browser.open('/admin/memory/')
-    assert 'not authorized' in browser.find('body').text
-    assert not browser.find_all('.memagg-host')
+    # A member may not list grants: remote memory is not drawn.
+    assert browser.attr('#memagg-history g[data-series="remote_mb"]',
+                        'data-latest-mb') == 'None'
+    browser.screenshot('project-instance', [
+        c for key, _, c in charts.HISTORY_SERIES
+        if key not in ('remote_mb', 'reclaimed_mb')])
     # Admin → Memory is not for a member: Horizon's "not authorized" page.
     browser.open('/admin/memory/')
     assert 'not authorized' in browser.find('body').text

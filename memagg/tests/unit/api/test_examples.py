@@ -50,6 +50,9 @@ CALLS = {
                             {'memory_basis': 'wss', 'auto_execute': False}),
     'audits_execute_audit': ('POST', '/v1/audits/%s/execute' % RECOMMENDED,
                              {}),
+    'cloud_usage_get_cloud_usage': (
+        'GET', '/v1/cloud_usage?since=2024-05-01T12:00:00Z'
+        '&until=2024-05-01T12:06:00Z&points=2', None),
     'grants_list_grants': ('GET', '/v1/grants', None),
     'grants_get_grant': ('GET', '/v1/grants/' + data.GRANT, None),
     'grants_create_grant': ('POST', '/v1/grants',

@@ -13,6 +13,7 @@
 """memagg.client against the real API app served over HTTP: microversion
 negotiation, the header on every call, every operation, paging, and each
 error as a typed exception with the API's message, field and request id."""
+import datetime
 import socket
 
 import pytest
@@ -262,6 +263,37 @@ def test_listing_host_usages_needs_1_5(make_client, server):
 
     assert str(caught.value) == ('listing host usages needs microversion '
                                  '1.5 or later; this client uses 1.4')
+    assert _sent(server[1]) == []
+
+
+def test_host_usages_by_page(memagg, server):
+    page = memagg.host_usages.page(limit=1, sort_key='memory_mb',
+                                   sort_dir='desc', host_contains='HOST')
+
+    assert [u['host'] for u in page.items] == ['host-1']
+    assert page.items[0]['borrowed_mb'] == 512
+    assert page.next_marker == 'host-1'
+    assert [u['host'] for u in page.next_page().items] == ['host-2']
+    assert [u['host'] for u in memagg.host_usages.page(
+        state='standby').items] == []
+
+
+def test_cloud_usage(memagg, server):
+    usage = memagg.cloud_usage.get(
+        since=datetime.datetime(2024, 5, 1, 12, 0),
+        until='2024-05-01T12:06:00Z', points=2)
+
+    assert usage['now']['booked_mb'] == 8192
+    assert [p['at'] for p in usage['history']] == [
+        '2024-05-01T12:00:00Z', '2024-05-01T12:03:00Z']
+
+
+def test_cloud_usage_and_pages_of_host_usages_need_1_12(make_client,
+                                                        server):
+    client = make_client('1.11')
+    for call in (client.cloud_usage.get, client.host_usages.page):
+        with pytest.raises(exceptions.UnsupportedVersion):
+            call()
     assert _sent(server[1]) == []
 
 

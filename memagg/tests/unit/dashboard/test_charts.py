@@ -10,11 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The charts' scales and the cloud-wide summary."""
+"""The charts' scales, time axes and series."""
+import datetime
+
 import pytest
 
-from memagg.dashboard import api
 from memagg.dashboard import charts
+
+UTC = datetime.timezone.utc
+T0 = datetime.datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize('value, ceiling', [
@@ -24,36 +28,98 @@ def test_nice_ceiling(value, ceiling):
     assert charts.nice_ceiling(value) == ceiling
 
 
-def _row(host, memory, wss, booked=0, state='active'):
-    return dict(host=host, state=state, memory_mb=memory, reserved_mb=0,
-                wss_maxavg_mb=wss, booked_mb=booked, lent_mb=0,
-                borrowed_mb=0, free_reservoir_mb=0)
+def _row(host, memory, booked=0, lent=0):
+    return dict(host=host, memory_mb=memory, booked_mb=booked,
+                wss_maxavg_mb=booked // 2, lent_mb=lent, borrowed_mb=0,
+                free_reservoir_mb=0)
 
 
-def test_summary_packs_wss_onto_the_largest_hosts():
-    rows = [_row('a', 1000, 600, 900), _row('b', 4000, 900, 2000),
-            _row('c', 2000, 1000, 1500), _row('d', 8000, 0, state='standby')]
-    # 2500 MiB of WSS: b (4000) holds it all; a and c could be emptied.
-    summary = api.summary(rows)
-    assert summary['emptiable_hosts'] == 2
-    assert summary['freed_mb'] == 4400 - 2500
-    assert summary['active_hosts'] == 3
+def test_host_bars_share_the_page_scale():
+    rows = [_row('a', 1000, 900), _row('b', 4000, 6000, lent=256)]
+    scale = charts.host_scale(rows)
+    bar = charts.host_bar(rows[1], scale)
+
+    assert scale == 10000
+    assert [(line['key'], line['mb'], line['width']) for line in
+            bar['lines']][:4] == [('memory_mb', 4000, 96.0),
+                                  ('booked_mb', 6000, 144.0),
+                                  ('wss_maxavg_mb', 3000, 72.0),
+                                  ('lent_mb', 256, 6.1)]
+    # Thin lines, one under the other: the whole bar stays one row high.
+    assert bar['height'] < 32
 
 
-def test_summary_when_wss_needs_every_host():
-    rows = [_row('a', 1000, 900), _row('b', 1000, 900)]
-    assert api.summary(rows)['emptiable_hosts'] == 0
+@pytest.mark.parametrize('length, step, fmt', [
+    (datetime.timedelta(hours=1), 10, '%H:%M'),
+    (datetime.timedelta(hours=6), 60, '%H:%M'),
+    (datetime.timedelta(days=1), 180, '%H:%M'),
+    (datetime.timedelta(days=7), 1440, '%d %b %H:%M')])
+def test_time_ticks_fall_on_round_times(length, step, fmt):
+    start = T0 + datetime.timedelta(minutes=7, seconds=30)
+    ticks = charts.time_ticks(start, start + length)
+
+    assert 3 <= len(ticks) <= charts.MAX_TICKS
+    assert all(start <= t['at'] <= start + length for t in ticks)
+    assert all(t['at'].second == 0 and
+               (t['at'].hour * 60 + t['at'].minute) % step == 0
+               for t in ticks)
+    assert ticks[0]['label'] == ticks[0]['at'].strftime(fmt)
+
+
+def _sample(minute, wss, target=None, reclaimed=None):
+    return {'sampled_at': (T0 + datetime.timedelta(minutes=minute))
+            .strftime('%Y-%m-%dT%H:%M:%SZ'), 'wss_mb': wss,
+            'wss_maxavg_mb': wss + 100, 'target_mb': target,
+            'current_mb': 2000, 'reclaimed_mb': reclaimed}
 
 
 def test_history_without_samples_draws_nothing():
-    assert charts.history({'booked_mb': 4096}, []) is None
+    assert charts.history({'booked_mb': 4096}, [], T0, T0) is None
 
 
-def test_history_single_sample_sits_mid_chart():
-    sample = {'sampled_at': '2026-11-26T10:00:00Z', 'wss_mb': 1000,
-              'target_mb': None, 'current_mb': 2000}
-    chart = charts.history({'booked_mb': 4096}, [sample])
-    wss = next(s for s in chart['series'] if s['key'] == 'wss_mb')
-    target = next(s for s in chart['series'] if s['key'] == 'target_mb')
-    assert wss['dots'][0]['x'] == (chart['left'] + chart['right']) / 2
-    assert target['dots'] == [] and target['latest_mb'] is None
+def test_history_spans_the_range_chosen():
+    end = T0 + datetime.timedelta(hours=1)
+    chart = charts.history({'booked_mb': 4096},
+                           [_sample(30, 1000), _sample(60, 1200, 1500, 64)],
+                           T0, end)
+    series = {s['key']: s for s in chart['series']}
+
+    # Half-way through the hour is half-way across the plot.
+    assert series['wss_mb']['dots'][0]['x'] == (chart['left'] +
+                                                chart['right']) / 2
+    assert series['wss_mb']['dots'][1]['x'] == chart['right']
+    assert series['wss_maxavg_mb']['latest_mb'] == 1300
+    assert [d['mb'] for d in series['target_mb']['dots']] == [1500]
+    assert [d['mb'] for d in series['reclaimed_mb']['dots']] == [64]
+    # Remote memory is drawn only when the grants are known.
+    assert series['remote_mb']['dots'] == []
+    assert [t['label'] for t in chart['x_ticks']] == [
+        '10:00', '10:10', '10:20', '10:30', '10:40', '10:50', '11:00']
+
+
+def test_remote_memory_follows_the_grants():
+    grants = [
+        {'created_at': '2026-11-26T10:10:00Z', 'updated_at': None,
+         'status': 'active', 'granted_mb': 256},
+        {'created_at': '2026-11-26T10:05:00Z',
+         'updated_at': '2026-11-26T10:20:00Z', 'status': 'released',
+         'granted_mb': 128}]
+    chart = charts.history({'booked_mb': 4096},
+                           [_sample(m, 1000) for m in (0, 6, 15, 30)],
+                           T0, T0 + datetime.timedelta(hours=1), grants)
+    remote = next(s for s in chart['series'] if s['key'] == 'remote_mb')
+
+    assert [d['mb'] for d in remote['dots']] == [0, 128, 384, 256]
+
+
+def test_cloud_charts_memory_then_hosts():
+    points = [dict(at='2026-11-26T10:00:00Z', hosts=3, booked_mb=9000,
+                   wss_maxavg_mb=3000, freed_mb=6000, hosts_needed=1,
+                   emptiable_hosts=2)]
+    memory, hosts = charts.cloud(points, T0,
+                                 T0 + datetime.timedelta(days=1))
+
+    assert [s['latest_mb'] for s in memory['series']] == [9000, 3000, 6000]
+    assert [s['latest_mb'] for s in hosts['series']] == [3, 1, 2]
+    assert hosts['unit'] == 'hosts'
+    assert charts.cloud([], T0, T0) == (None, None)

@@ -14,12 +14,14 @@
 helpers (a logged-in user and its catalog) and memagg's Client replaced at
 its class: every page shows what the API answered, and policy decides
 what a user sees and may do."""
+import datetime
 import pathlib
 import tempfile
 import unittest
 from unittest import mock
 
 from django.urls import reverse
+from django.utils import timezone
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from openstack_auth import policy as auth_policy
@@ -29,7 +31,6 @@ from openstack_dashboard.test.test_data import exceptions as \
 
 from memagg.client import client as memagg_client
 from memagg.client import exceptions as client_exc
-from memagg.dashboard import charts
 
 ENDPOINT = 'http://memagg.example.com:8780'
 CATALOG_ENTRY = {
@@ -44,14 +45,25 @@ GRANT = 'f3b8e2d1-3333-4e55-b0b2-9a8c7d6e5f01'
 _STUBBED = ('__init__', '__str__', 'silence_logging')
 _ABSENT = object()
 
-HOST_USAGES = {'host_usages': [
-    {'host': 'compute-2', 'state': 'active', 'memory_mb': 65536,
-     'reserved_mb': 1024, 'wss_maxavg_mb': 3000, 'booked_mb': 8192,
-     'instances': 2, 'remote_mb': 0, 'reported_at': '2026-11-26T10:00:00Z'},
+HOST_USAGES = [
     {'host': 'compute-1', 'state': 'active', 'memory_mb': 65536,
      'reserved_mb': 1024, 'wss_maxavg_mb': 4000, 'booked_mb': 12288,
-     'instances': 3, 'remote_mb': 256, 'reported_at': '2026-11-26T10:00:00Z'},
-], 'reservoir_free_mb': 16384}
+     'instances': 3, 'remote_mb': 256, 'reported_at': '2026-11-26T10:00:00Z',
+     'lent_mb': 0, 'borrowed_mb': 256, 'free_reservoir_mb': 8192},
+    {'host': 'compute-2', 'state': 'active', 'memory_mb': 65536,
+     'reserved_mb': 1024, 'wss_maxavg_mb': 3000, 'booked_mb': 8192,
+     'instances': 2, 'remote_mb': 0, 'reported_at': '2026-11-26T10:00:00Z',
+     'lent_mb': 256, 'borrowed_mb': 0, 'free_reservoir_mb': 8192},
+]
+CLOUD = {'now': {'hosts': 2, 'active_hosts': 2, 'memory_mb': 131072,
+                 'booked_mb': 20480, 'wss_maxavg_mb': 7000,
+                 'freed_mb': 13480, 'hosts_needed': 1, 'emptiable_hosts': 1,
+                 'lent_mb': 256},
+         'since': '2026-11-25T10:00:00Z', 'until': '2026-11-26T10:00:00Z',
+         'step_s': 1440, 'history': [
+             {'at': '2026-11-26T09:36:00Z', 'hosts': 2, 'booked_mb': 20480,
+              'wss_maxavg_mb': 7000, 'freed_mb': 13480, 'hosts_needed': 1,
+              'emptiable_hosts': 1}]}
 RESERVOIR = {'free_reservoir_mb': 16384, 'lendable_mb': 8192,
              'lent_mb': 256, 'borrowed_mb': 256, 'hosts': [
                  {'host': 'compute-1', 'free_reservoir_mb': 8192,
@@ -72,6 +84,7 @@ GRANT_DETAIL = {'uuid': GRANT, 'instance_uuid': VM,
                 'consumer_host': 'compute-1', 'requested_mb': 512,
                 'granted_mb': 256, 'status': 'active', 'slab_size_mb': 128,
                 'partial': True, 'reason': 'donors had 256 MiB free',
+                'created_at': '2026-11-26T09:00:00Z', 'updated_at': None,
                 'slabs': [{'index': i, 'donor_host': 'compute-2',
                            'size_mb': 128, 'replica_host': None,
                            'status': 'active', 'endpoint': None}
@@ -93,7 +106,8 @@ AUDIT_DETAIL = {'uuid': AUDIT, 'state': 'recommended',
 
 def page(items, next_marker=None):
     """A stand-in for memagg.client.base.Page."""
-    return mock.Mock(items=items, next_marker=next_marker)
+    return mock.Mock(items=items, next_marker=next_marker,
+                     all_items=lambda: iter(items))
 
 
 class MemaggViewTests(helpers.TestCase):
@@ -136,7 +150,8 @@ class MemaggViewTests(helpers.TestCase):
         self.client_class = patcher.start()
         self.addCleanup(patcher.stop)
         self.memagg = self.client_class.return_value
-        self.memagg.host_usages.list.return_value = HOST_USAGES
+        self.memagg.host_usages.page.return_value = page(HOST_USAGES)
+        self.memagg.cloud_usage.get.return_value = CLOUD
         self.memagg.reservoir.get.return_value = RESERVOIR
         self.memagg.instances.list.return_value = page([INSTANCE])
         self.memagg.instances.get.return_value = INSTANCE
@@ -168,16 +183,23 @@ class ProjectPanelTests(MemaggViewTests):
                             html=True)
         self.assertNotContains(resp, 'compute-1')
         self.memagg.instances.list.assert_called_once_with(marker=None)
-        self.memagg.host_usages.list.assert_not_called()
+        self.memagg.host_usages.page.assert_not_called()
         self.assertNotContains(resp, 'memagg-next')
         self.assert_client_made_from_catalog()
 
+    @mock.patch('django.utils.timezone.now', lambda: datetime.datetime(
+        2026, 11, 26, 10, 30, tzinfo=datetime.timezone.utc))
     def test_instance_history_chart_carries_the_samples(self):
         resp = self.client.get(reverse('horizon:project:memory:instance',
                                        args=[VM]))
         self.assertEqual(200, resp.status_code)
         self.memagg.instances.wss.assert_called_once_with(
-            VM, sort_key='sampled_at', sort_dir='desc', limit=360)
+            VM, since=mock.ANY, sort_key='sampled_at', sort_dir='desc',
+            limit=1000)
+        self.assertEqual('2026-11-26T09:30:00+00:00', self.memagg.instances
+                         .wss.call_args.kwargs['since'].isoformat())
+        # A member may not list grants: no remote memory drawn.
+        self.memagg.grants.list.assert_not_called()
         body = resp.content.decode()
         # Drawn oldest first, left to right.
         for key in ('wss_mb', 'target_mb'):
@@ -195,10 +217,26 @@ class ProjectPanelTests(MemaggViewTests):
         self.assertContains(
             resp, '<dd id="memagg-local-policy">cmms/equal</dd>', html=True)
 
+    def test_instance_history_range_is_chosen(self):
+        resp = self.client.get(reverse('horizon:project:memory:instance',
+                                       args=[VM]), {'range': '7d'})
+        since = self.memagg.instances.wss.call_args.kwargs['since']
+        self.assertAlmostEqual((timezone.now() - since).total_seconds(),
+                               7 * 86400, delta=60)
+        self.assertContains(resp, 'class="btn btn-default btn-sm active" '
+                                  'data-range="7d"')
+
+    def test_unknown_range_is_an_error_not_a_crash(self):
+        resp = self.client.get(reverse('horizon:project:memory:instance',
+                                       args=[VM]), {'range': '2y'})
+        self.assertEqual(200, resp.status_code)
+        self.assertMessageCount(resp, error=1)
+        self.assertContains(resp, 'data-range="1h"')
+
     def test_admin_panel_is_not_for_members(self):
         resp = self.client.get(reverse('horizon:admin:memory:index'))
         self.assertNotEqual(200, resp.status_code)
-        self.memagg.host_usages.list.assert_not_called()
+        self.memagg.host_usages.page.assert_not_called()
 
     def test_pages_follow_the_api_markers(self):
         self.memagg.instances.list.return_value = page([INSTANCE],
@@ -228,11 +266,12 @@ class AdminViewTests(MemaggViewTests):
 
 class AdminPanelTests(AdminViewTests):
 
-    def test_host_bars_and_summary(self):
+    def test_host_table_bars_and_summary(self):
         resp = self.client.get(reverse('horizon:admin:memory:index'))
         self.assertEqual(200, resp.status_code)
         body = resp.content.decode()
-        # compute-1 comes first: hosts are shown by name.
+        self.memagg.host_usages.page.assert_called_once_with(
+            limit=20, marker=None, sort_key='host', sort_dir='asc')
         self.assertLess(body.index('data-host="compute-1"'),
                         body.index('data-host="compute-2"'))
         for series, mb in (('memory_mb', 65536), ('booked_mb', 12288),
@@ -242,15 +281,103 @@ class AdminPanelTests(AdminViewTests):
             self.assertIn('data-series="%s" data-mb="%d"' % (series, mb),
                           body)
         self.assertIn('data-series="lent_mb" data-mb="256"', body)
-        # Booked 20480, WSS 7000: 13480 freed; 7000 MiB fit on one host.
         self.assertContains(
             resp, '<dd data-mb="13480" id="memagg-freed">13480 MiB</dd>',
             html=True)
         self.assertContains(
             resp, '<dd id="memagg-emptiable" data-hosts="1">1</dd>',
             html=True)
-        self.assertEqual(charts.nice_ceiling(65536),
-                         resp.context['bars']['scale_mb'])
+        # Only now is shown: the shortest range is summed.
+        kwargs = self.memagg.cloud_usage.get.call_args.kwargs
+        self.assertEqual(1, (kwargs['until'] - kwargs['since']).seconds)
+        # Every figure's header sorts on the server, the bar's does not.
+        self.assertContains(resp, 'data-sort="booked_mb" '
+                                  'href="?sort=booked_mb&amp;dir=asc"')
+        self.assertNotContains(resp, 'data-sort="bar"')
+        self.assertNotContains(resp, 'Next&nbsp;')
+
+    def test_host_table_sorts_and_pages_on_the_server(self):
+        self.memagg.host_usages.page.return_value = page(
+            HOST_USAGES, next_marker='compute-2')
+        resp = self.client.get(reverse('horizon:admin:memory:index'),
+                               {'sort': 'booked_mb', 'dir': 'desc',
+                                'marker': 'compute-0'})
+        self.memagg.host_usages.page.assert_called_once_with(
+            limit=20, marker='compute-0', sort_key='booked_mb',
+            sort_dir='desc')
+        # Next and Prev keep the sort; the sorted column's header turns
+        # it round.
+        self.assertContains(
+            resp, 'href="?marker=compute-2&amp;sort=booked_mb&amp;dir=desc"')
+        self.assertContains(
+            resp, 'href="?prev_marker=compute-1&amp;sort=booked_mb&amp;'
+                  'dir=desc"')
+        self.assertContains(resp, 'href="?sort=booked_mb&amp;dir=asc"')
+
+    def test_host_table_previous_page_reads_backwards(self):
+        self.memagg.host_usages.page.return_value = page(
+            HOST_USAGES[::-1], next_marker=None)
+        resp = self.client.get(reverse('horizon:admin:memory:index'),
+                               {'prev_marker': 'compute-3'})
+        self.memagg.host_usages.page.assert_called_once_with(
+            limit=20, marker='compute-3', sort_key='host', sort_dir='desc')
+        body = resp.content.decode()
+        self.assertLess(body.index('data-host="compute-1"'),
+                        body.index('data-host="compute-2"'))
+        self.assertNotIn('prev_marker=compute-1', body)
+        self.assertIn('?marker=compute-2', body)
+
+    def test_host_table_filter_is_the_apis(self):
+        url = reverse('horizon:admin:memory:index')
+        self.client.post(url, {'hosts__filter__q': 'rack-1',
+                               'hosts__filter__q_field':
+                                   'host_contains'})
+        self.client.get(url)
+        self.memagg.host_usages.page.assert_called_with(
+            limit=20, marker=None, sort_key='host', sort_dir='asc',
+            host_contains='rack-1')
+
+    def test_bad_sort_is_an_error_and_the_default_order(self):
+        resp = self.client.get(reverse('horizon:admin:memory:index'),
+                               {'sort': 'secret', 'dir': 'up'})
+        self.assertEqual(200, resp.status_code)
+        self.assertMessageCount(resp, error=1)
+        self.memagg.host_usages.page.assert_called_once_with(
+            limit=20, marker=None, sort_key='host', sort_dir='asc')
+
+    def test_api_error_shows_the_page_without_hosts(self):
+        self.memagg.host_usages.page.side_effect = client_exc.Forbidden(
+            'denied')
+        resp = self.client.get(reverse('horizon:admin:memory:index'))
+        self.assertEqual(200, resp.status_code)
+        self.assertMessageCount(resp, error=1)
+
+    def test_cloud_over_the_range_chosen(self):
+        resp = self.client.get(reverse('horizon:admin:memory:cloud'),
+                               {'range': '6h'})
+        self.assertEqual(200, resp.status_code)
+        kwargs = self.memagg.cloud_usage.get.call_args.kwargs
+        self.assertEqual(6 * 3600, (kwargs['until'] -
+                                    kwargs['since']).total_seconds())
+        body = resp.content.decode()
+        self.assertIn('id="memagg-cloud-memory"', body)
+        self.assertIn('data-series="freed_mb" data-latest-mb="13480"', body)
+        self.assertIn('data-series="emptiable_hosts" data-latest-mb="1"',
+                      body)
+        self.assertIn('class="memagg-x-tick"', body)
+
+    def test_admin_instances_with_hosts(self):
+        resp = self.client.get(reverse('horizon:admin:memory:instances'))
+        self.assertContains(resp, 'vm-one')
+        self.assertContains(resp, 'compute-1')
+
+    def test_admin_instance_chart_draws_remote_memory(self):
+        self.memagg.grants.list.return_value = page([GRANT_DETAIL])
+        resp = self.client.get(reverse('horizon:admin:memory:instance',
+                                       args=[VM]))
+        self.memagg.grants.list.assert_called_once_with(instance_uuid=VM)
+        self.assertContains(resp, 'data-series="remote_mb" '
+                                  'data-latest-mb="256"')
 
     def test_reservoir_shows_donors_slabs_and_partial_reason(self):
         resp = self.client.get(reverse('horizon:admin:memory:reservoir'))
@@ -260,6 +387,9 @@ class AdminPanelTests(AdminViewTests):
             resp, '<td class="memagg-donors">compute-2</td>', html=True)
         self.assertContains(resp, 'donors had 256 MiB free')
         self.assertContains(resp, '#1 compute-2 128 MiB (active)')
+        # The instance by name, its host's instances listed once.
+        self.memagg.instances.list.assert_called_once_with(host='compute-1')
+        self.assertContains(resp, 'title="%s">vm-one</a>' % VM)
 
     def test_audit_actions_in_order_with_execute(self):
         resp = self.client.get(reverse('horizon:admin:memory:audit',
@@ -269,6 +399,8 @@ class AdminPanelTests(AdminViewTests):
         self.assertLess(body.index('data-sequence="1"'),
                         body.index('data-sequence="2"'))
         self.assertContains(resp, 'id="memagg-execute"')
+        self.memagg.instances.list.assert_called_once_with(host='compute-2')
+        self.assertContains(resp, 'title="%s">vm-one</a>' % VM)
         # The plan is the table only: Horizon's page header renders a
         # context variable named "actions" as its buttons.
         self.assertNotIn('action_type', body)
@@ -292,11 +424,30 @@ class AdminPanelTests(AdminViewTests):
         self.assertContains(resp, 'compute-2 underloaded')
         self.memagg.audits.list.assert_called_once_with(
             marker=None, sort_key='created_at', sort_dir='desc')
+        self.assertContains(resp, 'id="memagg-create-audit"')
+
+    def test_create_audit_calls_the_api(self):
+        self.memagg.audits.create.return_value = dict(AUDIT_DETAIL,
+                                                      state='pending')
+        resp = self.client.post(reverse('horizon:admin:memory:create_audit'),
+                                {'memory_basis': 'booked'})
+        self.assertRedirectsNoFollow(
+            resp, reverse('horizon:admin:memory:audit', args=[AUDIT]))
+        self.memagg.audits.create.assert_called_once_with(
+            memory_basis='booked', auto_execute=False)
+
+    def test_create_audit_with_a_bad_basis_is_an_error(self):
+        resp = self.client.post(reverse('horizon:admin:memory:create_audit'),
+                                {'memory_basis': 'vibes'})
+        self.assertRedirectsNoFollow(
+            resp, reverse('horizon:admin:memory:audits'))
+        self.memagg.audits.create.assert_not_called()
 
 
 class PolicyOverrideTests(AdminViewTests):
-    """An operator's policy file that keeps Execute from administrators
-    too: the button goes and a posted form is refused."""
+    """An operator's policy file that keeps Execute and audit creation
+    from administrators too: the buttons go and a posted form is
+    refused."""
 
     def setUp(self):
         super().setUp()
@@ -304,7 +455,7 @@ class PolicyOverrideTests(AdminViewTests):
         self.addCleanup(tmp.cleanup)
         directory = pathlib.Path(tmp.name)
         (directory / 'memagg_policy.yaml').write_text(
-            '"memagg:audit:execute": "!"\n')
+            '"memagg:audit:execute": "!"\n"memagg:audit:create": "!"\n')
         patcher = mock.patch.object(auth_policy, '_BASE_PATH',
                                     str(directory))
         patcher.start()
@@ -322,6 +473,17 @@ class PolicyOverrideTests(AdminViewTests):
                                         args=[AUDIT]))
         self.assertEqual(403, resp.status_code)
         self.memagg.audits.execute.assert_not_called()
+
+    def test_no_create_audit_form(self):
+        resp = self.client.get(reverse('horizon:admin:memory:audits'))
+        self.assertEqual(200, resp.status_code)
+        self.assertNotContains(resp, 'id="memagg-create-audit"')
+
+    def test_posted_create_audit_is_refused(self):
+        resp = self.client.post(reverse('horizon:admin:memory:create_audit'),
+                                {'memory_basis': 'wss'})
+        self.assertEqual(403, resp.status_code)
+        self.memagg.audits.create.assert_not_called()
 
 
 def test_view_tests_leave_client_exceptions_as_they_were():

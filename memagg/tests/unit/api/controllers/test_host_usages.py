@@ -145,7 +145,7 @@ def test_one_query_per_table_however_many_hosts(api):
     rows.insert(models.Host, *[dict(name='empty-%d' % n) for n in range(30)])
     many = queries()
 
-    assert len(many) == len(few) == 4
+    assert len(many) == len(few) == 5
     assert len(_by_host(_get(api).json)) == 2 + 2 + 30
 
 
@@ -163,3 +163,68 @@ def test_unknown_below_1_5(api, version):
 
     assert response.status_code == 404
     assert _get(api).status_code == 200
+
+
+V112 = {microversion.HEADER: 'memory-aggregation 1.12'}
+
+
+def test_1_12_shows_what_each_host_lends_borrows_and_has_free(api):
+    body = _get(api, V112).json
+    usages = _by_host(body)
+
+    assert body['links'] == []
+    # host-2 lends the grant's two 256 MiB slabs to host-1's instance.
+    assert (usages['host-2']['lent_mb'], usages['host-2']['borrowed_mb']) \
+        == (512, 0)
+    assert (usages['host-1']['lent_mb'], usages['host-1']['borrowed_mb']) \
+        == (0, 512)
+    assert usages['host-1']['free_reservoir_mb'] == 4096
+    assert 'lent_mb' not in _by_host(_get(api).json)['host-1']
+
+
+def test_1_12_pages_follow_the_sort_and_filters(api):
+    for n in range(5):
+        rows.insert(models.Host, dict(name='rack-%d' % n,
+                                      memory_mb=1000 * (5 - n)))
+    url = URL + '?limit=2&sort_key=memory_mb&sort_dir=desc' \
+                '&host_contains=RACK'
+    first = api.get(url, headers=V112).json
+    assert [u['host'] for u in first['host_usages']] == ['rack-0', 'rack-1']
+    [link] = first['links']
+    assert link['rel'] == 'next' and 'marker=rack-1' in link['href']
+    second = api.get(link['href'], headers=V112).json
+    assert [u['host'] for u in second['host_usages']] == ['rack-2', 'rack-3']
+    last = api.get(url + '&marker=rack-3', headers=V112).json
+    assert [u['host'] for u in last['host_usages']] == ['rack-4']
+    assert last['links'] == []
+    # The reservoir's total does not depend on the page.
+    assert last['reservoir_free_mb'] == _get(api).json['reservoir_free_mb']
+
+
+def test_1_12_state_filter(api):
+    _seed_sums()
+    body = api.get(URL + '?state=standby', headers=V112).json
+
+    assert [u['host'] for u in body['host_usages']] == ['host-5']
+
+
+@pytest.mark.parametrize('query, field', [
+    ('sort_key=cpu', 'sort_key'), ('limit=0', 'limit'),
+    ('marker=no-such-host', 'marker'), ('sort_dir=up', 'sort_dir'),
+    ('colour=red', 'colour')])
+def test_1_12_bad_query_is_400_naming_it(api, query, field):
+    response = api.get(URL + '?' + query, headers=V112)
+
+    assert response.status_code == 400
+    assert response.json['errors'][0]['field'] == field
+
+
+def test_query_below_1_12_is_400(api):
+    response = _get(api, {microversion.HEADER:
+                          'memory-aggregation 1.11'})
+    assert response.status_code == 200
+    response = api.get(URL + '?limit=1', headers=V15)
+
+    assert response.status_code == 400
+    assert response.json['errors'][0]['field'] == 'limit'
+    assert '1.12' in response.json['errors'][0]['detail']
