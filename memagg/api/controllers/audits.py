@@ -22,6 +22,7 @@ import re
 
 from memagg.api.controllers import base
 from memagg.api.policies import audits as policy
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
@@ -93,7 +94,7 @@ def _check_parameters(memory_basis, parameters):
             'planned by memagg-scheduler (pending, planning, then '
             'recommended or failed). Since 1.2.',
             schemas.item_response('audit', 'AuditDetail'), method='POST',
-            body=schemas.AUDIT_CREATE, status=202, min_version=_SINCE)
+            body=request_schemas.AUDIT_CREATE, status=202, min_version=_SINCE)
 def create_audit(query, body):
     base.enforce(policy.CREATE)
     ctxt = base.context()
@@ -122,7 +123,7 @@ def create_audit(query, body):
             'failed). '
             'Since 1.2.',
             schemas.item_response('audit', 'AuditDetail'), method='POST',
-            path_params={'uuid': schemas.UUID}, body=schemas.NO_BODY,
+            path_params={'uuid': schemas.UUID}, body=request_schemas.NO_BODY,
             status=202, errors=(404, 409), min_version=_SINCE)
 def execute_audit(uuid, query, body):
     base.enforce(policy.EXECUTE)

@@ -28,6 +28,7 @@ from oslo_log import log as logging
 
 from memagg.api import microversion
 from memagg.api import policy
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import validation
 from memagg.common import exceptions
@@ -86,7 +87,7 @@ class Route:
 
     def query_schema(self, max_limit):
         return (self.query(max_limit) if self.query
-                else schemas.NO_QUERY)
+                else request_schemas.NO_QUERY)
 
 
 ROUTES = []
@@ -121,7 +122,7 @@ def methods_at(path, version):
 
 def list_query(collection):
     """The ``query`` argument of @route for a paginated collection."""
-    return lambda max_limit: schemas.list_query(collection, max_limit)
+    return lambda max_limit: request_schemas.list_query(collection, max_limit)
 
 
 def context():

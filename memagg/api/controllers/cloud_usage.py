@@ -25,6 +25,7 @@ from oslo_utils import timeutils
 from memagg.api.controllers import base
 from memagg.api.controllers import host_usages
 from memagg.api.policies import cloud_usage as policy
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import validation
 from memagg.api import views
@@ -94,7 +95,7 @@ def _history(context, since, until, points):
             'time range: booked, kept in RAM, freed, and how many hosts '
             'could be emptied. Since 1.12.',
             schemas.item_response('cloud_usage', 'CloudUsage'),
-            query=schemas.cloud_usage_query, min_version=_SINCE)
+            query=request_schemas.cloud_usage_query, min_version=_SINCE)
 def get_cloud_usage(query):
     base.enforce(policy.GET)
     context = base.context()

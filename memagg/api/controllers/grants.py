@@ -25,6 +25,7 @@ hosts with bounded retries (memagg.scheduler.reservoir).
 """
 from memagg.api.controllers import base
 from memagg.api.policies import grants as policy
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
@@ -69,7 +70,7 @@ def get_grant(uuid, query):
             'slabs reserved; it ends active, or failed with the reason. '
             'Since 1.3.',
             schemas.item_response('grant', 'GrantDetail'), method='POST',
-            body=schemas.GRANT_CREATE, status=201, errors=(404, 409),
+            body=request_schemas.GRANT_CREATE, status=201, errors=(404, 409),
             min_version=_SINCE, status_since=((_AT_ONCE, 202),))
 def create_grant(query, body):
     base.enforce(policy.CREATE)

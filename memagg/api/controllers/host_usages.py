@@ -32,6 +32,7 @@ from oslo_utils import timeutils
 
 from memagg.api.controllers import base
 from memagg.api.policies import host_usages as policy
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
@@ -95,7 +96,7 @@ def _page(rows, query):
             'instances use, with what the reservoir could lend now. Since '
             '1.5; unpaginated unless a limit is given (since 1.12).',
             schemas.ref('HostUsages'), min_version=_SINCE,
-            query=schemas.host_usages_query)
+            query=request_schemas.host_usages_query)
 def list_host_usages(query):
     base.enforce(policy.LIST)
     version = base.version()

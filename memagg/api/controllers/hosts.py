@@ -13,6 +13,7 @@
 """/v1/hosts: compute nodes as memagg-compute reports them."""
 from memagg.api.controllers import base
 from memagg.api.policies import hosts as policy
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
@@ -44,7 +45,7 @@ def get_host(name, query):
             'what the reclaim took (reclaiming); memagg-scheduler carries '
             'it out. A slab is taken by one reclaim only. Since 1.3.',
             schemas.ref('Reclaimed'), method='POST',
-            path_params={'name': schemas.NAME}, body=schemas.RECLAIM,
+            path_params={'name': schemas.NAME}, body=request_schemas.RECLAIM,
             errors=(404,), min_version=(1, 3))
 def reclaim_host(name, query, body):
     base.enforce(policy.RECLAIM)

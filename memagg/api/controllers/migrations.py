@@ -20,6 +20,7 @@ plan is executed (memagg.scheduler.migration).
 """
 from memagg.api.controllers import base
 from memagg.api.policies import migrations as policy
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import views
 from memagg.common import exceptions
@@ -75,8 +76,8 @@ def _check_request(instance, dest):
             'running, then succeeded or failed; it is executed as a '
             'one-action plan, listed with the audits. Since 1.4.',
             schemas.item_response('migration', 'Migration'), method='POST',
-            body=schemas.MIGRATION_CREATE, status=202, errors=(404, 409),
-            min_version=_SINCE)
+            body=request_schemas.MIGRATION_CREATE, status=202,
+            errors=(404, 409), min_version=_SINCE)
 def create_migration(query, body):
     base.enforce(policy.CREATE)
     ctxt = base.context()

@@ -16,6 +16,7 @@ import pytest
 from werkzeug import datastructures
 
 from memagg.api.controllers import base
+from memagg.api import request_schemas
 from memagg.api import schemas
 from memagg.api import validation
 from memagg.common import exceptions
@@ -24,7 +25,7 @@ from memagg.common import exceptions
 def _query(**args):
     return validation.validate_query(
         datastructures.MultiDict(args),
-        schemas.list_query('services', max_limit=50))
+        request_schemas.list_query('services', max_limit=50))
 
 
 def test_values_are_typed():
@@ -54,11 +55,12 @@ def test_errors_name_field_and_fix(args, field, fragment):
 def test_repeated_parameter():
     args = datastructures.MultiDict([('limit', '1'), ('limit', '2')])
     with pytest.raises(exceptions.InvalidParameter, match='given 2 times'):
-        validation.validate_query(args, schemas.list_query('hosts', 10))
+        validation.validate_query(args,
+                                  request_schemas.list_query('hosts', 10))
 
 
 def test_time_range_format():
-    schema = schemas.list_query('wss_samples', 10)
+    schema = request_schemas.list_query('wss_samples', 10)
     assert validation.validate_query(
         datastructures.MultiDict({'since': '2024-05-01T12:00:00+02:00'}),
         schema) == {'since': '2024-05-01T12:00:00+02:00'}
