@@ -11,10 +11,9 @@
 # under the License.
 
 """Horizon with memagg's panels in a real browser, for the browser tests:
-Horizon 27 served by Django's runserver from this venv, with memagg's
-"enabled" files and policy snippet loaded as a deployment loads them,
-logging in through a real Keystone; Debian's headless chromium driven
-through Selenium; and the check that a screenshot shows a page.
+Horizon as ``memagg-aio --demo`` serves it (memagg.demo.horizon), logging
+in through a real Keystone; Debian's headless chromium driven through
+Selenium; and the check that a screenshot shows a page.
 
 Without chromium, chromedriver or Selenium the tests skip, except under CI
 (CI=true), where a missing browser is a broken setup and fails them.
@@ -22,16 +21,13 @@ Without chromium, chromedriver or Selenium the tests skip, except under CI
 import contextlib
 import io
 import os
-import pathlib
 import shutil
 import tempfile
 
 import pytest
 
-from memagg import dashboard
-from memagg.dashboard import enabled as memagg_enabled
+from memagg.demo import horizon as demo_horizon
 from memagg.tests.functional import keystone as keystone_fixture
-from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
 CHROMIUM = '/usr/bin/chromium'
@@ -43,37 +39,7 @@ CHROMIUM_FLAGS = (
     '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync',
     '--window-size=1280,1400')
-START_TIMEOUT = 120
 PAGE_TIMEOUT = 60
-
-# Horizon's settings import local.local_settings from sys.path: the
-# operator's file, here pointing at the session's Keystone and keeping
-# everything Horizon writes in the test's directory.
-_LOCAL_SETTINGS = """\
-DEBUG = False
-ALLOWED_HOSTS = ['127.0.0.1']
-SECRET_KEY = {secret!r}
-LOCAL_PATH = {dir!r}
-OPENSTACK_KEYSTONE_URL = {auth_url!r}
-OPENSTACK_KEYSTONE_DEFAULT_ROLE = 'member'
-STATIC_ROOT = {dir!r} + '/static'
-COMPRESS_ROOT = STATIC_ROOT
-COMPRESS_OFFLINE = False
-CACHES = {{'default': {{
-    'BACKEND': 'django.core.cache.backends.locmem.LocMemCache'}}}}
-# A token with its catalog outgrows a signed cookie: sessions in files.
-SESSION_ENGINE = 'django.contrib.sessions.backends.file'
-SESSION_FILE_PATH = {dir!r}
-"""
-# The settings module: memagg's enabled files join
-# openstack_dashboard/local/enabled and its snippet runs as if it were in
-# local_settings.d, which is what installing them there does.
-_SETTINGS = """\
-from openstack_dashboard.local import enabled as _local_enabled
-_local_enabled.__path__.append({enabled!r})
-from openstack_dashboard.settings import *  # noqa
-exec(open({snippet!r}).read())
-"""
 
 
 def require_browser():
@@ -95,40 +61,15 @@ def require_browser():
 
 @contextlib.contextmanager
 def serving(directory, auth_url):
-    """Horizon, with memagg's panels, on a free port of 127.0.0.1 as a
-    Django runserver keeping its settings, log and sessions in
-    ``directory`` and logging in through the Keystone at ``auth_url``;
-    yield its URL, stop it afterwards."""
+    """Horizon with memagg's panels as the demo serves it
+    (memagg.demo.horizon), its files in ``directory``, logging in through
+    the Keystone at ``auth_url``; yield its URL, stop it afterwards."""
     require_browser()
-    (directory / 'local').mkdir()
-    (directory / 'local' / '__init__.py').write_text('')
-    (directory / 'local' / 'local_settings.py').write_text(
-        _LOCAL_SETTINGS.format(secret=os.urandom(16).hex(),
-                               dir=str(directory), auth_url=auth_url))
-    snippet = (pathlib.Path(dashboard.__file__).parent /
-               'local_settings.d' / '_90_memagg.py')
-    (directory / 'memagg_horizon_settings.py').write_text(_SETTINGS.format(
-        enabled=memagg_enabled.__path__[0], snippet=str(snippet)))
-    port = service_procs.free_port()
-    url = 'http://127.0.0.1:%d' % port
-    proc = service_procs.Process(
-        'python', ['-m', 'django', 'runserver', '--noreload', '--insecure',
-                   '127.0.0.1:%d' % port],
-        directory / 'horizon.log',
-        env={'DJANGO_SETTINGS_MODULE': 'memagg_horizon_settings',
-             'PYTHONPATH': str(directory), 'PYTHONWARNINGS': 'ignore'})
-
-    def login_page_answers():
-        if not proc.alive():
-            raise RuntimeError('Horizon exited:\n%s' % proc.log()[-4000:])
-        return service_procs.answers(url + '/auth/login/')
-
+    server = demo_horizon.start(directory, auth_url)
     try:
-        polling.wait_for(login_page_answers, START_TIMEOUT,
-                         interval=0.5, message='Horizon answering on ' + url)
-        yield url
+        yield server.url
     finally:
-        proc.stop()
+        server.stop()
 
 
 class Browser:
