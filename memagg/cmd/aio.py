@@ -50,6 +50,7 @@ from oslo_log import log as logging
 from memagg.api import app as api_app
 from memagg.api import server as api_server
 from memagg.cmd import swapd as swapd_cmd
+from memagg.common import context
 from memagg.common import guru
 from memagg.common import rpc
 from memagg.compute import manager as compute_manager
@@ -60,10 +61,13 @@ from memagg.db import facade as db_facade
 from memagg.db import migration
 from memagg.db import secret_box
 from memagg.demo import cloud as demo_cloud
+from memagg.demo import horizon as demo_horizon
 from memagg.demo import keystone as demo_keystone
+from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg import objects
 from memagg.scheduler import manager as scheduler_manager
+from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg import service
 
 LOG = logging.getLogger(__name__)
@@ -82,10 +86,12 @@ cli_opts = [
     cfg.BoolOpt('demo', default=False,
                 help='Boot a demo cloud of tiny real guests (TCG) on this '
                      'host\'s libvirtd, each with a workload that shows one '
-                     'of memagg\'s jobs, and stop them on exit. Needs '
-                     'libvirtd at qemu:///system and about 1.8 GiB of free '
-                     'memory; the guest image is built once from Debian '
-                     'packages and cached.'),
+                     'of memagg\'s jobs, with a donor memagg-swapd, a '
+                     'Keystone and a Horizon of its own, and stop them on '
+                     'exit. Needs libvirtd at qemu:///system, about 2.3 GiB '
+                     'of free memory and the Keystone and Horizon '
+                     'tools/setup.sh installs; the guest image is built '
+                     'once from Debian packages and cached.'),
     cfg.BoolOpt('keep-swapd', default=False,
                 help='Leave the memagg-swapd memagg-aio started running '
                      'when memagg-aio stops: guests swapping to its '
@@ -106,6 +112,9 @@ SWAPD_STOP_TIMEOUT = 30
 #: Where memagg-aio's memagg-swapd takes donor connections by default:
 #: this host only, as nothing else of memagg-aio is on the network.
 SWAPD_LISTEN = 'tcp://127.0.0.1:7450'
+
+#: Where the demo's donor memagg-swapd lends its memory.
+DONOR_LISTEN = 'tcp://127.0.0.1:7451'
 
 
 def default_state_dir():
@@ -197,11 +206,20 @@ def ensure_swapd(conf, state_dir, command=SWAPD_COMMAND,
                  conf.swapd.control_socket)
         return None
     place_swapd_dirs(conf, state_dir)
-    config_path = os.path.join(state_dir, 'swapd.conf')
-    swapd_cmd.write_config(config_path, swapd_cmd.options(conf),
-                           debug=conf.debug)
-    client = swapd_client.SwapdClient(conf.swapd.control_socket, timeout=2)
-    log_path = os.path.join(state_dir, 'swapd.log')
+    return spawn_swapd(swapd_cmd.options(conf), state_dir, 'swapd',
+                       debug=conf.debug, command=command, timeout=timeout)
+
+
+def spawn_swapd(options, state_dir, name, debug=False,
+                command=SWAPD_COMMAND, timeout=SWAPD_START_TIMEOUT):
+    """Start a memagg-swapd with ``options`` ({name: value} of [swapd]),
+    its config, log and pid in ``state_dir``/NAME.conf, NAME.log and
+    NAME.pid; wait until it answers on its control socket. Its Popen, or
+    None when it exited at start."""
+    config_path = os.path.join(state_dir, '%s.conf' % name)
+    swapd_cmd.write_config(config_path, options, debug=debug)
+    client = swapd_client.SwapdClient(options['control_socket'], timeout=2)
+    log_path = os.path.join(state_dir, '%s.log' % name)
     argv = list(command) + ['--config-file', config_path]
     with open(log_path, 'ab') as log:
         # Its own session: Ctrl-C on memagg-aio's terminal does not reach
@@ -220,13 +238,13 @@ def ensure_swapd(conf, state_dir, command=SWAPD_COMMAND,
         if time.monotonic() >= deadline:
             LOG.warning('memagg-swapd (pid %d) did not answer on %s within '
                         '%d s; its log: %s', proc.pid,
-                        conf.swapd.control_socket, timeout, log_path)
+                        options['control_socket'], timeout, log_path)
             break
         time.sleep(0.1)
-    with open(os.path.join(state_dir, 'swapd.pid'), 'w') as f:
+    with open(os.path.join(state_dir, '%s.pid' % name), 'w') as f:
         f.write('%d\n' % proc.pid)
     LOG.info('Started memagg-swapd (pid %d, log %s) on %s', proc.pid,
-             log_path, conf.swapd.control_socket)
+             log_path, options['control_socket'])
     return proc
 
 
@@ -303,9 +321,10 @@ def _configure(argv):
     api_app.set_api_defaults(CONF)
     if CONF.demo:
         demo_cloud.set_defaults(CONF)
-        if demo_keystone.missing():
-            sys.exit('memagg-aio: error: --demo needs %s'
-                     % demo_keystone.missing())
+        for piece in (demo_keystone, demo_horizon):
+            if piece.missing():
+                sys.exit('memagg-aio: error: --demo needs %s'
+                         % piece.missing())
         try:
             demo_cloud.check_host(CONF.compute.libvirt_uri == SYSTEM_URI)
         except demo_cloud.Unavailable as exc:
@@ -327,6 +346,18 @@ def _start_keystone(state_dir):
     return server
 
 
+def _start_horizon(state_dir, keystone):
+    """Horizon with memagg's panels for the demo, its files in
+    ``state_dir``/horizon, logging in through ``keystone``."""
+    directory = pathlib.Path(state_dir) / 'horizon'
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(mode=0o700)
+    try:
+        return demo_horizon.start(directory, keystone.auth_url)
+    except RuntimeError as exc:
+        sys.exit('memagg-aio: error: Horizon did not start: %s' % exc)
+
+
 def _register(server, url, state_dir):
     """memagg's API in the demo Keystone's catalog, and an openrc file per
     account (STATE_DIR/admin-openrc, member-openrc) for the CLI."""
@@ -339,14 +370,51 @@ def _register(server, url, state_dir):
             f.write(demo_keystone.openrc(keystone, getattr(keystone, name)))
 
 
-def _demo_help(keystone, state_dir):
-    """What to run to watch the demo, logged in to its Keystone."""
+def _start_donor(state_dir):
+    """The demo's donor: a second memagg-swapd lending
+    demo_cloud.DONOR_MB MiB on DONOR_LISTEN, and a compute service of its
+    own (host HOST-donor, on libvirt's test driver: it runs no guest)
+    driving it, as a donor host's. (Popen of its memagg-swapd, its
+    Service); (None, None) when that memagg-swapd did not come up."""
+    base = os.path.join(state_dir, 'donor-swapd')
+    options = dict(
+        swapd_cmd.options(CONF), listen=DONOR_LISTEN,
+        capacity_mb=demo_cloud.DONOR_MB, socket_user=None,
+        socket_group=None, control_socket=os.path.join(base, 'control.sock'),
+        export_dir=os.path.join(base, 'exports'),
+        state_dir=os.path.join(base, 'state'))
+    for path in (options['export_dir'], options['state_dir']):
+        os.makedirs(path, exist_ok=True)
+    proc = spawn_swapd(options, state_dir, 'donor-swapd', debug=CONF.debug)
+    if proc is None:
+        return None, None
+    manager = compute_manager.ComputeManager(
+        host=CONF.host + '-donor',
+        driver=hypervisor.load(CONF.compute.hypervisor_driver, TEST_URI),
+        swapd_client=swapd_client.SwapdClient(options['control_socket'],
+                                              CONF.swapd.control_timeout))
+    return proc, service.Service(compute_manager.BINARY, compute_rpcapi.TOPIC,
+                                 manager)
+
+
+def _grant(instance_uuid, size_mb):
+    """Remote memory for a demo guest of this host, from memagg-scheduler
+    (as ``openstack memagg grant create --wait`` asks for it)."""
+    return scheduler_rpcapi.SchedulerAPI().allocate_remote(
+        context.get_admin_context(), instance_uuid, CONF.host, size_mb,
+        timeout=demo_cloud.GRANT_TIMEOUT)
+
+
+def _demo_help(keystone, state_dir, horizon_url):
+    """What to run to watch the demo, logged in to its Keystone, and
+    where its panels are."""
     openstack = os.path.join(os.path.dirname(sys.executable), 'openstack')
     admin, member = keystone.admin, keystone.member
     return ('Demo: %d guests boot now (%s*); memagg-compute looks at them '
             'every %d s.\n'
             'Keystone: %s (admin: %s / %s, project %s; member: %s / %s, '
             'project %s)\n'
+            'Horizon: %s/admin/memory/ (log in with either)\n'
             'Watch: . %s && watch %s memagg instance list --long\n'
             'Then: %s memagg instance wss list UUID; %s memagg audit '
             'create; %s memagg audit list' % (
@@ -354,8 +422,8 @@ def _demo_help(keystone, state_dir):
                 CONF.compute.collect_interval, keystone.auth_url,
                 admin.username, admin.password, admin.project_name,
                 member.username, member.password, member.project_name,
-                os.path.join(state_dir, 'admin-openrc'), openstack,
-                openstack, openstack, openstack))
+                horizon_url, os.path.join(state_dir, 'admin-openrc'),
+                openstack, openstack, openstack, openstack))
 
 
 def main(argv=None):
@@ -369,7 +437,7 @@ def main(argv=None):
         swapd_proc = ensure_swapd(CONF, state_dir)
     except swapd_cmd.InvalidOption as exc:
         sys.exit('memagg-aio: error: %s' % exc)
-    keystone = demo = None
+    keystone = horizon = demo = donor_proc = None
 
     def ready():
         nonlocal demo
@@ -387,8 +455,12 @@ def main(argv=None):
                 if CONF.keep_swapd else 'it stops with memagg-aio'),
                 flush=True)
         if CONF.demo:
-            demo = demo_cloud.DemoCloud(libvirt.open(SYSTEM_URI))
-            print(_demo_help(keystone.keystone, state_dir), flush=True)
+            demo = demo_cloud.DemoCloud(
+                libvirt.open(SYSTEM_URI),
+                grant=_grant if donor_proc is not None else None,
+                host_swap=True)
+            print(_demo_help(keystone.keystone, state_dir, horizon.url),
+                  flush=True)
             demo.start()
 
     try:
@@ -397,6 +469,7 @@ def main(argv=None):
         api = ApiService(CONF.bind_host, CONF.port)
         if keystone is not None:
             _register(keystone, api.url, state_dir)
+            horizon = _start_horizon(state_dir, keystone.keystone)
         services = [
             api,
             service.Service(scheduler_manager.BINARY, CONF.scheduler.topic,
@@ -404,13 +477,22 @@ def main(argv=None):
             service.Service(compute_manager.BINARY, compute_rpcapi.TOPIC,
                             compute_manager.ComputeManager()),
         ]
+        if CONF.demo and swapd_proc is not None:
+            donor_proc, donor = _start_donor(state_dir)
+            if donor is not None:
+                services.append(donor)
         service.run(services, ready=ready)
     finally:
         if demo is not None:
             demo.stop()
             demo.conn.close()
+        if horizon is not None:
+            horizon.stop()
         if keystone is not None:
             keystone.stop()
+        if donor_proc is not None:
+            LOG.info('The donor\'s memagg-swapd (pid %d) stopped with status '
+                     '%s', donor_proc.pid, stop_swapd(donor_proc))
         if swapd_proc is not None and not CONF.keep_swapd:
             LOG.info('memagg-swapd (pid %d) stopped with status %s',
                      swapd_proc.pid, stop_swapd(swapd_proc))

@@ -21,10 +21,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 
 import libvirt
 from oslo_log import log as logging
 
+from memagg.common import exceptions
 from memagg.demo import guest as guest_mod
 from memagg.demo import swap as swap_mod
 from memagg.drivers.reclaim import base as reclaim_base
@@ -45,13 +47,24 @@ HEADROOM_MB = 512
 #: The swap file the demo adds on a host without swap, for host reclaim.
 HOST_SWAP_MB = 512
 
+#: What the demo's donor (a second memagg-swapd on this host standing in
+#: for another host) lends.
+DONOR_MB = 256
+
+#: Seconds a guest's grant may take: its instance must be reported first.
+GRANT_TIMEOUT = 120
+
+#: Seconds between asks for a grant while the instance is not reported.
+GRANT_RETRY_S = 1
+
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
     """One demo guest: ``hot_mb`` its hot sets in turn, PHASE_S apart (a
     single one is steady); ``shows`` what memagg does with it; ``memfd``
     False: its RAM is anonymous memory (QEMU's default) rather than a
-    memfd."""
+    memfd; ``grant_mb``: remote memory granted to it once it is up, after
+    which it writes ``fill_mb`` MiB of data, more than its RAM holds."""
 
     name: str
     memory_mb: int
@@ -59,6 +72,8 @@ class Workload:
     hot_mb: tuple
     shows: str
     memfd: bool = True
+    grant_mb: int = 0
+    fill_mb: int = 0
 
 
 WORKLOADS = (
@@ -74,19 +89,28 @@ WORKLOADS = (
              'out to the host\'s swap (reclaimed_mb), as long as the '
              'pages it faults back stay under [host_reclaim] promotion_slo',
              memfd=False),
+    Workload(PREFIX + 'remote', 256, 'stats', (32,),
+             'outgrows its RAM: a grant of remote memory from the demo\'s '
+             'donor becomes its swap, then it writes 240 MiB of data beside '
+             'its 32 MiB hot set, and what its RAM cannot hold goes there',
+             grant_mb=128, fill_mb=240),
 )
 
 #: What memagg-aio --demo sets before its config files are read (they
 #: still win): a compute period of seconds, the demo's domains only,
 #: Badis' estimate without its 64 MiB safety margin, so that the estimate
-#: shown is the measurement itself, and host reclaim, with memory idle for
-#: two periods taken as cold.
+#: shown is the measurement itself, host reclaim, with memory idle for two
+#: periods taken as cold, and remote-swap disks QEMU can open.
 OPTION_DEFAULTS = {
     'compute': {'collect_interval': 3, 'balloon_stats_period': 2,
                 'domain_name_regex': PREFIX},
     'wss': {'estimator': 'badis', 'sampler_backend': 'auto',
             'min_margin_mb': 0},
     'host_reclaim': {'controller': 'senpai', 'cold_age_s': 6},
+    # QEMU (libvirt-qemu) connects to the remote-swap disks' sockets: a
+    # directory it can reach, sockets it may open.
+    'swapd': {'export_dir': '/run/memagg-demo/exports',
+              'socket_user': 'libvirt-qemu'},
 }
 
 
@@ -124,7 +148,7 @@ def check_host(answers, workloads=WORKLOADS):
     if shutil.which('qemu-system-x86_64') is None:
         raise Unavailable('--demo needs qemu-system-x86_64: run '
                           'tools/setup.sh, or apt-get install qemu-system-x86')
-    wanted = sum(w.memory_mb for w in workloads) + HEADROOM_MB
+    wanted = sum(w.memory_mb for w in workloads) + HEADROOM_MB + DONOR_MB
     have = available_mb()
     if have < wanted:
         raise Unavailable('--demo needs %d MiB of available memory for its '
@@ -145,10 +169,19 @@ class DemoCloud:
     their phases, stop() destroys them and their files."""
 
     def __init__(self, conn, workloads=WORKLOADS,
-                 say=functools.partial(print, flush=True)):
+                 say=functools.partial(print, flush=True), grant=None,
+                 host_swap=False):
+        """``grant(instance_uuid, size_mb)``: remote memory for a guest, as
+        memagg-scheduler's allocate_remote returns it (its uuid, granted_mb
+        and slabs); NotFound while the instance is not reported yet.
+        ``host_swap``: add a swap file for host reclaim when the host has
+        no swap (a change to the whole host: memagg-aio --demo's to make,
+        not a test's beside others)."""
         self.conn = conn
         self.workloads = workloads
         self.say = say
+        self.grant = grant
+        self.host_swap = host_swap
         #: Workload name: the Guest, once booted.
         self.guests = {}
         #: Workload name: why it did not boot (its console's last lines).
@@ -187,6 +220,42 @@ class DemoCloud:
         self.guests[workload.name] = guest
         self.say('demo: %s is up (%d MiB, uuid %s): %s' % (
             workload.name, workload.memory_mb, guest.uuid, workload.shows))
+        if workload.grant_mb and self.grant is not None:
+            try:
+                self._use_remote(workload, guest)
+            except (exceptions.MemaggException, guest_mod.GuestError,
+                    OSError) as exc:
+                if not self._stop.is_set():
+                    self.say('demo: %s got no remote memory in use: %s'
+                             % (workload.name, str(exc).splitlines()[0]))
+
+    def _use_remote(self, workload, guest):
+        """Grant the guest remote memory, wait for its swap on it, then
+        have it write more than its RAM holds."""
+        deadline = time.monotonic() + GRANT_TIMEOUT
+        while True:
+            try:
+                grant = self.grant(guest.uuid, workload.grant_mb)
+                break
+            except exceptions.NotFound:
+                # memagg-compute has not reported the guest yet.
+                if (time.monotonic() > deadline
+                        or self._stop.wait(GRANT_RETRY_S)):
+                    raise
+        serial = 'memagg-swap-' + grant['uuid'].replace('-', '')[:8]
+        dev = guest.wait_swap_disk(serial, GRANT_TIMEOUT)
+        self.say('demo: %s swaps to remote memory: grant %s of %d MiB from '
+                 '%s on its %s' % (
+                     workload.name, grant['uuid'], grant['granted_mb'],
+                     ', '.join(sorted({s['donor_host']
+                                       for s in grant['slabs']})), dev))
+        guest.fill(workload.fill_mb, timeout=600)
+        beat = guest.heartbeat() or {}
+        self.say('demo: %s wrote %d MiB, more than its RAM holds; %d MiB '
+                 'of its memory are in its remote swap' % (
+                     workload.name, workload.fill_mb,
+                     beat.get('swaps', {}).get(dev, {}).get('used_kb', 0)
+                     // 1024))
 
     def _ensure_swap(self):
         """A swap file for host reclaim when the host has no swap."""
@@ -208,7 +277,8 @@ class DemoCloud:
                  % (reason, swap.path, HOST_SWAP_MB))
 
     def _run(self):
-        self._ensure_swap()
+        if self.host_swap:
+            self._ensure_swap()
         for workload in self.workloads:
             if self._stop.is_set():
                 return

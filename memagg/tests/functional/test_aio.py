@@ -35,10 +35,14 @@ import libvirt
 import pytest
 
 from memagg.api import microversion
+from memagg.compute import swapd as swapd_client
+from memagg.dashboard import charts
 from memagg.demo import cloud as demo_cloud
+from memagg.demo import keystone as demo_keystone
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.drivers.reclaim import base as reclaim_base
 from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import horizon as horizon_browser
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
@@ -127,6 +131,10 @@ def test_aio_serves_this_host_and_stops_on_sigterm(tmp_path, monkeypatch):
     assert outlived is None, 'memagg-swapd %d outlived memagg-aio' % outlived
 
 
+#: The demo guest that outgrows its RAM into remote memory.
+_REMOTE = next(w for w in demo_cloud.WORKLOADS if w.grant_mb)
+
+
 def _within(estimate, truth):
     """The guest tests' tolerance: +-20 % or +-24 MiB, whichever is wider
     (test_guest_wss.py)."""
@@ -159,11 +167,13 @@ def _openstack(env, *args):
     return json.loads(result.stdout)
 
 
-def _demo_shows(url, since, session):
+def _demo_shows(url, since, session, log):
     """What each demo guest shows, by workload, when all show it in the
     samples taken ``since`` (once their workloads were in place): the
     newest estimate within the tolerance of a hot set it had, its balloon
-    at its target (or, without a balloon, left alone); else None."""
+    at its target (or, without a balloon, left alone, its idle memory
+    reclaimed; or, outgrowing its RAM, an active grant it wrote beyond its
+    RAM into, as memagg-aio's ``log()`` says); else None."""
     by_name = {i['name']: i for i in _get(url + '/v1/instances',
                                           session)['instances']}
     seen = {}
@@ -171,6 +181,16 @@ def _demo_shows(url, since, session):
         instance = by_name.get(workload.name)
         if instance is None:
             return None
+        if workload.grant_mb:
+            grants = [g for g in _get(url + '/v1/grants', session)['grants']
+                      if g['instance_uuid'] == instance['uuid']
+                      and g['status'] == 'active']
+            if not (grants and '%s wrote %d MiB' % (
+                    workload.name, workload.fill_mb) in log()):
+                return None
+            seen[workload.name] = [(g['uuid'], g['granted_mb'])
+                                   for g in grants]
+            continue
         if workload.balloon == 'none':
             # Its balloon left alone (no samples: its report), its idle
             # memory paged out by host reclaim.
@@ -197,6 +217,46 @@ def _demo_shows(url, since, session):
         seen[workload.name] = (last['wss_mb'], last['target_mb'],
                                last['current_mb'], last['estimator'])
     return seen
+
+
+def _instances(url, session):
+    """The API's instances, by name."""
+    return {i['name']: i for i in _get(url + '/v1/instances',
+                                       session)['instances']}
+
+
+def _the_panels_show_the_demo(horizon_url, admin, by_name, grant_uuid,
+                              screenshots):
+    """Admin → Memory of the demo's Horizon, logged in as the openrc
+    ``admin``: this host and the donor, a guest's chart by its name, the
+    grant with its donor."""
+    screenshots.mkdir()
+    browser = horizon_browser.Browser(horizon_url, screenshots)
+    try:
+        account = demo_keystone.Account(admin['OS_USERNAME'],
+                                        admin['OS_PASSWORD'],
+                                        admin['OS_PROJECT_NAME'])
+        browser.login(account, '/admin/memory/')
+        hosts = {svg.get_attribute('data-host')
+                 for svg in browser.find_all('svg.memagg-host')}
+        donor = socket.gethostname() + '-donor'
+        assert {socket.gethostname(), donor} <= hosts, hosts
+        browser.screenshot('demo-admin-memory', [])
+        steady = by_name[demo_cloud.PREFIX + 'steady']
+        browser.open('/admin/memory/instances/%s/?range=1h' % steady['uuid'])
+        assert browser.find('#memagg-instance-name').text == steady['name']
+        assert browser.find_all(
+            '#memagg-history g[data-series="wss_mb"] circle')
+        browser.screenshot('demo-instance', [
+            c for key, _, c in charts.HISTORY_SERIES
+            if key in ('wss_mb', 'target_mb')])
+        browser.open('/admin/memory/reservoir/')
+        row = '.memagg-grants tr[data-uuid="%s"]' % grant_uuid
+        assert browser.find(row + ' .memagg-donors').text == donor
+        assert browser.find(row + ' .memagg-grant-instance').text == (
+            _REMOTE.name)
+    finally:
+        browser.quit()
 
 
 def _demo_domains(conn):
@@ -245,7 +305,8 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
             '%Y-%m-%dT%H:%M:%SZ')
         try:
             seen = polling.wait_for(
-                lambda: _demo_shows(url, since, session), 180, interval=1,
+                lambda: _demo_shows(url, since, session, proc.log), 180,
+                interval=1,
                 message='every demo guest shown at work')
         except AssertionError:
             raise AssertionError('instances: %s\nlog:\n%s' % (
@@ -256,20 +317,39 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
               % (took, seen))
         assert sorted(_demo_domains(conn)) == sorted(
             w.name for w in demo_cloud.WORKLOADS)
+        # The guest's pages went through memagg-swapd to the donor.
+        (grant_uuid, granted_mb), = seen[_REMOTE.name]
+        assert granted_mb == _REMOTE.grant_mb
+        stats = swapd_client.SwapdClient(
+            str(state / 'swapd' / 'control.sock')).export_stats(grant_uuid)
+        assert stats['write_bytes'] > 0 and stats['remote_errors'] == 0, (
+            stats)
+        shown = _openstack(admin, 'grant', 'show', grant_uuid)
+        assert shown['status'] == 'active', shown
+        assert {slab['donor_host'] for slab in shown['slabs']} == {
+            socket.gethostname() + '-donor'}, shown
         # The CLI, through the catalog of the demo's Keystone.
         audit = _openstack(admin, 'audit', 'create')
         shown = _openstack(admin, 'audit', 'show', audit['uuid'])
         assert shown['uuid'] == audit['uuid'], shown
+        _the_panels_show_the_demo(
+            _in_log(proc, lambda log: re.search(
+                r'^Horizon: (http://\S+)/admin/memory/ \(log in with '
+                r'either\)$', log, re.M), 10, 'the Horizon line').group(1),
+            admin, by_name=_instances(url, session), grant_uuid=grant_uuid,
+            screenshots=tmp_path / 'screenshots')
     finally:
         code = proc.stop(timeout=60, sig=signal.SIGINT)
-        outlived = _kill_swapd_left(state / 'swapd.pid')
+        outlived = [pid for pid in (
+            _kill_swapd_left(state / 'swapd.pid'),
+            _kill_swapd_left(state / 'donor-swapd.pid')) if pid]
         left = _demo_domains(conn)
         for name in left:
             conn.lookupByName(name).destroy()
         conn.close()
     assert code == 0, proc.log()
     assert left == [], proc.log()
-    assert outlived is None, 'memagg-swapd %d outlived memagg-aio' % outlived
+    assert outlived == [], 'memagg-swapds %s outlived memagg-aio' % outlived
     assert set(glob.glob('/var/tmp/memagg-demo-*')) == workdirs
     # The swap file it added for host reclaim, if any, is off.
     assert not [d for d in reclaim_base.swap_devices()

@@ -17,8 +17,10 @@ import subprocess
 
 import pytest
 
+from memagg.common import exceptions
 from memagg.demo import cloud
 from memagg.demo import guest
+from memagg.scheduler import rpcapi as scheduler_rpcapi
 
 
 @pytest.fixture
@@ -51,7 +53,9 @@ def test_no_qemu(roomy, monkeypatch):
 
 
 def test_not_enough_memory(roomy, monkeypatch):
-    wanted = sum(w.memory_mb for w in cloud.WORKLOADS) + cloud.HEADROOM_MB
+    # The guests, what else runs beside them, and the donor's lent memory.
+    wanted = (sum(w.memory_mb for w in cloud.WORKLOADS) + cloud.HEADROOM_MB
+              + cloud.DONOR_MB)
     monkeypatch.setattr(cloud, 'available_mb', lambda: wanted - 1)
     with pytest.raises(cloud.Unavailable) as exc:
         cloud.check_host(True)
@@ -86,3 +90,78 @@ def test_its_options_are_defaults_a_config_file_still_sets(conf):
     assert conf.conf.compute.domain_name_regex == cloud.PREFIX
     assert conf.conf.wss.min_margin_mb == 0
     assert conf.conf.host_reclaim.controller == 'senpai'
+
+
+class _Guest:
+    """What _use_remote drives of a demo guest."""
+
+    uuid = '11111111-2222-3333-4444-555555555555'
+
+    def __init__(self):
+        self.calls = []
+
+    def wait_swap_disk(self, serial, timeout):
+        self.calls.append(('swap disk', serial))
+        return 'vdb'
+
+    def fill(self, mb, timeout):
+        self.calls.append(('fill', mb))
+
+    def heartbeat(self):
+        return {'swaps': {'vdb': {'used_kb': 40 * 1024}}}
+
+
+REMOTE = next(w for w in cloud.WORKLOADS if w.grant_mb)
+
+
+def test_the_guest_that_outgrows_its_ram_swaps_to_its_grant(monkeypatch):
+    monkeypatch.setattr(cloud, 'GRANT_RETRY_S', 0.01)
+    asked = []
+
+    def grant(instance_uuid, size_mb):
+        asked.append((instance_uuid, size_mb))
+        if len(asked) < 3:
+            raise exceptions.NotFound(resource='Instance', id=instance_uuid)
+        return {'uuid': 'abcdef12-0000-0000-0000-000000000000',
+                'granted_mb': size_mb,
+                'slabs': [{'donor_host': 'h-donor'}] * 2}
+    said = []
+    demo = cloud.DemoCloud(None, say=said.append, grant=grant)
+    guest_ = _Guest()
+    demo._use_remote(REMOTE, guest_)
+
+    # Asked again while memagg-compute had not reported the guest.
+    assert asked == [(guest_.uuid, REMOTE.grant_mb)] * 3
+    # Its swap on the grant's disk first, then more data than its RAM.
+    assert guest_.calls == [('swap disk', 'memagg-swap-abcdef12'),
+                            ('fill', REMOTE.fill_mb)]
+    assert REMOTE.fill_mb + REMOTE.hot_mb[0] > REMOTE.memory_mb
+    assert said == [
+        'demo: memagg-demo-remote swaps to remote memory: grant '
+        'abcdef12-0000-0000-0000-000000000000 of 128 MiB from h-donor on '
+        'its vdb',
+        'demo: memagg-demo-remote wrote 240 MiB, more than its RAM holds; '
+        '40 MiB of its memory are in its remote swap']
+
+
+def test_no_remote_memory_is_said_and_the_demo_goes_on(monkeypatch):
+    def grant(instance_uuid, size_mb):
+        raise scheduler_rpcapi.RemoteMemoryUnavailable(
+            'no compute host other than h reported lendable memory')
+    said = []
+    demo = cloud.DemoCloud(None, say=said.append, grant=grant)
+    monkeypatch.setattr(cloud.guest_mod, 'Guest', lambda *a, **k: _Booting())
+    demo._boot(REMOTE)
+
+    assert said[-1] == (
+        'demo: memagg-demo-remote got no remote memory in use: no compute '
+        'host other than h reported lendable memory')
+    assert REMOTE.name in demo.guests
+
+
+class _Booting(_Guest):
+    def start(self):
+        pass
+
+    def set_hot(self, mb):
+        pass
