@@ -23,9 +23,10 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from openstack_dashboard.api import base
 
-from memagg.client import client as memagg_client
+from memaggclient import client as memagg_client
+from memaggclient import http
 
-SERVICE_TYPE = 'memory-aggregation'
+SERVICE_TYPE = http.SERVICE_TYPE
 # How many of an instance's samples its chart shows: an hour at
 # memagg-compute's default 10 s interval.
 HISTORY_SAMPLES = 360

@@ -32,7 +32,7 @@ import tempfile
 
 import pytest
 
-from memagg.client import client as memagg_client
+from memaggclient import client as memagg_client
 from memagg import dashboard
 from memagg.dashboard import charts
 from memagg.dashboard import enabled as memagg_enabled

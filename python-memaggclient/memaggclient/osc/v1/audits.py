@@ -13,7 +13,7 @@
 """openstack memagg audit create | list | show | execute."""
 import json
 
-from memagg.osc.v1 import base
+from memaggclient.osc.v1 import base
 
 
 def _parameter(text):

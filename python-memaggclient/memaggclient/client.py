@@ -11,16 +11,15 @@
 # under the License.
 
 """The Client of memagg's API: one attribute per resource."""
-from memagg.api import microversion
-from memagg.client import audits
-from memagg.client import grants
-from memagg.client import host_usages
-from memagg.client import hosts
-from memagg.client import http
-from memagg.client import instances
-from memagg.client import migrations
-from memagg.client import reservoir
-from memagg.client import services
+from memaggclient import audits
+from memaggclient import grants
+from memaggclient import host_usages
+from memaggclient import hosts
+from memaggclient import http
+from memaggclient import instances
+from memaggclient import migrations
+from memaggclient import reservoir
+from memaggclient import services
 
 
 class Client:
@@ -36,7 +35,7 @@ class Client:
     Each resource is an attribute: ``hosts``, ``instances``,
     ``reservoir``, ``grants``, ``audits``, ``migrations``, ``services``,
     ``host_usages``.
-    Errors are memagg.client.exceptions.ClientException subclasses.
+    Errors are memaggclient.exceptions.ClientException subclasses.
     """
 
     def __init__(self, session, api_version=None, interface=None,
@@ -59,4 +58,4 @@ class Client:
     def api_version(self):
         """The microversion in use, 'X.Y' (agreed with the server on first
         use)."""
-        return microversion.to_string(self.http.api_version)
+        return http.version_string(self.http.api_version)

@@ -12,35 +12,47 @@
 
 """The client's HTTP layer: one keystoneauth Adapter for the
 memory-aggregation service, the microversion agreed with the server, and
-failures turned into memagg.client.exceptions.
+failures turned into memaggclient.exceptions.
 
 The endpoint (from the catalog, or ``endpoint_override``) is the API's
 root, as memagg-api registers it: the version document is at ``/`` and the
 resources under ``/v1/``.
 """
+import re
 import threading
 
 from keystoneauth1 import adapter
 from keystoneauth1 import exceptions as ks_exc
 
-from memagg.api import microversion
-from memagg.client import exceptions
+from memaggclient import exceptions
 
-SERVICE_TYPE = microversion.SERVICE_TYPE
+#: The service type memagg-api registers in the catalog and names in the
+#: OpenStack-API-Version header.
+SERVICE_TYPE = 'memory-aggregation'
 
 #: The microversions this client understands; it never asks for more.
+#: The client carries them itself rather than reading the server's list:
+#: it installs without the server, and an older client keeps to the
+#: versions it was written for against a newer API.
 MIN_VERSION = (1, 0)
 MAX_VERSION = (1, 11)
+
+_VERSION_RE = re.compile(r'^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$')
+
+
+def version_string(version):
+    """(1, 3) -> '1.3'."""
+    return '%d.%d' % version
 
 
 def parse_version(text):
     """'1.3' -> (1, 3); UnsupportedVersion when not of the form X.Y."""
-    version = microversion.parse(str(text).strip())
-    if version is None:
+    match = _VERSION_RE.match(str(text).strip())
+    if match is None:
         raise exceptions.UnsupportedVersion(
             'microversion %r is not of the form X.Y (e.g. %s) or latest'
-            % (text, microversion.to_string(MAX_VERSION)))
-    return version
+            % (text, version_string(MAX_VERSION)))
+    return int(match.group(1)), int(match.group(2))
 
 
 class HTTPClient:
@@ -68,9 +80,9 @@ class HTTPClient:
                 raise exceptions.UnsupportedVersion(
                     'microversion %s is not supported by this client: it '
                     'speaks %s to %s' % (
-                        microversion.to_string(self._requested),
-                        microversion.to_string(MIN_VERSION),
-                        microversion.to_string(MAX_VERSION)))
+                        version_string(self._requested),
+                        version_string(MIN_VERSION),
+                        version_string(MAX_VERSION)))
         self._version = None
         self._lock = threading.Lock()
 
@@ -93,7 +105,7 @@ class HTTPClient:
                 raise exceptions.UnsupportedVersion(
                     'microversion %s is not served by the memagg API at %s '
                     '(it serves %s)' % (
-                        microversion.to_string(self._requested),
+                        version_string(self._requested),
                         self.endpoint, served))
             return self._requested
         chosen = min(MAX_VERSION, high)
@@ -101,8 +113,8 @@ class HTTPClient:
             raise exceptions.UnsupportedVersion(
                 'the memagg API at %s serves microversions %s, none of '
                 'which this client (%s to %s) speaks'
-                % (self.endpoint, served, microversion.to_string(MIN_VERSION),
-                   microversion.to_string(MAX_VERSION)))
+                % (self.endpoint, served, version_string(MIN_VERSION),
+                   version_string(MAX_VERSION)))
         return chosen
 
     @property
@@ -116,8 +128,8 @@ class HTTPClient:
         if self.api_version < version:
             raise exceptions.UnsupportedVersion(
                 '%s needs microversion %s or later; this client uses %s'
-                % (what, microversion.to_string(version),
-                   microversion.to_string(self.api_version)))
+                % (what, version_string(version),
+                   version_string(self.api_version)))
 
     def request(self, method, path, **kwargs):
         """Send ``method`` ``path`` (relative to the endpoint, or a full
@@ -129,7 +141,7 @@ class HTTPClient:
     def _send(self, method, path, version, **kwargs):
         response = self._call(
             self._adapter.request, path, method, raise_exc=False,
-            microversion=microversion.to_string(version) if version else None,
+            microversion=version_string(version) if version else None,
             **kwargs)
         if response.status_code >= 400:
             raise exceptions.from_response(response)

@@ -18,10 +18,9 @@ the commands' client with make_client from its session.
 """
 from osc_lib import utils
 
-from memagg.api import microversion
-from memagg.client import client
-from memagg.client import exceptions
-from memagg.client import http
+from memaggclient import client
+from memaggclient import exceptions
+from memaggclient import http
 
 API_NAME = 'memagg'
 API_VERSION_OPTION = 'os_memagg_api_version'
@@ -70,5 +69,5 @@ def build_option_parser(parser):
         help='memagg API microversion, 1.0 to %s, or 1 for the newest '
              'both this client and the server support (default: '
              'OS_MEMAGG_API_VERSION or %s)'
-             % (microversion.to_string(http.MAX_VERSION), DEFAULT_API_VERSION))
+             % (http.version_string(http.MAX_VERSION), DEFAULT_API_VERSION))
     return parser

@@ -11,7 +11,7 @@
 # under the License.
 
 """/v1/hosts: compute hosts, and taking back memory they lend."""
-from memagg.client import base
+from memaggclient import base
 
 
 class HostManager(base.Manager):

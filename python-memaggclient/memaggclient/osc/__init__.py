@@ -11,6 +11,6 @@
 # under the License.
 
 """The ``openstack memagg`` commands (an OpenStackClient plug-in, plugin),
-a module per resource in v1. May import memagg.client (and memagg.api's
-microversion constants).
+a module per resource in v1. May import the rest of memaggclient, osc-lib
+and cliff.
 """

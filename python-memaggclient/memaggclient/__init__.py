@@ -13,8 +13,12 @@
 """memagg's Python client: the one way the CLI, the Horizon panel and the
 Nova scheduler filter call memagg's API.
 
+A distribution of its own (python-memaggclient), pure Python: it may import
+keystoneauth1 (and, in osc, osc-lib and cliff), never memagg, so that it
+installs where the server cannot be built.
+
     from keystoneauth1 import session
-    from memagg.client import client
+    from memaggclient import client
 
     memagg = client.Client(session.Session(auth=auth))
     page = memagg.instances.list(host='compute-1', limit=100)

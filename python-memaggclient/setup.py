@@ -10,14 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""/v1/reservoir: memory the cloud can lend and has lent."""
-from memagg.client import base
+import setuptools
 
-
-class ReservoirManager(base.Manager):
-    """``client.reservoir``."""
-
-    def get(self):
-        """The reservoir as a dict: free, lendable, lent and borrowed MiB
-        in total, and per host under ``hosts``."""
-        return self._get('/v1/reservoir', 'reservoir')
+# pbr drives everything from setup.cfg; the version comes from git (or
+# PBR_VERSION where there is no git, as in an unpacked sdist).
+setuptools.setup(setup_requires=['pbr>=6.0.0'], pbr=True)

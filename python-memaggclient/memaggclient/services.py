@@ -11,7 +11,7 @@
 # under the License.
 
 """/v1/services: memagg's processes and their heartbeats."""
-from memagg.client import base
+from memaggclient import base
 
 
 class ServiceManager(base.Manager):

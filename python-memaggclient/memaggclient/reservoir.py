@@ -10,13 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""openstack memagg reservoir show."""
-from memagg.osc.v1 import base
+"""/v1/reservoir: memory the cloud can lend and has lent."""
+from memaggclient import base
 
 
-class ShowReservoir(base.ShowCommand):
-    """Show free, lendable, lent and borrowed memory, in total and per
-    host."""
+class ReservoirManager(base.Manager):
+    """``client.reservoir``."""
 
-    def fetch(self, parsed_args):
-        return base.client(self).reservoir.get()
+    def get(self):
+        """The reservoir as a dict: free, lendable, lent and borrowed MiB
+        in total, and per host under ``hosts``."""
+        return self._get('/v1/reservoir', 'reservoir')

@@ -11,7 +11,7 @@
 # under the License.
 
 """openstack memagg host list | show | reclaim."""
-from memagg.osc.v1 import base
+from memaggclient.osc.v1 import base
 
 
 class ListHost(base.ListCommand):

@@ -92,7 +92,7 @@ class ListCommand(command.Lister):
         """Add the options of ``filters``; none by default."""
 
     def fetch(self, parsed_args, **query):
-        """The first page (a memagg.client.base.Page) for ``query``."""
+        """The first page (a memaggclient.base.Page) for ``query``."""
         raise NotImplementedError
 
     def take_action(self, parsed_args):

@@ -11,7 +11,7 @@
 # under the License.
 
 """/v1/instances: VMs, their memory, and their working-set history."""
-from memagg.client import base
+from memaggclient import base
 
 
 class InstanceManager(base.Manager):

@@ -13,7 +13,7 @@
 """openstack memagg host usage list."""
 from osc_lib.command import command
 
-from memagg.osc.v1 import base
+from memaggclient.osc.v1 import base
 
 
 class ListHostUsage(command.Lister):

@@ -11,7 +11,7 @@
 # under the License.
 
 """openstack memagg migration list | show | create."""
-from memagg.osc.v1 import base
+from memaggclient.osc.v1 import base
 
 
 class ListMigration(base.ListCommand):

@@ -11,7 +11,7 @@
 # under the License.
 
 """/v1/migrations: live migrations memagg asked Nova for."""
-from memagg.client import base
+from memaggclient import base
 
 _SINCE = (1, 4)
 

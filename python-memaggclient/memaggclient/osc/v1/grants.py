@@ -16,7 +16,7 @@ import time
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from memagg.osc.v1 import base
+from memaggclient.osc.v1 import base
 
 
 def _uuid_argument(parser):

@@ -11,7 +11,7 @@
 # under the License.
 
 """/v1/grants: remote memory lent to instances."""
-from memagg.client import base
+from memaggclient import base
 
 _SINCE = (1, 3)
 

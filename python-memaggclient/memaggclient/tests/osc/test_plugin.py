@@ -10,18 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.osc.plugin: the version option and the client it builds from the
-OpenStack client's ClientManager."""
+"""memaggclient.osc.plugin: the version option and the client it builds
+from the OpenStack client's ClientManager."""
 import argparse
 import types
 
 import pytest
 from keystoneauth1 import session as ks_session
 
-from memagg.api import microversion
-from memagg.client import exceptions
-from memagg.client import http
-from memagg.osc import plugin
+from memaggclient import exceptions
+from memaggclient import http
+from memaggclient.osc import plugin
 
 
 def _manager(version, config):
@@ -31,7 +30,7 @@ def _manager(version, config):
         get_configuration=lambda: config)
 
 
-LATEST = microversion.to_string(http.MAX_VERSION)
+LATEST = http.version_string(http.MAX_VERSION)
 BEYOND = '%d.%d' % (http.MAX_VERSION[0], http.MAX_VERSION[1] + 1)
 EVERY = ', '.join('1.%d' % minor for minor in range(http.MAX_VERSION[1] + 1))
 

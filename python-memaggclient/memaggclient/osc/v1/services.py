@@ -11,7 +11,7 @@
 # under the License.
 
 """openstack memagg service list."""
-from memagg.osc.v1 import base
+from memaggclient.osc.v1 import base
 
 
 class ListService(base.ListCommand):

@@ -11,7 +11,7 @@
 # under the License.
 
 """/v1/audits: consolidation rounds and their action plans."""
-from memagg.client import base
+from memaggclient import base
 
 _SINCE = (1, 2)
 

@@ -11,7 +11,7 @@
 # under the License.
 
 """/v1/host_usages: every host's memory in one answer."""
-from memagg.client import base
+from memaggclient import base
 
 _SINCE = (1, 5)
 
