@@ -101,7 +101,7 @@ class CreateGrant(base.ShowCommand):
         return grant
 
 
-class DeleteGrant(command.Command):
+class DeleteGrant(base.PluginCommand, command.Command):
     """Release a grant: the donors free its memory (microversion 1.3)."""
 
     def get_parser(self, prog_name):

@@ -16,7 +16,7 @@ from osc_lib.command import command
 from memaggclient.osc.v1 import base
 
 
-class ListHostUsage(command.Lister):
+class ListHostUsage(base.PluginCommand, command.Lister):
     """List every host's memory and what its instances use, as Nova's
     scheduler filter reads it (one request, no pages; microversion
     1.5)."""
