@@ -18,7 +18,8 @@
 #  2. Starts RabbitMQ, MariaDB, PostgreSQL and Redis when their port does not
 #     answer, and makes root@127.0.0.1 (MariaDB, no password) and
 #     postgres@127.0.0.1 (PostgreSQL, trust) reachable, as the tests expect.
-#  3. Creates .venv (memagg, editable, with test requirements) and
+#  3. Creates .venv (memagg and its client python-memaggclient, editable,
+#     with test requirements) and
 #     .venv-keystone (a real Keystone for the auth tests; its own venv so its
 #     pins do not fight memagg's).
 #  4. Creates .venv-tempest: tempest, and memagg's tempest plug-in found by
@@ -224,12 +225,18 @@ start_redis
 start_libvirt
 mount_tracefs
 # Exact versions from upper-constraints.txt (tools/generate-constraints.sh).
+# The client (python-memaggclient, which memagg requires) comes from its
+# directory here, named in the same pip command, so that pip never looks
+# for it on an index; upper-constraints.txt does not pin it.
 make_venv .venv \
     "$(cat setup.cfg setup.py requirements.txt test-requirements.txt \
         doc/requirements.txt upper-constraints.txt \
+        python-memaggclient/setup.cfg python-memaggclient/setup.py \
+        python-memaggclient/requirements.txt \
         native/src/* native/swapd/*.[ch] 2>/dev/null | sha256sum)" \
     -c upper-constraints.txt \
-    -e '.[sim]' -r test-requirements.txt -r doc/requirements.txt
+    -e ./python-memaggclient -e '.[sim]' \
+    -r test-requirements.txt -r doc/requirements.txt
 make_venv .venv-keystone "keystone==$KEYSTONE_VERSION" \
     "keystone==$KEYSTONE_VERSION"
 make_venv .venv-tempest "tempest==$TEMPEST_VERSION" "tempest==$TEMPEST_VERSION"

@@ -60,9 +60,10 @@ VERSIONS = {
              'reclaim_mechanism; their WSS history reclaimed_mb and '
              'promotion_rate.',
     (1, 12): 'GET /v1/host_usages takes limit, marker, sort_key, '
-             'sort_dir, host_contains and state, and shows each host\'s '
-             'lent_mb, borrowed_mb and free_reservoir_mb; GET '
-             '/v1/cloud_usage: the cloud\'s memory now and over time.',
+             'sort_dir, host_contains and state, and shows lent_mb, '
+             'borrowed_mb and free_reservoir_mb per host; GET '
+             '/v1/cloud_usage: the memory of the whole cloud now and over '
+             'time.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -16,8 +16,8 @@ Enabled by copying ``memagg/dashboard/enabled/_*.py`` into Horizon's
 ``openstack_dashboard/local/enabled/`` and
 ``memagg/dashboard/local_settings.d/_*.py`` into
 ``openstack_dashboard/local/local_settings.d/`` (doc/source/admin/
-dashboard.rst). Every call to memagg goes through ``memagg.client``
+dashboard.rst). Every call to memagg goes through ``memaggclient``
 (memagg.dashboard.api); charts are inline SVG drawn on the server
 (memagg.dashboard.charts), so the pages load nothing from elsewhere.
-May import memagg.client (and Horizon), nothing of the services.
+May import memaggclient (and Horizon), nothing of the services.
 """

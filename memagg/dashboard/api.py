@@ -23,9 +23,10 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from openstack_dashboard.api import base
 
-from memagg.client import client as memagg_client
+from memaggclient import client as memagg_client
+from memaggclient import http
 
-SERVICE_TYPE = 'memory-aggregation'
+SERVICE_TYPE = http.SERVICE_TYPE
 # The most samples an instance's chart reads: the API's largest page
 # ([api] max_limit's default), over five hours at memagg-compute's default
 # 10 s interval; a longer range shows its newest samples.

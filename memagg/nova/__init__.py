@@ -11,6 +11,6 @@
 # under the License.
 
 """memagg's Nova scheduler filter and weigher, loaded by nova-scheduler: they
-read memagg's API through memagg.client, and nova.conf's [memagg] options
-(conf). May import memagg.client and memagg.common.
+read memagg's API through memaggclient, and nova.conf's [memagg] options
+(conf). May import memaggclient and memagg.common.
 """

@@ -37,7 +37,7 @@ import collections
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
-from memagg.client import http
+from memaggclient import http
 from memagg.common import exceptions
 
 GROUP = cfg.OptGroup(

@@ -37,8 +37,8 @@ from keystoneauth1.loading import adapter as ks_adapter
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from memagg.client import client as memagg_client
-from memagg.client import exceptions as client_exceptions
+from memaggclient import client as memagg_client
+from memaggclient import exceptions as client_exceptions
 from memagg.common import exceptions
 from memagg.common import keystone
 from memagg.nova import conf as memagg_conf

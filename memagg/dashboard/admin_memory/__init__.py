@@ -11,5 +11,5 @@
 # under the License.
 
 """Horizon's Admin → Memory panel: hosts, instances, the reservoir and
-audits, read through memagg.client.
+audits, read through memaggclient.
 """

@@ -11,7 +11,7 @@
 # under the License.
 
 # Project → Compute → Memory: the user's own instances' working sets.
-from memagg.client import exceptions
+from memaggclient import exceptions
 
 PANEL = 'memory'
 PANEL_DASHBOARD = 'project'

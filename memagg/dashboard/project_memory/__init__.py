@@ -11,5 +11,5 @@
 # under the License.
 
 """Horizon's Project → Memory panel: the project's own instances, read
-through memagg.client.
+through memaggclient.
 """

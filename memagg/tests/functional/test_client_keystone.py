@@ -10,15 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.client against the shared deployment: the endpoint found in
+"""memaggclient against the shared deployment: the endpoint found in
 Keystone's catalog, a real token, and Keystone's and memagg's refusals as
 typed exceptions."""
 import pytest
 
 from memagg.api import microversion as api_microversion
-from memagg.client import client as memagg_client
-from memagg.client import exceptions
-from memagg.client import http
+from memaggclient import client as memagg_client
+from memaggclient import exceptions
+from memaggclient import http
 from memagg.demo import keystone as demo_keystone
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]

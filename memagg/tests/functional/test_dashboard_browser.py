@@ -26,7 +26,7 @@ Without chromium, chromedriver or Selenium the tests skip, except under CI
 """
 import pytest
 
-from memagg.client import client as memagg_client
+from memaggclient import client as memagg_client
 from memagg.dashboard import charts
 from memagg.demo import keystone as demo_keystone
 from memagg.tests.functional import horizon as horizon_browser

@@ -34,7 +34,7 @@ import urllib.parse
 import pytest
 import requests
 
-from memagg.client import client as memagg_client
+from memaggclient import client as memagg_client
 from memagg.dashboard import charts
 from memagg.demo import keystone as demo_keystone
 from memagg.tests import db_backends

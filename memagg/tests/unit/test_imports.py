@@ -14,7 +14,9 @@
 or through others), imports run from a layer down to those below it only
 (the layers of doc/source/contributor/architecture.rst), no two C files of
 native/ include each other's headers, every package says what it is for,
-and no file grows past the length at which it holds more than one job.
+no file grows past the length at which it holds more than one job, and the
+client (python-memaggclient) imports nothing but the standard library and
+what its requirements.txt names, memagg least of all.
 
 Read from the source (every import statement, a function's too), not by
 importing it, so that a circle Python tolerates at run time is found all
@@ -23,11 +25,23 @@ import ast
 import collections
 import pathlib
 import re
+import sys
+
+from packaging import requirements
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 PACKAGE = REPO_ROOT / 'memagg'
 
 ARCHITECTURE = REPO_ROOT / 'doc/source/contributor/architecture.rst'
+CLIENT = REPO_ROOT / 'python-memaggclient'
+
+#: The top-level modules python-memaggclient may import besides the
+#: standard library: its own, and those of its requirements.txt
+#: (test_the_client_imports_only_what_it_requires holds the two together);
+#: its tests pytest too.
+CLIENT_IMPORTS = {'memaggclient': 'memaggclient', 'keystoneauth1':
+                  'keystoneauth1', 'osc_lib': 'osc-lib', 'cliff': 'cliff'}
+CLIENT_TEST_IMPORTS = {'pytest'}
 
 
 def _layers():
@@ -231,6 +245,38 @@ def test_no_file_is_doing_more_than_one_job():
     assert not long, (
         'files past %d lines (Python) or %d (C): %s; split them along '
         'their jobs' % (MAX_LINES['.py'], MAX_LINES['.c'], long))
+
+
+def _top_level_imports(path):
+    """The top-level module names ``path`` imports (absolute imports)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split('.')[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            yield node.module.split('.')[0]
+
+
+def test_the_client_imports_only_what_it_requires():
+    """memaggclient installs without the server (no compiler, no libvirt):
+    none of its modules, tests included, may import memagg or anything
+    its requirements do not bring."""
+    required = {requirements.Requirement(line).name for line in (
+        line.split('#', 1)[0].strip()
+        for line in (CLIENT / 'requirements.txt').read_text().splitlines())
+        if line}
+    assert set(CLIENT_IMPORTS.values()) - {'memaggclient'} <= required
+    stray = []
+    for path in sorted((CLIENT / 'memaggclient').rglob('*.py')):
+        allowed = set(CLIENT_IMPORTS) | set(sys.stdlib_module_names)
+        if 'tests' in path.relative_to(CLIENT).parts:
+            allowed |= CLIENT_TEST_IMPORTS
+        stray += ['%s imports %s' % (path.relative_to(REPO_ROOT), name)
+                  for name in sorted(set(_top_level_imports(path)))
+                  if name not in allowed]
+    assert not stray, (
+        'python-memaggclient imports beyond the standard library and its '
+        'requirements (%s): %s' % (', '.join(sorted(CLIENT_IMPORTS)),
+                                   '; '.join(stray)))
 
 
 def test_the_walk_finds_a_circle_and_an_upward_import():

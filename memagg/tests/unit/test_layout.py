@@ -12,16 +12,21 @@
 
 """The unit tests' folders mirror the product's packages, so a reader finds
 the tests of ``memagg/drivers/wss/ghost.py`` in
-``memagg/tests/unit/drivers/wss/``; the two exceptions test what is not a
-Python package."""
+``memagg/tests/unit/drivers/wss/``; the exceptions test what lives outside
+the memagg package."""
 import pathlib
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 UNIT = REPO_ROOT / 'memagg' / 'tests' / 'unit'
-# Test folders whose subject lives outside memagg/: the C code and
-# DevStack's plug-in.
+CLIENT = REPO_ROOT / 'python-memaggclient' / 'memaggclient'
+# Test folders whose subject lives outside memagg/: the C code, DevStack's
+# plug-in, and the client and its OpenStack client plug-in run against
+# memagg's real API (the client's own tests, which need no server, are in
+# python-memaggclient/memaggclient/tests).
 OUTSIDE = {'native': REPO_ROOT / 'native',
-           'devstack': REPO_ROOT / 'devstack'}
+           'devstack': REPO_ROOT / 'devstack',
+           'client': CLIENT,
+           'osc': CLIENT / 'osc'}
 
 
 def test_every_test_folder_is_named_after_what_it_tests():
@@ -33,6 +38,8 @@ def test_every_test_folder_is_named_after_what_it_tests():
         subject = OUTSIDE.get(folder.parts[0])
         if subject is None:
             subject = REPO_ROOT / 'memagg' / folder
+        else:
+            subject = subject.joinpath(*folder.parts[1:])
         if not subject.is_dir():
             stray.append('%s: no %s' % (module.relative_to(REPO_ROOT),
                                         subject.relative_to(REPO_ROOT)))

@@ -19,7 +19,7 @@ import pytest
 from keystoneauth1 import session as ks_session
 
 from memagg.api import app as api_app
-from memagg.client import client as memagg_client
+from memaggclient import client as memagg_client
 from memagg.conf import CONF
 from memagg.tests.unit.api import data
 from memagg.tests.unit.api import live

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.client against the real API app served over HTTP: microversion
+"""memaggclient against the real API app served over HTTP: microversion
 negotiation, the header on every call, every operation, paging, and each
 error as a typed exception with the API's message, field and request id."""
 import datetime
@@ -21,9 +21,9 @@ from keystoneauth1 import session as ks_session
 
 from memagg.api import app as api_app
 from memagg.api import microversion
-from memagg.client import client as memagg_client
-from memagg.client import exceptions
-from memagg.client import http
+from memaggclient import client as memagg_client
+from memaggclient import exceptions
+from memaggclient import http
 from memagg.conf import CONF
 from memagg.db.sqlalchemy import models
 from memagg.tests import polling
@@ -57,6 +57,14 @@ def test_default_is_the_newest_version_both_sides_support(memagg, server):
     # The version document is read once, and without a version header.
     assert [r for r in recorder.requests if r[1] == '/'] == [
         ('GET', '/', None)]
+
+
+def test_the_client_speaks_every_version_the_api_serves():
+    # The client carries its own copy (it installs without the server): a
+    # new microversion of the API is one the client must learn too.
+    assert (http.SERVICE_TYPE, http.MIN_VERSION, http.MAX_VERSION) == (
+        microversion.SERVICE_TYPE, microversion.MIN_VERSION,
+        microversion.MAX_VERSION)
 
 
 def test_default_is_capped_by_the_server(memagg, monkeypatch):

@@ -29,8 +29,8 @@ from openstack_dashboard.test import helpers
 from openstack_dashboard.test.test_data import exceptions as \
     test_data_exceptions
 
-from memagg.client import client as memagg_client
-from memagg.client import exceptions as client_exc
+from memaggclient import client as memagg_client
+from memaggclient import exceptions as client_exc
 
 ENDPOINT = 'http://memagg.example.com:8780'
 CATALOG_ENTRY = {
@@ -105,7 +105,7 @@ AUDIT_DETAIL = {'uuid': AUDIT, 'state': 'recommended',
 
 
 def page(items, next_marker=None):
-    """A stand-in for memagg.client.base.Page."""
+    """A stand-in for memaggclient.base.Page."""
     return mock.Mock(items=items, next_marker=next_marker,
                      all_items=lambda: iter(items))
 

@@ -239,7 +239,9 @@ def test_build_dependencies_come_before_memagg(all_in_one):
     install = all_in_one.named('install_package')
     assert len(install) == 1
     assert {'gcc', 'libibverbs-dev', 'librdmacm-dev'} <= set(install[0][1:])
+    # The client memagg requires, from the tree, before memagg.
     assert all_in_one.named('setup_develop') == [
+        ['setup_develop', str(REPO_ROOT / 'python-memaggclient')],
         ['setup_develop', str(REPO_ROOT)]]
     assert (all_in_one.index(lambda c: c[0] == 'install_package')
             < all_in_one.index(lambda c: c[0] == 'setup_develop'))

@@ -25,7 +25,7 @@ import pytest
 
 from memagg.api import app as api_app
 from memagg.api import microversion
-from memagg.client import host_usages
+from memaggclient import host_usages
 from memagg.conf import CONF
 from memagg.nova import filters
 from memagg.nova import usage

@@ -18,7 +18,7 @@ import types
 from osc_lib import exceptions
 import pytest
 
-from memagg.osc.v1 import grants
+from memaggclient.osc.v1 import grants
 
 UUID = '66666666-6666-4666-8666-666666666666'
 INSTANCE = '11111111-1111-4111-8111-111111111111'

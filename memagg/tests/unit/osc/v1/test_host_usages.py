@@ -15,8 +15,8 @@ against the real API served on loopback: one request, a row per host."""
 import types
 
 from memagg.api import microversion
-from memagg.client import http
-from memagg.osc.v1 import host_usages
+from memaggclient import http
+from memaggclient.osc.v1 import host_usages
 
 
 def test_one_row_per_host_from_one_request(make_client, server):

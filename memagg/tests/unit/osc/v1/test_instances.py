@@ -19,7 +19,7 @@ import types
 from cliff import columns as cliff_columns
 import pytest
 
-from memagg.osc.v1 import instances
+from memaggclient.osc.v1 import instances
 from memagg.tests.unit.api import data
 
 SAMPLER = ['sampler_backend', 'sampler_error_mb', 'sampler_pages',

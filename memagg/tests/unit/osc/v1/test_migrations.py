@@ -17,7 +17,7 @@ import types
 
 import pytest
 
-from memagg.osc.v1 import migrations
+from memaggclient.osc.v1 import migrations
 
 QUEUED = {'uuid': '55555555-5555-4555-8555-555555555555',
           'instance_uuid': '11111111-1111-4111-8111-111111111111',
