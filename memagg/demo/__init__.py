@@ -14,8 +14,9 @@
 --demo`` boots: a Debian cloud kernel and a busybox initramfs (image/)
 whose init runs a workload with a hot set its driver sets (guest), the
 guests and their workloads (cloud), the Keystone the demo's API checks
-tokens with (keystone) and the swap file host reclaim needs on a host
-without swap (swap). The tests use the same.
+tokens with (keystone), the Horizon it serves memagg's panels with
+(horizon), how both processes are stopped (server), and the swap file
+host reclaim needs on a host without swap (swap). The tests use the same.
 
 May import conf, common and drivers; cmd imports it.
 """

@@ -26,9 +26,9 @@ import urllib.error
 import urllib.request
 
 import memagg
+from memagg.demo import server as server_mod
 
 START_TIMEOUT = 120
-STOP_TIMEOUT = 10
 
 #: memagg's Horizon plug-in (memagg.dashboard), whose files Horizon loads
 #: as an operator installs them: read here, not imported (it is Horizon's
@@ -74,31 +74,6 @@ def missing():
             "'memagg[dashboard]'")
 
 
-class Server:
-    """A running Horizon at ``url``; stop() ends it."""
-
-    def __init__(self, proc, url, directory):
-        self.proc = proc
-        self.url = url
-        self.directory = directory
-
-    def log(self):
-        """The tail of its log."""
-        try:
-            return (self.directory / 'horizon.log').read_text()[-4000:]
-        except OSError:
-            return ''
-
-    def stop(self):
-        """SIGTERM, then SIGKILL after STOP_TIMEOUT s."""
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def _free_port():
     # runserver takes a port number, not a bound socket: one free now.
     with socket.socket() as sock:
@@ -118,7 +93,8 @@ def start(directory, auth_url):
     """Serve Horizon with memagg's panels on 127.0.0.1, its files in
     ``directory`` (a new, empty pathlib.Path), logging in through the
     Keystone at ``auth_url``; return its Server once its login page
-    answers. RuntimeError, with its log, when it does not."""
+    answers (a memagg.demo.server.Server). RuntimeError, with its log,
+    when it does not."""
     (directory / 'local').mkdir()
     (directory / 'local' / '__init__.py').write_text('')
     (directory / 'local' / 'local_settings.py').write_text(
@@ -137,7 +113,7 @@ def start(directory, auth_url):
              '--insecure', '127.0.0.1:%d' % port],
             env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True)
-    server = Server(proc, url, directory)
+    server = server_mod.Server(proc, directory / 'horizon.log', url)
     deadline = time.monotonic() + START_TIMEOUT
     while not _answers(url + '/auth/login/'):
         if proc.poll() is not None or time.monotonic() > deadline:

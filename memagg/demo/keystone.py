@@ -42,10 +42,11 @@ from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 import requests
 
+from memagg.demo import server as server_mod
+
 SOURCE_ROOT = pathlib.Path(__file__).resolve().parents[2]
 REGION = 'RegionOne'
 START_TIMEOUT = 60
-STOP_TIMEOUT = 10
 
 
 def venv():
@@ -241,31 +242,6 @@ class Admin:
                      self.find('role', role)))
 
 
-class Server:
-    """A Keystone process serving ``keystone``; stop() ends it."""
-
-    def __init__(self, proc, keystone, directory):
-        self.proc = proc
-        self.keystone = keystone
-        self.directory = directory
-
-    def log(self):
-        """The tail of its output."""
-        try:
-            return (self.directory / 'server.log').read_text()[-4000:]
-        except OSError:
-            return ''
-
-    def stop(self):
-        """SIGTERM, then SIGKILL after STOP_TIMEOUT s."""
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def _manage(conf, *args):
     cmd = [str(venv() / 'bin' / 'keystone-manage'), '--config-file',
            str(conf)]
@@ -289,7 +265,7 @@ def _serve(directory, conf):
     deadline = time.monotonic() + START_TIMEOUT
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            server = Server(proc, None, directory)
+            server = server_mod.Server(proc, directory / 'server.log')
             server.stop()
             raise RuntimeError('Keystone did not start (%s):\n%s' % (
                 'exit status %s' % proc.returncode
@@ -317,9 +293,10 @@ def _populate(keystone):
 
 def start(directory, accounts=None):
     """Prepare and serve a new Keystone in ``directory`` (a new, empty
-    pathlib.Path); return its Server once the accounts (``accounts``, as
-    new_accounts() makes them by default) exist. Unavailable without its
-    virtualenv."""
+    pathlib.Path); once the accounts (``accounts``, as new_accounts()
+    makes them by default) exist, return its memagg.demo.server.Server,
+    whose ``keystone`` is the Keystone with its accounts. Unavailable
+    without its virtualenv."""
     if missing():
         raise Unavailable('this needs ' + missing())
     accounts = accounts or new_accounts()
@@ -333,7 +310,8 @@ def start(directory, accounts=None):
     _manage(conf, 'credential_setup', *owner)
     proc, port = _serve(directory, conf)
     url = 'http://127.0.0.1:%d' % port
-    server = Server(proc, Keystone(url=url, **accounts), directory)
+    server = server_mod.Server(proc, directory / 'server.log', url)
+    server.keystone = Keystone(url=url, **accounts)
     try:
         admin = accounts['admin']
         _manage(conf, 'bootstrap',
