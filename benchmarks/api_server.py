@@ -31,6 +31,7 @@ Run: .venv/bin/python benchmarks/api_server.py [--connections 16]
      [--duration 20]
 """
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -76,6 +77,27 @@ def write_config(path, database_url, port):
         'database': {'connection': database_url},
         'api': {'host': '127.0.0.1', 'port': port,
                 'auth_strategy': 'noauth'}})
+
+
+@contextlib.contextmanager
+def uwsgi_api(tmp, database_url):
+    """memagg-api (uWSGI, noauth) on a free port of 127.0.0.1 over
+    ``database_url``, its config and log in ``tmp``: yields (its Popen,
+    URL, log path) as soon as it is started, and stops it after."""
+    port = service_procs.free_port()
+    url = 'http://127.0.0.1:%d' % port
+    config = os.path.join(tmp, 'memagg.conf')
+    write_config(config, database_url, port)
+    log_path = os.path.join(tmp, 'memagg-api.log')
+    with open(log_path, 'wb') as log:
+        proc = subprocess.Popen(
+            [os.path.join(BIN_DIR, 'memagg-api'), '--config-file', config],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        yield proc, url, log_path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def wait_until_serving(proc, url, log_path):

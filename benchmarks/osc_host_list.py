@@ -181,26 +181,16 @@ def main():
             load(args.hosts)
         finally:
             db_facade.dispose()
-        port = service_procs.free_port()
-        url = 'http://127.0.0.1:%d' % port
-        config = os.path.join(tmp, 'memagg.conf')
-        api_server.write_config(config, database_url, port)
-        log_path = os.path.join(tmp, 'memagg-api.log')
-        with open(log_path, 'wb') as log:
-            proc = subprocess.Popen(
-                [os.path.join(BIN_DIR, 'memagg-api'), '--config-file',
-                 config], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL)
-        try:
-            wait_until_serving(proc, url, log_path)
-            print('memagg-api (uWSGI, noauth) at %s, %d hosts, %d rounds, '
-                  '%d CPUs' % (url, args.hosts, args.rounds, os.cpu_count()))
-            peer, memagg = rounds(url, args.hosts, args.rounds)
-        except api_server.RunError as exc:
-            sys.exit('osc_host_list: %s' % exc)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+        with api_server.uwsgi_api(tmp, database_url) as (proc, url,
+                                                         log_path):
+            try:
+                wait_until_serving(proc, url, log_path)
+                print('memagg-api (uWSGI, noauth) at %s, %d hosts, %d '
+                      'rounds, %d CPUs' % (url, args.hosts, args.rounds,
+                                           os.cpu_count()))
+                peer, memagg = rounds(url, args.hosts, args.rounds)
+            except api_server.RunError as exc:
+                sys.exit('osc_host_list: %s' % exc)
     report(peer, memagg)
 
 

@@ -37,7 +37,6 @@ import tempfile
 import time
 
 from memagg.conf import CONF
-from memagg.tests.functional import service_procs
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _api_data as api_data  # noqa: E402
@@ -91,17 +90,8 @@ def main():
     CONF([], project='memagg', default_config_files=[])
     with tempfile.TemporaryDirectory() as tmp, \
             api_data.loaded_mariadb() as (database_url, _):
-        port = service_procs.free_port()
-        url = 'http://127.0.0.1:%d' % port
-        config = os.path.join(tmp, 'memagg.conf')
-        api_server.write_config(config, database_url, port)
-        log_path = os.path.join(tmp, 'memagg-api.log')
-        with open(log_path, 'wb') as log:
-            proc = subprocess.Popen(
-                [os.path.join(BIN_DIR, 'memagg-api'), '--config-file',
-                 config], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL)
-        try:
+        with api_server.uwsgi_api(tmp, database_url) as (proc, url,
+                                                         log_path):
             api_server.wait_until_serving(proc, url, log_path)
             # Warm both paths once (page cache, uWSGI workers' imports).
             cli_page(url, args.limit, None)
@@ -143,9 +133,6 @@ def main():
                 for _ in range(3))
             print('of which the openstack client starting (openstack '
                   '--version): %.1f ms' % (startup * 1000))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
 
 
 if __name__ == '__main__':
