@@ -93,6 +93,12 @@ CALLS = [
      403),
     ('/v1/host_usages', '/v1/host_usages', LATEST, 200),
     ('/v1/host_usages', '/v1/host_usages', dict(MEMBER_A, **LATEST), 403),
+    ('/v1/host_usages', '/v1/host_usages?limit=1&sort_key=booked_mb'
+     '&sort_dir=desc', LATEST, 200),
+    ('/v1/host_usages', '/v1/host_usages?sort_key=cpu', LATEST, 400),
+    ('/v1/cloud_usage', '/v1/cloud_usage?points=2', LATEST, 200),
+    ('/v1/cloud_usage', '/v1/cloud_usage?points=0', LATEST, 400),
+    ('/v1/cloud_usage', '/v1/cloud_usage', dict(MEMBER_A, **LATEST), 403),
 ]
 
 _EXECUTE = '/v1/audits/{uuid}/execute'
