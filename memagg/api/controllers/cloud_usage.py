@@ -14,7 +14,7 @@
 time, for an operator's view of what memagg gives back.
 
 Now is summed from the hosts' usages (GET /v1/host_usages); the history
-from the stored WSS samples (memagg.db.cloud_history), so it reaches back
+from the stored WSS samples (memagg.db.cloud_usage), so it reaches back
 as far as [wss] sample_retention_hours.
 """
 import datetime
@@ -30,7 +30,7 @@ from memagg.api import schemas
 from memagg.api import validation
 from memagg.api import views
 from memagg.common import exceptions
-from memagg.db import cloud_history
+from memagg.db import cloud_usage as db_cloud_usage
 
 _SINCE = (1, 12)
 DEFAULT_RANGE = datetime.timedelta(days=1)
@@ -76,9 +76,9 @@ def _now(context):
 
 def _history(context, since, until, points):
     step = max(1, math.ceil((until - since).total_seconds() / points))
-    capacity = cloud_history.host_capacities(context)
+    capacity = db_cloud_usage.host_capacities(context)
     buckets = {}
-    for bucket, host, booked, wss in cloud_history.usage_by_bucket(
+    for bucket, host, booked, wss in db_cloud_usage.usage_by_bucket(
             context, since, until, step):
         buckets.setdefault(bucket, []).append((host, booked, wss))
     history = []

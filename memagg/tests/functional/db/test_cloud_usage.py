@@ -15,7 +15,7 @@ servers): each backend counts the seconds from the range's start its own
 way, and must cut the same buckets."""
 import datetime
 
-from memagg.db import cloud_history
+from memagg.db import cloud_usage as db_cloud_usage
 from memagg.db import reports as db_reports
 
 T0 = datetime.datetime(2024, 5, 1, 23, 59, 0)
@@ -36,7 +36,7 @@ def test_buckets_are_whole_steps_from_since(admin_context, any_db):
                   sampled_at=T0 + datetime.timedelta(seconds=s))
              for s in offsets])
 
-    rows = cloud_history.usage_by_bucket(
+    rows = db_cloud_usage.usage_by_bucket(
         admin_context, T0, T0 + datetime.timedelta(seconds=179), 60)
 
     # Until is included; the sample at 180 s is after it.
@@ -44,5 +44,5 @@ def test_buckets_are_whole_steps_from_since(admin_context, any_db):
         (0, 'h-a', 4096, 1000), (0, 'h-b', 2048, 1000),
         (1, 'h-a', 4096, 1060), (1, 'h-b', 2048, 1060),
         (2, 'h-a', 4096, 1179), (2, 'h-b', 2048, 1179)]
-    assert cloud_history.host_capacities(admin_context) == {
+    assert db_cloud_usage.host_capacities(admin_context) == {
         'h-a': 7680, 'h-b': 7680}
