@@ -29,6 +29,7 @@ from oslo_log import log as logging
 from memagg.common import exceptions
 from memagg.demo import guest as guest_mod
 from memagg.demo import swap as swap_mod
+from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.reclaim import base as reclaim_base
 
 LOG = logging.getLogger(__name__)
@@ -242,8 +243,8 @@ class DemoCloud:
                 if (time.monotonic() > deadline
                         or self._stop.wait(GRANT_RETRY_S)):
                     raise
-        serial = 'memagg-swap-' + grant['uuid'].replace('-', '')[:8]
-        dev = guest.wait_swap_disk(serial, GRANT_TIMEOUT)
+        dev = guest.wait_swap_disk(hypervisor.swap_serial(grant['uuid']),
+                                   GRANT_TIMEOUT)
         self.say('demo: %s swaps to remote memory: grant %s of %d MiB from '
                  '%s on its %s' % (
                      workload.name, grant['uuid'], grant['granted_mb'],
