@@ -332,12 +332,18 @@ def _configure(argv):
     return state_dir
 
 
+def _fresh_dir(state_dir, name):
+    """``state_dir``/NAME, emptied of an earlier run's files (0700)."""
+    directory = pathlib.Path(state_dir) / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(mode=0o700)
+    return directory
+
+
 def _start_keystone(state_dir):
     """A new Keystone for the demo in ``state_dir``/keystone, memagg-api
     set to check tokens there; its demo_keystone.Server."""
-    directory = pathlib.Path(state_dir) / 'keystone'
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(mode=0o700)
+    directory = _fresh_dir(state_dir, 'keystone')
     try:
         server = demo_keystone.start(directory)
     except (demo_keystone.Unavailable, RuntimeError) as exc:
@@ -349,9 +355,7 @@ def _start_keystone(state_dir):
 def _start_horizon(state_dir, keystone):
     """Horizon with memagg's panels for the demo, its files in
     ``state_dir``/horizon, logging in through ``keystone``."""
-    directory = pathlib.Path(state_dir) / 'horizon'
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(mode=0o700)
+    directory = _fresh_dir(state_dir, 'horizon')
     try:
         return demo_horizon.start(directory, keystone.auth_url)
     except RuntimeError as exc:
