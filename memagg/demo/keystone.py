@@ -316,7 +316,8 @@ def start(directory, accounts=None):
         admin = accounts['admin']
         _manage(conf, 'bootstrap',
                 '--bootstrap-username', admin.username,
-                '--bootstrap-password', admin.password,
+                # One argument: a password may begin with '-'.
+                '--bootstrap-password=' + admin.password,
                 '--bootstrap-project-name', admin.project_name,
                 '--bootstrap-admin-url', url + '/v3',
                 '--bootstrap-public-url', url + '/v3',

@@ -84,13 +84,24 @@ def test_estimate_follows_the_phases_and_the_balloon_the_policy(
             _alive(guest, guest.heartbeats())
         # The balloon follows the policy: cmms shrank the guest to its
         # floor (the WSS is below it) and the guest gave the memory back.
-        last = loop.history(guest.uuid)[-1][1]
+        history = [r for _n, r in loop.history(guest.uuid)]
+        last = history[-1]
         assert last.target_mb == 232, last
         polling.wait_for(
             lambda: loop.history(guest.uuid)[-1][1].current_mb == 232,
             6 * PERIOD, interval=0.5, message='balloon at its target')
-        # Growth applied at once, shrinking only after the slice (1 h).
-        assert last.wss_maxavg_mb >= measured[1][1][-1] * 0.8, last
+        # Growth applied at once, shrinking only after the slice (1 h): the
+        # max-average is still the largest mean of n estimates seen, the
+        # 150 MiB phase's, though the WSS is back to 40. How many of the
+        # phase's estimates a mean holds depends on when the next phase
+        # began, so the expected value is computed from the reports.
+        n = loop_conf.conf.wss.maxavg_samples
+        truth = [r.wss_mb for r in history if not r.warming]
+        means = [sum(truth[max(0, i - n + 1):i + 1]) / len(
+            truth[max(0, i - n + 1):i + 1]) for i in range(len(truth))]
+        assert last.wss_maxavg_mb == int(max(means) + 0.5), (last, truth)
+        assert last.wss_maxavg_mb > max(measured[0][1] + measured[2][1]), (
+            last, measured)
         print('phases (hot MiB, estimates, estimator):', measured)
     finally:
         if loop is not None:
