@@ -29,15 +29,17 @@ MISSING_EXTRA = 1
 
 
 def main(argv=None):
-    """Run memagg-sim (memagg.sim.cli.main), or memagg-sim sweep
+    """Run memagg-sim (memagg.sim.cli.main), memagg-sim sweep
     (memagg.sim.sweep.main) when ``argv`` (default: the command line)
-    starts with ``sweep``, when the sim extra imports."""
+    starts with ``sweep``, or memagg-sim import (memagg.sim.trace_import)
+    when it starts with ``import``, when the sim extra imports."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         # Imported here, not at the top: the import is what fails without
         # the extra, and the console script must answer that in one line.
         from memagg.sim import cli as sim_cli
         from memagg.sim import sweep
+        from memagg.sim import trace_import
     except ImportError as error:
         if (error.name or '').split('.')[0] not in EXTRA_MODULES:
             raise
@@ -46,6 +48,8 @@ def main(argv=None):
                         % error.name, MISSING_EXTRA)
     if argv[:1] == ['sweep']:
         return sweep.main(argv[1:])
+    if argv[:1] == ['import']:
+        return trace_import.main(argv[1:])
     return sim_cli.main(argv)
 
 

@@ -49,10 +49,10 @@ def _checked(kind, test, what):
 
 POSITIVE_INT = _checked(int, lambda v: v >= 1, 'an integer >= 1')
 _INT = _checked(int, lambda v: True, 'an integer')
-_POSITIVE = _checked(float, lambda v: v > 0 and math.isfinite(v),
-                     'a number > 0')
-_NON_NEGATIVE = _checked(float, lambda v: v >= 0 and math.isfinite(v),
-                         'a number >= 0')
+POSITIVE = _checked(float, lambda v: v > 0 and math.isfinite(v),
+                    'a number > 0')
+NON_NEGATIVE = _checked(float, lambda v: v >= 0 and math.isfinite(v),
+                        'a number >= 0')
 FRACTION = _checked(float, lambda v: 0 <= v <= 1, 'a number from 0 to 1')
 _OPEN_FRACTION = _checked(float, lambda v: 0 < v <= 1,
                           'a number > 0 and <= 1')
@@ -72,30 +72,30 @@ def _seeds(text):
 SYNTHETIC = (
     ('vms', POSITIVE_INT, 'VMs (default: %d per host).'
      % synthetic.Params.VMS_PER_HOST),
-    ('days', _POSITIVE, 'Length of the trace in days (default %(d)s).'),
-    ('step', _POSITIVE, 'Seconds between two samples (default %(d)s).'),
+    ('days', POSITIVE, 'Length of the trace in days (default %(d)s).'),
+    ('step', POSITIVE, 'Seconds between two samples (default %(d)s).'),
     ('used_ratio', _OPEN_FRACTION, 'Mean working set over booked memory '
      'across VMs (default %(d)s).'),
-    ('used_spread', _NON_NEGATIVE, 'Standard deviation of that ratio across '
+    ('used_spread', NON_NEGATIVE, 'Standard deviation of that ratio across '
      'VMs (default %(d)s; ratios are clipped to 0.05..1).'),
     ('cpu_mean', _OPEN_FRACTION, 'Mean CPU use as a share of the VM\'s '
      'vCPUs (default %(d)s).'),
-    ('cpu_spread', _NON_NEGATIVE, 'Standard deviation of that share across '
+    ('cpu_spread', NON_NEGATIVE, 'Standard deviation of that share across '
      'VMs (default %(d)s).'),
     ('diurnal_amplitude', FRACTION, 'Daily CPU swing: use is multiplied by '
      '1 + A cos(2 pi (hour - peak) / 24) (default %(d)s).'),
     ('diurnal_peak_hour', _HOUR, 'Hour of the day of the CPU peak (default '
      '%(d)s).'),
-    ('diurnal_phase_spread_hours', _NON_NEGATIVE, 'Standard deviation of '
+    ('diurnal_phase_spread_hours', NON_NEGATIVE, 'Standard deviation of '
      'each VM\'s peak hour around it (default %(d)s).'),
-    ('mem_phase_hours', _POSITIVE, 'Mean length of a memory phase in hours; '
+    ('mem_phase_hours', POSITIVE, 'Mean length of a memory phase in hours; '
      'the working set changes level at each phase (default %(d)s).'),
     ('mem_phase_change', FRACTION, 'A phase multiplies the working set by '
      'a factor drawn in 1 +- this (default %(d)s).'),
     ('mem_phase_sync', FRACTION, 'Share of VMs that follow cloud-wide '
      'memory phases (same switch times and factors), so that working sets '
      'rise together (default %(d)s).'),
-    ('noise', _NON_NEGATIVE, 'Relative noise on every CPU and working-set '
+    ('noise', NON_NEGATIVE, 'Relative noise on every CPU and working-set '
      'sample (default %(d)s).'),
     ('seed', _INT, 'Random seed; the same seed and parameters give the '
      'same trace (default %(d)s).'),
@@ -121,11 +121,11 @@ def add_input_arguments(parser, seeds=False):
              'hosts the trace names otherwise).'
              % synthetic.Params.hosts)
     source.add_argument(
-        '--host-cpus', type=_POSITIVE, metavar='CORES',
+        '--host-cpus', type=POSITIVE, metavar='CORES',
         help='Cores of each host (default %g; not with --hosts-file).'
              % DEFAULT_HOSTS_CPUS)
     source.add_argument(
-        '--host-memory-mb', type=_POSITIVE, metavar='MIB',
+        '--host-memory-mb', type=POSITIVE, metavar='MIB',
         help='Memory VMs may use on each host, MiB: RAM less what the host '
              'reserves (default %g; not with --hosts-file).'
              % DEFAULT_HOST_MEMORY_MB)
@@ -165,16 +165,16 @@ def add_simulation_arguments(group):
         help='Working-set estimates averaged by the WSS max-average '
              '(default: [wss] maxavg_samples, 5).')
     group.add_argument(
-        '--maxavg-slice-s', type=_POSITIVE, metavar='SECONDS',
+        '--maxavg-slice-s', type=POSITIVE, metavar='SECONDS',
         help='Slice over which the WSS max-average keeps the largest '
              'average (default: [wss] maxavg_slice_s, 3600).')
     group.add_argument(
-        '--round-interval', type=_POSITIVE, metavar='SECONDS',
+        '--round-interval', type=POSITIVE, metavar='SECONDS',
         help='Virtual seconds between two consolidation rounds, rounded up '
              'to whole steps (default: every step, as Neat ran a round at '
              'each collection).')
     group.add_argument(
-        '--migration-time', type=_NON_NEGATIVE, metavar='SECONDS',
+        '--migration-time', type=NON_NEGATIVE, metavar='SECONDS',
         help='Virtual seconds a live migration takes before the VM runs on '
              'its destination, rounded up to whole steps, at least one '
              '(default: one step). Its hosts sit out rounds meanwhile, and '
@@ -192,7 +192,7 @@ def add_simulation_arguments(group):
              '[reservoir] options (tlp_*, donor_reserve_mb, slab_size_mb, '
              'donor_selection) come from --config-file.')
     group.add_argument(
-        '--remote-penalty', type=_NON_NEGATIVE, metavar='X',
+        '--remote-penalty', type=NON_NEGATIVE, metavar='X',
         help='Extra cores a VM uses, as a share of the cores it uses, per '
              'share of its working set that is remote: page faults served '
              'over the network cost CPU time (default %g: half its working '

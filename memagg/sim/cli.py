@@ -55,7 +55,11 @@ migrations.png, overload.png to --output-dir.
 Without --trace the built-in synthetic generator makes the trace.
 
 memagg-sim sweep runs a grid of [consolidation] option values over several
-seeds instead: memagg-sim sweep --help."""
+seeds instead: memagg-sim sweep --help.
+
+memagg-sim import converts a public trace (GWA-T-12 Bitbrains, Alibaba
+cluster-trace-v2018, Google cluster-data 2019) into a trace CSV for
+--trace: memagg-sim import --help."""
 
 EPILOG = """\
 trace CSV (--trace): a header line naming the columns, then one row per VM

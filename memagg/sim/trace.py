@@ -176,7 +176,7 @@ def _rows(path, reader, width):
 MAX_LINE_BYTES = 65536
 
 
-def _lines(path, stream):
+def checked_lines(path, stream):
     """The lines of a binary ``stream`` as text: each checked to be UTF-8
     and at most MAX_LINE_BYTES long before it is decoded, so that a file
     that is not a trace fails on its line, not on a parser's limit."""
@@ -200,14 +200,14 @@ def _lines(path, stream):
 
 @contextlib.contextmanager
 def _open(path):
-    """A csv.reader over the lines of ``path`` (see _lines)."""
+    """A csv.reader over the lines of ``path`` (see checked_lines)."""
     try:
         stream = open(path, 'rb')
     except OSError as exc:
         raise TraceError(path, None, None,
                          'cannot read: %s' % (exc.strerror or exc))
     with stream:
-        yield csv.reader(_lines(path, stream))
+        yield csv.reader(checked_lines(path, stream))
 
 
 def read_hosts(path):
