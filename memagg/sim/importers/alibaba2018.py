@@ -62,9 +62,9 @@ def _fields(path, line, text, columns, name):
                               % (len(fields), len(columns), name,
                                  ', '.join(columns)))
     if len(fields) > len(columns):
-        raise base.TraceError(path, line, None, '%d fields where %s has %d '
-                              '(%s); is this that file?'
-                              % (len(fields), name, len(columns),
+        raise base.TraceError(path, line, None, 'column %d: more than the '
+                              '%d fields of %s (%s); is this that file?'
+                              % (len(columns) + 1, len(columns), name,
                                  ', '.join(columns)))
     return fields
 

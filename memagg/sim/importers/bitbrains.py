@@ -129,16 +129,17 @@ class Bitbrains(base.Importer):
     @staticmethod
     def _header(path, text):
         names = [name.strip() for name in text.split(';')]
-        if len(names) != len(COLUMNS):
-            raise base.TraceError(
-                path, 1, None, 'not a GWA-T-12 Bitbrains file: its header '
-                'has %d fields separated by ";", not the %d from %r to %r'
-                % (len(names), len(COLUMNS), COLUMNS[0], COLUMNS[-1]))
-        for name, expected in zip(names, COLUMNS):
-            if name != expected:
+        for i, expected in enumerate(COLUMNS):
+            if i >= len(names) or names[i] != expected:
                 raise base.TraceError(
-                    path, 1, expected, 'not a GWA-T-12 Bitbrains file: '
-                    'the header names %r here' % name)
+                    path, 1, expected, 'not a GWA-T-12 Bitbrains file: its '
+                    'header has %s here (columns are separated by ";")'
+                    % (repr(names[i]) if i < len(names) else 'nothing'))
+        if len(names) > len(COLUMNS):
+            raise base.TraceError(
+                path, 1, None, 'column %d: not a GWA-T-12 Bitbrains file: '
+                'its header has more than %d columns'
+                % (len(COLUMNS) + 1, len(COLUMNS)))
 
     @staticmethod
     def _row(path, line, fields, counts):
@@ -148,9 +149,9 @@ class Bitbrains(base.Importer):
                                   'the header names; is the file cut short?'
                                   % (len(fields), len(COLUMNS)))
         if len(fields) > len(COLUMNS):
-            raise base.TraceError(path, line, None, '%d fields where the '
-                                  'header names %d' % (len(fields),
-                                                       len(COLUMNS)))
+            raise base.TraceError(path, line, None, 'column %d: more than '
+                                  'the %d fields the header names'
+                                  % (len(COLUMNS) + 1, len(COLUMNS)))
 
         def value(i):
             return base.number(path, line, COLUMNS[i], fields[i].strip())
