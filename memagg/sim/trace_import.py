@@ -175,7 +175,9 @@ def _check(args, parser, importer):
 
 
 def convert(args, importer, stderr, show_progress):
-    """Convert for parsed ``args``; returns the Writer and Counts."""
+    """Convert for parsed ``args``; returns the Writer and Counts. The
+    output is written as OUTPUT.part and renamed when done and not empty:
+    a failed or empty conversion leaves no file."""
     step = args.step or importer.step_s
     window = base.Window(args.start, args.days and args.days * 86400)
     counts = base.Counts()
@@ -203,10 +205,13 @@ def convert(args, importer, stderr, show_progress):
                                    math.floor(args.max_gap / step), counts)
             for name, samples in importer.vms(args.src, args, context):
                 writer.write(name, samples)
-        os.replace(partial, args.output)
+        if writer.rows:
+            os.replace(partial, args.output)
     except OSError as exc:
-        raise cli.UsageError('cannot write %s: %s' % (
-            exc.filename or args.output, exc.strerror or exc))
+        where = exc.filename or args.output
+        raise cli.UsageError('%s: %s' % (
+            args.output if where == partial else where,
+            exc.strerror or exc))
     finally:
         for bar in bars.values():
             bar.close()

@@ -127,3 +127,35 @@ def test_memory_does_not_grow_with_the_vms(tmp_path, fmt):
     small, big = peaks[100] - peaks[1], peaks[400] - peaks[1]
     assert big <= 2 * small + (256 << 10)
     assert big < inputs[400] / 4
+
+
+def test_progress_is_drawn_on_request_and_a_date_needs_a_unix_clock(
+        tmp_path, capsys):
+    sources = _sources(tmp_path, vms=2, steps=3)
+    status, _, err = run(capsys, 'alibaba2018', str(sources['alibaba2018']),
+                         '-o', str(tmp_path / 'a.csv'), '--progress')
+    assert status == 0
+    # One bar per pass: the MiB read, then the spill buckets.
+    assert 'MiB read' in err and '1/1 buckets' in err
+    status, _, err = run(capsys, 'bitbrains', str(sources['bitbrains']),
+                         '-o', str(tmp_path / 'b.csv'), '--progress')
+    assert status == 0 and '2/2 VMs' in err
+    status, _, err = run(capsys, 'google2019', str(sources['google2019']),
+                         '-o', str(tmp_path / 'g.csv'), '--start',
+                         '2019-05-01')
+    assert status == 2
+    assert err.startswith('memagg-sim import: error: argument --start: '
+                          'google2019 counts seconds from the trace\'s '
+                          'start')
+
+
+def test_nothing_kept_is_status_1_and_no_file(tmp_path, capsys):
+    src = _sources(tmp_path, vms=2, steps=3)['google2019']
+    out = tmp_path / 'trace.csv'
+    status, stdout, err = run(capsys, 'google2019', str(src), '-o', str(out),
+                              '--start', '86400')
+    assert status == 1
+    assert 'dropped 6 rows: outside --start/--days' in stdout
+    assert err == ('memagg-sim import: error: nothing written: no row of %s '
+                   'was kept (see the counts above)\n' % src)
+    assert not out.exists()
