@@ -73,8 +73,7 @@ class Alibaba2018(base.Importer):
     """Alibaba cluster-trace-v2018 containers."""
 
     summary = 'Alibaba cluster-trace-v2018 containers'
-    source = 'the directory holding container_meta.csv and ' \
-             'container_usage.csv'
+    source = 'directory of container_meta.csv and container_usage.csv'
     step_s = 300.0
 
     def add_arguments(self, group):

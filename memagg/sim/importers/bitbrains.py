@@ -55,7 +55,7 @@ class Bitbrains(base.Importer):
     """GWA-T-12 Bitbrains (fastStorage, Rnd)."""
 
     summary = 'GWA-T-12 Bitbrains traces (fastStorage, Rnd)'
-    source = 'a directory of per-VM N.csv files, or of month directories'
+    source = 'directory of per-VM N.csv files, or of month directories'
     step_s = 300.0
     unix_clock = True
 
@@ -79,7 +79,12 @@ class Bitbrains(base.Importer):
         for entry in entries:
             path = os.path.join(src, entry)
             if os.path.isdir(path):
-                for name in sorted(os.listdir(path), key=_natural):
+                try:
+                    names = sorted(os.listdir(path), key=_natural)
+                except OSError as exc:
+                    raise base.TraceError(path, None, None, 'cannot read: %s'
+                                          % (exc.strerror or exc))
+                for name in names:
                     if name.endswith('.csv'):
                         vm = name[:-4]
                         found.setdefault(

@@ -75,8 +75,7 @@ class Google2019(base.Importer):
     """Google cluster-data 2019 instances (newline-delimited JSON)."""
 
     summary = 'Google cluster-data 2019 instance_usage (+ instance_events)'
-    source = 'the directory holding instance_usage*.json[.gz] (and ' \
-             'instance_events*.json[.gz])'
+    source = 'directory of instance_usage*.json[.gz] (+ instance_events*)'
     step_s = 300.0
 
     def add_arguments(self, group):
