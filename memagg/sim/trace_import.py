@@ -136,7 +136,7 @@ def build_parser(found):
         help='Convert from here: seconds of the trace\'s clock (Unix time '
              'for bitbrains, from the trace\'s start for the others), or a '
              'UTC date YYYY-MM-DD[THH:MM[:SS]] (Unix clock). Written times '
-             'count from it (default: from 0 of the clock).')
+             'count from it (default: the trace\'s first sample).')
     grid.add_argument('--days', type=arguments.POSITIVE, metavar='DAYS',
                       help='Convert this many days from --start (default: '
                            'to the end).')
@@ -179,7 +179,10 @@ def convert(args, importer, stderr, show_progress):
     output is written as OUTPUT.part and renamed when done and not empty:
     a failed or empty conversion leaves no file."""
     step = args.step or importer.step_s
-    window = base.Window(args.start, args.days and args.days * 86400)
+    start = args.start
+    if start is None:
+        start = importer.first_time(args.src, args)
+    window = base.Window(start, args.days and args.days * 86400)
     counts = base.Counts()
     bars = {}
 

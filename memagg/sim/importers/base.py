@@ -131,6 +131,12 @@ class Importer:
         ``args`` (None: the --host-cpus/--host-memory-mb defaults)."""
         return None
 
+    def first_time(self, src, args):
+        """The earliest time of the trace at ``src`` on its clock: where
+        the grid starts when --start is not given. None: at 0 (a clock
+        that counts from the trace's start)."""
+        return None
+
     def vms(self, src, args, context):
         """Yield ``(name, samples)`` for each VM of the trace at ``src``:
         its samples (Sample, any order) inside ``context.window``, for VMs

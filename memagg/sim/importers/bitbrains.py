@@ -51,6 +51,12 @@ def _natural(name):
             for part in re.split(r'(\d+)', name)]
 
 
+def _seconds(time):
+    """A file's timestamp in seconds (Unix seconds, whatever the header's
+    "[ms]" says; milliseconds where the value is that large)."""
+    return time / 1000.0 if time >= MILLISECONDS_FROM else time
+
+
 class Bitbrains(base.Importer):
     """GWA-T-12 Bitbrains (fastStorage, Rnd)."""
 
@@ -97,6 +103,25 @@ class Bitbrains(base.Importer):
                                   'in its sub-directories; give the '
                                   'directory of a GWA-T-12 trace')
         return {vm: found[vm] for vm in sorted(found, key=_natural)}
+
+    def first_time(self, src, args):
+        """The earliest first sample of the VMs' files (each file is in
+        time order, so only its first row is read)."""
+        first = None
+        for paths in self.files(src, bool(args.separate_months)).values():
+            for path in paths:
+                with base.open_lines(path) as (lines, _):
+                    header = next(lines, None)
+                    if header is not None:
+                        self._header(path, header[1])
+                    row = next(lines, None)
+                    if row is None:
+                        continue
+                    time = _seconds(base.number(
+                        path, row[0], COLUMNS[TIME],
+                        row[1].split(';')[0].strip()))
+                    first = time if first is None else min(first, time)
+        return first
 
     def vms(self, src, args, context):
         groups = self.files(src, bool(args.separate_months))
@@ -161,9 +186,7 @@ class Bitbrains(base.Importer):
         def value(i):
             return base.number(path, line, COLUMNS[i], fields[i].strip())
 
-        time = value(TIME)
-        if time >= MILLISECONDS_FROM:
-            time /= 1000.0
+        time = _seconds(value(TIME))
         cores, capacity = value(CORES), value(CAPACITY)
         memory = value(MEMORY)
         if cores == 0 or capacity == 0:

@@ -60,9 +60,27 @@ def test_timestamps_in_seconds_or_milliseconds_give_one_grid(tmp_path,
                   for i in range(3)]})
     out = tmp_path / 'trace.csv'
     assert run(capsys, 'bitbrains', str(src), '-o', str(out))[0] == 0
+    # Without --start, times count from the earliest sample.
     times = {(r['vm'], r['time']) for r in rows(out)}
-    assert times == {(vm, repr(float(T0 + 300 * i)))
-                     for vm in '12' for i in range(3)}
+    assert times == {(vm, repr(300.0 * i)) for vm in '12' for i in range(3)}
+
+
+def test_without_start_the_window_opens_at_the_first_sample(tmp_path,
+                                                            capsys):
+    # VM 2 starts an hour after VM 1; Unix times, as the archive's files.
+    src = fx.write_bitbrains(tmp_path / 'src', {
+        '1.csv': [fx.bitbrains_row(T0 + 3600 * h) for h in range(48)],
+        '2.csv': [fx.bitbrains_row(T0 + 3600 * h) for h in range(1, 48)]})
+    out = tmp_path / 'trace.csv'
+    status, stdout, _ = run(capsys, 'bitbrains', str(src), '-o', str(out),
+                            '--step', '3600', '--days', '1')
+    assert status == 0
+    got = rows(out)
+    assert sorted({float(r['time']) for r in got if r['vm'] == '1'}) == [
+        3600.0 * h for h in range(24)]
+    assert sorted({float(r['time']) for r in got if r['vm'] == '2'}) == [
+        3600.0 * h for h in range(1, 24)]
+    assert 'dropped 48 rows: outside --start/--days' in stdout
 
 
 def test_rnd_months_are_one_vm_unless_separated(tmp_path, capsys):
