@@ -21,6 +21,7 @@ import pytest
 from memagg.common import context
 from memagg.conf import CONF
 from memagg.db import audits as db_audits
+from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
 from memagg.db import migrations as db_migrations
 from memagg.db.sqlalchemy import models
@@ -172,3 +173,21 @@ def test_a_reservation_is_refused_and_stores_nothing(conf, sqlite_db,
         reservoir.reserve(admin_context, manager_tests.UUIDS[0], 'idle', 64)
     assert OBSERVE in str(info.value)
     assert db_listings.list_resources(admin_context, 'grants') == []
+
+
+def test_a_grant_an_api_reserved_is_failed_not_set_up(conf, sqlite_db,
+                                                      admin_context):
+    # Reserved by a memagg-api still in manage mode: set up by nothing.
+    grant_uuid = '77777777-7777-4777-8777-777777777777'
+    rows.insert(models.Grant, dict(uuid=grant_uuid, status='pending',
+                                   granted_mb=0, slab_size_mb=64))
+    conf.config(mode='observe', group='scheduler')
+    # No compute RPC: a call to any host would fail the test.
+    reservoir = reservoir_mod.Reservoir(CONF, compute_api=object())
+
+    reservoir.finish_allocation(admin_context, grant_uuid)
+
+    grant = db_grants.grant_get(admin_context, grant_uuid)
+    assert grant.status == 'failed'
+    assert ('grant %s is not set up: ' % grant_uuid) in grant.reason
+    assert OBSERVE in grant.reason
