@@ -129,6 +129,7 @@ def create_audit(query, body):
 def execute_audit(uuid, query, body):
     base.enforce(policy.EXECUTE)
     ctxt = base.context()
+    # An unknown audit is 404 before observe mode's 409.
     db_audits.audit_get(ctxt, uuid)
     mode.check_manages(base.conf(), 'audit %s is not executed' % uuid)
     # A compare-and-set: of concurrent requests one only moves the audit
