@@ -62,6 +62,9 @@ class ComputeManager(service.Manager):
                                                  self.memory, self.remote)
 
     def init_host(self):
+        if self.memory.observe:
+            LOG.info('[compute] mode = observe: %s measures and reports its '
+                     'VMs and changes nothing', self.host)
         # The exports memagg-swapd kept while this service was down.
         self.remote.recover()
 

@@ -180,6 +180,9 @@ class SchedulerManager(service.Manager):
         executions are resumed, audits left planning are marked failed by
         the executor, and audits still pending are planned. With several
         workers, what another live worker claims is left to it."""
+        if mode.observing(CONF):
+            LOG.info('[scheduler] mode = observe: audits are planned and '
+                     'stored, never executed; no grant is made')
         self.coordinator.start()
         self._worker.start()
         self._worker.submit('Resuming audits', self._recover)
