@@ -42,7 +42,8 @@ COMMON = {
     'current_mb': 'Memory the guest has now (its balloon\'s actual size), '
                   'MiB.',
     'target_mb': 'The balloon target memagg\'s local policy set, MiB; null '
-                 'for an instance memagg does not manage.',
+                 'for an instance memagg does not manage, or whose host '
+                 'runs in observe mode.',
     'wss_mb': 'The working-set estimate, MiB: memory the guest used over '
               'the last period; null when none was made.',
     'wss_maxavg_mb': 'Smoothed working set (WSS^maxavg), MiB.',

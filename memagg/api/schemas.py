@@ -173,8 +173,9 @@ COMPONENTS = {
         'estimator': {'type': ['string', 'null']},
         'local_policy': {'type': ['string', 'null'], 'description': (
             'The compute node\'s local policy that sets the balloon '
-            'target, with its mode (e.g. cmms/equal); null for an '
-            'unmanaged instance or before its host reported one. '
+            'target, with its mode (e.g. cmms/equal); observe when its '
+            'memagg-compute runs in observe mode and sets no target; null '
+            'for an unmanaged instance or before its host reported one. '
             'Since 1.7.')},
         'cpu_util': {'type': 'number'},
         'remote_mb': dict(INTEGER, description=(

@@ -18,9 +18,12 @@
                                                 [--audits-older-than-hours N]
     memagg-manage [--config-file FILE] grant_secrets rewrap
                   [--old-key-file OLD_KEY_FILE ...] [--batch-size N]
+    memagg-manage [--config-file FILE] trace export --since TIME
+                  --until TIME -o DIR [--step SECONDS] [--max-gap STEPS]
 
 Exit status: 0 done, 1 the database failed or has no memagg schema yet
-(or some grant secrets could not be rewrapped), 2 bad arguments or
+(or some grant secrets could not be rewrapped, or the trace window holds
+no sample), 2 bad arguments or
 configuration; every error is one line on stderr. Only ``db upgrade``
 creates a database: the others name the one they would use and create
 nothing.
@@ -34,6 +37,7 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from memagg.cmd import trace_export
 from memagg.common import cli
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
@@ -47,8 +51,8 @@ from memagg.db import secret_box
 DB_ERROR = 1
 DESCRIPTION = """\
 memagg-manage administers memagg's database: it migrates the schema,
-purges old samples and audits, and wraps the grants' secrets with the
-current key."""
+purges old samples and audits, wraps the grants' secrets with the
+current key, and exports the stored history as a memagg-sim trace."""
 
 
 class DbCommands:
@@ -129,6 +133,40 @@ class GrantSecretsCommands:
         return 0
 
 
+class TraceCommands:
+    """``memagg-manage trace export``: the stored history as a memagg-sim
+    trace (memagg.cmd.trace_export)."""
+
+    def export(self, since, until, output_dir, step=None, max_gap=5):
+        """Write DIR/trace.csv and DIR/hosts.csv of the samples from
+        ``since`` to ``until`` (ISO 8601 texts) on a grid of ``step``
+        seconds (default: [compute] collect_interval); print what was
+        written. Returns the exit status: 1 for an empty window."""
+        start = trace_export.parse_time('--since', since)
+        end = trace_export.parse_time('--until', until)
+        step = CONF.compute.collect_interval if step is None else step
+        trace_export.check_window(start, end, step, max_gap)
+        migration.require_schema()
+        try:
+            summary = trace_export.export(
+                memagg_context.get_admin_context(), start, end, step,
+                max_gap, output_dir)
+        except OSError as error:
+            raise cli.UsageError('argument -o: %s' % error)
+        except trace_export.EmptyWindow as error:
+            sys.stderr.write('%s\n' % error)
+            return DB_ERROR
+        for note in summary.notes:
+            sys.stderr.write('%s\n' % note)
+        print('Wrote %d rows of %d VMs over %d steps of %d s to %s and %d '
+              'hosts to %s' % (
+                  summary.rows, summary.vms, summary.steps, step,
+                  os.path.join(output_dir, trace_export.TRACE),
+                  summary.hosts,
+                  os.path.join(output_dir, trace_export.HOSTS)))
+        return 0
+
+
 def _add_command_parsers(subparsers):
     subparsers.required = True
     subparsers.metavar = 'COMMAND'
@@ -174,6 +212,33 @@ def _add_command_parsers(subparsers):
                         dest='batch_size', metavar='N',
                         help='Grants per transaction (default: 100).')
 
+    trace = subparsers.add_parser(
+        'trace', help='The stored history as a memagg-sim trace.')
+    actions = trace.add_subparsers(dest='action', metavar='ACTION',
+                                   title='actions')
+    actions.required = True
+    export = actions.add_parser(
+        'export', help='Write DIR/trace.csv and DIR/hosts.csv of the WSS and '
+                       'CPU samples of a time window, for memagg-sim.')
+    export.add_argument('--since', required=True, metavar='TIME',
+                        help='First moment of the window, ISO 8601 (UTC '
+                             'when no zone is given), included.')
+    export.add_argument('--until', required=True, metavar='TIME',
+                        help='End of the window, ISO 8601, excluded.')
+    export.add_argument('-o', '--output-dir', required=True,
+                        dest='output_dir', metavar='DIR',
+                        help='Directory to write trace.csv and hosts.csv '
+                             'in (made if missing; files there replaced).')
+    export.add_argument('--step', type=int, default=None, metavar='SECONDS',
+                        help='Seconds of a trace step (default: [compute] '
+                             'collect_interval). A step takes the largest '
+                             'WSS and the mean CPU of its samples.')
+    export.add_argument('--max-gap', type=int, default=5, dest='max_gap',
+                        metavar='STEPS',
+                        help='Missing steps of a VM filled with its step '
+                             'before (default: 5); after a longer gap it '
+                             'goes on as a VM of its own, <uuid>~2.')
+
 
 category_opt = cfg.SubCommandOpt('category', title='Commands',
                                  handler=_add_command_parsers,
@@ -182,6 +247,11 @@ category_opt = cfg.SubCommandOpt('category', title='Commands',
 
 def _run():
     """Run the command line's command; its exit status."""
+    if CONF.category.name == 'trace':
+        category = CONF.category
+        return TraceCommands().export(category.since, category.until,
+                                      category.output_dir, category.step,
+                                      category.max_gap)
     if CONF.category.name == 'grant_secrets':
         return GrantSecretsCommands().rewrap(CONF.category.old_key_files,
                                              CONF.category.batch_size)

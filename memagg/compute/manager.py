@@ -41,7 +41,11 @@ class ComputeManager(service.Manager):
     on allocate_remote) are answered meanwhile.
 
     Invalid [wss] or [local_policy] options raise InvalidParameter here,
-    at start, naming the option."""
+    at start, naming the option.
+
+    With [compute] mode = observe it measures and reports as ever but
+    changes nothing (see memagg.compute.memory and memagg.compute.remote):
+    prepare_slabs and attach_grant raise Conflict."""
 
     target = messaging.Target(version='1.4')
 
@@ -58,6 +62,9 @@ class ComputeManager(service.Manager):
                                                  self.memory, self.remote)
 
     def init_host(self):
+        if self.memory.observe:
+            LOG.info('[compute] mode = observe: %s measures and reports its '
+                     'VMs and changes nothing', self.host)
         # The exports memagg-swapd kept while this service was down.
         self.remote.recover()
 

@@ -18,6 +18,11 @@ estimator (the [wss] estimator plug-in), its WSS max-average, then the
 [local_policy] plug-in over all managed VMs, and the balloon targets applied
 live. A VM without a balloon device or without balloon statistics is
 unmanaged: it gets no target and its memory counts as taken.
+
+In observe mode ([compute] mode) the period estimates as in manage mode
+but runs no local policy: no VM gets a target, no balloon moves, host
+reclaim is not asked, and the reservoir is what the balloons leave where
+they are.
 """
 import dataclasses
 import time
@@ -27,6 +32,7 @@ from oslo_log import log as logging
 from memagg.compute import qos
 from memagg.compute import reclaim as reclaim_mod
 from memagg.compute import sampling
+from memagg.conf import compute as conf_compute
 from memagg.drivers.compute_api import base as compute_api
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.local import base as local_base
@@ -37,6 +43,9 @@ LOG = logging.getLogger(__name__)
 
 NO_BALLOON = 'no balloon device'
 NO_STATS = 'no balloon statistics'
+#: The local_policy of a managed VM's result in observe mode: nothing set
+#: its target.
+OBSERVE = conf_compute.OBSERVE
 
 
 @dataclasses.dataclass
@@ -160,6 +169,9 @@ class MemoryManager:
         self.sample_size = sampling.SampleSize.from_conf(conf.wss)
         self.qos = qos.WeightResolver(conf)
         self.reclaim = reclaim_mod.HostReclaim(conf)
+        self.observe = conf.compute.mode == conf_compute.OBSERVE
+        # The VMs found ballooned in observe mode, said once each.
+        self._left_ballooned = set()
         # Asked of Nova only when there is reclaim to opt out of.
         self.reclaim_settings = (qos.WeightResolver(
             conf, key=compute_api.HOST_RECLAIM_KEY,
@@ -241,6 +253,8 @@ class MemoryManager:
         sampling.commit_windows()
 
         budget = guest_memory_mb(self.conf, host_info) - taken_mb
+        if self.observe:
+            return self._leave_balloons(results, policy_vms, budget)
         decision = self.policy.compute(policy_vms, budget)
         for vm_memory in policy_vms:
             target = decision.targets[vm_memory.uuid]
@@ -263,6 +277,21 @@ class MemoryManager:
         self._reclaim(results)
         return PeriodResult(vms=results, reservoir_mb=(
             decision.reservoir_mb + reclaimed_mb(results)))
+
+    def _leave_balloons(self, results, policy_vms, budget):
+        """Observe mode's end of a period: every balloon stays where it
+        is (a VM found ballooned is said so once) and no host reclaim
+        runs; the reservoir is what the balloons leave of ``budget``."""
+        for vm_memory in policy_vms:
+            results[vm_memory.uuid].local_policy = OBSERVE
+            if (vm_memory.m_cur_mb < vm_memory.m_init_mb
+                    and vm_memory.uuid not in self._left_ballooned):
+                self._left_ballooned.add(vm_memory.uuid)
+                LOG.info('VM %s: balloon left at %d of %d MiB ([compute] '
+                         'mode = observe moves no balloon)', vm_memory.uuid,
+                         vm_memory.m_cur_mb, vm_memory.m_init_mb)
+        return PeriodResult(vms=results, reservoir_mb=budget - sum(
+            vm_memory.m_cur_mb for vm_memory in policy_vms))
 
     def _reclaim(self, results):
         """Host-side reclaim of every VM after its balloon moved: a VM
@@ -378,6 +407,7 @@ class MemoryManager:
         """Drop what is kept about VM ``uuid`` (it is gone)."""
         self.qos.forget(uuid)
         self.reclaim.forget(uuid)
+        self._left_ballooned.discard(uuid)
         if self.reclaim_settings is not None:
             self.reclaim_settings.forget(uuid)
         vm = self._vms.pop(uuid, None)

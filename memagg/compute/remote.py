@@ -42,6 +42,12 @@ each grant belongs to (remote_grants), and finds that again after a
 restart from the path of the export's local copy
 (<state_dir>/local/<instance>/<grant>.img, read back with
 EXPORT_DESCRIBE). It never drops an export when it starts or stops.
+
+In observe mode ([compute] mode) the host lends nothing and asks for
+nothing: the swap ghosts of the grants attached before are still read
+(they are part of the VMs' working sets), and VMs paused on a swap error
+are still resumed, but no grant is requested, reclaimed or released, and
+the scheduler's calls that would set one up are refused.
 """
 import threading
 import time
@@ -54,6 +60,7 @@ from memagg.compute import remote_exports
 from memagg.compute import remote_grants
 from memagg.compute import remote_plan
 from memagg.compute import swapd
+from memagg.conf import compute as conf_compute
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.remote_budget import base as budget_base
 from memagg.drivers.wss import base as wss_base
@@ -104,6 +111,11 @@ class RemoteMemory(remote_exports.ExportsMixin):
     @property
     def enabled(self):
         return self.conf.swapd.enabled
+
+    @property
+    def observe(self):
+        """[compute] mode is observe: nothing is lent or asked for."""
+        return self.conf.compute.mode == conf_compute.OBSERVE
 
     # -- memagg-swapd's availability, logged once per outage ---------------
 
@@ -228,7 +240,7 @@ class RemoteMemory(remote_exports.ExportsMixin):
     def plan_period(self, period, domains):
         """Decide this period's Plan (kept for act()); return the lendable
         memory to report."""
-        if not self.enabled:
+        if not self.enabled or self.observe:
             self.plan = remote_plan.Plan(lendable_mb=0)
             self.lendable_mb = 0
             return 0
@@ -303,6 +315,8 @@ class RemoteMemory(remote_exports.ExportsMixin):
         if plan is None or not self.enabled:
             return
         self.resume_paused()
+        if self.observe:
+            return
         for grant_uuid in plan.release:
             self._try(('release', grant_uuid), self._release, ctxt,
                       grant_uuid)

@@ -51,6 +51,15 @@ class ExportsMixin:
                 reason='remote memory is disabled on %s ([swapd] enabled '
                        '= False)' % self.host)
 
+    def _check_manages(self, what):
+        """Conflict naming ``what`` in observe mode ([compute] mode), where
+        this host sets up no grant."""
+        if self.observe:
+            raise exceptions.Conflict(
+                reason='%s refused: memagg-compute on %s runs with '
+                       '[compute] mode = observe and changes nothing'
+                       % (what, self.host))
+
     def _swapd(self, func, *args, **kwargs):
         """func(...) of the SwapdClient, its unavailability as
         ServiceUnavailable and EINVAL as InvalidParameter."""
@@ -74,8 +83,9 @@ class ExportsMixin:
         """Allocate donated slabs ``indexes`` of ``slab_size_mb`` MiB for
         grant ``grant_uuid`` keyed by ``secret`` (64 hex): {endpoint,
         slabs: [{index, remote_addr, rkey}]}, only those allocated (fewer:
-        partial; none: out of memory)."""
+        partial; none: out of memory). Conflict in observe mode."""
         self._check_enabled()
+        self._check_manages('Lending slabs of grant %s' % grant_uuid)
         remote_grants.check_uuid('grant_uuid', grant_uuid)
         if not isinstance(secret, str) or not _HEX64.match(secret):
             raise exceptions.InvalidParameter(
@@ -144,9 +154,10 @@ class ExportsMixin:
         hot-plug it into its VM: {socket, serial, target_dev}. Idempotent:
         an export or disk already there is reused. When the hot-plug
         fails, an export made by this call is dropped again and the error
-        raised."""
+        raised. Conflict in observe mode."""
         self._check_enabled()
         uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
+        self._check_manages('Attaching grant %s' % uuid)
         swapd_conf = self.conf.swapd
         serial = hypervisor.swap_serial(uuid)
         local = remote_grants.local_copy_path(swapd_conf.state_dir, instance,

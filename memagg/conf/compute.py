@@ -15,7 +15,35 @@ from oslo_config import cfg
 
 GROUP = cfg.OptGroup('compute', title='memagg-compute options')
 
+MANAGE = 'manage'
+OBSERVE = 'observe'
+
 opts = [
+    cfg.StrOpt('mode', default=MANAGE,
+               choices=[(MANAGE, 'Measure, move the balloons, reclaim '
+                                 'host-side and ask for remote memory'),
+                        (OBSERVE, 'Measure and report only: change '
+                                  'nothing')],
+               help='What memagg-compute does with what it measures. '
+                    'manage: the local policy moves the balloons, host '
+                    'reclaim pages out and VMs short of memory get remote '
+                    'memory. observe: it estimates and reports every '
+                    'VM\'s working set and CPU as in manage mode (the '
+                    'history memagg-manage trace export reads, the API '
+                    'and the dashboard show), but writes no balloon '
+                    'target, reclaims nothing host-side, neither asks for '
+                    'nor lends remote memory and refuses the scheduler\'s '
+                    'grant calls: run it on an untouched cloud to learn '
+                    'what memagg would save there. Its VMs report '
+                    'local_policy "observe" and no target. A balloon set '
+                    'before the switch stays where it is (logged once per '
+                    'VM); so do pages host reclaim already paged out and '
+                    'grants already attached. It still sets the balloon '
+                    'statistics period (balloon_stats_period) it reads. '
+                    'Set [scheduler] mode as well: each service reads its '
+                    'own, so a staged rollout can balloon locally '
+                    '(compute manage) while audits are only planned '
+                    '(scheduler observe).'),
     cfg.IntOpt('collect_interval', default=10, min=1,
                help='Seconds between two collection periods (libvirt stats, '
                     'WSS estimation, balloon targets, report).'),

@@ -18,7 +18,32 @@ GROUP = cfg.OptGroup('scheduler', title='memagg-scheduler options')
 UPGRADE_GROUP = cfg.OptGroup(
     'upgrade_levels', title='RPC version pins for rolling upgrades')
 
+MANAGE = 'manage'
+OBSERVE = 'observe'
+
 opts = [
+    cfg.StrOpt('mode', default=MANAGE,
+               choices=[(MANAGE, 'Plan audits, execute their plans and '
+                                 'grant remote memory'),
+                        (OBSERVE, 'Plan and store audits only: execute '
+                                  'nothing, grant nothing')],
+               help='What memagg-scheduler does with its consolidation '
+                    'rounds and the global reservoir. manage: audits are '
+                    'planned and executed (on request, or at once with '
+                    'auto_execute) and grants are made. observe: audits '
+                    'are planned and stored as in manage mode, and stay '
+                    'recommended (the API shows their plans), but none is '
+                    'executed, auto_execute included; the API (which '
+                    'reads this option too) answers 409 to executing an '
+                    'audit, requesting a migration or a grant, and the '
+                    'scheduler refuses the grants memagg-compute asks '
+                    'for; audits found executing at start are left as '
+                    'they are. A group of its own, like [compute] mode, '
+                    'rather than one shared option: OpenStack deployments '
+                    'render each service\'s configuration per role, and '
+                    'the two may differ on purpose (ballooning locally '
+                    'while audits are only planned). For a cloud memagg '
+                    'must not touch, set both to observe.'),
     cfg.StrOpt('topic', default='memagg-scheduler',
                help='RPC topic memagg-scheduler listens on.'),
     cfg.IntOpt('purge_interval', default=3600, min=60,

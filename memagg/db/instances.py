@@ -12,6 +12,8 @@
 
 """Instances (VMs) as their hosts last reported them.
 """
+import sqlalchemy as sa
+
 from memagg.db import facade
 from memagg.db.sqlalchemy import models
 
@@ -37,3 +39,13 @@ def instances_on_hosts(context, hosts):
             models.Instance.host.in_(list(hosts)),
             models.Instance.status != 'gone').order_by(
             models.Instance.host, models.Instance.uuid).all()
+
+
+def instance_sizes(context):
+    """{uuid: (booked_mb, vcpus)} of every instance memagg knows, gone ones
+    included (their history outlives them)."""
+    model = models.Instance
+    with facade.reader().using(context) as session:
+        return {row.uuid: (row.booked_mb, row.vcpus) for row in
+                session.execute(sa.select(model.uuid, model.booked_mb,
+                                          model.vcpus))}

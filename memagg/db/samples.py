@@ -11,7 +11,8 @@
 # under the License.
 
 """WSS samples of instances and CPU/memory samples of hosts: the latest ones
-of each, and their purge after the retention.
+of each, the history of a time window, and their purge after the
+retention.
 """
 import datetime
 
@@ -76,6 +77,23 @@ def instance_cpu_latest(context, uuids, count):
                             model.cpu_util.is_not(None)], count):
             result[row.key].append(row.cpu_util)
     return result
+
+
+def wss_history(context, since, until, batch=2000):
+    """The WSS samples taken at or after ``since`` and before ``until``,
+    one instance after the other, oldest first: rows of instance_uuid,
+    host, sampled_at, wss_mb, cpu_util (cores, None when not reported)
+    and warming. A generator read ``batch`` rows at a time, so a week of
+    a cloud's history is not held in memory."""
+    model = models.WssSample
+    query = sa.select(
+        model.instance_uuid, model.host, model.sampled_at, model.wss_mb,
+        model.cpu_util, model.warming).where(
+        model.sampled_at >= since, model.sampled_at < until).order_by(
+        model.instance_uuid, model.sampled_at, model.id)
+    with facade.reader().using(context) as session:
+        yield from session.execute(
+            query.execution_options(yield_per=batch))
 
 
 def purge_wss_samples(context, older_than_hours=None):

@@ -41,6 +41,10 @@ for minutes; a round is never planned while a plan is being carried out,
 as hosts and VMs are then changing under it. The worker is a daemon
 thread: stopping the service does not wait for an execution, which the
 next start resumes from the DB.
+
+With [scheduler] mode = observe (memagg.scheduler.mode) rounds are planned
+and stored as ever, but no plan is executed (an execution asked for fails
+the audit with the reason) and the reservoir grants nothing.
 """
 import functools
 import queue
@@ -55,15 +59,18 @@ from memagg.common import exceptions
 from memagg.common import retry
 from memagg.conf import CONF
 from memagg.db import audits as db_audits
+from memagg.db import migrations as db_migrations
 from memagg.db import reports as db_reports
 from memagg.db import samples as db_samples
 from memagg.drivers.compute_api import base as compute_api
 from memagg.scheduler import audits
 from memagg.scheduler import consolidation
 from memagg.scheduler import migration
+from memagg.scheduler import mode
 from memagg.scheduler import placement
 from memagg.scheduler import report_listener
 from memagg.scheduler import reservoir as reservoir_mod
+from memagg.scheduler import states
 from memagg import service
 
 LOG = logging.getLogger(__name__)
@@ -173,6 +180,9 @@ class SchedulerManager(service.Manager):
         executions are resumed, audits left planning are marked failed by
         the executor, and audits still pending are planned. With several
         workers, what another live worker claims is left to it."""
+        if mode.observing(CONF):
+            LOG.info('[scheduler] mode = observe: audits are planned and '
+                     'stored, never executed; no grant is made')
         self.coordinator.start()
         self._worker.start()
         self._worker.submit('Resuming audits', self._recover)
@@ -197,7 +207,8 @@ class SchedulerManager(service.Manager):
 
     def _recover(self):
         self._recovery_queued.clear()
-        self.executor.resume(self.admin_context)
+        self.executor.resume(self.admin_context,
+                             execute=not mode.observing(CONF))
         for audit in db_audits.audits_in_state(self.admin_context,
                                                (audits.PENDING,)):
             LOG.info('Planning audit %s, pending since before this start',
@@ -313,15 +324,42 @@ class SchedulerManager(service.Manager):
 
     def _auto_execute(self, audit):
         # ``audit`` is None when a round stored none.
-        if (audit is not None and audit.auto_execute
-                and audit.state == audits.RECOMMENDED):
-            self._execute(audit.uuid)
+        if (audit is None or not audit.auto_execute
+                or audit.state != audits.RECOMMENDED):
+            return
+        if mode.observing(CONF):
+            LOG.info('Audit %s stays recommended: [scheduler] mode = '
+                     'observe executes no plan, auto_execute included',
+                     audit.uuid)
+            return
+        self._execute(audit.uuid)
+
+    def _refuse(self, audit_uuid):
+        """Fail audit ``audit_uuid`` (and the migrations it queued) with
+        observe mode's reason; nothing of it runs."""
+        reason = mode.refusal('audit %s is not executed' % audit_uuid)
+        LOG.warning('%s', reason)
+        ctxt = self.admin_context
+        for row in db_migrations.migrations_of_audit(ctxt,
+                                                     audit_uuid).values():
+            if row.status == states.QUEUED:
+                db_migrations.migration_finish(ctxt, row.id, states.FAILED,
+                                               error=reason)
+        try:
+            db_audits.audit_set_state(
+                ctxt, audit_uuid, states.FAILED, reason=reason,
+                expected=(states.RECOMMENDED, states.EXECUTING))
+        except (exceptions.Conflict, exceptions.NotFound) as exc:
+            LOG.warning('Audit %s left as it is: %s', audit_uuid, exc)
 
     def _execute(self, audit_uuid):
         with self.coordinator.claim('audit-%s' % audit_uuid) as claimed:
             if not claimed:
                 LOG.warning('Not executing audit %s: another worker claims '
                             'it', audit_uuid)
+                return
+            if mode.observing(CONF):
+                self._refuse(audit_uuid)
                 return
             try:
                 self.executor.execute(self.admin_context, audit_uuid)

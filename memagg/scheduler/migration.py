@@ -160,12 +160,13 @@ class Executor:
         LOG.info('Executing audit %s', audit_uuid)
         self._run(context, audit_uuid)
 
-    def resume(self, context):
+    def resume(self, context, execute=True):
         """Finish what a stopped scheduler left: audits found planning
         fail (their round is lost; a new one can be asked for), audits
-        found executing are run to their end from the state in the DB.
-        Audits and copies another live worker has claimed are left to
-        it."""
+        found executing are run to their end from the state in the DB
+        (without ``execute``, observe mode, they and the durability copies
+        are left as they are). Audits and copies another live worker has
+        claimed are left to it."""
         for audit in db_audits.audits_in_state(context, (states.PLANNING,)):
             with self.claim('audit-%s' % audit.uuid) as claimed:
                 if not claimed:
@@ -181,6 +182,13 @@ class Executor:
                 except exceptions.Conflict:
                     # Its round was stored before the claim was taken.
                     continue
+        if not execute:
+            left = db_audits.audits_in_state(context, (states.EXECUTING,))
+            if left:
+                LOG.warning('%d audits found executing are left as they '
+                            'are: [scheduler] mode = observe executes '
+                            'nothing', len(left))
+            return
         for migration in db_migrations.migrations_copying(context):
             self.follow_copy(context, migration,
                              migration.local_copy_left_mb)

@@ -62,6 +62,7 @@ from memagg.db import grants as db_grants
 from memagg.drivers.reservoir import base as selection_base
 from memagg.scheduler import grant_forms
 from memagg.scheduler import grant_returns
+from memagg.scheduler import mode
 from memagg.scheduler import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -144,7 +145,8 @@ class Reservoir(grant_returns.ReturnsMixin):
         """Grant up to ``size_mb`` MiB to ``instance_uuid`` on
         ``consumer_host``, set up before it returns; return the grant dict
         (see the RPC API). A grant of nothing is deleted and
-        RemoteMemoryUnavailable says why."""
+        RemoteMemoryUnavailable says why (so it does in observe mode)."""
+        self._check_manages()
         grant_uuid = uuidutils.generate_uuid()
         # Claimed before its row exists, so that no recovery takes it.
         with self.claim('grant-%s' % grant_uuid):
@@ -157,7 +159,9 @@ class Reservoir(grant_returns.ReturnsMixin):
         """Steps 1 and 2: store the grant pending, its slabs reserved on
         donors, and return it; RemoteMemoryUnavailable (nothing stored)
         when the cap or the donors leave not a slab. Only the database is
-        asked, so the API may call it and answer at once."""
+        asked, so the API may call it and answer at once. Refused
+        (RemoteMemoryUnavailable) in observe mode."""
+        self._check_manages()
         grant_forms.check_size(size_mb)
         slab_mb = self.group.slab_size_mb
         wanted = math.ceil(size_mb / slab_mb)
@@ -185,10 +189,19 @@ class Reservoir(grant_returns.ReturnsMixin):
                 LOG.info('Grant %s is %s: not set up again', grant_uuid,
                          grant.status)
                 return
+            if mode.observing(self.conf):
+                # Reserved by an API that did not run in observe mode.
+                self._abandon(ctxt, grant_uuid, {}, mode.refusal(
+                    'grant %s is not set up' % grant_uuid), keep_failed=True)
+                return
             try:
                 self._set_up(ctxt, grant, keep_failed=True)
             except RemoteMemoryUnavailable:
                 pass    # the grant is failed with the reason, logged
+
+    def _check_manages(self):
+        if mode.observing(self.conf):
+            raise RemoteMemoryUnavailable(reason=mode.REASON)
 
     def _set_up(self, ctxt, grant, keep_failed):
         """Steps 3 and 4 of pending ``grant``: the grant dict once active.

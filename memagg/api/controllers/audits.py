@@ -28,6 +28,7 @@ from memagg.api import views
 from memagg.common import exceptions
 from memagg.db import audits as db_audits
 from memagg.scheduler import consolidation
+from memagg.scheduler import mode
 from memagg.scheduler import round_options
 
 _SINCE = (1, 2)
@@ -120,7 +121,7 @@ def create_audit(query, body):
 
 @base.route('/v1/audits/{uuid}/execute', 'Execute a recommended audit\'s '
             'plan through Nova (executing, then succeeded, partial or '
-            'failed). '
+            'failed). 409 when memagg-scheduler runs in observe mode. '
             'Since 1.2.',
             schemas.item_response('audit', 'AuditDetail'), method='POST',
             path_params={'uuid': schemas.UUID}, body=request_schemas.NO_BODY,
@@ -128,6 +129,9 @@ def create_audit(query, body):
 def execute_audit(uuid, query, body):
     base.enforce(policy.EXECUTE)
     ctxt = base.context()
+    # An unknown audit is 404 before observe mode's 409.
+    db_audits.audit_get(ctxt, uuid)
+    mode.check_manages(base.conf(), 'audit %s is not executed' % uuid)
     # A compare-and-set: of concurrent requests one only moves the audit
     # on and casts its execution; the others find it executing.
     won, state = db_audits.audit_compare_and_set(ctxt, uuid, 'recommended',

@@ -68,7 +68,7 @@ def get_grant(uuid, query):
             'than asked; 409 when nothing can be granted, with the reason. '
             'From 1.10 it answers 202 at once with the grant pending, its '
             'slabs reserved; it ends active, or failed with the reason. '
-            'Since 1.3.',
+            '409 when memagg-scheduler runs in observe mode. Since 1.3.',
             schemas.item_response('grant', 'GrantDetail'), method='POST',
             body=request_schemas.GRANT_CREATE, status=201, errors=(404, 409),
             min_version=_SINCE, status_since=((_AT_ONCE, 202),))

@@ -28,6 +28,7 @@ from memagg.db import audits as db_audits
 from memagg.db import hosts as db_hosts
 from memagg.db import instances as db_instances
 from memagg.db import migrations as db_migrations
+from memagg.scheduler import mode
 
 _SINCE = (1, 4)
 #: audit_actions.reason of a migration an operator asked for.
@@ -74,7 +75,8 @@ def _check_request(instance, dest):
 @base.route('/v1/migrations', 'Live-migrate an instance to a named host '
             'through the compute API: the migration is queued, then '
             'running, then succeeded or failed; it is executed as a '
-            'one-action plan, listed with the audits. Since 1.4.',
+            'one-action plan, listed with the audits. 409 when '
+            'memagg-scheduler runs in observe mode. Since 1.4.',
             schemas.item_response('migration', 'Migration'), method='POST',
             body=request_schemas.MIGRATION_CREATE, status=202,
             errors=(404, 409), min_version=_SINCE)
@@ -84,6 +86,8 @@ def create_migration(query, body):
     instance = db_instances.instance_get(ctxt, body['instance_uuid'])
     dest = db_hosts.host_get(ctxt, body['dest_host'])
     _check_request(instance, dest)
+    mode.check_manages(base.conf(), 'instance %s is not migrated'
+                       % instance.uuid)
     audit_uuid, migration = db_migrations.migration_request(
         ctxt, instance.uuid, instance.host, dest.name, REQUESTED)
     try:

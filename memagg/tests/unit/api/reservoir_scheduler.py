@@ -25,7 +25,7 @@ from memagg.tests.unit.scheduler import compute_double
 class _NoExecutor:
     """Plans are not executed in these tests."""
 
-    def resume(self, ctxt):
+    def resume(self, ctxt, execute=True):
         pass
 
     def execute(self, ctxt, audit_uuid):

@@ -143,10 +143,12 @@ class _Executor:
     def __init__(self):
         self.executed = []
         self.resumed = threading.Event()
+        self.resumed_executing = None
         self.gate = threading.Event()
         self.gate.set()
 
-    def resume(self, ctxt):
+    def resume(self, ctxt, execute=True):
+        self.resumed_executing = execute
         self.resumed.set()
 
     def execute(self, ctxt, audit_uuid):

@@ -31,7 +31,7 @@ from memagg.tests.unit.scheduler import compute_double
 
 
 class _Executor:
-    def resume(self, ctxt):
+    def resume(self, ctxt, execute=True):
         pass
 
 

@@ -245,3 +245,22 @@ def test_an_unreachable_bus_is_503_and_fails_the_audit(unreachable_bus_api):
     (failed,) = [a for a in _audits() if a.uuid != data.AUDIT]
     assert failed.state == 'failed'
     assert 'could not be reached' in failed.reason
+
+
+def test_observe_mode_refuses_execution_with_409(api, conf, scheduler):
+    conf.config(mode='observe', group='scheduler')
+    rows.insert(models.Audit, dict(uuid=RECOMMENDED, state='recommended'))
+
+    response = _post(api, '/v1/audits/%s/execute' % RECOMMENDED)
+
+    assert response.status_code == 409
+    detail = response.json['errors'][0]['detail']
+    assert detail.startswith('audit %s is not executed: ' % RECOMMENDED)
+    assert '[scheduler] mode = observe' in detail
+    assert 'set mode = manage' in detail
+    assert db_audits.audit_get(context.get_admin_context(),
+                               RECOMMENDED).state == 'recommended'
+    # Planning goes on: a new audit is still cast to be planned.
+    assert _post(api, '/v1/audits').status_code == 202
+    assert scheduler.called.wait(10)
+    assert [call for call, _ in scheduler.calls] == ['run_audit']

@@ -341,3 +341,18 @@ def test_from_1_10_an_unreachable_bus_is_503_and_reserves_nothing(
     assert response.status_code == 503
     assert [g.instance_uuid for g in db_listings.list_resources(
         context.get_admin_context(), 'grants')] == [data.INSTANCE_A]
+
+
+@pytest.mark.parametrize('headers', [V13, V110])
+def test_observe_mode_grants_nothing_409(api, conf, scheduler, headers):
+    conf.config(mode='observe', group='scheduler')
+
+    response = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_B,
+                                         'size_mb': 64}, headers=headers)
+
+    assert response.status_code == 409
+    assert '[scheduler] mode = observe' in (
+        response.json['errors'][0]['detail'])
+    assert scheduler.called('prepare_slabs') == []
+    assert [g.instance_uuid for g in db_listings.list_resources(
+        context.get_admin_context(), 'grants')] == [data.INSTANCE_A]

@@ -202,3 +202,17 @@ def test_an_unreachable_bus_is_503_and_fails_the_request(
     assert 'could not be reached' in migration.error
     (audit,) = _requested_audits()
     assert (audit.state, audit.actions[0].state) == ('failed', 'failed')
+
+
+def test_observe_mode_refuses_a_migration_with_409(api, conf, scheduler):
+    conf.config(mode='observe', group='scheduler')
+
+    response = _post(api, MOVE_A)
+
+    assert response.status_code == 409
+    assert response.json['errors'][0]['detail'].startswith(
+        'instance %s is not migrated: memagg-scheduler runs with '
+        '[scheduler] mode = observe' % data.INSTANCE_A)
+    assert _requested_audits() == []
+    assert _migrations_of(data.INSTANCE_A) == []
+    assert scheduler.calls == []
