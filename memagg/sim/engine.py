@@ -366,25 +366,29 @@ class Simulation:
         own detection (underload first, then overload), with the
         detectors' answers remembered for the planner."""
         alg = self.raw
-        low_cpu_memo, low_mem_memo, high_cpu_memo, high_mem_memo = self.memos
         for memo in self.memos:
             memo.known.clear()
+        # Remembered.remember's entries, made here in the loop's stead.
+        low_cpu_memo, low_mem_memo, high_cpu_memo, high_mem_memo = (
+            memo.known for memo in self.memos)
+        low_cpu_of, low_mem_of = (alg.underload_cpu.is_underloaded,
+                                  alg.underload_mem.is_underloaded)
+        high_cpu_of, high_mem_of = (alg.overload_cpu.is_overloaded,
+                                    alg.overload_mem.is_overloaded)
         both = alg.underload_require == 'both'
         involved = set()
         cpu_hist, mem_hist = self.histories.cpu, self.histories.mem
         for h in candidates:
             cpu, mem = cpu_hist[h], mem_hist[h]
-            low_cpu = alg.underload_cpu.is_underloaded(cpu)
-            low_mem = alg.underload_mem.is_underloaded(mem)
-            low_cpu_memo.remember(cpu, low_cpu)
-            low_mem_memo.remember(mem, low_mem)
+            low_cpu, low_mem = low_cpu_of(cpu), low_mem_of(mem)
+            low_cpu_memo[id(cpu)] = cpu, low_cpu
+            low_mem_memo[id(mem)] = mem, low_mem
             if (low_cpu and low_mem) if both else (low_cpu or low_mem):
                 involved.add(h)
                 continue
-            high_cpu = alg.overload_cpu.is_overloaded(cpu)
-            high_mem = alg.overload_mem.is_overloaded(mem)
-            high_cpu_memo.remember(cpu, high_cpu)
-            high_mem_memo.remember(mem, high_mem)
+            high_cpu, high_mem = high_cpu_of(cpu), high_mem_of(mem)
+            high_cpu_memo[id(cpu)] = cpu, high_cpu
+            high_mem_memo[id(mem)] = mem, high_mem
             if high_cpu or high_mem:
                 involved.add(h)
         return involved

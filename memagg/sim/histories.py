@@ -131,14 +131,12 @@ class Peaks:
 
 class Remembered:
     """An under- or overload detector whose answers for given history
-    lists (the very objects) are known; others are computed."""
+    lists (the very objects) are known: ``known`` maps id(history) to
+    (history, answer), the caller's to fill; others are computed."""
 
     def __init__(self, detector):
         self.detector = detector
         self.known = {}
-
-    def remember(self, history, answer):
-        self.known[id(history)] = (history, answer)
 
     def _answer(self, utilization, compute):
         entry = self.known.get(id(utilization))

@@ -191,13 +191,16 @@ class BestFitDecreasing(base.Placement):
             return cpu, mem
         return min(cpu, room.cpu), min(mem, room.mem)
 
-    def _free(self, host, moving, room):
-        """Free (cpu, mem) of ``host`` once ``moving`` VMs have left."""
+    def _free(self, host, moving, room, source):
+        """Free (cpu, mem) of ``host`` once ``moving`` VMs have left;
+        those of them on it are entered in ``source`` (uuid -> host
+        name)."""
         cpu_used = (host.cpu_history[-1] * host.cpu_total
                     if host.cpu_history else 0.0)
         mem_used = 0.0
         for vm in host.vms:
             if vm.uuid in moving:
+                source[vm.uuid] = host.name
                 cpu_used -= vm.cpu_history[-1] if vm.cpu_history else 0.0
             else:
                 mem_used += self._vm_mem(vm)
@@ -217,18 +220,21 @@ class BestFitDecreasing(base.Placement):
         rooms = rooms or {}
 
         free = {}
+        # The host each VM to place is on (the last, were it on several).
+        source = {}
         for host in hosts:
             room = rooms.get(host.name)
             if host.active:
-                free[host.name] = self._free(host, moving, room)
+                free[host.name] = self._free(host, moving, room, source)
             else:
                 # A powered-off host runs nothing: all of it is free.
+                source.update((vm.uuid, host.name) for vm in host.vms
+                              if vm.uuid in moving)
                 cpu_share, mem_share = self._shares(room)
                 free[host.name] = (cpu_share * host.cpu_total,
                                    mem_share * host.mem_usable_mb)
         order = sorted(free, key=lambda name: (free[name], name))
         position = {name: i for i, name in enumerate(order)}
-        source = {vm.uuid: host.name for host in hosts for vm in host.vms}
 
         active = _Pool(len(order))
         inactive = _Pool(len(order))
