@@ -104,7 +104,8 @@ class Settings:
 class Result:
     """What one basis did. Per step (arrays of the trace's length): hosts
     on, hosts in memory overload, hosts in cpu overload, migrations
-    started. Totals: migrations by the plan's reason, power actions that
+    started, and in ``migrations_by_trigger`` those of each of the plans'
+    reasons. Totals: migrations by the plan's reason, power actions that
     took effect, rounds (and those whose plan was partial, with the VMs it
     could not place and the underloaded hosts it kept), VMs rejected on
     arrival, the loop's wall time; ``remote``, the reservoir.Stats of the
@@ -118,6 +119,7 @@ class Result:
     cpu_overloaded: np.ndarray
     migrations: np.ndarray
     by_trigger: dict
+    migrations_by_trigger: dict = dataclasses.field(default_factory=dict)
     power_on: int = 0
     power_off: int = 0
     rounds: int = 0
@@ -239,6 +241,8 @@ class Simulation:
         self.result.rejected = [self.trace.vm_ids[v]
                                 for v in np.flatnonzero(self.rejected)]
         self.result.by_trigger = dict(sorted(self.result.by_trigger.items()))
+        self.result.migrations_by_trigger = dict(
+            sorted(self.result.migrations_by_trigger.items()))
         self.result.wall_s = time.perf_counter() - started
         return self.result
 
@@ -561,3 +565,8 @@ class Simulation:
                 self.landing[land].append((v, h, dst))
                 result.migrations[t] += 1
                 result.by_trigger[action.reason] += 1
+                steps = result.migrations_by_trigger.get(action.reason)
+                if steps is None:
+                    steps = result.migrations_by_trigger[action.reason] = (
+                        np.zeros(len(result.migrations), dtype=int))
+                steps[t] += 1
