@@ -169,9 +169,10 @@ class Simulation:
         self.host_index = {name: h for h, name in enumerate(hosts.names)}
         self.vm_index = {vm: v for v, vm in enumerate(trace.vm_ids)}
         # Stand-ins' uuids start with a prefix no VM name starts with.
-        self._standin = '\x00'
-        while any(vm.startswith(self._standin) for vm in trace.vm_ids):
-            self._standin += '\x00'
+        prefix = '\x00'
+        while any(vm.startswith(prefix) for vm in trace.vm_ids):
+            prefix += '\x00'
+        self._standins = [prefix + name for name in hosts.names]
         self._cpu_by_vm = None
         self._vm_made = {}
         self.spare_inactive = SPARE_INACTIVE
@@ -452,6 +453,7 @@ class Simulation:
         cpu, maxavg, booked = (sums['cpu'].tolist(), sums['maxavg'].tolist(),
                                sums['booked'].tolist())
         cpu_hist, mem_hist = self.histories.cpu, self.histories.mem
+        standins = self._standins
         real = {}
         if involved:
             on = np.flatnonzero(np.isin(self.host_of, list(involved)))
@@ -469,7 +471,7 @@ class Simulation:
             elif h in involved:
                 vms = real[h]
             else:
-                vms = [base.VmState(self._standin + names[h], [cpu[h]],
+                vms = [base.VmState(standins[h], [cpu[h]],
                                     maxavg[h], booked[h])]
             states.append(base.HostState(
                 names[h], cpus[h], memory[h], cpu_hist[h], mem_hist[h], vms,

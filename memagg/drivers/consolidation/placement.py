@@ -198,13 +198,17 @@ class BestFitDecreasing(base.Placement):
         cpu_used = (host.cpu_history[-1] * host.cpu_total
                     if host.cpu_history else 0.0)
         mem_used = 0.0
+        # _vm_mem and the history test, hoisted: this runs for every VM of
+        # every host at every placement.
+        booked = self.params['memory_basis'] == 'booked'
+        measured = bool(host.cpu_history)
         for vm in host.vms:
             if vm.uuid in moving:
                 source[vm.uuid] = host.name
                 cpu_used -= vm.cpu_history[-1] if vm.cpu_history else 0.0
             else:
-                mem_used += self._vm_mem(vm)
-                if not host.cpu_history:
+                mem_used += vm.booked_mb if booked else vm.wss_maxavg_mb
+                if not measured:
                     cpu_used += _demand(vm, self.params['last_n_vm_cpu'])
         cpu_used = max(cpu_used, 0.0)
         cpu_share, mem_share = self._shares(room)
