@@ -68,12 +68,12 @@ def _trigger_colours(triggers):
 
 
 def migrations(results, path):
-    """Per basis, migrations per hour over time stacked by trigger (the
-    plan's reason), the first round's apart: the first hour shaded, the
-    first round's count written there and not stacked, and the scale set
-    by the hours after the first, so that the steady rate (the dashed
-    line) shows; beside it, the totals by trigger, the first round's and
-    the rest."""
+    """Per basis, migrations per hour over time by trigger (the plan's
+    reason), the first round's apart: the first hour shaded and the first
+    round's count written there, not in the lines; the steady rate after
+    it dashed. The scale is logarithmic above 1 an hour, so that the
+    consolidation of the first hours and the steady rate show together.
+    Beside it, the totals by trigger, the first round's and the rest."""
     rates = {basis: sim_series.migration_rate(result)
              for basis, result in sorted(results.items())}
     triggers = sorted({trigger for rate in rates.values()
@@ -83,42 +83,32 @@ def migrations(results, path):
                         layout='constrained')
     axes = fig.subplots(max(len(rates), 1), 2, squeeze=False,
                         width_ratios=[4, 1])
-    stacks = {basis: sum(rate.per_hour.values(),
-                         np.zeros(len(rate.start_days)))
-              for basis, rate in rates.items()}
-    # The first hour, where the first rounds' moves go on, is off scale.
-    top = max([1.0] + [float(stack[1:].max(initial=0.0)) * 1.15
-                       for stack in stacks.values()]
-              + [rate.steady_per_hour * 3 for rate in rates.values()])
+    top = max([1.0] + [float(counts.max(initial=0.0))
+                       for rate in rates.values()
+                       for counts in rate.per_hour.values()])
     for (over_time, totals), (basis, rate) in zip(axes, rates.items()):
-        bottom = np.zeros(len(rate.start_days))
         width = rate.bin_hours / 24.0
+        edges = np.append(rate.start_days, rate.start_days[-1] + width[-1])
         for trigger in triggers:
             counts = rate.per_hour.get(trigger)
-            if counts is None:
-                continue
-            over_time.bar(rate.start_days, counts, width, bottom=bottom,
-                          align='edge', color=colours[trigger],
-                          label=trigger, linewidth=0)
-            bottom = bottom + counts
+            if counts is not None:
+                over_time.stairs(counts, edges, color=colours[trigger],
+                                 linewidth=1.2, label=trigger)
         first = sum(rate.first_round.values())
         over_time.axvspan(0, width[0], color='0.85', zorder=0,
                           label='first hour')
-        note = 'first round: %d migration%s (not stacked)' % (
-            first, '' if first == 1 else 's')
-        if stacks[basis][0] > top:
-            note += '\nrest of the first hour: %.0f / hour (off scale)' % (
-                stacks[basis][0])
-        over_time.annotate(note, (width[0], 0.97),
-                           xycoords=('data', 'axes fraction'),
-                           xytext=(4, 0), textcoords='offset points',
-                           va='top', fontsize=8)
+        over_time.annotate(
+            'first round (step 0): %d migration%s, not in the lines'
+            % (first, '' if first == 1 else 's'), (width[0], 0.97),
+            xycoords=('data', 'axes fraction'), xytext=(4, 0),
+            textcoords='offset points', va='top', fontsize=8)
         over_time.axhline(rate.steady_per_hour, color='black',
                           linestyle='--', linewidth=1,
                           label='steady: %.1f / hour after the first '
                                 'round' % rate.steady_per_hour)
-        over_time.set_ylim(0, top)
-        over_time.set_xlim(0, rate.start_days[-1] + width[-1])
+        over_time.set_yscale('symlog', linthresh=1.0, linscale=0.5)
+        over_time.set_ylim(0, top * 3)
+        over_time.set_xlim(0, edges[-1])
         over_time.set_ylabel('migrations / hour')
         over_time.set_title('%s: migrations per hour by trigger' % basis,
                             loc='left', color=COLOURS.get(basis))
