@@ -26,14 +26,16 @@ every step, plots written. Twice, one run after the other:
   sample, no cool-down, no caps) and no remote memory
   (``--max-remote-ratio 0``).
 
-The targets: the ``with`` run under 2 minutes of wall time, and within
-1.5 times the ``without`` run's.
+The targets: the ``with`` run within 35 s of wall time (2 cores), and
+within 1.5 times the ``without`` run's; in it, the wss basis' loop within
+1.5 times the booked basis'.
 
 Prints, per run, the wall time of the whole command, each basis' loop
-time, active hosts and migrations from its summary.json, the stepped
-throughput (hosts x steps x bases per second of wall time) and the share
-of hosts that packing by working set saves over packing by booked memory;
-then the ratio of the two wall times.
+time and the ratio of the wss basis' to the booked basis', active hosts
+and migrations from its summary.json, the stepped throughput (hosts x
+steps x bases per second of wall time) and the share of hosts that
+packing by working set saves over packing by booked memory; then the
+ratio of the two wall times.
 
 No peer applies: no other simulator replays memagg's consolidation
 plug-ins, so instead of a speed ratio against one it prints the throughput
@@ -51,8 +53,10 @@ import sys
 import tempfile
 import time
 
-TARGET_S = 120.0
+TARGET_S = 35.0
 TARGET_RATIO = 1.5
+#: The wss basis' loop time over the booked basis', at most.
+TARGET_BASES = 1.5
 
 #: memagg-sim options that turn the storm controls and remote memory off.
 WITHOUT = ['--fill-headroom-cpu', '0', '--fill-headroom-mem', '0',
@@ -98,6 +102,13 @@ def show(name, wall, summary):
                  ', VMs partly remote %.4f%% of VM time, %d grants'
                  % (100 * remote['partly_remote']['vm_fraction'],
                     remote['grants']['made'])))
+    if 'booked' in bases and 'wss' in bases:
+        booked, wss = (bases[basis]['wall_time_s']
+                       for basis in ('booked', 'wss'))
+        ratio = wss / booked if booked else float('inf')
+        print('  loop wss / booked: %.1f s / %.1f s = %.2fx (target <= '
+              '%.1fx: %s)' % (wss, booked, ratio, TARGET_BASES,
+                              'met' if ratio <= TARGET_BASES else 'missed'))
     print('  throughput: %.0f host-steps/s (%d hosts x %d steps x %d bases '
           '/ wall time)' % (host_steps / wall, trace['hosts'],
                             trace['steps'], len(bases)))
@@ -133,8 +144,8 @@ def main():
          *runs['with'])
     show('without them (%s)' % ' '.join(WITHOUT), *runs['without'])
     wall, without = runs['with'][0], runs['without'][0]
-    print('wall time with them: %.1f s (target < %.0f s: %s)'
-          % (wall, TARGET_S, 'met' if wall < TARGET_S else 'missed'))
+    print('wall time with them: %.1f s (target <= %.0f s: %s)'
+          % (wall, TARGET_S, 'met' if wall <= TARGET_S else 'missed'))
     ratio = wall / without
     print('with / without: %.1f s / %.1f s = %.2fx (target <= %.1fx: %s)'
           % (wall, without, ratio, TARGET_RATIO,

@@ -287,10 +287,17 @@ def _relieved(probe, dims, algorithms):
             and _excess(probe, dims, algorithms) == (0.0, 0.0))
 
 
-def plan_round(hosts, algorithms, recent=None):
+def plan_round(hosts, algorithms, recent=None, peak=round_views.peak):
     """The Plan of one consolidation round over ``hosts`` (HostStates)
     with ``algorithms`` (an Algorithms), knowing ``recent`` (a Recent;
-    None: no migration lately)."""
+    None: no migration lately).
+
+    ``peak(history, window)`` is the largest of the last ``window``
+    samples of a cpu history, 0 if it has none: round_views.peak computes
+    it; a caller that keeps its hosts' and VMs' peaks as it goes
+    (memagg-sim) passes one that answers from them, and must answer the
+    same.
+    """
     recent = recent if recent is not None else round_budget.Recent()
     plan = plans.Plan()
     under = {}
@@ -309,7 +316,7 @@ def plan_round(hosts, algorithms, recent=None):
         return plan
 
     budget = round_budget.Budget(algorithms.controls, recent)
-    views = round_views.Views(hosts, algorithms, budget)
+    views = round_views.Views(hosts, algorithms, budget, peak)
     by_name = {host.name: host for host in hosts}
     woken, relief, evacuation, power_off = [], [], [], []
 

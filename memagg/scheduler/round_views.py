@@ -21,9 +21,10 @@ from memagg.drivers.consolidation import base
 from memagg.scheduler import round_options
 
 
-def _peak(history, window):
+def peak(history, window):
     """The largest of the last ``window`` samples of ``history`` (0 if
-    none)."""
+    none): how a round weighs a host's or a VM's cpu, unless its caller
+    knows the peaks (plan_round's ``peak``)."""
     # A slice: the simulator's VM histories make it a list at once.
     tail = history[-window:]
     return max(tail) if tail else 0.0
@@ -40,10 +41,14 @@ class Views:
     others have room for its VMs at all (_Spare): most underloaded hosts a
     round keeps are kept round after round, and that check is far cheaper
     than placement's.
+
+    ``peak(history, window)`` answers a cpu history's peak (default:
+    computed from it, see peak).
     """
 
-    def __init__(self, hosts, algorithms, budget):
+    def __init__(self, hosts, algorithms, budget, peak=peak):
         self.window = algorithms.controls.fill_window
+        self.peak = peak
         self.algorithms = algorithms
         self.hosts = {}
         self.rooms = {}
@@ -51,7 +56,7 @@ class Views:
         for host in hosts:
             self.hosts[host.name] = base.HostState(
                 host.name, host.cpu_total, host.mem_usable_mb,
-                [_peak(host.cpu_history, self.window)]
+                [peak(host.cpu_history, self.window)]
                 if host.cpu_history else [],
                 list(host.mem_history[-1:]), list(host.vms), host.active)
             cpu, mem = round_options.fill_levels(host, algorithms)
@@ -73,7 +78,7 @@ class Views:
         weighed = self.weighed.get(vm.uuid)
         if weighed is None:
             weighed = self.weighed[vm.uuid] = base.VmState(
-                vm.uuid, [_peak(vm.cpu_history, self.window)],
+                vm.uuid, [self.peak(vm.cpu_history, self.window)],
                 vm.wss_maxavg_mb, vm.booked_mb, vm.remote_mb, vm.dirty_mb_s)
         return weighed
 
@@ -98,7 +103,7 @@ class Views:
         ``name``, or None when placement must be asked."""
         if self._spare is None:
             self._spare = _Spare(self)
-        return self._spare.why_not(name, vms)
+        return self._spare.why_not(self, name, vms)
 
     def targets(self, name, vms):
         """The hosts placement may put ``vms`` of host ``name`` on: the
@@ -155,7 +160,6 @@ class _Spare:
     """
 
     def __init__(self, views):
-        self.views = views
         self.left = {}
         for name, view in views.hosts.items():
             if not view.active:
@@ -179,11 +183,10 @@ class _Spare:
         self.left.pop(name, None)
         self._index = None
 
-    def _takers(self):
+    def _takers(self, rooms):
         """The hosts that may receive VMs, by decreasing cpu left, and
         their sums: (takers, cpu, memory, slots, unlimited)."""
         if self._index is None:
-            rooms = self.views.rooms
             takers = sorted(
                 ((cpu, mem, name) for name, (cpu, mem) in self.left.items()
                  if rooms[name].moves != 0), reverse=True)
@@ -195,11 +198,16 @@ class _Spare:
                 sum(1 for moves in slots if moves is None))
         return self._index
 
-    def why_not(self, name, vms):
-        takers, cpu_left, mem_left, slots, unlimited = self._takers()
+    def why_not(self, views, name, vms):
+        """Views.why_not, for ``views`` (the Views this was made of,
+        passed rather than kept: a _Spare that kept it would make a
+        reference cycle of every round's views, which only the cycle
+        collector would free)."""
+        takers, cpu_left, mem_left, slots, unlimited = self._takers(
+            views.rooms)
         own = self.left.get(name)
-        moves = self.views.rooms[name].moves if own else None
-        if own and self.views.rooms[name].moves != 0:
+        moves = views.rooms[name].moves if own else None
+        if own and views.rooms[name].moves != 0:
             cpu_left -= own[0]
             mem_left -= own[1]
             if moves is None:
@@ -210,14 +218,14 @@ class _Spare:
             return ('emptying it takes %d migrations; the other active '
                     'hosts may take part in %d more this hour '
                     '(max_migrations_per_host_hour %d)' % (
-                        len(vms), slots, self.views.algorithms.controls
+                        len(vms), slots, views.algorithms.controls
                         .max_migrations_per_host_hour))
         # Each VM must fit somewhere on its own, and all of them in what
         # the others have left. A VM's cpu is a peak to compute: the
         # largest VM first, then the sum of memory, then the others, the
         # busiest by their latest samples first (the likeliest to fit
         # nowhere).
-        memory = [self.views.memory(vm) for vm in vms]
+        memory = [views.memory(vm) for vm in vms]
         largest = max(range(len(vms)), key=memory.__getitem__)
         order = [largest] + sorted(
             (index for index in range(len(vms)) if index != largest),
@@ -225,7 +233,7 @@ class _Spare:
                                 if vms[index].cpu_history else 0.0))
         cpu = 0.0
         for index in order:
-            need = self.views.need_cpu(vms[index])
+            need = views.need_cpu(vms[index])
             cpu += need
             lacking = self._fits_nowhere(name, takers, need, memory[index])
             if lacking:
@@ -233,11 +241,11 @@ class _Spare:
                         '%.1f cpu and %.1f MiB (%s) left under its fill '
                         'levels' % (vms[index].uuid, lacking, need,
                                     memory[index],
-                                    self.views.algorithms.memory_basis))
+                                    views.algorithms.memory_basis))
             if index == largest and sum(memory) > mem_left + 1e-9:
-                return self._short(sum(memory), mem_left, 'MiB')
+                return _short(views, sum(memory), mem_left, 'MiB')
         if cpu > cpu_left + 1e-9:
-            return self._short(cpu, cpu_left, 'cpu')
+            return _short(views, cpu, cpu_left, 'cpu')
         return None
 
     @staticmethod
@@ -260,8 +268,9 @@ class _Spare:
             return 'memory'
         return 'cpu and memory'
 
-    def _short(self, need, left, unit):
-        return ('its VMs need %.1f %s in all (%s); the other active hosts '
-                'have %.1f left under their fill levels' % (
-                    need, unit, self.views.algorithms.memory_basis
-                    if unit == 'MiB' else 'at their peaks', left))
+
+def _short(views, need, left, unit):
+    return ('its VMs need %.1f %s in all (%s); the other active hosts have '
+            '%.1f left under their fill levels' % (
+                need, unit, views.algorithms.memory_basis
+                if unit == 'MiB' else 'at their peaks', left))

@@ -49,8 +49,15 @@ memagg's), and compare: hosts on over time, migrations by trigger, time in
 memory overload (the VMs' working sets add up to more than the host's
 memory and the remote memory they hold) and in cpu overload (they use more
 cores than it has), and remote memory: in use, grant churn and the time
-VMs ran partly remote. Writes summary.json and active_hosts.png,
-migrations.png, overload.png to --output-dir.
+VMs ran partly remote. Writes to --output-dir:
+  summary.json       the figures of both bases (see the documentation)
+  active_hosts.png   hosts on over time
+  migrations.png     migrations per hour over time by trigger (log scale),
+                     the first round's (step 0) apart, the steady rate
+                     after it, and the totals by trigger
+  overload.png       hosts in memory and cpu overload over time, and the
+                     share of host time overloaded
+  remote.png         remote memory in use and granted over time
 
 Without --trace the built-in synthetic generator makes the trace.
 

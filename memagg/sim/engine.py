@@ -71,8 +71,8 @@ stay; if the planner ever moved one, the run stops. Of the inactive hosts
 a round sees only the first few of each capacity (see _states).
 """
 import collections
-from collections import abc
 import dataclasses
+import gc
 import math
 import time
 
@@ -82,6 +82,7 @@ from memagg.drivers.consolidation import base
 from memagg.scheduler import consolidation
 from memagg.scheduler import plans
 from memagg.scheduler import round_budget
+from memagg.sim import histories
 
 #: Inactive hosts of each capacity a round is shown (see _states).
 SPARE_INACTIVE = 4
@@ -103,7 +104,8 @@ class Settings:
 class Result:
     """What one basis did. Per step (arrays of the trace's length): hosts
     on, hosts in memory overload, hosts in cpu overload, migrations
-    started. Totals: migrations by the plan's reason, power actions that
+    started, and in ``migrations_by_trigger`` those of each of the plans'
+    reasons. Totals: migrations by the plan's reason, power actions that
     took effect, rounds (and those whose plan was partial, with the VMs it
     could not place and the underloaded hosts it kept), VMs rejected on
     arrival, the loop's wall time; ``remote``, the reservoir.Stats of the
@@ -117,6 +119,7 @@ class Result:
     cpu_overloaded: np.ndarray
     migrations: np.ndarray
     by_trigger: dict
+    migrations_by_trigger: dict = dataclasses.field(default_factory=dict)
     power_on: int = 0
     power_off: int = 0
     rounds: int = 0
@@ -127,56 +130,6 @@ class Result:
     wall_s: float = 0.0
     remote: object = None
     reclaim: object = None
-
-
-class _History(abc.Sequence):
-    """A VM's cpu samples ``row[start:stop]`` (oldest first), made into
-    Python floats only when read: of the many VMs on an unloaded host,
-    selection and placement read a few samples of a few."""
-
-    __slots__ = ('_row', '_start', '_len')
-
-    def __init__(self, row, start, stop):
-        self._row = row
-        self.reslice(start, stop)
-
-    def reslice(self, start, stop):
-        """Cover ``row[start:stop]`` instead."""
-        self._start, self._len = start, max(stop - start, 0)
-
-    def __len__(self):
-        return self._len
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return self._row[self._start:self._start + self._len][
-                index].tolist()
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError('history index out of range')
-        return float(self._row[self._start + index])
-
-
-class _Remembered:
-    """An overload detector whose answers for given history lists (the
-    very objects) are known; others are computed."""
-
-    def __init__(self, detector):
-        self.detector = detector
-        self.known = {}
-
-    def remember(self, history, overloaded):
-        self.known[id(history)] = (history, overloaded)
-
-    def is_overloaded(self, utilization):
-        entry = self.known.get(id(utilization))
-        if entry is not None and entry[0] is utilization:
-            return entry[1]
-        return self.detector.is_overloaded(utilization)
-
-    def fill_limit(self, utilization):
-        return self.detector.fill_limit(utilization)
 
 
 class Simulation:
@@ -202,19 +155,24 @@ class Simulation:
         # What a host's memory counts as: its memory and, with the
         # reservoir, remote_weight of what its VMs hold.
         self.usable = hosts.memory_mb.astype(float)
-        self.cpu_mem = [_Remembered(algorithms.overload_cpu),
-                        _Remembered(algorithms.overload_mem)]
+        # The detectors' answers of the engine's detection, for the
+        # planner: underload cpu, mem, overload cpu, mem.
+        self.memos = [histories.Remembered(getattr(algorithms, name))
+                      for name in ('underload_cpu', 'underload_mem',
+                                   'overload_cpu', 'overload_mem')]
         self.raw = algorithms
         self.algorithms = dataclasses.replace(
-            algorithms, overload_cpu=self.cpu_mem[0],
-            overload_mem=self.cpu_mem[1])
+            algorithms, underload_cpu=self.memos[0],
+            underload_mem=self.memos[1], overload_cpu=self.memos[2],
+            overload_mem=self.memos[3])
         n_hosts, n_vms = len(hosts), trace.vms
         self.host_index = {name: h for h, name in enumerate(hosts.names)}
         self.vm_index = {vm: v for v, vm in enumerate(trace.vm_ids)}
         # Stand-ins' uuids start with a prefix no VM name starts with.
-        self._standin = '\x00'
-        while any(vm.startswith(self._standin) for vm in trace.vm_ids):
-            self._standin += '\x00'
+        prefix = '\x00'
+        while any(vm.startswith(prefix) for vm in trace.vm_ids):
+            prefix += '\x00'
+        self._standins = [prefix + name for name in hosts.names]
         self._cpu_by_vm = None
         self._vm_made = {}
         self.spare_inactive = SPARE_INACTIVE
@@ -237,8 +195,9 @@ class Simulation:
         self.host_of = np.full(n_vms, -1)
         self.rejected = np.zeros(n_vms, dtype=bool)
         self.active = np.ones(n_hosts, dtype=bool)
-        self.cpu_hist = [[] for _ in range(n_hosts)]
-        self.mem_hist = [[] for _ in range(n_hosts)]
+        self.window = algorithms.controls.fill_window
+        self.histories = histories.HostHistories(
+            n_hosts, settings.history_length, self.window)
         # Migrations (and pending power-offs) each host takes part in.
         self.busy = np.zeros(n_hosts, dtype=int)
         self.landing = collections.defaultdict(list)
@@ -261,15 +220,30 @@ class Simulation:
             trace.last[order], np.arange(0, steps - 1), side='right'))
 
     def run(self, progress=None):
-        """Replay every step; ``progress(steps_done)`` after each."""
+        """Replay every step; ``progress(steps_done)`` after each.
+
+        The cycle collector is off meanwhile: the loop makes no reference
+        cycles (what it drops, reference counting frees), but it makes and
+        drops thousands of objects a round, and at its thresholds the
+        collector would scan every object alive dozens of times a run,
+        the trace's included (a fifth of the wss basis' time).
+        """
         started = time.perf_counter()
-        for t in range(self.trace.steps):
-            self.step(t)
-            if progress is not None:
-                progress(t + 1)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for t in range(self.trace.steps):
+                self.step(t)
+                if progress is not None:
+                    progress(t + 1)
+        finally:
+            if collecting:
+                gc.enable()
         self.result.rejected = [self.trace.vm_ids[v]
                                 for v in np.flatnonzero(self.rejected)]
         self.result.by_trigger = dict(sorted(self.result.by_trigger.items()))
+        self.result.migrations_by_trigger = dict(
+            sorted(self.result.migrations_by_trigger.items()))
         self.result.wall_s = time.perf_counter() - started
         return self.result
 
@@ -285,7 +259,7 @@ class Simulation:
         if self.reservoir is not None:
             self._borrow(t, sums)
         self._account(t, sums)
-        self._record(sums)
+        self._record(t, sums)
         if t % self.settings.round_steps == 0:
             self._round(t, sums)
 
@@ -303,8 +277,7 @@ class Simulation:
 
     def _power(self, h, on):
         self.active[h] = on
-        self.cpu_hist[h] = []
-        self.mem_hist[h] = []
+        self.histories.reset(h)
         if on:
             self.result.power_on += 1
         else:
@@ -387,39 +360,40 @@ class Simulation:
         result.cpu_overloaded[t] = (
             active & (sums['cpu'] > self.hosts.cpus)).sum()
 
-    def _record(self, sums):
-        cpu = (sums['cpu'] / self.hosts.cpus).tolist()
+    def _record(self, t, sums):
         used = sums['booked' if self.basis == 'booked' else 'maxavg']
-        mem = (used / self.usable).tolist()
-        keep = self.settings.history_length
-        for h in np.flatnonzero(self.active).tolist():
-            for history, value in ((self.cpu_hist[h], cpu[h]),
-                                   (self.mem_hist[h], mem[h])):
-                history.append(value)
-                if len(history) > keep:
-                    del history[0]
+        self.histories.record(t, np.flatnonzero(self.active).tolist(),
+                              sums['cpu'] / self.hosts.cpus,
+                              used / self.usable)
 
     def _detect(self, candidates):
         """Hosts of ``candidates`` the round will unload, by the round's
-        own detection (underload first, then overload), with the overload
+        own detection (underload first, then overload), with the
         detectors' answers remembered for the planner."""
         alg = self.raw
-        cpu_memo, mem_memo = self.cpu_mem
-        cpu_memo.known.clear()
-        mem_memo.known.clear()
+        for memo in self.memos:
+            memo.known.clear()
+        # Remembered.remember's entries, made here in the loop's stead.
+        low_cpu_memo, low_mem_memo, high_cpu_memo, high_mem_memo = (
+            memo.known for memo in self.memos)
+        low_cpu_of, low_mem_of = (alg.underload_cpu.is_underloaded,
+                                  alg.underload_mem.is_underloaded)
+        high_cpu_of, high_mem_of = (alg.overload_cpu.is_overloaded,
+                                    alg.overload_mem.is_overloaded)
         both = alg.underload_require == 'both'
         involved = set()
+        cpu_hist, mem_hist = self.histories.cpu, self.histories.mem
         for h in candidates:
-            cpu, mem = self.cpu_hist[h], self.mem_hist[h]
-            low_cpu = alg.underload_cpu.is_underloaded(cpu)
-            low_mem = alg.underload_mem.is_underloaded(mem)
+            cpu, mem = cpu_hist[h], mem_hist[h]
+            low_cpu, low_mem = low_cpu_of(cpu), low_mem_of(mem)
+            low_cpu_memo[id(cpu)] = cpu, low_cpu
+            low_mem_memo[id(mem)] = mem, low_mem
             if (low_cpu and low_mem) if both else (low_cpu or low_mem):
                 involved.add(h)
                 continue
-            high_cpu = alg.overload_cpu.is_overloaded(cpu)
-            high_mem = alg.overload_mem.is_overloaded(mem)
-            cpu_memo.remember(cpu, high_cpu)
-            mem_memo.remember(mem, high_mem)
+            high_cpu, high_mem = high_cpu_of(cpu), high_mem_of(mem)
+            high_cpu_memo[id(cpu)] = cpu, high_cpu
+            high_mem_memo[id(mem)] = mem, high_mem
             if high_cpu or high_mem:
                 involved.add(h)
         return involved
@@ -441,17 +415,22 @@ class Simulation:
         rows, made, ids = self._cpu_by_vm, self._vm_made, trace.vm_ids
         lo = max(0, t - self.settings.history_length + 1)
         stop = t + 1
+        # The peaks of the fill window: the trace's cpu is 0 before a VM
+        # starts, and no sample is below 0, so the window may start
+        # before the VM's history does.
+        tops = rows[vms, max(0, stop - self.histories.window):stop].max(
+            axis=1)
         states = []
-        for v, start, wss in zip(vms.tolist(),
-                                 np.maximum(trace.first[vms], lo).tolist(),
-                                 self._resident(t)[vms].tolist()):
+        for v, start, wss, top in zip(
+                vms.tolist(), np.maximum(trace.first[vms], lo).tolist(),
+                self._resident(t)[vms].tolist(), tops.tolist()):
             vm = made.get(v)
             if vm is None:
                 vm = made[v] = base.VmState(
-                    ids[v], _History(rows[v], start, stop), wss,
+                    ids[v], histories.VmCpu(rows[v], start, stop, top), wss,
                     float(trace.booked_mb[v]))
             else:
-                vm.cpu_history.reslice(start, stop)
+                vm.cpu_history.reslice(start, stop, top)
                 vm.wss_maxavg_mb = wss
             states.append(vm)
         return states
@@ -473,6 +452,8 @@ class Simulation:
         count = sums['count'].tolist()
         cpu, maxavg, booked = (sums['cpu'].tolist(), sums['maxavg'].tolist(),
                                sums['booked'].tolist())
+        cpu_hist, mem_hist = self.histories.cpu, self.histories.mem
+        standins = self._standins
         real = {}
         if involved:
             on = np.flatnonzero(np.isin(self.host_of, list(involved)))
@@ -490,11 +471,11 @@ class Simulation:
             elif h in involved:
                 vms = real[h]
             else:
-                vms = [base.VmState(self._standin + names[h], [cpu[h]],
+                vms = [base.VmState(standins[h], [cpu[h]],
                                     maxavg[h], booked[h])]
             states.append(base.HostState(
-                names[h], cpus[h], memory[h], self.cpu_hist[h],
-                self.mem_hist[h], vms, True))
+                names[h], cpus[h], memory[h], cpu_hist[h], mem_hist[h], vms,
+                True))
         off = free & ~self.active
         for capacity, members in self._capacities.items():
             members = members[off[members]].tolist()
@@ -543,12 +524,16 @@ class Simulation:
         recent = self._recent(t, involved)
         states, classes = self._states(t, sums, involved,
                                        self.spare_inactive)
-        plan = consolidation.plan_round(states, self.algorithms, recent)
+        peak = histories.Peaks(self.window,
+                               self.histories.peaks(t).tolist())
+        plan = consolidation.plan_round(states, self.algorithms, recent,
+                                        peak)
         woken = [a.source_host for a in plan.actions
                  if a.action_type == plans.POWER_ON]
         if self._exhausted(woken, classes):
             states, _ = self._states(t, sums, involved, spare=None)
-            plan = consolidation.plan_round(states, self.algorithms, recent)
+            plan = consolidation.plan_round(states, self.algorithms, recent,
+                                            peak)
         self._apply(t, plan)
 
     def _apply(self, t, plan):
@@ -582,3 +567,8 @@ class Simulation:
                 self.landing[land].append((v, h, dst))
                 result.migrations[t] += 1
                 result.by_trigger[action.reason] += 1
+                steps = result.migrations_by_trigger.get(action.reason)
+                if steps is None:
+                    steps = result.migrations_by_trigger[action.reason] = (
+                        np.zeros(len(result.migrations), dtype=int))
+                steps[t] += 1

@@ -132,19 +132,23 @@ def generate(params):
         0.0, params.diurnal_phase_spread_hours, count)
 
     hours = np.arange(steps) * (params.step / 3600.0)
-    cpu = np.cos((hours[:, None] - peak[None, :]) * (2 * np.pi / 24))
+    # In place, as the arrays are large; the same operations in the same
+    # order as cos((hours - peak) * 2 pi / 24) and x * (1 + noise * z).
+    cpu = np.subtract.outer(hours, peak)
+    cpu *= 2 * np.pi / 24
+    np.cos(cpu, out=cpu)
     cpu *= params.diurnal_amplitude
     cpu += 1.0
     cpu *= cpu_base
-    cpu *= 1.0 + params.noise * rng.standard_normal((steps, count))
+    cpu *= _noise(rng, params.noise, (steps, count))
     np.clip(cpu, 0.0, 1.0, out=cpu)
     cpu *= vcpus
 
     chance = params.step / (params.mem_phase_hours * 3600)
     change = params.mem_phase_change
-    switch = rng.random((steps, count)) < chance
-    phase = np.cumsum(switch, axis=0)
-    del switch
+    # A cumulative sum of booleans is far slower than of integers.
+    phase = (rng.random((steps, count)) < chance).astype(np.intp)
+    np.cumsum(phase, axis=0, out=phase)
     factors = rng.uniform(1 - change, 1 + change,
                           (int(phase.max()) + 1, count))
     wss = factors[phase, np.arange(count)]
@@ -156,7 +160,7 @@ def generate(params):
     synced = rng.random(count) < params.mem_phase_sync
     wss[:, synced] = shared_factors[shared][:, None]
     wss *= ratio
-    wss *= 1.0 + params.noise * rng.standard_normal((steps, count))
+    wss *= _noise(rng, params.noise, (steps, count))
     np.clip(wss, 0.01, 1.0, out=wss)
     wss *= booked
 
@@ -168,6 +172,14 @@ def generate(params):
         last=np.full(count, steps - 1),
         initial_host=_spread(booked, hosts),
         cpu=cpu, wss_mb=wss, host_names=list(hosts.names)), hosts
+
+
+def _noise(rng, noise, shape):
+    """1 + noise x standard normal draws of ``shape``, made in place."""
+    factor = rng.standard_normal(shape)
+    factor *= noise
+    factor += 1.0
+    return factor
 
 
 def _spread(booked, hosts):

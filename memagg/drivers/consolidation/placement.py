@@ -191,17 +191,24 @@ class BestFitDecreasing(base.Placement):
             return cpu, mem
         return min(cpu, room.cpu), min(mem, room.mem)
 
-    def _free(self, host, moving, room):
-        """Free (cpu, mem) of ``host`` once ``moving`` VMs have left."""
+    def _free(self, host, moving, room, source):
+        """Free (cpu, mem) of ``host`` once ``moving`` VMs have left;
+        those of them on it are entered in ``source`` (uuid -> host
+        name)."""
         cpu_used = (host.cpu_history[-1] * host.cpu_total
                     if host.cpu_history else 0.0)
         mem_used = 0.0
+        # _vm_mem and the history test, hoisted: this runs for every VM of
+        # every host at every placement.
+        booked = self.params['memory_basis'] == 'booked'
+        measured = bool(host.cpu_history)
         for vm in host.vms:
             if vm.uuid in moving:
+                source[vm.uuid] = host.name
                 cpu_used -= vm.cpu_history[-1] if vm.cpu_history else 0.0
             else:
-                mem_used += self._vm_mem(vm)
-                if not host.cpu_history:
+                mem_used += vm.booked_mb if booked else vm.wss_maxavg_mb
+                if not measured:
                     cpu_used += _demand(vm, self.params['last_n_vm_cpu'])
         cpu_used = max(cpu_used, 0.0)
         cpu_share, mem_share = self._shares(room)
@@ -217,18 +224,21 @@ class BestFitDecreasing(base.Placement):
         rooms = rooms or {}
 
         free = {}
+        # The host each VM to place is on (the last, were it on several).
+        source = {}
         for host in hosts:
             room = rooms.get(host.name)
             if host.active:
-                free[host.name] = self._free(host, moving, room)
+                free[host.name] = self._free(host, moving, room, source)
             else:
                 # A powered-off host runs nothing: all of it is free.
+                source.update((vm.uuid, host.name) for vm in host.vms
+                              if vm.uuid in moving)
                 cpu_share, mem_share = self._shares(room)
                 free[host.name] = (cpu_share * host.cpu_total,
                                    mem_share * host.mem_usable_mb)
         order = sorted(free, key=lambda name: (free[name], name))
         position = {name: i for i, name in enumerate(order)}
-        source = {vm.uuid: host.name for host in hosts for vm in host.vms}
 
         active = _Pool(len(order))
         inactive = _Pool(len(order))

@@ -44,7 +44,8 @@ def test_synthetic_run_then_its_trace_then_a_bad_row(tmp_path):
     summary = json.loads((out / 'summary.json').read_text())
     assert set(summary['bases']) == {'booked', 'wss'}
     assert summary['trace']['synthetic']['hosts'] == 10
-    for name in ('active_hosts.png', 'migrations.png', 'overload.png'):
+    for name in ('active_hosts.png', 'migrations.png', 'overload.png',
+                 'remote.png'):
         assert (out / name).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
     replay = _sim('--trace', str(trace), '--output-dir', str(tmp_path / 'r'),

@@ -73,7 +73,7 @@ def _run(trace, controller):
     mem, limits = [], []
     for t in range(trace.steps):
         sim.step(t)
-        mem.append(sim.mem_hist[0][-1] * 8192)
+        mem.append(sim.histories.mem[0][-1] * 8192)
         limits.append(getattr(controller, '_limits', {}).get('bare'))
     return sim.result, model, np.array(mem), limits
 

@@ -53,3 +53,19 @@ def test_window_steps():
     assert maxavg.window_steps(3600, 300) == 12
     assert maxavg.window_steps(3650, 300) == 13
     assert maxavg.window_steps(100, 300) == 1
+
+
+def test_blocks_of_vms_give_the_figures_of_the_whole(monkeypatch):
+    rng = np.random.default_rng(5)
+    wss = rng.uniform(0, 4000, (60, 23))
+    first = rng.integers(0, 20, 23)
+    for v in range(23):
+        wss[:first[v], v] = 0
+    whole = maxavg.maxavg(wss, first)
+
+    # 23 VMs in blocks of 5: four whole blocks and a short one.
+    monkeypatch.setattr(maxavg, 'BLOCK_VMS', 5)
+    blocks = maxavg.maxavg(wss, first)
+
+    assert whole.shape == blocks.shape == (60, 23)
+    assert blocks.tolist() == whole.tolist()

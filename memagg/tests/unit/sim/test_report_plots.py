@@ -17,10 +17,14 @@ import json
 import numpy as np
 import pytest
 
+from memagg.sim import cli
+from memagg.sim import config as sim_config
 from memagg.sim import engine
+from memagg.sim import inputs as sim_inputs
 from memagg.sim import plots
 from memagg.sim import progress
 from memagg.sim import report
+from memagg.sim import series as sim_series
 
 
 def _result(basis, active, mem, cpu, migrations, by_trigger, **totals):
@@ -84,11 +88,91 @@ def test_plots_are_png_files(results, tmp_path):
     paths = plots.write_all(results, str(tmp_path))
 
     assert [p.rsplit('/', 1)[-1] for p in paths] == list(plots.FILES)
+    assert 'remote.png' in plots.FILES
     for path in paths:
         with open(path, 'rb') as stream:
             data = stream.read()
         assert data.startswith(b'\x89PNG\r\n\x1a\n')
         assert len(data) > 5000
+
+
+def _steps(values):
+    return np.array(values, dtype=int)
+
+
+def test_migration_rate_sets_the_first_round_apart():
+    # 30 steps of 5 minutes: bins of 12 steps, the last of 6.
+    cpu = _steps([5] + [0] * 11 + [1] * 12 + [0] * 5 + [2])
+    memory = _steps([2] + [0] * 13 + [3] + [0] * 15)
+    result = _result('wss', [1] * 30, [0] * 30, [0] * 30, cpu + memory,
+                     {'overload:cpu': 19, 'overload:memory': 5},
+                     migrations_by_trigger={'overload:cpu': cpu,
+                                            'overload:memory': memory})
+    rate = sim_series.migration_rate(result)
+
+    assert rate.first_round == {'overload:cpu': 5, 'overload:memory': 2}
+    assert rate.bin_hours.tolist() == [1.0, 1.0, 0.5]
+    assert rate.start_days.tolist() == pytest.approx([0, 1 / 24, 2 / 24])
+    assert rate.per_hour['overload:cpu'].tolist() == [0, 12, 4]
+    assert rate.per_hour['overload:memory'].tolist() == [0, 3, 0]
+    # The bins and the first round add up to the totals.
+    for trigger, total in result.by_trigger.items():
+        assert (rate.first_round[trigger]
+                + (rate.per_hour[trigger] * rate.bin_hours).sum()) == total
+    # The steady rate leaves the first round out: 17 migrations over the
+    # 29 steps after it.
+    assert rate.steady_per_hour == pytest.approx(17 / (29 * 300 / 3600))
+
+
+def test_migration_rate_bins_long_steps_one_each():
+    series = _steps([0, 2, 0, 1])
+    result = engine.Result(
+        basis='wss', step_s=7200.0, active_hosts=np.ones(4, dtype=int),
+        mem_overloaded=np.zeros(4), cpu_overloaded=np.zeros(4),
+        migrations=series, by_trigger={'overload:cpu': 3},
+        migrations_by_trigger={'overload:cpu': series})
+    rate = sim_series.migration_rate(result)
+
+    assert rate.bin_hours.tolist() == [2.0] * 4
+    assert rate.per_hour['overload:cpu'].tolist() == [0, 1, 0, 0.5]
+    assert rate.steady_per_hour == pytest.approx(3 / 6)
+
+
+def test_engine_counts_migrations_by_trigger_per_step():
+    result = engine_results()['wss']
+    by_step = sum(result.migrations_by_trigger.values())
+
+    assert len(result.by_trigger) >= 2
+    assert sorted(result.migrations_by_trigger) == sorted(result.by_trigger)
+    assert by_step.tolist() == result.migrations.tolist()
+    for trigger, steps in result.migrations_by_trigger.items():
+        assert steps.sum() == result.by_trigger[trigger]
+
+
+def engine_results():
+    """Both bases over a synthetic day, run by memagg-sim's parts."""
+    args = cli.build_parser().parse_args(
+        ['--hosts', '40', '--days', '1', '--seed', '3'])
+    conf = sim_config.load_config(None)
+    config = sim_config.configure(
+        conf, {name: getattr(args, name)
+               for name in sim_config.simulated_options()}, args)
+    trace, hosts, initial, _ = sim_inputs.inputs(args)
+    wss = config.wss_maxavg(trace)
+    return {basis: config.simulation(trace, hosts, initial, wss,
+                                     config.algorithms(basis)).run()
+            for basis in ('booked', 'wss')}
+
+
+def test_setting_label_writes_out_the_values_swept():
+    options = {'placement_params': '{"cpu_threshold": 0.6}',
+               'history_length': '30', 'underload_require': 'both'}
+
+    assert plots.setting_label(options, ['placement_params',
+                                         'history_length']) == (
+        'cpu_threshold=0.6\nhistory_length=30')
+    assert plots.setting_label(options, ['underload_require']) == (
+        'underload_require=both')
 
 
 def test_progress_bar_draws_and_ends_the_line(tmp_path):

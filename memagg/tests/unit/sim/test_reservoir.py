@@ -111,7 +111,7 @@ def test_a_host_over_its_memory_borrows_and_is_not_overloaded(tmp_path):
     # The penalty: 0.5 x 1.2 cores x (116.7 / 700) for v1, the same 0.1
     # for v2: h-a uses 2.6 of its 4 cores.
     assert stats.penalty_core_s == pytest.approx(0.2 * STEP_S)
-    assert sim.cpu_hist[0][-1] == pytest.approx(2.6 / 4)
+    assert sim.histories.cpu[0][-1] == pytest.approx(2.6 / 4)
 
 
 def test_beyond_the_cap_a_host_is_overloaded(tmp_path):

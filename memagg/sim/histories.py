@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The utilisation histories memagg-sim's rounds read (memagg.sim.engine),
+kept so that a round costs little more than the hosts it unloads:
+
+* HostHistories: each host's cpu and memory histories, the lists the
+  detectors read, and its cpu samples in a numpy ring as well, from which
+  every host's peak over the round's fill window comes in one operation
+  instead of one max per host and round;
+* VmCpu: a VM's cpu history, a slice of the trace read when a plug-in
+  looks at it, with its peak over the fill window;
+* Peaks: plan_round's ``peak``, answering from those;
+* Remembered: a detector whose answers the engine's own detection already
+  has.
+"""
+from collections import abc
+
+import numpy as np
+
+from memagg.scheduler import round_views
+
+
+class HostSamples(list):
+    """A host's cpu history: a list that knows its host's index."""
+
+    __slots__ = ('host',)
+
+    def __init__(self, host):
+        super().__init__()
+        self.host = host
+
+
+class HostHistories:
+    """Every host's histories, the last ``length`` samples each, empty
+    while it is off; ``window`` is the round's fill_window."""
+
+    def __init__(self, hosts, length, window):
+        self.length = length
+        self.window = min(window, length)
+        self.cpu = [HostSamples(h) for h in range(hosts)]
+        self.mem = [[] for _ in range(hosts)]
+        # Sample of step t at column t % length; -inf: none (before the
+        # host was powered on), which no max picks.
+        self.ring = np.full((hosts, length), -np.inf)
+
+    def reset(self, h):
+        """Host ``h`` powered on or off: its histories start again."""
+        self.cpu[h] = HostSamples(h)
+        self.mem[h] = []
+        self.ring[h] = -np.inf
+
+    def record(self, t, hosts, cpu, mem):
+        """Append step ``t``'s samples to the histories of ``hosts``
+        (indices, a list): ``cpu`` and ``mem`` per host (arrays)."""
+        keep = self.length
+        self.ring[hosts, t % keep] = cpu[hosts]
+        for h, c, m in zip(hosts, cpu[hosts].tolist(), mem[hosts].tolist()):
+            for history, value in ((self.cpu[h], c), (self.mem[h], m)):
+                history.append(value)
+                if len(history) > keep:
+                    del history[0]
+
+    def peaks(self, t):
+        """Every host's largest cpu sample of the ``window`` steps up to
+        ``t`` (-inf for a host with none)."""
+        if self.window == self.length:
+            return self.ring.max(axis=1)
+        columns = (t - np.arange(self.window)) % self.length
+        return self.ring[:, columns].max(axis=1)
+
+
+class VmCpu(abc.Sequence):
+    """A VM's cpu samples ``row[start:stop]`` (oldest first), made into
+    Python floats only when read: of the many VMs on an unloaded host,
+    selection and placement read a few samples of a few. ``top`` is the
+    largest of its last fill_window samples (set with the slice)."""
+
+    __slots__ = ('_row', '_start', '_len', 'top')
+
+    def __init__(self, row, start, stop, top):
+        self._row = row
+        self.reslice(start, stop, top)
+
+    def reslice(self, start, stop, top):
+        """Cover ``row[start:stop]`` instead, whose peak is ``top``."""
+        self._start, self._len = start, max(stop - start, 0)
+        self.top = top
+
+    def __len__(self):
+        return self._len
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._row[self._start:self._start + self._len][
+                index].tolist()
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError('history index out of range')
+        return float(self._row[self._start + index])
+
+
+class Peaks:
+    """plan_round's ``peak`` for a round at one step: a host's from
+    HostHistories.peaks, a VM's its VmCpu's ``top``; any other history
+    (or another window) computed as round_views.peak does."""
+
+    def __init__(self, window, host_peaks):
+        self.window = window
+        self.host_peaks = host_peaks
+
+    def __call__(self, history, window):
+        if window == self.window and history:
+            kind = type(history)
+            if kind is HostSamples:
+                return self.host_peaks[history.host]
+            if kind is VmCpu:
+                return history.top
+        return round_views.peak(history, window)
+
+
+class Remembered:
+    """An under- or overload detector whose answers for given history
+    lists (the very objects) are known: ``known`` maps id(history) to
+    (history, answer), the caller's to fill; others are computed."""
+
+    def __init__(self, detector):
+        self.detector = detector
+        self.known = {}
+
+    def _answer(self, utilization, compute):
+        entry = self.known.get(id(utilization))
+        if entry is not None and entry[0] is utilization:
+            return entry[1]
+        return compute(utilization)
+
+    def is_overloaded(self, utilization):
+        return self._answer(utilization, self.detector.is_overloaded)
+
+    def is_underloaded(self, utilization):
+        return self._answer(utilization, self.detector.is_underloaded)
+
+    def fill_limit(self, utilization):
+        return self.detector.fill_limit(utilization)
