@@ -49,7 +49,9 @@ memagg's), and compare: hosts on over time, migrations by trigger, time in
 memory overload (the VMs' working sets add up to more than the host's
 memory and the remote memory they hold) and in cpu overload (they use more
 cores than it has), and remote memory: in use, grant churn and the time
-VMs ran partly remote. Writes to --output-dir:
+VMs ran partly remote.
+
+Files written to --output-dir:
   summary.json       the figures of both bases (see the documentation)
   active_hosts.png   hosts on over time
   migrations.png     migrations per hour over time by trigger (log scale),
