@@ -105,7 +105,7 @@ class Result:
     """What one basis did. Per step (arrays of the trace's length): hosts
     on, hosts in memory overload, hosts in cpu overload, migrations
     started, and in ``migrations_by_trigger`` those of each of the plans'
-    reasons. Totals: migrations by the plan's reason, power actions that
+    reasons (``by_trigger``: their totals). Totals: power actions that
     took effect, rounds (and those whose plan was partial, with the VMs it
     could not place and the underloaded hosts it kept), VMs rejected on
     arrival, the loop's wall time; ``remote``, the reservoir.Stats of the
@@ -118,7 +118,6 @@ class Result:
     mem_overloaded: np.ndarray
     cpu_overloaded: np.ndarray
     migrations: np.ndarray
-    by_trigger: dict
     migrations_by_trigger: dict = dataclasses.field(default_factory=dict)
     power_on: int = 0
     power_off: int = 0
@@ -130,6 +129,12 @@ class Result:
     wall_s: float = 0.0
     remote: object = None
     reclaim: object = None
+
+    @property
+    def by_trigger(self):
+        """{reason: migrations in all}, from migrations_by_trigger."""
+        return {reason: int(steps.sum())
+                for reason, steps in self.migrations_by_trigger.items()}
 
 
 class Simulation:
@@ -209,7 +214,6 @@ class Simulation:
             mem_overloaded=np.zeros(steps, dtype=int),
             cpu_overloaded=np.zeros(steps, dtype=int),
             migrations=np.zeros(steps, dtype=int),
-            by_trigger=collections.Counter(),
             remote=None if reservoir is None else reservoir.stats,
             reclaim=None if host_reclaim is None else host_reclaim.stats)
         order = np.argsort(trace.first, kind='stable')
@@ -241,7 +245,6 @@ class Simulation:
                 gc.enable()
         self.result.rejected = [self.trace.vm_ids[v]
                                 for v in np.flatnonzero(self.rejected)]
-        self.result.by_trigger = dict(sorted(self.result.by_trigger.items()))
         self.result.migrations_by_trigger = dict(
             sorted(self.result.migrations_by_trigger.items()))
         self.result.wall_s = time.perf_counter() - started
@@ -566,7 +569,6 @@ class Simulation:
                 self.host_moves[dst] += 1
                 self.landing[land].append((v, h, dst))
                 result.migrations[t] += 1
-                result.by_trigger[action.reason] += 1
                 steps = result.migrations_by_trigger.get(action.reason)
                 if steps is None:
                     steps = result.migrations_by_trigger[action.reason] = (

@@ -27,21 +27,26 @@ from memagg.sim import report
 from memagg.sim import series as sim_series
 
 
-def _result(basis, active, mem, cpu, migrations, by_trigger, **totals):
+def _result(basis, active, mem, cpu, by_trigger, **totals):
+    """A Result whose migrations are ``by_trigger`` ({reason: per-step
+    counts}) and their sum per step."""
+    by_trigger = {reason: np.array(steps, dtype=int)
+                  for reason, steps in by_trigger.items()}
     return engine.Result(
         basis=basis, step_s=300.0, active_hosts=np.array(active),
         mem_overloaded=np.array(mem), cpu_overloaded=np.array(cpu),
-        migrations=np.array(migrations), by_trigger=by_trigger, **totals)
+        migrations=sum(by_trigger.values(), np.zeros(len(active), int)),
+        migrations_by_trigger=by_trigger, **totals)
 
 
 @pytest.fixture
 def results():
     return {
         'booked': _result('booked', [4, 4, 4, 4], [0, 0, 0, 0],
-                          [0, 1, 0, 0], [0, 0, 0, 0], {}, rounds=4),
+                          [0, 1, 0, 0], {}, rounds=4),
         'wss': _result('wss', [4, 2, 2, 2], [0, 1, 2, 0], [0, 0, 0, 1],
-                       [3, 0, 1, 0],
-                       {'underload:cpu+memory': 3, 'overload:memory': 1},
+                       {'underload:cpu+memory': [3, 0, 0, 0],
+                        'overload:memory': [0, 0, 1, 0]},
                        power_on=1, power_off=2, rounds=4, partial_rounds=1,
                        unplaced=2, kept=1, rejected=['x'], wall_s=1.23456),
     }
@@ -104,10 +109,9 @@ def test_migration_rate_sets_the_first_round_apart():
     # 30 steps of 5 minutes: bins of 12 steps, the last of 6.
     cpu = _steps([5] + [0] * 11 + [1] * 12 + [0] * 5 + [2])
     memory = _steps([2] + [0] * 13 + [3] + [0] * 15)
-    result = _result('wss', [1] * 30, [0] * 30, [0] * 30, cpu + memory,
-                     {'overload:cpu': 19, 'overload:memory': 5},
-                     migrations_by_trigger={'overload:cpu': cpu,
-                                            'overload:memory': memory})
+    result = _result('wss', [1] * 30, [0] * 30, [0] * 30,
+                     {'overload:cpu': cpu, 'overload:memory': memory})
+    assert result.by_trigger == {'overload:cpu': 19, 'overload:memory': 5}
     rate = sim_series.migration_rate(result)
 
     assert rate.first_round == {'overload:cpu': 5, 'overload:memory': 2}
@@ -129,8 +133,8 @@ def test_migration_rate_bins_long_steps_one_each():
     result = engine.Result(
         basis='wss', step_s=7200.0, active_hosts=np.ones(4, dtype=int),
         mem_overloaded=np.zeros(4), cpu_overloaded=np.zeros(4),
-        migrations=series, by_trigger={'overload:cpu': 3},
-        migrations_by_trigger={'overload:cpu': series})
+        migrations=series, migrations_by_trigger={'overload:cpu': series})
+    assert result.by_trigger == {'overload:cpu': 3}
     rate = sim_series.migration_rate(result)
 
     assert rate.bin_hours.tolist() == [2.0] * 4
