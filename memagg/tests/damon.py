@@ -13,7 +13,10 @@
 """DAMON's sysfs tree as tests read it: memagg's kdamonds apart from those
 of the host's other DAMON users, which memagg keeps running beside its own
 (native/src/damon_share.c)."""
+import errno
 import os
+
+from memagg.tests import polling
 
 ADMIN = '/sys/kernel/mm/damon/admin'
 KDAMONDS = ADMIN + '/kdamonds'
@@ -22,10 +25,27 @@ MEMAGG_UPDATE_US = 3600000000
 UPDATE_US = 'contexts/0/monitoring_attrs/intervals/update_us'
 
 
+def read_busy(path, timeout=30):
+    """The text of DAMON sysfs file ``path``, read again while DAMON
+    answers EBUSY: a kdamond's state and pid do while any DAMON command
+    runs, another user's too (this machine's platform sends one every few
+    seconds to its kdamond 0), which is no answer."""
+    def attempt():
+        try:
+            with open(path) as f:
+                return (f.read(),)
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
+            return None
+    return polling.wait_for(attempt, timeout, interval=0.005,
+                            message='%s to answer other than EBUSY'
+                            % path)[0]
+
+
 def read(rel):
     """The stripped text of KDAMONDS/rel."""
-    with open(os.path.join(KDAMONDS, rel)) as f:
-        return f.read().strip()
+    return read_busy(os.path.join(KDAMONDS, rel)).strip()
 
 
 def _indices():

@@ -29,6 +29,8 @@ import struct
 import sys
 import time
 
+from memagg.tests import damon as damon_files
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 EXTRA_PATTERN_ENV = 'MEMAGG_LEFTOVERS_EXTRA_PATTERN'
@@ -296,7 +298,9 @@ def snapshot(procs=None):
         'zswap': {name: _read(zswap + name).strip()
                   for name in _listdir(zswap)},
         'damon': {'nr_kdamonds': _read(damon + 'nr_kdamonds').strip(),
-                  'kdamonds': {d: _read(damon + d + '/state').strip()
+                  'kdamonds': {d: _quiet(damon_files.read_busy,
+                                         damon + d + '/state',
+                                         default='').strip()
                                for d in _listdir(damon) if d.isdigit()}},
         'tracefs': _listdir('/sys/kernel/tracing/instances'),
         'netns': _listdir('/run/netns'),

@@ -181,7 +181,7 @@ int ms_check_own_regions(int i, char *err, size_t errlen)
         ms_slot_path(p, sizeof(p), i, "contexts/0/targets/0/regions/0/end");
         ms_read_u64_file(p, &end, NULL, 0);
         ms_slot_path(p, sizeof(p), i, "pid");
-        ms_read_u64_file(p, &kpid, NULL, 0);
+        ms_kread_u64(p, &kpid, NULL, 0);
         ms_err(err, errlen, "window rejected: kdamond %d (pid %llu, memagg "
                "started %d) watched %llu bytes in regions memagg did not "
                "set (first %s); memagg wrote %u regions, sysfs holds %llu, "

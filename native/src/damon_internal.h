@@ -107,6 +107,12 @@ extern struct pool ms_pool;
 
 /* ms_write_file, retried while DAMON's sysfs is busy with another command. */
 int ms_kwrite(const char *path, const char *text, char *err, size_t errlen);
+/* ms_read_file and ms_read_u64_file, retried the same way: a kdamond's state
+ * and pid answer EBUSY while any DAMON command runs (another DAMON user's
+ * too), which is no answer. */
+int ms_kread(const char *path, char **buf, size_t *len, char *err,
+             size_t errlen);
+int ms_kread_u64(const char *path, uint64_t *out, char *err, size_t errlen);
 /* The path of rel under the directory of kdamond slot. */
 void ms_slot_path(char *buf, size_t len, int slot, const char *rel);
 /* Write number v to contexts/0/<rel> of kdamond slot i. */

@@ -473,7 +473,7 @@ static void memcg_commit_locked(void)
         mh.running = 1;
         ms_pool.slot[mh.slot].running = 1;
         ms_slot_path(p, sizeof(p), mh.slot, "pid");
-        mh.kdamond_pid = ms_read_u64_file(p, &kpid, NULL, 0) == 0
+        mh.kdamond_pid = ms_kread_u64(p, &kpid, NULL, 0) == 0
                          ? (int)kpid : 0;
         mh.foreign_seen = 0;
     } else if (memcg_stat("nr_tried", MEMCG_COUNTER, &c0, NULL, 0) != 0) {
@@ -700,9 +700,10 @@ static int memcg_check_foreign(uint64_t foreign, char *err, size_t errlen)
     if (foreign <= mh.foreign_seen) {
         return 0;
     }
-    ms_err(err, errlen, "window rejected: the kdamond watched %llu bytes in "
-           "regions memagg did not set (their sysfs files were rewritten "
-           "by another DAMON user)",
+    ms_err(err, errlen, "window rejected: the kdamond (kdamonds/%d, pid %d) "
+           "watched %llu bytes in regions memagg did not set (their sysfs "
+           "files were rewritten by another DAMON user)",
+           ms_pool.base + mh.slot, mh.kdamond_pid,
            (unsigned long long)(foreign - mh.foreign_seen));
     mh.foreign_seen = foreign;
     mh.rewrite = 1;

@@ -286,7 +286,7 @@ static int host_start(char *err, size_t errlen)
     ms_pool.slot[host.slot].running = 1;
     ms_slot_path(p, sizeof(p), host.slot, "pid");
     ms_pool.slot[host.slot].kdamond_pid = 0;
-    if (ms_read_u64_file(p, &kpid, NULL, 0) == 0) {
+    if (ms_kread_u64(p, &kpid, NULL, 0) == 0) {
         ms_pool.slot[host.slot].kdamond_pid = (int)kpid;
     }
     return 0;

@@ -64,7 +64,8 @@
 #include "damon_internal.h"
 #include "ms.h"
 
-/* DAMON's sysfs refuses writes (EBUSY) while another command runs. */
+/* DAMON's sysfs answers EBUSY to a command, and to reading a kdamond's
+ * state or pid, while another command runs. */
 #define BUSY_RETRY_S 30.0
 #define BUSY_PAUSE_MAX_NS 64000000L
 /* The kdamonds looked at for other users' set-ups when the pool is made. */
@@ -72,23 +73,64 @@
 
 struct pool ms_pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .lockfd = -1 };
 
+/*
+ * Wait before another try of a DAMON file that answered EBUSY (another
+ * command, of memagg or of another DAMON user, holds DAMON's sysfs lock):
+ * whether there is time left.  The other command may wait a whole
+ * sampling interval for its kdamond: back off (1 ms doubling to 64 ms)
+ * rather than retry at a fixed pace.
+ */
+static int busy_wait(struct timespec *pause, double deadline)
+{
+    if (ms_now() >= deadline) {
+        return 0;
+    }
+    nanosleep(pause, NULL);
+    if (pause->tv_nsec < BUSY_PAUSE_MAX_NS) {
+        pause->tv_nsec *= 2;
+    }
+    return 1;
+}
+
 int ms_kwrite(const char *path, const char *text, char *err, size_t errlen)
 {
     double deadline = ms_now() + BUSY_RETRY_S;
     struct timespec pause = { 0, 1000000 };
     int ret;
 
-    /*
-     * The other command may wait a whole sampling interval for its kdamond:
-     * back off (1 ms doubling to 64 ms) rather than retry at a fixed pace.
-     */
     while ((ret = ms_write_file(path, text, err, errlen)) == -EBUSY &&
-           ms_now() < deadline) {
-        nanosleep(&pause, NULL);
-        if (pause.tv_nsec < BUSY_PAUSE_MAX_NS) {
-            pause.tv_nsec *= 2;
-        }
+           busy_wait(&pause, deadline)) {
     }
+    return ret;
+}
+
+int ms_kread(const char *path, char **buf, size_t *len, char *err,
+             size_t errlen)
+{
+    double deadline = ms_now() + BUSY_RETRY_S;
+    struct timespec pause = { 0, 1000000 };
+    int ret;
+
+    while ((ret = ms_read_file(path, buf, len, err, errlen)) == -EBUSY &&
+           busy_wait(&pause, deadline)) {
+    }
+    return ret;
+}
+
+int ms_kread_u64(const char *path, uint64_t *out, char *err, size_t errlen)
+{
+    char *buf;
+    size_t len;
+    int ret = ms_kread(path, &buf, &len, err, errlen);
+
+    if (ret) {
+        return ret;
+    }
+    ret = ms_parse_u64(buf, len, out);
+    if (ret) {
+        ms_err(err, errlen, "%s does not hold a number", path);
+    }
+    free(buf);
     return ret;
 }
 
@@ -737,7 +779,7 @@ int ms_damon_start(int i, const char *ops, pid_t pid,
     }
     s->running = 1;
     ms_slot_path(p, sizeof(p), i, "pid");
-    if (ms_read_u64_file(p, &kpid, NULL, 0) == 0) {
+    if (ms_kread_u64(p, &kpid, NULL, 0) == 0) {
         /* A new thread every "on": all its CPU time is this period's. */
         s->kdamond_pid = (int)kpid;
     }

@@ -57,7 +57,7 @@ int ms_kdamond_is_on(int index)
     int on = 0;
 
     kdamond_path(path, sizeof(path), index, "state");
-    if (ms_read_file(path, &buf, &len, NULL, 0) == 0) {
+    if (ms_kread(path, &buf, &len, NULL, 0) == 0) {
         on = len >= 2 && memcmp(buf, "on", 2) == 0;
         free(buf);
     }

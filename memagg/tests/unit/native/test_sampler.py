@@ -18,6 +18,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -372,6 +373,60 @@ def test_damon_left_off_after_close(hot_child):
     sampler.close()
     assert damon.memagg_running() == []
     assert (damon.read('nr_kdamonds'), damon.others()) == (nr, others)
+
+
+@needs_root
+def test_another_users_commands_keep_damon_busy_and_memagg_waits(
+        hot_child, other_kdamond):
+    """While another DAMON user's commands hold DAMON's sysfs lock, every
+    kdamond's state and pid answer EBUSY (this machine's platform sends one
+    every few seconds). memagg waits for an answer: another user's kdamond
+    read then as off was left off when memagg gave its slots back, and
+    memagg's own kdamond pid read as 0."""
+    if not _native.backends()['damon_paddr'][0]:
+        pytest.skip('no DAMON paddr on this kernel')
+    index, setup = other_kdamond
+    state = '%s/%d/state' % (damon.KDAMONDS, index)
+    stop = threading.Event()
+
+    def commands():
+        while not stop.is_set():
+            try:
+                with open(state, 'w') as f:
+                    f.write('update_schemes_stats')
+            except OSError:
+                pass  # memagg's command held the lock, or the tree moved
+            stop.wait(0.02)
+
+    def busy():
+        try:
+            with open(state) as f:
+                f.read()
+        except OSError as exc:
+            return exc.errno == errno.EBUSY
+        return False
+
+    thread = threading.Thread(target=commands, daemon=True)
+    thread.start()
+    results = []
+    try:
+        wait_for(busy, timeout=30, interval=0.001,
+                 message='DAMON busy with the other user\'s commands')
+        for _ in range(5):
+            sampler = _native.Sampler(
+                hot_child.pid, hot_child.addr, hot_child.length, n=100,
+                backend='damon_paddr', sample_interval=0.1)
+            try:
+                sampler.begin()
+                hot_child.wait_passes(1)
+                results.append(sampler.collect())
+            finally:
+                sampler.close()
+            assert damon.others().get(index) == setup
+    finally:
+        stop.set()
+        thread.join()
+    assert all(r['kdamond_pid'] > 0 for r in results), results
 
 
 @pytest.mark.parametrize('kwargs, name', [
