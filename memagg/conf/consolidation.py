@@ -44,9 +44,12 @@ opts = (
                   choices=['both', 'either'],
                   help='A host is underloaded (and emptied) when both its '
                        'cpu and its memory are, or when either is.')]
-    + _family('overload_cpu', 'mhod', 'overload',
+    + _family('overload_cpu', 'threshold', 'overload',
               'CPU overload detection: threshold, last_n_average, mad, iqr, '
-              'lr, lrr, otf or mhod')
+              'lr, lrr, otf or mhod. threshold (0.9) is the default: on the '
+              'public Bitbrains traces MHOD (otf 0.1) lets hosts run past '
+              'their cores for 0.6-0.9 %% of the time, as its time budget '
+              'allows (see the consolidation admin guide)')
     + _family('overload_mem', 'threshold', 'overload',
               'Memory overload detection (same plug-ins as overload_cpu; '
               'threshold defaults to 0.95 for memory)')
@@ -66,12 +69,11 @@ opts = (
         cfg.FloatOpt('remote_weight', default=0.0, min=0.0, max=1.0,
                      help='Share of the remote memory granted to a host\'s '
                           'VMs that counts as usable host memory.'),
-        cfg.IntOpt('history_length', default=288, min=1,
+        cfg.IntOpt('history_length', default=576, min=1,
                    help='Utilisation samples per host and VM the detectors '
                         'and placement see (newest last). The default is '
-                        'a day of 5-minute samples, so that a host\'s '
-                        'busiest hours are in view when it is filled at '
-                        'night (see fill_window).'),
+                        'two days of 5-minute samples, what fill_window '
+                        'looks back over.'),
         cfg.FloatOpt('fill_headroom_cpu', default=0.02, min=0.0, max=1.0,
                      help='Hysteresis: placement fills a host\'s cpu only '
                           'to the utilisation its overload_cpu detector '
@@ -86,12 +88,17 @@ opts = (
                           'memory_basis wss: the room left for working '
                           'sets to grow (booked memory does not grow: no '
                           'headroom is kept for it).'),
-        cfg.IntOpt('fill_window', default=288, min=1, max=1000000,
-                   help='Placement counts a host\'s cpu, and each VM\'s, '
-                        'as their peak over this many latest samples (at '
-                        'most history_length) rather than their latest: '
-                        'cover the load\'s daily cycle. 1 places by the '
-                        'latest samples, as Neat did.'),
+        cfg.IntOpt('fill_window', default=576, min=1, max=1000000,
+                   help='Placement counts each VM\'s cpu as its peak over '
+                        'this many latest samples (at most history_length) '
+                        'and a host\'s as the sum of its VMs\' peaks, '
+                        'rather than their latest: a host filled at night '
+                        'keeps room for its VMs\' busy hours. The default, '
+                        'two days of 5-minute samples, keeps yesterday\'s '
+                        'peak in view when a host is filled tonight (with '
+                        'one day, hosts were emptied as a day-old peak left '
+                        'the window and filled again at the next one). 1 '
+                        'places by the latest samples, as Neat did.'),
         cfg.IntOpt('migration_cooldown', default=3600, min=0,
                    max=31536000,
                    help='Seconds after a VM migrated during which rounds '

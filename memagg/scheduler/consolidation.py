@@ -49,11 +49,14 @@ the level whose rise a regression does not extrapolate too far, for the
 others a level searched with the detector itself) less
 ``fill_headroom_cpu`` or
 ``fill_headroom_mem`` (no headroom for booked memory, which does not
-grow). Placement fills no host above it (its base.Room), counting a
-host's cpu and a VM's as their peak over the last ``fill_window``
-samples rather than their latest, so that a host filled when its VMs are
-quiet still takes their busy hours; an overloaded host sheds VMs until it
-is back under it. Every plug-in answers fill_limit, so this holds
+grow). Placement fills no host above it (its base.Room), counting a VM's
+cpu as its peak over the last ``fill_window`` samples rather than its
+latest, and a host's as the sum of its VMs' peaks (or its latest
+utilisation, where that is more: VMs not measured yet), so that a host
+filled when its VMs are quiet still takes their busy hours, VMs whose
+peaks never met on a host keep room for each, and the peak of a VM that
+has left is not held against the host; an overloaded host sheds VMs until
+it is back under it. Every plug-in answers fill_limit, so this holds
 whichever one detects overload, and placement reads one number per host,
 so it is as fast as without.
 

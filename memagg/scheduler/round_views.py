@@ -11,9 +11,10 @@
 # under the License.
 
 """What placement sees of the hosts while a consolidation round plans its
-moves (ALGORITHMS.md §3.6): each host's cpu as its peak, its VMs, and how
-far it may be filled (Views), and what the other hosts have left, to tell
-without placement that a host cannot be emptied (_Spare).
+moves (ALGORITHMS.md §3.6): each host's cpu as the sum of its VMs'
+peaks, its VMs, and how far it may be filled (Views), and what the other
+hosts have left, to tell without placement that a host cannot be emptied
+(_Spare).
 """
 import math
 
@@ -32,7 +33,8 @@ def peak(history, window):
 
 class Views:
     """What placement sees of each host as the round plans moves: its cpu
-    utilisation (the peak of its last ``fill_window`` samples), its VMs
+    utilisation (the sum of its VMs' peaks over their last ``fill_window``
+    samples, or its latest utilisation when that is more), its VMs
     (copied, so the callers' HostStates are left as they were) and how far
     it may be filled (a base.Room); and of each VM placed, its cpu as the
     peak of its last ``fill_window`` samples.
@@ -56,8 +58,7 @@ class Views:
         for host in hosts:
             self.hosts[host.name] = base.HostState(
                 host.name, host.cpu_total, host.mem_usable_mb,
-                [peak(host.cpu_history, self.window)]
-                if host.cpu_history else [],
+                [self._reserved(host)] if host.cpu_history else [],
                 list(host.mem_history[-1:]), list(host.vms), host.active)
             cpu, mem = round_options.fill_levels(host, algorithms)
             moves = budget.host(host.name)
@@ -66,6 +67,16 @@ class Views:
                 moves=None if moves == math.inf else moves)
         self.received = set()
         self._spare = None
+
+    def _reserved(self, host):
+        """``host``'s cpu as placement counts it: the sum of its VMs'
+        peaks over the fill window, or its latest utilisation when that is
+        more (VMs not yet measured)."""
+        if self.window == 1 or host.cpu_total <= 0:
+            return host.cpu_history[-1]
+        peaks = sum(self.peak(vm.cpu_history, self.window)
+                    for vm in host.vms)
+        return max(host.cpu_history[-1], peaks / host.cpu_total)
 
     def memory(self, vm):
         """``vm``'s memory in the round's basis, MiB."""

@@ -203,6 +203,8 @@ class Simulation:
         self.window = algorithms.controls.fill_window
         self.histories = histories.HostHistories(
             n_hosts, settings.history_length, self.window)
+        self.vm_peaks = histories.VmPeaks(
+            trace.cpu, min(self.window, settings.history_length))
         # Migrations (and pending power-offs) each host takes part in.
         self.busy = np.zeros(n_hosts, dtype=int)
         self.landing = collections.defaultdict(list)
@@ -328,7 +330,9 @@ class Simulation:
         where = self.host_of[placed]
         n = len(self.hosts)
         cpu_t = max(t - 1, 0) if previous else t
+        self._peaks_now = self.vm_peaks.at(t)
         return dict(
+            peak=np.bincount(where, self._peaks_now[placed], n),
             count=np.bincount(where, minlength=n),
             cpu=np.bincount(where, self.trace.cpu[cpu_t, placed], n),
             wss=np.bincount(where, self.trace.wss_mb[t, placed], n),
@@ -421,8 +425,7 @@ class Simulation:
         # The peaks of the fill window: the trace's cpu is 0 before a VM
         # starts, and no sample is below 0, so the window may start
         # before the VM's history does.
-        tops = rows[vms, max(0, stop - self.histories.window):stop].max(
-            axis=1)
+        tops = self._peaks_now[vms]
         states = []
         for v, start, wss, top in zip(
                 vms.tolist(), np.maximum(trace.first[vms], lo).tolist(),
@@ -453,7 +456,8 @@ class Simulation:
         names, cpus, memory = (self.hosts.names, self.hosts.cpus.tolist(),
                                self.usable.tolist())
         count = sums['count'].tolist()
-        cpu, maxavg, booked = (sums['cpu'].tolist(), sums['maxavg'].tolist(),
+        cpu, maxavg, booked = (sums['peak'].tolist(),
+                               sums['maxavg'].tolist(),
                                sums['booked'].tolist())
         cpu_hist, mem_hist = self.histories.cpu, self.histories.mem
         standins = self._standins

@@ -79,6 +79,46 @@ class HostHistories:
         return self.ring[:, columns].max(axis=1)
 
 
+class VmPeaks:
+    """Every VM's largest cpu sample of the ``window`` steps up to step t,
+    for steps asked in increasing order: van Herk and Gil-Werman's running
+    maximum, the suffix maxima of the previous block of ``window`` steps
+    and the prefix maximum of the current one, so each step costs a pass
+    over the VMs and memory is one block, whatever the trace's length.
+    ``cpu`` is the trace's steps x VMs cpu (0 where a VM does not run)."""
+
+    def __init__(self, cpu, window):
+        self.cpu = cpu
+        self.window = max(1, window)
+        self._block = None
+        self._suffix = None
+        self._prefix = None
+        self._t = -1
+
+    def at(self, t):
+        """The VMs' peaks over steps ``max(0, t - window + 1)`` to
+        ``t`` (an array the next call may change)."""
+        w = self.window
+        block = t // w
+        if block != self._block:
+            start = block * w
+            if start:
+                prev = self.cpu[start - w:start]
+                self._suffix = np.maximum.accumulate(prev[::-1])[::-1]
+            else:
+                self._suffix = None
+            self._block = block
+            self._prefix = self.cpu[start].copy()
+            self._t = start
+        while self._t < t:
+            self._t += 1
+            np.maximum(self._prefix, self.cpu[self._t], out=self._prefix)
+        lead = t - block * w + 1
+        if self._suffix is None or lead >= w:
+            return self._prefix
+        return np.maximum(self._prefix, self._suffix[lead])
+
+
 class VmCpu(abc.Sequence):
     """A VM's cpu samples ``row[start:stop]`` (oldest first), made into
     Python floats only when read: of the many VMs on an unloaded host,

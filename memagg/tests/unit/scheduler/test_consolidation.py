@@ -232,11 +232,13 @@ def test_callers_states_are_left_as_they_were(algorithms):
 
 
 def test_defaults_are_neats_with_memory(conf):
+    # Neat's plug-ins, but cpu overload by threshold rather than MHOD (the
+    # consolidation admin guide's sweep over the public traces).
     algorithms = cons.load_algorithms(CONF.consolidation)
     assert [algorithms.underload_cpu.name, algorithms.overload_cpu.name,
             algorithms.overload_mem.name, algorithms.vm_selection.name,
             algorithms.placement.name] == [
-        'last_n_average', 'mhod', 'threshold',
+        'last_n_average', 'threshold', 'threshold',
         'minimum_migration_time_max_cpu', 'best_fit_decreasing']
     assert algorithms.overload_mem.params['threshold'] == 0.95
     assert algorithms.placement.params['memory_basis'] == 'wss'
@@ -332,10 +334,11 @@ def test_when_no_vm_relieves_alone_the_one_relieving_most_leaves(conf):
 
 def test_placement_counts_cpu_at_its_peak_over_the_window(conf):
     algorithms = cons.load_algorithms(CONF.consolidation, HYSTERESIS)
-    # b uses 0.3 now but 0.6 two samples ago: with the window of 4 it has
-    # 0.7 - 0.6 = 1 core left, not 4.
-    b = host('b', [vm('b1', 3, 300)])
-    b.cpu_history = [0.2, 0.6, 0.4, 0.3]
+    # b's VM uses 3 cores now but used 6 two samples ago: with the window
+    # of 4 b has 0.7 x 10 - 6 = 1 core left, not 4.
+    b1 = vm('b1', 3, 300)
+    b1.cpu_history = [2, 6, 4, 3]
+    b = host('b', [b1])
     idle = host('idle', [vm('i1', 1.5, 100)])
     assert 'idle' in cons.plan_round([idle, b], algorithms).kept
     latest = cons.load_algorithms(CONF.consolidation,
@@ -343,13 +346,44 @@ def test_placement_counts_cpu_at_its_peak_over_the_window(conf):
     assert migrations(cons.plan_round([idle, b], latest)) == [
         ('i1', 'idle', 'b', 'underload:cpu+memory')]
     # A VM is weighed by its peak too: quiet now (0.5 core), it used 1.5.
-    b.cpu_history = [0.3] * 4
+    b1.cpu_history = [3] * 4
     quiet = vm('q1', 0.5, 100)
     quiet.cpu_history = [1.5, 0.5, 0.5, 0.5]
     idle = host('idle', [quiet])
     assert migrations(cons.plan_round([idle, b], algorithms)) == [
         ('q1', 'idle', 'b', 'underload:cpu+memory')]
-    b.cpu_history = [0.6] * 4
+    b1.cpu_history = [6] * 4
+    assert 'idle' in cons.plan_round([idle, b], algorithms).kept
+
+
+def test_a_host_counts_as_its_vms_peaks_not_its_own_history(conf):
+    """A host's cpu, to placement, is the sum of its VMs' peaks: the peak
+    of a VM that has left is not held against it, the peaks of VMs that
+    never peaked together on it are, and a VM not measured yet counts
+    through the host's latest utilisation."""
+    algorithms = cons.load_algorithms(CONF.consolidation, HYSTERESIS)
+    idle = host('idle', [vm('i1', 1.5, 100)])
+    # b ran at 0.6 two samples ago with a VM that has since left; its VM
+    # now never used more than 3 cores: 0.7 x 10 - 3 = 4 cores left.
+    b = host('b', [vm('b1', 3, 300)])
+    b.cpu_history = [0.2, 0.6, 0.4, 0.3]
+    assert migrations(cons.plan_round([idle, b], algorithms)) == [
+        ('i1', 'idle', 'b', 'underload:cpu+memory')]
+    # Two VMs that peaked at 3 cores each, at different times: b's own
+    # history never passed 0.35, but placement keeps room for both peaks
+    # (1 core left).
+    b1, b2 = vm('b1', 0.5, 300), vm('b2', 0.5, 300)
+    b1.cpu_history = [3, 0.5, 0.5, 0.5]
+    b2.cpu_history = [0.5, 3, 0.5, 0.5]
+    b = host('b', [b1, b2])
+    b.cpu_history = [0.35, 0.35, 0.1, 0.1]
+    assert 'idle' in cons.plan_round([idle, b], algorithms).kept
+    # A VM with no samples yet: the host's latest utilisation (0.6) stands
+    # for it.
+    new = base.VmState(uuid='n1', cpu_history=[], wss_maxavg_mb=300,
+                       booked_mb=600)
+    b = host('b', [], extra_cpu=6)
+    b.vms = [new]
     assert 'idle' in cons.plan_round([idle, b], algorithms).kept
 
 
@@ -539,9 +573,9 @@ def test_control_defaults(conf):
     controls = cons.load_algorithms(CONF.consolidation).controls
     assert dataclasses.asdict(controls) == {
         'fill_headroom_cpu': 0.02, 'fill_headroom_mem': 0.15,
-        'fill_window': 288, 'migration_cooldown': 3600,
+        'fill_window': 576, 'migration_cooldown': 3600,
         'max_migrations_per_round': 100, 'max_migrations_per_host_hour': 40}
-    assert CONF.consolidation.history_length == 288
+    assert CONF.consolidation.history_length == 576
 
 
 @pytest.mark.parametrize('overrides, field, words', [
@@ -550,7 +584,7 @@ def test_control_defaults(conf):
      'overload_cpu_params', 'not valid JSON'),
     ({'overload_cpu_params': '[1]'}, '[consolidation] overload_cpu_params',
      'JSON object'),
-    ({'overload_cpu_params': {'otff': 0.1}}, 'overload.mhod.otff',
+    ({'overload_cpu_params': {'otf': 0.1}}, 'overload.threshold.otf',
      'unknown parameter'),
     ({'overload_mem': 'threshold', 'overload_mem_params': {'threshold': 2}},
      'overload.threshold.threshold', 'between 0 and 1'),

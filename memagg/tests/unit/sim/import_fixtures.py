@@ -100,3 +100,68 @@ def write_google(directory, usage, events=()):
         (root / 'instance_events-000000000000.json').write_text(
             '\n'.join(events) + '\n')
     return root
+
+
+def fleet(vms, steps, seed):
+    """A made-up fleet to pin memagg-sim's figures on, per VM: its cores,
+    booked GiB, and per 300 s step the share of its cpu it uses (a daily
+    cycle at its own hour, with bursts of 1 to 3 hours) and of its memory
+    (moving with the day)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    cores = rng.choice([1, 2, 4, 8], vms)
+    booked_gib = rng.choice([8, 16, 32, 64], vms)
+    hours = np.arange(steps) * 300 / 3600.0
+    phase = rng.uniform(0, 24, (1, vms))
+    level = rng.uniform(0.02, 0.15, (1, vms))
+    cpu = level * (1 + 0.6 * np.cos(2 * np.pi * (hours[:, None] - phase)
+                                    / 24))
+    for vm in range(vms):
+        for start in rng.choice(steps, 2, replace=False):
+            burst = rng.uniform(0.2, 0.5)
+            cpu[start:start + rng.integers(12, 37), vm] += burst
+    used = rng.uniform(0.2, 0.5, (1, vms)) * (
+        1 + 0.3 * np.sin(2 * np.pi * (hours[:, None] - phase) / 24))
+    return (cores.tolist(), booked_gib.tolist(),
+            np.clip(cpu, 0, 1).round(4).tolist(),
+            np.clip(used, 0.05, 1).round(4).tolist())
+
+
+def write_fleet(root, fmt, vms, steps, seed, machine_gib=128,
+                machine_cpus=32):
+    """fleet(vms, steps, seed) written in format ``fmt`` under ``root``;
+    the directory memagg-sim import reads. Samples are 300 s apart from
+    T0 (Bitbrains) or 0 (the others' clocks)."""
+    cores, booked, cpu, used = fleet(vms, steps, seed)
+    root = pathlib.Path(root)
+    if fmt == 'bitbrains':
+        return write_bitbrains(root, {'%d.csv' % vm: [
+            bitbrains_row(T0 + 300 * t, cores[vm], cores[vm] * 2600.0,
+                          round(cpu[t][vm] * cores[vm] * 2600.0, 3),
+                          booked[vm] * 1048576.0,
+                          round(used[t][vm] * booked[vm] * 1048576.0))
+            for t in range(steps)] for vm in range(vms)})
+    if fmt == 'alibaba2018':
+        meta = [alibaba_meta_row('c_%d' % vm, machine='m_%d' % (vm % 4),
+                                 cpu_request=100 * cores[vm],
+                                 mem_size=round(100.0 * booked[vm]
+                                                / machine_gib, 4))
+                for vm in range(vms)]
+        usage = [alibaba_usage_row('c_%d' % vm, 1 + 300 * t,
+                                   cpu=round(100 * cpu[t][vm], 2),
+                                   mem=round(100 * used[t][vm], 2),
+                                   machine='m_%d' % (vm % 4))
+                 for t in range(steps) for vm in range(vms)]
+        return write_alibaba(root, meta, usage)
+    usage = [google_usage_row(vm, 0, 600 + 300 * t,
+                              cpus=round(cpu[t][vm] * cores[vm]
+                                         / machine_cpus, 6),
+                              memory=round(used[t][vm] * booked[vm]
+                                           / machine_gib, 6),
+                              assigned=round(booked[vm] / machine_gib, 6),
+                              machine=vm % 4)
+             for t in range(steps) for vm in range(vms)]
+    events = [google_event_row(vm, 0, cpus=cores[vm] / machine_cpus,
+                               memory=booked[vm] / machine_gib)
+              for vm in range(vms)]
+    return write_google(root, usage, events)

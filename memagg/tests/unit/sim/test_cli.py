@@ -88,8 +88,9 @@ def bad_trace(tmp_path):
     (['--overload-cpu-params', '{bad'],
      "Invalid value for '[consolidation] overload_cpu_params': not valid "
      "JSON"),
-    (['--overload-cpu-params', '{"otf": 2}'],
-     "Invalid value for 'overload.mhod.otf': must be between 0 and 1"),
+    (['--overload-cpu-params', '{"threshold": 2}'],
+     "Invalid value for 'overload.threshold.threshold': must be between 0 "
+     "and 1"),
     (['--placement-params', '{"cpu_limit": 1}'],
      "Invalid value for 'placement.best_fit_decreasing.cpu_limit': unknown "
      "parameter"),

@@ -19,6 +19,7 @@ import pytest
 from memagg.conf import consolidation as conf_consolidation
 from memagg.scheduler import consolidation
 from memagg.sim import engine
+from memagg.sim import histories
 from memagg.sim import maxavg
 from memagg.sim import synthetic
 from memagg.sim import trace as sim_trace
@@ -258,3 +259,17 @@ def test_run_stops_if_the_planner_moves_a_stand_in(three_hosts,
     with pytest.raises(RuntimeError, match='plan_round moved the VMs of '
                                            'host h-c'):
         _simulate(*three_hosts, 'wss', options=NO_HEADROOM)
+
+
+@pytest.mark.parametrize('window', [1, 2, 5, 7, 40])
+def test_vm_peaks_are_the_maxima_of_the_window(window):
+    """VmPeaks' running maximum equals the maximum of the last ``window``
+    steps of each VM, at every step (including the first, shorter ones)."""
+    rng = np.random.default_rng(window)
+    cpu = rng.random((37, 5)) * (rng.random((37, 5)) > 0.3)
+    peaks = histories.VmPeaks(cpu, window)
+    for t in range(cpu.shape[0]):
+        expected = cpu[max(0, t - window + 1):t + 1].max(axis=0)
+        assert peaks.at(t).tolist() == expected.tolist(), t
+        # Asking again for the same step changes nothing.
+        assert peaks.at(t).tolist() == expected.tolist(), t

@@ -242,9 +242,9 @@ def test_tiny_sweep_writes_the_table_json_and_plot(capsys, tmp_path):
                           "'nope'; sweep one of "),
     (['--set', 'history_length=x'], 'argument --set: history_length: '
                                     'invalid literal for int()'),
-    (['--set', 'overload_cpu_params={"otf": 0.1},{"otf": 2}'],
-     "argument --set: Invalid value for 'overload.mhod.otf': must be "
-     "between 0 and 1"),
+    (['--set', 'overload_cpu_params={"threshold": 0.8},{"threshold": 2}'],
+     "argument --set: Invalid value for 'overload.threshold.threshold': "
+     "must be between 0 and 1"),
     (['--set', 'overload_cpu=mhod,nope'],
      "argument --set: Invalid value for '[consolidation] overload_cpu': no "
      "overload plug-in 'nope'"),
