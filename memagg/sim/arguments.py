@@ -106,10 +106,21 @@ def add_input_arguments(parser, seeds=False):
     """The "input" and "synthetic trace" argument groups; with ``seeds``,
     --seeds SEED[,SEED...] instead of --seed and --write-trace."""
     source = parser.add_argument_group('input')
-    source.add_argument(
-        '--trace', metavar='FILE',
-        help='Trace CSV to replay (format below). Without it the synthetic '
-             'generator makes one (options under "synthetic trace").')
+    if seeds:
+        source.add_argument(
+            '--trace', metavar='FILE', action='append',
+            help='Trace CSV to replay (format below); repeat it for '
+                 'several traces, each on the hosts given below. Without '
+                 'it the synthetic generator makes one per seed (options '
+                 'under "synthetic trace"); with it and --seeds, the '
+                 'settings run over the traces and those synthetic ones '
+                 '(of the generator\'s hosts) together.')
+    else:
+        source.add_argument(
+            '--trace', metavar='FILE',
+            help='Trace CSV to replay (format below). Without it the '
+                 'synthetic generator makes one (options under "synthetic '
+                 'trace").')
     hosts = source.add_mutually_exclusive_group()
     hosts.add_argument(
         '--hosts-file', metavar='FILE',

@@ -241,25 +241,25 @@ def setting_label(options, swept):
 
 def sweep(rows, reference, path):
     """memagg-sim sweep's settings (its table's rows): hosts saved against
-    migrations, means over the seeds with their standard deviations as
-    error bars, each labelled with its values of the options that differ
-    between settings (setting_label), coloured by overload (memory + cpu
-    share of host time) on a scale from the least to the most of it (one
-    colour, and a note, when every setting had the same); the Pareto
-    front's points outlined and joined, and the booked reference's
-    migrations (``reference['mean']``) as a vertical line (its hosts saved
-    are 0 by definition: a point there would squeeze the settings
-    together)."""
+    migrations per VM per day, means over the traces with their standard
+    deviations as error bars, each labelled with its values of the options
+    that differ between settings (setting_label), coloured by overload
+    (memory + cpu share of host time) on a scale from the least to the most
+    of it (one colour, and a note, when every setting had the same); the
+    Pareto front's points outlined and joined, and the booked reference's
+    migrations per VM per day (``reference['mean']``) as a vertical line
+    (its hosts saved are 0 by definition: a point there would squeeze the
+    settings together)."""
     fig = figure.Figure(figsize=(10, 7), layout='constrained')
     ax = fig.add_subplot()
     means = [row['mean'] for row in rows]
     sds = [row['sd'] for row in rows]
-    x = np.array([mean['migrations'] for mean in means])
+    x = np.array([mean['migrations_per_vm_day'] for mean in means])
     y = np.array([mean['hosts_saved_pct'] for mean in means])
     overload = np.array([mean['memory_overload_pct']
                          + mean['cpu_overload_pct'] for mean in means])
     front = np.array([row['pareto'] for row in rows])
-    ax.errorbar(x, y, xerr=[sd['migrations'] for sd in sds],
+    ax.errorbar(x, y, xerr=[sd['migrations_per_vm_day'] for sd in sds],
                 yerr=[sd['hosts_saved_pct'] for sd in sds], fmt='none',
                 ecolor='0.75', elinewidth=1, zorder=1)
     edges = dict(edgecolors=np.where(front, 'black', 'none'),
@@ -281,17 +281,19 @@ def sweep(rows, reference, path):
     names = list(rows[0]['options']) if rows else []
     swept = [name for name in names
              if len({row['options'][name] for row in rows}) > 1] or names
-    booked = reference['mean']['migrations']
+    booked = reference['mean']['migrations_per_vm_day']
     ax.axvline(booked, color=COLOURS['booked'], linestyle=':', linewidth=1,
-               label='booked reference: %.0f migrations' % booked)
+               label='booked reference: %.3g migrations per VM per day'
+               % booked)
     # Storms and caps put migrations orders of magnitude apart.
     spread = np.append(x, booked)
     if spread.min() > 0 and spread.max() >= 10 * spread.min():
         ax.set_xscale('log')
     ax.margins(x=0.12, y=0.08)
-    ax.set_xlabel('migrations (total over the trace)')
+    ax.set_xlabel('migrations per VM per day')
     ax.set_ylabel('hosts saved, % of the booked reference\'s active hosts')
-    ax.set_title('Sweep: hosts saved against migrations (mean over seeds)')
+    ax.set_title('Sweep: hosts saved against migrations (mean over the '
+                 'traces)')
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _label(fig, ax, x, y, [setting_label(row['options'], swept)

@@ -56,6 +56,8 @@ FIGURES = {
     'hosts_saved_pct': ('hosts saved %', '%.1f'),
     'active_hosts': ('active hosts', '%.1f'),
     'migrations': ('migrations', '%.0f'),
+    'migrations_per_vm_day': ('migr/VM/day', '%.3f'),
+    'migrations_vs_booked': ('x booked migr', '%.2f'),
     'memory_triggered_pct': ('mem-triggered %', '%.1f'),
     'memory_overload_pct': ('mem overload %', '%.3f'),
     'cpu_overload_pct': ('cpu overload %', '%.3f'),
@@ -64,8 +66,9 @@ FIGURES = {
 }
 
 DESCRIPTION = """\
-Simulate a grid of [consolidation] option values over the trace of several
-seeds, in parallel, and compare each setting with packing by booked memory:
+Simulate a grid of [consolidation] option values over the traces of several
+seeds, or of trace files, or both, in parallel, and compare each setting
+with packing by booked memory:
 hosts saved, migrations (and the share triggered by memory overload), and
 memory and cpu overload, with the settings on the Pareto front of hosts
 saved against migrations and overload marked. Writes sweep.csv, sweep.json
@@ -74,7 +77,7 @@ and sweep.png to --output-dir and prints the table and the wall time.
 Each setting packs by working set (memagg-sim's wss basis) with the
 --config-file options (or the defaults) and its --set values over them;
 the reference, packing by booked memory with the --config-file options
-alone, runs once per seed."""
+alone, runs once per trace."""
 
 EPILOG = """\
 grid (--set NAME=VALUE[,VALUE...], repeated for each option swept):
@@ -87,17 +90,20 @@ grid (--set NAME=VALUE[,VALUE...], repeated for each option swept):
     --set history_length=50,100
 %s
 
-table (sweep.csv, printed): one row per setting, means over the seeds and
-their standard deviations (_sd): hosts_saved_pct, the share of the booked
-reference's mean active hosts the setting leaves off; active_hosts (mean
-over the trace); migrations (total) and memory_triggered_pct, the share of
-them whose trigger includes memory overload; memory_overload_pct and
+table (sweep.csv, printed): one row per setting, means over the traces
+(seeds and files) and their standard deviations (_sd): hosts_saved_pct,
+the share of the booked reference's mean active hosts the setting leaves
+off; active_hosts (mean over the trace); migrations (total),
+migrations_per_vm_day, migrations_vs_booked (against the reference's) and
+memory_triggered_pct, the share of them whose trigger includes memory
+overload; memory_overload_pct and
 cpu_overload_pct, the share of active host time in each overload;
 remote_pct, the share of VM time VMs ran partly remote, and grant_churn,
-grants made and ended (0 without remote memory). pareto:
-no other setting saves at least as many hosts with at most as many
-migrations, at most as much overload (memory + cpu) and at most as much
-time partly remote, and does better in one of them.
+grants made and ended (0 without remote memory). pareto: no other setting
+saves at least as many hosts with at most as many migrations per VM per
+day, at most as much overload (memory + cpu) and at most as much time
+partly remote, and does better in one of them. Over several trace files,
+each trace's figures of each setting are printed after the table.
 
 Exit status: 0 done, 1 a simulation failed, 2 bad input."""
 
@@ -270,16 +276,22 @@ def _start_worker(steps_done):
     _STEPS_DONE = steps_done
 
 
+def vm_days(trace):
+    """VM-days of ``trace``: its VMs times its length in days."""
+    return trace.vms * trace.steps * trace.step_s / 86400.0
+
+
 def run_job(job):
-    """Simulate ``job`` in this process; its report.basis_summary."""
+    """Simulate ``job`` in this process; its report.basis_summary and the
+    VM-days of its trace."""
     trace, hosts, initial, _, wss_maxavg = _prepared(job.source, job.config)
     simulation = job.config.simulation(trace, hosts, initial, wss_maxavg,
                                        job.config.algorithms(job.basis))
 
     def progress(done):
         _STEPS_DONE[job.index] = done
-    return report.basis_summary(simulation.run(
-        None if _STEPS_DONE is None else progress))
+    return (report.basis_summary(simulation.run(
+        None if _STEPS_DONE is None else progress)), vm_days(trace))
 
 
 def run_jobs(jobs, workers, bar):
@@ -313,9 +325,10 @@ def run_jobs(jobs, workers, bar):
     return summaries
 
 
-def figures(summary, reference):
-    """One seed's figures (FIGURES) of a basis summary, against the booked
-    reference's summary of the same seed."""
+def figures(summary, reference, days=None):
+    """One trace's figures (FIGURES) of a basis summary, against the booked
+    reference's summary of the same trace, which has ``days`` VM-days
+    (None: per VM-day figures are 0)."""
     migrations = summary['migrations']
     total = migrations['total']
     # Reasons are overload:<dims> or underload:<dims> (plans.Action).
@@ -329,6 +342,10 @@ def figures(summary, reference):
             reference['active_hosts']['mean'], active),
         'active_hosts': active,
         'migrations': total,
+        'migrations_per_vm_day': total / days if days else 0.0,
+        'migrations_vs_booked': (total / reference['migrations']['total']
+                                 if reference['migrations']['total']
+                                 else 0.0),
         'memory_triggered_pct': 100 * by_memory / total if total else 0.0,
         'memory_overload_pct': 100 * summary['memory_overload']['fraction'],
         'cpu_overload_pct': 100 * summary['cpu_overload']['fraction'],
@@ -338,23 +355,33 @@ def figures(summary, reference):
     }
 
 
+def key(label):
+    """A trace's label as sweep.json keys it: a seed as text, a sole trace
+    file (None) as null."""
+    return 'null' if label is None else str(label)
+
+
 def _spread(per_seed):
-    """Mean and standard deviation over the seeds of each figure."""
+    """Mean and standard deviation over the traces of each figure, and
+    the figures of each trace, keyed by key(label)."""
     mean, sd = {}, {}
     for name in FIGURES:
         values = [seed_figures[name] for seed_figures in per_seed.values()]
         mean[name] = statistics.fmean(values)
         sd[name] = statistics.stdev(values) if len(values) > 1 else 0.0
-    return {'mean': mean, 'sd': sd, 'seeds': per_seed}
+    return {'mean': mean, 'sd': sd,
+            'seeds': {key(label): values
+                      for label, values in per_seed.items()}}
 
 
 def _objectives(row):
-    """What the front minimises: hosts saved negated, migrations, overload
+    """What the front minimises: hosts saved negated, migrations per VM
+    per day (so that traces of different sizes weigh alike), overload
     (memory + cpu) and the time VMs ran partly remote, each the mean over
-    the seeds. Remote memory keeps a host short of memory out of overload,
+    the traces. Remote memory keeps a host short of memory out of overload,
     but not for free: a setting leaning on it is no better for that."""
     mean = row['mean']
-    return (-mean['hosts_saved_pct'], mean['migrations'],
+    return (-mean['hosts_saved_pct'], mean['migrations_per_vm_day'],
             mean['memory_overload_pct'] + mean['cpu_overload_pct'],
             mean['remote_pct'])
 
@@ -370,17 +397,20 @@ def pareto_front(rows):
             for mine in scores]
 
 
-def table(grid, reference, results):
+def table(grid, reference, results, days=None):
     """The sweep's rows: per setting of ``settings(grid)``, its options as
-    given, figures per seed, their mean and sd, and whether it is on the
-    front. ``reference`` maps seed -> the booked summary; ``results`` is
-    per setting a dict seed -> its summary."""
+    given, figures per trace, their mean and sd, and whether it is on the
+    front. ``reference`` maps a trace's label (a seed's is the seed) ->
+    the booked summary; ``results`` is per setting a dict label -> its
+    summary; ``days`` maps a label to its trace's VM-days."""
+    days = days or {}
     rows = []
     for number, (values, by_seed) in enumerate(
             zip(settings(grid), results), 1):
         row = {'setting': number,
                'options': {name: text for name, (text, _) in values.items()}}
-        row.update(_spread({seed: figures(summary, reference[seed])
+        row.update(_spread({seed: figures(summary, reference[seed],
+                                          days.get(seed))
                             for seed, summary in by_seed.items()}))
         rows.append(row)
     for row, on_front in zip(rows, pareto_front(rows)):
@@ -412,13 +442,57 @@ def _cell(figure, mean, sd, spread):
     return (form + ' ±' + form) % (mean, sd) if spread else form % mean
 
 
+def _over(sources):
+    """What the means are over: the seeds and trace files of
+    ``sources`` (labels: a seed, or a trace's name)."""
+    seeds = [str(label) for label in sources if isinstance(label, int)]
+    files = [label for label in sources if not isinstance(label, int)]
+    parts = (['seed%s %s' % ('s' if len(seeds) > 1 else '', ', '.join(seeds))]
+             if seeds else [])
+    parts += (['trace%s %s' % ('s' if len(files) > 1 else '',
+                               ', '.join(files))] if files else [])
+    if len(sources) > 1:
+        return 'mean ±sd over %s' % ' and '.join(parts)
+    return 'one trace' if sources == [None] else parts[0]
+
+
+#: The figures of each trace a sweep over several traces prints.
+TRACE_FIGURES = ('hosts_saved_pct', 'migrations_per_vm_day',
+                 'migrations_vs_booked', 'memory_overload_pct',
+                 'cpu_overload_pct')
+
+
+def _columns(header, body, left):
+    """Lines of ``header`` and ``body`` in columns, the first ``left``
+    aligned left and the others right."""
+    widths = [max(len(line[i]) for line in [header] + body)
+              for i in range(len(header))]
+    return ['  '.join(cell.ljust(width) if i < left else cell.rjust(width)
+                      for i, (cell, width)
+                      in enumerate(zip(line, widths))).rstrip()
+            for line in [header] + body]
+
+
+def per_trace(rows, names, sources):
+    """Each trace's figures (TRACE_FIGURES) of each setting, for a sweep
+    over several traces, where means hide the trace a setting fails on."""
+    header = (['trace', '#'] + names
+              + [FIGURES[name][0] for name in TRACE_FIGURES])
+    body = [[str(label), str(row['setting'])]
+            + [row['options'][name] for name in names]
+            + [FIGURES[name][1] % row['seeds'][key(label)][name]
+               for name in TRACE_FIGURES]
+            for label in sources for row in rows]
+    return _columns(header, body, 2 + len(names))
+
+
 def text(rows, names, reference, seeds):
-    """The table for a terminal, after a line on the booked reference."""
+    """The table for a terminal, after a line on the booked reference;
+    over several traces, each trace's figures after it. ``seeds``: the
+    traces' labels (a seed, a trace file's name, or None for the one
+    trace file)."""
     spread = len(seeds) > 1
-    if spread:
-        over = 'mean ±sd over seeds %s' % ', '.join(map(str, seeds))
-    else:
-        over = 'one trace' if seeds == [None] else 'seed %s' % seeds[0]
+    over = _over(seeds)
     lines = ['booked reference: active hosts %s, migrations %s, memory '
              'overload %s%%, cpu overload %s%% (%s)'
              % tuple([_cell(name, reference['mean'][name],
@@ -433,23 +507,67 @@ def text(rows, names, reference, seeds):
                for name in FIGURES]
             + ['*' if row['pareto'] else '']
             for row in rows]
-    widths = [max(len(line[i]) for line in [header] + body)
-              for i in range(len(header))]
-    for line in [header] + body:
-        lines.append('  '.join(cell.ljust(width) if i <= len(names)
-                               else cell.rjust(width)
-                               for i, (cell, width)
-                               in enumerate(zip(line, widths))).rstrip())
-    lines.append('front: * on the Pareto front of hosts saved, migrations, '
-                 'overload (memory + cpu) and time partly remote')
+    lines += _columns(header, body, 1 + len(names))
+    lines.append('front: * on the Pareto front of hosts saved, migrations '
+                 'per VM per day, overload (memory + cpu) and time partly '
+                 'remote')
+    if spread and any(not isinstance(label, int) for label in seeds):
+        lines.append('each trace:')
+        lines += per_trace(rows, names, seeds)
     return '\n'.join(lines)
 
 
 def _source(args, seed):
-    """The input options of one seed's trace (sim_inputs.inputs reads them)."""
+    """The input options of one seed's synthetic trace (sim_inputs.inputs
+    reads them); beside trace files, of the generator's hosts."""
     values = {name: getattr(args, name) for name in sim_inputs.INPUT_OPTIONS
-              if name != 'seed'}
-    return argparse.Namespace(seed=seed, **values)
+              if name not in ('seed', 'trace')}
+    if args.trace:
+        values.update(hosts=None, hosts_file=None, host_cpus=None,
+                      host_memory_mb=None)
+    return argparse.Namespace(seed=seed, trace=None, **values)
+
+
+def _trace_source(args, path):
+    """The input options of trace file ``path``: the hosts options, and
+    none of the generator's."""
+    values = {name: None for name in sim_inputs.INPUT_OPTIONS}
+    values.update(trace=path, hosts=args.hosts, hosts_file=args.hosts_file,
+                  host_cpus=args.host_cpus,
+                  host_memory_mb=args.host_memory_mb)
+    return argparse.Namespace(**values)
+
+
+def _sources(args):
+    """The sweep's traces, in order: {label: input options}. A seed's
+    label is the seed; a file's its name (None for a sole file, as
+    before several could be given), made unique by its place."""
+    traces = args.trace or []
+    if traces and args.seeds is None:
+        for name, _, _ in arguments.SYNTHETIC:
+            if name != 'seed' and getattr(args, name) is not None:
+                raise common_cli.UsageError(
+                    'argument --%s: only for the synthetic trace; add '
+                    '--seeds to sweep synthetic traces beside --trace'
+                    % name.replace('_', '-'))
+        seeds = []
+    else:
+        seeds = list(args.seeds or arguments.DEFAULT_SEEDS)
+    sources = {}
+    for path in traces:
+        if traces.count(path) > 1:
+            raise common_cli.UsageError('argument --trace: %s given twice'
+                                        % path)
+    for k, path in enumerate(traces):
+        label = os.path.basename(path)
+        if label in sources:
+            label = '%s#%d' % (label, k + 1)
+        sources[label] = _trace_source(args, path)
+    if len(traces) == 1 and not seeds:
+        sources = {None: sources[label]}
+    for seed in seeds:
+        sources[seed] = _source(args, seed)
+    return sources
 
 
 def sweep(args, stdout, stderr):
@@ -471,16 +589,16 @@ def sweep(args, stdout, stderr):
         except common_cli.UsageError as error:
             raise common_cli.UsageError('argument --set: %s' % error)
         configs.append(config)
-    if args.trace:
-        if args.seeds is not None:
-            raise common_cli.UsageError(
-                'argument --seeds: only for the synthetic trace; leave it '
-                'out with --trace')
-        seeds = [None]
-    else:
-        seeds = list(args.seeds or arguments.DEFAULT_SEEDS)
-    sources = {seed: _source(args, seed) for seed in seeds}
-    trace, hosts, _, trace_info, _ = _prepared(sources[seeds[0]], base)
+    sources = _sources(args)
+    seeds = list(sources)
+    # Each trace once here: its length for the progress bar, its
+    # description for sweep.json (and a bad file stops the sweep before
+    # any simulation).
+    described, steps, days = {}, {}, {}
+    for label, source in sources.items():
+        trace, hosts, _, info, _ = _prepared(source, base)
+        described[label] = sim_inputs.describe(trace, hosts, info)
+        steps[label], days[label] = trace.steps, vm_days(trace)
     try:
         os.makedirs(args.output_dir, exist_ok=True)
     except OSError as error:
@@ -488,40 +606,45 @@ def sweep(args, stdout, stderr):
             'argument --output-dir: cannot create %s: %s'
             % (args.output_dir, error.strerror or error))
 
-    # Seed after seed, so that each worker makes each trace once at most.
+    # Trace after trace, so that each worker makes each trace once at most.
     jobs = []
     for seed in seeds:
-        jobs.append(Job(len(jobs), 'booked reference, seed %s' % seed,
+        what = ('trace %s' % seed if isinstance(seed, str)
+                else 'seed %s' % seed)
+        jobs.append(Job(len(jobs), 'booked reference, %s' % what,
                         sources[seed], base, 'booked'))
         for number, config in enumerate(configs, 1):
-            jobs.append(Job(len(jobs), 'setting %d, seed %s' % (number, seed),
+            jobs.append(Job(len(jobs), 'setting %d, %s' % (number, what),
                             sources[seed], config, 'wss'))
-    bar = sim_progress.Progress(len(jobs) * trace.steps, stderr,
-                                arguments.show_progress(args, stderr))
+    bar = sim_progress.Progress(
+        sum(steps[seed] for seed in seeds) * (len(configs) + 1), stderr,
+        arguments.show_progress(args, stderr))
     summaries = run_jobs(jobs, args.workers, bar)
-    by_job = iter(summaries)
+    by_job = (summary for summary, _ in summaries)
     reference, results = {}, [{} for _ in configs]
     for seed in seeds:
         reference[seed] = next(by_job)
         for per_seed in results:
             per_seed[seed] = next(by_job)
 
-    rows = table(grid, reference, results)
-    booked = _spread({seed: figures(summary, summary)
+    rows = table(grid, reference, results, days)
+    booked = _spread({seed: figures(summary, summary, days[seed])
                       for seed, summary in reference.items()})
     paths = [os.path.join(args.output_dir, name) for name in FILES]
     write_csv(rows, names, paths[0])
     plots.sweep(rows, booked, paths[2])
-    trace_info = sim_inputs.describe(trace, hosts, trace_info)
-    if 'synthetic' in trace_info:
-        # The seeds are the sweep's.
-        trace_info['synthetic'] = {
-            name: value for name, value in trace_info['synthetic'].items()
-            if name != 'seed'}
+    for info in described.values():
+        if 'synthetic' in info:
+            # The seeds are the sweep's.
+            info['synthetic'] = {name: value for name, value
+                                 in info['synthetic'].items()
+                                 if name != 'seed'}
     wall = time.perf_counter() - started
     record = {
-        'version': SCHEMA_VERSION, 'trace': trace_info, 'seeds': seeds,
-        'settings': base.info(trace.step_s),
+        'version': SCHEMA_VERSION, 'trace': described[seeds[0]],
+        'traces': {str(label): info for label, info in described.items()},
+        'seeds': seeds,
+        'settings': base.info(described[seeds[0]]['step_s']),
         'grid': {name: [text for text, _ in values]
                  for name, values in grid},
         'reference': booked, 'rows': rows, 'workers': args.workers,
@@ -530,9 +653,11 @@ def sweep(args, stdout, stderr):
     if not args.quiet:
         stdout.write(text(rows, names, booked, seeds) + '\n')
         stdout.write('wrote %s\n' % ', '.join(paths))
-        stdout.write('%d settings x %d seeds, and the booked reference per '
-                     'seed: %d simulations on %d workers, wall time %.1f s\n'
-                     % (len(rows), len(seeds), len(jobs),
+        unit = ('seed' if all(isinstance(seed, int) for seed in seeds)
+                else 'trace')
+        stdout.write('%d settings x %d %ss, and the booked reference per '
+                     '%s: %d simulations on %d workers, wall time %.1f s\n'
+                     % (len(rows), len(seeds), unit, unit, len(jobs),
                         min(args.workers, len(jobs)), wall))
     return record
 

@@ -112,7 +112,8 @@ def test_an_option_given_twice_is_refused():
 
 
 def _row(saved, migrations, memory, cpu, remote=0.0):
-    return {'mean': {'hosts_saved_pct': saved, 'migrations': migrations,
+    return {'mean': {'hosts_saved_pct': saved,
+                     'migrations_per_vm_day': migrations,
                      'memory_overload_pct': memory, 'cpu_overload_pct': cpu,
                      'remote_pct': remote}}
 
@@ -158,8 +159,9 @@ def test_figures_against_the_reference():
                   {'partly_remote': {'vm_fraction': 0.004},
                    'grants': {'churn': 7}})
 
-    assert sweep.figures(wss, booked) == pytest.approx({
+    assert sweep.figures(wss, booked, days=500) == pytest.approx({
         'hosts_saved_pct': 75.0, 'active_hosts': 10.0, 'migrations': 100,
+        'migrations_per_vm_day': 0.2, 'migrations_vs_booked': 10.0,
         'memory_triggered_pct': 20.0, 'memory_overload_pct': 0.1,
         'cpu_overload_pct': 0.25, 'remote_pct': 0.4, 'grant_churn': 7})
     # Without remote memory (--max-remote-ratio 0), none is used.
@@ -264,17 +266,73 @@ def test_errors_are_one_line(capsys, tmp_path, argv, message):
     assert err.startswith('memagg-sim sweep: error: ' + message), err
 
 
-def test_seeds_are_for_the_synthetic_trace(capsys, tmp_path):
-    trace = tmp_path / 'trace.csv'
-    trace.write_text('time,vm,booked_mb,vcpus,cpu,wss_mb\n'
-                     '0,a,4096,2,1,1000\n300,a,4096,2,1,900\n')
+def _two_vm_trace(path, cpu):
+    rows = ''.join('%d,%s,4096,2,%s,%d\n' % (300 * t, vm, cpu, 1000 - t)
+                   for t in range(12) for vm in 'ab')
+    path.write_text('time,vm,booked_mb,vcpus,cpu,wss_mb\n' + rows)
+    return path
+
+
+def test_synthetic_options_need_seeds_beside_a_trace(capsys, tmp_path):
+    trace = _two_vm_trace(tmp_path / 'trace.csv', 1)
 
     status, _, err = _run(capsys, '--trace', str(trace), '--hosts', '2',
-                          '--seeds', '1', '--output-dir', str(tmp_path))
+                          '--vms', '5', '--output-dir', str(tmp_path))
 
     assert status == 2
-    assert err == ('memagg-sim sweep: error: argument --seeds: only for the '
-                   'synthetic trace; leave it out with --trace\n')
+    assert err == ('memagg-sim sweep: error: argument --vms: only for the '
+                   'synthetic trace; add --seeds to sweep synthetic traces '
+                   'beside --trace\n')
+    status, _, err = _run(capsys, '--trace', str(trace), '--trace',
+                          str(trace), '--hosts', '2')
+    assert status == 2
+    assert err.endswith('argument --trace: %s given twice\n' % trace)
+
+
+def test_traces_and_synthetic_seeds_together(capsys, tmp_path):
+    """Several trace files and synthetic seeds in one sweep: each setting's
+    figures on each, means over all of them, migrations also per VM per
+    day (traces of different sizes weigh alike), each trace's figures
+    printed; every trace's own figures are memagg-sim's on it."""
+    quiet = _two_vm_trace(tmp_path / 'quiet.csv', 0.5)
+    busy = _two_vm_trace(tmp_path / 'busy.csv', 1.5)
+    out = tmp_path / 'sweep'
+
+    status, stdout, err = _run(
+        capsys, '--trace', str(quiet), '--trace', str(busy), '--hosts', '2',
+        '--seeds', '3', '--days', '1', '--set', 'fill_window=1,12',
+        '--output-dir', str(out))
+
+    assert status == 0, err
+    record = json.loads((out / 'sweep.json').read_text())
+    assert record['seeds'] == ['quiet.csv', 'busy.csv', 3]
+    assert set(record['traces']) == {'quiet.csv', 'busy.csv', '3'}
+    # The synthetic trace keeps the generator's hosts; the files, --hosts.
+    assert record['traces']['quiet.csv']['hosts'] == 2
+    assert record['traces']['3']['hosts'] == 1000
+    assert record['traces']['quiet.csv']['vms'] == 2
+    for row in record['rows']:
+        assert set(row['seeds']) == {'quiet.csv', 'busy.csv', '3'}
+        for figures in row['seeds'].values():
+            assert figures['migrations_per_vm_day'] >= 0
+    assert sim.main(['--trace', str(quiet), '--hosts', '2', '--fill-window',
+                     '12', '--no-plots', '--quiet', '--output-dir',
+                     str(tmp_path / 'replay')]) == 0
+    replay = json.loads((tmp_path / 'replay' / 'summary.json').read_text())[
+        'bases']
+    assert record['rows'][1]['seeds']['quiet.csv']['migrations'] == (
+        replay['wss']['migrations']['total'])
+    assert record['rows'][1]['seeds']['quiet.csv'][
+        'migrations_per_vm_day'] == pytest.approx(
+            replay['wss']['migrations']['total'] / (2 * 12 * 300 / 86400))
+    lines = stdout.splitlines()
+    assert lines[0].endswith('(mean ±sd over seed 3 and traces quiet.csv, '
+                             'busy.csv)')
+    each = lines.index('each trace:')
+    assert len(lines[each + 2:each + 8]) == 6
+    assert lines[each + 2].startswith('quiet.csv  1')
+    assert re.match(r'2 settings x 3 traces, and the booked reference per '
+                    r'trace: 9 simulations', lines[-1])
 
 
 def test_a_failed_simulation_is_one_line_naming_it(capsys, tmp_path,
