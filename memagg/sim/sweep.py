@@ -478,7 +478,8 @@ def per_trace(rows, names, sources):
     over several traces, where means hide the trace a setting fails on."""
     header = (['trace', '#'] + names
               + [FIGURES[name][0] for name in TRACE_FIGURES])
-    body = [[str(label), str(row['setting'])]
+    body = [['seed %d' % label if isinstance(label, int) else str(label),
+             str(row['setting'])]
             + [row['options'][name] for name in names]
             + [FIGURES[name][1] % row['seeds'][key(label)][name]
                for name in TRACE_FIGURES]
