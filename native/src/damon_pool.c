@@ -119,19 +119,7 @@ int ms_kread(const char *path, char **buf, size_t *len, char *err,
 
 int ms_kread_u64(const char *path, uint64_t *out, char *err, size_t errlen)
 {
-    char *buf;
-    size_t len;
-    int ret = ms_kread(path, &buf, &len, err, errlen);
-
-    if (ret) {
-        return ret;
-    }
-    ret = ms_parse_u64(buf, len, out);
-    if (ret) {
-        ms_err(err, errlen, "%s does not hold a number", path);
-    }
-    free(buf);
-    return ret;
+    return ms_read_u64_with(ms_kread, path, out, err, errlen);
 }
 
 static int kwrite_u64(char *err, size_t errlen, uint64_t v, const char *path)

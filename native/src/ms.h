@@ -80,6 +80,12 @@ int ms_write_file(const char *path, const char *text, char *err, size_t errlen);
 int ms_read_file(const char *path, char **buf, size_t *len,
                  char *err, size_t errlen);
 int ms_read_u64_file(const char *path, uint64_t *out, char *err, size_t errlen);
+/* A file's contents, as ms_read_file gives them. */
+typedef int (*ms_reader)(const char *path, char **buf, size_t *len,
+                         char *err, size_t errlen);
+/* The number a file holds, read with read (ms_read_u64_file: ms_read_file). */
+int ms_read_u64_with(ms_reader read, const char *path, uint64_t *out,
+                     char *err, size_t errlen);
 void ms_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double ms_now(void);

@@ -129,9 +129,15 @@ int ms_read_file(const char *path, char **buf, size_t *len,
 int ms_read_u64_file(const char *path, uint64_t *out, char *err,
                      size_t errlen)
 {
+    return ms_read_u64_with(ms_read_file, path, out, err, errlen);
+}
+
+int ms_read_u64_with(ms_reader read, const char *path, uint64_t *out,
+                     char *err, size_t errlen)
+{
     char *buf;
     size_t len;
-    int ret = ms_read_file(path, &buf, &len, err, errlen);
+    int ret = read(path, &buf, &len, err, errlen);
 
     if (ret) {
         return ret;
