@@ -26,7 +26,7 @@ import json
 import pytest
 
 from memagg.sim import cli as sim
-from memagg.sim import sweep
+from memagg.sim import sweep_table
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,7 @@ def test_the_synthetic_week_consolidates_without_a_storm(capsys, tmp_path,
                        str(tmp_path)])
     summary = json.loads((tmp_path / 'summary.json').read_text())
     booked, wss = summary['bases']['booked'], summary['bases']['wss']
-    figures = sweep.figures(wss, booked)
+    figures = sweep_table.figures(wss, booked)
 
     assert (status, capsys.readouterr()) == (0, ('', ''))
     assert (figures['active_hosts']

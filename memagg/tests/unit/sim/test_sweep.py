@@ -26,6 +26,7 @@ from memagg.sim import cli as sim
 from memagg.sim import config as sim_config
 from memagg.sim import engine
 from memagg.sim import sweep
+from memagg.sim import sweep_table
 
 TINY = ['--hosts', '4', '--days', '1', '--seeds', '0,1', '--workers', '2']
 
@@ -131,9 +132,9 @@ def test_pareto_front_of_hand_made_rows():
         _row(45, 500, 0.0, 0.0),    # its twin: neither beats the other
     ]
 
-    assert sweep.pareto_front(rows) == [True, False, True, False, True,
-                                        False, True, True]
-    assert sweep.pareto_front([]) == []
+    assert sweep_table.pareto_front(rows) == [
+        True, False, True, False, True, False, True, True]
+    assert sweep_table.pareto_front([]) == []
 
 
 def test_time_partly_remote_counts_on_the_front():
@@ -142,7 +143,7 @@ def test_time_partly_remote_counts_on_the_front():
     rows = [_row(50, 1000, 0.0, 0.0), _row(50, 1000, 0.0, 0.0, remote=2.0),
             _row(55, 1000, 0.0, 0.0, remote=2.0)]
 
-    assert sweep.pareto_front(rows) == [True, False, True]
+    assert sweep_table.pareto_front(rows) == [True, False, True]
 
 
 def test_figures_against_the_reference():
@@ -159,15 +160,15 @@ def test_figures_against_the_reference():
                   {'partly_remote': {'vm_fraction': 0.004},
                    'grants': {'churn': 7}})
 
-    assert sweep.figures(wss, booked, days=500) == pytest.approx({
+    assert sweep_table.figures(wss, booked, days=500) == pytest.approx({
         'hosts_saved_pct': 75.0, 'active_hosts': 10.0, 'migrations': 100,
         'migrations_per_vm_day': 0.2, 'migrations_vs_booked': 10.0,
         'memory_triggered_pct': 20.0, 'memory_overload_pct': 0.1,
         'cpu_overload_pct': 0.25, 'remote_pct': 0.4, 'grant_churn': 7})
     # Without remote memory (--max-remote-ratio 0), none is used.
-    assert sweep.figures(booked, booked)['remote_pct'] == 0.0
-    assert sweep.figures(booked, booked)['hosts_saved_pct'] == 0.0
-    assert sweep.figures(summary(5.0, {}, 0, 0), booked)[
+    assert sweep_table.figures(booked, booked)['remote_pct'] == 0.0
+    assert sweep_table.figures(booked, booked)['hosts_saved_pct'] == 0.0
+    assert sweep_table.figures(summary(5.0, {}, 0, 0), booked)[
         'memory_triggered_pct'] == 0.0
 
 
@@ -194,7 +195,8 @@ def test_tiny_sweep_writes_the_table_json_and_plot(capsys, tmp_path):
     assert [(row['setting'], row['history_length']) for row in rows] == [
         ('1', '20'), ('2', '288')]
     assert set(rows[0]) == {'setting', 'history_length', 'pareto'} | {
-        name + suffix for name in sweep.FIGURES for suffix in ('', '_sd')}
+        name + suffix for name in sweep_table.FIGURES
+        for suffix in ('', '_sd')}
     assert {row['pareto'] for row in rows} <= {'yes', 'no'}
     assert 'yes' in {row['pareto'] for row in rows}
     assert (out_dir / 'sweep.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
