@@ -456,9 +456,9 @@ class Simulation:
         names, cpus, memory = (self.hosts.names, self.hosts.cpus.tolist(),
                                self.usable.tolist())
         count = sums['count'].tolist()
-        cpu, maxavg, booked = (sums['peak'].tolist(),
-                               sums['maxavg'].tolist(),
-                               sums['booked'].tolist())
+        peak, maxavg, booked = (sums['peak'].tolist(),
+                                sums['maxavg'].tolist(),
+                                sums['booked'].tolist())
         cpu_hist, mem_hist = self.histories.cpu, self.histories.mem
         standins = self._standins
         real = {}
@@ -478,7 +478,9 @@ class Simulation:
             elif h in involved:
                 vms = real[h]
             else:
-                vms = [base.VmState(standins[h], [cpu[h]],
+                # Its VMs' peaks summed: what placement counts the host's
+                # cpu as (round_views.Views).
+                vms = [base.VmState(standins[h], [peak[h]],
                                     maxavg[h], booked[h])]
             states.append(base.HostState(
                 names[h], cpus[h], memory[h], cpu_hist[h], mem_hist[h], vms,

@@ -267,16 +267,15 @@ def vm_days(trace):
 
 
 def run_job(job):
-    """Simulate ``job`` in this process; its report.basis_summary and the
-    VM-days of its trace."""
+    """Simulate ``job`` in this process; its report.basis_summary."""
     trace, hosts, initial, _, wss_maxavg = _prepared(job.source, job.config)
     simulation = job.config.simulation(trace, hosts, initial, wss_maxavg,
                                        job.config.algorithms(job.basis))
 
     def progress(done):
         _STEPS_DONE[job.index] = done
-    return (report.basis_summary(simulation.run(
-        None if _STEPS_DONE is None else progress)), vm_days(trace))
+    return report.basis_summary(simulation.run(
+        None if _STEPS_DONE is None else progress))
 
 
 def run_jobs(jobs, workers, bar):
@@ -413,7 +412,7 @@ def sweep(args, stdout, stderr):
         sum(steps[seed] for seed in seeds) * (len(configs) + 1), stderr,
         arguments.show_progress(args, stderr))
     summaries = run_jobs(jobs, args.workers, bar)
-    by_job = (summary for summary, _ in summaries)
+    by_job = iter(summaries)
     reference, results = {}, [{} for _ in configs]
     for seed in seeds:
         reference[seed] = next(by_job)
