@@ -160,9 +160,10 @@ class Views:
 
 
 class _Spare:
-    """What each active host of a round has left under its fill levels,
-    (cpu cores, MiB), and the VMs it may still receive: enough to tell,
-    without asking placement, that a host's VMs cannot all move.
+    """What each active host of a round has left under its fill levels
+    and the placement's own thresholds (Placement.shares), (cpu cores,
+    MiB), and the VMs it may still receive: enough to tell, without asking
+    placement, that a host's VMs cannot all move.
 
     The checks are necessary conditions of placement's success (it fills
     no host beyond its room, and counts a VM's cpu at no less than its
@@ -172,14 +173,15 @@ class _Spare:
 
     def __init__(self, views):
         self.left = {}
+        shares = views.algorithms.placement.shares
         for name, view in views.hosts.items():
             if not view.active:
                 continue
-            room = views.rooms[name]
+            cpu, mem = shares(views.rooms[name])
             used = view.cpu_history[-1] if view.cpu_history else 0.0
             self.left[name] = (
-                max(0.0, room.cpu - used) * view.cpu_total,
-                max(0.0, room.mem * view.mem_usable_mb
+                max(0.0, cpu - used) * view.cpu_total,
+                max(0.0, mem * view.mem_usable_mb
                     - sum(views.memory(vm) for vm in view.vms)))
         self._index = None
 

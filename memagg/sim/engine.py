@@ -202,7 +202,7 @@ class Simulation:
         self.active = np.ones(n_hosts, dtype=bool)
         self.window = algorithms.controls.fill_window
         self.histories = histories.HostHistories(
-            n_hosts, settings.history_length, self.window)
+            n_hosts, settings.history_length)
         self.vm_peaks = histories.VmPeaks(
             trace.cpu, min(self.window, settings.history_length))
         # Migrations (and pending power-offs) each host takes part in.
@@ -369,7 +369,7 @@ class Simulation:
 
     def _record(self, t, sums):
         used = sums['booked' if self.basis == 'booked' else 'maxavg']
-        self.histories.record(t, np.flatnonzero(self.active).tolist(),
+        self.histories.record(np.flatnonzero(self.active).tolist(),
                               sums['cpu'] / self.hosts.cpus,
                               used / self.usable)
 
@@ -533,8 +533,7 @@ class Simulation:
         recent = self._recent(t, involved)
         states, classes = self._states(t, sums, involved,
                                        self.spare_inactive)
-        peak = histories.Peaks(self.window,
-                               self.histories.peaks(t).tolist())
+        peak = histories.Peaks(self.window)
         plan = consolidation.plan_round(states, self.algorithms, recent,
                                         peak)
         woken = [a.source_host for a in plan.actions

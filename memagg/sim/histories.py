@@ -14,9 +14,7 @@
 kept so that a round costs little more than the hosts it unloads:
 
 * HostHistories: each host's cpu and memory histories, the lists the
-  detectors read, and its cpu samples in a numpy ring as well, from which
-  every host's peak over the round's fill window comes in one operation
-  instead of one max per host and round;
+  detectors read;
 * VmCpu: a VM's cpu history, a slice of the trace read when a plug-in
   looks at it, with its peak over the fill window;
 * Peaks: plan_round's ``peak``, answering from those;
@@ -30,53 +28,33 @@ import numpy as np
 from memagg.scheduler import round_views
 
 
-class HostSamples(list):
-    """A host's cpu history: a list that knows its host's index."""
-
-    __slots__ = ('host',)
-
-    def __init__(self, host):
-        super().__init__()
-        self.host = host
-
-
 class HostHistories:
     """Every host's histories, the last ``length`` samples each, empty
-    while it is off; ``window`` is the round's fill_window."""
+    while it is off."""
 
-    def __init__(self, hosts, length, window):
+    def __init__(self, hosts, length):
         self.length = length
-        self.window = min(window, length)
-        self.cpu = [HostSamples(h) for h in range(hosts)]
+        self.cpu = [[] for _ in range(hosts)]
         self.mem = [[] for _ in range(hosts)]
-        # Sample of step t at column t % length; -inf: none (before the
-        # host was powered on), which no max picks.
-        self.ring = np.full((hosts, length), -np.inf)
 
     def reset(self, h):
         """Host ``h`` powered on or off: its histories start again."""
-        self.cpu[h] = HostSamples(h)
+        self.cpu[h] = []
         self.mem[h] = []
-        self.ring[h] = -np.inf
 
-    def record(self, t, hosts, cpu, mem):
-        """Append step ``t``'s samples to the histories of ``hosts``
-        (indices, a list): ``cpu`` and ``mem`` per host (arrays)."""
+    def record(self, hosts, cpu, mem):
+        """Append a step's samples to the histories of ``hosts`` (indices,
+        a list): ``cpu`` and ``mem`` per host (arrays)."""
         keep = self.length
-        self.ring[hosts, t % keep] = cpu[hosts]
+        cpus, mems = self.cpu, self.mem
         for h, c, m in zip(hosts, cpu[hosts].tolist(), mem[hosts].tolist()):
-            for history, value in ((self.cpu[h], c), (self.mem[h], m)):
-                history.append(value)
-                if len(history) > keep:
-                    del history[0]
-
-    def peaks(self, t):
-        """Every host's largest cpu sample of the ``window`` steps up to
-        ``t`` (-inf for a host with none)."""
-        if self.window == self.length:
-            return self.ring.max(axis=1)
-        columns = (t - np.arange(self.window)) % self.length
-        return self.ring[:, columns].max(axis=1)
+            # A host's two histories always have the same length.
+            history, other = cpus[h], mems[h]
+            history.append(c)
+            other.append(m)
+            if len(history) > keep:
+                del history[0]
+                del other[0]
 
 
 class VmPeaks:
@@ -151,21 +129,16 @@ class VmCpu(abc.Sequence):
 
 
 class Peaks:
-    """plan_round's ``peak`` for a round at one step: a host's from
-    HostHistories.peaks, a VM's its VmCpu's ``top``; any other history
-    (or another window) computed as round_views.peak does."""
+    """plan_round's ``peak`` for a round: a VM's its VmCpu's ``top``; any
+    other history (or another window) computed as round_views.peak
+    does."""
 
-    def __init__(self, window, host_peaks):
+    def __init__(self, window):
         self.window = window
-        self.host_peaks = host_peaks
 
     def __call__(self, history, window):
-        if window == self.window and history:
-            kind = type(history)
-            if kind is HostSamples:
-                return self.host_peaks[history.host]
-            if kind is VmCpu:
-                return history.top
+        if window == self.window and type(history) is VmCpu and history:
+            return history.top
         return round_views.peak(history, window)
 
 

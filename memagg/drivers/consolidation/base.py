@@ -268,6 +268,14 @@ class Placement(Algorithm):
         a host without one: as far as the placement's own thresholds
         allow)."""
 
+    def shares(self, room):
+        """The shares of a host's (cpu, memory) this placement fills at
+        most, within Room ``room`` (None: no room given). A round's quick
+        checks (memagg.scheduler.round_views) count what a host has left
+        up to them, so a placement that stops short of its rooms says
+        so here."""
+        return (1.0, 1.0) if room is None else (room.cpu, room.mem)
+
 
 def load(family, name, params=None, dimension='cpu', option=None):
     """Construct plug-in ``name`` of ``family`` (underload, overload,

@@ -184,8 +184,9 @@ class BestFitDecreasing(base.Placement):
             return vm.booked_mb
         return vm.wss_maxavg_mb
 
-    def _shares(self, room):
-        """The (cpu, mem) shares of a host that may be used."""
+    def shares(self, room):
+        """The (cpu, mem) shares of a host that may be used: the
+        thresholds, lowered to the room."""
         cpu, mem = self.params['cpu_threshold'], self.params['ram_threshold']
         if room is None:
             return cpu, mem
@@ -211,7 +212,7 @@ class BestFitDecreasing(base.Placement):
                 if not measured:
                     cpu_used += _demand(vm, self.params['last_n_vm_cpu'])
         cpu_used = max(cpu_used, 0.0)
-        cpu_share, mem_share = self._shares(room)
+        cpu_share, mem_share = self.shares(room)
         return (cpu_share * host.cpu_total - cpu_used,
                 mem_share * host.mem_usable_mb - mem_used)
 
@@ -234,7 +235,7 @@ class BestFitDecreasing(base.Placement):
                 # A powered-off host runs nothing: all of it is free.
                 source.update((vm.uuid, host.name) for vm in host.vms
                               if vm.uuid in moving)
-                cpu_share, mem_share = self._shares(room)
+                cpu_share, mem_share = self.shares(room)
                 free[host.name] = (cpu_share * host.cpu_total,
                                    mem_share * host.mem_usable_mb)
         order = sorted(free, key=lambda name: (free[name], name))

@@ -519,10 +519,13 @@ def test_what_spares_placement_work_never_changes_its_answer(conf, seed):
     # Random clusters: whenever the round keeps an underloaded host without
     # asking placement (why_not), placement could not have emptied it; and
     # placement over the hosts the round offers it (targets) answers as
-    # over every other active host.
+    # over every other active host; whether placement's thresholds are
+    # above or below the rooms.
     rng = random.Random(seed)
     algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        HYSTERESIS, max_migrations_per_host_hour=rng.choice([0, 2, 4])))
+        HYSTERESIS, max_migrations_per_host_hour=rng.choice([0, 2, 4]),
+        placement_params={'cpu_threshold': rng.choice([0.6, 0.8, 1.0]),
+                          'ram_threshold': rng.choice([0.7, 0.95])}))
     hosts = []
     for h in range(12):
         vms = []
@@ -550,6 +553,35 @@ def test_what_spares_placement_work_never_changes_its_answer(conf, seed):
                                   views.targets(state.name, state.vms))
             assert offered.placements == full.placements
             assert set(offered.unplaced) == set(full.unplaced)
+
+
+def test_the_quick_checks_stop_where_placement_stops(conf, monkeypatch):
+    # Rooms let a host fill to its overload threshold, 0.95 of its cpu;
+    # best fit decreasing stops at its own cpu_threshold, 0.8. busy uses
+    # 0.8 of its cores: it has room for idle's VM under 0.95, none under
+    # 0.8, so the round keeps idle without asking placement. (A VM's cpu
+    # counts as its peak of 2 samples: with a window of 1 placement
+    # averages samples and the checks can count none as sure.)
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, overload_cpu_params={'threshold': 0.95}, fill_window=2))
+    idle = host('idle', [vm('i1', 1.0, 50)])
+    busy = host('busy', [vm('b1', 8.0, 500)])
+    asked = []
+    place = algorithms.placement.place
+    monkeypatch.setattr(algorithms.placement, 'place',
+                        lambda *args: asked.append(args) or place(*args))
+    plan = cons.plan_round([idle, busy], algorithms)
+    assert plan.underloaded == ['idle']
+    assert plan.actions == [] and asked == []
+    assert plan.kept['idle'] == (
+        'VM i1 fits on no other active host: cpu: none has 1.0 cpu and '
+        '50.0 MiB (wss) left under its fill levels')
+    # With placement allowed to 0.95 as well, it is asked, and moves i1.
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, overload_cpu_params={'threshold': 0.95}, fill_window=2,
+        placement_params={'cpu_threshold': 0.95}))
+    plan = cons.plan_round([idle, busy], algorithms)
+    assert migrations(plan) == [('i1', 'idle', 'busy', 'underload:cpu+memory')]
 
 
 def test_control_options_are_checked_and_typed(conf):
