@@ -200,15 +200,22 @@ def _words(dims):
     return '+'.join(_DIMENSION_WORDS[d] for d in dims)
 
 
-def _underload(host, algorithms):
-    return underload.host_underloaded(
-        algorithms.underload_cpu, algorithms.underload_mem, host,
-        algorithms.underload_require)
+def detect(cpu_history, mem_history, algorithms):
+    """A round's detection (step 1) of a host with these histories: the
+    dimensions that make it underloaded and, when it is not underloaded,
+    those it is overloaded in (each a list, empty for none)."""
+    low = underload.host_underloaded(
+        algorithms.underload_cpu, algorithms.underload_mem, cpu_history,
+        mem_history, algorithms.underload_require)
+    if low:
+        return low, []
+    return [], _overload(cpu_history, mem_history, algorithms)
 
 
-def _overload(host, algorithms):
+def _overload(cpu_history, mem_history, algorithms):
     return overload.host_overloaded(algorithms.overload_cpu,
-                                    algorithms.overload_mem, host)
+                                    algorithms.overload_mem, cpu_history,
+                                    mem_history)
 
 
 def _select(host, dims, algorithms, recent, most):
@@ -286,14 +293,20 @@ def _most_relieving(probe, dims, algorithms):
 def _relieved(probe, dims, algorithms):
     """Whether ``probe`` is no longer overloaded and back under its fill
     levels in ``dims``."""
-    return (not _overload(probe, algorithms)
+    return (not _overload(probe.cpu_history, probe.mem_history, algorithms)
             and _excess(probe, dims, algorithms) == (0.0, 0.0))
 
 
-def plan_round(hosts, algorithms, recent=None, peak=round_views.peak):
+def plan_round(hosts, algorithms, recent=None, peak=round_views.peak,
+               detected=None):
     """The Plan of one consolidation round over ``hosts`` (HostStates)
     with ``algorithms`` (an Algorithms), knowing ``recent`` (a Recent;
     None: no migration lately).
+
+    ``detected`` maps an active host's name to what detect() found of it,
+    when the caller has already detected (memagg-sim does, to know which
+    hosts' VMs the round needs); an active host left out is neither
+    under- nor overloaded. None: the round detects.
 
     ``peak(history, window)`` is the largest of the last ``window``
     samples of a cpu history, 0 if it has none: round_views.peak computes
@@ -304,17 +317,20 @@ def plan_round(hosts, algorithms, recent=None, peak=round_views.peak):
     recent = recent if recent is not None else round_budget.Recent()
     plan = plans.Plan()
     under = {}
+    nothing = ([], [])
     for host in hosts:
         if not host.active:
             continue
-        dims = _underload(host, algorithms)
-        if dims:
-            under[host.name] = dims
+        if detected is None:
+            low, high = detect(host.cpu_history, host.mem_history,
+                               algorithms)
+        else:
+            low, high = detected.get(host.name, nothing)
+        if low:
+            under[host.name] = low
             plan.underloaded.append(host.name)
-            continue
-        dims = _overload(host, algorithms)
-        if dims:
-            plan.overloaded[host.name] = dims
+        elif high:
+            plan.overloaded[host.name] = high
     if not under and not plan.overloaded:
         return plan
 

@@ -61,9 +61,9 @@ At every step t, in this order:
 Speed: the trace is numpy arrays (steps x VMs) and per-host sums are
 bincounts. Hosts keep their histories as lists, which the detectors read
 as they are. Before a round the engine runs the round's own detection on
-each host (recording the overload detectors' answers, which the planner
-then reads back instead of computing them again) and skips the round when
-no host is under- or overloaded. Only the hosts found so get a VmState
+each host (consolidation.detect; the planner is given what it found
+rather than detecting again) and skips the round when no host is under-
+or overloaded. Only the hosts found so get a VmState
 per VM, whose cpu history is a sequence read from the trace when a
 plug-in looks at it. Every other host gets one VmState standing for all
 its VMs (their sums), which is all placement reads of a host whose VMs
@@ -160,16 +160,7 @@ class Simulation:
         # What a host's memory counts as: its memory and, with the
         # reservoir, remote_weight of what its VMs hold.
         self.usable = hosts.memory_mb.astype(float)
-        # The detectors' answers of the engine's detection, for the
-        # planner: underload cpu, mem, overload cpu, mem.
-        self.memos = [histories.Remembered(getattr(algorithms, name))
-                      for name in ('underload_cpu', 'underload_mem',
-                                   'overload_cpu', 'overload_mem')]
-        self.raw = algorithms
-        self.algorithms = dataclasses.replace(
-            algorithms, underload_cpu=self.memos[0],
-            underload_mem=self.memos[1], overload_cpu=self.memos[2],
-            overload_mem=self.memos[3])
+        self.algorithms = algorithms
         n_hosts, n_vms = len(hosts), trace.vms
         self.host_index = {name: h for h, name in enumerate(hosts.names)}
         self.vm_index = {vm: v for v, vm in enumerate(trace.vm_ids)}
@@ -302,10 +293,10 @@ class Simulation:
         sums = self._sums(t, previous=True)
         states, classes = self._states(t, sums, set(), self.spare_inactive)
         vm_states = self._vm_states(t, unplaced)
-        result = self.raw.placement.place(states, vm_states)
+        result = self.algorithms.placement.place(states, vm_states)
         if self._exhausted(result.woken, classes):
             states, _ = self._states(t, sums, set(), spare=None)
-            result = self.raw.placement.place(states, vm_states)
+            result = self.algorithms.placement.place(states, vm_states)
         for name in result.woken:
             self._power(self.host_index[name], True)
         for v in unplaced:
@@ -374,36 +365,17 @@ class Simulation:
                               used / self.usable)
 
     def _detect(self, candidates):
-        """Hosts of ``candidates`` the round will unload, by the round's
-        own detection (underload first, then overload), with the
-        detectors' answers remembered for the planner."""
-        alg = self.raw
-        for memo in self.memos:
-            memo.known.clear()
-        # Remembered.remember's entries, made here in the loop's stead.
-        low_cpu_memo, low_mem_memo, high_cpu_memo, high_mem_memo = (
-            memo.known for memo in self.memos)
-        low_cpu_of, low_mem_of = (alg.underload_cpu.is_underloaded,
-                                  alg.underload_mem.is_underloaded)
-        high_cpu_of, high_mem_of = (alg.overload_cpu.is_overloaded,
-                                    alg.overload_mem.is_overloaded)
-        both = alg.underload_require == 'both'
-        involved = set()
+        """The round's detection (consolidation.detect) of the hosts of
+        ``candidates`` it will unload: {host name: what it found}."""
+        detect, algorithms = consolidation.detect, self.algorithms
+        names = self.hosts.names
         cpu_hist, mem_hist = self.histories.cpu, self.histories.mem
+        found = {}
         for h in candidates:
-            cpu, mem = cpu_hist[h], mem_hist[h]
-            low_cpu, low_mem = low_cpu_of(cpu), low_mem_of(mem)
-            low_cpu_memo[id(cpu)] = cpu, low_cpu
-            low_mem_memo[id(mem)] = mem, low_mem
-            if (low_cpu and low_mem) if both else (low_cpu or low_mem):
-                involved.add(h)
-                continue
-            high_cpu, high_mem = high_cpu_of(cpu), high_mem_of(mem)
-            high_cpu_memo[id(cpu)] = cpu, high_cpu
-            high_mem_memo[id(mem)] = mem, high_mem
-            if high_cpu or high_mem:
-                involved.add(h)
-        return involved
+            low, high = detect(cpu_hist[h], mem_hist[h], algorithms)
+            if low or high:
+                found[names[h]] = low, high
+        return found
 
     def _vm_states(self, t, vms):
         """VmStates of VMs ``vms`` (indices) at step ``t``: cpu histories
@@ -526,22 +498,23 @@ class Simulation:
 
     def _round(self, t, sums):
         free = np.flatnonzero(self.active & (self.busy == 0)).tolist()
-        involved = self._detect(free)
+        detected = self._detect(free)
         self.result.rounds += 1
-        if not involved:
+        if not detected:
             return
+        involved = {self.host_index[name] for name in detected}
         recent = self._recent(t, involved)
         states, classes = self._states(t, sums, involved,
                                        self.spare_inactive)
         peak = histories.Peaks(self.window)
         plan = consolidation.plan_round(states, self.algorithms, recent,
-                                        peak)
+                                        peak, detected)
         woken = [a.source_host for a in plan.actions
                  if a.action_type == plans.POWER_ON]
         if self._exhausted(woken, classes):
             states, _ = self._states(t, sums, involved, spare=None)
             plan = consolidation.plan_round(states, self.algorithms, recent,
-                                            peak)
+                                            peak, detected)
         self._apply(t, plan)
 
     def _apply(self, t, plan):

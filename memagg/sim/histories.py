@@ -17,9 +17,7 @@ kept so that a round costs little more than the hosts it unloads:
   detectors read;
 * VmCpu: a VM's cpu history, a slice of the trace read when a plug-in
   looks at it, with its peak over the fill window;
-* Peaks: plan_round's ``peak``, answering from those;
-* Remembered: a detector whose answers the engine's own detection already
-  has.
+* Peaks: plan_round's ``peak``, answering from those.
 """
 from collections import abc
 
@@ -140,28 +138,3 @@ class Peaks:
         if window == self.window and type(history) is VmCpu and history:
             return history.top
         return round_views.peak(history, window)
-
-
-class Remembered:
-    """An under- or overload detector whose answers for given history
-    lists (the very objects) are known: ``known`` maps id(history) to
-    (history, answer), the caller's to fill; others are computed."""
-
-    def __init__(self, detector):
-        self.detector = detector
-        self.known = {}
-
-    def _answer(self, utilization, compute):
-        entry = self.known.get(id(utilization))
-        if entry is not None and entry[0] is utilization:
-            return entry[1]
-        return compute(utilization)
-
-    def is_overloaded(self, utilization):
-        return self._answer(utilization, self.detector.is_overloaded)
-
-    def is_underloaded(self, utilization):
-        return self._answer(utilization, self.detector.is_underloaded)
-
-    def fill_limit(self, utilization):
-        return self.detector.fill_limit(utilization)

@@ -269,12 +269,9 @@ class Otf(base.OverloadDetector):
         return self.params['threshold']
 
 
-def host_overloaded(cpu_detector, mem_detector, host):
-    """The dimensions ('cpu', 'mem') in which ``host`` (a HostState) is
-    overloaded; empty when it is not."""
-    reasons = []
-    if cpu_detector.is_overloaded(host.cpu_history):
-        reasons.append('cpu')
-    if mem_detector.is_overloaded(host.mem_history):
-        reasons.append('mem')
-    return reasons
+def host_overloaded(cpu_detector, mem_detector, cpu_history, mem_history):
+    """The dimensions ('cpu', 'mem') in which a host with these histories
+    is overloaded; empty when it is not."""
+    return [dim for dim, high in (
+        ('cpu', cpu_detector.is_overloaded(cpu_history)),
+        ('mem', mem_detector.is_overloaded(mem_history))) if high]

@@ -55,8 +55,9 @@ class Never(base.UnderloadDetector):
         return False
 
 
-def host_underloaded(cpu_detector, mem_detector, host, require='both'):
-    """The dimensions ('cpu', 'mem') that make ``host`` (a HostState)
+def host_underloaded(cpu_detector, mem_detector, cpu_history, mem_history,
+                     require='both'):
+    """The dimensions ('cpu', 'mem') that make a host with these histories
     underloaded: both are needed with ``require='both'`` (the default), one
     is enough with ``'either'``; empty when it is not underloaded."""
     if require not in ('both', 'either'):
@@ -64,8 +65,8 @@ def host_underloaded(cpu_detector, mem_detector, host, require='both'):
             field='underload.require',
             reason="must be 'both' or 'either', got %r" % (require,))
     dims = [dim for dim, low in (
-        ('cpu', cpu_detector.is_underloaded(host.cpu_history)),
-        ('mem', mem_detector.is_underloaded(host.mem_history))) if low]
+        ('cpu', cpu_detector.is_underloaded(cpu_history)),
+        ('mem', mem_detector.is_underloaded(mem_history))) if low]
     if require == 'both' and len(dims) < 2:
         return []
     return dims

@@ -584,6 +584,36 @@ def test_the_quick_checks_stop_where_placement_stops(conf, monkeypatch):
     assert migrations(plan) == [('i1', 'idle', 'busy', 'underload:cpu+memory')]
 
 
+def test_a_round_given_its_detection_plans_as_one_that_detects(
+        algorithms, monkeypatch):
+    # idle is underloaded, a overloaded in memory, b neither: told so, the
+    # round plans what it plans when it detects, without asking a detector.
+    hosts = [host('idle', [vm('i1', 0.5, 50)]),
+             host('a', [vm('a1', 1, 400), vm('a2', 1, 300), vm('a3', 2, 300)]),
+             host('b', [vm('b1', 3, 500)])]
+    detected = {h.name: cons.detect(h.cpu_history, h.mem_history, algorithms)
+                for h in hosts}
+    assert detected == {'idle': (['cpu', 'mem'], []), 'a': ([], ['mem']),
+                        'b': ([], [])}
+    expected = cons.plan_round(copy.deepcopy(hosts), algorithms)
+    # (Relieving a, the round asks the overload detectors of a without
+    # the VMs it selects: other histories than the hosts'.)
+    asked = []
+    for name in ('underload_cpu', 'underload_mem', 'overload_cpu',
+                 'overload_mem'):
+        detector = getattr(algorithms, name)
+        method = ('is_underloaded' if name.startswith('under')
+                  else 'is_overloaded')
+        monkeypatch.setattr(detector, method, lambda history, real=getattr(
+            detector, method): asked.append(history) or real(history))
+    told = {name: found for name, found in detected.items() if any(found)}
+    plan = cons.plan_round(hosts, algorithms, detected=told)
+    assert not any(history is h.cpu_history or history is h.mem_history
+                   for history in asked for h in hosts)
+    assert plan == expected
+    assert plan.underloaded == ['idle'] and plan.overloaded == {'a': ['mem']}
+
+
 def test_control_options_are_checked_and_typed(conf):
     algorithms = cons.load_algorithms(CONF.consolidation, {
         'fill_headroom_cpu': '0.25', 'fill_window': '12'})

@@ -250,11 +250,14 @@ def test_leaving_out_spare_inactive_hosts_changes_nothing():
 
 def test_run_stops_if_the_planner_moves_a_stand_in(three_hosts,
                                                    monkeypatch):
-    # Pretend the engine's detection found only h-a underloaded: h-c, also
-    # underloaded for the planner, is shown with one VmState standing for
-    # its VMs, which must never be migrated.
-    monkeypatch.setattr(engine.Simulation, '_detect',
-                        lambda self, candidates: {0})
+    # Pretend the engine gave real VmStates to h-a only: h-c, underloaded
+    # too, is shown with one VmState standing for its VMs, which must
+    # never be migrated.
+    states = engine.Simulation._states
+    monkeypatch.setattr(
+        engine.Simulation, '_states',
+        lambda self, t, sums, involved, spare: states(
+            self, t, sums, involved & {0}, spare))
 
     with pytest.raises(RuntimeError, match='plan_round moved the VMs of '
                                            'host h-c'):

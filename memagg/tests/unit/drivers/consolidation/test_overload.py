@@ -226,15 +226,12 @@ def test_otf_fraction_matches_direct_count():
 
 
 def test_host_overloaded_names_the_dimensions():
-    host = base.HostState(name='h', cpu_total=8.0, mem_usable_mb=4096,
-                          cpu_history=[0.95], mem_history=[0.97])
     cpu = overload.Threshold()
     mem = overload.Threshold(dimension='mem')
-    assert overload.host_overloaded(cpu, mem, host) == ['cpu', 'mem']
-    host.cpu_history = [0.5]
-    assert overload.host_overloaded(cpu, mem, host) == ['mem']
-    host.mem_history = [0.9]
-    assert overload.host_overloaded(cpu, mem, host) == []
+    assert overload.host_overloaded(cpu, mem, [0.95], [0.97]) == ['cpu',
+                                                                  'mem']
+    assert overload.host_overloaded(cpu, mem, [0.5], [0.97]) == ['mem']
+    assert overload.host_overloaded(cpu, mem, [0.5], [0.9]) == []
 
 
 @pytest.mark.parametrize('name,cls', [

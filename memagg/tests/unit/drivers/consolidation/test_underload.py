@@ -66,23 +66,17 @@ def test_invalid_parameters_name_the_key():
     assert err.value.kwargs['field'] == 'underload.last_n_average.n'
 
 
-def _host(cpu, mem):
-    return base.HostState(name='h', cpu_total=8.0, mem_usable_mb=4096,
-                          cpu_history=cpu, mem_history=mem)
-
-
 def test_host_needs_both_dimensions_by_default():
     det = underload.Threshold()
-    assert underload.host_underloaded(det, det, _host([0.2], [0.3]))
+    assert underload.host_underloaded(det, det, [0.2], [0.3])
     # Idle CPU but memory 0.8 in use: emptying it would move a lot.
-    assert not underload.host_underloaded(det, det, _host([0.2], [0.8]))
-    assert underload.host_underloaded(det, det, _host([0.2], [0.8]),
-                                      require='either')
-    assert not underload.host_underloaded(det, det, _host([0.7], [0.8]),
+    assert not underload.host_underloaded(det, det, [0.2], [0.8])
+    assert underload.host_underloaded(det, det, [0.2], [0.8],
+                                      require='either') == ['cpu']
+    assert not underload.host_underloaded(det, det, [0.7], [0.8],
                                           require='either')
     with pytest.raises(exceptions.InvalidParameter):
-        underload.host_underloaded(det, det, _host([0.2], [0.3]),
-                                   require='all')
+        underload.host_underloaded(det, det, [0.2], [0.3], require='all')
 
 
 @pytest.mark.parametrize('name,cls', [
