@@ -52,17 +52,21 @@ class Views:
         self.window = algorithms.controls.fill_window
         self.peak = peak
         self.algorithms = algorithms
+        self.booked = algorithms.memory_basis == 'booked'
         self.hosts = {}
         self.rooms = {}
         self.weighed = {}
+        views, rooms = self.hosts, self.rooms
+        fill_levels, moves_left = round_options.fill_levels, budget.host
         for host in hosts:
-            self.hosts[host.name] = base.HostState(
-                host.name, host.cpu_total, host.mem_usable_mb,
+            name = host.name
+            views[name] = base.HostState(
+                name, host.cpu_total, host.mem_usable_mb,
                 [self._reserved(host)] if host.cpu_history else [],
-                list(host.mem_history[-1:]), list(host.vms), host.active)
-            cpu, mem = round_options.fill_levels(host, algorithms)
-            moves = budget.host(host.name)
-            self.rooms[host.name] = base.Room(
+                host.mem_history[-1:], list(host.vms), host.active)
+            cpu, mem = fill_levels(host, algorithms)
+            moves = moves_left(name)
+            rooms[name] = base.Room(
                 cpu=cpu, mem=mem,
                 moves=None if moves == math.inf else moves)
         self.received = set()
@@ -72,15 +76,18 @@ class Views:
         """``host``'s cpu as placement counts it: the sum of its VMs'
         peaks over the fill window, or its latest utilisation when that is
         more (VMs not yet measured)."""
-        if self.window == 1 or host.cpu_total <= 0:
-            return host.cpu_history[-1]
-        peaks = sum(self.peak(vm.cpu_history, self.window)
-                    for vm in host.vms)
-        return max(host.cpu_history[-1], peaks / host.cpu_total)
+        latest = host.cpu_history[-1]
+        window = self.window
+        if window == 1 or host.cpu_total <= 0:
+            return latest
+        peak = self.peak
+        peaks = sum([peak(vm.cpu_history, window) for vm in host.vms])
+        return max(latest, peaks / host.cpu_total)
 
     def memory(self, vm):
-        """``vm``'s memory in the round's basis, MiB."""
-        return round_options.vm_memory(vm, self.algorithms)
+        """``vm``'s memory in the round's basis, MiB (as
+        round_options.vm_memory)."""
+        return vm.booked_mb if self.booked else vm.wss_maxavg_mb
 
     def demand(self, vm):
         """``vm`` as placement weighs it: its cpu as its peak."""
@@ -179,10 +186,12 @@ class _Spare:
                 continue
             cpu, mem = shares(views.rooms[name])
             used = view.cpu_history[-1] if view.cpu_history else 0.0
+            used_mem = (sum([vm.booked_mb for vm in view.vms])
+                        if views.booked else
+                        sum([vm.wss_maxavg_mb for vm in view.vms]))
             self.left[name] = (
                 max(0.0, cpu - used) * view.cpu_total,
-                max(0.0, mem * view.mem_usable_mb
-                    - sum(views.memory(vm) for vm in view.vms)))
+                max(0.0, mem * view.mem_usable_mb - used_mem))
         self._index = None
 
     def took(self, name, cpu, mem):

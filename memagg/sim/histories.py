@@ -135,6 +135,7 @@ class Peaks:
         self.window = window
 
     def __call__(self, history, window):
-        if window == self.window and type(history) is VmCpu and history:
+        # _len rather than len(): a Sequence's __len__ is a Python call.
+        if type(history) is VmCpu and window == self.window and history._len:
             return history.top
         return round_views.peak(history, window)
