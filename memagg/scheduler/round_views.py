@@ -56,6 +56,7 @@ class Views:
         self.hosts = {}
         self.rooms = {}
         self.weighed = {}
+        self.needs = {}
         views, rooms = self.hosts, self.rooms
         fill_levels, moves_left = round_options.fill_levels, budget.host
         for host in hosts:
@@ -96,17 +97,21 @@ class Views:
         weighed = self.weighed.get(vm.uuid)
         if weighed is None:
             weighed = self.weighed[vm.uuid] = base.VmState(
-                vm.uuid, [self.peak(vm.cpu_history, self.window)],
-                vm.wss_maxavg_mb, vm.booked_mb, vm.remote_mb, vm.dirty_mb_s)
+                vm.uuid, [self.need_cpu(vm)], vm.wss_maxavg_mb,
+                vm.booked_mb, vm.remote_mb, vm.dirty_mb_s)
         return weighed
 
     def need_cpu(self, vm):
-        """The cpu ``vm`` takes at least wherever it goes: its peak (with
-        a window of 1 placement averages the latest samples, and no more
-        than 0 is sure)."""
-        if self.window == 1 or not vm.cpu_history:
+        """The cpu ``vm`` takes at least wherever it goes: its peak, 0 with
+        no history (with a window of 1 placement averages the latest
+        samples, and no more than 0 is sure)."""
+        if self.window == 1:
             return 0.0
-        return self.demand(vm).cpu_history[-1]
+        need = self.needs.get(vm.uuid)
+        if need is None:
+            need = self.needs[vm.uuid] = self.peak(vm.cpu_history,
+                                                   self.window)
+        return need
 
     def place(self, vms, targets=None):
         """Placement's PlacementResult for ``vms`` over ``targets`` (views;
