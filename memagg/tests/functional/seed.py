@@ -68,12 +68,16 @@ def _report(ctxt, host, instances, now):
         reported_at=now)
 
 
-def _grant_and_migration(instance, consumer, donor):
+def _grant_and_migration(instance, consumer, donor, now):
     grant_uuid, migration_uuid = str(uuid.uuid4()), str(uuid.uuid4())
+    # Made when the seeded history ends, so that the history's last sample
+    # counts it whatever second the insert runs in (created_at would be
+    # the insert's time: a second later when seeding crosses one).
     [grant_id] = rows.insert(models.Grant, dict(
         uuid=grant_uuid, instance_uuid=instance['uuid'],
         consumer_host=consumer, requested_mb=256, granted_mb=256,
-        status='active', secret=uuid.uuid4().hex, slab_size_mb=128))
+        status='active', secret=uuid.uuid4().hex, slab_size_mb=128,
+        created_at=now))
     rows.insert(models.Slab, *[dict(
         grant_id=grant_id, index=i, donor_host=donor, size_mb=128,
         endpoint='tcp://%s:7450' % donor, status='active') for i in range(2)])
@@ -96,7 +100,7 @@ def main(argv):
     for host, who in zip(HOSTS, ('admin', 'member')):
         _report(ctxt, host, instances[who], now)
     grant, migration = _grant_and_migration(
-        instances['admin'][0], HOSTS[0], HOSTS[1])
+        instances['admin'][0], HOSTS[0], HOSTS[1], now)
     json.dump({'hosts': list(HOSTS),
                'instances': {who: [vm['uuid'] for vm in vms]
                              for who, vms in instances.items()},
