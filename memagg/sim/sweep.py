@@ -385,12 +385,14 @@ def sweep(args, stdout, stderr):
     seeds = list(sources)
     # Each trace once here: its length for the progress bar, its
     # description for sweep.json (and a bad file stops the sweep before
-    # any simulation).
+    # any simulation). The first last, so that it is the one kept
+    # (_prepared) when the workers fork: they start on it.
     described, steps, days = {}, {}, {}
-    for label, source in sources.items():
-        trace, hosts, _, info, _ = _prepared(source, base)
+    for label in reversed(seeds):
+        trace, hosts, _, info, _ = _prepared(sources[label], base)
         described[label] = sim_inputs.describe(trace, hosts, info)
         steps[label], days[label] = trace.steps, vm_days(trace)
+    described = {label: described[label] for label in seeds}
     try:
         os.makedirs(args.output_dir, exist_ok=True)
     except OSError as error:
