@@ -39,6 +39,7 @@ expected.
 import contextlib
 import csv
 import dataclasses
+import operator
 
 import numpy as np
 
@@ -112,28 +113,29 @@ class Trace:
 def _number(path, line, field, text, low=None, high=None, low_open=False,
             high_name=None, integer=False):
     """``text`` as a float within [low, high] (low excluded if
-    ``low_open``), or TraceError saying what is expected."""
-    if integer:
-        expected = 'an integer >= %d' % low
-    elif high is not None:
-        expected = 'a number between %g and %s' % (
-            low, high_name or '%g' % high)
-    elif low_open:
-        expected = 'a number > %g' % low
-    else:
-        expected = 'a number >= %g' % low
+    ``low_open``), or TraceError saying what is expected (``high_name``:
+    how to name ``high``, a format of it)."""
     try:
         value = float(text)
     except ValueError:
         value = None
-    if (value is None or value != value or value in (float('inf'),
-                                                     float('-inf'))
-            or (integer and value != int(value))
-            or value < low or (low_open and value == low)
-            or (high is not None and value > high)):
-        raise TraceError(path, line, field,
-                         'must be %s, got %r' % (expected, text))
-    return value
+    if (value is not None and value == value
+            and value not in (float('inf'), float('-inf'))
+            and not (integer and value != int(value))
+            and value >= low and not (low_open and value == low)
+            and (high is None or value <= high)):
+        return value
+    if integer:
+        expected = 'an integer >= %d' % low
+    elif high is not None:
+        expected = 'a number between %g and %s' % (
+            low, (high_name or '%g') % high)
+    elif low_open:
+        expected = 'a number > %g' % low
+    else:
+        expected = 'a number >= %g' % low
+    raise TraceError(path, line, field,
+                     'must be %s, got %r' % (expected, text))
 
 
 def _header(path, reader, required, optional):
@@ -275,43 +277,39 @@ def read_trace(path):
     vms = {}
     host_index = {}
     lines, times, vm_of, cpu, wss = [], [], [], [], []
+    inf = float('inf')
     with _open(path) as reader:
         index = _header(path, reader, TRACE_COLUMNS, OPTIONAL_COLUMNS)
-        col = [index[name] for name in TRACE_COLUMNS]
+        fields = operator.itemgetter(*[index[name]
+                                       for name in TRACE_COLUMNS])
         host_col = index.get('host')
         for line, row in _rows(path, reader, len(index)):
-            t_text, name, booked_text, vcpus_text, cpu_text, wss_text = (
-                row[i] for i in col)
-            time = _number(path, line, 'time', t_text, low=0)
-            name = name.strip()
-            if not name:
-                raise TraceError(path, line, 'vm', 'must name the VM, got '
-                                 'an empty value')
-            booked = _number(path, line, 'booked_mb', booked_text, low=0,
-                             low_open=True)
-            vcpus = _number(path, line, 'vcpus', vcpus_text, low=1,
-                            integer=True)
-            host = row[host_col].strip() if host_col is not None else ''
+            texts = fields(row)
+            name = texts[1].strip()
             vm = vms.get(name)
+            # Every value at once; _checked_row, only when one is off, finds
+            # the first and says what is wrong with it.
+            try:
+                time, booked, vcpus, used, working = (
+                    float(texts[0]), float(texts[2]), float(texts[3]),
+                    float(texts[4]), float(texts[5]))
+                good = (0 <= time < inf and 0 < booked < inf
+                        and 1 <= vcpus < inf and vcpus.is_integer()
+                        and 0 <= used <= vcpus and 0 <= working <= booked
+                        and name and (vm is None or (
+                            booked == vm.booked and vcpus == vm.vcpus)))
+            except ValueError:
+                good = False
+            if not good:
+                _checked_row(path, line, texts, vm)
+            host = row[host_col].strip() if host_col is not None else ''
             if vm is None:
                 vm = vms[name] = _Vm(name, len(vms), line, booked, vcpus, time,
                                      host)
-            else:
-                for field, mine, first in (('booked_mb', booked, vm.booked),
-                                           ('vcpus', vcpus, vm.vcpus)):
-                    if mine != first:
-                        raise TraceError(
-                            path, line, field, 'vm %s has %g here but %g '
-                            'on line %d; it must be the same on every row'
-                            % (name, mine, first, vm.line))
-                if time < vm.first_time:
-                    vm.first_time, vm.host, vm.host_line = time, host, line
-            cpu.append(_number(path, line, 'cpu', cpu_text, low=0,
-                               high=vcpus,
-                               high_name='vcpus (%d)' % vcpus))
-            wss.append(_number(path, line, 'wss_mb', wss_text, low=0,
-                               high=booked,
-                               high_name='booked_mb (%g)' % booked))
+            elif time < vm.first_time:
+                vm.first_time, vm.host, vm.host_line = time, host, line
+            cpu.append(used)
+            wss.append(working)
             lines.append(line)
             times.append(time)
             vm_of.append(vm.index)
@@ -349,6 +347,33 @@ def read_trace(path):
                                for vm in ordered], dtype=int),
         cpu=cpu_grid, wss_mb=wss_grid, host_names=list(host_index),
         host_lines=host_lines, path=str(path))
+
+
+def _checked_row(path, line, texts, vm):
+    """Raise the TraceError of the first wrong value of a row (its texts
+    in TRACE_COLUMNS order; ``vm``, the _Vm of its name when an earlier
+    row named it), checked in the columns' order."""
+    t_text, name, booked_text, vcpus_text, cpu_text, wss_text = texts
+    _number(path, line, 'time', t_text, low=0)
+    if not name.strip():
+        raise TraceError(path, line, 'vm', 'must name the VM, got an '
+                         'empty value')
+    booked = _number(path, line, 'booked_mb', booked_text, low=0,
+                     low_open=True)
+    vcpus = _number(path, line, 'vcpus', vcpus_text, low=1, integer=True)
+    if vm is not None:
+        for field, mine, first in (('booked_mb', booked, vm.booked),
+                                   ('vcpus', vcpus, vm.vcpus)):
+            if mine != first:
+                raise TraceError(
+                    path, line, field, 'vm %s has %g here but %g on line '
+                    '%d; it must be the same on every row'
+                    % (vm.name, mine, first, vm.line))
+    _number(path, line, 'cpu', cpu_text, low=0, high=vcpus,
+            high_name='vcpus (%d)')
+    _number(path, line, 'wss_mb', wss_text, low=0, high=booked,
+            high_name='booked_mb (%g)')
+    raise AssertionError('%s:%d: no value is wrong' % (path, line))
 
 
 def _grid(path, lines, times):
