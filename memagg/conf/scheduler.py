@@ -14,12 +14,13 @@
 and of [upgrade_levels] (the RPC versions a service may send it)."""
 from oslo_config import cfg
 
+# The modes of [compute] mode too: memagg-compute and memagg-scheduler are
+# switched to observing the same way.
+from memagg.conf.compute import MANAGE, OBSERVE
+
 GROUP = cfg.OptGroup('scheduler', title='memagg-scheduler options')
 UPGRADE_GROUP = cfg.OptGroup(
     'upgrade_levels', title='RPC version pins for rolling upgrades')
-
-MANAGE = 'manage'
-OBSERVE = 'observe'
 
 opts = [
     cfg.StrOpt('mode', default=MANAGE,
