@@ -107,7 +107,7 @@ GOOD = '0,a,4096,2,1,1000,h1\n'
      'the same on every row'),
     # Of several wrong values, the first in the columns' order.
     ('-1,a,4096,0,1,10,h1\n', 3, "field time: must be a number >= 0, "
-                                  "got '-1'"),
+                                 "got '-1'"),
     ('300,a,2048,2,9,10,\n', 3,
      'field booked_mb: vm a has 2048 here but 4096 on line 2'),
     ('0,a,4096,2,inf,10,h1\n', 3,
