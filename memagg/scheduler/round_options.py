@@ -19,6 +19,7 @@ memagg-api (to check an audit's parameters) and memagg-sim (to sweep
 them) read the option tables here.
 """
 import dataclasses
+import operator
 
 from memagg.conf import consolidation as conf_consolidation
 from memagg.drivers.consolidation import base
@@ -97,8 +98,13 @@ def fill_levels(host, algorithms):
             - mem_headroom)
 
 
+def vm_memory_of(algorithms):
+    """A VM's memory in the round's basis, MiB, as a function of the VM:
+    vm_memory for the many VMs of a round, the basis read once."""
+    return operator.attrgetter('booked_mb' if algorithms.memory_basis
+                               == 'booked' else 'wss_maxavg_mb')
+
+
 def vm_memory(vm, algorithms):
     """``vm``'s memory in the round's basis, MiB."""
-    if algorithms.memory_basis == 'booked':
-        return vm.booked_mb
-    return vm.wss_maxavg_mb
+    return vm_memory_of(algorithms)(vm)

@@ -52,7 +52,8 @@ class Views:
         self.window = algorithms.controls.fill_window
         self.peak = peak
         self.algorithms = algorithms
-        self.booked = algorithms.memory_basis == 'booked'
+        #: ``memory(vm)``: ``vm``'s memory in the round's basis, MiB.
+        self.memory = round_options.vm_memory_of(algorithms)
         self.hosts = {}
         self.rooms = {}
         self.weighed = {}
@@ -84,11 +85,6 @@ class Views:
         peak = self.peak
         peaks = sum([peak(vm.cpu_history, window) for vm in host.vms])
         return max(latest, peaks / host.cpu_total)
-
-    def memory(self, vm):
-        """``vm``'s memory in the round's basis, MiB (as
-        round_options.vm_memory)."""
-        return vm.booked_mb if self.booked else vm.wss_maxavg_mb
 
     def demand(self, vm):
         """``vm`` as placement weighs it: its cpu as its peak."""
@@ -191,12 +187,10 @@ class _Spare:
                 continue
             cpu, mem = shares(views.rooms[name])
             used = view.cpu_history[-1] if view.cpu_history else 0.0
-            used_mem = (sum([vm.booked_mb for vm in view.vms])
-                        if views.booked else
-                        sum([vm.wss_maxavg_mb for vm in view.vms]))
             self.left[name] = (
                 max(0.0, cpu - used) * view.cpu_total,
-                max(0.0, mem * view.mem_usable_mb - used_mem))
+                max(0.0, mem * view.mem_usable_mb
+                    - sum(map(views.memory, view.vms))))
         self._index = None
 
     def took(self, name, cpu, mem):
