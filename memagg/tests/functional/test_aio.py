@@ -66,9 +66,16 @@ def _get(url, session=None):
 
 def _in_log(proc, found, timeout, message, interval=0.1):
     """``found(log)``'s first true value as memagg-aio's log grows; fails
-    with the log when memagg-aio exits first."""
-    value = polling.wait_for(lambda: found(proc.log()) or not proc.alive(),
-                             timeout, interval=interval, message=message)
+    with the log when memagg-aio exits first, and with where its threads
+    wait too when the deadline passes."""
+    try:
+        value = polling.wait_for(
+            lambda: found(proc.log()) or not proc.alive(), timeout,
+            interval=interval, message=message)
+    except AssertionError as exc:
+        raise AssertionError('%s\nwhere memagg-aio waits:\n%s\nlog:\n%s' % (
+            exc, service_procs.kernel_waits(proc.proc.pid),
+            proc.log())) from None
     assert proc.alive(), proc.log()
     return value
 
