@@ -16,6 +16,7 @@ peaks, its VMs, and how far it may be filled (Views), and what the other
 hosts have left, to tell without placement that a host cannot be emptied
 (_Spare).
 """
+import itertools
 import math
 
 from memagg.drivers.consolidation import base
@@ -206,15 +207,19 @@ class _Spare:
 
     def _takers(self, rooms):
         """The hosts that may receive VMs, by decreasing cpu left, and
-        their sums: (takers, cpu, memory, slots, unlimited)."""
+        what they have left in all up to each of them: (takers, cpu
+        sums, memory sums, slots, unlimited); the sums' first item is 0."""
         if self._index is None:
             takers = sorted(
                 ((cpu, mem, name) for name, (cpu, mem) in self.left.items()
                  if rooms[name].moves != 0), reverse=True)
             slots = [rooms[name].moves for _, _, name in takers]
             self._index = (
-                takers, sum(cpu for cpu, _, _ in takers),
-                sum(mem for _, mem, _ in takers),
+                takers,
+                list(itertools.accumulate((cpu for cpu, _, _ in takers),
+                                          initial=0.0)),
+                list(itertools.accumulate((mem for _, mem, _ in takers),
+                                          initial=0.0)),
                 sum(moves for moves in slots if moves is not None),
                 sum(1 for moves in slots if moves is None))
         return self._index
@@ -224,13 +229,12 @@ class _Spare:
         passed rather than kept: a _Spare that kept it would make a
         reference cycle of every round's views, which only the cycle
         collector would free)."""
-        takers, cpu_left, mem_left, slots, unlimited = self._takers(
+        takers, cpu_sums, mem_sums, slots, unlimited = self._takers(
             views.rooms)
         own = self.left.get(name)
-        moves = views.rooms[name].moves if own else None
-        if own and views.rooms[name].moves != 0:
-            cpu_left -= own[0]
-            mem_left -= own[1]
+        own_takes = own is not None and views.rooms[name].moves != 0
+        if own_takes:
+            moves = views.rooms[name].moves
             if moves is None:
                 unlimited -= 1
             else:
@@ -242,31 +246,40 @@ class _Spare:
                         len(vms), slots, views.algorithms.controls
                         .max_migrations_per_host_hour))
         # Each VM must fit somewhere on its own, and all of them in what
-        # the others have left. A VM's cpu is a peak to compute: the
-        # largest VM first, then the sum of memory, then the others, the
-        # busiest by their latest samples first (the likeliest to fit
-        # nowhere).
+        # the hosts that could take the least of them have left (the
+        # others take none). The largest VM first, then the sums, then
+        # the others, the busiest by their latest samples first (the
+        # likeliest to fit nowhere).
         memory = [views.memory(vm) for vm in vms]
+        needs = [views.need_cpu(vm) for vm in vms]
         largest = max(range(len(vms)), key=memory.__getitem__)
-        order = [largest] + sorted(
-            (index for index in range(len(vms)) if index != largest),
-            key=lambda index: -(vms[index].cpu_history[-1]
-                                if vms[index].cpu_history else 0.0))
-        cpu = 0.0
-        for index in order:
-            need = views.need_cpu(vms[index])
-            cpu += need
-            lacking = self._fits_nowhere(name, takers, need, memory[index])
+        lacking = self._fits_nowhere(name, takers, needs[largest],
+                                     memory[largest])
+        if lacking:
+            return _nowhere(views, vms[largest], lacking, needs[largest],
+                            memory[largest])
+        # Takers are by decreasing cpu left: those with enough for the
+        # least of the VMs come first (a margin for the rounding of
+        # placement's own sums).
+        least = min(needs) - _MARGIN
+        count = _count_at_least(takers, least)
+        cpu_left, mem_left = cpu_sums[count], mem_sums[count]
+        if own_takes and own[0] >= least:
+            cpu_left -= own[0]
+            mem_left -= own[1]
+        if sum(memory) > mem_left + _MARGIN:
+            return _short(views, sum(memory), mem_left, 'MiB')
+        if sum(needs) > cpu_left + _MARGIN:
+            return _short(views, sum(needs), cpu_left, 'cpu')
+        for index in sorted(
+                (index for index in range(len(vms)) if index != largest),
+                key=lambda index: -(vms[index].cpu_history[-1]
+                                    if vms[index].cpu_history else 0.0)):
+            lacking = self._fits_nowhere(name, takers, needs[index],
+                                         memory[index])
             if lacking:
-                return ('VM %s fits on no other active host: %s: none has '
-                        '%.1f cpu and %.1f MiB (%s) left under its fill '
-                        'levels' % (vms[index].uuid, lacking, need,
-                                    memory[index],
-                                    views.algorithms.memory_basis))
-            if index == largest and sum(memory) > mem_left + 1e-9:
-                return _short(views, sum(memory), mem_left, 'MiB')
-        if cpu > cpu_left + 1e-9:
-            return _short(views, cpu, cpu_left, 'cpu')
+                return _nowhere(views, vms[index], lacking, needs[index],
+                                memory[index])
         return None
 
     @staticmethod
@@ -290,8 +303,33 @@ class _Spare:
         return 'cpu and memory'
 
 
+#: Slack on the checks' sums: placement adds the same numbers otherwise.
+_MARGIN = 1e-9
+
+
+def _count_at_least(takers, cpu):
+    """How many of ``takers`` (by decreasing cpu left) have ``cpu`` left
+    or more."""
+    low, high = 0, len(takers)
+    while low < high:
+        middle = (low + high) // 2
+        if takers[middle][0] >= cpu:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _nowhere(views, vm, lacking, need, memory):
+    return ('VM %s fits on no other active host: %s: none has %.1f cpu and '
+            '%.1f MiB (%s) left under its fill levels' % (
+                vm.uuid, lacking, need, memory,
+                views.algorithms.memory_basis))
+
+
 def _short(views, need, left, unit):
-    return ('its VMs need %.1f %s in all (%s); the other active hosts have '
-            '%.1f left under their fill levels' % (
+    return ('its VMs need %.1f %s in all (%s); the other active hosts '
+            'with room for any of them have %.1f left under their fill '
+            'levels' % (
                 need, unit, views.algorithms.memory_basis
                 if unit == 'MiB' else 'at their peaks', left))

@@ -584,6 +584,31 @@ def test_the_quick_checks_stop_where_placement_stops(conf, monkeypatch):
     assert migrations(plan) == [('i1', 'idle', 'busy', 'underload:cpu+memory')]
 
 
+def test_hosts_with_no_room_for_any_vm_count_for_nothing(conf,
+                                                         monkeypatch):
+    # idle's two VMs need 0.9 cores each at their peaks, 1.8 in all: a has
+    # 1.2 left under 0.8, b 0.6. Together they have 1.8, but b can take
+    # neither VM, and a one only: the round keeps idle without asking
+    # placement, which would have placed i1 on a and nothing after it.
+    algorithms = cons.load_algorithms(CONF.consolidation, dict(
+        SIMPLE, fill_window=2))
+    idle = host('idle', [vm('i1', 0.9, 50), vm('i2', 0.9, 50)])
+    a = host('a', [vm('a1', 6.8, 500)])
+    b = host('b', [vm('b1', 7.4, 500)])
+    assert algorithms.placement.place([a, b], idle.vms).unplaced
+    asked = []
+    place = algorithms.placement.place
+    monkeypatch.setattr(algorithms.placement, 'place',
+                        lambda *args: asked.append(args) or place(*args))
+    plan = cons.plan_round([idle, a, b], algorithms)
+    assert plan.underloaded == ['idle']
+    assert plan.actions == [] and asked == []
+    assert plan.kept['idle'] == (
+        'its VMs need 1.8 cpu in all (at their peaks); the other active '
+        'hosts with room for any of them have 1.2 left under their fill '
+        'levels')
+
+
 def test_a_round_given_its_detection_plans_as_one_that_detects(
         algorithms, monkeypatch):
     # idle is underloaded, a overloaded in memory, b neither: told so, the
