@@ -258,19 +258,24 @@ class _Spare:
         if lacking:
             return _nowhere(views, vms[largest], lacking, needs[largest],
                             memory[largest])
-        # Takers are by decreasing cpu left: those with enough for the
-        # least of the VMs come first (a margin for the rounding of
-        # placement's own sums).
-        least = min(needs) - _MARGIN
-        count = _count_at_least(takers, least)
-        cpu_left, mem_left = cpu_sums[count], mem_sums[count]
-        if own_takes and own[0] >= least:
-            cpu_left -= own[0]
-            mem_left -= own[1]
+        # The VMs that need a given cpu or more go only to the hosts with
+        # that much left (takers come by decreasing cpu left): for each
+        # VM's need, from the largest, what those VMs need in all must fit
+        # in what those hosts have left; with the least need, that is all
+        # of them, memory too. (A margin for the rounding of placement's
+        # own sums.)
+        total = 0.0
+        for need in sorted(needs, reverse=True):
+            total += need
+            count = _count_at_least(takers, need - _MARGIN)
+            cpu_left, mem_left = cpu_sums[count], mem_sums[count]
+            if own_takes and own[0] >= need - _MARGIN:
+                cpu_left -= own[0]
+                mem_left -= own[1]
+            if total > cpu_left + _MARGIN:
+                return _short(views, total, cpu_left, 'cpu', need)
         if sum(memory) > mem_left + _MARGIN:
-            return _short(views, sum(memory), mem_left, 'MiB')
-        if sum(needs) > cpu_left + _MARGIN:
-            return _short(views, sum(needs), cpu_left, 'cpu')
+            return _short(views, sum(memory), mem_left, 'MiB', need)
         for index in sorted(
                 (index for index in range(len(vms)) if index != largest),
                 key=lambda index: -(vms[index].cpu_history[-1]
@@ -327,9 +332,11 @@ def _nowhere(views, vm, lacking, need, memory):
                 views.algorithms.memory_basis))
 
 
-def _short(views, need, left, unit):
-    return ('its VMs need %.1f %s in all (%s); the other active hosts '
-            'with room for any of them have %.1f left under their fill '
-            'levels' % (
-                need, unit, views.algorithms.memory_basis
+def _short(views, need, left, unit, least):
+    """Why VMs needing ``need`` in all do not fit in the ``left`` of the
+    hosts with ``least`` cpu left or more."""
+    return ('its VMs that need %.1f cpu or more need %.1f %s in all (%s); '
+            'the other active hosts with that much cpu left have %.1f left '
+            'under their fill levels' % (
+                least, need, unit, views.algorithms.memory_basis
                 if unit == 'MiB' else 'at their peaks', left))

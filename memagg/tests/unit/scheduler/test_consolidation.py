@@ -584,29 +584,31 @@ def test_the_quick_checks_stop_where_placement_stops(conf, monkeypatch):
     assert migrations(plan) == [('i1', 'idle', 'busy', 'underload:cpu+memory')]
 
 
-def test_hosts_with_no_room_for_any_vm_count_for_nothing(conf,
-                                                         monkeypatch):
-    # idle's two VMs need 0.9 cores each at their peaks, 1.8 in all: a has
-    # 1.2 left under 0.8, b 0.6. Together they have 1.8, but b can take
-    # neither VM, and a one only: the round keeps idle without asking
-    # placement, which would have placed i1 on a and nothing after it.
+def test_the_hosts_that_can_take_the_largest_vms_must_hold_them_all(
+        conf, monkeypatch):
+    # idle's VMs need 0.9, 0.9 and 0.1 cores at their peaks, 1.9 in all:
+    # a has 1.2 left under 0.8, b and c 0.6 each. All of them have 2.4,
+    # but the two VMs of 0.9 go only to a, which holds one: the round
+    # keeps idle without asking placement, which would place one of them
+    # on a and not the other.
     algorithms = cons.load_algorithms(CONF.consolidation, dict(
         SIMPLE, fill_window=2))
-    idle = host('idle', [vm('i1', 0.9, 50), vm('i2', 0.9, 50)])
-    a = host('a', [vm('a1', 6.8, 500)])
-    b = host('b', [vm('b1', 7.4, 500)])
-    assert algorithms.placement.place([a, b], idle.vms).unplaced
+    idle = host('idle', [vm('i1', 0.9, 50), vm('i2', 0.9, 50),
+                         vm('i3', 0.1, 50)])
+    others = [host('a', [vm('a1', 6.8, 500)]), host('b', [vm('b1', 7.4, 500)]),
+              host('c', [vm('c1', 7.4, 500)])]
+    assert len(algorithms.placement.place(others, idle.vms).unplaced) == 1
     asked = []
     place = algorithms.placement.place
     monkeypatch.setattr(algorithms.placement, 'place',
                         lambda *args: asked.append(args) or place(*args))
-    plan = cons.plan_round([idle, a, b], algorithms)
+    plan = cons.plan_round([idle] + others, algorithms)
     assert plan.underloaded == ['idle']
     assert plan.actions == [] and asked == []
     assert plan.kept['idle'] == (
-        'its VMs need 1.8 cpu in all (at their peaks); the other active '
-        'hosts with room for any of them have 1.2 left under their fill '
-        'levels')
+        'its VMs that need 0.9 cpu or more need 1.8 cpu in all (at their '
+        'peaks); the other active hosts with that much cpu left have 1.2 '
+        'left under their fill levels')
 
 
 def test_a_round_given_its_detection_plans_as_one_that_detects(
