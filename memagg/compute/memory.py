@@ -169,7 +169,7 @@ class MemoryManager:
         self.sample_size = sampling.SampleSize.from_conf(conf.wss)
         self.qos = qos.WeightResolver(conf)
         self.reclaim = reclaim_mod.HostReclaim(conf)
-        self.observe = conf.compute.mode == conf_compute.OBSERVE
+        self.observe = conf_compute.observing(conf)
         # The VMs found ballooned in observe mode, said once each.
         self._left_ballooned = set()
         # Asked of Nova only when there is reclaim to opt out of.

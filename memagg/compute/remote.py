@@ -115,7 +115,7 @@ class RemoteMemory(remote_exports.ExportsMixin):
     @property
     def observe(self):
         """[compute] mode is observe: nothing is lent or asked for."""
-        return self.conf.compute.mode == conf_compute.OBSERVE
+        return conf_compute.observing(self.conf)
 
     # -- memagg-swapd's availability, logged once per outage ---------------
 

@@ -91,6 +91,12 @@ opts = [
 ]
 
 
+def observing(conf):
+    """Whether ``conf`` sets [compute] mode = observe: memagg-compute
+    measures and reports, and changes nothing."""
+    return conf.compute.mode == OBSERVE
+
+
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(opts, group=GROUP)
