@@ -126,7 +126,10 @@ def default_state_dir():
 
 def libvirt_uri():
     """qemu:///system when a libvirtd answers there, else test:///default."""
-    return SYSTEM_URI if libvirt_driver.answers(SYSTEM_URI) else TEST_URI
+    if libvirt_driver.answers(SYSTEM_URI):
+        LOG.info('libvirt answers at %s', SYSTEM_URI)
+        return SYSTEM_URI
+    return TEST_URI
 
 
 def _usable_dir(path):
