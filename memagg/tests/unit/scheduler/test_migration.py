@@ -21,6 +21,8 @@ migration started twice.
 """
 import collections
 import threading
+import time
+import types
 
 import pytest
 
@@ -31,6 +33,7 @@ from memagg.db import migrations as db_migrations
 from memagg.db import reports as db_reports
 from memagg.drivers.compute_api import base
 from memagg.drivers.compute_api import none
+from memagg.scheduler import live_migration
 from memagg.scheduler import migration
 from memagg.scheduler import plans
 from memagg.scheduler import states
@@ -192,10 +195,20 @@ class FakeNova(base.ComputeApi):
             self.reasons[host] = reason
 
 
+#: How much faster than real time the migrations' clock runs: their
+#: polls and timeouts keep their proportions, at a tenth of the wait.
+SPEED = 10
+
+
 @pytest.fixture
-def options(conf):
+def options(conf, monkeypatch):
     conf.config(group='consolidation', poll_interval=0.1, max_retries=2,
                 migration_timeout=60, max_migrations_per_host=1)
+    # poll_interval cannot be set under 0.1 s (a floor for Nova's sake):
+    # the clock the migrations poll and time out by runs faster instead.
+    monkeypatch.setattr(live_migration, 'time', types.SimpleNamespace(
+        sleep=lambda seconds: time.sleep(seconds / SPEED),
+        monotonic=lambda: time.monotonic() * SPEED))
     return conf
 
 
