@@ -16,6 +16,7 @@ peaks, its VMs, and how far it may be filled (Views), and what the other
 hosts have left, to tell without placement that a host cannot be emptied
 (_Spare).
 """
+import bisect
 import itertools
 import math
 
@@ -274,8 +275,9 @@ class _Spare:
                 mem_left -= own[1]
             if total > cpu_left + _MARGIN:
                 return _short(views, total, cpu_left, 'cpu', need)
-        if sum(memory) > mem_left + _MARGIN:
-            return _short(views, sum(memory), mem_left, 'MiB', need)
+        total_memory = sum(memory)
+        if total_memory > mem_left + _MARGIN:
+            return _short(views, total_memory, mem_left, 'MiB', need)
         for index in sorted(
                 (index for index in range(len(vms)) if index != largest),
                 key=lambda index: -(vms[index].cpu_history[-1]
@@ -315,14 +317,12 @@ _MARGIN = 1e-9
 def _count_at_least(takers, cpu):
     """How many of ``takers`` (by decreasing cpu left) have ``cpu`` left
     or more."""
-    low, high = 0, len(takers)
-    while low < high:
-        middle = (low + high) // 2
-        if takers[middle][0] >= cpu:
-            low = middle + 1
-        else:
-            high = middle
-    return low
+    return bisect.bisect_right(takers, -cpu, key=_less_cpu)
+
+
+def _less_cpu(taker):
+    # Takers by decreasing cpu left are in increasing order of this.
+    return -taker[0]
 
 
 def _nowhere(views, vm, lacking, need, memory):
