@@ -16,10 +16,9 @@ import pytest
 from werkzeug import test as werkzeug_test
 
 from memagg.api import app as api_app
-from memagg.common import rpc
 from memagg.conf import CONF
-from memagg.tests.functional import service_procs
 from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
+from memagg.tests.rpc_fixtures import unreachable_bus  # noqa: F401
 from memagg.tests.unit.api import data
 # The real scheduler manager behind the grant routes, for the modules that
 # ask for it.
@@ -46,16 +45,10 @@ def api(conf, sqlite_db):
 
 
 @pytest.fixture
-def unreachable_bus_api(conf, sqlite_db):
+def unreachable_bus_api(conf, sqlite_db, unreachable_bus):  # noqa: F811
     """The ``api`` fixture's client, with RabbitMQ's URL pointing at a port
     nothing listens on: every cast to memagg-scheduler fails after its
-    bounded retries."""
+    bounded retries (their waits recorded in ``unreachable_bus``)."""
     conf.config(auth_strategy='noauth', group='api')
-    conf.config(transport_url='rabbit://guest:guest@127.0.0.1:%d/'
-                % service_procs.free_port())
     data.load()
-    rpc.cleanup()
-    try:
-        yield Client(api_app.create_app(CONF))
-    finally:
-        rpc.cleanup()
+    return Client(api_app.create_app(CONF))

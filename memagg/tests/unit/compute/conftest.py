@@ -16,6 +16,7 @@ import pytest
 
 from memagg.compute import remote
 from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
+from memagg.tests.rpc_fixtures import unreachable_bus  # noqa: F401
 from memagg.tests.unit.compute import remote_fixtures as helpers
 
 

@@ -14,7 +14,6 @@
 bodies checked field by field, audits stored and cast to memagg-scheduler
 (a recording endpoint on oslo.messaging's fake driver)."""
 import threading
-import time
 
 import oslo_messaging as messaging
 import pytest
@@ -230,16 +229,14 @@ def test_execute_takes_no_body_fields(api, scheduler):
     assert response.json['errors'][0]['field'] == 'force'
 
 
-@pytest.mark.slow
-def test_an_unreachable_bus_is_503_and_fails_the_audit(unreachable_bus_api):
-    # The cast's bounded retries end: the API answers at once instead of
-    # hanging.
-    started = time.monotonic()
+def test_an_unreachable_bus_is_503_and_fails_the_audit(unreachable_bus_api,
+                                                       unreachable_bus):
+    # The cast's bounded retries end: the API answers instead of hanging.
     response = _post(unreachable_bus_api, '/v1/audits')
-    elapsed = time.monotonic() - started
 
     assert response.status_code == 503
-    assert elapsed < 30
+    # The driver waited between its attempts, seconds in all, not forever.
+    assert 0 < sum(unreachable_bus) < 30
     assert 'memagg-scheduler could not be reached' in \
         response.json['errors'][0]['detail']
     (failed,) = [a for a in _audits() if a.uuid != data.AUDIT]

@@ -14,7 +14,6 @@
 recommended one-action audit stored with its migration queued in one
 transaction, and the audit cast to memagg-scheduler for execution (a
 recording endpoint on oslo.messaging's fake driver)."""
-import time
 
 import pytest
 
@@ -186,17 +185,15 @@ def test_below_1_4_the_route_does_not_exist(api, scheduler):
     assert _migrations_of(data.INSTANCE_A) == []
 
 
-@pytest.mark.slow
 def test_an_unreachable_bus_is_503_and_fails_the_request(
-        unreachable_bus_api):
+        unreachable_bus_api, unreachable_bus):
     # The cast's bounded retries end; the migration and its audit are
     # failed so that neither blocks a later request.
-    started = time.monotonic()
     response = _post(unreachable_bus_api, MOVE_A)
-    elapsed = time.monotonic() - started
 
     assert response.status_code == 503
-    assert elapsed < 30
+    # The driver waited between its attempts, seconds in all, not forever.
+    assert 0 < sum(unreachable_bus) < 30
     (migration,) = _migrations_of(data.INSTANCE_A)
     assert migration.status == 'failed'
     assert 'could not be reached' in migration.error
