@@ -196,14 +196,16 @@ class FakeNova(base.ComputeApi):
 
 
 #: How much faster than real time the migrations' clock runs: their
-#: polls and timeouts keep their proportions, at a tenth of the wait.
-SPEED = 10
+#: polls take a millisecond, and the fixture's migration timeout (600 s on
+#: that clock) is still 6 s of real time for a fake Nova that answers in
+#: microseconds.
+SPEED = 100
 
 
 @pytest.fixture
 def options(conf, monkeypatch):
     conf.config(group='consolidation', poll_interval=0.1, max_retries=2,
-                migration_timeout=60, max_migrations_per_host=1)
+                migration_timeout=600, max_migrations_per_host=1)
     # poll_interval cannot be set under 0.1 s (a floor for Nova's sake):
     # the clock the migrations poll and time out by runs faster instead.
     monkeypatch.setattr(live_migration, 'time', types.SimpleNamespace(
