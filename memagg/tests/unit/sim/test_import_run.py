@@ -100,7 +100,7 @@ print(status, tracemalloc.get_traced_memory()[1])
 def _peak(fmt, src, out):
     done = subprocess.run(
         [sys.executable, '-c', PEAK, fmt, str(src), '-o', str(out),
-         '--chunk-mb', '0.125', '--quiet'],
+         '--chunk-mb', '0.03125', '--quiet'],
         capture_output=True, text=True, check=True, timeout=600)
     status, peak = done.stdout.split()
     assert status == '0', done.stderr
@@ -116,14 +116,15 @@ def _input_bytes(src):
 def test_memory_does_not_grow_with_the_vms(tmp_path, fmt):
     peaks, inputs = {}, {}
     for vms in (1, 100, 400):
-        src = _sources(tmp_path / str(vms), vms=vms, steps=12)[fmt]
+        src = _sources(tmp_path / str(vms), vms=vms, steps=6)[fmt]
         peaks[vms] = _peak(fmt, src, tmp_path / ('%d.csv' % vms))
         inputs[vms] = _input_bytes(src)
     assert sim_trace.read_trace(tmp_path / '400.csv').vms == 400
     # Above what loading the code takes (the 1-VM run): four times the
-    # VMs and input add little (a spill bucket holds the same rows; only
-    # Alibaba's sizes per container grow), and the 400 VMs' rows (144,000
-    # for Alibaba) would take tens of MiB if they were all held.
+    # VMs and input add little (a spill bucket of 32 KiB of input holds
+    # the same rows; only Alibaba's sizes per container grow), and the 400
+    # VMs' rows (72,000 for Alibaba) would take tens of MiB if they were
+    # all held.
     small, big = peaks[100] - peaks[1], peaks[400] - peaks[1]
     assert big <= 2 * small + (256 << 10)
     assert big < inputs[400] / 4
