@@ -48,6 +48,28 @@ class _Grants:
         return self.states.pop(0) if len(self.states) > 1 else self.states[0]
 
 
+class _Clock:
+    """The command's clock: a sleep passes at once, and is recorded."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch):
+    fake = _Clock()
+    monkeypatch.setattr(grants, 'time', fake)
+    return fake
+
+
 def _run(manager, *args):
     app = types.SimpleNamespace(client_manager=types.SimpleNamespace(
         memagg=types.SimpleNamespace(grants=manager)))
@@ -67,12 +89,14 @@ def test_without_wait_the_answer_is_shown_as_it_came():
     assert manager.created == [(INSTANCE, 200)] and manager.gets == 0
 
 
-def test_wait_follows_the_grant_until_it_is_active():
+def test_wait_follows_the_grant_until_it_is_active(clock):
     manager = _Grants(_grant('pending'), _grant('active'))
 
     shown = _run(manager, '--wait')
 
     assert shown['status'] == 'active' and manager.gets == 2
+    # A look a second, as "openstack server create --wait" takes.
+    assert clock.slept == [1, 1]
 
 
 def test_a_failed_grant_is_an_error_with_its_reason():
@@ -85,9 +109,14 @@ def test_a_failed_grant_is_an_error_with_its_reason():
         'grant %s failed: host-1 could not attach it: down' % UUID)
 
 
-def test_a_grant_still_pending_at_the_deadline_is_an_error():
+def test_a_grant_still_pending_at_the_deadline_is_an_error(clock):
     manager = _Grants(_grant('pending'))
 
+    with pytest.raises(exceptions.CommandError) as caught:
+        _run(manager, '--wait', '3')
+
+    assert 'still pending after 3 s' in str(caught.value)
+    assert clock.slept == [1, 1, 1]
     with pytest.raises(exceptions.CommandError) as caught:
         _run(manager, '--wait', '0')
 
