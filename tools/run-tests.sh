@@ -32,6 +32,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${MEMAGG_SKIP_SETUP:-0}" = 1 ] || ./tools/setup.sh
 
+# Python's bytecode caches kept: the suite starts hundreds of Python
+# processes (services, tools, workers) that import memagg, and pytest
+# rewrites every test module per worker; without caches each one compiles
+# them again (the unit tier's collection: 6 s instead of 10 s).
+unset PYTHONDONTWRITEBYTECODE
+
 # Short paths: tests put unix sockets under their tmp_path (108 bytes at
 # most), and each lane needs a basetemp of its own, as pytest prunes old
 # numbered ones.
