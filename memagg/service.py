@@ -41,6 +41,7 @@ import oslo_messaging as messaging
 from memagg.common import context as memagg_context
 from memagg.common import exceptions
 from memagg.common import guru
+from memagg.common import retry
 from memagg.common import rpc
 from memagg.conf import CONF
 from memagg.db import facade as db_facade
@@ -50,9 +51,11 @@ from memagg.objects import base as objects_base
 
 LOG = logging.getLogger(__name__)
 
-# Seconds between two "still retrying" log lines: doubling, then capped.
-_CONNECT_LOG_FIRST = 1.0
-_CONNECT_LOG_MAX = 60.0
+# The RPC server's start is tried again until the service stops, 1 s after
+# its first failure, doubling up to a minute; the "still retrying" lines
+# of a bus not reached yet come at the same intervals.
+_CONNECT_RETRIES = retry.Policy(attempts=None, interval=1.0, doubling=True,
+                                max_interval=60.0)
 # How long run()'s main thread blocks at most before it runs the Python
 # handlers of signals that the kernel gave to another thread.
 _SIGNAL_CHECK_S = 0.5
@@ -138,26 +141,28 @@ class Service:
         self._threads.append(thread)
         return thread
 
+    def _start_server(self):
+        server = rpc.get_server(
+            self.topic, self.host, [self.manager],
+            serializer=objects_base.MemaggObjectSerializer())
+        server.start()
+        return server
+
     def _connect(self):
         # server.start() blocks inside oslo.messaging while it reconnects;
         # this thread is a daemon so a stop during that wait does not hang.
-        delay = _CONNECT_LOG_FIRST
-        while True:
-            server = rpc.get_server(
-                self.topic, self.host, [self.manager],
-                serializer=objects_base.MemaggObjectSerializer())
-            try:
-                server.start()
-                break
-            except Exception as exc:
-                # oslo.messaging gives up on errors other than an
-                # unreachable bus (e.g. a queue declared with other
-                # arguments); a new server is tried after a pause.
-                LOG.error('%s could not start its RPC server: %s; trying '
-                          'again in %.0f s', self.binary, exc, delay)
-                if self._stop.wait(delay):
-                    return
-                delay = min(delay * 2, _CONNECT_LOG_MAX)
+        # oslo.messaging gives up on errors other than an unreachable bus
+        # (e.g. a queue declared with other arguments): a new server is
+        # tried after a pause, for as long as the service runs.
+        try:
+            server = retry.call(
+                self._start_server, what='%s starting its RPC server'
+                % self.binary, policy=_CONNECT_RETRIES, retry_on=Exception,
+                stop=self._stop)
+        except Exception:
+            # The attempts are unlimited: only the service's stop ends
+            # them.
+            return
         self._server = server
         if self._stop.is_set():
             server.stop()
@@ -173,17 +178,17 @@ class Service:
             self._spawn('%s-%s' % (self.binary, task.name), self._loop, task)
 
     def _log_connecting(self):
-        waited = 0.0
-        delay = _CONNECT_LOG_FIRST
-        while not self._stop.wait(delay):
-            if self.connected.is_set():
+        waited, lines = 0.0, 0
+        while True:
+            delay = _CONNECT_RETRIES.wait(lines + 1)
+            if self._stop.wait(delay) or self.connected.is_set():
                 return
             waited += delay
+            lines += 1
             LOG.warning('%s: not connected to the message bus %s after '
                         '%.0f s; still retrying with backoff (the service '
                         'keeps running)', self.binary, rpc.bus_description(),
                         waited)
-            delay = min(delay * 2, _CONNECT_LOG_MAX)
 
     def _heartbeat(self):
         db_services.service_heartbeat(self.manager.admin_context, self.host,

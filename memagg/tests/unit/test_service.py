@@ -10,10 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.service.run's signal handling, in a process of its own."""
+"""memagg.service: run()'s signal handling, in a process of its own; a
+Service whose RPC server fails to start tries again until it stops."""
+import logging
 import subprocess
 import sys
 import textwrap
+
+from memagg.common import retry
+from memagg.common import rpc
+from memagg import service
+from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
 
 # A service whose thread receives the SIGTERM, as the kernel may hand a
 # signal sent to the process to any of its threads.
@@ -56,3 +63,59 @@ def test_a_sigterm_taken_by_another_thread_still_stops_the_services():
     done = subprocess.run([sys.executable, '-c', _CHILD],
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, 'stopped\n'), done.stderr
+
+
+def test_an_rpc_server_that_fails_to_start_is_tried_again(
+        fake_rpc, sqlite_db, monkeypatch, caplog):  # noqa: F811
+    # oslo.messaging gives up on some errors (a queue declared with other
+    # arguments): the service makes a new server after a pause, the
+    # pauses doubling, and serves once one starts.
+    starts = []
+    made = rpc.get_server
+
+    def get_server(*args, **kwargs):
+        server = made(*args, **kwargs)
+        start = server.start
+
+        def start_or_fail():
+            starts.append(server)
+            if len(starts) < 3:
+                raise RuntimeError('PRECONDITION_FAILED')
+            start()
+
+        server.start = start_or_fail
+        return server
+
+    monkeypatch.setattr(rpc, 'get_server', get_server)
+    monkeypatch.setattr(service, '_CONNECT_RETRIES', retry.Policy(
+        attempts=None, interval=0.1, doubling=True))
+    svc = service.Service('memagg-test', 'memagg-test',
+                          service.Manager(host='node-a'))
+    with caplog.at_level(logging.WARNING, logger=retry.__name__):
+        svc.start()
+        try:
+            assert svc.connected.wait(10), starts
+        finally:
+            svc.stop()
+    assert len(starts) == 3 and len(set(map(id, starts))) == 3
+    waits = [r.getMessage() for r in caplog.records
+             if r.name == retry.__name__]
+    assert [w.split('; ')[1] for w in waits] == [
+        'trying again in 0.1 s: PRECONDITION_FAILED',
+        'trying again in 0.2 s: PRECONDITION_FAILED'], waits
+    assert waits[0].startswith('memagg-test starting its RPC server failed '
+                               '(attempt 1 of unlimited)'), waits
+
+
+def test_a_stop_ends_the_retries_of_a_server_start(
+        fake_rpc, sqlite_db, monkeypatch):  # noqa: F811
+    def get_server(*args, **kwargs):
+        raise RuntimeError('PRECONDITION_FAILED')
+
+    monkeypatch.setattr(rpc, 'get_server', get_server)
+    svc = service.Service('memagg-test', 'memagg-test',
+                          service.Manager(host='node-a'))
+    svc.start()
+    svc.stop()
+    assert not svc.connected.is_set()
+    assert not svc._rpc_thread.is_alive()
