@@ -35,10 +35,13 @@ class Stopped(Exception):
 class Policy:
     """Up to ``attempts`` attempts (None: no limit), ``interval`` s apart,
     doubled after each failure when ``doubling``, at most
-    ``max_interval`` s."""
+    ``max_interval`` s; with ``within``, no attempt starts more than
+    ``within`` s after the first."""
 
-    def __init__(self, attempts, interval, doubling=False, max_interval=None):
+    def __init__(self, attempts, interval, doubling=False, max_interval=None,
+                 within=None):
         self.attempts = attempts
+        self.within = within
         #: tenacity's wait strategy for these waits.
         if doubling:
             self.waits = tenacity.wait_exponential(
@@ -55,17 +58,20 @@ class Policy:
 
     def stop(self):
         """tenacity's stop condition for these attempts."""
-        if self.attempts is None:
-            return tenacity.stop_never
-        return tenacity.stop_after_attempt(self.attempts)
+        stops = [] if self.attempts is None else [
+            tenacity.stop_after_attempt(self.attempts)]
+        if self.within is not None:
+            stops.append(tenacity.stop_after_delay(self.within))
+        return tenacity.stop_any(*stops) if stops else tenacity.stop_never
 
 
 def call(func, *args, what, policy, retry_on, except_for=(), stop=None,
-         sleep=time.sleep):
+         sleep=time.sleep, level=logging.WARNING):
     """``func(*args)``, tried again after an error of ``retry_on`` (an
     exception class or tuple) that is not one of ``except_for``, as
-    ``policy`` says; ``what`` names the call in the WARNING logged before
-    each wait. Returns what ``func`` returns; raises its last error once
+    ``policy`` says; ``what`` names the call in the line logged at
+    ``level`` (WARNING; DEBUG where failures are expected) before each
+    wait. Returns what ``func`` returns; raises its last error once
     the attempts are used or ``stop`` (a threading.Event) is set, at once
     an error it is not tried again for, and ``Stopped`` when ``stop`` is
     set during a wait."""
@@ -77,10 +83,10 @@ def call(func, *args, what, policy, retry_on, except_for=(), stop=None,
             raise Stopped(what)
 
     def log(state):
-        LOG.warning('%s failed (attempt %d of %s); trying again in %.1f s: '
-                    '%s', what, state.attempt_number,
-                    policy.attempts or 'unlimited', state.upcoming_sleep,
-                    state.outcome.exception())
+        LOG.log(level, '%s failed (attempt %d of %s); trying again in %.1f '
+                's: %s', what, state.attempt_number,
+                policy.attempts or 'unlimited', state.upcoming_sleep,
+                state.outcome.exception())
 
     def again(exc):
         return isinstance(exc, retry_on) and not isinstance(exc, except_for)

@@ -21,12 +21,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 
 import libvirt
 from oslo_log import log as logging
 
 from memagg.common import exceptions
+from memagg.common import retry
 from memagg.demo import guest as guest_mod
 from memagg.demo import swap as swap_mod
 from memagg.drivers.hypervisor import base as hypervisor
@@ -55,8 +55,9 @@ DONOR_MB = 256
 #: Seconds a guest's grant may take: its instance must be reported first.
 GRANT_TIMEOUT = 120
 
-#: Seconds between asks for a grant while the instance is not reported.
-GRANT_RETRY_S = 1
+#: A guest's grant is asked again a second after memagg answered that its
+#: instance is not reported yet, for GRANT_TIMEOUT s.
+GRANT_RETRIES = retry.Policy(attempts=None, interval=1, within=GRANT_TIMEOUT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,7 +226,7 @@ class DemoCloud:
             try:
                 self._use_remote(workload, guest)
             except (exceptions.MemaggException, guest_mod.GuestError,
-                    OSError) as exc:
+                    OSError, retry.Stopped) as exc:
                 if not self._stop.is_set():
                     self.say('demo: %s got no remote memory in use: %s'
                              % (workload.name, str(exc).splitlines()[0]))
@@ -233,16 +234,14 @@ class DemoCloud:
     def _use_remote(self, workload, guest):
         """Grant the guest remote memory, wait for its swap on it, then
         have it write more than its RAM holds."""
-        deadline = time.monotonic() + GRANT_TIMEOUT
-        while True:
-            try:
-                grant = self.grant(guest.uuid, workload.grant_mb)
-                break
-            except exceptions.NotFound:
-                # memagg-compute has not reported the guest yet.
-                if (time.monotonic() > deadline
-                        or self._stop.wait(GRANT_RETRY_S)):
-                    raise
+        # NotFound: memagg-compute has not reported the guest yet (its
+        # first period), which is expected, so the waits are logged at
+        # DEBUG.
+        grant = retry.call(
+            self.grant, guest.uuid, workload.grant_mb,
+            what='the grant for %s' % workload.name, policy=GRANT_RETRIES,
+            retry_on=exceptions.NotFound, stop=self._stop,
+            level=logging.DEBUG)
         dev = guest.wait_swap_disk(hypervisor.swap_serial(grant['uuid']),
                                    GRANT_TIMEOUT)
         self.say('demo: %s swaps to remote memory: grant %s of %d MiB from '

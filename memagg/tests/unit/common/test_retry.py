@@ -13,6 +13,7 @@
 """memagg's one way of trying a failed call again
 (memagg/common/retry.py)."""
 import threading
+import time
 
 import pytest
 
@@ -53,6 +54,18 @@ def test_the_last_error_is_raised_once_the_attempts_are_used():
     assert func.calls == 3 and waits == [0.5, 0.5]
 
 
+def test_no_attempt_starts_after_the_policys_time():
+    func = Flaky(*[OSError(str(i)) for i in range(1000)])
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        retry.call(func, what='x', retry_on=OSError, policy=retry.Policy(
+            attempts=None, interval=0.05, within=0.2))
+    # tenacity stops once an attempt fails at least ``within`` s after
+    # the first began: never before, and after waits between attempts.
+    assert time.monotonic() - started >= 0.2
+    assert func.calls >= 2
+
+
 def test_an_error_not_retried_is_raised_at_once():
     func = Flaky(KeyError('no'), OSError('later'))
     with pytest.raises(KeyError):
@@ -78,9 +91,10 @@ def test_stop_ends_a_wait_at_once(monkeypatch):
     func = Flaky(OSError('out'), OSError('out'))
 
     class Log:
-        """The WARNING before the wait: the service stops right then."""
+        """The line logged before the wait: the service stops right
+        then."""
 
-        def warning(self, *args):
+        def log(self, *args):
             stop.set()
 
     monkeypatch.setattr(retry, 'LOG', Log())

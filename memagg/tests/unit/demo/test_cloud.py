@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 from memagg.common import exceptions
+from memagg.common import retry
 from memagg.demo import cloud
 from memagg.demo import guest
 from memagg.scheduler import rpcapi as scheduler_rpcapi
@@ -115,7 +116,8 @@ REMOTE = next(w for w in cloud.WORKLOADS if w.grant_mb)
 
 
 def test_the_guest_that_outgrows_its_ram_swaps_to_its_grant(monkeypatch):
-    monkeypatch.setattr(cloud, 'GRANT_RETRY_S', 0.01)
+    monkeypatch.setattr(cloud, 'GRANT_RETRIES', retry.Policy(
+        attempts=None, interval=0.01, within=cloud.GRANT_TIMEOUT))
     asked = []
 
     def grant(instance_uuid, size_mb):
