@@ -49,15 +49,6 @@ class ServerError(Exception):
     """A server did not start, did not answer, or refused a request."""
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process (all its threads), in seconds."""
-    with open('/proc/%d/stat' % pid) as f:
-        # The command name may hold spaces and parentheses: fields are
-        # counted from the last ')'.
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
 def _wait(predicate, proc_list, what, timeout=READY_TIMEOUT):
     deadline = time.monotonic() + timeout
     while True:

@@ -100,7 +100,6 @@ import argparse
 import os
 import secrets
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -116,7 +115,10 @@ from memagg.tests.functional import nova_libvirt
 from memagg.tests.functional import two_hosts
 from memagg.tests import polling
 
-MIB = 1 << 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _migration_cases as measure  # noqa: E402
+
+MIB = measure.MIB
 SLAB_SIZE = 64 * MIB
 MIGRATION_TIMEOUT = 600
 BOOT_TIMEOUT = 180
@@ -124,10 +126,6 @@ BOOT_TIMEOUT = 180
 SETTLE_TIMEOUT = 300
 # A rebuild reads the whole export from the donor over loopback.
 REBUILD_TIMEOUT = 300
-BYTES_TARGET = 0.6
-TIME_SPREAD_TARGET = 1.5
-PEER_A = 'peer-a'
-PEER_B = 'peer-b'
 # Where each host keeps its guests' local disks: a directory of its own
 # (hypervisor_hosts gives host B its own /var/lib/libvirt), as Nova's
 # instances_path on hosts without shared storage.
@@ -166,49 +164,6 @@ class HostSwapd(two_hosts.Swapd):
         if isinstance(self.host, hypervisor_hosts.HostB):
             return self.host.command(argv)
         return argv
-
-
-# -- one case
-
-class Case:
-    """One guest moved from host B to host A; see the module."""
-
-    def __init__(self, name, share, swap):
-        self.name = name
-        self.share = share          # wanted share of the guest's memory
-        self.swap = swap            # None, 'memagg' or 'local'
-        self.remote_kb = 0
-        self.used_kb = 0
-        self.stored_mb = None
-        self.grant = None
-        self.prepare_s = 0.0
-        self.result = None
-        self.disk_copied = 0
-        self.steps = []             # (step, seconds) of the whole case
-        self.times = []             # of each migration (there and back)
-        self.rebuilds = []          # memagg: seconds of each move's rebuild
-
-    @property
-    def measured_share(self):
-        total = self.remote_kb + self.used_kb
-        return self.remote_kb / total if total else 0.0
-
-    @property
-    def disk_bytes(self):
-        """The local disk's copy: libvirt's disk_processed, or, where its
-        completed job leaves it out, what the copy allocated in the
-        destination's file."""
-        return self.result.job.get('disk_processed') or self.disk_copied
-
-    @property
-    def bytes(self):
-        if self.result.job.get('disk_processed'):
-            return self.result.data_processed  # memory and disk
-        return self.result.data_processed + self.disk_copied
-
-    @property
-    def seconds(self):
-        return statistics.median(self.times)
 
 
 class Bench:
@@ -514,75 +469,6 @@ def _sparse_file(path, size):
     os.chmod(path, 0o666)
 
 
-# -- output
-
-def _ratio(x, y):
-    return x / y if y else float('inf')
-
-
-def print_table(cases, middle):
-    """The table: one row per case, ratios to peer-a and peer-b."""
-    a, b = cases[PEER_A], cases[PEER_B]
-    print('%-10s | %6s %9s %9s | %10s %7s | %-11s | %-11s' % (
-        'case', 'share', 'remote', 'stored', 'bytes', 'time', 'vs peer-a',
-        'vs peer-b'))
-    print('%-10s | %6s %9s %9s | %10s %7s | %5s %5s | %5s %5s' % (
-        '', '%', 'MiB', 'MiB', 'MiB', 's', 'bytes', 'time', 'bytes',
-        'time'))
-    for name, case in cases.items():
-        stored = ('%9.1f' % case.stored_mb if case.stored_mb is not None
-                  else '%9s' % '-')
-        print('%-10s | %6.1f %9.1f %s | %10.1f %7.2f | %4.2fx %4.2fx | '
-              '%4.2fx %4.2fx' % (
-                  name, 100 * case.measured_share, case.remote_kb / 1024,
-                  stored, case.bytes / MIB, case.seconds,
-                  _ratio(case.bytes, a.bytes),
-                  _ratio(case.seconds, a.seconds),
-                  _ratio(case.bytes, b.bytes),
-                  _ratio(case.seconds, b.seconds)))
-    for name, case in cases.items():
-        job = case.result.job
-        print('%s: times %s s; first: migrate call %.2f s (libvirt job '
-              '%.2f s, its setup %.2f s, downtime %d ms), prepare %.2f s, '
-              'memory %.1f MiB processed, disk %.1f MiB, normal pages %.1f '
-              'MiB' % (
-                  name, ' '.join('%.2f' % t for t in case.times),
-                  case.result.seconds, job.get('time_elapsed', 0) / 1000,
-                  job.get('setup_time', 0) / 1000, job.get('downtime', 0),
-                  case.prepare_s,
-                  (case.result.memory_processed or 0) / MIB,
-                  case.disk_bytes / MIB,
-                  job.get('memory_normal_bytes', 0) / MIB)
-              + ('; rebuilds after the moves (untimed) %s s' % ' '.join(
-                  '%.2f' % t for t in case.rebuilds) if case.rebuilds
-                 else ''))
-
-
-def verdicts(cases, middle, low, high):
-    """Lines 'target: ... met|missed'."""
-    a, b, mid = cases[PEER_A], cases[PEER_B], cases[middle]
-    out = []
-
-    def line(what, value, ok):
-        out.append('target: %s: %s %s' % (what, value,
-                                          'met' if ok else 'missed'))
-    line('%s bytes <= %.1fx peer-a' % (middle, BYTES_TARGET),
-         '%.2fx' % _ratio(mid.bytes, a.bytes),
-         mid.bytes <= BYTES_TARGET * a.bytes)
-    line('%s time <= %.1fx peer-a' % (middle, BYTES_TARGET),
-         '%.2fx' % _ratio(mid.seconds, a.seconds),
-         mid.seconds <= BYTES_TARGET * a.seconds)
-    line('%s bytes < peer-b' % middle, '%.2fx' % _ratio(mid.bytes, b.bytes),
-         mid.bytes < b.bytes)
-    line('%s time < peer-b' % middle,
-         '%.2fx' % _ratio(mid.seconds, b.seconds), mid.seconds < b.seconds)
-    if low != high:
-        spread = _ratio(cases[high].seconds, cases[low].seconds)
-        line('time %s / %s <= %.1fx' % (high, low, TIME_SPREAD_TARGET),
-             '%.2fx' % spread, spread <= TIME_SPREAD_TARGET)
-    return out
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--guest-mb', type=int, default=1024,
@@ -638,9 +524,10 @@ def main():
     args.disk_mb = -(-args.guest_mb * MIB // SLAB_SIZE) * SLAB_SIZE // MIB
     middle_share = shares[len(shares) // 2]
     middle = 'memagg-%d' % middle_share
-    plan = [Case(PEER_A, 0, None)]
-    plan += [Case('memagg-%d' % s, s / 100, 'memagg') for s in shares]
-    plan.append(Case(PEER_B, middle_share / 100, 'local'))
+    plan = [measure.Case(measure.PEER_A, 0, None)]
+    plan += [measure.Case('memagg-%d' % s, s / 100, 'memagg')
+             for s in shares]
+    plan.append(measure.Case(measure.PEER_B, middle_share / 100, 'local'))
 
     print('live migration host B -> host A as Nova makes it, %d MiB TCG '
           'guest (anonymous memory), %d MiB of random data, guests moved '
@@ -687,12 +574,12 @@ def main():
             print('--- %s\n%s' % (daemon.name, daemon.log()[-3000:]),
                   file=sys.stderr)
         return 1
-    print_table(cases, middle)
+    measure.print_table(cases, middle)
     low, high = 'memagg-%d' % shares[0], 'memagg-%d' % shares[-1]
     if low != high:
-        print('time %s / %s: %.2fx' % (high, low, _ratio(
+        print('time %s / %s: %.2fx' % (high, low, measure.ratio(
             cases[high].seconds, cases[low].seconds)))
-    for line in verdicts(cases, middle, low, high):
+    for line in measure.verdicts(cases, middle, low, high):
         print(line)
     print('run time: %.0f s' % (time.monotonic() - started))
     if problems:

@@ -58,7 +58,6 @@ import multiprocessing
 import os
 import pathlib
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -81,6 +80,9 @@ from memagg.scheduler import rpcapi
 from memagg.tests import db_backends
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _gauges  # noqa: E402
 
 
 def make_report(node, instances, age=0):
@@ -269,34 +271,6 @@ def _sender(index, args, options, path, counter, ready, go, start):
     notifications.cleanup()
 
 
-def _proc_cpu(pid):
-    """CPU seconds (user + system) process ``pid`` has used."""
-    with open('/proc/%d/stat' % pid) as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-def _proc_rss_mb(pid):
-    with open('/proc/%d/status' % pid) as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
-
-
-def _queue_depth(vhost, queue):
-    """(ready, unacknowledged) messages of ``queue``, from rabbitmqctl."""
-    out = subprocess.run(
-        ['rabbitmqctl', '-q', 'list_queues', '-p', vhost, 'name',
-         'messages_ready', 'messages_unacknowledged'],
-        capture_output=True, text=True, timeout=60).stdout
-    for line in out.splitlines():
-        cols = line.split()
-        if cols and cols[0] == queue:
-            return int(cols[1]), int(cols[2])
-    return 0, 0
-
-
 def _max_sample_id():
     with db_facade.get_engine().connect() as conn:
         return conn.execute(sa.select(sa.func.max(
@@ -382,11 +356,11 @@ def fleet_phase(args, workdir, db_url, server, workers, path):
                 sys.exit('a sender failed (exit %s)' % [
                     sender.exitcode for sender in senders])
             stored = (_max_sample_id() - base_id) // args.instances
-            ready, unacked = _queue_depth('/', queue)
+            ready, unacked = _gauges.queue_depth('/', queue)
             row = dict(t=now - start_at, sent=counter.value, stored=stored,
                        ready=ready, unacked=unacked,
-                       cpu=[_proc_cpu(pid) for pid in pids],
-                       rss=[_proc_rss_mb(pid) for pid in pids])
+                       cpu=[_gauges.cpu_seconds(pid) for pid in pids],
+                       rss=[_gauges.rss_mb(pid) for pid in pids])
             rows.append(row)
             print('%6.0f %8d %8d %6d %7d %7d  %-24s %s' % (
                 row['t'], row['sent'], stored, row['sent'] - stored, ready,

@@ -76,6 +76,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _nbd_peers as peers  # noqa: E402
+import _gauges  # noqa: E402
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -129,9 +130,9 @@ def fio(server, args, rw, bs, qd, runtime_ms=None):
 def cell(server, args, rw, qd):
     """Run one cell once; (iops, p50 us, p99 us, bytes, CPU s per process
     in the order of server.pids)."""
-    before = [peers.cpu_seconds(pid) for pid in server.pids]
+    before = [_gauges.cpu_seconds(pid) for pid in server.pids]
     job = fio(server, args, rw, '4k', qd, int(args.runtime * 1000))
-    after = [peers.cpu_seconds(pid) for pid in server.pids]
+    after = [_gauges.cpu_seconds(pid) for pid in server.pids]
     side = job['read' if rw == 'randread' else 'write']
     if not side['io_bytes']:
         raise RunError('fio %s qd %d moved no data' % (rw, qd))
