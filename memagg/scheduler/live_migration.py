@@ -25,6 +25,7 @@ import time
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from memagg.common import retry
 from memagg.db import migrations as db_migrations
 from memagg.drivers.compute_api import base as compute_api
 from memagg.scheduler import plans
@@ -46,6 +47,14 @@ class Outcome:
     status: str
     error: str = None
     known_duration: bool = True
+
+
+class _StillToMove(Exception):
+    """An attempt ended with the VM still on its source: tried again."""
+
+    def __init__(self, outcome):
+        super().__init__(outcome.error)
+        self.outcome = outcome
 
 
 class MigrationRun:
@@ -70,21 +79,42 @@ class MigrationRun:
             outcome = self._resumed()
         else:
             outcome = Outcome(states.RUNNING)
-        while outcome.status == states.RUNNING:
-            if outcome.error is not None:
-                db_migrations.migration_attempt_failed(
-                    self.context, self.migration.id, outcome.error,
-                    self.bytes)
-            if self.migration.attempts > self.opts.max_retries:
-                outcome = Outcome(
-                    states.FAILED, '%s (after %d attempts)' % (
-                        outcome.error, self.migration.attempts),
-                    known_duration=outcome.known_duration)
-                break
+        if outcome.status == states.RUNNING:
+            outcome = self._attempts(outcome)
+        self._end(outcome)
+
+    def _attempts(self, outcome):
+        """Attempts from ``outcome`` (the VM still to move) until one ends
+        it: max_retries + 1 in all, those the DB counts already included,
+        poll_interval seconds apart (memagg.common.retry)."""
+        try:
+            self._record_failure(outcome)
+            left = self.opts.max_retries + 1 - self.migration.attempts
+            if left <= 0:
+                raise _StillToMove(outcome)
             if self.migration.attempts:
                 time.sleep(self.opts.poll_interval)
-            outcome = self._attempt()
-        self._end(outcome)
+            return retry.call(
+                self._attempt_to_end, what='the live migration of %s to %s'
+                % (self.vm, self.action.dest_host),
+                policy=retry.Policy(left, self.opts.poll_interval),
+                retry_on=_StillToMove, sleep=time.sleep)
+        except _StillToMove as exc:
+            return Outcome(states.FAILED, '%s (after %d attempts)' % (
+                exc.outcome.error, self.migration.attempts),
+                known_duration=exc.outcome.known_duration)
+
+    def _attempt_to_end(self):
+        outcome = self._attempt()
+        if outcome.status == states.RUNNING:
+            self._record_failure(outcome)
+            raise _StillToMove(outcome)
+        return outcome
+
+    def _record_failure(self, outcome):
+        if outcome.error is not None:
+            db_migrations.migration_attempt_failed(
+                self.context, self.migration.id, outcome.error, self.bytes)
 
     def _resumed(self):
         """The outcome of the attempt the DB says was running when the
