@@ -13,8 +13,11 @@
 """Small traces in the three public formats memagg-sim import reads,
 written by the tests themselves (no real trace data): the shape of each
 format's files with made-up values."""
+import csv
 import json
 import pathlib
+
+from memagg.sim import trace_import
 
 BITBRAINS_HEADER = (
     'Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\t'
@@ -165,3 +168,17 @@ def write_fleet(root, fmt, vms, steps, seed, machine_gib=128,
                                memory=booked[vm] / machine_gib)
               for vm in range(vms)]
     return write_google(root, usage, events)
+
+
+def run(capsys, *argv):
+    """memagg-sim import with ``argv``, in this process: (exit status,
+    stdout, stderr)."""
+    status = trace_import.main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def rows(path):
+    """The rows of CSV file ``path``, as dicts."""
+    with open(path, newline='') as stream:
+        return list(csv.DictReader(stream))

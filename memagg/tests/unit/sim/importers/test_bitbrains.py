@@ -13,23 +13,12 @@
 """memagg-sim import bitbrains on GWA-T-12-shaped files the test writes:
 the mapping cell by cell, the clock, months, gaps, drops, the window and
 --max-vms."""
-import csv
 
-from memagg.sim import trace_import
 from memagg.tests.unit.sim import import_fixtures as fx
+from memagg.tests.unit.sim.import_fixtures import rows
+from memagg.tests.unit.sim.import_fixtures import run
 
 T0 = fx.T0
-
-
-def run(capsys, *argv):
-    status = trace_import.main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def rows(path):
-    with open(path, newline='') as stream:
-        return list(csv.DictReader(stream))
 
 
 def test_a_row_maps_to_the_expected_cells(tmp_path, capsys):

@@ -16,8 +16,8 @@ the window and gzipped input."""
 import gzip
 
 from memagg.tests.unit.sim import import_fixtures as fx
-from memagg.tests.unit.sim.test_import_bitbrains import rows
-from memagg.tests.unit.sim.test_import_bitbrains import run
+from memagg.tests.unit.sim.import_fixtures import rows
+from memagg.tests.unit.sim.import_fixtures import run
 
 
 def test_usage_and_events_map_to_the_expected_cells(tmp_path, capsys):

@@ -14,8 +14,8 @@
 test writes: the mapping, merging 10 s samples into steps, the drops and
 their counts, the window, --max-vms and --hosts-out."""
 from memagg.tests.unit.sim import import_fixtures as fx
-from memagg.tests.unit.sim.test_import_bitbrains import rows
-from memagg.tests.unit.sim.test_import_bitbrains import run
+from memagg.tests.unit.sim.import_fixtures import rows
+from memagg.tests.unit.sim.import_fixtures import run
 
 
 def test_a_container_maps_to_the_expected_cells(tmp_path, capsys):

@@ -17,7 +17,7 @@ and the column, and leave no output behind."""
 import pytest
 
 from memagg.tests.unit.sim import import_fixtures as fx
-from memagg.tests.unit.sim.test_import_bitbrains import run
+from memagg.tests.unit.sim.import_fixtures import run
 
 T0 = fx.T0
 

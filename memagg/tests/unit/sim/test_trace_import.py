@@ -25,7 +25,7 @@ from memagg.cmd import sim as sim_cmd
 from memagg.sim import cli as sim
 from memagg.sim import trace as sim_trace
 from memagg.tests.unit.sim import import_fixtures as fx
-from memagg.tests.unit.sim.test_import_bitbrains import run
+from memagg.tests.unit.sim.import_fixtures import run
 
 T0 = fx.T0
 
