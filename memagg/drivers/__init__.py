@@ -12,5 +12,7 @@
 
 """memagg's plug-in families, a package each behind one interface (its
 base module), loaded by stevedore from the entry-point namespace the
-option that selects them names. May import conf and common only.
+option that selects them names. May import conf and common, the C
+extension (memagg._native) and another family's interface (the reclaim
+mechanisms page out the hypervisor drivers' VMs), nothing above.
 """

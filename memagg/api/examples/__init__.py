@@ -13,7 +13,9 @@
 """The API reference's request and response examples, one JSON file per
 operation (``{"request": {method, path, body?}, "response": {status,
 body}}``), written from real calls by
-memagg/tests/unit/api/test_examples.py, which fails when one drifts."""
+memagg/tests/unit/api/test_examples.py, which fails when one drifts.
+Data only: imports nothing of memagg.
+"""
 import functools
 import json
 import os

@@ -10,7 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg's default policies, in code: one module per resource."""
+"""memagg's default policies, in code: one module per resource.
+Imports oslo.policy only, nothing else of memagg.
+"""
 import itertools
 
 from memagg.api.policies import audits

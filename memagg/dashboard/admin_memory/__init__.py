@@ -12,4 +12,6 @@
 
 """Horizon's Admin → Memory panel: hosts, instances, the reservoir and
 audits, read through memaggclient.
+May import the plug-in's own modules (memagg.dashboard: its client calls,
+charts and tables), as the project panel does.
 """

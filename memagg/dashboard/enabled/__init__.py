@@ -11,4 +11,6 @@
 # under the License.
 
 """Horizon "enabled" files: copy ``_*.py`` into
-openstack_dashboard/local/enabled/ to show memagg's panels."""
+openstack_dashboard/local/enabled/ to show memagg's panels.
+Read by Horizon at start: may import memaggclient, nothing of the services.
+"""

@@ -12,4 +12,6 @@
 
 """Horizon's Project → Memory panel: the project's own instances, read
 through memaggclient.
+May import the plug-in's own modules (memagg.dashboard: its client calls,
+charts and tables), as the admin panel does.
 """

@@ -12,4 +12,6 @@
 
 """The schema (models) and its alembic migrations, one revision per
 file.
+May import conf, common and memagg.db.secret_box (the column type that
+seals the grants' secrets).
 """

@@ -13,4 +13,5 @@
 """The compute API plug-ins (memagg.compute_api, [compute]
 compute_api_driver): what the cloud's compute service tells of a VM, such
 as its QoS weight for the weighted local policy.
+As every plug-in family: may import conf and common only.
 """

@@ -10,4 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Consolidation: Neat's algorithm families with memory (ALGORITHMS.md §3)."""
+"""Consolidation: Neat's algorithm families with memory (ALGORITHMS.md §3).
+As every plug-in family: may import conf and common only.
+"""

@@ -13,4 +13,5 @@
 """Host reclaim controllers (memagg.host_reclaim, [host_reclaim]
 controller): how much of each VM's cold memory may go to the host's swap
 (ALGORITHMS.md section 7).
+As every plug-in family: may import conf and common only.
 """

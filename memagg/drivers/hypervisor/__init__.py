@@ -12,4 +12,5 @@
 
 """Hypervisor drivers (memagg.hypervisor, [compute] hypervisor_driver):
 the domains, their statistics, balloons, disks and guest RAM.
+As every plug-in family: may import conf and common only.
 """

@@ -12,4 +12,5 @@
 
 """Local policies (memagg.local_policy): each VM's target size on a node
 from its WSS and its booked size (ALGORITHMS.md section 2).
+As every plug-in family: may import conf and common only.
 """

@@ -12,4 +12,6 @@
 
 """Host reclaim mechanisms (memagg.reclaim, [host_reclaim] mechanism): how
 pages of a VM are paged out to the host's swap.
+May import conf, common, the hypervisor drivers' interface (the VMs it
+pages out) and memagg._native (madvise on a process's memory).
 """

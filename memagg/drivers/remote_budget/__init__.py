@@ -12,4 +12,6 @@
 
 """Per-VM remote budgets: how much remote memory each VM of a node may hold
 (ALGORITHMS.md §4), entry-point namespace ``memagg.remote_budget``,
-selected by ``[reservoir] remote_budget``."""
+selected by ``[reservoir] remote_budget``.
+As every plug-in family: may import conf and common only.
+"""

@@ -11,4 +11,6 @@
 # under the License.
 
 """Donor selection plug-ins of the global memory reservoir (ALGORITHMS.md
-§4), entry-point namespace ``memagg.reservoir``."""
+§4), entry-point namespace ``memagg.reservoir``.
+As every plug-in family: may import conf and common only.
+"""

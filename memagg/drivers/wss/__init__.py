@@ -13,4 +13,5 @@
 """WSS estimators (memagg.wss) and the WSS max-average (ALGORITHMS.md
 section 1): balloon statistics, the accessed-page sampler, swap-in ghost
 distances and Badis, which chooses among them.
+As every plug-in family: may import conf and common only.
 """
