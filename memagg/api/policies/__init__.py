@@ -11,7 +11,7 @@
 # under the License.
 
 """memagg's default policies, in code: one module per resource.
-Imports oslo.policy only, nothing else of memagg.
+It imports oslo.policy only, nothing else of memagg.
 """
 import itertools
 
