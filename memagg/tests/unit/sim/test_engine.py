@@ -18,8 +18,11 @@ import pytest
 
 from memagg.conf import consolidation as conf_consolidation
 from memagg.scheduler import consolidation
+from memagg.sim import cli
+from memagg.sim import config as sim_config
 from memagg.sim import engine
 from memagg.sim import histories
+from memagg.sim import inputs as sim_inputs
 from memagg.sim import maxavg
 from memagg.sim import synthetic
 from memagg.sim import trace as sim_trace
@@ -276,3 +279,29 @@ def test_vm_peaks_are_the_maxima_of_the_window(window):
         assert peaks.at(t).tolist() == expected.tolist(), t
         # Asking again for the same step changes nothing.
         assert peaks.at(t).tolist() == expected.tolist(), t
+
+
+def test_engine_counts_migrations_by_trigger_per_step():
+    result = engine_results()['wss']
+    by_step = sum(result.migrations_by_trigger.values())
+
+    assert len(result.by_trigger) >= 2
+    assert sorted(result.migrations_by_trigger) == sorted(result.by_trigger)
+    assert by_step.tolist() == result.migrations.tolist()
+    for trigger, steps in result.migrations_by_trigger.items():
+        assert steps.sum() == result.by_trigger[trigger]
+
+
+def engine_results():
+    """Both bases over a synthetic day, run by memagg-sim's parts."""
+    args = cli.build_parser().parse_args(
+        ['--hosts', '40', '--days', '1', '--seed', '3'])
+    conf = sim_config.load_config(None)
+    config = sim_config.configure(
+        conf, {name: getattr(args, name)
+               for name in sim_config.simulated_options()}, args)
+    trace, hosts, initial, _ = sim_inputs.inputs(args)
+    wss = config.wss_maxavg(trace)
+    return {basis: config.simulation(trace, hosts, initial, wss,
+                                     config.algorithms(basis)).run()
+            for basis in ('booked', 'wss')}
