@@ -241,13 +241,38 @@ def job_stats_of_migration(dom):
         downtime_ms=stats.get('downtime'))
 
 
-def answers(uri):
-    """Whether a libvirt connection to ``uri`` can be opened now."""
-    try:
-        libvirt.open(uri).close()
-    except libvirt.libvirtError as exc:
-        LOG.info('libvirt at %s does not answer: %s', uri,
-                 exc.get_error_message())
+#: Seconds answers() waits for a connection: libvirt's open has no
+#: timeout of its own and waits as long as a daemon that accepted the
+#: connection does not answer.
+ANSWER_TIMEOUT = 10.0
+
+
+def answers(uri, timeout=ANSWER_TIMEOUT):
+    """Whether a libvirt connection to ``uri`` can be opened within
+    ``timeout`` seconds."""
+    outcome = {}
+
+    def connect():
+        try:
+            conn = libvirt.open(uri)
+        except libvirt.libvirtError as exc:
+            outcome['error'] = exc.get_error_message()
+            return
+        # Opened after answers() gave up: closed all the same.
+        conn.close()
+        outcome['opened'] = True
+
+    # A daemon thread: a connection that never opens holds no one up.
+    opener = threading.Thread(target=connect, daemon=True,
+                              name='memagg-libvirt-probe')
+    opener.start()
+    opener.join(timeout)
+    if opener.is_alive():
+        LOG.warning('libvirt at %s does not answer: no connection within '
+                    '%.0f s', uri, timeout)
+        return False
+    if 'error' in outcome:
+        LOG.info('libvirt at %s does not answer: %s', uri, outcome['error'])
         return False
     return True
 

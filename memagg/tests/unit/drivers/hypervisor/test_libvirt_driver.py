@@ -11,6 +11,8 @@
 # under the License.
 
 """The libvirt hypervisor driver against libvirt's test:///default driver."""
+import logging
+import socket
 from unittest import mock
 
 import libvirt
@@ -178,6 +180,24 @@ MAPS = """\
 7f4e58000000-7f4e97fff000 rwxp 00000000 00:00 0
 7f4e98000000-7f4ea8000000 rw-s 00000000 00:01 309 /memfd:pc.ram (deleted)
 """
+
+
+def test_the_probe_tells_a_daemon_that_answers_from_one_that_does_not(
+        tmp_path, caplog):
+    assert libvirt_driver.answers('test:///default')
+    absent = tmp_path / 'absent.sock'
+    assert not libvirt_driver.answers(
+        'qemu+unix:///system?socket=%s' % absent)
+    # A socket that takes the connection and never answers, as a daemon
+    # that does not serve its clients: libvirt's open would wait forever.
+    path = str(tmp_path / 'silent.sock')
+    with socket.socket(socket.AF_UNIX) as silent:
+        silent.bind(path)
+        silent.listen()
+        with caplog.at_level(logging.WARNING):
+            assert not libvirt_driver.answers(
+                'qemu+unix:///system?socket=%s' % path, timeout=0.5)
+    assert 'does not answer: no connection within 0 s' in caplog.text
 
 
 def test_guest_ram_from_the_monitor_answers():
