@@ -22,7 +22,6 @@ migration started twice.
 import collections
 import threading
 import time
-import types
 
 import pytest
 
@@ -195,11 +194,26 @@ class FakeNova(base.ComputeApi):
             self.reasons[host] = reason
 
 
-#: How much faster than real time the migrations' clock runs: their
-#: polls take a millisecond, and the fixture's migration timeout (600 s on
-#: that clock) is still 6 s of real time for a fake Nova that answers in
-#: microseconds.
-SPEED = 100
+class ThreadClock:
+    """The migrations' clock in these tests: each thread's own, advanced
+    by that thread's sleeps alone, so that a migration's polls and its
+    timeout count its own waits, however slowly the machine runs it beside
+    other work (a clock scaled from real time once timed a migration out
+    after 10 ms of a loaded machine). A sleep still takes a hundredth of
+    its time for real, so that a migration held at the fake Nova's gate
+    waits at least 6 s before its 600 s timeout."""
+
+    SPEED = 100
+
+    def __init__(self):
+        self._now = threading.local()
+
+    def monotonic(self):
+        return getattr(self._now, 'value', 0.0)
+
+    def sleep(self, seconds):
+        self._now.value = self.monotonic() + seconds
+        time.sleep(seconds / self.SPEED)
 
 
 @pytest.fixture
@@ -207,10 +221,8 @@ def options(conf, monkeypatch):
     conf.config(group='consolidation', poll_interval=0.1, max_retries=2,
                 migration_timeout=600, max_migrations_per_host=1)
     # poll_interval cannot be set under 0.1 s (a floor for Nova's sake):
-    # the clock the migrations poll and time out by runs faster instead.
-    monkeypatch.setattr(live_migration, 'time', types.SimpleNamespace(
-        sleep=lambda seconds: time.sleep(seconds / SPEED),
-        monotonic=lambda: time.monotonic() * SPEED))
+    # the migrations run on a clock of their own instead.
+    monkeypatch.setattr(live_migration, 'time', ThreadClock())
     return conf
 
 
