@@ -250,31 +250,27 @@ ANSWER_TIMEOUT = 10.0
 def answers(uri, timeout=ANSWER_TIMEOUT):
     """Whether a libvirt connection to ``uri`` can be opened within
     ``timeout`` seconds."""
-    outcome = {}
+    errors = []
 
     def connect():
         try:
-            conn = libvirt.open(uri)
+            # Closed even when it opens after answers() gave up.
+            libvirt.open(uri).close()
         except libvirt.libvirtError as exc:
-            outcome['error'] = exc.get_error_message()
-            return
-        # Opened after answers() gave up: closed all the same.
-        conn.close()
-        outcome['opened'] = True
+            errors.append(exc.get_error_message())
 
     # A daemon thread: a connection that never opens holds no one up.
     opener = threading.Thread(target=connect, daemon=True,
                               name='memagg-libvirt-probe')
     opener.start()
     opener.join(timeout)
-    if opener.is_alive():
+    waiting = opener.is_alive()
+    if waiting:
         LOG.warning('libvirt at %s does not answer: no connection within '
                     '%.0f s', uri, timeout)
-        return False
-    if 'error' in outcome:
-        LOG.info('libvirt at %s does not answer: %s', uri, outcome['error'])
-        return False
-    return True
+    elif errors:
+        LOG.info('libvirt at %s does not answer: %s', uri, errors[0])
+    return not waiting and not errors
 
 
 class LibvirtDriver(base.HypervisorDriver):
