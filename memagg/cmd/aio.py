@@ -50,6 +50,7 @@ from oslo_log import log as logging
 from memagg.api import app as api_app
 from memagg.api import server as api_server
 from memagg.cmd import swapd as swapd_cmd
+from memagg.common import cli
 from memagg.common import context
 from memagg.common import guru
 from memagg.common import rpc
@@ -448,26 +449,25 @@ def main(argv=None):
 
     def ready():
         nonlocal demo
-        print('memagg-aio is running on %s (state in %s, libvirt %s)\n'
-              'API: %s/' % (CONF.host, state_dir, CONF.compute.libvirt_uri,
-                            api.url), flush=True)
+        lines = ['memagg-aio is running on %s (state in %s, libvirt %s)'
+                 % (CONF.host, state_dir, CONF.compute.libvirt_uri),
+                 'API: %s/' % api.url]
         if keystone is None:
-            print('Try: curl -s %s/v1/hosts' % api.url, flush=True)
-        print('Stop with Ctrl-C.', flush=True)
+            lines.append('Try: curl -s %s/v1/hosts' % api.url)
+        lines.append('Stop with Ctrl-C.')
         if swapd_proc is not None:
-            print('memagg-swapd: pid %d, log %s; %s' % (
+            lines.append('memagg-swapd: pid %d, log %s; %s' % (
                 swapd_proc.pid, os.path.join(state_dir, 'swapd.log'),
                 'it keeps running after memagg-aio stops (kill $(cat %s) '
                 'stops it)' % os.path.join(state_dir, 'swapd.pid')
-                if CONF.keep_swapd else 'it stops with memagg-aio'),
-                flush=True)
+                if CONF.keep_swapd else 'it stops with memagg-aio'))
+        cli.say('\n'.join(lines))
         if CONF.demo:
             demo = demo_cloud.DemoCloud(
                 libvirt.open(SYSTEM_URI),
                 grant=_grant if donor_proc is not None else None,
                 host_swap=True)
-            print(_demo_help(keystone.keystone, state_dir, horizon.url),
-                  flush=True)
+            cli.say(_demo_help(keystone.keystone, state_dir, horizon.url))
             demo.start()
 
     try:

@@ -52,3 +52,12 @@ def fail(prog, message, status=USAGE_ERROR):
     """Write ``prog: error: message`` on stderr; return ``status``."""
     sys.stderr.write('%s: error: %s\n' % (prog, message))
     return status
+
+
+def say(text):
+    """Write ``text`` and its newline on stdout in one write, flushed.
+    print() writes a text and its end apart: in a process whose threads
+    log to the same terminal or file (memagg-aio), another thread's line
+    could land between them and cut the line a reader waits for."""
+    sys.stdout.write(text + '\n')
+    sys.stdout.flush()

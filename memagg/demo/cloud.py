@@ -15,7 +15,6 @@ libvirtd (qemu:///system, TCG), each running a workload that shows one of
 memagg's jobs, and the options that let memagg-compute show them within
 minutes."""
 import dataclasses
-import functools
 import os
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ import threading
 import libvirt
 from oslo_log import log as logging
 
+from memagg.common import cli
 from memagg.common import exceptions
 from memagg.common import retry
 from memagg.demo import guest as guest_mod
@@ -171,7 +171,7 @@ class DemoCloud:
     their phases, stop() destroys them and their files."""
 
     def __init__(self, conn, workloads=WORKLOADS,
-                 say=functools.partial(print, flush=True), grant=None,
+                 say=cli.say, grant=None,
                  host_swap=False):
         """``grant(instance_uuid, size_mb)``: remote memory for a guest, as
         memagg-scheduler's allocate_remote returns it (its uuid, granted_mb
