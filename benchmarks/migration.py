@@ -265,9 +265,16 @@ class Bench:
         return guest.wait_swap_disk(serial, 60, after=mark)
 
     def _beat_after(self, guest, n):
-        return polling.wait_for(
-            lambda: (guest.heartbeat() if guest.heartbeats() > n else None),
-            30, interval=0.2, message='a heartbeat of %s' % guest.name)
+        """The guest's first whole heartbeat numbered above ``n``.
+        heartbeats() counts a line as soon as it starts, heartbeat()
+        parses whole lines only: asked one after the other, they once
+        gave the heartbeat before the fill, and the squeeze that followed
+        left the guest too little memory for its data."""
+        def whole():
+            beat = guest.heartbeat()
+            return beat if beat is not None and beat['n'] > n else None
+        return polling.wait_for(whole, 30, interval=0.2,
+                                message='a heartbeat of %s' % guest.name)
 
     def _squeeze(self, guest, case, dev):
         """Balloon the guest so that about ``case.share`` of its memory
