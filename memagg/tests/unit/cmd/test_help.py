@@ -12,58 +12,18 @@
 
 """Every memagg command's --help says what it does before its options,
 as the installed console scripts an operator types print it: each entry
-point's main() as its script calls it, with ``--help``, in a process of
-its own (forked from one that imported them all once: each import costs
-a second or two)."""
+point's main() as its script calls it, in a process of its own
+(tools.run_script: forked from one that imported them all once)."""
 from importlib import metadata
-import json
-import subprocess
-import sys
 
 import pytest
+
+from memagg.tests.unit.cmd import tools
 
 pytestmark = pytest.mark.slow
 
 SCRIPTS = sorted(ep.name for ep in metadata.entry_points(
     group='console_scripts') if ep.value.startswith('memagg.cmd.'))
-
-# Loads every entry point, then forks a child per script that runs it as
-# the console script's wrapper does (sys.argv, sys.exit(main())), its
-# stdout and stderr into files; prints {script: [status, out, err]}.
-HELP = """
-import json
-import os
-import sys
-import tempfile
-from importlib import metadata
-
-mains = {ep.name: ep.load() for ep in metadata.entry_points(
-    group='console_scripts') if ep.name in sys.argv[1:]}
-said = {}
-with tempfile.TemporaryDirectory() as tmp:
-    for name, main in mains.items():
-        paths = [os.path.join(tmp, name + '.' + s) for s in ('out', 'err')]
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            for fd, path in zip((1, 2), paths):
-                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT), fd)
-            sys.argv = [name, '--help']
-            try:
-                status = main()
-            except SystemExit as exc:
-                status = exc.code
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status if isinstance(status, int) else 1)
-        _, wait_status = os.waitpid(pid, 0)
-        texts = []
-        for path in paths:
-            with open(path) as stream:
-                texts.append(stream.read())
-        said[name] = [os.waitstatus_to_exitcode(wait_status)] + texts
-print(json.dumps(said))
-"""
 
 
 def _first_paragraph_after_usage(text):
@@ -74,16 +34,11 @@ def _first_paragraph_after_usage(text):
 
 def test_every_command_says_what_it_does():
     assert len(SCRIPTS) >= 8, SCRIPTS
-    done = subprocess.run([sys.executable, '-c', HELP, *SCRIPTS],
-                          capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr
-    results = json.loads(done.stdout)
-    assert sorted(results) == SCRIPTS
     said = {}
-    for name, (status, out, err) in results.items():
-        assert status == 0, (name, err)
-        said[name] = _first_paragraph_after_usage(out)
+    for name in SCRIPTS:
+        done = tools.run_script(name, '--help')
+        assert done.returncode == 0, (name, done.stderr)
+        said[name] = _first_paragraph_after_usage(done.stdout)
     for name, sentence in said.items():
         assert not sentence.endswith(':'), (name, sentence)
         assert sentence.endswith('.') and len(sentence) > 60, (

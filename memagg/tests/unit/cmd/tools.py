@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 from oslo_log import log as logging
 
@@ -111,14 +110,24 @@ def _stop_forker():
         _forker.wait(TIMEOUT)
 
 
+atexit.register(_stop_forker)
+
+
 def run(tool, config, *args):
     """Run console script ``tool`` with ``--config-file config`` and
     ``args`` as a process of its own; return the CompletedProcess (text
     output)."""
+    return run_script(tool, '--config-file', str(config), *args)
+
+
+def run_script(tool, *args):
+    """Run console script ``tool`` with ``args`` as a process of its own,
+    forked from the process that imported the entry points; return the
+    CompletedProcess (text output)."""
     global _forker
     script = os.path.join(os.path.dirname(sys.executable), tool)
     assert os.path.exists(script), '%s not installed: pip install -e .' % tool
-    argv = [script, '--config-file', str(config), *args]
+    argv = [script, *args]
     request = json.dumps({'tool': tool, 'argv': argv,
                           'env': dict(os.environ)})
     with _forker_lock:
@@ -128,12 +137,9 @@ def run(tool, config, *args):
             _forker = subprocess.Popen(
                 [sys.executable, '-c', FORKER], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, text=True, start_new_session=True)
-            atexit.register(_stop_forker)
         _forker.stdin.write(request + '\n')
         _forker.stdin.flush()
-        deadline = time.monotonic() + TIMEOUT
-        ready = select.select([_forker.stdout], [], [],
-                              max(0, deadline - time.monotonic()))[0]
+        ready = select.select([_forker.stdout], [], [], TIMEOUT)[0]
         answer = _forker.stdout.readline() if ready else ''
         if not answer:
             os.killpg(_forker.pid, signal.SIGKILL)
