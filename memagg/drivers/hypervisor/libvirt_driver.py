@@ -12,18 +12,9 @@
 
 """The libvirt hypervisor driver (libvirt-python).
 
-Guest RAM inside the QEMU process: the QEMU pid comes from libvirt's pid file
-(/run/libvirt/qemu/<name>.pid for qemu:///system), else from the process
-whose command line carries ``-name guest=<name>``. The RAM's host virtual
-address comes from QEMU's monitor: HMP ``gpa2hva 0`` names the RAM block
-holding guest physical address 0 (pc.ram) and its host address, and ``info
-ramblock`` gives that block's used length. Without the monitor, the guest
-RAM is the one writable mapping of /proc/PID/maps whose size is the guest's
-maximum memory.
+Guest RAM inside the QEMU process is found with :mod:`qemu_process` from
+the QEMU monitor's answers, or else from /proc/PID/maps.
 """
-import glob
-import os
-import re
 import threading
 import xml.etree.ElementTree as ElementTree
 
@@ -32,6 +23,7 @@ import libvirt_qemu
 from oslo_log import log as logging
 
 from memagg.drivers.hypervisor import base
+from memagg.drivers.hypervisor import qemu_process
 
 LOG = logging.getLogger(__name__)
 
@@ -78,88 +70,6 @@ def _quiet_error_handler(_ctx, _error):
 
 
 libvirt.registerErrorHandler(_quiet_error_handler, None)
-
-
-PID_DIRS = ('/run/libvirt/qemu', '/var/run/libvirt/qemu')
-
-_GPA2HVA = re.compile(
-    r'Host virtual address for 0x0 \((?P<block>[^)]+)\) is '
-    r'(?P<hva>0x[0-9a-fA-F]+)')
-
-
-def parse_gpa2hva(text):
-    """(block name, host address) from HMP ``gpa2hva 0``, or None."""
-    match = _GPA2HVA.search(text)
-    if match is None:
-        return None
-    return match.group('block'), int(match.group('hva'), 16)
-
-
-def parse_ramblock(text, block):
-    """The used length in bytes of RAM block ``block`` from HMP ``info
-    ramblock``, or None. Columns: name, page size (two words), offset,
-    used, total."""
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and fields[0] == block:
-            try:
-                return int(fields[-2], 16)
-            except ValueError:
-                return None
-    return None
-
-
-def parse_maps(text):
-    """(start, end, perms, path) for each line of /proc/PID/maps."""
-    result = []
-    for line in text.splitlines():
-        fields = line.split(None, 5)
-        if len(fields) < 5:
-            continue
-        start, end = (int(x, 16) for x in fields[0].split('-'))
-        result.append((start, end, fields[1],
-                       fields[5] if len(fields) > 5 else ''))
-    return result
-
-
-def mapping_of(maps, address):
-    """The (start, end, perms, path) of ``maps`` holding ``address``."""
-    for entry in maps:
-        if entry[0] <= address < entry[1]:
-            return entry
-    return None
-
-
-def ram_mapping_by_size(maps, size):
-    """Start of the one writable private-anonymous or memfd mapping of
-    exactly ``size`` bytes, or None when there is none or several."""
-    found = [start for start, end, perms, path in maps
-             if end - start == size and perms.startswith('rw')
-             and (path == '' or path.startswith('/memfd:'))]
-    return found[0] if len(found) == 1 else None
-
-
-def qemu_pid(name, pid_dirs=PID_DIRS, proc='/proc'):
-    """The pid of the QEMU process running domain ``name``, or None."""
-    for directory in pid_dirs:
-        try:
-            with open(os.path.join(directory, name + '.pid')) as f:
-                pid = int(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if os.path.exists(os.path.join(proc, str(pid))):
-            return pid
-    wanted = 'guest=%s' % name
-    for cmdline in glob.glob(os.path.join(proc, '[0-9]*', 'cmdline')):
-        try:
-            with open(cmdline, 'rb') as f:
-                args = f.read().decode(errors='replace').split('\0')
-        except OSError:
-            continue  # the process ended while we looked
-        for i, arg in enumerate(args[:-1]):
-            if arg == '-name' and args[i + 1].split(',')[0] == wanted:
-                return int(cmdline.split(os.sep)[-2])
-    return None
 
 
 def swap_disk_xml(socket_path, export_name, serial, target,
@@ -563,20 +473,21 @@ class LibvirtDriver(base.HypervisorDriver):
 
     def _guest_memory(self, dom):
         name = dom.name()
-        pid = qemu_pid(name)
+        pid = qemu_process.qemu_pid(name)
         if pid is None:
             raise base.Unsupported('no QEMU process found for domain %s'
                                    % name)
         try:
             with open('/proc/%d/maps' % pid) as f:
-                maps = parse_maps(f.read())
+                maps = qemu_process.parse_maps(f.read())
         except OSError as exc:
             raise base.DomainGone(dom.UUIDString()) from exc
         max_bytes = dom.maxMemory() * 1024
         try:
-            found = parse_gpa2hva(self._hmp(dom, 'gpa2hva 0'))
-            length = (parse_ramblock(self._hmp(dom, 'info ramblock'),
-                                     found[0]) if found else None)
+            found = qemu_process.parse_gpa2hva(self._hmp(dom, 'gpa2hva 0'))
+            length = (qemu_process.parse_ramblock(
+                self._hmp(dom, 'info ramblock'), found[0])
+                if found else None)
         except libvirt.libvirtError as exc:
             if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
                 raise
@@ -584,11 +495,11 @@ class LibvirtDriver(base.HypervisorDriver):
                       'its RAM by size', name, exc)
             found = length = None
         if found and length:
-            mapping = mapping_of(maps, found[1])
+            mapping = qemu_process.mapping_of(maps, found[1])
             if mapping is not None and found[1] + length <= mapping[1]:
                 return base.GuestMemory(pid, found[1], length,
                                         'monitor:%s' % found[0])
-        start = ram_mapping_by_size(maps, max_bytes)
+        start = qemu_process.ram_mapping_by_size(maps, max_bytes)
         if start is None:
             raise base.Unsupported(
                 'no mapping of %d bytes (the guest\'s memory) in QEMU '

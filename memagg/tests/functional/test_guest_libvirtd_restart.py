@@ -21,7 +21,7 @@ import libvirt
 import pytest
 
 from memagg.drivers.hypervisor import base
-from memagg.drivers.hypervisor import libvirt_driver
+from memagg.drivers.hypervisor import qemu_process
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional.guest_fixtures import PeriodLoop
 from memagg.demo import guest as vm
@@ -55,7 +55,7 @@ def test_the_loop_survives_a_libvirtd_restart(qemu_workdir, conf):
     try:
         guest.start()
         guest.set_hot(60)
-        qemu = libvirt_driver.qemu_pid(guest.name)
+        qemu = qemu_process.qemu_pid(guest.name)
         loop = PeriodLoop(PERIOD, 'memagg-libvirtd-restart$').start()
 
         def sampled(since):
@@ -98,7 +98,7 @@ def test_the_loop_survives_a_libvirtd_restart(qemu_workdir, conf):
                    for e in outage), outage
         # The same QEMU process, still running its guest, estimated and
         # given a balloon target.
-        assert libvirt_driver.qemu_pid(guest.name) == qemu
+        assert qemu_process.qemu_pid(guest.name) == qemu
         last = loop.history(guest.uuid)[-1][1]
         assert last.target_mb is not None and last.wss_mb is not None, last
         polling.wait_for(lambda: guest.heartbeats() > beats, 30,
