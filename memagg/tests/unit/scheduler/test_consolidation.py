@@ -12,12 +12,10 @@
 
 """The consolidation round planner, on hand-computed cases.
 
-Most cases use threshold detectors so that each decision can be checked by
-hand; one runs the configured defaults (Neat's: mhod for cpu).
+Most cases use threshold detectors (round_fixtures.SIMPLE) so that each
+decision can be checked by hand; one runs the configured defaults.
 """
 import copy
-import dataclasses
-import random
 
 import pytest
 
@@ -26,46 +24,8 @@ from memagg.conf import CONF
 from memagg.drivers.consolidation import base
 from memagg.scheduler import consolidation as cons
 from memagg.scheduler import plans
-from memagg.scheduler import round_budget
-from memagg.scheduler import round_views
-
-# Underloaded below 0.2 in both dimensions; overloaded above 0.8 cpu or
-# 0.95 memory; packing up to 0.8 cpu and 0.95 memory, by the latest
-# samples: no headroom under the detectors (hysteresis is tested on its
-# own, with HYSTERESIS).
-SIMPLE = {
-    'underload_cpu': 'threshold', 'underload_cpu_params': {'threshold': 0.2},
-    'underload_mem': 'threshold', 'underload_mem_params': {'threshold': 0.2},
-    'overload_cpu': 'threshold', 'overload_cpu_params': {'threshold': 0.8},
-    'overload_mem': 'threshold', 'overload_mem_params': {},
-    'vm_selection': 'minimum_migration_time_max_cpu',
-    'vm_selection_params': {},
-    'fill_headroom_cpu': 0, 'fill_headroom_mem': 0, 'fill_window': 1,
-}
-
-
-@pytest.fixture
-def algorithms(conf):
-    return cons.load_algorithms(CONF.consolidation, SIMPLE)
-
-
-def vm(uuid, cpu, wss, booked=None):
-    return base.VmState(uuid=uuid, cpu_history=[cpu, cpu], wss_maxavg_mb=wss,
-                        booked_mb=booked or wss * 2)
-
-
-def host(name, vms, cpus=10.0, mem=1000.0, active=True, extra_cpu=0.0):
-    """A host whose histories are what its VMs use (plus ``extra_cpu``)."""
-    cpu = (sum(v.cpu_history[-1] for v in vms) + extra_cpu) / cpus
-    used = sum(v.wss_maxavg_mb for v in vms) / mem
-    return base.HostState(name=name, cpu_total=cpus, mem_usable_mb=mem,
-                          cpu_history=[cpu, cpu], mem_history=[used, used],
-                          vms=list(vms), active=active)
-
-
-def migrations(plan):
-    return [(a.instance_uuid, a.source_host, a.dest_host, a.reason)
-            for a in plan.actions if a.action_type == plans.MIGRATE]
+from memagg.tests.unit.scheduler.round_fixtures import (
+    HYSTERESIS, SIMPLE, host, migrations, vm)
 
 
 def test_memory_overload_moves_the_smallest_vm_until_relieved(algorithms):
@@ -256,13 +216,6 @@ def test_defaults_are_neats_with_memory(conf):
     assert plan.overloaded == {'busy': ['cpu']}
 
 
-# SIMPLE with hysteresis: hosts are filled, and relieved, to 0.1 under
-# what the detectors accept (0.7 cpu, 0.85 memory), counting cpu at its
-# peak over the last 4 samples.
-HYSTERESIS = dict(SIMPLE, fill_headroom_cpu=0.1, fill_headroom_mem=0.1,
-                  fill_window=4)
-
-
 def test_hysteresis_refuses_a_fill_the_detector_would_flag(conf):
     # The cpu detector calls a host overloaded above 0.6, below the 0.8 to
     # which placement would fill: idle's VM (2 cores) would take b from
@@ -399,218 +352,6 @@ def test_no_memory_headroom_for_booked_memory(conf):
         ('a1', 'a', 'b', 'underload:cpu+memory')]
 
 
-def test_a_cooling_vm_is_not_selected(conf):
-    # a (9 of 10 cores) sheds one VM: a1, the cheapest, unless it moved
-    # less than the cool-down (600 s) ago; then a2.
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        SIMPLE, migration_cooldown=600))
-    vms = [vm('a1', 3, 100), vm('a2', 3, 200), vm('a3', 3, 300)]
-    spare = host('spare', [vm('s1', 4, 100)], mem=4000)
-
-    def moved(**vms):
-        return round_budget.Recent(now=10000.0, moved_at=vms)
-
-    plan = cons.plan_round([host('a', vms), spare], algorithms)
-    assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
-    plan = cons.plan_round([host('a', vms), spare], algorithms,
-                           moved(a1=9500.0))
-    assert migrations(plan) == [('a2', 'a', 'spare', 'overload:cpu')]
-    assert plan.complete
-    # 600 s after its move it may go again.
-    plan = cons.plan_round([host('a', vms), spare], algorithms,
-                           moved(a1=9400.0))
-    assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
-    # All cooling: a stays overloaded, and the plan says why.
-    plan = cons.plan_round([host('a', vms), spare], algorithms,
-                           moved(a1=9500.0, a2=9900.0, a3=9999.0))
-    assert plan.actions == [] and plan.overloaded == {'a': ['cpu']}
-    assert plan.deferred == {'a': '3 of its VMs migrated less than '
-                                  'migration_cooldown (600 s) ago; the '
-                                  'others do not relieve it'}
-    assert not plan.complete
-    # A cool-down of 0 holds nothing back.
-    plan = cons.plan_round([host('a', vms), spare], cons.load_algorithms(
-        CONF.consolidation, dict(SIMPLE, migration_cooldown=0)),
-        moved(a1=9999.0))
-    assert migrations(plan) == [('a1', 'a', 'spare', 'overload:cpu')]
-
-
-def test_a_cooling_vm_keeps_its_underloaded_host_on(conf):
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        SIMPLE, migration_cooldown=600))
-    a = host('a', [vm('a1', 0.5, 50), vm('a2', 0.5, 50)])
-    b = host('b', [vm('b1', 5, 500)])
-    plan = cons.plan_round([a, b], algorithms, round_budget.Recent(
-        now=1000.0, moved_at={'a2': 700.0}))
-    assert plan.actions == []
-    assert plan.kept == {'a': 'VM a2 migrated less than migration_cooldown '
-                              '(600 s) ago: 300 s to go'}
-    plan = cons.plan_round([a, b], algorithms, round_budget.Recent(
-        now=1300.0, moved_at={'a2': 700.0}))
-    assert [x.action_type for x in plan.actions] == [
-        'migrate', 'migrate', 'power_off']
-
-
-def test_the_round_cap_stops_the_plan_most_loaded_first(conf):
-    # Three hosts over 0.8 cpu, one VM each to shed (the busier of two
-    # equally cheap ones); two migrations allowed: the two most loaded (c,
-    # then a) are relieved, b waits.
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        SIMPLE, max_migrations_per_round=2))
-    hosts = [host('a', [vm('a1', 4, 100), vm('a2', 5, 100)]),
-             host('b', [vm('b1', 4, 100), vm('b2', 4.5, 100)]),
-             host('c', [vm('c1', 4, 100), vm('c2', 5.5, 100)]),
-             host('spare', [], cpus=40, mem=4000)]
-    hosts[-1].cpu_history = hosts[-1].mem_history = [0.3, 0.3]
-    plan = cons.plan_round(hosts, algorithms)
-    assert [m[:2] for m in migrations(plan)] == [('c2', 'c'), ('a2', 'a')]
-    assert plan.deferred == {
-        'b': 'the round planned its max_migrations_per_round (2)'}
-    # Emptying a host whole must fit in what the round has left.
-    idle = host('idle', [vm('i1', 0.05, 50), vm('i2', 0.05, 50)], cpus=1)
-    plan = cons.plan_round(hosts + [idle], algorithms)
-    assert plan.kept['idle'] == ('emptying it takes 2 migrations; the round '
-                                 'may plan 0 more (max_migrations_per_round '
-                                 '2)')
-    assert len(migrations(cons.plan_round(hosts, cons.load_algorithms(
-        CONF.consolidation, SIMPLE)))) == 3
-
-
-def test_the_hourly_cap_of_each_host(conf):
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        SIMPLE, max_migrations_per_host_hour=3))
-    vms = [vm('a1', 3, 100), vm('a2', 3, 200), vm('a3', 3, 300)]
-    near = host('near', [vm('n1', 4, 100)], mem=4000)
-    far = host('far', [vm('f1', 3, 100)], mem=4000)
-
-    def plan(**moves):
-        return cons.plan_round([host('a', vms), near, far], algorithms,
-                               round_budget.Recent(host_moves=moves))
-
-    # near (the fullest that fits) takes a1; at its cap it does not, and
-    # far does; with both at their cap a1 stays (a, shedding, takes none
-    # either), and so does it with a at its own cap.
-    assert migrations(plan()) == [('a1', 'a', 'near', 'overload:cpu')]
-    assert migrations(plan(near=3)) == [('a1', 'a', 'far', 'overload:cpu')]
-    capped = plan(near=3, far=5)
-    assert capped.actions == []
-    assert capped.unplaced['a1'].endswith(
-        '(3 hosts may receive no more VMs this round)')
-    capped = plan(a=3)
-    assert capped.actions == []
-    assert capped.deferred == {'a': 'it took part in its '
-                                    'max_migrations_per_host_hour (3) '
-                                    'within the hour'}
-    # A host being emptied is not held back by its own cap, its
-    # destinations are.
-    idle = host('idle', [vm('i1', 0.2, 50), vm('i2', 0.2, 50)])
-    emptied = cons.plan_round([idle, near], algorithms,
-                              round_budget.Recent(host_moves={'idle': 9}))
-    assert [m[0] for m in migrations(emptied)] == ['i1', 'i2']
-    kept = cons.plan_round([idle, near], algorithms,
-                           round_budget.Recent(host_moves={'near': 2}))
-    assert kept.kept['idle'] == (
-        'emptying it takes 2 migrations; the other active hosts may take '
-        'part in 1 more this hour (max_migrations_per_host_hour 3)')
-
-
-@pytest.mark.parametrize('seed', range(20))
-def test_what_spares_placement_work_never_changes_its_answer(conf, seed):
-    # Random clusters: whenever the round keeps an underloaded host without
-    # asking placement (why_not), placement could not have emptied it; and
-    # placement over the hosts the round offers it (targets) answers as
-    # over every other active host; whether placement's thresholds are
-    # above or below the rooms.
-    rng = random.Random(seed)
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        HYSTERESIS, max_migrations_per_host_hour=rng.choice([0, 2, 4]),
-        placement_params={'cpu_threshold': rng.choice([0.6, 0.8, 1.0]),
-                          'ram_threshold': rng.choice([0.7, 0.95])}))
-    hosts = []
-    for h in range(12):
-        vms = []
-        for v in range(rng.randint(0, 5)):
-            demand = vm('h%d-v%d' % (h, v), rng.uniform(0.2, 3),
-                        rng.uniform(50, 500))
-            demand.cpu_history = [rng.uniform(0.2, 3) for _ in range(4)]
-            vms.append(demand)
-        state = host('h%d' % h, vms, cpus=rng.choice([6, 12]),
-                     mem=rng.choice([1000, 2000]))
-        state.cpu_history = [rng.uniform(0.05, 0.8) for _ in range(4)]
-        hosts.append(state)
-    moves = {h.name: rng.randint(0, 3) for h in hosts}
-    views = round_views.Views(hosts, algorithms, round_budget.Budget(
-        algorithms.controls, round_budget.Recent(host_moves=moves)))
-    for state in hosts:
-        if not state.vms:
-            continue
-        others = [views.hosts[h.name] for h in hosts if h is not state]
-        full = views.place(state.vms, others)
-        if views.why_not(state.name, state.vms):
-            assert full.unplaced
-        else:
-            offered = views.place(state.vms,
-                                  views.targets(state.name, state.vms))
-            assert offered.placements == full.placements
-            assert set(offered.unplaced) == set(full.unplaced)
-
-
-def test_the_quick_checks_stop_where_placement_stops(conf, monkeypatch):
-    # Rooms let a host fill to its overload threshold, 0.95 of its cpu;
-    # best fit decreasing stops at its own cpu_threshold, 0.8. busy uses
-    # 0.8 of its cores: it has room for idle's VM under 0.95, none under
-    # 0.8, so the round keeps idle without asking placement. (A VM's cpu
-    # counts as its peak of 2 samples: with a window of 1 placement
-    # averages samples and the checks can count none as sure.)
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        SIMPLE, overload_cpu_params={'threshold': 0.95}, fill_window=2))
-    idle = host('idle', [vm('i1', 1.0, 50)])
-    busy = host('busy', [vm('b1', 8.0, 500)])
-    asked = []
-    place = algorithms.placement.place
-    monkeypatch.setattr(algorithms.placement, 'place',
-                        lambda *args: asked.append(args) or place(*args))
-    plan = cons.plan_round([idle, busy], algorithms)
-    assert plan.underloaded == ['idle']
-    assert plan.actions == [] and asked == []
-    assert plan.kept['idle'] == (
-        'VM i1 fits on no other active host: cpu: none has 1.0 cpu and '
-        '50.0 MiB (wss) left under its fill levels')
-    # With placement allowed to 0.95 as well, it is asked, and moves i1.
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        SIMPLE, overload_cpu_params={'threshold': 0.95}, fill_window=2,
-        placement_params={'cpu_threshold': 0.95}))
-    plan = cons.plan_round([idle, busy], algorithms)
-    assert migrations(plan) == [('i1', 'idle', 'busy', 'underload:cpu+memory')]
-
-
-def test_the_hosts_that_can_take_the_largest_vms_must_hold_them_all(
-        conf, monkeypatch):
-    # idle's VMs need 0.9, 0.9 and 0.1 cores at their peaks, 1.9 in all:
-    # a has 1.2 left under 0.8, b and c 0.6 each. All of them have 2.4,
-    # but the two VMs of 0.9 go only to a, which holds one: the round
-    # keeps idle without asking placement, which would place one of them
-    # on a and not the other.
-    algorithms = cons.load_algorithms(CONF.consolidation, dict(
-        SIMPLE, fill_window=2))
-    idle = host('idle', [vm('i1', 0.9, 50), vm('i2', 0.9, 50),
-                         vm('i3', 0.1, 50)])
-    others = [host('a', [vm('a1', 6.8, 500)]), host('b', [vm('b1', 7.4, 500)]),
-              host('c', [vm('c1', 7.4, 500)])]
-    assert len(algorithms.placement.place(others, idle.vms).unplaced) == 1
-    asked = []
-    place = algorithms.placement.place
-    monkeypatch.setattr(algorithms.placement, 'place',
-                        lambda *args: asked.append(args) or place(*args))
-    plan = cons.plan_round([idle] + others, algorithms)
-    assert plan.underloaded == ['idle']
-    assert plan.actions == [] and asked == []
-    assert plan.kept['idle'] == (
-        'its VMs that need 0.9 cpu or more need 1.8 cpu in all (at their '
-        'peaks); the other active hosts with that much cpu left have 1.2 '
-        'left under their fill levels')
-
-
 def test_a_round_given_its_detection_plans_as_one_that_detects(
         algorithms, monkeypatch):
     # idle is underloaded, a overloaded in memory, b neither: told so, the
@@ -639,32 +380,6 @@ def test_a_round_given_its_detection_plans_as_one_that_detects(
                    for history in asked for h in hosts)
     assert plan == expected
     assert plan.underloaded == ['idle'] and plan.overloaded == {'a': ['mem']}
-
-
-def test_control_options_are_checked_and_typed(conf):
-    algorithms = cons.load_algorithms(CONF.consolidation, {
-        'fill_headroom_cpu': '0.25', 'fill_window': '12'})
-    assert (algorithms.controls.fill_headroom_cpu,
-            algorithms.controls.fill_window) == (0.25, 12)
-    for name, value, words in (
-            ('fill_headroom_cpu', 'much', 'must be a number'),
-            ('fill_headroom_mem', 1.5, 'between 0.0 and 1.0'),
-            ('fill_window', 2.5, 'must be an integer'),
-            ('fill_window', 0, 'between 1 and 1000000'),
-            ('fill_window', True, 'must be an integer')):
-        with pytest.raises(exceptions.InvalidParameter) as err:
-            cons.load_algorithms(CONF.consolidation, {name: value})
-        assert "'[consolidation] %s'" % name in str(err.value)
-        assert words in str(err.value)
-
-
-def test_control_defaults(conf):
-    controls = cons.load_algorithms(CONF.consolidation).controls
-    assert dataclasses.asdict(controls) == {
-        'fill_headroom_cpu': 0.02, 'fill_headroom_mem': 0.15,
-        'fill_window': 576, 'migration_cooldown': 3600,
-        'max_migrations_per_round': 100, 'max_migrations_per_host_hour': 40}
-    assert CONF.consolidation.history_length == 576
 
 
 @pytest.mark.parametrize('overrides, field, words', [
