@@ -11,9 +11,10 @@
 # under the License.
 
 """Host-side reclaim (issue 19): the cold set, the runs paged out, the
-host's swap and PSI, the mechanisms' detection, and the Senpai controller
-on hand-worked periods. The page-out itself runs against real processes
-in memagg/tests/unit/native/test_page_out.py."""
+host's swap and PSI, and HostReclaim's options and periods. The plug-ins
+have their own tests under memagg/tests/unit/drivers/ (reclaim,
+host_reclaim); the page-out itself runs against real processes in
+memagg/tests/unit/native/test_page_out.py."""
 import ctypes
 import mmap
 import os
@@ -23,24 +24,10 @@ import pytest
 from memagg.common import exceptions
 from memagg.compute import reclaim
 from memagg.conf import CONF
-from memagg.drivers.host_reclaim import base as controller_base
-from memagg.drivers.host_reclaim import senpai
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.reclaim import base as mechanism_base
-from memagg.drivers.reclaim import memcg
 
 MIB = 1 << 20
-
-
-@pytest.fixture
-def conf():
-    CONF([], project='memagg')
-    yield CONF
-    CONF.clear_override('controller', 'host_reclaim')
-    CONF.clear_override('mechanism', 'host_reclaim')
-    for name in ('cold_age_s', 'promotion_slo', 'psi_some_max', 'grow_mb',
-                 'backoff'):
-        CONF.clear_override(name, 'host_reclaim')
 
 
 # ---- the host's swap -------------------------------------------------
@@ -202,113 +189,23 @@ def test_process_counters_read_swap_and_major_faults(tmp_path):
     assert swap_mb >= 0 and majflt >= 0
 
 
-# ---- mechanisms ------------------------------------------------------
-
-def test_memcg_needs_the_unified_memory_controller(tmp_path):
-    with pytest.raises(mechanism_base.Unavailable, match='cgroup v1'):
-        memcg.MemcgMechanism(root=str(tmp_path)).check_host()
-    (tmp_path / 'cgroup.controllers').write_text('cpu io\n')
-    with pytest.raises(mechanism_base.Unavailable,
-                       match='no memory controller'):
-        memcg.MemcgMechanism(root=str(tmp_path)).check_host()
-    (tmp_path / 'cgroup.controllers').write_text('cpu memory\n')
-    memcg.MemcgMechanism(root=str(tmp_path)).check_host()
-
-
-def test_memcg_writes_the_amount_to_the_vms_cgroup(tmp_path):
-    root, proc = tmp_path / 'cg', tmp_path / 'proc'
-    (root / 'machine.slice' / 'vm1').mkdir(parents=True)
-    (root / 'machine.slice' / 'vm1' / 'memory.reclaim').write_text('')
-    (proc / '9').mkdir(parents=True)
-    (proc / '9' / 'cgroup').write_text('0::/machine.slice/vm1\n')
-    mechanism = memcg.MemcgMechanism(root=str(root), proc=str(proc))
-    memory = hypervisor.GuestMemory(pid=9, start=0, length=MIB,
-                                    method='test')
-    mechanism.reclaim(memory, [], 8 * MIB)
-    assert (root / 'machine.slice' / 'vm1' / 'memory.reclaim').read_text() \
-        == str(8 * MIB)
-    (proc / '9' / 'cgroup').write_text('0::/elsewhere\n')
-    with pytest.raises(mechanism_base.Unavailable, match='does not exist'):
-        mechanism.reclaim(memory, [], MIB)
-
-
-def test_auto_takes_madvise_here_and_memcg_says_why_not(conf):
-    conf.set_override('mechanism', 'auto', 'host_reclaim')
-    assert mechanism_base.load(conf).name == 'madvise'
-    conf.set_override('mechanism', 'memcg', 'host_reclaim')
-    if os.path.exists('/sys/fs/cgroup/cgroup.controllers'):
-        pytest.skip('this host has cgroup v2')
-    with pytest.raises(mechanism_base.Unavailable, match='memcg: .*v1'):
-        mechanism_base.load(conf)
-
-
-def test_an_unknown_mechanism_names_the_option(conf):
-    conf.set_override('mechanism', 'zram', 'host_reclaim')
-    with pytest.raises(exceptions.InvalidParameter,
-                       match=r'\[host_reclaim\] mechanism.*madvise'):
-        mechanism_base.load(conf)
-
-
 @pytest.mark.parametrize('option,value', [
     ('promotion_slo', 0.0), ('promotion_slo', -1.0), ('promotion_slo', 101.0),
     ('cold_age_s', 0.0), ('cold_age_s', -5.0), ('backoff', 1.0),
     ('backoff', 0.0), ('grow_mb', 0), ('psi_some_max', 101.0)])
-def test_a_wrong_option_fails_at_start_naming_it(conf, option, value):
-    conf.set_override('controller', 'senpai', 'host_reclaim')
-    conf.set_override(option, value, 'host_reclaim')
+def test_a_wrong_option_fails_at_start_naming_it(option, value):
+    CONF.set_override('controller', 'senpai', 'host_reclaim')
+    CONF.set_override(option, value, 'host_reclaim')
     with pytest.raises(exceptions.InvalidParameter,
                        match=r'\[host_reclaim\] %s' % option):
-        reclaim.HostReclaim(conf)
+        reclaim.HostReclaim(CONF)
 
 
-def test_an_unknown_controller_names_the_option(conf):
-    conf.set_override('controller', 'tmo', 'host_reclaim')
+def test_an_unknown_controller_names_the_option():
+    CONF.set_override('controller', 'tmo', 'host_reclaim')
     with pytest.raises(exceptions.InvalidParameter,
                        match=r'\[host_reclaim\] controller.*senpai'):
-        reclaim.HostReclaim(conf)
-
-
-# ---- the Senpai controller on hand-worked periods --------------------
-
-def _signals(promotions=0.0, psi=0.0, swapped=0.0, wss=1000, moving=False):
-    return controller_base.Signals(
-        uuid='vm', wss_maxavg_mb=wss, swapped_mb=swapped,
-        promotions_per_min=promotions, psi_some=psi, balloon_moving=moving)
-
-
-def test_senpai_grows_slowly_and_backs_off_multiplicatively():
-    c = senpai.SenpaiController(controller_base.Params(
-        promotion_slo=0.2, psi_some_max=5.0, grow_mb=32, backoff=0.5))
-    # SLO: 0.2 % of 1000 MiB = 2 MiB = 512 pages a minute.
-    assert c.slo_per_min(1000) == pytest.approx(512)
-    assert c.limit_mb(_signals(swapped=0)) == 32
-    assert c.limit_mb(_signals(swapped=32)) == 64
-    assert c.limit_mb(_signals(swapped=64, promotions=500)) == 96
-    # 600 pages a minute > 512: halved.
-    assert c.limit_mb(_signals(swapped=96, promotions=600)) == 48
-    assert c.limit_mb(_signals(swapped=90, promotions=513)) == 24
-    # Pressure alone backs off too.
-    assert c.limit_mb(_signals(swapped=24, psi=6.0)) == 12
-    # The balloon goes first: held while it is lowered.
-    assert c.limit_mb(_signals(swapped=12, moving=True)) == 12
-    assert c.limit_mb(_signals(swapped=12)) == 44
-
-
-def test_senpai_stays_within_grow_mb_of_what_is_out():
-    c = senpai.SenpaiController(controller_base.Params(grow_mb=32))
-    for _ in range(5):
-        limit = c.limit_mb(_signals(swapped=10))
-    # Nothing cold went out: the limit does not bank 5 x 32 MiB.
-    assert limit == 42
-
-
-def test_senpai_holds_without_a_wss_or_a_first_rate():
-    c = senpai.SenpaiController()
-    assert c.limit_mb(_signals(wss=None)) == 0
-    assert c.limit_mb(_signals(promotions=None)) == 0
-    assert c.limit_mb(_signals()) == 32
-    c.forget('vm')
-    assert c.limit_mb(_signals(promotions=None)) == 0
+        reclaim.HostReclaim(CONF)
 
 
 # ---- HostReclaim's period -------------------------------------------
@@ -331,11 +228,11 @@ class Clock:
         return self.now
 
 
-def _host_reclaim(conf, counters, swap_reason=lambda: None,
+def _host_reclaim(counters, swap_reason=lambda: None,
                   refaulted=lambda pid, blocks: set()):
-    conf.set_override('controller', 'senpai', 'host_reclaim')
-    conf.set_override('cold_age_s', 120, 'host_reclaim')
-    conf.set_override('grow_mb', 1, 'host_reclaim')
+    CONF.set_override('controller', 'senpai', 'host_reclaim')
+    CONF.set_override('cold_age_s', 120, 'host_reclaim')
+    CONF.set_override('grow_mb', 1, 'host_reclaim')
     clock = Clock()
 
     def read_counters(pid):
@@ -343,7 +240,7 @@ def _host_reclaim(conf, counters, swap_reason=lambda: None,
             raise hypervisor.DomainGone('process %d is gone' % pid)
         return counters[pid]
 
-    host = reclaim.HostReclaim(conf, clock=clock, psi=lambda: 0.0,
+    host = reclaim.HostReclaim(CONF, clock=clock, psi=lambda: 0.0,
                                swap_reason=swap_reason,
                                counters=read_counters,
                                refaulted=refaulted)
@@ -359,9 +256,9 @@ def _guest_ram():
                                   method='test'), start // 4096
 
 
-def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
+def test_period_pages_out_the_cold_runs_up_to_the_limit():
     counters = {5: (0.0, 100)}
-    host, clock = _host_reclaim(conf, counters)
+    host, clock = _host_reclaim(counters)
     memory, first = _guest_ram()
     idle = {first + 10, first + 1500}
     for t in (60, 120, 180):
@@ -382,12 +279,12 @@ def test_period_pages_out_the_cold_runs_up_to_the_limit(conf):
     assert host._vms['vm'].cold.cold(240) == [first + 1500]
 
 
-def _periods(conf, wss_maxavg_mb):
+def _periods(wss_maxavg_mb):
     """period(t, swap_mb, majflt): the VmReclaim of a VM whose WSS
     max-average is ``wss_maxavg_mb`` for its period ending at ``t``, its
     QEMU then holding ``swap_mb`` in swap after ``majflt`` major faults."""
     counters = {5: (8.0, 100)}
-    host, clock = _host_reclaim(conf, counters)
+    host, clock = _host_reclaim(counters)
     memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
                                     method='test')
 
@@ -398,8 +295,8 @@ def _periods(conf, wss_maxavg_mb):
     return period
 
 
-def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
-    period = _periods(conf, 1000)
+def test_promotions_are_major_faults_that_took_pages_out_of_swap():
+    period = _periods(1000)
 
     def rate(t, swap_mb, majflt):
         return period(t, swap_mb, majflt).promotions_per_min
@@ -417,8 +314,8 @@ def test_promotions_are_major_faults_that_took_pages_out_of_swap(conf):
     assert rate(180, 6.0, 1140) == pytest.approx(10)
 
 
-def test_a_refault_in_a_short_period_counts_over_the_minute(conf):
-    period = _periods(conf, 63)
+def test_a_refault_in_a_short_period_counts_over_the_minute():
+    period = _periods(63)
     for t in range(0, 60, 3):
         period(t, 8.0, 100)
     # Two pages back in a 3 s period: 40 a minute by the period alone, over
@@ -429,9 +326,9 @@ def test_a_refault_in_a_short_period_counts_over_the_minute(conf):
     assert result.limit_mb > 0
 
 
-def test_promotions_count_from_the_swap_left_after_a_page_out(conf):
+def test_promotions_count_from_the_swap_left_after_a_page_out():
     counters = {5: (0.0, 100)}
-    host, clock = _host_reclaim(conf, counters)
+    host, clock = _host_reclaim(counters)
     memory, first = _guest_ram()
     for t in (60, 120, 180):
         clock.now = t
@@ -453,11 +350,11 @@ def test_promotions_count_from_the_swap_left_after_a_page_out(conf):
                        False).promotions_per_min == pytest.approx(64)
 
 
-def test_a_block_that_came_back_is_held_warm_then_longer(conf):
+def test_a_block_that_came_back_is_held_warm_then_longer():
     counters = {5: (0.0, 100)}
     back = set()
     host, clock = _host_reclaim(
-        conf, counters, refaulted=lambda pid, blocks: back & set(blocks))
+        counters, refaulted=lambda pid, blocks: back & set(blocks))
     start = 512 * 4096 * 64
     first = start // 4096
     block = first // 512
@@ -494,9 +391,9 @@ def test_a_block_that_came_back_is_held_warm_then_longer(conf):
     assert host._vms['vm'].warm == {block: (480 + 240, 2)}
 
 
-def test_no_swap_pages_nothing_out_and_says_why(conf):
+def test_no_swap_pages_nothing_out_and_says_why():
     counters = {5: (0.0, 100)}
-    host, clock = _host_reclaim(conf, counters,
+    host, clock = _host_reclaim(counters,
                                 swap_reason=lambda: 'no swap space')
     memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
                                     method='test')
@@ -508,8 +405,8 @@ def test_no_swap_pages_nothing_out_and_says_why(conf):
     assert host.mechanism.calls == []
 
 
-def test_a_vm_gone_mid_reclaim_raises_domain_gone(conf):
-    host, _ = _host_reclaim(conf, {})
+def test_a_vm_gone_mid_reclaim_raises_domain_gone():
+    host, _ = _host_reclaim({})
     memory = hypervisor.GuestMemory(pid=5, start=0, length=4096 * 4096,
                                     method='test')
     with pytest.raises(hypervisor.DomainGone):
@@ -518,7 +415,7 @@ def test_a_vm_gone_mid_reclaim_raises_domain_gone(conf):
     assert 'vm' not in host._vms
 
 
-def test_reclaim_off_by_default(conf):
-    host = reclaim.HostReclaim(conf)
+def test_reclaim_off_by_default():
+    host = reclaim.HostReclaim(CONF)
     assert not host.enabled and not host.needs_idle_pages
     assert host.period('vm', None, 4, 1000, False) is None
