@@ -261,3 +261,13 @@ def test_observe_mode_refuses_execution_with_409(api, conf, scheduler):
     assert _post(api, '/v1/audits').status_code == 202
     assert scheduler.called.wait(10)
     assert [call for call, _ in scheduler.calls] == ['run_audit']
+
+
+def test_audit_with_actions(api):
+    audit = api.get('/v1/audits/' + data.AUDIT).json['audit']
+    assert [a['action_type'] for a in audit['actions']] == [
+        'migrate', 'power_off']
+    assert audit['parameters'] == {'threshold': 0.8}
+    assert api.get('/v1/audits?state=succeeded').json['audits'][0][
+        'uuid'] == data.AUDIT
+    assert api.get('/v1/audits?state=pending').json['audits'] == []

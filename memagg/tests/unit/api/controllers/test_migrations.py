@@ -213,3 +213,12 @@ def test_observe_mode_refuses_a_migration_with_409(api, conf, scheduler):
     assert _requested_audits() == []
     assert _migrations_of(data.INSTANCE_A) == []
     assert scheduler.calls == []
+
+
+def test_migrations(api):
+    (migration,) = api.get('/v1/migrations?instance_uuid=' +
+                           data.INSTANCE_B).json['migrations']
+    assert migration['remote_share'] == 0.25
+    shown = api.get('/v1/migrations/' + data.MIGRATION).json['migration']
+    assert shown == migration
+    assert api.get('/v1/migrations/' + data.MISSING).status_code == 404
