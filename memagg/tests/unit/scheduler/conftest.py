@@ -14,5 +14,7 @@
 from memagg.tests.rpc_fixtures import fake_rpc  # noqa: F401
 from memagg.tests.unit.scheduler.reservoir_fixtures import (  # noqa: F401
     compute, ctxt, gmc, reservoir_opts, reservoir_plugins, three_hosts)
+from memagg.tests.unit.scheduler.migration_fixtures import (  # noqa: F401
+    hosts, options)
 from memagg.tests.unit.scheduler.round_fixtures import (  # noqa: F401
     algorithms)
