@@ -29,7 +29,7 @@ from memagg.tests import polling
 from memagg.tests.unit.scheduler import reservoir_cluster
 from memagg.tests.unit.scheduler.reservoir_cluster import VM_1, VM_2
 from memagg.tests.unit.scheduler import compute_double
-from memagg.tests.unit.scheduler import test_migration as executor_tests
+from memagg.tests.unit.scheduler import migration_fixtures
 
 
 @pytest.fixture
@@ -58,11 +58,11 @@ def grant(reservoir_opts, ctxt, compute):
 
 
 def _migrate(conf, ctxt, compute, nova, vm=VM_1, dest='d'):
-    audit = executor_tests.make_audit(
-        ctxt, [executor_tests.migrate(vm, 'c', dest)])
+    audit = migration_fixtures.make_audit(
+        ctxt, [migration_fixtures.migrate(vm, 'c', dest)])
     executor = migration.Executor(conf.conf, nova, compute_rpc=compute)
     executor.execute(ctxt, audit)
-    return executor_tests.migrations_by_vm(ctxt, audit)[vm]
+    return migration_fixtures.migrations_by_vm(ctxt, audit)[vm]
 
 
 def test_the_grant_follows_its_vm_and_only_metadata_moves(
@@ -71,7 +71,7 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
     compute.copy_left_mb[uuid] = [256, 128, 0]
     compute.stats['d'] = {'memory_bytes': 300 << 20, 'data_bytes': 301 << 20,
                           'time_ms': 1800, 'downtime_ms': 42}
-    nova = executor_tests.FakeNova({VM_1: 'c'})
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
 
     def in_order(method, host):
         if method in ('adopt_grant', 'install_page_key'):
@@ -113,7 +113,7 @@ def test_the_grant_follows_its_vm_and_only_metadata_moves(
 
 def test_a_vm_without_grants_moves_as_before_with_no_remote_memory(
         reservoir_opts, ctxt, compute):
-    nova = executor_tests.FakeNova({VM_2: 'c'})
+    nova = migration_fixtures.FakeNova({VM_2: 'c'})
 
     row = _migrate(reservoir_opts, ctxt, compute, nova, vm=VM_2)
 
@@ -126,7 +126,7 @@ def test_a_vm_without_grants_moves_as_before_with_no_remote_memory(
 def test_a_destination_that_cannot_serve_the_grant_stops_the_migration(
         reservoir_opts, ctxt, compute, grant):
     compute.adopt_fails.add('d')
-    nova = executor_tests.FakeNova({VM_1: 'c'})
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
 
     row = _migrate(reservoir_opts, ctxt, compute, nova)
 
@@ -142,7 +142,7 @@ def test_a_destination_that_cannot_serve_the_grant_stops_the_migration(
 def test_an_unsealed_grant_moves_without_a_page_key(
         reservoir_opts, ctxt, compute, grant):
     compute.unsealed.add(grant['uuid'])
-    nova = executor_tests.FakeNova({VM_1: 'c'})
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
 
     row = _migrate(reservoir_opts, ctxt, compute, nova)
 
@@ -157,7 +157,7 @@ def test_a_source_that_cannot_say_whether_it_seals_stops_the_migration(
         if method == 'grant_status':
             raise exceptions.ServiceUnavailable(reason='swapd of c is gone')
     compute.hook = status_fails
-    nova = executor_tests.FakeNova({VM_1: 'c'})
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
 
     row = _migrate(reservoir_opts, ctxt, compute, nova)
 
@@ -171,8 +171,8 @@ def test_a_source_that_cannot_say_whether_it_seals_stops_the_migration(
 
 def test_a_failed_migration_leaves_the_grant_on_its_source(
         reservoir_opts, ctxt, compute, grant):
-    nova = executor_tests.FakeNova({VM_1: 'c'},
-                                   behaviours={VM_1: ['fail', 'fail']})
+    nova = migration_fixtures.FakeNova(
+        {VM_1: 'c'}, behaviours={VM_1: ['fail', 'fail']})
 
     row = _migrate(reservoir_opts, ctxt, compute, nova)
 
@@ -188,9 +188,9 @@ def test_a_failed_migration_leaves_the_grant_on_its_source(
 def test_no_host_releases_a_grant_while_its_vm_migrates(
         reservoir_opts, ctxt, compute, grant):
     gmc = reservoir.Reservoir(reservoir_opts.conf, compute_api=compute)
-    audit = executor_tests.make_audit(
-        ctxt, [executor_tests.migrate(VM_1, 'c', 'd')])
-    executor_tests.migrations_by_vm(ctxt, audit)
+    audit = migration_fixtures.make_audit(
+        ctxt, [migration_fixtures.migrate(VM_1, 'c', 'd')])
+    migration_fixtures.migrations_by_vm(ctxt, audit)
     db_migrations.migration_queue(
         ctxt, db_audits.audit_get(ctxt, audit).actions[0].id)
 
@@ -246,7 +246,8 @@ def test_a_destination_that_stops_serving_mid_migration_aborts_it(
     uuid = grant['uuid']
     # The migration stays in flight (the gate) until the destination's
     # export is gone, as when its memagg-swapd dies.
-    nova = executor_tests.FakeNova({VM_1: 'c'}, behaviours={VM_1: ['hang']})
+    nova = migration_fixtures.FakeNova({VM_1: 'c'},
+                                       behaviours={VM_1: ['hang']})
 
     def swapd_of_d_dies(method, host):
         if method == 'grant_status' and host == 'd' and nova.moving:
@@ -271,7 +272,7 @@ def test_a_remote_error_is_one_line_of_the_reason(reservoir_opts, ctxt,
             'ServiceUnavailable', 'memagg-swapd of d does not answer',
             ['Traceback (most recent call last):\n', '  File "x"\n'])
     compute.adopt_grant = refused
-    nova = executor_tests.FakeNova({VM_1: 'c'})
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
 
     row = _migrate(reservoir_opts, ctxt, compute, nova)
 
