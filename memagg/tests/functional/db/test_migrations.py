@@ -10,85 +10,54 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The alembic migrations on SQLite, MariaDB and PostgreSQL (real servers):
-they run up from an empty database and leave exactly the models' schema."""
-from alembic import autogenerate
-from alembic import migration as alembic_migration
+"""memagg.db.migrations on SQLite, MariaDB and PostgreSQL (real servers):
+a migration queued once per action, and its attempts and end moving the
+action with it."""
 import pytest
-import sqlalchemy as sa
 
-from memagg.db import facade as db_facade
-from memagg.db import migration
-from memagg.db.sqlalchemy import models
-from memagg.tests import db_backends
+from memagg.db import audits as db_audits
+from memagg.db import migrations as db_migrations
 
 pytestmark = pytest.mark.functional
 
-BACKENDS = ['sqlite', 'mysql', 'postgresql']
+VM_A = '11111111-1111-4111-8111-111111111111'
 
 
-def schema_diff(engine, metadata):
-    """What alembic would have to change to turn the database into
-    ``metadata``: tables, columns, types, nullability, defaults, indexes,
-    unique and foreign keys. Empty when they match."""
-    with engine.connect() as connection:
-        context = alembic_migration.MigrationContext.configure(
-            connection, opts={'compare_type': True,
-                              'compare_server_default': True})
-        return autogenerate.compare_metadata(context, metadata)
+def _actions(db, uuid):
+    return db_audits.audit_get(db, uuid).actions
 
 
-@pytest.fixture(params=BACKENDS)
-def empty_db(request, conf, tmp_path):
-    """An empty database on each backend, which memagg.db now uses."""
-    with db_backends.provisioned(request.param, tmp_path) as url:
-        conf.config(connection=url, group='database')
-        db_facade.dispose()
-        yield db_facade.get_engine()
-        db_facade.dispose()
+def test_a_migration_is_queued_once_per_action(db, audit):
+    action = _actions(db, audit)[0]
+    first = db_migrations.migration_queue(db, action.id)
+    again = db_migrations.migration_queue(db, action.id)
+
+    assert first.uuid == again.uuid
+    assert (first.status, first.attempts, first.instance_uuid,
+            first.source_host, first.dest_host) == (
+        'queued', 0, VM_A, 'h1', 'h2')
+    assert {a: m.uuid for a, m in
+            db_migrations.migrations_of_audit(db, audit).items()} == {
+        action.id: first.uuid}
 
 
-def test_version_is_none_on_empty_database(empty_db):
-    assert migration.version() is None
+def test_attempts_and_the_end_move_the_action_with_the_migration(db, audit):
+    action = _actions(db, audit)[0]
+    row = db_migrations.migration_queue(db, action.id)
 
+    row = db_migrations.migration_start_attempt(db, row.id)
+    assert (row.status, row.attempts) == ('running', 1)
+    assert _actions(db, audit)[0].state == 'running'
+    db_migrations.migration_attempt_failed(db, row.id, 'back on h1', 1024)
+    row = db_migrations.migration_start_attempt(db, row.id)
+    row = db_migrations.migration_finish(db, row.id, 'failed', duration_s=2.5,
+                                         error='refused (409)',
+                                         bytes_transferred=4096,
+                                         note='action 0 failed: refused')
 
-def test_upgrade_from_empty_reaches_head(empty_db):
-    migration.upgrade()
-
-    assert migration.version() == migration.head()
-    tables = set(sa.inspect(empty_db).get_table_names())
-    assert set(models.Base.metadata.tables) <= tables
-
-
-def test_models_match_migrations(empty_db):
-    migration.upgrade()
-
-    assert schema_diff(empty_db, models.Base.metadata) == []
-
-
-def test_upgrade_at_head_changes_nothing(empty_db):
-    migration.upgrade()
-    migration.upgrade()
-
-    assert migration.version() == migration.head()
-    assert schema_diff(empty_db, models.Base.metadata) == []
-
-
-def test_upgrade_to_named_revision(empty_db):
-    migration.upgrade('0001')
-
-    assert migration.version() == '0001'
-
-
-def test_schema_diff_sees_a_column_the_migrations_lack(sqlite_db):
-    """The check above can fail: a model column no migration creates shows."""
-    metadata = sa.MetaData()
-    for table in models.Base.metadata.tables.values():
-        table.to_metadata(metadata)
-    sa.Table('hosts', metadata, sa.Column('rack', sa.String(64)),
-             extend_existing=True)
-
-    diff = schema_diff(db_facade.get_engine(), metadata)
-
-    assert [(op[0], op[2], op[3].name) for op in diff] == [
-        ('add_column', 'hosts', 'rack')]
+    assert (row.status, row.attempts, row.duration_s, row.error,
+            row.bytes_transferred) == ('failed', 2, 2.5, 'refused (409)',
+                                       4096)
+    assert _actions(db, audit)[0].state == 'failed'
+    assert db_audits.audit_get(db, audit).reason == (
+        'planned on 2 hosts\naction 0 failed: refused')

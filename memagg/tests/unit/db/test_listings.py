@@ -13,7 +13,8 @@
 """memagg.db.listings on SQLite: filters, markers, sort keys and
 directions, limits and time ranges, each bad argument named; and the
 NotFound every resource's get raises for a missing row. The same listings
-run on MariaDB and PostgreSQL in memagg/tests/functional/db/test_api.py."""
+run on MariaDB and PostgreSQL in
+memagg/tests/functional/db/test_listings.py."""
 import pytest
 
 from memagg.common import exceptions

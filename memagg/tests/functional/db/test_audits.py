@@ -10,24 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.db's calls for consolidation rounds on SQLite, MariaDB and
-PostgreSQL: latest samples per host and per VM (window functions), the
-hosts a round considers, audits and their stored plans, the purge of host
-samples and of ended audits."""
-import datetime
+"""memagg.db.audits on SQLite, MariaDB and PostgreSQL (real servers):
+stored plans, state changes that check the state they expect, the notes
+of concurrent actions, and the purge of ended audits."""
+import concurrent.futures
 
-from oslo_utils import timeutils
 import pytest
 import sqlalchemy as sa
 
 from memagg.common import exceptions
 from memagg.db import audits as db_audits
 from memagg.db import facade as db_facade
-from memagg.db import grants as db_grants
-from memagg.db import hosts as db_hosts
-from memagg.db import instances as db_instances
-from memagg.db import reports as db_reports
-from memagg.db import samples as db_samples
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
 
@@ -36,85 +29,6 @@ pytestmark = pytest.mark.functional
 VM_A = '11111111-1111-4111-8111-111111111111'
 VM_B = '22222222-2222-4222-8222-222222222222'
 MISSING = '99999999-9999-4999-8999-999999999999'
-
-
-@pytest.fixture
-def db(any_db, admin_context):
-    return admin_context
-
-
-def _at(minutes):
-    return rows.ago(hours=1) + datetime.timedelta(minutes=minutes)
-
-
-def test_report_stores_a_host_sample_at_the_report_time(db):
-    at = rows.ago(minutes=5)
-    db_reports.report_ingest(db, dict(name='h1', memory_mb=4096), [], [],
-                             reported_at=at,
-                             host_sample=dict(cpu_util=0.25, mem_used_mb=700))
-
-    assert db_samples.host_samples_latest(db, ['h1'], 10) == {
-        'h1': [(0.25, 700)]}
-    with db_facade.get_engine().connect() as connection:
-        stored = connection.execute(sa.select(
-            models.HostSample.host, models.HostSample.sampled_at)).all()
-    assert stored == [('h1', at)]
-
-
-def test_latest_host_samples_are_the_newest_n_oldest_first(db):
-    rows.insert(models.HostSample, *[
-        dict(host=host, sampled_at=_at(i), cpu_util=i / 10,
-             mem_used_mb=100 * i)
-        for host in ('h1', 'h2') for i in range(5)])
-
-    latest = db_samples.host_samples_latest(db, ['h1', 'h2', 'h3'], 3)
-
-    assert latest['h1'] == [(0.2, 200), (0.3, 300), (0.4, 400)]
-    assert latest['h2'] == latest['h1']
-    assert latest['h3'] == []
-
-
-def test_latest_cpu_skips_samples_without_cpu(db):
-    rows.insert(models.WssSample, *(
-        [dict(instance_uuid=VM_A, sampled_at=_at(i), cpu_util=float(i))
-         for i in range(4)]
-        + [dict(instance_uuid=VM_A, sampled_at=_at(9), cpu_util=None),
-           dict(instance_uuid=VM_B, sampled_at=_at(1), cpu_util=0.5)]))
-
-    latest = db_samples.instance_cpu_latest(db, [VM_A, VM_B], 2)
-
-    assert latest == {VM_A: [2.0, 3.0], VM_B: [0.5]}
-
-
-def test_round_hosts_are_the_fresh_and_the_standby(db):
-    rows.insert(models.Host,
-                dict(name='fresh', reported_at=rows.ago(seconds=10)),
-                dict(name='stale', reported_at=rows.ago(hours=1)),
-                dict(name='asleep', reported_at=rows.ago(days=2),
-                     state='standby'))
-
-    hosts = db_hosts.hosts_for_round(db, rows.ago(minutes=1))
-
-    assert [h.name for h in hosts] == ['asleep', 'fresh']
-
-
-def test_instances_on_hosts_leave_out_gone_ones(db):
-    rows.insert(models.Instance,
-                dict(uuid=VM_A, host='h1'),
-                dict(uuid=VM_B, host='h1', status='gone'),
-                dict(host='h2'))
-
-    assert [i.uuid for i in db_instances.instances_on_hosts(db, ['h1'])] == [
-        VM_A]
-
-
-def test_granted_memory_counts_active_grants_per_consumer(db):
-    rows.insert(models.Grant,
-                dict(consumer_host='h1', granted_mb=256),
-                dict(consumer_host='h1', granted_mb=512),
-                dict(consumer_host='h1', granted_mb=1024, status='released'))
-
-    assert db_grants.granted_mb_by_consumer(db) == {'h1': 768}
 
 
 def test_plan_is_stored_in_order_and_replaces_an_earlier_one(db):
@@ -176,16 +90,20 @@ def test_audits_in_state_oldest_first(db):
         db, ['planning', 'pending'])] == [VM_A, VM_B]
 
 
-def test_purge_drops_old_host_samples_too(db):
-    rows.insert(models.HostSample,
-                dict(host='h1', sampled_at=rows.ago(hours=3), cpu_util=0.1,
-                     mem_used_mb=1),
-                dict(host='h1', sampled_at=timeutils.utcnow(), cpu_util=0.2,
-                     mem_used_mb=2))
-    rows.insert(models.WssSample, dict(sampled_at=rows.ago(hours=3)))
+def _actions(db, uuid):
+    return db_audits.audit_get(db, uuid).actions
 
-    assert db_samples.purge_wss_samples(db, older_than_hours=1) == 2
-    assert db_samples.host_samples_latest(db, ['h1'], 5) == {'h1': [(0.2, 2)]}
+
+def test_notes_of_concurrent_actions_all_reach_the_audit(db, audit):
+    actions = _actions(db, audit)
+    with concurrent.futures.ThreadPoolExecutor(len(actions)) as pool:
+        list(pool.map(lambda a: db_audits.audit_action_set_state(
+            db, a.id, 'skipped', note='note %d' % a.sequence), actions))
+
+    assert [a.state for a in _actions(db, audit)] == ['skipped'] * 3
+    reason = db_audits.audit_get(db, audit).reason.splitlines()
+    assert reason[0] == 'planned on 2 hosts'
+    assert sorted(reason[1:]) == ['note 0', 'note 1', 'note 2']
 
 
 def _audit(state, hours, created_hours=None):

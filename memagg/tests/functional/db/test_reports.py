@@ -10,126 +10,25 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""memagg.db on SQLite, MariaDB and PostgreSQL (real servers): the calls
-whose SQL differs between backends (ordering, NULLs, upserts, aggregates,
-bulk deletes)."""
-import threading
+"""memagg.db.reports on SQLite, MariaDB and PostgreSQL (real servers): a
+node's report upserted in a number of statements that does not grow with
+its instances, stored once when redelivered, beside an older node's."""
+import datetime
 
 import pytest
 import sqlalchemy as sa
 
-from memagg.common import context as memagg_context
-from memagg.common import exceptions
 from memagg.db import facade as db_facade
-from memagg.db import grants as db_grants
 from memagg.db import hosts as db_hosts
 from memagg.db import instances as db_instances
 from memagg.db import listings as db_listings
 from memagg.db import reports as db_reports
 from memagg.db import samples as db_samples
-from memagg.db import services as db_services
 from memagg.db.sqlalchemy import models
 from memagg.objects import report as objects_report
 from memagg.tests.unit.db import rows
 
 pytestmark = pytest.mark.functional
-
-
-def _all_pages(context, resource, limit, **kwargs):
-    """Follow markers page by page; return the pages' keys."""
-    key = db_listings.LISTINGS[resource]['key']
-    pages, marker = [], None
-    while True:
-        page = db_listings.list_resources(context, resource, limit=limit,
-                                          marker=marker, **kwargs)
-        if not page:
-            return pages
-        assert len(page) <= limit
-        pages.append([getattr(row, key) for row in page])
-        marker = pages[-1][-1]
-
-
-@pytest.fixture
-def instances(any_db, admin_context):
-    """Nine instances with tied booked_mb, NULL wss_mb and one created_at."""
-    created = rows.ago(hours=1)
-    booked = [512, 256, 512, 1024, 256, 512, 2048, 256, 512]
-    wss = [None, 100, 300, None, 100, None, 50, 300, 200]
-    rows.insert(models.Instance, *[
-        dict(booked_mb=b, wss_mb=w, created_at=created)
-        for b, w in zip(booked, wss)])
-    everything = db_listings.list_resources(admin_context, 'instances',
-                                            sort_keys=['id'])
-    return [(i.id, i.uuid, i.booked_mb, i.wss_mb) for i in everything]
-
-
-def _expected(instances, column, direction):
-    """Python's reading of the order: NULL lowest, ties by id."""
-    index = {'booked_mb': 2, 'wss_mb': 3}[column]
-    if direction == 'asc':
-        ordered = sorted(instances, key=lambda i: (
-            i[index] is not None, i[index] or 0, i[0]))
-    else:
-        ordered = sorted(instances, key=lambda i: (
-            i[index] is None, -(i[index] or 0), -i[0]))
-    return [i[1] for i in ordered]
-
-
-def test_pages_cover_every_row_once_in_order(admin_context, instances):
-    # One database for every combination: building one per case is what
-    # would make this test slow.
-    for column in ('booked_mb', 'wss_mb'):
-        for direction in ('asc', 'desc'):
-            for limit in (1, 2, 4):
-                pages = _all_pages(admin_context, 'instances', limit,
-                                   sort_keys=[column], sort_dirs=[direction])
-
-                case = (column, direction, limit)
-                assert [len(p) for p in pages[:-1]] == (
-                    [limit] * (len(pages) - 1)), case
-                assert sum(pages, []) == _expected(
-                    instances, column, direction), case
-
-
-def test_default_order_breaks_created_at_ties_by_id(admin_context,
-                                                    instances):
-    pages = _all_pages(admin_context, 'instances', 4)
-
-    assert sum(pages, []) == [i[1] for i in sorted(instances)]
-
-
-def test_two_sort_keys_with_mixed_directions(admin_context, instances):
-    page = db_listings.list_resources(admin_context, 'instances',
-                                      sort_keys=['booked_mb', 'wss_mb'],
-                                      sort_dirs=['desc', 'asc'])
-
-    got = [(i.booked_mb, i.wss_mb) for i in page]
-    assert got == [(2048, 50), (1024, None), (512, None), (512, None),
-                   (512, 200), (512, 300), (256, 100), (256, 100),
-                   (256, 300)]
-
-
-def test_filters_and_time_range(admin_context, any_db):
-    at = {minutes: rows.ago(minutes=minutes) for minutes in (30, 20, 10)}
-    rows.insert(models.WssSample, *[
-        dict(instance_uuid=uuid, sampled_at=at[minutes])
-        for uuid in ('a', 'b') for minutes in (30, 20, 10)])
-
-    got = db_listings.list_resources(admin_context, 'wss_samples',
-                                     filters={'instance_uuid': 'a'},
-                                     since=at[20], until=at[10])
-
-    assert [(s.instance_uuid, s.sampled_at) for s in got] == [
-        ('a', at[20]), ('a', at[10])]
-
-
-def test_non_numeric_marker_of_integer_key_is_not_found(admin_context,
-                                                        any_db):
-    rows.insert(models.Service, {})
-
-    with pytest.raises(exceptions.MarkerNotFound) as error:
-        db_listings.list_resources(admin_context, 'services', marker='abc')
-    assert "'marker'" in str(error.value)
 
 
 def test_report_ingest_upserts_and_marks_gone(admin_context, any_db):
@@ -346,71 +245,19 @@ def test_a_report_stores_its_sampler_beside_one_from_an_older_node(
             assert {k: getattr(row, k) for k in expected} == expected
 
 
-def test_concurrent_first_heartbeats_make_one_row(admin_context, any_db):
-    barrier = threading.Barrier(4)
-    errors = []
-
-    def beat():
-        context = memagg_context.get_admin_context()
-        barrier.wait()
-        try:
-            db_services.service_heartbeat(context, 'node', 'memagg-compute',
-                                          'memagg-compute.node')
-        except Exception as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=beat) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-
-    assert errors == []
-    services = db_listings.list_resources(admin_context, 'services')
-    assert [(s.host, s.report_count) for s in services] == [('node', 4)]
+def _at(minutes):
+    return rows.ago(hours=1) + datetime.timedelta(minutes=minutes)
 
 
-def test_reservoir_summary_counts_active_slabs_of_active_grants(
-        admin_context, any_db):
-    rows.insert(models.Host,
-                dict(name='h1', free_reservoir_mb=1000, lendable_mb=800),
-                dict(name='h2', free_reservoir_mb=500, lendable_mb=300),
-                dict(name='h3'))
-    g1, g2, g3 = rows.insert(
-        models.Grant,
-        dict(consumer_host='h3', granted_mb=512),
-        dict(consumer_host='h3', granted_mb=256),
-        dict(consumer_host='h1', granted_mb=1024, status='released'))
-    rows.insert(models.Slab,
-                dict(grant_id=g1, index=0, donor_host='h1', size_mb=256),
-                dict(grant_id=g1, index=1, donor_host='h1', size_mb=256),
-                dict(grant_id=g2, index=0, donor_host='h2', size_mb=256),
-                # Reclaimed: the donor took it back, the grant lives on.
-                dict(grant_id=g2, index=1, donor_host='h2', size_mb=256,
-                     status='reclaimed'),
-                dict(grant_id=g3, index=0, donor_host='h2', size_mb=1024))
+def test_report_stores_a_host_sample_at_the_report_time(db):
+    at = rows.ago(minutes=5)
+    db_reports.report_ingest(db, dict(name='h1', memory_mb=4096), [], [],
+                             reported_at=at,
+                             host_sample=dict(cpu_util=0.25, mem_used_mb=700))
 
-    summary = db_grants.reservoir_summary(admin_context)
-
-    assert summary['hosts'] == [
-        dict(host='h1', free_reservoir_mb=1000, lendable_mb=800, lent_mb=512,
-             borrowed_mb=0),
-        dict(host='h2', free_reservoir_mb=500, lendable_mb=300, lent_mb=256,
-             borrowed_mb=0),
-        dict(host='h3', free_reservoir_mb=0, lendable_mb=0, lent_mb=0,
-             borrowed_mb=768)]
-    assert {k: v for k, v in summary.items() if k != 'hosts'} == dict(
-        free_reservoir_mb=1500, lendable_mb=1100, lent_mb=768,
-        borrowed_mb=768)
-
-
-def test_purge_respects_retention(admin_context, conf, any_db):
-    at = {hours: rows.ago(hours=hours) for hours in (200, 100, 1)}
-    rows.insert(models.WssSample, *[dict(sampled_at=t) for t in at.values()])
-
-    assert db_samples.purge_wss_samples(admin_context) == 1
-    conf.config(sample_retention_hours=50, group='wss')
-    assert db_samples.purge_wss_samples(admin_context) == 1
-    left = db_listings.list_resources(admin_context, 'wss_samples')
-    assert [s.sampled_at for s in left] == [at[1]]
-    assert db_samples.purge_wss_samples(admin_context, older_than_hours=0) == 1
+    assert db_samples.host_samples_latest(db, ['h1'], 10) == {
+        'h1': [(0.25, 700)]}
+    with db_facade.get_engine().connect() as connection:
+        stored = connection.execute(sa.select(
+            models.HostSample.host, models.HostSample.sampled_at)).all()
+    assert stored == [('h1', at)]
