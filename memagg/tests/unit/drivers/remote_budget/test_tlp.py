@@ -10,22 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Remote budget plug-ins (memagg.remote_budget): tlp on hand-worked
-periods (grow, shrink, cap, floor at the VM's use, rescale and the excess
-over the node's budget), fixed as the per-VM cap alone, and loading by
-name with bad [reservoir] values naming the option.
+"""The tlp remote budget on hand-worked periods: grow, shrink, cap, floor at
+the VM's use, rescale and the excess over the node's budget.
 
 Unless a test says otherwise the parameters are the defaults: P = 2 %,
 slack threshold 0.25. Sizes are MiB.
 """
 import pytest
 
-from memagg.conf import CONF
-from memagg.conf import reservoir as reservoir_conf
 from memagg.drivers.remote_budget import base
-from memagg.drivers.remote_budget import fixed
 from memagg.drivers.remote_budget import tlp
-from memagg.tests import conf_files
+
 
 Vm = base.VmRemote
 
@@ -33,8 +28,6 @@ Vm = base.VmRemote
 def tlp_limits(vms, budget_mb, **params):
     return tlp.TlpBudget(base.BudgetParams(**params)).limits(vms, budget_mb)
 
-
-# -- tlp ---------------------------------------------------------------------
 
 def test_a_vm_that_saw_swap_ins_grows_by_p_percent_of_the_budget():
     budgets = tlp_limits([
@@ -163,58 +156,3 @@ def test_each_vm_once_and_no_negative_budget():
         policy.limits([Vm('a', cap_mb=1), Vm('a', cap_mb=2)], 10)
     with pytest.raises(ValueError):
         policy.limits([Vm('a', cap_mb=1)], -1)
-
-
-# -- fixed -------------------------------------------------------------------
-
-def test_fixed_gives_every_vm_its_cap_whatever_the_budget():
-    budgets = fixed.FixedBudget().limits([
-        Vm('a', cap_mb=1024, used_mb=64, swap_ins=9, limit_mb=10),
-        Vm('b', cap_mb=512, short=True),
-    ], 100)
-    assert budgets == base.Budgets(limits={'a': 1024, 'b': 512}, excess_mb=0)
-    assert not fixed.FixedBudget.tops_up and tlp.TlpBudget.tops_up
-
-
-# -- loading -----------------------------------------------------------------
-
-def test_default_is_fixed_with_the_documented_parameters(conf):
-    policy = base.load(CONF)
-
-    assert isinstance(policy, fixed.FixedBudget)
-    assert policy.params == base.BudgetParams(tlp_step_percent=2.0,
-                                              tlp_slack_threshold=0.25)
-
-
-def test_options_from_a_file_reach_tlp(tmp_path):
-    conf = conf_files.group_from_file(
-        tmp_path, reservoir_conf, 'remote_budget = tlp\n'
-        'tlp_step_percent = 5\ntlp_slack_threshold = 0.5')
-
-    policy = base.load(conf)
-
-    assert isinstance(policy, tlp.TlpBudget) and policy.name == 'tlp'
-    assert policy.params == base.BudgetParams(tlp_step_percent=5.0,
-                                              tlp_slack_threshold=0.5)
-
-
-def test_unknown_policy_names_the_option_and_the_choices(tmp_path):
-    exc = conf_files.refused(tmp_path, reservoir_conf, 'remote_budget = tcp',
-                             base.load)
-
-    assert exc.kwargs['field'] == '[reservoir] remote_budget'
-    assert 'fixed, tlp' in str(exc)
-
-
-@pytest.mark.parametrize('line, option', [
-    ('tlp_step_percent = 0', 'tlp_step_percent'),
-    ('tlp_step_percent = 150', 'tlp_step_percent'),
-    ('tlp_step_percent = two', 'tlp_step_percent'),
-    ('tlp_slack_threshold = 1.5', 'tlp_slack_threshold'),
-    ('tlp_slack_threshold = -0.1', 'tlp_slack_threshold'),
-])
-def test_invalid_values_fail_naming_the_option(tmp_path, line, option):
-    exc = conf_files.refused(tmp_path, reservoir_conf, line, base.load)
-
-    assert exc.kwargs['field'] == '[reservoir] %s' % option
-    assert str(exc).startswith("Invalid value for '[reservoir] %s'" % option)
