@@ -10,12 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The stats (§1.1) and sampler (§1.2) estimators on hand-computed cases."""
+"""The stats estimator (ALGORITHMS.md §1.1) on hand-computed cases:
+the balloon driver's memory statistics and the shortage signal."""
 import pytest
 
 from memagg.drivers.wss import base
-from memagg.drivers.wss import sampler
 from memagg.drivers.wss import stats
+
 
 GIB_KIB = 1024 * 1024
 
@@ -71,41 +72,3 @@ def test_shortage_thresholds_are_parameters():
     obs = _obs(stats_rates={'swap_in': 8.0})
 
     assert not stats.StatsEstimator(params).estimate(obs).shortage
-
-
-def test_sampler_is_fraction_times_current():
-    # f/n = 250/1000 of m_cur 1024 MiB = 256 MiB.
-    obs = _obs(sampler={'sampled': 1000, 'accessed': 250, 'present': 900,
-                        'fraction': 0.25})
-
-    est = sampler.SamplerEstimator().estimate(obs)
-
-    assert est.wss_mb == 256
-    assert est.source == 'sampler'
-
-
-def test_sampler_uses_accessed_over_sampled_without_fraction():
-    # 333/1000 of 1000 MiB = 333 MiB.
-    obs = _obs(m_cur_mb=1000, sampler={'sampled': 1000, 'accessed': 333})
-
-    assert sampler.SamplerEstimator().estimate(obs).wss_mb == 333
-
-
-def test_sampler_rounds_to_nearest_mib():
-    # 0.1236 * 1000 = 123.6 -> 124.
-    obs = _obs(m_cur_mb=1000, sampler={'sampled': 1000, 'accessed': 0,
-                                       'fraction': 0.1236})
-
-    assert sampler.SamplerEstimator().estimate(obs).wss_mb == 124
-
-
-def test_sampler_cannot_see_beyond_current_allocation():
-    obs = _obs(sampler={'sampled': 1000, 'accessed': 1000, 'fraction': 1.0})
-
-    assert sampler.SamplerEstimator().estimate(obs).wss_mb == 1024
-
-
-@pytest.mark.parametrize('sample', [None, {}, {'sampled': 0, 'accessed': 0}])
-def test_sampler_without_samples_is_invalid(sample):
-    assert sampler.SamplerEstimator().estimate(
-        _obs(sampler=sample)).wss_mb is None
