@@ -10,16 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""GhostTracker (§1.3) on recorded and generated swap streams, and the
-swap-ghost estimator."""
+"""GhostTracker (§1.3) on recorded and generated swap streams; the
+estimator built on it is in test_swap_ghost."""
 import collections
 import random
 
 import pytest
 
-from memagg.drivers.wss import base
 from memagg.drivers.wss import ghost
-from memagg.drivers.wss import swap_ghost
 
 MIB = 1024 * 1024
 
@@ -198,43 +196,3 @@ def test_bad_event_and_parameters_are_refused():
         ghost.GhostTracker(percentile=0)
     with pytest.raises(ValueError, match='buckets'):
         ghost.GhostTracker(buckets=0)
-
-
-def _obs(period, **kwargs):
-    return base.Observation(uuid='vm', m_cur_mb=512, m_init_mb=1024,
-                            max_mb=1024, ghost=period, has_remote_swap=True,
-                            **kwargs)
-
-
-def test_swap_ghost_estimator_is_current_plus_ghost():
-    # 2048 pages of 4 KiB = 8 MiB beyond m_cur 512 MiB.
-    period = ghost.GhostPeriod(swap_ins=10, unmatched_swap_ins=0,
-                               swap_outs=12, distance_pages=2048,
-                               histogram=())
-
-    est = swap_ghost.SwapGhostEstimator().estimate(_obs(period))
-
-    assert est.wss_mb == 520
-    assert est.source == 'ghost'
-    assert est.shortage
-
-
-def test_swap_ghost_estimator_is_invalid_without_swap_ins():
-    period = ghost.GhostPeriod(swap_ins=0, unmatched_swap_ins=0,
-                               swap_outs=12, distance_pages=None,
-                               histogram=())
-
-    for obs in (_obs(period), _obs(None)):
-        est = swap_ghost.SwapGhostEstimator().estimate(obs)
-        assert est.wss_mb is None
-        assert not est.shortage
-
-
-def test_new_tracker_takes_the_histogram_parameters():
-    params = base.WssParams(ghost_bucket_mb=8, ghost_buckets=10,
-                            ghost_percentile=50.0)
-
-    tracker = swap_ghost.new_tracker(params)
-
-    assert (tracker.bucket_pages, tracker.buckets,
-            tracker.percentile) == (2048, 10, 50.0)
