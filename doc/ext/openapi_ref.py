@@ -86,6 +86,16 @@ def _example(title, value):
     return [nodes.rubric(text=title), block]
 
 
+def _example_request(request):
+    """A rubric and the request line and headers of a real call
+    (x-memagg-example-request); its body, if any, is shown apart."""
+    text = '\n'.join(['%s %s' % (request['method'], request['path'])] + [
+        '%s: %s' % item for item in sorted(request['headers'].items())])
+    block = nodes.literal_block(text, text)
+    block['language'] = 'text'
+    return [nodes.rubric(text='Example request'), block]
+
+
 def _table(headers, rows, widths):
     """A docutils table; each cell is a string or a node."""
     table = nodes.table(classes=['openapi-table'])
@@ -323,6 +333,9 @@ class OpenApiReference(_OpenApiDirective):
                       'description', '')]
                  for p in params],
                 [16, 6, 18, 8, 40])
+        request = operation.get('x-memagg-example-request')
+        if request is not None:
+            section += _example_request(request)
         if 'requestBody' in operation:
             section += self._request_body(doc, operation['requestBody'])
         section += self._responses(doc, operation['responses'])

@@ -116,10 +116,14 @@ def _operation(route, max_limit):
 
 
 def _add_example(operation, example):
-    """Put a real call's request and response body (memagg.api.examples,
-    made at the newest microversion) into ``operation``."""
+    """Put a real call (memagg.api.examples, made at the newest
+    microversion) into ``operation``: its request line and headers as
+    x-memagg-example-request, its request and response bodies as the
+    bodies' examples."""
     if example is None:
         return
+    operation['x-memagg-example-request'] = {
+        key: example['request'][key] for key in ('method', 'path', 'headers')}
     if 'body' in example['request'] and 'requestBody' in operation:
         operation['requestBody']['content']['application/json'][
             'example'] = example['request']['body']

@@ -30,8 +30,13 @@ def list_query(collection, max_limit):
         'marker': dict(spec['marker'], description=(
             'The %s of the last item of the previous page.'
             % listing['key'])),
-        'sort_key': {'type': 'string', 'enum': list(listing['sort_keys'])},
-        'sort_dir': {'type': 'string', 'enum': ['asc', 'desc']},
+        'sort_key': {'type': 'string', 'enum': list(listing['sort_keys']),
+                     'description': (
+                         'The field to sort by; default %s. Items equal in '
+                         'it keep the order they were stored in.'
+                         % ', then '.join(listing['sort']))},
+        'sort_dir': {'type': 'string', 'enum': ['asc', 'desc'],
+                     'description': 'asc (default) or desc.'},
     }
     for name, schema in spec['filters'].items():
         properties[name] = dict(schema, description=(

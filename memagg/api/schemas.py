@@ -23,6 +23,7 @@ from memagg.api import field_docs
 UUID = {'type': 'string', 'format': 'uuid',
         'description': 'A UUID such as 2f1c5a5e-8d4b-4c1e-9d7e-3b7a1c2d4e5f.'}
 NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+HOST_NAME = dict(NAME, description="The host's name, as Nova knows it.")
 DATETIME = {'type': 'string', 'format': 'date-time',
             'description': 'ISO 8601 date-time, UTC unless an offset is '
                            'given, e.g. 2024-05-01T12:00:00Z.'}

@@ -32,7 +32,7 @@ def list_hosts(query):
 
 @base.route('/v1/hosts/{name}', 'Show a compute host.',
             schemas.item_response('host', 'Host'),
-            path_params={'name': schemas.NAME}, errors=(404,))
+            path_params={'name': schemas.HOST_NAME}, errors=(404,))
 def get_host(name, query):
     base.enforce(policy.GET)
     row = db_hosts.host_get(base.context(), name)
@@ -45,8 +45,8 @@ def get_host(name, query):
             'what the reclaim took (reclaiming); memagg-scheduler carries '
             'it out. A slab is taken by one reclaim only. Since 1.3.',
             schemas.ref('Reclaimed'), method='POST',
-            path_params={'name': schemas.NAME}, body=request_schemas.RECLAIM,
-            errors=(404,), min_version=(1, 3))
+            path_params={'name': schemas.HOST_NAME},
+            body=request_schemas.RECLAIM, errors=(404,), min_version=(1, 3))
 def reclaim_host(name, query, body):
     base.enforce(policy.RECLAIM)
     ctxt = base.context()

@@ -11,8 +11,8 @@
 # under the License.
 
 """The API reference's request and response examples, one JSON file per
-operation (``{"request": {method, path, body?}, "response": {status,
-body}}``), written from real calls by
+operation (``{"request": {method, path, headers, body?}, "response":
+{status, body}}``), written from real calls by
 memagg/tests/unit/api/test_examples.py, which fails when one drifts.
 Data only: imports nothing of memagg.
 """

@@ -87,6 +87,15 @@ def test_api_reference_has_every_operation_of_the_openapi_document(built):
                for method in item
                if '>%s %s<' % (method.upper(), path) not in page]
     assert not missing, 'not in the API reference: %s' % missing
+    # Every operation with an example shows its request, a GET's too.
+    shown = [operation for item in document['paths'].values()
+             for operation in item.values()
+             if 'x-memagg-example-request' in operation]
+    assert len(shown) == 23
+    assert page.count('>Example request<') == len(shown)
+    text = html.unescape(re.sub(r'<[^>]+>', '', page))
+    assert ('GET /v1/hosts\nOpenStack-API-Version: memory-aggregation %s'
+            % microversion.to_string(microversion.MAX_VERSION)) in text
     # The microversion history: every version with what it changed, and
     # operations and fields 1.2 to 1.5 added.
     history = page[page.index('id="microversion-history"'):

@@ -110,6 +110,12 @@ def test_the_document_shows_them():
         'example'] == made['request']['body']
     assert operation['responses']['202']['content']['application/json'][
         'example'] == made['response']['body']
+    # A GET has no body: its request is its line and headers.
+    listed = document['paths']['/v1/hosts']['get']
+    assert listed['x-memagg-example-request'] == {
+        'method': 'GET', 'path': '/v1/hosts', 'headers': {
+            microversion.HEADER: 'memory-aggregation %s'
+            % microversion.to_string(microversion.MAX_VERSION)}}
 
 
 @pytest.mark.parametrize('operation_id', sorted(CALLS))
@@ -126,7 +132,7 @@ def test_the_example_is_what_a_real_call_gives(operation_id, api, request):
     assert response.status_code < 300, response.get_data(as_text=True)
     new_uuids = {}
     made = {
-        'request': {'method': method, 'path': path,
+        'request': {'method': method, 'path': path, 'headers': headers,
                     **({'body': body} if body is not None else {})},
         'response': {'status': response.status_code,
                      'body': _fixed(response.json, new_uuids)},

@@ -80,6 +80,21 @@ def test_every_field_of_every_schema_says_what_it_is():
     assert 'description' not in schemas.INTEGER
 
 
+def test_every_parameter_of_every_operation_says_what_it_is():
+    document = openapi.build(CONF.api.max_limit)
+    missing = ['%s %s %s' % (method.upper(), path, param['name'])
+               for path, item in document['paths'].items()
+               for method, operation in item.items()
+               for param in operation.get('parameters', [])
+               if not (param.get('description')
+                       or param['schema'].get('description'))]
+    assert missing == []
+    hosts = document['paths']['/v1/hosts']['get']['parameters']
+    sort_key = next(p for p in hosts if p['name'] == 'sort_key')
+    assert sort_key['schema']['description'].startswith(
+        'The field to sort by; default name.')
+
+
 def test_each_operation_says_the_microversion_it_needs(api):
     """The document's minimum microversion of every operation is the one
     that serves it: a list served at it, refused (404, or 405 where the
