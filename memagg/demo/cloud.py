@@ -213,9 +213,9 @@ class DemoCloud:
             guest.destroy()
             if self._stop.is_set():
                 return
-            tail = guest.console_text().strip().splitlines()[-5:]
             self.failed[workload.name] = '%s; its console ended: %s' % (
-                str(exc).splitlines()[0], ' | '.join(tail) or '(empty)')
+                str(exc).splitlines()[0],
+                ' | '.join(guest.console_tail()) or '(empty)')
             self.say('demo: %s did not boot (%s); the demo goes on without '
                      'it' % (workload.name, self.failed[workload.name]))
             return

@@ -26,6 +26,8 @@ import subprocess
 import time
 import uuid as uuid_mod
 
+import libvirt
+
 IMAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'image')
 CACHE = os.environ.get('MEMAGG_GUEST_CACHE', '/var/cache/memagg-guest')
 
@@ -82,6 +84,10 @@ HEARTBEAT_RE = re.compile(
 BALLOON_XML = ("<memballoon model='virtio'><stats period='%d'/>"
                "</memballoon>")
 NO_BALLOON_XML = "<memballoon model='none'/>"
+# A frame of a kernel call trace on the console ("[    1.29]  ? f+0x1/0x2",
+# "<TASK>"): many lines that say less than the panic above them.
+_TRACE_FRAME = re.compile(
+    r'^\[\s*\d+\.\d+\]\s+(\? )?(\S+\+0x[0-9a-f]+/0x[0-9a-f]+|</?TASK>)')
 
 # Guest RAM in a memfd: 4 KiB host pages. QEMU asks for transparent huge
 # pages on anonymous guest RAM, and the host then keeps one accessed bit per
@@ -156,10 +162,20 @@ class Guest:
         self._sock = None
 
     def start(self, timeout=120):
-        """Boot the guest and wait for its workload's READY line."""
+        """Boot the guest and wait for its workload's READY line; a guest
+        that stops first (a kernel panic, no room for its initrd) fails at
+        once rather than at the timeout."""
         self.dom = self.conn.createXML(self.xml)
-        self.wait_console(r'MEMAGG READY', timeout)
+        self.wait_console(r'MEMAGG READY', timeout, while_running=True)
         return self
+
+    def _running(self):
+        try:
+            return bool(self.dom.isActive())
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return False
+            raise
 
     def console_text(self):
         try:
@@ -168,9 +184,17 @@ class Guest:
         except FileNotFoundError:
             return ''
 
-    def wait_console(self, pattern, timeout, after=0):
+    def console_tail(self, lines=5):
+        """The console's last ``lines`` lines, the frames of a kernel call
+        trace left out (a panic's own lines say more)."""
+        kept = [line for line in self.console_text().strip().splitlines()
+                if not _TRACE_FRAME.match(line)]
+        return kept[-lines:]
+
+    def wait_console(self, pattern, timeout, after=0, while_running=False):
         """Wait for a console line matching ``pattern`` that starts at or
-        after offset ``after``; return the match."""
+        after offset ``after``; return the match. ``while_running``: fail
+        as soon as the guest's domain has stopped."""
         regex = re.compile(pattern, re.M)
         deadline = time.monotonic() + timeout
         while True:
@@ -180,6 +204,9 @@ class Guest:
             if self.cancel is not None and self.cancel.is_set():
                 raise GuestError('stopped waiting for /%s/ on the console '
                                  'of %s' % (pattern, self.name))
+            if while_running and not self._running():
+                raise GuestError('%s stopped before /%s/ on its console'
+                                 % (self.name, pattern))
             if time.monotonic() >= deadline:
                 raise GuestError(
                     'no /%s/ on the console of %s within %s s; its tail:\n%s'

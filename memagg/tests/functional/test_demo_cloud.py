@@ -11,9 +11,9 @@
 # under the License.
 
 """The demo cloud's guests on the real libvirtd (TCG): one libvirt refuses
-to boot is reported and the others go on; stop(), even during a boot,
-leaves no domain and no file behind. (memagg-aio --demo as a whole:
-test_aio.py.)"""
+and one whose kernel panics are reported, the panic with its console's
+lines, and the others go on; stop(), even during a boot, leaves no domain
+and no file behind. (memagg-aio --demo as a whole: test_aio.py.)"""
 import os
 
 import libvirt
@@ -37,6 +37,10 @@ def test_a_guest_that_does_not_boot_is_reported_and_the_others_go_on():
     workloads = (
         # No memory at all: libvirt refuses the domain.
         cloud.Workload(NAME + 'broken', 0, 'stats', (8,), 'nothing'),
+        # Room for its kernel and initrd but not for the kernel's own start
+        # (68 to 78 MiB here): the kernel panics out of memory, its
+        # domain ends (panic=-1, on_reboot destroy) some seconds in.
+        cloud.Workload(NAME + 'panics', 72, 'stats', (8,), 'nothing'),
         cloud.Workload(NAME + 'fine', 128, 'stats', (8,), 'a small hot set'),
     )
     demo = cloud.DemoCloud(conn, workloads, say=said.append)
@@ -52,11 +56,18 @@ def test_a_guest_that_does_not_boot_is_reported_and_the_others_go_on():
             if d.name().startswith(NAME)]
     conn.close()
     assert running == [NAME + 'fine']
-    assert list(demo.failed) == [NAME + 'broken']
+    assert list(demo.failed) == [NAME + 'broken', NAME + 'panics']
     assert said[0].startswith('demo: %sbroken did not boot (' % NAME)
     assert said[0].endswith('); the demo goes on without it')
-    assert 'its console ended: ' in said[0]
-    assert said[1].startswith('demo: %sfine is up (128 MiB, uuid ' % NAME)
+    assert 'its console ended: (empty)' in said[0]
+    # Told when its domain ended, not at the boot's timeout, with the
+    # panic's lines rather than its call trace's frames.
+    assert said[1].startswith(
+        'demo: %spanics did not boot (%spanics stopped before /MEMAGG '
+        'READY/ on its console; its console ended: ' % (NAME, NAME)), said[1]
+    assert 'Kernel panic - not syncing' in said[1], said[1]
+    assert '<TASK>' not in said[1] and '+0x' not in said[1], said[1]
+    assert said[2].startswith('demo: %sfine is up (128 MiB, uuid ' % NAME)
     assert left == []
     assert not os.path.exists(demo.workdir)
 
