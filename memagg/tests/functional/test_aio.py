@@ -35,6 +35,7 @@ import libvirt
 import pytest
 
 from memagg.api import microversion
+from memagg.cmd import aio
 from memagg.compute import swapd as swapd_client
 from memagg.dashboard import charts
 from memagg.demo import cloud as demo_cloud
@@ -177,10 +178,10 @@ def _openstack(env, *args):
 def _demo_shows(url, since, session, log):
     """What each demo guest shows, by workload, when all show it in the
     samples taken ``since`` (once their workloads were in place): the
-    newest estimate within the tolerance of a hot set it had, its balloon
-    at its target (or, without a balloon, left alone, its idle memory
-    reclaimed; or, outgrowing its RAM, an active grant it wrote beyond its
-    RAM into, as memagg-aio's ``log()`` says); else None."""
+    newest estimate within the tolerance of a hot set it had, and its
+    balloon at its target (or, without a balloon, left alone, its idle
+    memory reclaimed; or, outgrowing its RAM, an active grant it wrote
+    beyond its RAM into, as memagg-aio's ``log()`` says); else None."""
     by_name = {i['name']: i for i in _get(url + '/v1/instances',
                                           session)['instances']}
     seen = {}
@@ -193,10 +194,13 @@ def _demo_shows(url, since, session, log):
                       if g['instance_uuid'] == instance['uuid']
                       and g['status'] == 'active']
             if not (grants and '%s wrote %d MiB' % (
-                    workload.name, workload.fill_mb) in log()):
+                    workload.name, workload.fill_mb) in log()
+                    and instance['updated_at'] >= since
+                    and _within(instance['wss_mb'], workload.hot_mb[0])):
                 return None
             seen[workload.name] = [(g['uuid'], g['granted_mb'])
                                    for g in grants]
+            seen[workload.name + ' wss_mb'] = instance['wss_mb']
             continue
         if workload.balloon == 'none':
             # Its balloon left alone (no samples: its report), its idle
@@ -205,7 +209,8 @@ def _demo_shows(url, since, session, log):
             if not (last['updated_at'] >= since
                     and last['estimator'].startswith('unmanaged')
                     and last['current_mb'] == workload.memory_mb
-                    and (last['reclaimed_mb'] or 0) > 0):
+                    and (last['reclaimed_mb'] or 0) > 0
+                    and _within(last['wss_mb'], workload.hot_mb[0])):
                 return None
             seen[workload.name] = (last['wss_mb'], last['reclaimed_mb'],
                                    last['current_mb'], last['estimator'])
@@ -339,12 +344,12 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
         audit = _openstack(admin, 'audit', 'create')
         shown = _openstack(admin, 'audit', 'show', audit['uuid'])
         assert shown['uuid'] == audit['uuid'], shown
+        horizon_url = _in_log(proc, lambda log: re.search(
+            r'^Horizon: (http://\S+)/admin/memory/ \(log in with '
+            r'either\)$', log, re.M), 10, 'the Horizon line').group(1)
         _the_panels_show_the_demo(
-            _in_log(proc, lambda log: re.search(
-                r'^Horizon: (http://\S+)/admin/memory/ \(log in with '
-                r'either\)$', log, re.M), 10, 'the Horizon line').group(1),
-            admin, by_name=_instances(url, session), grant_uuid=grant_uuid,
-            screenshots=tmp_path / 'screenshots')
+            horizon_url, admin, by_name=_instances(url, session),
+            grant_uuid=grant_uuid, screenshots=tmp_path / 'screenshots')
     finally:
         code = proc.stop(timeout=60, sig=signal.SIGINT)
         outlived = [pid for pid in (
@@ -361,11 +366,15 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
     # The swap file it added for host reclaim, if any, is off.
     assert not [d for d in reclaim_base.swap_devices()
                 if d.startswith('/var/tmp/memagg-demo-')]
-    with pytest.raises(OSError):
-        _get(url + '/v1/hosts')
-    # Its Keystone stopped with it.
-    with pytest.raises(OSError):
-        _get(admin['OS_AUTH_URL'])
+    # Nothing it started still listens: the API, its Keystone and Horizon,
+    # both memagg-swapds.
+    for served in (url + '/v1/hosts', admin['OS_AUTH_URL'], horizon_url):
+        with pytest.raises(OSError):
+            _get(served)
+    for listen in (aio.SWAPD_LISTEN, aio.DONOR_LISTEN):
+        host, port = listen[len('tcp://'):].rsplit(':', 1)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((host, int(port)), timeout=10).close()
 
 
 def _swapd_config(state):
