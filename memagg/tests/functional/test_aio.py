@@ -52,6 +52,11 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 TEST_DOMAIN_UUID = '6695eb01-f6a4-8304-79aa-97f2502e193f'
 
+# The demo's promise: every guest shown at work within 3 minutes of the
+# command on a set-up machine. Counted from the API's line, which comes
+# after the guest image is built when it was not cached yet.
+SHOWN_WITHIN = 180
+
 
 def _get(url, session=None):
     """The JSON of a GET of ``url``: without a token, or through a
@@ -312,14 +317,15 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
         # of it counts from then on.
         _in_log(proc, lambda log: all('%s is up' % w.name in log
                                       for w in demo_cloud.WORKLOADS),
-                180, 'every demo guest up', interval=0.5)
+                SHOWN_WITHIN, 'every demo guest up', interval=0.5)
         since = datetime.datetime.now(datetime.timezone.utc).strftime(
             '%Y-%m-%dT%H:%M:%SZ')
         try:
             seen = polling.wait_for(
-                lambda: _demo_shows(url, since, session, proc.log), 180,
-                interval=1,
-                message='every demo guest shown at work')
+                lambda: _demo_shows(url, since, session, proc.log),
+                max(SHOWN_WITHIN - (time.monotonic() - shown_at), 1),
+                interval=1, message='every demo guest shown at work within '
+                '%d s of the API' % SHOWN_WITHIN)
         except AssertionError:
             raise AssertionError('instances: %s\nlog:\n%s' % (
                 _get(url + '/v1/instances', session)['instances'],
