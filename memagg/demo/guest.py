@@ -86,6 +86,7 @@ BALLOON_XML = ("<memballoon model='virtio'><stats period='%d'/>"
 NO_BALLOON_XML = "<memballoon model='none'/>"
 # A frame of a kernel call trace on the console ("[    1.29]  ? f+0x1/0x2",
 # "<TASK>"): many lines that say less than the panic above them.
+_PANIC = 'Kernel panic - not syncing'
 _TRACE_FRAME = re.compile(
     r'^\[\s*\d+\.\d+\]\s+(\? )?(\S+\+0x[0-9a-f]+/0x[0-9a-f]+|</?TASK>)')
 
@@ -186,9 +187,14 @@ class Guest:
 
     def console_tail(self, lines=5):
         """The console's last ``lines`` lines, the frames of a kernel call
-        trace left out (a panic's own lines say more)."""
+        trace left out; after a kernel panic, its first ``lines`` lines
+        from the panic's own (the lines between it and the trace vary: a
+        panic in a workqueue names the workqueue)."""
         kept = [line for line in self.console_text().strip().splitlines()
                 if not _TRACE_FRAME.match(line)]
+        panics = [i for i, line in enumerate(kept) if _PANIC in line]
+        if panics:
+            return kept[panics[-1]:][:lines]
         return kept[-lines:]
 
     def wait_console(self, pattern, timeout, after=0, while_running=False):
