@@ -84,9 +84,10 @@ HEARTBEAT_RE = re.compile(
 BALLOON_XML = ("<memballoon model='virtio'><stats period='%d'/>"
                "</memballoon>")
 NO_BALLOON_XML = "<memballoon model='none'/>"
+# The first line of a kernel panic on the console.
+_PANIC = 'Kernel panic - not syncing'
 # A frame of a kernel call trace on the console ("[    1.29]  ? f+0x1/0x2",
 # "<TASK>"): many lines that say less than the panic above them.
-_PANIC = 'Kernel panic - not syncing'
 _TRACE_FRAME = re.compile(
     r'^\[\s*\d+\.\d+\]\s+(\? )?(\S+\+0x[0-9a-f]+/0x[0-9a-f]+|</?TASK>)')
 

@@ -13,6 +13,7 @@
 """The scheduler manager stores reports, purges old samples, and plans
 and executes consolidation audits on its worker while RPC stays
 answered."""
+import contextlib
 import datetime
 import threading
 import time
@@ -181,14 +182,23 @@ def rounds(conf, fake_rpc, sqlite_db, admin_context):
     conf.config(interval=0, group='consolidation')
     _cluster(admin_context)
     executor = _Executor()
+    with serving(conf, executor) as svc:
+        yield svc, executor
+        executor.gate.set()
+
+
+@contextlib.contextmanager
+def serving(conf, executor):
+    """memagg-scheduler serving RPC with ``executor``; stopped on leaving."""
     svc = service.Service('memagg-scheduler', conf.conf.scheduler.topic,
                           manager.SchedulerManager(host='ctl',
                                                    executor=executor))
     svc.start()
     assert svc.connected.wait(10)
-    yield svc, executor
-    executor.gate.set()
-    svc.stop()
+    try:
+        yield svc
+    finally:
+        svc.stop()
 
 
 def test_an_audit_asked_for_is_planned(rounds, admin_context):

@@ -25,11 +25,9 @@ from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
 from memagg.db import migrations as db_migrations
 from memagg.db.sqlalchemy import models
-from memagg.scheduler import manager
 from memagg.scheduler import migration
 from memagg.scheduler import reservoir as reservoir_mod
 from memagg.scheduler import rpcapi
-from memagg import service
 from memagg.tests import polling
 from memagg.tests.unit.db import rows
 from memagg.tests.unit.scheduler import test_manager as manager_tests
@@ -47,13 +45,8 @@ def observing(conf, fake_rpc, sqlite_db, admin_context):
     conf.config(mode='observe', group='scheduler')
     manager_tests._cluster(admin_context)
     executor = manager_tests._Executor()
-    svc = service.Service('memagg-scheduler', conf.conf.scheduler.topic,
-                          manager.SchedulerManager(host='ctl',
-                                                   executor=executor))
-    svc.start()
-    assert svc.connected.wait(10)
-    yield svc, executor
-    svc.stop()
+    with manager_tests.serving(conf, executor) as svc:
+        yield svc, executor
 
 
 def _state(ctxt, uuid):
