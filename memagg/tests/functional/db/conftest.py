@@ -14,10 +14,7 @@
 import pytest
 
 from memagg.db import audits as db_audits
-
-
-VM_A = '11111111-1111-4111-8111-111111111111'
-VM_B = '22222222-2222-4222-8222-222222222222'
+from memagg.tests.unit.db.rows import VM_A, VM_B
 
 
 @pytest.fixture

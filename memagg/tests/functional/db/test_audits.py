@@ -23,11 +23,10 @@ from memagg.db import audits as db_audits
 from memagg.db import facade as db_facade
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
+from memagg.tests.unit.db.rows import VM_A, VM_B
 
 pytestmark = pytest.mark.functional
 
-VM_A = '11111111-1111-4111-8111-111111111111'
-VM_B = '22222222-2222-4222-8222-222222222222'
 MISSING = '99999999-9999-4999-8999-999999999999'
 
 

@@ -17,10 +17,9 @@ import pytest
 
 from memagg.db import audits as db_audits
 from memagg.db import migrations as db_migrations
+from memagg.tests.unit.db.rows import VM_A
 
 pytestmark = pytest.mark.functional
-
-VM_A = '11111111-1111-4111-8111-111111111111'
 
 
 def _actions(db, uuid):

@@ -21,11 +21,9 @@ from memagg.db import listings as db_listings
 from memagg.db import samples as db_samples
 from memagg.db.sqlalchemy import models
 from memagg.tests.unit.db import rows
+from memagg.tests.unit.db.rows import VM_A, VM_B
 
 pytestmark = pytest.mark.functional
-
-VM_A = '11111111-1111-4111-8111-111111111111'
-VM_B = '22222222-2222-4222-8222-222222222222'
 
 
 def _at(minutes):

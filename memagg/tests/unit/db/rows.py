@@ -21,6 +21,10 @@ from memagg.db import facade as db_facade
 from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
 
+#: Two VMs the tests store rows of.
+VM_A = '11111111-1111-4111-8111-111111111111'
+VM_B = '22222222-2222-4222-8222-222222222222'
+
 _DEFAULTS = {
     models.Host: lambda n: dict(name='host-%d' % n),
     models.Instance: lambda n: dict(uuid=str(uuid.uuid4()), name='vm-%d' % n,
