@@ -329,10 +329,17 @@ def _configure(argv):
             if piece.missing():
                 sys.exit('memagg-aio: error: --demo needs %s'
                          % piece.missing())
+        began = time.time()
         try:
-            demo_cloud.check_host(CONF.compute.libvirt_uri == SYSTEM_URI)
+            _, initrd = demo_cloud.check_host(
+                CONF.compute.libvirt_uri == SYSTEM_URI)
         except demo_cloud.Unavailable as exc:
             sys.exit('memagg-aio: error: %s' % exc)
+        # A cached image predates this run; a built one was written now.
+        cli.say('Guest image: %s (%s)' % (
+            os.path.dirname(initrd), 'from the cache'
+            if os.stat(initrd).st_mtime < began
+            else 'built in %.0f s' % (time.time() - began)))
     return state_dir
 
 

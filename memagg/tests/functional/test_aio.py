@@ -12,9 +12,11 @@
 
 """memagg-aio as a new user runs it: one process, API answering, this host
 and the libvirt test driver's domain listed, a clean exit on SIGTERM; and
-with --demo, behind its own Keystone: its guests shown at work within
-three minutes to the admin of the openrc file it writes, an audit created
-and shown with the ``openstack`` CLI, and everything gone after Ctrl-C."""
+with --demo, from the image cache, behind its own Keystone: its guests
+shown at work within three minutes to the admin of the openrc file it
+writes, an audit created and shown with the ``openstack`` CLI, the
+browser suite's checks of the panels passing on it, and everything gone
+after Ctrl-C."""
 import configparser
 import datetime
 import glob
@@ -33,17 +35,20 @@ from keystoneauth1.identity import v3 as ks_identity
 from keystoneauth1 import session as ks_session
 import libvirt
 import pytest
+from memaggclient import client as memagg_client
 
 from memagg.api import microversion
 from memagg.cmd import aio
 from memagg.compute import swapd as swapd_client
 from memagg.dashboard import charts
 from memagg.demo import cloud as demo_cloud
+from memagg.demo import guest as demo_guest
 from memagg.demo import keystone as demo_keystone
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.drivers.reclaim import base as reclaim_base
 from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import horizon as horizon_browser
+from memagg.tests.functional import panel_checks
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
@@ -236,30 +241,29 @@ def _demo_shows(url, since, session, log):
     return seen
 
 
-def _instances(url, session):
-    """The API's instances, by name."""
-    return {i['name']: i for i in _get(url + '/v1/instances',
-                                       session)['instances']}
-
-
-def _the_panels_show_the_demo(horizon_url, admin, by_name, grant_uuid,
+def _the_panels_show_the_demo(horizon_url, admin, session, grant_uuid,
                               screenshots):
     """Admin → Memory of the demo's Horizon, logged in as the openrc
-    ``admin``: this host and the donor, a guest's chart by its name, the
-    grant with its donor."""
+    ``admin`` (``session`` its keystoneauth1 session): the checks the
+    browser suite makes of its seeded cloud (panel_checks) on this host and
+    the donor, a guest's chart by its name, the grant with its donor."""
     screenshots.mkdir()
+    admin_api = memagg_client.Client(session, interface='public',
+                                     region_name=demo_keystone.REGION)
     browser = horizon_browser.Browser(horizon_url, screenshots)
     try:
         account = demo_keystone.Account(admin['OS_USERNAME'],
                                         admin['OS_PASSWORD'],
                                         admin['OS_PROJECT_NAME'])
         browser.login(account, '/admin/memory/')
-        hosts = {svg.get_attribute('data-host')
-                 for svg in browser.find_all('svg.memagg-host')}
         donor = socket.gethostname() + '-donor'
-        assert {socket.gethostname(), donor} <= hosts, hosts
+        _, pool = panel_checks.host_bars(browser, admin_api,
+                                         [socket.gethostname(), donor])
+        assert pool[donor]['lent_mb'] == _REMOTE.grant_mb, pool
         browser.screenshot('demo-admin-memory', [])
-        steady = by_name[demo_cloud.PREFIX + 'steady']
+        panel_checks.cloud_over_time(browser, admin_api, '1h')
+        steady = next(i for i in admin_api.instances.list().all_items()
+                      if i['name'] == demo_cloud.PREFIX + 'steady')
         browser.open('/admin/memory/instances/%s/?range=1h' % steady['uuid'])
         assert browser.find('#memagg-instance-name').text == steady['name']
         assert browser.find_all(
@@ -272,6 +276,7 @@ def _the_panels_show_the_demo(horizon_url, admin, by_name, grant_uuid,
         assert browser.find(row + ' .memagg-donors').text == donor
         assert browser.find(row + ' .memagg-grant-instance').text == (
             _REMOTE.name)
+        panel_checks.audit_from_the_panel(browser, admin_api)
     finally:
         browser.quit()
 
@@ -286,13 +291,19 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
     assert _demo_domains(conn) == []
     workdirs = set(glob.glob('/var/tmp/memagg-demo-*'))
     state = tmp_path / 'state'
+    # A second run: the image is in the cache (built here, as by a first
+    # run, when it was not).
+    demo_guest.build()
+    started = time.monotonic()
     proc = service_procs.Process(
         'memagg-aio', ['--demo', '--port', '0', '--state-dir', str(state)],
         tmp_path / 'aio.log')
     try:
-        # The guest image is built first when it is not cached yet.
-        url = _api_url(proc, 600)
+        url = _api_url(proc, 120)
         shown_at = time.monotonic()
+        assert re.search(r'^Guest image: %s/\S+ \(from the cache\)$'
+                         % re.escape(demo_guest.CACHE), proc.log(),
+                         re.M), proc.log()
         # Printed once the services run, after the API's line.
         openrc = state / 'admin-openrc'
         _in_log(proc, lambda log: re.search(
@@ -300,6 +311,8 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
             r'--long$' % re.escape(str(openrc)), log, re.M),
             60, 'the line saying how to watch')
         assert 'Try: curl' not in proc.log()
+        print('second run: API %.1f s, guests booting %.1f s after the '
+              'command' % (shown_at - started, time.monotonic() - started))
         admin = _openrc(openrc)
         assert oct(openrc.stat().st_mode & 0o777) == '0o600'
         assert re.search(r'^Keystone: %s \(admin: admin / %s, project admin; '
@@ -354,8 +367,8 @@ def test_the_demo_shows_memagg_at_work_and_ctrl_c_stops_it(tmp_path):
             r'^Horizon: (http://\S+)/admin/memory/ \(log in with '
             r'either\)$', log, re.M), 10, 'the Horizon line').group(1)
         _the_panels_show_the_demo(
-            horizon_url, admin, by_name=_instances(url, session),
-            grant_uuid=grant_uuid, screenshots=tmp_path / 'screenshots')
+            horizon_url, admin, session, grant_uuid=grant_uuid,
+            screenshots=tmp_path / 'screenshots')
     finally:
         code = proc.stop(timeout=60, sig=signal.SIGINT)
         outlived = [pid for pid in (

@@ -18,8 +18,9 @@ fixture), driven by Debian's headless chromium through Selenium.
 
 One Horizon process and one browser for the module; each test opens its
 pages, checks that the charts carry the numbers the API serves (read here
-through memagg's client), and saves a screenshot that it checks is a real,
-non-blank picture.
+through memagg's client; the checks test_aio makes of the running demo
+too, memagg.tests.functional.panel_checks), and saves a screenshot that it
+checks is a real, non-blank picture.
 
 Without chromium, chromedriver or Selenium the tests skip, except under CI
 (CI=true), where a missing browser is a broken setup and fails them.
@@ -30,11 +31,10 @@ from memaggclient import client as memagg_client
 from memagg.dashboard import charts
 from memagg.demo import keystone as demo_keystone
 from memagg.tests.functional import horizon as horizon_browser
+from memagg.tests.functional import panel_checks
 from memagg.tests import polling
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
-
-AUDIT_TIMEOUT = 60
 
 
 @pytest.fixture(scope='module')
@@ -66,23 +66,9 @@ def admin_api(deployment):
 def test_admin_memory_host_bars_carry_the_api_numbers(browser, deployment,
                                                       admin_api):
     browser.login(deployment.keystone.admin, '/admin/memory/')
-    usages = {u['host']: u
-              for u in admin_api.host_usages.list()['host_usages']}
-    pool = {h['host']: h for h in admin_api.reservoir.get()['hosts']}
-    for host in deployment.hosts:
-        chart = '.memagg-host[data-host="%s"] ' % host
-        for series in ('memory_mb', 'booked_mb', 'wss_maxavg_mb'):
-            assert int(browser.attr(chart + 'g[data-series="%s"]' % series,
-                                    'data-mb')) == usages[host][series]
-        for series in ('lent_mb', 'borrowed_mb', 'free_reservoir_mb'):
-            assert int(browser.attr(chart + 'g[data-series="%s"]' % series,
-                                    'data-mb')) == pool[host][series]
+    _, pool = panel_checks.host_bars(browser, admin_api, deployment.hosts)
     # The seeded grant: the second host lends to the first.
     assert pool[deployment.hosts[1]]['lent_mb'] > 0
-    booked = sum(u['booked_mb'] for u in usages.values())
-    wss = sum(u['wss_maxavg_mb'] for u in usages.values())
-    assert int(browser.attr('#memagg-freed', 'data-mb')) == booked - wss
-    assert browser.find('.memagg-bars').size['width'] >= 200
     # The seeded 256 MiB lent and borrowed are a pixel wide, blended into
     # the track: the wide bars' colours are the ones to look for.
     browser.screenshot('admin-memory', [
@@ -106,13 +92,8 @@ def test_admin_hosts_sort_on_the_server(browser, deployment, admin_api):
 
 
 def test_cloud_over_time(browser, deployment, admin_api):
-    browser.login(deployment.keystone.admin, '/admin/memory/cloud/?range=7d')
-    usage = admin_api.cloud_usage.get()
-    assert browser.find_all('#memagg-cloud-memory .memagg-x-tick')
-    freed = [int(dot.get_attribute('data-mb')) for dot in browser.find_all(
-        '#memagg-cloud-memory g[data-series="freed_mb"] circle')]
-    assert freed and freed[-1] == usage['history'][-1]['freed_mb']
-    assert browser.find('.memagg-range a.active').text == '7d'
+    browser.login(deployment.keystone.admin, '/admin/memory/')
+    panel_checks.cloud_over_time(browser, admin_api, '7d')
     browser.screenshot('admin-cloud', [
         c for _, _, c in charts.CLOUD_MEMORY_SERIES])
 
@@ -171,32 +152,7 @@ def test_reservoir_lists_the_grant_with_its_donors(
 def test_audit_created_from_the_panel_shows_its_plan_by_name(
         browser, deployment, admin_api):
     browser.login(deployment.keystone.admin, '/admin/memory/audits/')
-    browser.find('#memagg-create-audit').click()
-    polling.wait_for(lambda: browser.find_all('#memagg-audit-state'),
-                     30, message='the new audit\'s page')
-    uuid = browser.driver.current_url.rstrip('/').rsplit('/', 1)[-1]
-    audit = polling.wait_for(
-        lambda: (lambda a: a if a['state'] not in ('pending', 'planning')
-                 else None)(admin_api.audits.get(uuid)),
-        AUDIT_TIMEOUT, interval=0.2, message='the audit planned')
-    assert audit['auto_execute'] is False
-    browser.open('/admin/memory/audits/')
-    assert browser.find_all('.memagg-audits tr[data-uuid="%s"]' % uuid)
-    browser.open('/admin/memory/audits/%s/' % uuid)
-    assert browser.find('#memagg-audit-state').text == audit['state']
-    shown = [int(row.get_attribute('data-sequence'))
-             for row in browser.find_all('.memagg-actions tr[data-sequence]')]
-    assert shown == sorted(a['sequence'] for a in audit['actions'])
-    names = {i['uuid']: i['name']
-             for i in admin_api.instances.list(limit=1000).all_items()}
-    migrated = [a for a in audit['actions'] if a['instance_uuid']]
-    cells = [c.text for c in browser.find_all('.memagg-action-instance a')]
-    assert cells == [names[a['instance_uuid']] for a in
-                     sorted(migrated, key=lambda a: a['sequence'])]
-    # The admin may execute; the button is there only while the plan
-    # waits for it.
-    assert (len(browser.find_all('#memagg-execute')) ==
-            (audit['state'] == 'recommended'))
+    panel_checks.audit_from_the_panel(browser, admin_api)
     browser.screenshot('admin-audit', [])
 
 
