@@ -15,8 +15,8 @@ import glob
 import setuptools
 
 # memagg._native: the C page sampler (native/src); memagg._swapd: the C core
-# of memagg-swapd (native/swapd, with its verbs transport over rdma-core and
-# OpenSSL's libcrypto for the page keys).
+# of memagg-swapd (native/swapd, with its one-sided transport over libfabric
+# and OpenSSL's libcrypto for the page keys).
 # pbr still drives the package metadata from setup.cfg.
 native = setuptools.Extension(
     'memagg._native',
@@ -29,7 +29,7 @@ swapd = setuptools.Extension(
     'memagg._swapd',
     sources=sorted(glob.glob('native/swapd/*.c')),
     depends=sorted(glob.glob('native/swapd/*.h')),
-    libraries=['pthread', 'ibverbs', 'rdmacm', 'crypto'],
+    libraries=['pthread', 'fabric', 'crypto'],
     extra_compile_args=['-std=gnu11', '-Wall', '-Wextra', '-Werror'],
 )
 

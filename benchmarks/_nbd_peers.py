@@ -262,6 +262,9 @@ class MemaggSwapd(_Server):
     name = 'memagg'
     description = 'memagg-swapd, donor over loopback TCP'
     seal = False
+    #: The donor's [swapd] transport options and its endpoint's scheme.
+    transport = {'transport': 'tcp'}
+    scheme = 'tcp'
 
     def __init__(self, workdir, size, slab_size, local_dir):
         super().__init__(workdir, size)
@@ -282,8 +285,8 @@ class MemaggSwapd(_Server):
             'control_socket': control_path,
             'export_dir': os.path.join(base, 'exports'),
             'state_dir': state_dir or os.path.join(base, 'state'),
-            'listen': 'tcp://127.0.0.1:%d' % port,
-            'capacity_mb': capacity // MIB, 'transport': 'tcp'})
+            'listen': '%s://127.0.0.1:%d' % (self.scheme, port),
+            'capacity_mb': capacity // MIB, **self.transport})
         proc = self._spawn('swapd-%s' % role, swapd_command(config_file))
         self.swapds[role] = SwapdProcess(proc.pid, port, config_file,
                                          self._logs[-1])
@@ -361,3 +364,17 @@ class MemaggSwapdSealed(MemaggSwapd):
     name = 'memagg-sealed'
     description = 'memagg-swapd, pages sealed, donor over loopback TCP'
     seal = True
+
+
+class MemaggSwapdFabric(MemaggSwapd):
+    """memagg-swapd as MemaggSwapd, the donor lending over its rdma
+    transport (libfabric's one-sided reads and writes) on the provider
+    PROVIDER: with no RDMA device here, libfabric's tcp provider, so what
+    this measures is the cost of the fabric layer, not RDMA's speed."""
+
+    PROVIDER = 'tcp'
+    name = 'memagg-fabric'
+    description = ('memagg-swapd, donor over libfabric (%s provider, '
+                   'loopback)' % PROVIDER)
+    transport = {'transport': 'rdma', 'fabric_provider': PROVIDER}
+    scheme = 'rdma'

@@ -42,7 +42,7 @@ APT_PACKAGES=(
     libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-dev
     qemu-system-x86 qemu-utils pkg-config cpio busybox-static
     gcc python3-dev python3-venv make clang libclang-rt-14-dev
-    rdma-core libibverbs-dev librdmacm-dev ibverbs-providers libssl-dev
+    rdma-core libfabric-dev ibverbs-providers libssl-dev
     fio nbdkit libnbd-bin iproute2 wrk tini
     shellcheck
     chromium chromium-driver

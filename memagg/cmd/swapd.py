@@ -46,6 +46,7 @@ FLAGS = (
     ('advertise', '--advertise'),
     ('capacity_mb', '--capacity-mb'),
     ('transport', '--transport'),
+    ('fabric_provider', '--fabric-provider'),
     ('socket_user', '--socket-user'),
     ('socket_group', '--socket-group'),
     ('max_connections', '--max-connections'),

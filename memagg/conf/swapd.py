@@ -78,8 +78,20 @@ opts = [
                     '(MiB; 0: none). memagg-compute reports as lendable '
                     'at most what memagg-swapd says its capacity is.'),
     cfg.StrOpt('transport', default='auto', choices=['auto', 'tcp', 'rdma'],
-               help='Transport to donors: auto uses RDMA when a device '
-                    'exists, else TCP.'),
+               help='How this host serves the memory it lends: rdma is '
+                    'one-sided reads and writes through libfabric (the '
+                    'provider fabric_provider names), tcp is memagg-swapd\'s '
+                    'framed protocol. auto uses rdma when libfabric offers '
+                    'an RDMA provider (verbs or efa), else tcp. A consumer '
+                    'reaches each donor as its endpoint says (tcp:// or '
+                    'rdma://).'),
+    cfg.StrOpt('fabric_provider',
+               help='The libfabric provider of the rdma transport, as '
+                    'fi_info -l names it: verbs (InfiniBand, RoCE, iWARP), '
+                    'efa, or tcp and shm (no RDMA device: the same '
+                    'one-sided code over sockets or shared memory). Unset: '
+                    'the first of verbs, efa and tcp that libfabric offers. '
+                    'Set and missing, memagg-swapd does not start.'),
     cfg.StrOpt('socket_user',
                help='User the export sockets are given to (QEMU\'s user, '
                     'e.g. libvirt-qemu); needs memagg-swapd to run as root. '
@@ -123,8 +135,7 @@ opts = [
                      'follows the VM on live migration): donors and the '
                      'network see ciphertext only, and a page altered on '
                      'either is read from the local copy or fails with an '
-                     'I/O error. Not available over RDMA yet: set False on '
-                     'hosts whose donors use rdma endpoints. Applies to '
+                     'I/O error, over either transport. Applies to '
                      'grants attached from then on.'),
     cfg.IntOpt('max_connections', default=256, min=1, max=4096,
                help='Connections memagg-swapd\'s donor port (listen) holds '

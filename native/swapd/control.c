@@ -137,8 +137,9 @@ static char *do_ping(const struct sd_control_ctx *c, const struct sd_args *a)
     static const char *const keys[] = { NULL };
     char *r = check_keys(a, keys);
 
-    return r ? r : reply_fmt("OK version=1 transport=%s rdma=%s endpoint=%s\n",
-                             c->transport, c->rdma, c->endpoint);
+    return r ? r : reply_fmt("OK version=1 transport=%s rdma=%s fabric=%s "
+                             "endpoint=%s\n", c->transport, c->rdma,
+                             c->fabric, c->endpoint);
 }
 
 static char *do_grant_alloc(const struct sd_control_ctx *c,
@@ -149,7 +150,7 @@ static char *do_grant_alloc(const struct sd_control_ctx *c,
     uint8_t grant[SD_UUID_LEN], key[SD_KEY_LEN];
     uint64_t slab_size, *addrs = NULL;
     char *r = check_keys(a, keys), *out = NULL;
-    uint32_t *idx = NULL, rkey = 0;
+    uint32_t *idx = NULL;
     size_t n = 0, done = 0, i, used;
     const char *s;
     int ret;
@@ -179,7 +180,7 @@ static char *do_grant_alloc(const struct sd_control_ctx *c,
         return NULL;
     }
     ret = sd_store_alloc(c->store, grant, key, slab_size, idx, n, addrs,
-                         &done, &rkey);
+                         &done);
     if (ret == -ENOMEM) {
         struct sd_store_stats st;
 
@@ -207,8 +208,11 @@ static char *do_grant_alloc(const struct sd_control_ctx *c,
                                         i ? "," : "", idx[i],
                                         (unsigned long long)addrs[i]);
             }
-            r = reply_fmt("OK endpoint=%s rkey=%u slabs=%s\n", c->endpoint,
-                          rkey, out);
+            /* rkey=0: the reply keeps its format, but memory keys go
+             * only to consumers that prove the grant's secret, over the
+             * fabric transport's handshake (fabric.c). */
+            r = reply_fmt("OK endpoint=%s rkey=0 slabs=%s\n", c->endpoint,
+                          out);
             free(out);
         }
     }

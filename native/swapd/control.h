@@ -39,9 +39,12 @@ struct sd_control_ctx {
     struct sd_store *store;
     struct sd_exports *exports;
     const char *transport;          /* "tcp" or "rdma" */
-    const char *rdma;               /* "available" or "unavailable:why" */
+    const char *rdma;               /* "available" or "unavailable:why":
+                                     * the fabric transport (rdma://) */
+    const char *fabric;             /* its provider, or "none" */
     const char *endpoint;           /* this donor's advertised endpoint */
-    struct sd_server *tcp_server;   /* the TCP donor port, or NULL */
+    struct sd_server *tcp_server;   /* the TCP donor port (the fabric
+                                     * transport's handshake), or NULL */
 };
 
 /* Handle one request line; the reply (with its newline) goes into a

@@ -13,7 +13,7 @@
  */
 
 /*
- * Internal to the donor side (store.c, tcp.c, tcp_donor.c, rdma.c).
+ * Internal to the donor side (store.c, tcp.c, tcp_donor.c, fabric_donor.c).
  *
  * The servers of both transports: sd_server_stop and sd_server_port work
  * on either through this common head.
@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "swapd.h"
+
 struct sd_store;
 
 struct sd_server {
@@ -32,17 +34,19 @@ struct sd_server {
 };
 
 /*
- * How the RDMA server registers each grant's region with the NIC without
- * store.c calling verbs itself.
+ * How the fabric donor (fabric_donor.c) registers each grant's memory with
+ * its domain without store.c calling libfabric itself.
  *
- * While a hook is set, every grant's region is registered through it (the
- * ones that exist when it is set, and each new one), and sd_store_alloc
- * returns the registration's rkey.  A region is deregistered before it is
- * unmapped.
+ * While a hook is set, every grant's two regions -- its slabs' data and
+ * their seals -- are registered through it (those of the grants that exist
+ * when it is set, and each new one's).  A region is deregistered before it
+ * is unmapped, so a consumer's late access to a freed grant is refused by
+ * the provider, never served from memory that has gone elsewhere.
  */
 struct sd_store_mr_hook {
-    /* Register [addr, addr + len); 0 with *rkey and *handle, or -errno. */
-    int (*reg)(void *ctx, void *addr, size_t len, uint32_t *rkey,
+    /* Register [addr, addr + len) for remote reads and writes: 0 with
+     * *handle and its *key, or -errno. */
+    int (*reg)(void *ctx, void *addr, size_t len, uint64_t *key,
                void **handle);
     void (*dereg)(void *ctx, void *handle);
     void *ctx;
@@ -53,5 +57,18 @@ struct sd_store_mr_hook {
  * deregisters them all.  Only one hook at a time: -EBUSY. */
 int sd_store_set_mr_hook(struct sd_store *store,
                          const struct sd_store_mr_hook *hook);
+
+/* A grant's registered regions, as the fabric donor hands them out. */
+struct sd_store_region {
+    uint64_t base, len, key;            /* the slabs, in allocation order */
+    uint64_t seals, seals_len, seals_key;   /* their seals, same order */
+};
+
+/* grant's regions when its key is key: 0 with *out, or -EACCES (an
+ * unknown grant or another key, counted as a refusal) or -ENOENT (every
+ * slab freed, or no hook: nothing registered). */
+int sd_store_region(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
+                    const uint8_t key[SD_KEY_LEN],
+                    struct sd_store_region *out);
 
 #endif

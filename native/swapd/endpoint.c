@@ -31,7 +31,7 @@ int sd_endpoint_parse(const char *endpoint, const struct sd_transport **t,
                       char *host, size_t hostlen, uint16_t *port)
 {
     static const struct sd_transport *const transports[] = {
-        &sd_tcp_transport, &sd_rdma_transport,
+        &sd_tcp_transport, &sd_fabric_transport,
     };
     const char *sep, *h, *colon, *p;
     size_t i, scheme_len, host_len;

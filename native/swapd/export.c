@@ -262,14 +262,6 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
                                err, errlen))) {
             goto out;
         }
-        if (x->spec.seal && x->peers[i] &&
-            x->peers[i]->t == &sd_rdma_transport) {
-            ret = sd_fail(err, errlen, -EOPNOTSUPP, "seal: page sealing over "
-                          "RDMA is not built yet (slab %u is on %s); "
-                          "[swapd] encrypt_pages=false turns it off", i,
-                          x->spec.slabs[i].endpoint);
-            goto out;
-        }
     }
     if (x->spec.seal && (ret = seal_setup(x, restoring, err, errlen))) {
         goto out;

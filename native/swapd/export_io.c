@@ -345,7 +345,6 @@ static struct xreq *xreq_new(struct sd_export *x, struct sd_nbd_io *nio)
         memcpy(s->io.grant, x->spec.grant, SD_UUID_LEN);
         memcpy(s->io.key, x->spec.key, SD_KEY_LEN);
         s->io.remote_addr = x->spec.slabs[first + i].addr;
-        s->io.rkey = x->spec.slabs[first + i].rkey;
         off += s->len;
     }
     return r;

@@ -32,7 +32,9 @@
 struct sd_export_slab {
     char endpoint[SD_ENDPOINT_MAX];     /* "" when the donor has none */
     uint64_t addr;
-    uint32_t rkey;
+    uint32_t rkey;                      /* the table's format keeps it;
+                                         * memory keys come only over the
+                                         * fabric transport's handshake */
     int local;                          /* served by the local copy only */
 };
 

@@ -155,6 +155,7 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
     }
     reply = f->flags & SD_FRAME_REPLY;
     if (f->op != SD_OP_READ && f->op != SD_OP_WRITE &&
+        f->op != SD_FRAME_OP_KEY &&
         !(f->op == SD_FRAME_OP_ERROR && reply)) {
         return reject(why, "unknown op", -EPROTO);
     }
@@ -185,6 +186,12 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
     if ((f->flags & SD_FRAME_SEALED) && f->op == SD_FRAME_OP_ERROR) {
         return reject(why, "sealed flag on an error reply", -EPROTO);
     }
+    if (f->op == SD_FRAME_OP_KEY &&
+        (f->len != SD_FRAME_KEY_LEN || f->slab || f->offset ||
+         (f->flags & SD_FRAME_SEALED))) {
+        return reject(why, "KEY frame with a slab, offset, seals or length "
+                      "of its own", -EINVAL);
+    }
     /* Seals go with whole pages only. */
     if ((f->flags & SD_FRAME_SEALED) &&
         (f->offset % SD_PAGE_SIZE || f->len % SD_PAGE_SIZE)) {
@@ -207,7 +214,8 @@ uint32_t sd_frame_payload_len(const struct sd_frame *f)
     if (f->op == SD_OP_WRITE && !reply) {
         return f->len + seals;
     }
-    if (f->op == SD_OP_READ && reply && f->status == 0) {
+    if ((f->op == SD_OP_READ || f->op == SD_FRAME_OP_KEY) && reply &&
+        f->status == 0) {
         return f->len + seals;
     }
     return 0;

@@ -37,9 +37,10 @@
  *   off size
  *    0   4   magic "MSWP" (SD_FRAME_MAGIC)
  *    4   1   version (SD_FRAME_VERSION)
- *    5   1   op: READ, WRITE, or ERROR (a reply to a frame that could not
- *            be parsed or authenticated; the donor closes the connection
- *            after it)
+ *    5   1   op: READ, WRITE, KEY (the fabric transport's request for a
+ *            grant's memory keys, see fabric_key.h), or ERROR (a reply to
+ *            a frame that could not be parsed or authenticated; the donor
+ *            closes the connection after it)
  *    6   2   flags: SD_FRAME_REPLY on replies; SD_FRAME_SEALED on a
  *            sealed export's READ or WRITE (request and reply); others
  *            must be 0
@@ -58,10 +59,13 @@
  *            -EACCES for a grant it does not hold)
  *
  * Payload: length bytes after a WRITE request and after a successful READ
- * reply; none otherwise.  With SD_FRAME_SEALED, offset and length are
- * multiples of SD_PAGE_SIZE and that payload is followed by the pages'
- * seals, (length / SD_PAGE_SIZE) * SD_SEAL_LEN bytes, which the donor
- * stores and returns without reading them.
+ * or KEY reply; none otherwise.  A KEY frame names no slab (slab and
+ * offset 0, not sealed), its length is SD_FRAME_KEY_LEN, and its reply's
+ * payload is encrypted (frame_auth.h, sd_fauth_pad) before it is
+ * tagged.  With SD_FRAME_SEALED, offset and length are multiples of
+ * SD_PAGE_SIZE and that payload is followed by the pages' seals,
+ * (length / SD_PAGE_SIZE) * SD_SEAL_LEN bytes, which the donor stores and
+ * returns without reading them.
  *
  * Version 1 had the grant's key where the sequence number is, in clear,
  * and no tags; the two versions do not talk to each other.
@@ -87,6 +91,9 @@
 
 #define SD_FRAME_OP_ERROR 3             /* besides SD_OP_READ, SD_OP_WRITE */
 #define SD_FRAME_OP_HELLO 4
+#define SD_FRAME_OP_KEY 5
+/* A KEY reply's payload: fabric_key.h's layout. */
+#define SD_FRAME_KEY_LEN 256
 #define SD_FRAME_REPLY 0x0001
 #define SD_FRAME_SEALED 0x0002
 /* The largest payload: SD_FRAME_MAX_LEN bytes of pages and their seals. */

@@ -77,6 +77,40 @@ int sd_fauth_derive(const struct sd_fauth_conn *conn,
     return 0;
 }
 
+int sd_fauth_pad(const struct sd_fauth_conn *conn,
+                 const uint8_t key[SD_KEY_LEN],
+                 const uint8_t grant[SD_UUID_LEN], enum sd_fauth_dir dir,
+                 uint64_t seq, uint8_t *buf, size_t len)
+{
+    static const char label[] = SD_FAUTH_PAD_LABEL;
+    uint8_t salt[2 * SD_FRAME_NONCE_LEN];
+    uint8_t info[sizeof(label) - 1 + SD_UUID_LEN + 1 + 8];
+    uint8_t pad[SD_FAUTH_PAD_MAX];
+    size_t i, off = sizeof(label) - 1;
+
+    if (len > sizeof(pad)) {
+        return -EINVAL;
+    }
+    memcpy(salt, conn->nonce_c, SD_FRAME_NONCE_LEN);
+    memcpy(salt + SD_FRAME_NONCE_LEN, conn->nonce_d, SD_FRAME_NONCE_LEN);
+    memcpy(info, label, off);
+    memcpy(info + off, grant, SD_UUID_LEN);
+    off += SD_UUID_LEN;
+    info[off++] = (uint8_t)dir;
+    for (i = 0; i < 8; i++) {
+        info[off++] = (uint8_t)(seq >> (8 * i));
+    }
+    if (sd_hkdf_sha256(key, SD_KEY_LEN, salt, sizeof(salt), info,
+                       sizeof(info), pad, len)) {
+        return -EIO;
+    }
+    for (i = 0; i < len; i++) {
+        buf[i] ^= pad[i];
+    }
+    OPENSSL_cleanse(pad, len);
+    return 0;
+}
+
 /* The MAC of data[0..len) that part of frame seq. */
 static int mac(const struct sd_fauth_key *k, uint64_t seq, enum part part,
                const void *data, size_t len, uint8_t tag[SD_FRAME_TAG_LEN])

@@ -55,6 +55,10 @@
 #include "swapd.h"
 
 #define SD_FAUTH_LABEL "memagg-swapd frame v2"
+/* The label of the pads that encrypt KEY replies (sd_fauth_pad). */
+#define SD_FAUTH_PAD_LABEL "memagg-swapd key reply v1"
+/* The longest pad HKDF-SHA256 makes. */
+#define SD_FAUTH_PAD_MAX (255 * 32)
 
 /* The MACs, as HELLO's bits. */
 #define SD_FAUTH_HMAC 0x01
@@ -113,6 +117,26 @@ int sd_fauth_verify_payload(const struct sd_fauth_key *k, uint64_t seq,
                             const void *data, size_t len, const void *seals,
                             size_t seals_len,
                             const uint8_t tag[SD_FRAME_TAG_LEN]);
+
+/*
+ * Encrypt or decrypt (the same XOR) buf[0..len) of the frame numbered seq,
+ * in direction dir, of grant on conn (len <= SD_FAUTH_PAD_MAX):
+ *
+ *   pad = HKDF-SHA256(ikm = the grant's key,
+ *                     salt = consumer nonce || donor nonce,
+ *                     info = SD_FAUTH_PAD_LABEL || grant uuid || direction
+ *                            || seq, 8 bytes little-endian)
+ *
+ * A pad serves one frame only (the sequence number is in it), and only
+ * holders of the grant key can make it: what a KEY reply carries (a
+ * donor's memory keys) crosses the wire encrypted; its payload tag,
+ * made over the ciphertext, authenticates it.  0, or -EINVAL (too long)
+ * or -EIO.
+ */
+int sd_fauth_pad(const struct sd_fauth_conn *conn,
+                 const uint8_t key[SD_KEY_LEN],
+                 const uint8_t grant[SD_UUID_LEN], enum sd_fauth_dir dir,
+                 uint64_t seq, uint8_t *buf, size_t len);
 
 /*
  * A small cache of derived keys for one direction of one connection: a

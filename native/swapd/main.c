@@ -51,6 +51,7 @@ struct options {
     const char *advertise;
     uint64_t capacity_mb;
     const char *transport;
+    const char *fabric_provider;    /* NULL: the default's */
     uid_t uid;
     gid_t gid;
     int log_level;
@@ -63,6 +64,7 @@ static const char usage[] =
     "                    [--listen tcp://HOST:PORT] "
     "[--advertise tcp://HOST:PORT]\n"
     "                    [--capacity-mb MB] [--transport auto|tcp|rdma]\n"
+    "                    [--fabric-provider NAME]\n"
     "                    [--socket-user USER] [--socket-group GROUP]\n"
     "                    [--max-connections N] "
     "[--max-connections-per-peer N]\n"
@@ -84,8 +86,16 @@ static const char usage[] =
     "  --advertise ENDPOINT endpoint put in slab tables (default: --listen's,"
     "\n                       127.0.0.1 for 0.0.0.0)\n"
     "  --capacity-mb MB     memory this host may lend (default 0: none)\n"
-    "  --transport T        auto (rdma when a device exists, else tcp), "
-    "tcp, rdma\n"
+    "  --transport T        auto (rdma when libfabric offers an RDMA NIC's "
+    "provider,\n"
+    "                       verbs or efa, or --fabric-provider is given; "
+    "else tcp),\n"
+    "                       tcp, rdma (libfabric, one-sided; rdma:// "
+    "endpoints)\n"
+    "  --fabric-provider NAME\n"
+    "                       libfabric provider of rdma (default: the first "
+    "of verbs,\n"
+    "                       efa, tcp that fi_getinfo offers with FI_RMA)\n"
     "  --socket-user USER   owner of the export sockets (QEMU's user; "
     "needs root)\n"
     "  --socket-group GROUP group of the export sockets, mode 0660: one "
@@ -151,6 +161,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "advertise", required_argument, NULL, 'a' },
         { "capacity-mb", required_argument, NULL, 'm' },
         { "transport", required_argument, NULL, 't' },
+        { "fabric-provider", required_argument, NULL, 'F' },
         { "socket-user", required_argument, NULL, 'u' },
         { "socket-group", required_argument, NULL, 'g' },
         { "log-level", required_argument, NULL, 'v' },
@@ -209,6 +220,16 @@ static int parse_options(int argc, char **argv, struct options *o)
                            "'%s'", optarg);
             }
             o->transport = optarg;
+            break;
+        case 'F':
+            if (!optarg[0] || strlen(optarg) > 31 ||
+                strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789_;-") !=
+                strlen(optarg)) {
+                return bad("--fabric-provider", "must be a libfabric "
+                           "provider's name (e.g. verbs, efa, tcp, shm), not "
+                           "'%s'", optarg);
+            }
+            o->fabric_provider = optarg;
             break;
         case 'u': {
             struct passwd *pw = getpwnam(optarg);
@@ -331,6 +352,7 @@ static void rdma_words(int ret, const char *why, char *out, size_t len)
 static int run(struct options *o, const sigset_t *sigs)
 {
     char err[SD_ERRLEN] = "", why[SD_ERRLEN] = "", rdma[SD_ERRLEN + 16];
+    char prov[64] = "none";
     char host[256], adv_host[256], endpoint[300];
     const struct sd_transport *listen_t, *t;
     struct sd_control *control = NULL;
@@ -339,7 +361,7 @@ static int run(struct options *o, const sigset_t *sigs)
     struct sd_store *store = NULL;
     struct sd_control_ctx ctx;
     uint16_t port, adv_port;
-    int ret, probe, sig, status = 1;
+    int ret, probe, hardware = 0, sig, status = 1;
 
     sd_log_level = o->log_level;
     if (sd_endpoint_parse(o->listen, &listen_t, host, sizeof(host), &port)) {
@@ -353,23 +375,37 @@ static int run(struct options *o, const sigset_t *sigs)
                    "rdma://HOST:PORT)", o->advertise);
     }
 
-    probe = sd_rdma_transport.probe(why, sizeof(why));
+    /* The provider of rdma:// (this host's donor service, and its
+     * connections to other hosts' rdma:// donors). */
+    probe = sd_fabric_select(o->fabric_provider, prov, sizeof(prov),
+                             &hardware, why, sizeof(why));
+    if (probe && o->fabric_provider) {
+        return bad("--fabric-provider", "'%s' cannot be used here: %s",
+                   o->fabric_provider, why);
+    }
     rdma_words(probe, why, rdma, sizeof(rdma));
     if (strcmp(o->transport, "rdma") == 0) {
         if (probe) {
             return bad("--transport", "rdma is unavailable here (%s); use "
-                       "auto or tcp", why[0] ? why : strerror(-probe));
+                       "auto or tcp", why);
         }
-        t = &sd_rdma_transport;
+        t = &sd_fabric_transport;
     } else if (strcmp(o->transport, "tcp") == 0) {
         t = &sd_tcp_transport;
-    } else if (probe == 0) {
-        t = &sd_rdma_transport;
-        sd_log(LOG_INFO, "transport rdma: an RDMA device is present");
+    } else if (probe == 0 && (hardware || o->fabric_provider)) {
+        t = &sd_fabric_transport;
+        sd_log(LOG_INFO, "transport rdma: libfabric provider %s", prov);
+    } else if (probe) {
+        t = &sd_tcp_transport;
+        sd_log(LOG_INFO, "transport tcp: rdma is unavailable: %s", why);
     } else {
         t = &sd_tcp_transport;
-        sd_log(LOG_INFO, "transport tcp: RDMA is unavailable (%s)",
-               why[0] ? why : strerror(-probe));
+        sd_log(LOG_INFO, "transport tcp: libfabric offers %s, not an RDMA "
+               "NIC's provider (verbs, efa); --fabric-provider or "
+               "--transport rdma would use it", prov);
+    }
+    if (probe) {
+        snprintf(prov, sizeof(prov), "none");
     }
     (void)listen_t;     /* the scheme of --listen only names the address */
 
@@ -378,8 +414,9 @@ static int run(struct options *o, const sigset_t *sigs)
         sd_log(LOG_ERR, "cannot make the donor store: %s", strerror(-ret));
         goto out;
     }
-    ret = t == &sd_rdma_transport ?
-          sd_rdma_server_start(store, host, port, &server, err, sizeof(err)) :
+    ret = t == &sd_fabric_transport ?
+          sd_fabric_server_start(store, host, port, &o->limits, &server, err,
+                                 sizeof(err)) :
           sd_tcp_server_start(store, host, port, &o->limits, &server, err,
                               sizeof(err));
     if (ret) {
@@ -410,8 +447,9 @@ static int run(struct options *o, const sigset_t *sigs)
     ctx.exports = exports;
     ctx.transport = t->scheme;
     ctx.rdma = rdma;
+    ctx.fabric = prov;
     ctx.endpoint = endpoint;
-    ctx.tcp_server = t == &sd_tcp_transport ? server : NULL;
+    ctx.tcp_server = server;
     make_parent(o->control);
     ret = sd_control_start(o->control, &ctx, &control, err, sizeof(err));
     if (ret) {

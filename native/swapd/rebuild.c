@@ -148,7 +148,6 @@ static int rb_fetch(struct sd_export *x, struct rb_fetch *f, uint64_t off,
         memcpy(io->key, x->spec.key, SD_KEY_LEN);
         io->slab = slab;
         io->remote_addr = x->spec.slabs[slab].addr;
-        io->rkey = x->spec.slabs[slab].rkey;
         io->offset = off - (uint64_t)slab * x->spec.slab_size +
                      (uint64_t)i * REBUILD_IO;
         io->len = len - i * REBUILD_IO < REBUILD_IO ? len - i * REBUILD_IO

@@ -56,8 +56,8 @@ struct grant {
     struct slot *slots;         /* sorted by idx */
     size_t nslots;
     size_t live;
-    void *mr;                   /* the hook's registration, if any */
-    uint32_t rkey;
+    void *mr, *seals_mr;        /* the hook's registrations, if any */
+    uint64_t mr_key, seals_key;
     uint64_t refused;           /* atomic: accesses with a wrong key */
     int warned;                 /* atomic: the refusal was logged */
 };
@@ -145,14 +145,39 @@ int sd_store_new(uint64_t capacity, struct sd_store **out)
     return 0;
 }
 
+/* Register g's two regions through hook: 0, or -errno with neither. */
+static int region_reg(const struct sd_store_mr_hook *hook, struct grant *g)
+{
+    int err = hook->reg(hook->ctx, g->base, g->region_len, &g->mr_key,
+                        &g->mr);
+
+    if (err == 0) {
+        err = hook->reg(hook->ctx, g->seals, g->seals_len, &g->seals_key,
+                        &g->seals_mr);
+        if (err < 0) {
+            hook->dereg(hook->ctx, g->mr);
+            g->mr = NULL;
+        }
+    }
+    return err;
+}
+
+static void region_dereg(const struct sd_store_mr_hook *hook, struct grant *g)
+{
+    if (g->mr) {
+        hook->dereg(hook->ctx, g->mr);
+        hook->dereg(hook->ctx, g->seals_mr);
+    }
+    g->mr = g->seals_mr = NULL;
+    g->mr_key = g->seals_key = 0;
+}
+
 /* Unregister and unmap a grant's region (the lock held exclusively). */
 static void region_drop(struct sd_store *s, struct grant *g)
 {
-    if (g->mr && s->hooked) {
-        s->hook.dereg(s->hook.ctx, g->mr);
+    if (s->hooked) {
+        region_dereg(&s->hook, g);
     }
-    g->mr = NULL;
-    g->rkey = 0;
     if (g->base) {
         munmap(g->base, g->region_len);
         g->base = NULL;
@@ -196,7 +221,7 @@ void sd_store_free(struct sd_store *s)
 int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
                    const uint8_t key[SD_KEY_LEN], uint64_t slab_size,
                    const uint32_t *idx, size_t n, uint64_t *addrs,
-                   size_t *done, uint32_t *rkey)
+                   size_t *done)
 {
     struct grant **link, *g;
     size_t i, k;
@@ -204,7 +229,6 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
     int err;
 
     *done = 0;
-    *rkey = 0;
     if (slab_size == 0 || slab_size % SD_PAGE_SIZE != 0 || n == 0 ||
         n > UINT32_MAX) {
         return -EINVAL;
@@ -267,8 +291,7 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
         goto fail;
     }
     if (s->hooked) {
-        err = s->hook.reg(s->hook.ctx, g->base, g->region_len, &g->rkey,
-                          &g->mr);
+        err = region_reg(&s->hook, g);
         if (err < 0) {
             munmap(g->base, g->region_len);
             munmap(g->seals, g->seals_len);
@@ -288,7 +311,6 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
         addrs[i] = (uint64_t)(uintptr_t)(g->base + i * slab_size);
     }
     *done = k;
-    *rkey = g->rkey;
     pthread_rwlock_unlock(&s->lock);
 
     sd_uuid_format(uuid, uuid_text);
@@ -485,13 +507,9 @@ int sd_store_set_mr_hook(struct sd_store *s,
 
     pthread_rwlock_wrlock(&s->lock);
     if (!hook) {
-        for (b = 0; b < GRANT_BUCKETS; b++) {
+        for (b = 0; b < GRANT_BUCKETS && s->hooked; b++) {
             for (g = s->buckets[b]; g; g = g->next) {
-                if (g->mr) {
-                    s->hook.dereg(s->hook.ctx, g->mr);
-                    g->mr = NULL;
-                    g->rkey = 0;
-                }
+                region_dereg(&s->hook, g);
             }
         }
         s->hooked = 0;
@@ -504,8 +522,7 @@ int sd_store_set_mr_hook(struct sd_store *s,
     for (b = 0; b < GRANT_BUCKETS && err == 0; b++) {
         for (g = s->buckets[b]; g && err == 0; g = g->next) {
             if (g->base) {
-                err = hook->reg(hook->ctx, g->base, g->region_len,
-                                &g->rkey, &g->mr);
+                err = region_reg(hook, g);
             }
         }
     }
@@ -513,11 +530,7 @@ int sd_store_set_mr_hook(struct sd_store *s,
         /* Undo the ones made: no half-registered store. */
         for (b = 0; b < GRANT_BUCKETS; b++) {
             for (g = s->buckets[b]; g; g = g->next) {
-                if (g->mr) {
-                    hook->dereg(hook->ctx, g->mr);
-                    g->mr = NULL;
-                    g->rkey = 0;
-                }
+                region_dereg(hook, g);
             }
         }
         goto out;
@@ -525,6 +538,31 @@ int sd_store_set_mr_hook(struct sd_store *s,
     s->hook = *hook;
     s->hooked = 1;
 out:
+    pthread_rwlock_unlock(&s->lock);
+    return err;
+}
+
+int sd_store_region(struct sd_store *s, const uint8_t grant[SD_UUID_LEN],
+                    const uint8_t key[SD_KEY_LEN],
+                    struct sd_store_region *out)
+{
+    struct grant *g;
+    int err = 0;
+
+    pthread_rwlock_rdlock(&s->lock);
+    g = grant_checked(s, grant, key);
+    if (!g) {
+        err = -EACCES;
+    } else if (!g->mr) {
+        err = -ENOENT;
+    } else {
+        out->base = (uint64_t)(uintptr_t)g->base;
+        out->len = g->region_len;
+        out->key = g->mr_key;
+        out->seals = (uint64_t)(uintptr_t)g->seals;
+        out->seals_len = g->seals_len;
+        out->seals_key = g->seals_key;
+    }
     pthread_rwlock_unlock(&s->lock);
     return err;
 }

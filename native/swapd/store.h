@@ -15,7 +15,8 @@
 /*
  * This host's donated slabs (the donor side): memory lent to other hosts'
  * VMs, by grant.  A grant's slabs on this donor live in one region (for
- * RDMA: one memory region and rkey per grant).  Every access names the
+ * the fabric transport: one registered memory region and key per grant,
+ * donor.h).  Every access names the
  * grant and carries its key; a wrong key, or the key of a grant already
  * freed, is refused with -EACCES and counted (a wrong key is logged once
  * per grant; the transport reports the rest per peer, rate-limited).
@@ -41,13 +42,13 @@ void sd_store_free(struct sd_store *store);
 
 /* Allocate the slabs idx[0..n) of size slab_size for grant, keyed by key.
  * As many as capacity allows, in order: *done of them, with their
- * addresses in addrs[] (and *rkey for RDMA, 0 for TCP).  0 when at least
+ * addresses in addrs[].  0 when at least
  * one was allocated; -ENOMEM when none; -EEXIST when the grant already has
  * slabs here; -EINVAL for a zero or non-page-multiple slab_size. */
 int sd_store_alloc(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
                    const uint8_t key[SD_KEY_LEN], uint64_t slab_size,
                    const uint32_t *idx, size_t n, uint64_t *addrs,
-                   size_t *done, uint32_t *rkey);
+                   size_t *done);
 
 /* Free the listed slabs of grant (n == 0: all of them, and forget the
  * grant and its key).  Their memory goes back to the host at once.

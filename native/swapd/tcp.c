@@ -30,6 +30,10 @@
  * the connection.  A reply the donor could not sign (-EACCES for a grant
  * it does not hold) is taken only as that failure.
  *
+ * The fabric transport (fabric.c) asks for a grant's memory keys over this
+ * same connection: an io of op SD_FRAME_OP_KEY, whose reply payload is
+ * decrypted here (sd_fauth_pad) once its tag has verified.
+ *
  * Donor side: tcp_donor.c.
  */
 #define _GNU_SOURCE
@@ -421,6 +425,11 @@ static long handle_reply(struct sd_peer *p, const struct sd_frame *f,
             io->done(io, -EBADMSG);
             return -EBADMSG;
         }
+        if (io->op == SD_FRAME_OP_KEY &&
+            sd_fauth_pad(&p->fa, io->key, io->grant, SD_FAUTH_D2C, f->seq,
+                         io->buf, io->len) < 0) {
+            status = -EIO;
+        }
     }
     io->done(io, status);
     return (long)have;
@@ -698,7 +707,11 @@ static int submit_some(struct sd_peer *p, struct sd_io **ios, size_t n,
     for (i = 0; i < n; i++) {
         const struct sd_io *io = ios[i];
 
-        if ((io->op != SD_OP_READ && io->op != SD_OP_WRITE) ||
+        if ((io->op != SD_OP_READ && io->op != SD_OP_WRITE &&
+             io->op != SD_FRAME_OP_KEY) ||
+            (io->op == SD_FRAME_OP_KEY &&
+             (io->len != SD_FRAME_KEY_LEN || io->seals || io->offset ||
+              io->slab)) ||
             io->len > SD_FRAME_MAX_LEN || io->offset > UINT64_MAX - io->len ||
             (io->seals && (io->offset % SD_PAGE_SIZE ||
                            io->len % SD_PAGE_SIZE))) {

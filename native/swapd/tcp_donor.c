@@ -25,6 +25,11 @@
  * header passed it, nor is its payload used before its payload tag passed;
  * deadlines close a connection idle before trust and a frame that does not
  * arrive whole; refusals are reported rate-limited.
+ *
+ * The fabric transport's donor (fabric_donor.c) runs this same port as its
+ * handshake: a KEY frame, authenticated like any other, is answered by its
+ * key service with the grant's memory keys, encrypted (sd_fauth_pad) and
+ * then tagged.  A port without a key service answers KEY with -EOPNOTSUPP.
  */
 #define _GNU_SOURCE         /* accept4 */
 #include <arpa/inet.h>
@@ -83,6 +88,7 @@ struct tcp_server {
     struct sd_server base;
     struct sd_store *store;
     struct sd_limits *limits;
+    struct sd_key_service keys;     /* fill NULL: none */
     int fd;
     pthread_t acceptor;
     pthread_mutex_t lock;       /* conns, stopping */
@@ -238,8 +244,8 @@ static int serve_frame(struct conn *c, const struct sd_frame *f,
     int rc;
 
     memcpy(r.grant, f->grant, SD_UUID_LEN);
-    if (f->op == SD_OP_READ) {
-        /* The payload a successful read reply has. */
+    if (f->op != SD_OP_WRITE) {
+        /* The payload a successful read or key reply has. */
         r.status = 0;
         reply_len += sd_frame_payload_len(&r);
     }
@@ -259,6 +265,10 @@ static int serve_frame(struct conn *c, const struct sd_frame *f,
         r.status = sd_store_access(c->srv->store, SD_OP_READ, f->grant,
                                    c->ikm, f->slab, f->offset, data,
                                    f->len, sealed ? data + f->len : NULL);
+    } else if (f->op == SD_FRAME_OP_KEY) {
+        r.status = c->srv->keys.fill ?
+                   c->srv->keys.fill(c->srv->keys.ctx, f->grant, c->ikm,
+                                     data) : -EOPNOTSUPP;
     } else {
         r.status = sd_store_access(c->srv->store, SD_OP_WRITE, f->grant,
                                    c->ikm, f->slab, f->offset, payload,
@@ -267,6 +277,12 @@ static int serve_frame(struct conn *c, const struct sd_frame *f,
     }
     r.seq = ++c->tx_seq;
     plen = sd_frame_payload_len(&r);
+    /* The memory keys are encrypted, and the tag made over that. */
+    if (plen && f->op == SD_FRAME_OP_KEY &&
+        sd_fauth_pad(&c->fa, c->ikm, f->grant, SD_FAUTH_D2C, r.seq, data,
+                     plen) < 0) {
+        return -EIO;
+    }
     if (plen && sd_fauth_payload_tag(&c->tx_key, r.seq, data, f->len,
                                      sealed ? data + f->len : NULL,
                                      plen - f->len, r.ptag) < 0) {
@@ -697,6 +713,10 @@ static void tcp_server_stop(struct sd_server *base)
     /* The counts not reported yet, whatever their interval. */
     sd_limits_flush(srv->limits, UINT64_MAX);
     sd_limits_free(srv->limits);
+    /* No connection is left to ask the key service. */
+    if (srv->keys.stop) {
+        srv->keys.stop(srv->keys.ctx);
+    }
     free(srv);
 }
 
@@ -716,6 +736,17 @@ void sd_tcp_server_stats(struct sd_server *base,
 int sd_tcp_server_start(struct sd_store *store, const char *host,
                         uint16_t port, const struct sd_limits_conf *limits,
                         struct sd_server **out, char *err, size_t errlen)
+{
+    return sd_tcp_server_start_keys(store, host, port, limits, NULL, out,
+                                    err, errlen);
+}
+
+int sd_tcp_server_start_keys(struct sd_store *store, const char *host,
+                             uint16_t port,
+                             const struct sd_limits_conf *limits,
+                             const struct sd_key_service *keys,
+                             struct sd_server **out, char *err,
+                             size_t errlen)
 {
     static const struct sd_limits_conf defaults = SD_LIMITS_DEFAULT;
     struct tcp_server *srv;
@@ -768,6 +799,9 @@ int sd_tcp_server_start(struct sd_store *store, const char *host,
     srv->base.stop = tcp_server_stop;
     srv->base.port = ntohs(sa.sin_port);
     srv->store = store;
+    if (keys) {
+        srv->keys = *keys;
+    }
     srv->fd = fd;
     pthread_mutex_init(&srv->lock, NULL);
     rc = pthread_create(&srv->acceptor, NULL, acceptor, srv);
@@ -779,9 +813,10 @@ int sd_tcp_server_start(struct sd_store *store, const char *host,
         snprintf(err, errlen, "pthread_create: %s", strerror(rc));
         return -rc;
     }
-    sd_log(LOG_INFO, "donor service on tcp://%s:%u (at most %u connections, "
+    sd_log(LOG_INFO, "donor %s on tcp://%s:%u (at most %u connections, "
            "%u per peer; deadlines: %u s idle before a frame is accepted, "
-           "%u s for a frame)", host, srv->base.port, limits->max_conns,
+           "%u s for a frame)", keys ? "handshake port" : "service", host,
+           srv->base.port, limits->max_conns,
            limits->max_conns_per_peer, limits->idle_timeout_s,
            limits->read_timeout_s);
     *out = &srv->base;

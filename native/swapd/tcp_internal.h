@@ -22,6 +22,12 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "swapd.h"
+
+struct sd_limits_conf;
+struct sd_server;
+struct sd_store;
+
 /* Both sides read frames in batches of up to this many bytes. */
 #define SD_TCP_RX_BUF_LEN (256 * 1024)
 
@@ -38,5 +44,29 @@ void sd_tcp_timeout(int fd, int name, uint64_t us);
  * to free, or -errno with the reason in err. */
 int sd_tcp_socket(const char *host, uint16_t port, int passive,
                   struct addrinfo **res, char *err, size_t errlen);
+
+/*
+ * What a donor port answers KEY frames with: the fabric transport's
+ * handshake (fabric_donor.c).  fill writes the SD_FRAME_KEY_LEN bytes of
+ * the reply's payload (fabric_key.h) for grant, whose key the frame proved
+ * (key): 0, or -errno as the reply's status.  It runs on connection
+ * threads, several at once.  stop runs once every connection thread is
+ * joined, as the port stops.
+ */
+struct sd_key_service {
+    int (*fill)(void *ctx, const uint8_t grant[SD_UUID_LEN],
+                const uint8_t key[SD_KEY_LEN], uint8_t *out);
+    void (*stop)(void *ctx);
+    void *ctx;
+};
+
+/* sd_tcp_server_start with a key service (keys NULL: none).  When it
+ * fails, keys->stop is not called. */
+int sd_tcp_server_start_keys(struct sd_store *store, const char *host,
+                             uint16_t port,
+                             const struct sd_limits_conf *limits,
+                             const struct sd_key_service *keys,
+                             struct sd_server **out, char *err,
+                             size_t errlen);
 
 #endif

@@ -16,14 +16,16 @@
  * The transport interface: how a consumer's swapd reaches the slabs a donor
  * holds.  Two implementations share it: TCP (tcp.c, its donor side
  * tcp_donor.c: length-prefixed frames with request ids, one connection per
- * consumer/donor pair multiplexing every grant) and rdma.c (rdma_cm, an RC
- * queue pair per pair of hosts, one-sided READ/WRITE into the donor's
- * memory region of the grant).
+ * consumer/donor pair multiplexing every grant) and the fabric transport
+ * (fabric.c, its donor side fabric_donor.c: libfabric, one-sided reads and
+ * writes into the donor's registered memory of the grant, whose keys the
+ * consumer gets over an authenticated TCP handshake; scheme "rdma").
  *
  * All calls are thread-safe.  An I/O is asynchronous: submit() queues it
- * (with others bound for the same donor) and returns; done() runs exactly once, on any thread, with 0 or -errno
- * (-EACCES: the donor refused the key; -ENOENT: the slab is gone;
- * -ECONNRESET/-EPIPE/-ETIMEDOUT: the donor is unreachable).
+ * (with others bound for the same donor) and returns; done() runs exactly
+ * once, on any thread, with 0 or -errno (-EACCES: the donor refused the
+ * key; -ENOENT: the slab is gone; -ECONNRESET/-EPIPE/-ETIMEDOUT: the
+ * donor is unreachable).
  */
 #ifndef MEMAGG_SWAPD_TRANSPORT_H
 #define MEMAGG_SWAPD_TRANSPORT_H
@@ -35,21 +37,21 @@
 #include "swapd.h"
 
 struct sd_io {
-    int op;                         /* SD_OP_READ or SD_OP_WRITE */
+    int op;                         /* SD_OP_READ or SD_OP_WRITE (and
+                                     * SD_FRAME_OP_KEY, the fabric
+                                     * transport's, over TCP) */
     uint8_t grant[SD_UUID_LEN];
-    uint8_t key[SD_KEY_LEN];        /* the grant's secret (TCP) */
+    uint8_t key[SD_KEY_LEN];        /* the grant's secret */
     uint32_t slab;                  /* slab index within the grant */
-    uint64_t remote_addr;           /* the slab's address on the donor */
-    uint32_t rkey;                  /* RDMA: the grant region's rkey */
+    uint64_t remote_addr;           /* the slab's address on the donor
+                                     * (fabric) */
     uint64_t offset;                /* byte offset inside the slab */
     uint32_t len;                   /* bytes; offset + len <= slab size */
     void *buf;                      /* READ: filled; WRITE: sent */
     uint8_t *seals;                 /* a sealed export's page seals,
                                      * len / SD_PAGE_SIZE * SD_SEAL_LEN
                                      * bytes beside buf (offset and len
-                                     * page multiples); NULL unless sealed.
-                                     * TCP only: RDMA fails such an io
-                                     * with -EOPNOTSUPP */
+                                     * page multiples); NULL unless sealed */
     void (*done)(struct sd_io *io, int status);
     void *priv;                     /* the submitter's */
 };
@@ -75,7 +77,20 @@ struct sd_transport {
 };
 
 extern const struct sd_transport sd_tcp_transport;
-extern const struct sd_transport sd_rdma_transport;
+extern const struct sd_transport sd_fabric_transport;
+
+/*
+ * The fabric transport's provider: name (memagg-swapd's --fabric-provider),
+ * or NULL for the first of verbs, efa and tcp that fi_getinfo offers with
+ * FI_RMA on FI_EP_RDM.  0 with the provider's full name (e.g.
+ * "tcp;ofi_rxm") in prov and *hardware 1 for verbs or efa (an RDMA NIC);
+ * else -ENODEV with why naming the providers fi_getinfo offered and why
+ * none fits.  What probe(), connect() and sd_fabric_server_start use from
+ * then on (before a choice, the default's).  Not to be called while fabric
+ * peers or servers exist.
+ */
+int sd_fabric_select(const char *name, char *prov, size_t provlen,
+                     int *hardware, char *why, size_t whylen);
 
 /* The transport of an endpoint "scheme://host:port", its host and port;
  * -EINVAL when malformed, -EPROTONOSUPPORT for an unknown scheme. */
@@ -107,8 +122,13 @@ void sd_server_stop(struct sd_server *server);
 /* The port actually bound (port 0 asks the kernel for one). */
 uint16_t sd_server_port(const struct sd_server *server);
 
-int sd_rdma_server_start(struct sd_store *store, const char *host,
-                         uint16_t port, struct sd_server **out,
-                         char *err, size_t errlen);
+/* The fabric transport's donor side: the grants' memory registered with
+ * the provider's domain, and the TCP donor port (within limits, as TCP's)
+ * on host:port as its handshake, which hands each grant's memory keys to
+ * consumers that prove the grant's secret.  sd_tcp_server_stats works on
+ * it (the handshake port's). */
+int sd_fabric_server_start(struct sd_store *store, const char *host,
+                           uint16_t port, const struct sd_limits_conf *limits,
+                           struct sd_server **out, char *err, size_t errlen);
 
 #endif

@@ -68,14 +68,16 @@ class HostSwapd(two_hosts.Swapd):
     path of ``hypervisor``'s /run) and run in that host's namespace when it
     has one."""
 
-    def __init__(self, name, root, export_dir, hypervisor):
-        super().__init__(name, root, socket_user=two_hosts.QEMU_USER)
+    def __init__(self, name, root, export_dir, hypervisor,
+                 fabric_provider=None):
+        super().__init__(name, root, socket_user=two_hosts.QEMU_USER,
+                         fabric_provider=fabric_provider)
         self.hypervisor = hypervisor
         self.export_dir = export_dir
         swapd_cmd.write_config(self.config_file, {
             'control_socket': self.control, 'export_dir': export_dir,
             'state_dir': self.state_dir, 'listen': self.endpoint,
-            'capacity_mb': 0, 'transport': 'tcp',
+            'capacity_mb': 0, **self.transport(),
             'socket_user': two_hosts.QEMU_USER}, debug=True)
 
     def argv(self):
@@ -109,14 +111,15 @@ class MigrationHosts(two_hosts.TwoHosts):
     inherited ``consumer`` is host A."""
 
     def __init__(self, root, mysql_db, rabbit_url, hypervisors, keystone,
-                 overrides=None):
+                 overrides=None, fabric_provider=None):
         overrides = dict(overrides or {})
         scheduler = two_hosts.TwoHosts._merge(
             {'compute': {'compute_api_driver': 'nova'},
              'nova': nova_double.nova_options(keystone)},
             overrides.get('scheduler', {}))
         overrides['scheduler'] = scheduler
-        super().__init__(root, mysql_db, rabbit_url, overrides)
+        super().__init__(root, mysql_db, rabbit_url, overrides,
+                         fabric_provider)
         self.hypervisors = hypervisors
         # The same path on both hosts, a directory of each one's /run.
         self.export_dir = '/run/memagg-mig-%s/exports' % uuid.uuid4().hex[:8]
@@ -129,7 +132,7 @@ class MigrationHosts(two_hosts.TwoHosts):
 
     def _consumer(self, hypervisor, extra):
         swapd = HostSwapd(hypervisor.name, self.root, self.export_dir,
-                          hypervisor)
+                          hypervisor, self.fabric_provider)
         host = two_hosts.Host(hypervisor.name, swapd,
                               os.path.join(self.root,
                                            '%s.conf' % hypervisor.name),

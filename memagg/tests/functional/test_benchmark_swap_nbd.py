@@ -10,13 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""benchmarks/swap_nbd_fio.py as CI runs it: --quick, every server (two pairs
-of real memagg-swapd processes, one with its pages in clear and one with
-them sealed, nbdkit, qemu-nbd, nbdkit relaying to nbdkit) under real fio.
+"""benchmarks/swap_nbd_fio.py as CI runs it: --quick, every server (three
+pairs of real memagg-swapd processes, one with its pages in clear, one with
+them sealed, one lending over libfabric's tcp provider; nbdkit, qemu-nbd,
+nbdkit relaying to nbdkit) under real fio.
 The figures are not asserted (they depend on the machine), only that each
 server ran every cell and moved data (the memagg servers start only when
 EXPORT_DESCRIBE shows the export sealed or in clear as asked), that both
-memagg exports' reads went to their donor, and that both targets got a
+memagg exports' reads went to their donor, and that every target got a
 verdict."""
 import pytest
 
@@ -25,7 +26,9 @@ from memagg.tests.functional import benchmark_script
 pytestmark = [pytest.mark.functional]
 
 SCRIPT = 'swap_nbd_fio.py'
-SERVERS = ['memagg', 'memagg-sealed', 'nbdkit', 'qemu-nbd', 'nbdkit-relay']
+SERVERS = ['memagg', 'memagg-sealed', 'memagg-fabric', 'nbdkit', 'qemu-nbd',
+           'nbdkit-relay']
+MEMAGG = SERVERS[:3]
 CELLS = [('randread', '1'), ('randread', '32'), ('randwrite', '1'),
          ('randwrite', '32')]
 
@@ -37,24 +40,27 @@ def test_quick_run_has_every_server_and_cell():
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     header = next(line for line in lines if line.startswith('workload'))
-    assert [col.strip() for col in header.split('|')[1:6]] == SERVERS
-    assert header.split('|')[6].strip() == 'memagg-sealed / memagg'
+    columns = [col.strip() for col in header.split('|')[1:]]
+    assert columns[:len(SERVERS)] == SERVERS
+    assert columns[len(SERVERS):len(SERVERS) + 2] == [
+        'memagg-sealed / memagg', 'memagg-fabric / memagg']
     rows = {tuple(line.split('|')[0].split()): line.split('|')
             for line in lines
             if line.split('|')[0].split()[:1] in (['randread'],
                                                   ['randwrite'])}
     assert sorted(rows) == sorted(CELLS)
     for cell, columns in rows.items():
-        for server, column in zip(SERVERS, columns[1:6]):
+        for server, column in zip(SERVERS, columns[1:]):
             iops = float(column.split()[0])
             assert iops > 0, (cell, server, run.stdout)
-    assert any(line.startswith('verdict: sealing target ')
-               for line in lines), run.stdout
+    for variant in MEMAGG[1:]:
+        assert any(line.startswith('verdict: %s target ' % variant)
+                   for line in lines), run.stdout
     assert any(line.startswith('verdict: target ')
                for line in lines), run.stdout
     # The figures are memagg's remote path only if every read reached the
     # donor: the prefill wrote every page and no slab fell back locally.
-    for server in ('memagg', 'memagg-sealed'):
+    for server in MEMAGG:
         stats = dict(item.split('=', 1) for item in next(
             line for line in lines
             if line.startswith('%s export after the run: ' % server)

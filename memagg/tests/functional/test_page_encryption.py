@@ -21,7 +21,10 @@ swapd frame protocol (native/swapd/frame.h) in a process of its own
 (tamper_proxy.py) that records what goes to the donor and, when armed,
 flips a byte of a page in the donor's next READ reply.  Since frames are
 authenticated (frame_auth.h) that reply fails its MAC before its page is
-opened: counted in frame_auth_failures.  QEMU's qemu-io does the I/O.
+opened: counted in frame_auth_failures.  Over the rdma transport
+(libfabric's tcp provider), which has no frames to relay, the donor
+process's memory is read and altered through /proc/PID/mem instead.
+QEMU's qemu-io does the I/O.
 """
 import base64
 import json
@@ -259,3 +262,70 @@ def test_the_page_key_follows_a_migration_sealed_for_the_destination(
     _qemu_io_fails(export['socket'], grant, 'read -P 0x5a 0 4096')
     assert proxy.tampered == 1
     assert b.client().export_stats(grant)['frame_auth_failures'] == 1
+
+
+def _donor_memory(donor, address, length):
+    """``length`` bytes of the donor memagg-swapd's memory at ``address``
+    (its slabs' addresses are its own): what a donor host holds."""
+    with open('/proc/%d/mem' % donor.proc.pid, 'rb') as mem:
+        mem.seek(address)
+        return mem.read(length)
+
+
+def _alter_donor_memory(donor, address):
+    """Flip the byte at ``address`` of the donor memagg-swapd's memory, as
+    a donor host (or anything writing its RAM) could."""
+    with open('/proc/%d/mem' % donor.proc.pid, 'r+b') as mem:
+        mem.seek(address)
+        byte = mem.read(1)
+        mem.seek(address)
+        mem.write(bytes([byte[0] ^ 0xff]))
+
+
+def test_a_fabric_donor_holds_ciphertext_and_an_altered_page_is_read_locally(
+        hosts):
+    # The rdma transport on libfabric's tcp provider (issue 37): the
+    # consumer writes and reads the donor's registered memory with
+    # one-sided operations, so there is no frame to relay; the donor's
+    # memory itself is read and altered here.
+    donor = hosts('donor', capacity_mb=16, fabric_provider='tcp')
+    donor.start()
+    grant = str(uuid.uuid4())
+    lent = donor.client().grant_alloc(grant, KEY, SLAB, [0, 1])
+    assert lent['endpoint'].startswith('rdma://')
+    table = [{'index': s['index'], 'endpoint': lent['endpoint'],
+              'remote_addr': s['remote_addr'], 'rkey': lent['rkey']}
+             for s in lent['slabs']]
+    a = hosts('a', fabric_provider='tcp')
+    a.start()
+    export = a.client().export_create(grant, KEY, SIZE, SLAB,
+                                      a.local_copy('copy.img'), table,
+                                      seal=True)
+    sock = export['socket']
+    test_swapd_nbd.qemu_io(sock, grant, 'write -P 0x5a 0 65536',
+                           'write -P 0x6b %d 8192' % SLAB, 'flush')
+    stats = a.client().export_stats(grant)
+    assert stats['degraded_slabs'] == 0 and stats['remote_errors'] == 0, (
+        stats, a.log()[-4000:])
+
+    # The donor's memory holds the pages, sealed: ciphertext only.
+    first = table[0]['remote_addr']
+    held = _donor_memory(donor, first, 65536)
+    assert held != bytes(65536), 'the pages never reached the donor'
+    assert b'\x5a' * 64 not in held
+    assert b'\x6b' * 64 not in _donor_memory(
+        donor, table[1]['remote_addr'], 8192)
+
+    # A page altered in the donor's memory does not open: the guest gets
+    # the right data, from the local copy, and it is counted.
+    _alter_donor_memory(donor, first + 100)
+    test_swapd_nbd.qemu_io(sock, grant, 'read -P 0x5a 0 65536')
+    stats = a.client().export_stats(grant)
+    assert stats['auth_failures'] == 1, stats
+    assert stats['local_reads'] >= 1, stats
+    assert stats['remote_errors'] == 0, stats
+    # The untouched slab still comes from the donor.
+    reads = stats['reads']
+    test_swapd_nbd.qemu_io(sock, grant, 'read -P 0x6b %d 8192' % SLAB)
+    stats = a.client().export_stats(grant)
+    assert stats['reads'] > reads and stats['auth_failures'] == 1, stats

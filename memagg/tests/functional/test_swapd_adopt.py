@@ -69,8 +69,9 @@ def hosts_fixture():
     root = tempfile.mkdtemp(prefix='sd', dir='/tmp')
     made = []
 
-    def make(name, capacity_mb=0):
-        daemon = two_hosts.Swapd(name, root, capacity_mb=capacity_mb)
+    def make(name, capacity_mb=0, fabric_provider=None):
+        daemon = two_hosts.Swapd(name, root, capacity_mb=capacity_mb,
+                                 fabric_provider=fabric_provider)
         made.append(daemon)
         return daemon
 

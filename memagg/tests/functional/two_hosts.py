@@ -76,10 +76,14 @@ class Swapd:
     ``root``, started as an operator starts it (``--config-file``)."""
 
     def __init__(self, name, root, capacity_mb=0, socket_user=None,
-                 socket_group=None, user=None, prefix=()):
+                 socket_group=None, user=None, prefix=(),
+                 fabric_provider=None):
         """``user``: the owner of its directories; ``prefix``: the command
-        that runs the daemon (e.g. as ``user``)."""
+        that runs the daemon (e.g. as ``user``); ``fabric_provider``: lend
+        over the rdma transport (libfabric) on that provider, and reach
+        donors' rdma endpoints on it; None: over TCP."""
         self.name = name
+        self.fabric_provider = fabric_provider
         self.prefix = list(prefix)
         self.dir = os.path.join(root, name)
         self.control = os.path.join(self.dir, 'control.sock')
@@ -87,7 +91,8 @@ class Swapd:
         self.state_dir = os.path.join(self.dir, 'state')
         self.log_path = os.path.join(self.dir, 'swapd.log')
         self.port = service_procs.free_port()
-        self.endpoint = 'tcp://127.0.0.1:%d' % self.port
+        self.endpoint = '%s://127.0.0.1:%d' % (
+            'rdma' if fabric_provider else 'tcp', self.port)
         self.capacity_mb = capacity_mb
         self.socket_user = socket_user
         self.proc = None
@@ -105,9 +110,15 @@ class Swapd:
         swapd_cmd.write_config(self.config_file, {
             'control_socket': self.control, 'export_dir': self.export_dir,
             'state_dir': self.state_dir, 'listen': self.endpoint,
-            'capacity_mb': capacity_mb, 'transport': 'tcp',
+            'capacity_mb': capacity_mb, **self.transport(),
             'socket_user': socket_user, 'socket_group': socket_group},
             debug=True)
+
+    def transport(self):
+        """Its [swapd] transport options."""
+        if self.fabric_provider is None:
+            return {'transport': 'tcp'}
+        return {'transport': 'rdma', 'fabric_provider': self.fabric_provider}
 
     def local_copy(self, name):
         """A local copy's path where memagg-swapd accepts it: below
@@ -181,15 +192,17 @@ class Swapd:
 
 
 @contextlib.contextmanager
-def donor_and_consumer(prefix, donor_mb, **consumer):
+def donor_and_consumer(prefix, donor_mb, fabric_provider=None, **consumer):
     """A donor memagg-swapd lending ``donor_mb`` and a consumer's
-    (``consumer``: more Swapd arguments) under a new directory of
-    /var/tmp (short: a unix socket's path holds 107 bytes); both must stop
-    cleanly."""
+    (``consumer``: more Swapd arguments), both on ``fabric_provider``
+    (None: TCP), under a new directory of /var/tmp (short: a unix socket's
+    path holds 107 bytes); both must stop cleanly."""
     root = tempfile.mkdtemp(prefix=prefix, dir='/var/tmp')
     os.chmod(root, 0o755)
-    donor = Swapd('donor', root, capacity_mb=donor_mb)
-    consumer = Swapd('consumer', root, **consumer)
+    donor = Swapd('donor', root, capacity_mb=donor_mb,
+                  fabric_provider=fabric_provider)
+    consumer = Swapd('consumer', root, fabric_provider=fabric_provider,
+                     **consumer)
     try:
         donor.start()
         consumer.start()
@@ -215,9 +228,13 @@ class Host:
 class TwoHosts:
     """The consumer and donor hosts and the scheduler; see the module."""
 
-    def __init__(self, root, mysql_db, rabbit_url, overrides=None):
+    def __init__(self, root, mysql_db, rabbit_url, overrides=None,
+                 fabric_provider=None):
+        """``fabric_provider``: the swapds' libfabric provider (the donor
+        lends over the rdma transport); None: TCP."""
         run = uuid.uuid4().hex[:10]
         self.root = root
+        self.fabric_provider = fabric_provider
         self.rabbit_url = rabbit_url
         self.exchange = 'memagg_test_%s' % run
         self.scheduler_topic = 'memagg-scheduler-%s' % run
@@ -237,8 +254,10 @@ class TwoHosts:
         }
         overrides = overrides or {}
         consumer_swapd = Swapd('consumer', root, capacity_mb=0,
-                               socket_user=QEMU_USER)
-        donor_swapd = Swapd('donor', root, capacity_mb=DONOR_CAPACITY_MB)
+                               socket_user=QEMU_USER,
+                               fabric_provider=fabric_provider)
+        donor_swapd = Swapd('donor', root, capacity_mb=DONOR_CAPACITY_MB,
+                            fabric_provider=fabric_provider)
         self.consumer = Host('consumer-%s' % run, consumer_swapd,
                              os.path.join(root, 'consumer.conf'))
         self.donor = Host('donor-%s' % run, donor_swapd,
@@ -407,10 +426,18 @@ def two_hosts_overrides():
 
 
 @pytest.fixture
+def two_hosts_provider():
+    """The swapds' libfabric provider (the donor lends over the rdma
+    transport); None: TCP. Tests parametrize it."""
+    return None
+
+
+@pytest.fixture
 def two_hosts(conf, mysql_db, rabbit_url, two_hosts_root,
-              two_hosts_overrides):
+              two_hosts_overrides, two_hosts_provider):
     """The two hosts and the scheduler running (see the module); this test
     process is an RPC client of them. Yields the TwoHosts."""
     with running(conf, TwoHosts(two_hosts_root, mysql_db, rabbit_url,
-                                two_hosts_overrides)) as hosts:
+                                two_hosts_overrides,
+                                two_hosts_provider)) as hosts:
         yield hosts

@@ -61,7 +61,7 @@ static inline struct sd_tcp_server_stats stats_of(struct sd_server *srv)
 
 /* A raw connection to the donor on port from source address
  * 127.0.0.<host> (the caps count by source address). */
-static int raw_connect(uint16_t port, int host)
+static inline int raw_connect(uint16_t port, int host)
 {
     struct sockaddr_in src = { .sin_family = AF_INET };
     struct sockaddr_in dst = { .sin_family = AF_INET };
@@ -86,7 +86,7 @@ struct raw {
 
 /* The consumer's HELLO on fd, offering macs: 0, or -1 when the donor did
  * not answer with one of them. */
-static int raw_hello(struct raw *r, int fd, uint8_t macs)
+static inline int raw_hello(struct raw *r, int fd, uint8_t macs)
 {
     uint8_t msg[SD_FRAME_HDR_LEN];
     const char *why;
@@ -108,7 +108,7 @@ static int raw_hello(struct raw *r, int fd, uint8_t macs)
 
 /* The donor's side of the HELLO on fd, choosing mac when the consumer
  * offers it: 0 or -1. */
-static int raw_answer_hello(struct raw *r, int fd, uint8_t mac)
+static inline int raw_answer_hello(struct raw *r, int fd, uint8_t mac)
 {
     uint8_t msg[SD_FRAME_HDR_LEN], macs;
     const char *why;
@@ -130,7 +130,7 @@ static int raw_answer_hello(struct raw *r, int fd, uint8_t mac)
 /* Encode f, numbered next on r in direction dir, signed with the key of
  * its grant derived from key, with payload[0..plen) (the payload tag is
  * left zero when payload is NULL), into hdr. */
-static void raw_sign(struct raw *r, struct sd_frame *f, const uint8_t *key,
+static inline void raw_sign(struct raw *r, struct sd_frame *f, const uint8_t *key,
                      enum sd_fauth_dir dir, const void *payload, size_t plen,
                      uint8_t hdr[SD_FRAME_HDR_LEN])
 {
@@ -159,7 +159,7 @@ struct fake_donor {
     pthread_t thread;
 };
 
-static void *fake_donor_main(void *arg)
+static inline void *fake_donor_main(void *arg)
 {
     struct fake_donor *d = arg;
     int fd = accept(d->lfd, NULL, NULL);
@@ -171,7 +171,7 @@ static void *fake_donor_main(void *arg)
     return NULL;
 }
 
-static void fake_donor_start(struct fake_donor *d, int lfd)
+static inline void fake_donor_start(struct fake_donor *d, int lfd)
 {
     memset(d, 0, sizeof(*d));
     d->lfd = lfd;
@@ -181,7 +181,7 @@ static void fake_donor_start(struct fake_donor *d, int lfd)
 }
 
 /* Its end of the connection once the HELLO is answered. */
-static int fake_donor_join(struct fake_donor *d)
+static inline int fake_donor_join(struct fake_donor *d)
 {
     pthread_join(d->thread, NULL);
     return d->r.fd;

@@ -119,10 +119,11 @@ static void test_verbs(const char *dir)
                          sizeof(err)) == 0);
     ctx.transport = "tcp";
     ctx.rdma = "unavailable:no_RDMA_device";
+    ctx.fabric = "none";
     ctx.endpoint = "tcp://127.0.0.1:7450";
 
     CHECK(strcmp(call("PING"), "OK version=1 transport=tcp "
-                  "rdma=unavailable:no_RDMA_device "
+                  "rdma=unavailable:no_RDMA_device fabric=none "
                   "endpoint=tcp://127.0.0.1:7450") == 0);
     CHECK(starts(call("PING x=1"), "ERR EINVAL x: PING takes no such "
                  "argument"));

@@ -76,7 +76,6 @@ static void test_alloc(void)
     uint32_t idx[] = { 5, 1, 9 }, dup_idx[] = { 3, 3 };
     uint64_t addrs[3];
     size_t done = 99;
-    uint32_t rkey = 99;
 
     make_id(ga, sizeof(ga), 1);
     make_id(gb, sizeof(gb), 2);
@@ -84,8 +83,8 @@ static void test_alloc(void)
     make_id(key, sizeof(key), 7);
     CHECK(sd_store_new(4 * SLAB, &s) == 0);
 
-    CHECK(sd_store_alloc(s, ga, key, SLAB, idx, 3, addrs, &done, &rkey) == 0);
-    CHECK(done == 3 && rkey == 0);
+    CHECK(sd_store_alloc(s, ga, key, SLAB, idx, 3, addrs, &done) == 0);
+    CHECK(done == 3);
     CHECK(addrs[0] && addrs[1] == addrs[0] + SLAB && addrs[2] == addrs[1] + SLAB);
     sd_store_stats(s, &st);
     CHECK(st.capacity == 4 * SLAB && st.used == 3 * SLAB &&
@@ -93,33 +92,33 @@ static void test_alloc(void)
     CHECK(st.grants == 1 && st.slabs == 3 && st.refused == 0);
 
     /* Only one slab of capacity is left: a partial grant, in order. */
-    CHECK(sd_store_alloc(s, gb, key, SLAB, idx, 3, addrs, &done, &rkey) == 0);
+    CHECK(sd_store_alloc(s, gb, key, SLAB, idx, 3, addrs, &done) == 0);
     CHECK(done == 1);
     sd_store_stats(s, &st);
     CHECK(st.used == 4 * SLAB && st.seals == 4 * SEALS && st.grants == 2 &&
           st.slabs == 4);
 
     /* None left. */
-    CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done, &rkey) ==
+    CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done) ==
           -ENOMEM);
     CHECK(done == 0);
     /* A grant that already has slabs here. */
-    CHECK(sd_store_alloc(s, ga, key, SLAB, idx, 1, addrs, &done, &rkey) ==
+    CHECK(sd_store_alloc(s, ga, key, SLAB, idx, 1, addrs, &done) ==
           -EEXIST);
-    CHECK(sd_store_alloc(s, gc, key, 0, idx, 1, addrs, &done, &rkey) ==
+    CHECK(sd_store_alloc(s, gc, key, 0, idx, 1, addrs, &done) ==
           -EINVAL);
-    CHECK(sd_store_alloc(s, gc, key, 1000, idx, 1, addrs, &done, &rkey) ==
+    CHECK(sd_store_alloc(s, gc, key, 1000, idx, 1, addrs, &done) ==
           -EINVAL);
-    CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 0, addrs, &done, &rkey) ==
+    CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 0, addrs, &done) ==
           -EINVAL);
     sd_store_stats(s, &st);
     CHECK(st.grants == 2 && st.slabs == 4);
 
     /* Freeing all of b makes room; a slab asked for twice is refused. */
     CHECK(sd_store_release(s, gb, NULL, 0) == 0);
-    CHECK(sd_store_alloc(s, gc, key, SLAB, dup_idx, 2, addrs, &done, &rkey) ==
+    CHECK(sd_store_alloc(s, gc, key, SLAB, dup_idx, 2, addrs, &done) ==
           -EINVAL);
-    CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done, &rkey) == 0);
+    CHECK(sd_store_alloc(s, gc, key, SLAB, idx, 1, addrs, &done) == 0);
     CHECK(done == 1);
     sd_store_stats(s, &st);
     CHECK(st.used == 4 * SLAB && st.seals == 4 * SEALS && st.grants == 2);
@@ -127,8 +126,7 @@ static void test_alloc(void)
 
     /* A slab size no address space holds fails cleanly. */
     CHECK(sd_store_new(UINT64_MAX, &s) == 0);
-    CHECK(sd_store_alloc(s, ga, key, 1ULL << 62, idx, 3, addrs, &done,
-                         &rkey) == -ENOMEM);
+    CHECK(sd_store_alloc(s, ga, key, 1ULL << 62, idx, 3, addrs, &done) == -ENOMEM);
     sd_store_free(s);
 }
 
@@ -159,7 +157,6 @@ static void test_access(void)
     uint32_t idx[] = { 5, 1, 9 }, some[] = { 5, 42 };
     uint64_t addrs[3];
     size_t done;
-    uint32_t rkey;
     char in[8192], out[8192];
     struct refuse_args ra;
 
@@ -169,7 +166,7 @@ static void test_access(void)
     wrong[SD_KEY_LEN - 1] ^= 1;
     memset(in, 'x', sizeof(in));
     CHECK(sd_store_new(16 * SLAB, &s) == 0);
-    CHECK(sd_store_alloc(s, g, key, SLAB, idx, 3, addrs, &done, &rkey) == 0);
+    CHECK(sd_store_alloc(s, g, key, SLAB, idx, 3, addrs, &done) == 0);
 
     /* Never-written memory reads as zeros. */
     memset(out, 1, sizeof(out));
@@ -291,17 +288,17 @@ struct hook_state {
     size_t bytes;
 };
 
-static int fake_reg(void *ctx, void *addr, size_t len, uint32_t *rkey,
+static int fake_reg(void *ctx, void *addr, size_t len, uint64_t *key,
                     void **handle)
 {
     struct hook_state *h = ctx;
 
-    if (h->fail) {
+    if (h->fail && h->regs + 1 >= h->fail) {
         return -EIO;
     }
     h->regs++;
     h->bytes += len;
-    *rkey = 0x77000000u + (uint32_t)h->regs;
+    *key = 0x7700000000000000ULL + (uint64_t)h->regs;
     *handle = addr;
     return 0;
 }
@@ -318,44 +315,68 @@ static void test_hook(void)
     struct sd_store *s;
     struct hook_state h = { 0 };
     struct sd_store_mr_hook hook = { fake_reg, fake_dereg, &h };
+    struct sd_store_region r;
+    struct sd_store_stats st;
     uint8_t g1[SD_UUID_LEN], g2[SD_UUID_LEN], g3[SD_UUID_LEN];
-    uint8_t key[SD_KEY_LEN];
-    uint32_t idx[] = { 0, 1 }, rkey;
+    uint8_t key[SD_KEY_LEN], wrong[SD_KEY_LEN];
+    uint32_t idx[] = { 0, 1 };
     uint64_t addrs[2];
     size_t done;
+    const size_t seals = 2 * SLAB / SD_PAGE_SIZE * SD_SEAL_LEN;
 
     make_id(g1, sizeof(g1), 1);
     make_id(g2, sizeof(g2), 2);
     make_id(g3, sizeof(g3), 3);
     make_id(key, sizeof(key), 7);
+    make_id(wrong, sizeof(wrong), 8);
     CHECK(sd_store_new(16 * SLAB, &s) == 0);
-    CHECK(sd_store_alloc(s, g1, key, SLAB, idx, 2, addrs, &done, &rkey) == 0);
-    CHECK(rkey == 0);
+    CHECK(sd_store_alloc(s, g1, key, SLAB, idx, 2, addrs, &done) == 0);
+    /* Nothing registered without a hook. */
+    CHECK(sd_store_region(s, g1, key, &r) == -ENOENT);
 
-    /* Setting the hook registers the grant already there. */
+    /* Setting the hook registers the grant already there: its slabs and
+     * their seals. */
     CHECK(sd_store_set_mr_hook(s, &hook) == 0);
-    CHECK(h.regs == 1 && h.bytes == 2 * SLAB);
+    CHECK(h.regs == 2 && h.bytes == 2 * SLAB + seals);
     CHECK(sd_store_set_mr_hook(s, &hook) == -EBUSY);
-    /* A new grant gets one region and its rkey. */
-    CHECK(sd_store_alloc(s, g2, key, SLAB, idx, 2, addrs, &done, &rkey) == 0);
-    CHECK(h.regs == 2 && rkey == 0x77000002u);
-    /* A failed registration fails the allocation and leaks nothing. */
-    h.fail = 1;
-    CHECK(sd_store_alloc(s, g3, key, SLAB, idx, 2, addrs, &done, &rkey) ==
+    CHECK(sd_store_region(s, g1, key, &r) == 0);
+    CHECK(r.base == addrs[0] && r.len == 2 * SLAB && r.seals_len == seals &&
+          r.key == 0x7700000000000001ULL &&
+          r.seals_key == 0x7700000000000002ULL && r.seals != 0);
+    /* Only with the grant's key, counted as a refusal otherwise. */
+    CHECK(sd_store_region(s, g1, wrong, &r) == -EACCES);
+    CHECK(sd_store_region(s, g3, key, &r) == -EACCES);
+    sd_store_stats(s, &st);
+    CHECK(st.refused == 2);
+    /* A new grant gets its two regions and keys. */
+    CHECK(sd_store_alloc(s, g2, key, SLAB, idx, 2, addrs, &done) == 0);
+    CHECK(h.regs == 4);
+    CHECK(sd_store_region(s, g2, key, &r) == 0 &&
+          r.key == 0x7700000000000003ULL);
+    /* A failed registration (the seals') fails the allocation and leaks
+     * nothing: the data's is undone. */
+    h.fail = 6;
+    CHECK(sd_store_alloc(s, g3, key, SLAB, idx, 2, addrs, &done) ==
           -EIO);
+    CHECK(h.regs == 5 && h.deregs == 1);
     h.fail = 0;
-    /* The region is deregistered when the last slab goes. */
-    CHECK(sd_store_release(s, g2, idx, 2) == 0);
+    /* The regions are deregistered when the last slab goes. */
+    CHECK(sd_store_release(s, g2, idx, 1) == 0);
     CHECK(h.deregs == 1);
+    CHECK(sd_store_release(s, g2, idx + 1, 1) == 0);
+    CHECK(h.deregs == 3);
+    CHECK(sd_store_region(s, g2, key, &r) == -ENOENT);
     /* Clearing deregisters the rest. */
     CHECK(sd_store_set_mr_hook(s, NULL) == 0);
-    CHECK(h.deregs == 2);
-    CHECK(sd_store_alloc(s, g3, key, SLAB, idx, 2, addrs, &done, &rkey) == 0);
-    CHECK(rkey == 0 && h.regs == 2);
+    CHECK(h.deregs == 5);
+    CHECK(sd_store_alloc(s, g3, key, SLAB, idx, 2, addrs, &done) == 0);
+    CHECK(h.regs == 5);
     /* A hook that fails on the grants there is not set. */
-    h.fail = 1;
+    h.fail = 7;
     CHECK(sd_store_set_mr_hook(s, &hook) == -EIO);
+    CHECK(h.regs == 6 && h.deregs == 6);
     h.fail = 0;
+    h.regs = h.deregs = 0;
     CHECK(sd_store_set_mr_hook(s, &hook) == 0);
     CHECK(h.regs == 4);
     sd_store_free(s);
@@ -398,7 +419,7 @@ static void *churn_main(void *arg)
 {
     struct sd_store *s = arg;
     uint8_t g[SD_UUID_LEN], key[SD_KEY_LEN];
-    uint32_t idx[] = { 0, 1, 2 }, rkey;
+    uint32_t idx[] = { 0, 1, 2 };
     uint64_t addrs[3];
     size_t done;
     uint8_t seed = 100;
@@ -406,8 +427,7 @@ static void *churn_main(void *arg)
     make_id(key, sizeof(key), 9);
     while (!__atomic_load_n(&stop_churn, __ATOMIC_RELAXED)) {
         make_id(g, sizeof(g), seed++);
-        if (sd_store_alloc(s, g, key, SLAB, idx, 3, addrs, &done,
-                           &rkey) == 0) {
+        if (sd_store_alloc(s, g, key, SLAB, idx, 3, addrs, &done) == 0) {
             sd_store_release(s, g, idx, 1);
             sd_store_release(s, g, NULL, 0);
         }
@@ -422,7 +442,7 @@ static void test_concurrency(void)
     struct worker w[4];
     pthread_t t[4], churn;
     uint8_t g[SD_UUID_LEN], key[SD_KEY_LEN];
-    uint32_t idx[] = { 0, 1, 2, 3 }, rkey;
+    uint32_t idx[] = { 0, 1, 2, 3 };
     uint64_t addrs[4];
     size_t done;
     int i, errors = 0;
@@ -430,7 +450,7 @@ static void test_concurrency(void)
     make_id(g, sizeof(g), 50);
     make_id(key, sizeof(key), 51);
     CHECK(sd_store_new(64 * SLAB, &s) == 0);
-    CHECK(sd_store_alloc(s, g, key, SLAB, idx, 4, addrs, &done, &rkey) == 0);
+    CHECK(sd_store_alloc(s, g, key, SLAB, idx, 4, addrs, &done) == 0);
     pthread_create(&churn, NULL, churn_main, s);
     for (i = 0; i < 4; i++) {
         w[i] = (struct worker){ .s = s, .slab = (uint32_t)i };

@@ -172,7 +172,7 @@ static uint8_t grant[SD_UUID_LEN], key[SD_KEY_LEN], wrong[SD_KEY_LEN];
 static struct sd_store *make_store(void)
 {
     struct sd_store *s;
-    uint32_t idx[NSLABS], rkey;
+    uint32_t idx[NSLABS];
     uint64_t addrs[NSLABS];
     size_t done, i;
 
@@ -188,8 +188,7 @@ static struct sd_store *make_store(void)
     memcpy(wrong, key, SD_KEY_LEN);
     wrong[0] ^= 0x40;
     if (sd_store_new(NSLABS * SLAB, &s) != 0 ||
-        sd_store_alloc(s, grant, key, SLAB, idx, NSLABS, addrs, &done,
-                       &rkey) != 0 || done != NSLABS) {
+        sd_store_alloc(s, grant, key, SLAB, idx, NSLABS, addrs, &done) != 0 || done != NSLABS) {
         fprintf(stderr, "cannot make the store\n");
         exit(2);
     }
@@ -998,7 +997,7 @@ static void test_endpoint(void)
           port == 7450);
     CHECK(sd_endpoint_parse("rdma://donor-2.example:1", &t, host,
                             sizeof(host), &port) == 0);
-    CHECK(t == &sd_rdma_transport && strcmp(host, "donor-2.example") == 0 &&
+    CHECK(t == &sd_fabric_transport && strcmp(host, "donor-2.example") == 0 &&
           port == 1);
     CHECK(sd_endpoint_parse("tcp://h:65535", &t, host, sizeof(host),
                             &port) == 0 && port == 65535);

@@ -398,7 +398,7 @@ static void bench(uint8_t mac, const char *name)
 int main(void)
 {
     struct sd_store *store;
-    uint32_t idx = 0, rkey;
+    uint32_t idx = 0;
     uint64_t addr;
     size_t done;
     int i;
@@ -411,8 +411,7 @@ int main(void)
         key[i] = (uint8_t)(i * 29 + 5);
     }
     if (sd_store_new(8 * SLAB, &store) != 0 ||
-        sd_store_alloc(store, grant, key, SLAB, &idx, 1, &addr, &done,
-                       &rkey) != 0) {
+        sd_store_alloc(store, grant, key, SLAB, &idx, 1, &addr, &done) != 0) {
         fprintf(stderr, "cannot make the store\n");
         return 2;
     }

@@ -99,7 +99,8 @@ def test_a_written_config_reads_back_to_the_same_arguments(tmp_path):
     values = {'control_socket': '/r/$dollar/control.sock',
               'export_dir': '/r/exports', 'state_dir': '/s',
               'listen': 'tcp://127.0.0.1:7452', 'advertise': None,
-              'capacity_mb': 64, 'transport': 'tcp', 'socket_user': None,
+              'capacity_mb': 64, 'transport': 'rdma',
+              'fabric_provider': 'tcp', 'socket_user': None,
               'socket_group': None, 'max_connections': 100,
               'max_connections_per_peer': 10, 'idle_timeout': 30,
               'read_timeout': 2}

@@ -1,0 +1,153 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A real guest swapping to a donor over the rdma transport (issue 37):
+libfabric's one-sided reads and writes, on its tcp provider and, the two
+memagg-swapds sharing this host, its shm provider -- the code an RDMA
+cloud runs on its verbs provider.
+
+A TCG guest (memagg/demo/image) gets a grant of four 64 MiB slabs lent by
+a donor memagg-swapd listening on rdma://, attached by memagg-compute's
+own code (RemoteMemory.attach_grant: a sealed export, as by default); the
+guest makes it its swap, is ballooned below its data and re-reads it, so
+its pages go to the donor's registered memory and come back. The data's
+sum matches; then the donor's memagg-swapd is SIGKILLed while the guest
+reads its data back, and the sum still matches: the consumer serves the
+pages from its local copy.
+
+Fakes: memagg-scheduler (FakeScheduler of the unit tests: nothing asks it
+anything); the two hosts are two memagg-swapd processes on this machine.
+"""
+import libvirt
+import pytest
+
+from memagg.compute import remote
+from memagg.demo import guest as vm
+from memagg.drivers.hypervisor import base
+from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import two_hosts
+from memagg.tests.unit.compute import remote_fixtures as helpers
+from memagg.tests import polling
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow]
+
+GRANT = '5f0c3d1e-7a2b-4c8d-9e6f-1a2b3c4d5e6f'
+MIB = 1024 * 1024
+SLAB_MB = 64
+SLABS = 4
+MEMORY_MB = 256
+# Ballooned to BALLOON_MB while it keeps DATA_MB of random data in a
+# tmpfs: most of it lives on the swap disk.
+BALLOON_MB = 112
+DATA_MB = 160
+SWAPPED_MB = 48
+#: What PING says of each provider's endpoint (fi_info's names).
+PROVIDERS = {'tcp': 'tcp;ofi_rxm', 'shm': 'shm'}
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def daemons(request):
+    """A donor memagg-swapd lending SLABS slabs over the rdma transport on
+    the provider of the test's parameter, and the consumer's, whose export
+    sockets QEMU's user may open."""
+    with two_hosts.donor_and_consumer(
+            'memagg-fabric-', SLAB_MB * SLABS,
+            fabric_provider=request.param,
+            socket_user=two_hosts.QEMU_USER) as pair:
+        yield request.param, pair
+
+
+def _remote_memory(conf, daemon, driver):
+    conf.config(control_socket=daemon.control, export_dir=daemon.export_dir,
+                state_dir=daemon.state_dir, group='swapd')
+    return remote.RemoteMemory(driver, daemon.name, conf.conf,
+                               helpers.FakeScheduler(),
+                               client=daemon.client())
+
+
+@pytest.mark.timeout(1500)
+def test_a_guest_swaps_over_the_fabric_and_survives_the_donors_death(
+        conf, daemons, qemu_workdir):
+    provider, (donor, consumer) = daemons
+    ping = donor.client().ping()
+    assert (ping['transport'], ping['fabric']) == ('rdma',
+                                                   PROVIDERS[provider]), ping
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
+    guest = vm.Guest(conn, qemu_workdir, 'memagg-fabric-%s' % provider,
+                     memory_mb=MEMORY_MB)
+    try:
+        guest.start()
+        prepared = _remote_memory(conf, donor, driver).prepare_slabs(
+            GRANT, helpers.SECRET, SLAB_MB, list(range(SLABS)))
+        assert prepared['endpoint'] == donor.endpoint
+        assert donor.endpoint.startswith('rdma://')
+        assert len(prepared['slabs']) == SLABS, prepared
+        grant = helpers.grant_dict(
+            uuid=GRANT, instance_uuid=guest.uuid,
+            granted_mb=SLAB_MB * SLABS,
+            slabs=[{'index': s['index'], 'endpoint': prepared['endpoint'],
+                    'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
+                    'status': 'prepared'} for s in prepared['slabs']])
+        _remote_memory(conf, consumer, driver).attach_grant(grant)
+        client = consumer.client()
+        assert client.export_describe(GRANT)['seal'] == '1'
+        dev = guest.wait_swap_disk(base.swap_serial(GRANT), 120)
+        driver.set_balloon(guest.uuid, BALLOON_MB)
+        checksum = guest.fill(DATA_MB, timeout=600)
+
+        def swapped():
+            beat = guest.heartbeat() or {'swaps': {}}
+            return beat['swaps'].get(dev, {}).get('used_kb', 0) >= \
+                SWAPPED_MB * 1024
+        polling.wait_for(swapped, 600, interval=1,
+                         message='%d MiB on the memagg swap disk'
+                         % SWAPPED_MB)
+        assert guest.check(timeout=600) == checksum
+        before = client.export_stats(GRANT)
+        # Every page went to the donor's memory and came back from it.
+        assert before['write_bytes'] >= SWAPPED_MB * MIB, before
+        assert before['reads'] > 0, before
+        for key in ('remote_errors', 'degraded_slabs', 'local_reads',
+                    'auth_failures'):
+            assert before[key] == 0, (key, before)
+        assert donor.client().donor_stats()['used'] == SLAB_MB * SLABS * MIB
+
+        # The donor dies while the guest reads its data back.
+        pswpin = guest.heartbeat()['pswpin']
+        mark = guest.start_check()
+        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
+                         120, interval=0.2,
+                         message='the guest swapping in during its check')
+        assert donor.kill() == -9
+        assert guest.wait_check(mark, 600) == checksum
+        beats = guest.heartbeats()
+        polling.wait_for(lambda: guest.heartbeats() > beats + 2, 60,
+                         interval=0.5, message='heartbeats after the kill')
+        assert guest.dom.state()[0] == libvirt.VIR_DOMAIN_RUNNING
+        after = client.export_stats(GRANT)
+        # The kill was felt, and served from the local copy.
+        assert (after['degraded_slabs'] > 0
+                or after['remote_errors'] > 0), after
+        assert after['local_reads'] > 0, after
+        # Back, empty (it held the slabs in memory), to stop cleanly.
+        donor.start()
+        print('%s provider: %d MiB swapped through memagg, sum %s kept '
+              'across the donor\'s death; stats before %s, after %s' % (
+                  provider, before['write_bytes'] // MIB, checksum, before,
+                  after))
+    finally:
+        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
+        guest.destroy()
+        driver.close()
+        conn.close()
