@@ -19,6 +19,7 @@
 
 #include "fabric_key.h"
 #include "seal.h"
+#include "util.h"
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -66,16 +67,6 @@ static int reject(const char **why, const char *reason, int err)
     return err;
 }
 
-static int all_zero(const uint8_t *p, size_t len)
-{
-    uint8_t acc = 0;
-
-    while (len--) {
-        acc |= *p++;
-    }
-    return acc == 0;
-}
-
 int sd_fkey_parse(const uint8_t *buf, size_t len, struct sd_fkey *k,
                   const char **why)
 {
@@ -95,8 +86,8 @@ int sd_fkey_parse(const uint8_t *buf, size_t len, struct sd_fkey *k,
     if (k->addr_len == 0 || k->addr_len > SD_FKEY_ADDR_MAX) {
         return reject(why, "address length out of range", -EINVAL);
     }
-    if (!all_zero(buf + 6, 2) ||
-        !all_zero(buf + SD_FKEY_ADDR_OFF + k->addr_len,
+    if (!sd_all_zero(buf + 6, 2) ||
+        !sd_all_zero(buf + SD_FKEY_ADDR_OFF + k->addr_len,
                   SD_FKEY_ADDR_MAX - k->addr_len)) {
         return reject(why, "padding not zero", -EPROTO);
     }
@@ -121,7 +112,7 @@ int sd_fkey_parse(const uint8_t *buf, size_t len, struct sd_fkey *k,
     /* A printable name, then NULs only. */
     plen = strnlen((const char *)buf + 64, SD_FKEY_PROV_LEN);
     if (plen == 0 || plen == SD_FKEY_PROV_LEN ||
-        !all_zero(buf + 64 + plen, SD_FKEY_PROV_LEN - plen)) {
+        !sd_all_zero(buf + 64 + plen, SD_FKEY_PROV_LEN - plen)) {
         return reject(why, "provider name empty or not NUL-padded",
                       -EINVAL);
     }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "util.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -88,16 +89,6 @@ static int reject(const char **why, const char *reason, int err)
     return err;
 }
 
-static int all_zero(const uint8_t *p, size_t len)
-{
-    uint8_t acc = 0;
-
-    while (len--) {
-        acc |= *p++;
-    }
-    return acc == 0;
-}
-
 /* What every message starts with: a whole header of this protocol and
  * version. */
 static int check_head(const uint8_t *buf, size_t len, const char **why)
@@ -129,7 +120,7 @@ int sd_hello_parse(const uint8_t *buf, size_t len, int reply, uint8_t *macs,
     if (get16(buf + 6) != (reply ? SD_FRAME_REPLY : 0)) {
         return reject(why, "HELLO with wrong flags", -EPROTO);
     }
-    if (!all_zero(buf + 9, 23) || !all_zero(buf + 64, 32)) {
+    if (!sd_all_zero(buf + 9, 23) || !sd_all_zero(buf + 64, 32)) {
         return reject(why, "HELLO's zero fields not zero", -EPROTO);
     }
     *macs = buf[8];
@@ -199,7 +190,7 @@ int sd_frame_parse(const uint8_t *buf, size_t len, struct sd_frame *f,
                       "of the page size", -EINVAL);
     }
     if (sd_frame_payload_len(f) == 0 &&
-        !all_zero(f->ptag, SD_FRAME_TAG_LEN)) {
+        !sd_all_zero(f->ptag, SD_FRAME_TAG_LEN)) {
         return reject(why, "payload tag without a payload", -EINVAL);
     }
     return 0;

@@ -24,6 +24,16 @@
 
 #include "util.h"
 
+int sd_all_zero(const uint8_t *p, size_t len)
+{
+    uint8_t acc = 0;
+
+    while (len--) {
+        acc |= *p++;
+    }
+    return acc == 0;
+}
+
 int sd_key_equal(const uint8_t a[SD_KEY_LEN], const uint8_t b[SD_KEY_LEN])
 {
     /* Every byte is compared whatever differs first, so the time taken

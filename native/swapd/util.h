@@ -27,6 +27,9 @@
 
 #define SD_UUID_STRLEN 36       /* 8-4-4-4-12 hex digits, without NUL */
 
+/* 1 when p[0..len) are all zero bytes (a wire format's padding). */
+int sd_all_zero(const uint8_t *p, size_t len);
+
 /* Decode exactly 2 * n hex digits of text[0..len) into out; -EINVAL when
  * len is not 2 * n or a character is not a hex digit. */
 int sd_hex_decode(const char *text, size_t len, uint8_t *out, size_t n);

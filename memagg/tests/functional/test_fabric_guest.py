@@ -30,27 +30,18 @@ anything); the two hosts are two memagg-swapd processes on this machine.
 import libvirt
 import pytest
 
-from memagg.compute import remote
 from memagg.demo import guest as vm
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import swapping_guest as swapping
 from memagg.tests.functional import two_hosts
-from memagg.tests.unit.compute import remote_fixtures as helpers
 from memagg.tests import polling
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 
 GRANT = '5f0c3d1e-7a2b-4c8d-9e6f-1a2b3c4d5e6f'
-MIB = 1024 * 1024
-SLAB_MB = 64
-SLABS = 4
-MEMORY_MB = 256
-# Ballooned to BALLOON_MB while it keeps DATA_MB of random data in a
-# tmpfs: most of it lives on the swap disk.
-BALLOON_MB = 112
-DATA_MB = 160
-SWAPPED_MB = 48
+MIB = swapping.MIB
 #: What PING says of each provider's endpoint (fi_info's names).
 PROVIDERS = {'tcp': 'tcp;ofi_rxm', 'shm': 'shm'}
 
@@ -61,18 +52,10 @@ def daemons(request):
     the provider of the test's parameter, and the consumer's, whose export
     sockets QEMU's user may open."""
     with two_hosts.donor_and_consumer(
-            'memagg-fabric-', SLAB_MB * SLABS,
+            'memagg-fabric-', swapping.SLAB_MB * swapping.SLABS,
             fabric_provider=request.param,
             socket_user=two_hosts.QEMU_USER) as pair:
         yield request.param, pair
-
-
-def _remote_memory(conf, daemon, driver):
-    conf.config(control_socket=daemon.control, export_dir=daemon.export_dir,
-                state_dir=daemon.state_dir, group='swapd')
-    return remote.RemoteMemory(driver, daemon.name, conf.conf,
-                               helpers.FakeScheduler(),
-                               client=daemon.client())
 
 
 @pytest.mark.timeout(1500)
@@ -85,43 +68,29 @@ def test_a_guest_swaps_over_the_fabric_and_survives_the_donors_death(
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
     driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
     guest = vm.Guest(conn, qemu_workdir, 'memagg-fabric-%s' % provider,
-                     memory_mb=MEMORY_MB)
+                     memory_mb=swapping.MEMORY_MB)
     try:
         guest.start()
-        prepared = _remote_memory(conf, donor, driver).prepare_slabs(
-            GRANT, helpers.SECRET, SLAB_MB, list(range(SLABS)))
+        prepared, _, _ = swapping.attach(conf, donor, consumer, driver,
+                                         GRANT, guest.uuid)
         assert prepared['endpoint'] == donor.endpoint
         assert donor.endpoint.startswith('rdma://')
-        assert len(prepared['slabs']) == SLABS, prepared
-        grant = helpers.grant_dict(
-            uuid=GRANT, instance_uuid=guest.uuid,
-            granted_mb=SLAB_MB * SLABS,
-            slabs=[{'index': s['index'], 'endpoint': prepared['endpoint'],
-                    'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
-                    'status': 'prepared'} for s in prepared['slabs']])
-        _remote_memory(conf, consumer, driver).attach_grant(grant)
         client = consumer.client()
         assert client.export_describe(GRANT)['seal'] == '1'
         dev = guest.wait_swap_disk(base.swap_serial(GRANT), 120)
-        driver.set_balloon(guest.uuid, BALLOON_MB)
-        checksum = guest.fill(DATA_MB, timeout=600)
-
-        def swapped():
-            beat = guest.heartbeat() or {'swaps': {}}
-            return beat['swaps'].get(dev, {}).get('used_kb', 0) >= \
-                SWAPPED_MB * 1024
-        polling.wait_for(swapped, 600, interval=1,
-                         message='%d MiB on the memagg swap disk'
-                         % SWAPPED_MB)
+        driver.set_balloon(guest.uuid, swapping.BALLOON_MB)
+        checksum = guest.fill(swapping.DATA_MB, timeout=600)
+        swapping.wait_swapped(guest, dev)
         assert guest.check(timeout=600) == checksum
         before = client.export_stats(GRANT)
         # Every page went to the donor's memory and came back from it.
-        assert before['write_bytes'] >= SWAPPED_MB * MIB, before
+        assert before['write_bytes'] >= swapping.SWAPPED_MB * MIB, before
         assert before['reads'] > 0, before
         for key in ('remote_errors', 'degraded_slabs', 'local_reads',
                     'auth_failures'):
             assert before[key] == 0, (key, before)
-        assert donor.client().donor_stats()['used'] == SLAB_MB * SLABS * MIB
+        assert donor.client().donor_stats()['used'] == (
+            swapping.SLAB_MB * swapping.SLABS * MIB)
 
         # The donor dies while the guest reads its data back.
         pswpin = guest.heartbeat()['pswpin']

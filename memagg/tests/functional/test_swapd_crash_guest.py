@@ -64,11 +64,11 @@ import pytest
 
 from memagg.common import context
 from memagg.common import exceptions
-from memagg.compute import remote
 from memagg.db import grants as db_grants
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import swapping_guest
 from memagg.tests.functional import test_swapd_nbd
 from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
@@ -83,15 +83,10 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 GRANT = '7d3c1b2a-9e8f-4a6b-8c5d-4e3f2a1b0c9d'
 SECRET = helpers.SECRET
-MIB = 1024 * 1024
-SLAB_MB = 64
-SLABS = 4
-MEMORY_MB = 256
-# The guest is ballooned to BALLOON_MB while it keeps DATA_MB of random data
-# in a tmpfs: most of it lives on the swap disk.
-BALLOON_MB = 112
-DATA_MB = 160
-SWAPPED_MB = 48
+MIB = swapping_guest.MIB
+SLAB_MB = swapping_guest.SLAB_MB
+SLABS = swapping_guest.SLABS
+BALLOON_MB = swapping_guest.BALLOON_MB
 
 
 @pytest.fixture
@@ -103,24 +98,6 @@ def daemons():
             'memagg-crash-', SLAB_MB * SLABS,
             socket_user=two_hosts_module.QEMU_USER) as pair:
         yield pair
-
-
-def _wait_swapped(guest, dev):
-    """Wait until the guest holds SWAPPED_MB on its memagg swap disk."""
-    def swapped():
-        beat = guest.heartbeat() or {'swaps': {}}
-        return beat['swaps'].get(dev, {}).get('used_kb', 0) >= \
-            SWAPPED_MB * 1024
-    polling.wait_for(swapped, 600, interval=1,
-                     message='%d MiB on the memagg swap disk' % SWAPPED_MB)
-
-
-def _remote_memory(conf, daemon, driver):
-    conf.config(control_socket=daemon.control, export_dir=daemon.export_dir,
-                state_dir=daemon.state_dir, group='swapd')
-    return remote.RemoteMemory(driver, daemon.name, conf.conf,
-                               helpers.FakeScheduler(),
-                               client=daemon.client())
 
 
 class Period(threading.Thread):
@@ -152,20 +129,11 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
     driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
     guest = vm.Guest(conn, qemu_workdir, 'memagg-swapd-crash',
-                     memory_mb=MEMORY_MB)
+                     memory_mb=swapping_guest.MEMORY_MB)
     try:
         guest.start()
-        prepared = _remote_memory(conf, donor, driver).prepare_slabs(
-            GRANT, SECRET, SLAB_MB, list(range(SLABS)))
-        assert len(prepared['slabs']) == SLABS, prepared
-        grant = helpers.grant_dict(
-            uuid=GRANT, instance_uuid=guest.uuid,
-            granted_mb=SLAB_MB * SLABS,
-            slabs=[{'index': s['index'], 'endpoint': prepared['endpoint'],
-                    'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
-                    'status': 'prepared'} for s in prepared['slabs']])
-        lmc = _remote_memory(conf, consumer, driver)
-        attached = lmc.attach_grant(grant)
+        _, attached, lmc = swapping_guest.attach(conf, donor, consumer,
+                                                 driver, GRANT, guest.uuid)
         serial = base.swap_serial(GRANT)
         dev = guest.wait_swap_disk(serial, 120)
         disk = libvirt_driver.find_disk(
@@ -174,9 +142,9 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         assert disk.find('driver').get('rerror_policy') == 'stop'
         reconnects = disk.find('source/reconnect') is not None
         driver.set_balloon(guest.uuid, BALLOON_MB)
-        checksum = guest.fill(DATA_MB, timeout=600)
+        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
         client = consumer.client()
-        _wait_swapped(guest, dev)
+        swapping_guest.wait_swapped(guest, dev)
         before = client.export_stats(GRANT)
 
         # SIGKILL while the guest reads its data back through the disk.
@@ -256,7 +224,7 @@ def test_qemu_with_reconnect_delay_waits_for_a_restarted_swapd(conf,
     test_swapd_nbd._require('qemu-io')
     donor, consumer = daemons
     driver = libvirt_driver.LibvirtDriver('test:///default')
-    prepared = _remote_memory(conf, donor, driver).prepare_slabs(
+    prepared = swapping_guest.remote_memory(conf, donor, driver).prepare_slabs(
         GRANT, SECRET, SLAB_MB, [0])
     driver.close()
     export = consumer.client().export_create(
@@ -307,7 +275,7 @@ def test_memagg_compute_restarted_under_a_swapping_guest_changes_nothing(
     consumer = hosts.consumer.swapd.client()
     conn = libvirt.open(guest_fixtures.URI)
     guest = vm.Guest(conn, qemu_workdir, 'memagg-compute-restart',
-                     memory_mb=MEMORY_MB)
+                     memory_mb=swapping_guest.MEMORY_MB)
     try:
         guest.start()
         grant = polling.wait_for(
@@ -315,8 +283,8 @@ def test_memagg_compute_restarted_under_a_swapping_guest_changes_nothing(
             interval=1, message='a grant for the guest')
         assert grant['granted_mb'] == SLAB_MB * SLABS, grant
         dev = guest.wait_swap_disk(base.swap_serial(grant['uuid']), 120)
-        checksum = guest.fill(DATA_MB, timeout=600)
-        _wait_swapped(guest, dev)
+        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
+        swapping_guest.wait_swapped(guest, dev)
 
         # The restart, while the guest reads its data back through the disk.
         pswpin = guest.heartbeat()['pswpin']

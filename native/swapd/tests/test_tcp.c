@@ -40,6 +40,7 @@
 
 #include "batch.h"
 #include "check.h"
+#include "io_waiter.h"
 #include "frame.h"
 #include "raw_peer.h"
 #include "store.h"
@@ -51,58 +52,6 @@
 #define NSLABS 8
 
 static const struct sd_transport *T = &sd_tcp_transport;
-
-/* ---- waiting for completions, with a deadline ---- */
-
-struct waiter {
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    int pending;
-};
-
-struct tio {
-    struct sd_io io;
-    struct waiter *w;
-    int status;
-    int calls;
-};
-
-static void waiter_init(struct waiter *w)
-{
-    pthread_mutex_init(&w->m, NULL);
-    pthread_cond_init(&w->c, NULL);
-    w->pending = 0;
-}
-
-static void tio_done(struct sd_io *io, int status)
-{
-    struct tio *t = (struct tio *)io;
-    struct waiter *w = t->w;
-
-    pthread_mutex_lock(&w->m);
-    t->status = status;
-    t->calls++;
-    w->pending--;
-    pthread_cond_broadcast(&w->c);
-    pthread_mutex_unlock(&w->m);
-}
-
-/* Wait until at most `left` are pending; 1 when so before the deadline. */
-static int wait_pending(struct waiter *w, int left, int seconds)
-{
-    struct timespec ts;
-    int ok;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += seconds;
-    pthread_mutex_lock(&w->m);
-    while (w->pending > left &&
-           pthread_cond_timedwait(&w->c, &w->m, &ts) == 0) {
-    }
-    ok = w->pending <= left;
-    pthread_mutex_unlock(&w->m);
-    return ok;
-}
 
 static void tio_prep(struct tio *t, struct waiter *w, int op,
                      const uint8_t *grant, const uint8_t *key, uint32_t slab,

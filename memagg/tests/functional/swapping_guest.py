@@ -1,0 +1,66 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A TCG guest that swaps to a donor's memagg-swapd through a grant
+memagg-compute's own code attached (RemoteMemory, the libvirt driver's
+hot-plug), memagg-scheduler being FakeScheduler: the sizes and steps of
+test_swapd_crash_guest and test_fabric_guest."""
+from memagg.compute import remote
+from memagg.tests.unit.compute import remote_fixtures as helpers
+from memagg.tests import polling
+
+MIB = 1024 * 1024
+SLAB_MB = 64
+SLABS = 4
+MEMORY_MB = 256
+# The guest is ballooned to BALLOON_MB while it keeps DATA_MB of random data
+# in a tmpfs: most of it lives on the swap disk.
+BALLOON_MB = 112
+DATA_MB = 160
+SWAPPED_MB = 48
+
+
+def remote_memory(conf, daemon, driver):
+    """memagg-compute's RemoteMemory on ``daemon`` (a two_hosts.Swapd)."""
+    conf.config(control_socket=daemon.control, export_dir=daemon.export_dir,
+                state_dir=daemon.state_dir, group='swapd')
+    return remote.RemoteMemory(driver, daemon.name, conf.conf,
+                               helpers.FakeScheduler(),
+                               client=daemon.client())
+
+
+def attach(conf, donor, consumer, driver, grant_uuid, instance_uuid):
+    """SLABS slabs of ``grant_uuid`` prepared on ``donor`` and the grant
+    attached to the instance on ``consumer``, as memagg-compute does:
+    (the donor's prepare_slabs answer, attach_grant's, the consumer's
+    RemoteMemory)."""
+    prepared = remote_memory(conf, donor, driver).prepare_slabs(
+        grant_uuid, helpers.SECRET, SLAB_MB, list(range(SLABS)))
+    assert len(prepared['slabs']) == SLABS, prepared
+    grant = helpers.grant_dict(
+        uuid=grant_uuid, instance_uuid=instance_uuid,
+        granted_mb=SLAB_MB * SLABS,
+        slabs=[{'index': s['index'], 'endpoint': prepared['endpoint'],
+                'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
+                'status': 'prepared'} for s in prepared['slabs']])
+    lmc = remote_memory(conf, consumer, driver)
+    return prepared, lmc.attach_grant(grant), lmc
+
+
+def wait_swapped(guest, dev):
+    """Wait until the guest holds SWAPPED_MB on its memagg swap disk."""
+    def swapped():
+        beat = guest.heartbeat() or {'swaps': {}}
+        return beat['swaps'].get(dev, {}).get('used_kb', 0) >= \
+            SWAPPED_MB * 1024
+    polling.wait_for(swapped, 600, interval=1,
+                     message='%d MiB on the memagg swap disk' % SWAPPED_MB)
