@@ -380,8 +380,9 @@ static int run(struct options *o, const sigset_t *sigs)
     probe = sd_fabric_select(o->fabric_provider, prov, sizeof(prov),
                              &hardware, why, sizeof(why));
     if (probe && o->fabric_provider) {
-        return bad("--fabric-provider", "'%s' cannot be used here: %s",
-                   o->fabric_provider, why);
+        return bad("--fabric-provider", "'%s' cannot be used here: %s; "
+                   "set [swapd] fabric_provider to a provider fi_info -l "
+                   "lists, or leave it unset", o->fabric_provider, why);
     }
     rdma_words(probe, why, rdma, sizeof(rdma));
     if (strcmp(o->transport, "rdma") == 0) {

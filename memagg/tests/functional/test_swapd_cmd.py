@@ -250,6 +250,20 @@ def test_a_bad_value_is_one_line_naming_the_option_and_exit_2(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+def test_a_missing_fabric_provider_is_one_line_naming_the_option(tmp_path):
+    # libfabric offers no such provider here: memagg-swapd stops at start.
+    config = tmp_path / 'memagg.conf'
+    config.write_text('[swapd]\nfabric_provider = nosuch\n'
+                      'control_socket = %s\n' % (tmp_path / 'control.sock'))
+    proc = _run('--config-file', str(config))
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith('memagg-swapd: error: --fabric-provider: '
+                           "'nosuch' cannot be used here: "), line
+    assert 'set [swapd] fabric_provider to a provider' in line, line
+    assert not (tmp_path / 'control.sock').exists()
+
+
 def test_a_missing_config_file_is_one_line_and_exit_2(tmp_path):
     proc = _run('--config-file', str(tmp_path / 'missing.conf'))
     assert proc.returncode == 2
