@@ -75,6 +75,26 @@ def test_runs_with_the_options_of_its_config_file():
     assert code == 0, log
 
 
+def test_auto_lends_over_tcp_without_an_rdma_nic_and_says_why():
+    # This host has libfabric's tcp provider but no RDMA NIC: auto lends
+    # over memagg-swapd's TCP transport and logs why, once.
+    root = tempfile.mkdtemp(prefix='msd', dir='/tmp')
+    daemon = two_hosts.Swapd('swapd', root, capacity_mb=16,
+                             transport='auto')
+    try:
+        ping = daemon.start()
+        assert (ping['transport'], ping['rdma'], ping['fabric']) == (
+            'tcp', 'available', 'tcp;ofi_rxm'), ping
+        why = ("transport tcp: libfabric offers tcp;ofi_rxm, not an RDMA "
+               "NIC's provider (verbs, efa)")
+        assert daemon.log().count(why) == 1, daemon.log()
+    finally:
+        code = daemon.stop()
+        log = daemon.log()
+        shutil.rmtree(root, ignore_errors=True)
+    assert code == 0, log
+
+
 def _ensure_accounts():
     """Make the test's group and users if absent (needs root)."""
     if os.geteuid() != 0:

@@ -77,13 +77,16 @@ class Swapd:
 
     def __init__(self, name, root, capacity_mb=0, socket_user=None,
                  socket_group=None, user=None, prefix=(),
-                 fabric_provider=None):
+                 fabric_provider=None, transport=None):
         """``user``: the owner of its directories; ``prefix``: the command
         that runs the daemon (e.g. as ``user``); ``fabric_provider``: lend
         over the rdma transport (libfabric) on that provider, and reach
-        donors' rdma endpoints on it; None: over TCP."""
+        donors' rdma endpoints on it; None: over TCP. ``transport``: its
+        [swapd] transport, when not the one fabric_provider implies."""
         self.name = name
         self.fabric_provider = fabric_provider
+        self._transport = transport or (
+            'rdma' if fabric_provider else 'tcp')
         self.prefix = list(prefix)
         self.dir = os.path.join(root, name)
         self.control = os.path.join(self.dir, 'control.sock')
@@ -117,8 +120,9 @@ class Swapd:
     def transport(self):
         """Its [swapd] transport options."""
         if self.fabric_provider is None:
-            return {'transport': 'tcp'}
-        return {'transport': 'rdma', 'fabric_provider': self.fabric_provider}
+            return {'transport': self._transport}
+        return {'transport': self._transport,
+                'fabric_provider': self.fabric_provider}
 
     def local_copy(self, name):
         """A local copy's path where memagg-swapd accepts it: below
