@@ -32,6 +32,13 @@
  * registered buffers; one registration at connect beats one per io): an io
  * takes one slot per CHUNK bytes, slots going to queued ios as they free,
  * so any length up to SD_FRAME_MAX_LEN passes through STAGE_SLOTS slots.
+ * Segments (a slot's data, its seals) waiting to be posted go out together,
+ * up to the provider's iov limits in one operation (fi_readmsg and
+ * fi_writemsg with several remote iovs): on tcp every operation is a
+ * message of its own, with a send on this side and a wakeup and a send or
+ * receive on the donor, and its 1.17 ignores FI_MORE.  Only segments of
+ * one grant share an operation, so a refused key fails no other grant's
+ * io with its error.
  *
  * One thread per peer reads the completion queue (which is also what
  * progresses tcp and shm) and completes ios, and each TICK_US fails ios
@@ -75,6 +82,9 @@
 #define POLL_US 20              /* a polled provider's, while busy */
 #define CQ_BATCH 16
 #define NO_SLOT UINT32_MAX
+#define MAX_SEGS 4              /* segments per operation: tcp's iov limit */
+#define SEGS (2 * STAGE_SLOTS)  /* a data and a seals segment per slot */
+#define SEG(slot, seals) ((uint16_t)((slot) << 1 | (seals)))
 
 struct fio {
     struct fio *next;           /* in the queue, a waiting or a done list */
@@ -101,27 +111,29 @@ struct fgrant {
 };
 
 struct slot {
-    struct fi_context2 ctx[2];  /* the data's operation, the seals' */
     struct fio *f;              /* NULL while free or orphaned */
     int busy;
     uint32_t off, len;          /* its chunk of f's io */
-    int nops, posted, left;     /* operations: in all, posted, pending */
+    int left;                   /* segments not complete, posted or not */
     uint32_t next_free;
+};
+
+/* An operation in flight: its context and the segments it carries. */
+struct fop {
+    struct fi_context2 ctx;
+    uint32_t next_free;
+    unsigned nsegs;
+    uint16_t segs[MAX_SEGS];    /* SEG(slot, seals) */
 };
 
 struct sd_peer {
     char name[300];             /* host:port, for logs */
     struct sd_peer *hs;         /* the TCP handshake (tcp.c) */
-    struct fi_info *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    int cqfd;
-    struct fid_ep *ep;
+    struct sd_fabric_ep f;      /* fabric, domain, endpoint, queue */
     char *stage;                /* STAGE_SLOTS x SLOT_LEN, registered */
     struct fid_mr *stage_mr;
     void *desc;
+    size_t max_segs;            /* segments per operation, <= MAX_SEGS */
     int wake;                   /* eventfd: submit() to an idle thread */
     pthread_t thread;
     int free_on_exit;           /* close() was called on the thread */
@@ -130,7 +142,10 @@ struct sd_peer {
     struct slot slots[STAGE_SLOTS];
     uint32_t free_head;
     unsigned busy;              /* slots in use (orphans too) */
-    unsigned stalled;           /* slots with operations to post */
+    struct fop ops[SEGS];       /* one per segment: never all in use */
+    uint32_t free_op;
+    uint16_t pend[SEGS];        /* a ring of segments to post */
+    unsigned pend_head, pend_count;
     struct fio *qhead, **qtail; /* ios with bytes not in a slot yet */
     struct fgrant *grants;
     fi_addr_t donor;
@@ -170,62 +185,95 @@ static void kill_peer(struct sd_peer *p, int status, const char *why)
     }
 }
 
-/* Post what is left of slot s's operations: 0, -FI_EAGAIN (try again
- * later), or -errno (the peer is dead). */
-static int post_slot(struct sd_peer *p, struct slot *s)
+/* Segment seg's staging buffer and remote place. */
+static void segment(struct sd_peer *p, uint16_t seg, struct iovec *iov,
+                    struct fi_rma_iov *rma)
 {
+    const struct slot *s = &p->slots[seg >> 1];
     const struct fio *f = s->f;
-    const struct sd_io *io = f->io;
     char *stage = stage_of(p, s);
 
-    while (s->posted < s->nops) {
-        int seals = s->posted == 1;
-        size_t len = seals ? s->len / SD_PAGE_SIZE * SD_SEAL_LEN : s->len;
-        void *buf = seals ? stage + CHUNK : stage;
-        uint64_t addr = seals ? f->rseals + s->off / SD_PAGE_SIZE *
-                                SD_SEAL_LEN : f->raddr + s->off;
-        uint64_t key = seals ? f->seals_key : f->key;
-        ssize_t rc = io->op == SD_OP_READ ?
-            fi_read(p->ep, buf, len, p->desc, p->donor, addr, key,
-                    &s->ctx[s->posted]) :
-            fi_write(p->ep, buf, len, p->desc, p->donor, addr, key,
-                     &s->ctx[s->posted]);
-
-        if (rc == -FI_EAGAIN) {
-            return -FI_EAGAIN;
-        }
-        if (rc < 0) {
-            char why[SD_ERRLEN];
-
-            snprintf(why, sizeof(why), "cannot post: %s",
-                     fi_strerror((int)-rc));
-            kill_peer(p, -ECONNRESET, why);
-            return sd_fabric_errno((int)rc);
-        }
-        s->posted++;
+    if (seg & 1) {
+        iov->iov_base = stage + CHUNK;
+        iov->iov_len = s->len / SD_PAGE_SIZE * SD_SEAL_LEN;
+        rma->addr = f->rseals + s->off / SD_PAGE_SIZE * SD_SEAL_LEN;
+        rma->key = f->seals_key;
+    } else {
+        iov->iov_base = stage;
+        iov->iov_len = s->len;
+        rma->addr = f->raddr + s->off;
+        rma->key = f->key;
     }
+    rma->len = iov->iov_len;
+}
+
+/* Post the first segments waiting, as many as one operation takes: 0,
+ * -FI_EAGAIN (try again later), or -errno (the peer is dead). */
+static int post_op(struct sd_peer *p)
+{
+    struct iovec iov[MAX_SEGS];
+    struct fi_rma_iov rma[MAX_SEGS];
+    void *desc[MAX_SEGS];
+    const struct fio *first = p->slots[p->pend[p->pend_head] >> 1].f;
+    struct fop *op;
+    struct fi_msg_rma msg;
+    unsigned n;
+    ssize_t rc;
+
+    op = &p->ops[p->free_op];
+    for (n = 0; n < p->max_segs && n < p->pend_count; n++) {
+        uint16_t seg = p->pend[(p->pend_head + n) % SEGS];
+        const struct fio *f = p->slots[seg >> 1].f;
+
+        if (f->io->op != first->io->op || f->key != first->key) {
+            break;
+        }
+        segment(p, seg, &iov[n], &rma[n]);
+        desc[n] = p->desc;
+        op->segs[n] = seg;
+    }
+    op->nsegs = n;
+    msg = (struct fi_msg_rma){
+        .msg_iov = iov, .desc = desc, .iov_count = n, .addr = p->donor,
+        .rma_iov = rma, .rma_iov_count = n, .context = &op->ctx,
+    };
+    /* A write completes once its data is in the donor's memory, not once
+     * sent (tcp's default): a connection lost after a completion must not
+     * leave the donor with an older page than the consumer believes. */
+    rc = first->io->op == SD_OP_READ ?
+        fi_readmsg(p->f.ep, &msg, FI_COMPLETION) :
+        fi_writemsg(p->f.ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+    if (rc == -FI_EAGAIN) {
+        return -FI_EAGAIN;
+    }
+    if (rc < 0) {
+        char why[SD_ERRLEN];
+
+        snprintf(why, sizeof(why), "cannot post: %s", fi_strerror((int)-rc));
+        kill_peer(p, -ECONNRESET, why);
+        return sd_fabric_errno((int)rc);
+    }
+    p->free_op = op->next_free;
+    p->pend_head = (p->pend_head + n) % SEGS;
+    p->pend_count -= n;
     return 0;
 }
 
-/* Give queued ios slots while there are, and post them; first retry the
- * slots the provider had no room for. */
+static void pend_push(struct sd_peer *p, uint16_t seg)
+{
+    p->pend[(p->pend_head + p->pend_count++) % SEGS] = seg;
+}
+
+/* Give queued ios slots while there are, then post what waits, in order,
+ * until the provider has no room (a post it had none for is tried again:
+ * rxm says -FI_EAGAIN while it connects too). */
 static void pump(struct sd_peer *p)
 {
-    unsigned i;
-
-    for (i = 0; i < STAGE_SLOTS && p->stalled && p->alive; i++) {
-        struct slot *s = &p->slots[i];
-
-        if (s->busy && s->f && s->posted < s->nops &&
-            post_slot(p, s) != -FI_EAGAIN) {
-            p->stalled--;
-        }
-    }
-    while (p->alive && !p->stalled && p->qhead &&
-           p->free_head != NO_SLOT) {
+    while (p->alive && p->qhead && p->free_head != NO_SLOT) {
         struct fio *f = p->qhead;
         struct sd_io *io = f->io;
-        struct slot *s = &p->slots[p->free_head];
+        uint32_t idx = p->free_head;
+        struct slot *s = &p->slots[idx];
         char *stage = stage_of(p, s);
         uint32_t len = io->len - f->issued;
 
@@ -234,9 +282,8 @@ static void pump(struct sd_peer *p)
         len = len < CHUNK ? len : CHUNK;
         *s = (struct slot){
             .f = f, .busy = 1, .off = f->issued, .len = len,
-            .nops = io->seals ? 2 : 1,
+            .left = io->seals ? 2 : 1,
         };
-        s->left = s->nops;
         if (io->op == SD_OP_WRITE) {
             memcpy(stage, (char *)io->buf + s->off, len);
             if (io->seals) {
@@ -253,9 +300,12 @@ static void pump(struct sd_peer *p)
                 p->qtail = &p->qhead;
             }
         }
-        if (post_slot(p, s) == -FI_EAGAIN) {
-            p->stalled++;
+        pend_push(p, SEG(idx, 0));
+        if (io->seals) {
+            pend_push(p, SEG(idx, 1));
         }
+    }
+    while (p->alive && p->pend_count && post_op(p) == 0) {
     }
 }
 
@@ -327,6 +377,11 @@ static void fail_all(struct sd_peer *p, int status)
             list = f;
         }
     }
+    /* Segments never posted will not complete. */
+    for (; p->pend_count; p->pend_count--) {
+        p->slots[p->pend[p->pend_head] >> 1].left--;
+        p->pend_head = (p->pend_head + 1) % SEGS;
+    }
     for (i = 0; i < STAGE_SLOTS; i++) {
         struct slot *s = &p->slots[i];
 
@@ -339,36 +394,33 @@ static void fail_all(struct sd_peer *p, int status)
             list = s->f;
         }
         s->f = NULL;
-        s->left -= s->nops - s->posted;
-        s->nops = s->posted;
         if (s->left == 0) {
             slot_free(p, s);
         }
     }
-    p->stalled = 0;
     pthread_mutex_unlock(&p->lock);
     complete_list(list, status);
 }
 
 /* ---- completions ---- */
 
-/* The slot of an operation's context, or NULL when it is none of ours
- * (a provider's error without one). */
-static struct slot *slot_of(struct sd_peer *p, void *ctx)
+/* The operation of a context, or NULL when it is none of ours (a
+ * provider's error without one). */
+static struct fop *op_of(struct sd_peer *p, void *ctx)
 {
-    uintptr_t c = (uintptr_t)ctx, base = (uintptr_t)p->slots;
+    uintptr_t c = (uintptr_t)ctx, base = (uintptr_t)p->ops;
 
-    if (c < base || c >= base + sizeof(p->slots)) {
+    if (c < base || c >= base + sizeof(p->ops)) {
         return NULL;
     }
-    return &p->slots[(c - base) / sizeof(struct slot)];
+    return &p->ops[(c - base) / sizeof(struct fop)];
 }
 
-/* One operation of slot s finished with status (0 or -errno): a chunk
- * whose operations are all done gives its data to its io, and an io whose
- * chunks all are goes to *done. */
-static void op_done(struct sd_peer *p, struct slot *s, int status,
-                    struct fio **done)
+/* One segment of slot s finished with status (0 or -errno): a chunk whose
+ * segments are all done gives its data to its io, and an io whose chunks
+ * all are goes to *done. */
+static void seg_done(struct sd_peer *p, struct slot *s, int status,
+                     struct fio **done)
 {
     struct fio *f = s->f;
 
@@ -376,7 +428,7 @@ static void op_done(struct sd_peer *p, struct slot *s, int status,
     if (status && f && !f->status) {
         f->status = status;
     }
-    if (s->left > 0 || s->posted < s->nops) {
+    if (s->left > 0) {
         return;
     }
     if (f) {
@@ -399,15 +451,28 @@ static void op_done(struct sd_peer *p, struct slot *s, int status,
     slot_free(p, s);
 }
 
+/* Operation op finished with status: each of its segments did. */
+static void op_done(struct sd_peer *p, struct fop *op, int status,
+                    struct fio **done)
+{
+    unsigned i;
+
+    for (i = 0; i < op->nsegs; i++) {
+        seg_done(p, &p->slots[op->segs[i] >> 1], status, done);
+    }
+    op->next_free = p->free_op;
+    p->free_op = (uint32_t)(op - p->ops);
+}
+
 /* Read what the completion queue has: 1 when it had something. */
 static int read_cq(struct sd_peer *p)
 {
     struct fi_cq_entry e[CQ_BATCH];
     struct fi_cq_err_entry err = { 0 };
     struct fio *done = NULL;
-    ssize_t n = fi_cq_read(p->cq, e, CQ_BATCH), i;
+    ssize_t n = fi_cq_read(p->f.cq, e, CQ_BATCH), i;
 
-    if (n == -FI_EAVAIL && fi_cq_readerr(p->cq, &err, 0) != 1) {
+    if (n == -FI_EAVAIL && fi_cq_readerr(p->f.cq, &err, 0) != 1) {
         n = -FI_EAGAIN;
     }
     if (n <= 0 && n != -FI_EAVAIL) {
@@ -415,23 +480,23 @@ static int read_cq(struct sd_peer *p)
     }
     pthread_mutex_lock(&p->lock);
     for (i = 0; i < n; i++) {
-        struct slot *s = slot_of(p, e[i].op_context);
+        struct fop *op = op_of(p, e[i].op_context);
 
-        if (s) {
-            op_done(p, s, 0, &done);
+        if (op) {
+            op_done(p, op, 0, &done);
         }
     }
     if (n == -FI_EAVAIL) {
-        struct slot *s = slot_of(p, err.op_context);
+        struct fop *op = op_of(p, err.op_context);
+        const struct fio *f = op ? p->slots[op->segs[0] >> 1].f : NULL;
         char why[SD_ERRLEN];
 
         snprintf(why, sizeof(why), "%s refused by the provider: %s",
-                 s && s->f && s->f->io->op == SD_OP_WRITE ? "a write" :
-                 s && s->f ? "a read" : "an operation",
-                 fi_strerror(err.err));
+                 f && f->io->op == SD_OP_WRITE ? "a write" :
+                 f ? "a read" : "an operation", fi_strerror(err.err));
         kill_peer(p, -ECONNRESET, why);
-        if (s) {
-            op_done(p, s, sd_fabric_errno(err.err), &done);
+        if (op) {
+            op_done(p, op, sd_fabric_errno(err.err), &done);
         }
     }
     pump(p);
@@ -482,14 +547,14 @@ static void *peer_thread(void *arg)
         }
         /* A post the provider had no room for (or no connection yet:
          * rxm says -FI_EAGAIN while it connects) is tried again. */
-        if (p->stalled) {
+        if (p->pend_count) {
             pump(p);
         }
         dead = !p->alive && !p->failed_all;
         status = p->dead_status;
         /* A dead peer's orphans need no hurry: close() ends them. */
         busy = p->alive && (p->busy || p->qhead);
-        stalled = p->stalled;
+        stalled = p->pend_count > 0;
         p->idle = !busy && !had && !dead;
         pthread_mutex_unlock(&p->lock);
         if (dead) {
@@ -504,9 +569,10 @@ static void *peer_thread(void *arg)
         }
         /* Busy: wait for completions (a stalled post, for progress);
          * idle: for submit(). */
-        sd_fabric_wait(p->fabric, busy ? p->cq : NULL,
-                       stalled ? -1 : p->cqfd, p->wake, TICK_US, POLL_US);
-        if (read(p->wake, &drain, sizeof(drain)) < 0) {
+        if (sd_fabric_wait(p->f.fabric, busy ? p->f.cq : NULL,
+                           stalled ? -1 : p->f.cqfd, p->wake, TICK_US,
+                           POLL_US) &&
+            read(p->wake, &drain, sizeof(drain)) < 0) {
             drain = 0;          /* nothing to drain */
         }
     }
@@ -529,7 +595,7 @@ static int donor_address(struct sd_peer *p, const struct sd_fkey *k)
                memcmp(k->addr, p->donor_addr, k->addr_len) == 0 ? 0 : -EPROTO;
     }
     /* FI_ADDR_STR names too go in as the bytes fi_getname gave. */
-    n = fi_av_insert(p->av, k->addr, 1, &p->donor, 0, NULL);
+    n = fi_av_insert(p->f.av, k->addr, 1, &p->donor, 0, NULL);
     if (n != 1) {
         sd_log(LOG_WARNING, "donor %s: fi_av_insert of its address: %s",
                p->name, n < 0 ? fi_strerror(-n) : "refused");
@@ -556,10 +622,10 @@ static void key_done(struct sd_io *kio, int status)
                why);
         status = -EPROTO;
     }
-    if (status == 0 && strcmp(k.prov, p->info->fabric_attr->prov_name)) {
+    if (status == 0 && strcmp(k.prov, p->f.info->fabric_attr->prov_name)) {
         sd_log(LOG_WARNING, "donor %s uses provider %s, this host %s "
                "(memagg-swapd's --fabric-provider)", p->name, k.prov,
-               p->info->fabric_attr->prov_name);
+               p->f.info->fabric_attr->prov_name);
         status = -EPROTONOSUPPORT;
     }
     pthread_mutex_lock(&p->lock);
@@ -602,24 +668,10 @@ static void key_done(struct sd_io *kio, int status)
 
 static void peer_destroy(struct sd_peer *p)
 {
-    if (p->ep) {
-        fi_close(&p->ep->fid);
-    }
     if (p->stage_mr) {
         fi_close(&p->stage_mr->fid);
     }
-    if (p->cq) {
-        fi_close(&p->cq->fid);
-    }
-    if (p->av) {
-        fi_close(&p->av->fid);
-    }
-    if (p->domain) {
-        fi_close(&p->domain->fid);
-    }
-    if (p->fabric) {
-        fi_close(&p->fabric->fid);
-    }
+    sd_fabric_ep_close(&p->f);
     while (p->grants) {
         struct fgrant *g = p->grants;
 
@@ -629,67 +681,45 @@ static void peer_destroy(struct sd_peer *p)
     if (p->wake >= 0) {
         close(p->wake);
     }
-    fi_freeinfo(p->info);
     free(p->stage);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
-/* Fabric, domain, endpoint and staging area toward host: 0, or -errno
- * with err. */
+/* Fabric, domain, endpoint (sd_fabric_ep_open) and staging area toward
+ * host: 0, or -errno with err. */
 static int peer_open(struct sd_peer *p, const char *host, char *err,
                      size_t errlen)
 {
-    struct fi_av_attr av = { .type = FI_AV_TABLE, .count = 1 };
     size_t stage_len = (size_t)STAGE_SLOTS * SLOT_LEN;
-    const char *what;
-    int rc = sd_fabric_getinfo(host, 0, &p->info, err, errlen);
+    int rc = sd_fabric_getinfo(host, 0, &p->f.info, err, errlen);
 
+    if (rc == 0) {
+        rc = sd_fabric_ep_open(&p->f, 1, 2 * STAGE_SLOTS, err, errlen);
+    }
     if (rc < 0) {
         return rc;
     }
-    what = "fi_fabric";
-    rc = fi_fabric(p->info->fabric_attr, &p->fabric, NULL);
-    if (rc == 0) {
-        what = "fi_domain";
-        rc = fi_domain(p->fabric, p->info, &p->domain, NULL);
-    }
-    if (rc == 0) {
-        what = "fi_av_open";
-        rc = fi_av_open(p->domain, &av, &p->av, NULL);
-    }
-    if (rc == 0) {
-        what = "fi_cq_open";
-        rc = sd_fabric_cq_open(p->domain, 2 * STAGE_SLOTS, &p->cq, &p->cqfd);
-    }
-    if (rc == 0) {
-        what = "fi_endpoint";
-        rc = fi_endpoint(p->domain, p->info, &p->ep, NULL);
-    }
-    if (rc == 0) {
-        what = "fi_ep_bind";
-        rc = fi_ep_bind(p->ep, &p->av->fid, 0);
-    }
-    if (rc == 0) {
-        rc = fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV);
-    }
-    if (rc == 0) {
-        what = "fi_enable";
-        rc = fi_enable(p->ep);
-    }
-    if (rc == 0) {
-        what = "staging area";
-        p->stage = aligned_alloc(SD_PAGE_SIZE, stage_len);
-        rc = p->stage ? fi_mr_reg(p->domain, p->stage, stage_len,
-                                  FI_READ | FI_WRITE, 0, 0, 0, &p->stage_mr,
-                                  NULL) : -FI_ENOMEM;
-    }
+    p->stage = aligned_alloc(SD_PAGE_SIZE, stage_len);
+    rc = p->stage ? fi_mr_reg(p->f.domain, p->stage, stage_len,
+                              FI_READ | FI_WRITE, 0, 0, 0, &p->stage_mr,
+                              NULL) : -FI_ENOMEM;
     if (rc < 0) {
-        snprintf(err, errlen, "%s (%s): %s", what,
-                 p->info->fabric_attr->prov_name, fi_strerror(-rc));
+        snprintf(err, errlen, "staging area (%s): %s",
+                 p->f.info->fabric_attr->prov_name, fi_strerror(-rc));
         return sd_fabric_errno(rc);
     }
     p->desc = fi_mr_desc(p->stage_mr);
+    p->max_segs = MAX_SEGS;
+    if (p->f.info->tx_attr->iov_limit < p->max_segs) {
+        p->max_segs = p->f.info->tx_attr->iov_limit;
+    }
+    if (p->f.info->tx_attr->rma_iov_limit < p->max_segs) {
+        p->max_segs = p->f.info->tx_attr->rma_iov_limit;
+    }
+    if (p->max_segs == 0) {
+        p->max_segs = 1;
+    }
     return 0;
 }
 
@@ -706,10 +736,13 @@ static int fabric_connect(const char *host, uint16_t port,
     }
     pthread_mutex_init(&p->lock, NULL);
     snprintf(p->name, sizeof(p->name), "%s:%u", host, port);
-    p->cqfd = -1;
+    p->f.cqfd = -1;
     p->qtail = &p->qhead;
     for (i = 0; i < STAGE_SLOTS; i++) {
         p->slots[i].next_free = i + 1 < STAGE_SLOTS ? i + 1 : NO_SLOT;
+    }
+    for (i = 0; i < SEGS; i++) {
+        p->ops[i].next_free = i + 1 < SEGS ? i + 1 : NO_SLOT;
     }
     p->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     rc = p->wake < 0 ? -errno : peer_open(p, host, err, errlen);
@@ -766,12 +799,14 @@ static struct fgrant *grant_of(struct sd_peer *p, const struct sd_io *io,
     return g;
 }
 
-static int submit_one(struct sd_peer *p, struct sd_io *io)
+/* Queue io (posted by fabric_submit's pump, or once its grant's keys
+ * come): 0, or -errno when it was not taken. */
+static int submit_one(struct sd_peer *p, struct sd_io *io, uint64_t now)
 {
     struct fgrant *g, *ask = NULL;
     struct fio *f;
     size_t queued;
-    int rc = 0, wake = 0, outside = 0;
+    int rc = 0, outside = 0;
 
     if ((io->op != SD_OP_READ && io->op != SD_OP_WRITE) || io->len == 0 ||
         io->len > SD_FRAME_MAX_LEN || io->offset > UINT64_MAX - io->len ||
@@ -784,7 +819,7 @@ static int submit_one(struct sd_peer *p, struct sd_io *io)
         return -ENOMEM;
     }
     f->io = io;
-    f->deadline = sd_now_us() + IO_TIMEOUT_US;
+    f->deadline = now + IO_TIMEOUT_US;
     pthread_mutex_lock(&p->lock);
     if (!p->alive) {
         rc = -ECONNRESET;
@@ -795,8 +830,6 @@ static int submit_one(struct sd_peer *p, struct sd_io *io)
         g->waiting = f;
     } else if ((outside = fio_target(f, &g->k)) == 0) {
         queue_push(p, f);
-        pump(p);
-        wake = p->idle;
     }
     pthread_mutex_unlock(&p->lock);
     /* Once queued, f is the thread's: it may be complete already. */
@@ -809,13 +842,6 @@ static int submit_one(struct sd_peer *p, struct sd_io *io)
         f->status = outside;
         complete_list(f, 0);
     }
-    if (wake) {
-        uint64_t one = 1;
-
-        if (write(p->wake, &one, sizeof(one)) < 0) {
-            sd_log(LOG_DEBUG, "donor %s: cannot wake its thread", p->name);
-        }
-    }
     if (ask) {
         rc = sd_tcp_transport.submit(p->hs, (struct sd_io *[]){ &ask->kio },
                                      1, &queued);
@@ -826,17 +852,26 @@ static int submit_one(struct sd_peer *p, struct sd_io *io)
     return 0;
 }
 
-/* Each io on its own (a grant's first waits for its keys). */
+/* Each io queued on its own (a grant's first waits for its keys), then
+ * posted together: what a batch has in common shares operations. */
 static int fabric_submit(struct sd_peer *p, struct sd_io **ios, size_t n,
                          size_t *queued)
 {
-    int rc = 0;
+    uint64_t now = sd_now_us(), one = 1;
+    int rc = 0, wake;
 
     for (*queued = 0; *queued < n; (*queued)++) {
-        rc = submit_one(p, ios[*queued]);
+        rc = submit_one(p, ios[*queued], now);
         if (rc < 0) {
             break;
         }
+    }
+    pthread_mutex_lock(&p->lock);
+    pump(p);
+    wake = p->idle;
+    pthread_mutex_unlock(&p->lock);
+    if (wake && write(p->wake, &one, sizeof(one)) < 0) {
+        sd_log(LOG_DEBUG, "donor %s: cannot wake its thread", p->name);
     }
     return rc;
 }

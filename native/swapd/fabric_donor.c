@@ -64,13 +64,7 @@
 
 struct fabric_donor {
     struct sd_store *store;
-    struct fi_info *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    int cqfd;
-    struct fid_ep *ep;
+    struct sd_fabric_ep f;      /* fabric, domain, endpoint, queue */
     int stop_fd;                /* an eventfd: stop */
     pthread_t thread;
     int thread_started;
@@ -93,8 +87,9 @@ static int donor_reg(void *ctx, void *addr, size_t len, uint64_t *key,
             RAND_bytes((unsigned char *)&want, sizeof(want)) != 1) {
             return -EIO;
         }
-        rc = fi_mr_reg(d->domain, addr, len, FI_REMOTE_READ | FI_REMOTE_WRITE,
-                       0, want, 0, &mr, NULL);
+        rc = fi_mr_reg(d->f.domain, addr, len,
+                       FI_REMOTE_READ | FI_REMOTE_WRITE, 0, want, 0, &mr,
+                       NULL);
         /* A key already in use: draw again. */
     } while (rc == -FI_ENOKEY && !d->prov_key && ++tries < KEY_TRIES);
     if (rc < 0) {
@@ -145,23 +140,25 @@ static void *donor_progress(void *arg)
     uint64_t stop;
 
     for (;;) {
-        ssize_t n = fi_cq_read(d->cq, entries, 16);
+        ssize_t n = fi_cq_read(d->f.cq, entries, 16);
 
         if (n == -FI_EAVAIL) {
             struct fi_cq_err_entry e = { 0 };
 
-            fi_cq_readerr(d->cq, &e, 0);
+            fi_cq_readerr(d->f.cq, &e, 0);
             sd_log(LOG_DEBUG, "fabric: donor endpoint: %s",
                    fi_strerror(e.err));
         }
         if (n > 0 || n == -FI_EAVAIL) {
             continue;
         }
-        if (read(d->stop_fd, &stop, sizeof(stop)) == sizeof(stop)) {
+        /* stop_fd is read only once it is readable: a read per wakeup
+         * would be a syscall per message served. */
+        if (sd_fabric_wait(d->f.fabric, d->f.cq, d->f.cqfd, d->stop_fd,
+                           TICK_US, POLL_US) &&
+            read(d->stop_fd, &stop, sizeof(stop)) == sizeof(stop)) {
             return NULL;
         }
-        sd_fabric_wait(d->fabric, d->cq, d->cqfd, d->stop_fd, TICK_US,
-                       POLL_US);
     }
 }
 
@@ -179,25 +176,10 @@ static void donor_free(struct fabric_donor *d)
     if (d->hooked) {
         sd_store_set_mr_hook(d->store, NULL);
     }
-    if (d->ep) {
-        fi_close(&d->ep->fid);
-    }
-    if (d->cq) {
-        fi_close(&d->cq->fid);
-    }
-    if (d->av) {
-        fi_close(&d->av->fid);
-    }
-    if (d->domain) {
-        fi_close(&d->domain->fid);
-    }
-    if (d->fabric) {
-        fi_close(&d->fabric->fid);
-    }
+    sd_fabric_ep_close(&d->f);
     if (d->stop_fd >= 0) {
         close(d->stop_fd);
     }
-    fi_freeinfo(d->info);
     free(d);
 }
 
@@ -211,57 +193,27 @@ static void donor_stop(void *ctx)
 static int donor_open(struct fabric_donor *d, const char *host, char *err,
                       size_t errlen)
 {
-    struct fi_av_attr av = { .type = FI_AV_TABLE };
     size_t alen = sizeof(d->self.addr);
-    const char *what;
     int rc;
 
-    rc = sd_fabric_getinfo(host, 1, &d->info, err, errlen);
+    rc = sd_fabric_getinfo(host, 1, &d->f.info, err, errlen);
     if (rc < 0) {
         return rc;
     }
-    d->virt_addr = !!(d->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
-    d->prov_key = !!(d->info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    d->virt_addr = !!(d->f.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+    d->prov_key = !!(d->f.info->domain_attr->mr_mode & FI_MR_PROV_KEY);
     snprintf(d->self.prov, sizeof(d->self.prov), "%s",
-             d->info->fabric_attr->prov_name);
-    what = "fi_fabric";
-    rc = fi_fabric(d->info->fabric_attr, &d->fabric, NULL);
-    if (rc == 0) {
-        what = "fi_domain";
-        rc = fi_domain(d->fabric, d->info, &d->domain, NULL);
-    }
-    if (rc == 0) {
-        what = "fi_av_open";
-        rc = fi_av_open(d->domain, &av, &d->av, NULL);
-    }
-    if (rc == 0) {
-        what = "fi_cq_open";
-        rc = sd_fabric_cq_open(d->domain, CQ_SIZE, &d->cq, &d->cqfd);
-    }
-    if (rc == 0) {
-        what = "fi_endpoint";
-        rc = fi_endpoint(d->domain, d->info, &d->ep, NULL);
-    }
-    if (rc == 0) {
-        what = "fi_ep_bind";
-        rc = fi_ep_bind(d->ep, &d->av->fid, 0);
-    }
-    if (rc == 0) {
-        rc = fi_ep_bind(d->ep, &d->cq->fid, FI_TRANSMIT | FI_RECV);
-    }
-    if (rc == 0) {
-        what = "fi_enable";
-        rc = fi_enable(d->ep);
-    }
-    if (rc == 0) {
-        what = "fi_getname";
-        rc = fi_getname(&d->ep->fid, d->self.addr, &alen);
-        d->self.addr_len = alen;
-    }
+             d->f.info->fabric_attr->prov_name);
+    rc = sd_fabric_ep_open(&d->f, 0, CQ_SIZE, err, errlen);
     if (rc < 0) {
-        snprintf(err, errlen, "%s (%s): %s", what, d->self.prov,
-                 fi_strerror(rc < 0 ? -rc : rc));
-        return rc < 0 ? sd_fabric_errno(rc) : -EIO;
+        return rc;
+    }
+    rc = fi_getname(&d->f.ep->fid, d->self.addr, &alen);
+    d->self.addr_len = alen;
+    if (rc < 0) {
+        snprintf(err, errlen, "fi_getname (%s): %s", d->self.prov,
+                 fi_strerror(-rc));
+        return sd_fabric_errno(rc);
     }
     return 0;
 }
@@ -280,7 +232,7 @@ int sd_fabric_server_start(struct sd_store *store, const char *host,
         return -ENOMEM;
     }
     d->store = store;
-    d->cqfd = -1;
+    d->f.cqfd = -1;
     d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     rc = d->stop_fd < 0 ? -errno : donor_open(d, host, err, errlen);
     if (d->stop_fd < 0) {

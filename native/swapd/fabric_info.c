@@ -211,6 +211,69 @@ int sd_fabric_getinfo(const char *host, int source, struct fi_info **out,
     return rc < 0 ? sd_fabric_errno(rc) : 0;
 }
 
+int sd_fabric_ep_open(struct sd_fabric_ep *e, size_t av_count,
+                      size_t cq_size, char *err, size_t errlen)
+{
+    struct fi_av_attr av = { .type = FI_AV_TABLE, .count = av_count };
+    const char *what = "fi_fabric";
+    int rc = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
+
+    if (rc == 0) {
+        what = "fi_domain";
+        rc = fi_domain(e->fabric, e->info, &e->domain, NULL);
+    }
+    if (rc == 0) {
+        what = "fi_av_open";
+        rc = fi_av_open(e->domain, &av, &e->av, NULL);
+    }
+    if (rc == 0) {
+        what = "fi_cq_open";
+        rc = sd_fabric_cq_open(e->domain, cq_size, &e->cq, &e->cqfd);
+    }
+    if (rc == 0) {
+        what = "fi_endpoint";
+        rc = fi_endpoint(e->domain, e->info, &e->ep, NULL);
+    }
+    if (rc == 0) {
+        what = "fi_ep_bind";
+        rc = fi_ep_bind(e->ep, &e->av->fid, 0);
+    }
+    if (rc == 0) {
+        rc = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
+    }
+    if (rc == 0) {
+        what = "fi_enable";
+        rc = fi_enable(e->ep);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s (%s): %s", what,
+                 e->info->fabric_attr->prov_name, fi_strerror(-rc));
+        return sd_fabric_errno(rc);
+    }
+    return 0;
+}
+
+void sd_fabric_ep_close(struct sd_fabric_ep *e)
+{
+    if (e->ep) {
+        fi_close(&e->ep->fid);
+    }
+    if (e->cq) {
+        fi_close(&e->cq->fid);
+    }
+    if (e->av) {
+        fi_close(&e->av->fid);
+    }
+    if (e->domain) {
+        fi_close(&e->domain->fid);
+    }
+    if (e->fabric) {
+        fi_close(&e->fabric->fid);
+    }
+    fi_freeinfo(e->info);
+    e->info = NULL;
+}
+
 int sd_fabric_cq_open(struct fid_domain *domain, size_t size,
                       struct fid_cq **cq, int *fd)
 {
@@ -231,8 +294,8 @@ int sd_fabric_cq_open(struct fid_domain *domain, size_t size,
     return rc < 0 ? sd_fabric_errno(rc) : 0;
 }
 
-void sd_fabric_wait(struct fid_fabric *fabric, struct fid_cq *cq, int cqfd,
-                    int wake, uint64_t timeout_us, uint64_t poll_us)
+int sd_fabric_wait(struct fid_fabric *fabric, struct fid_cq *cq, int cqfd,
+                   int wake, uint64_t timeout_us, uint64_t poll_us)
 {
     struct pollfd pfd[2];
     struct timespec ts;
@@ -243,7 +306,7 @@ void sd_fabric_wait(struct fid_fabric *fabric, struct fid_cq *cq, int cqfd,
 
         /* Not now: something is there to read (or to progress). */
         if (fi_trywait(fabric, &f, 1) != 0) {
-            return;
+            return 0;
         }
         pfd[n++] = (struct pollfd){ .fd = cqfd, .events = POLLIN };
     } else if (cq && timeout_us > poll_us) {
@@ -254,7 +317,8 @@ void sd_fabric_wait(struct fid_fabric *fabric, struct fid_cq *cq, int cqfd,
     }
     ts.tv_sec = (time_t)(timeout_us / 1000000);
     ts.tv_nsec = (long)(timeout_us % 1000000) * 1000;
-    ppoll(pfd, n, &ts, NULL);
+    return wake >= 0 && ppoll(pfd, n, &ts, NULL) > 0 &&
+           (pfd[n - 1].revents & POLLIN);
 }
 
 int sd_fabric_errno(int err)
