@@ -25,9 +25,11 @@
  * tcp.c decrypts once its tag verifies.  No memory key crosses the network
  * in clear, and none comes from anywhere else.
  *
- * An io is then one-sided: fi_read or fi_write of its bytes at the slab's
- * place in the grant's region and, for a sealed export, a second operation
- * for its pages' seals in the seals region; it completes when both have.
+ * An io is then one-sided: a read or write of its bytes at the slab's
+ * place in the grant's region and, for a sealed export, of its pages'
+ * seals in the seals region (a segment of its own, see below); it
+ * completes when both have, a write once the donor has placed it
+ * (FI_DELIVERY_COMPLETE).
  * Data goes through a registered staging area (FI_MR_LOCAL providers need
  * registered buffers; one registration at connect beats one per io): an io
  * takes one slot per CHUNK bytes, slots going to queued ios as they free,

@@ -12,6 +12,8 @@
 
 """Helpers of the real-guest tests: libvirtd and virtlogd running, and
 memagg-compute's period loop in a thread."""
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -48,17 +50,56 @@ def system_pid(name):
     return pid
 
 
+#: Held exclusively (flock) by a host-lane test while it keeps this
+#: machine's libvirtd down on purpose (libvirtd_outage): ensure_libvirtd in
+#: the other lane's tests waits for it rather than start libvirtd under
+#: that test.
+OUTAGE_LOCK = '/run/lock/memagg-tests-libvirtd-outage'
+#: Bound on an outage another test holds (test_guest_libvirtd_restart's
+#: lasts a few periods).
+OUTAGE_TIMEOUT = 300
+
+
+@contextlib.contextmanager
+def libvirtd_outage():
+    """Hold the outage lock for the block, which stops libvirtd on purpose
+    and must not call ensure_libvirtd itself."""
+    fd = os.open(OUTAGE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _outage_over(fd):
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def ensure_libvirtd():
     """Make libvirtd answer at qemu:///system (start virtlogd and libvirtd
-    when they are not running); return the URI."""
+    when they are not running, once no test holds it down on purpose);
+    return the URI."""
     if shutil.which('libvirtd') is None:
         pytest.fail('libvirtd is not installed: run tools/setup.sh')
-    if system_pid('virtlogd') is None:
-        subprocess.run(['virtlogd', '-d'], check=True)
-    if system_pid('libvirtd') is None:
-        subprocess.Popen(LIBVIRTD, start_new_session=True,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+    fd = os.open(OUTAGE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        polling.wait_for(lambda: _outage_over(fd), OUTAGE_TIMEOUT,
+                         interval=0.5, message='the end of a libvirtd '
+                         'outage another test holds')
+        if system_pid('virtlogd') is None:
+            subprocess.run(['virtlogd', '-d'], check=True)
+        if system_pid('libvirtd') is None:
+            subprocess.Popen(LIBVIRTD, start_new_session=True,
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    finally:
+        os.close(fd)
     polling.wait_for(lambda: libvirt_driver.answers(URI), 30,
                      interval=0.5, message='libvirtd answering')
     return URI

@@ -23,10 +23,12 @@ from memagg.demo import cloud
 from memagg.tests.functional import guest_fixtures
 from memagg.tests import polling
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): guests under this machine's
+# libvirtd, which test_guest_libvirtd_restart stops for a while (and
+# guest_fixtures.ensure_libvirtd, here, would start again under it).
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
-# Not the demo's own prefix: memagg-aio --demo's test (host lane) counts
-# those while this one runs in the parallel lane.
+# Not the demo's own prefix: memagg-aio --demo's test counts those.
 NAME = 'memagg-test-demo-%s-' % (os.environ.get('PYTEST_XDIST_WORKER')
                                  or 'main')
 

@@ -38,7 +38,9 @@ from memagg.tests.functional import swapping_guest as swapping
 from memagg.tests.functional import two_hosts
 from memagg.tests import polling
 
-pytestmark = [pytest.mark.functional, pytest.mark.slow]
+# The host lane (memagg/tests/lanes.py): guests under this machine's
+# libvirtd, which test_guest_libvirtd_restart stops for a while.
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 GRANT = '5f0c3d1e-7a2b-4c8d-9e6f-1a2b3c4d5e6f'
 MIB = swapping.MIB

@@ -72,6 +72,7 @@ from memagg.tests.functional import swapping_guest
 from memagg.tests.functional import test_swapd_nbd
 from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
+from memagg.tests.functional.two_hosts import two_hosts_provider  # noqa: F401,E501
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
 from memagg.demo import guest as vm
 from memagg.scheduler import rpcapi as scheduler_rpcapi
