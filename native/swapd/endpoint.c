@@ -87,6 +87,12 @@ int sd_endpoint_parse(const char *endpoint, const struct sd_transport **t,
     return 0;
 }
 
+int sd_endpoint_wildcard(const char *host)
+{
+    return !host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ||
+           strcmp(host, "[::]") == 0;
+}
+
 int sd_endpoint_resolve(const char *host, uint16_t port, int passive,
                         struct addrinfo **res, char *err, size_t errlen)
 {

@@ -29,4 +29,7 @@
 int sd_endpoint_resolve(const char *host, uint16_t port, int passive,
                         struct addrinfo **res, char *err, size_t errlen);
 
+/* 1 when host (NULL too) names every interface: 0.0.0.0, :: or [::]. */
+int sd_endpoint_wildcard(const char *host);
+
 #endif

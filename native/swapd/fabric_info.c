@@ -41,6 +41,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "endpoint.h"
 #include "fabric_internal.h"
 #include "transport.h"
 
@@ -158,12 +159,6 @@ int sd_fabric_probe(char *why, size_t len)
     return chosen_provider(why, len, why, len);
 }
 
-static int wildcard(const char *host)
-{
-    return !host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ||
-           strcmp(host, "[::]") == 0;
-}
-
 int sd_fabric_getinfo(const char *host, int source, struct fi_info **out,
                       char *err, size_t errlen)
 {
@@ -183,7 +178,7 @@ int sd_fabric_getinfo(const char *host, int source, struct fi_info **out,
     /* Socket addresses: the interface of host (a donor's endpoint listens
      * there; a consumer's reaches it).  Other formats (shm's names,
      * efa's GIDs) have nothing to say about an IP host. */
-    if (rc == 0 && !wildcard(host) &&
+    if (rc == 0 && !sd_endpoint_wildcard(host) &&
         (list->addr_format == FI_SOCKADDR ||
          list->addr_format == FI_SOCKADDR_IN ||
          list->addr_format == FI_SOCKADDR_IN6)) {

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "endpoint.h"
 #include "export.h"
 #include "store.h"
 #include "transport.h"
@@ -430,8 +431,7 @@ static int run(struct options *o, const sigset_t *sigs)
         snprintf(endpoint, sizeof(endpoint), "%s", o->advertise);
     } else {
         snprintf(endpoint, sizeof(endpoint), "%s://%s:%u", t->scheme,
-                 strcmp(host, "0.0.0.0") && strcmp(host, "::") &&
-                 strcmp(host, "[::]") ? host : "127.0.0.1",
+                 sd_endpoint_wildcard(host) ? "127.0.0.1" : host,
                  sd_server_port(server));
     }
 

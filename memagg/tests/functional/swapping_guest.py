@@ -64,3 +64,15 @@ def wait_swapped(guest, dev):
             SWAPPED_MB * 1024
     polling.wait_for(swapped, 600, interval=1,
                      message='%d MiB on the memagg swap disk' % SWAPPED_MB)
+
+
+def check_swapping_in(guest):
+    """Start the guest's check of its data and wait until it swaps pages
+    in for it (256 more): the moment to break what serves them. The
+    check's mark, for guest.wait_check."""
+    pswpin = guest.heartbeat()['pswpin']
+    mark = guest.start_check()
+    polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
+                     120, interval=0.2,
+                     message='the guest swapping in during its check')
+    return mark

@@ -34,7 +34,7 @@ from memagg.demo import guest as vm
 from memagg.drivers.hypervisor import base
 from memagg.drivers.hypervisor import libvirt_driver
 from memagg.tests.functional import guest_fixtures
-from memagg.tests.functional import swapping_guest as swapping
+from memagg.tests.functional import swapping_guest
 from memagg.tests.functional import two_hosts
 from memagg.tests import polling
 
@@ -43,7 +43,7 @@ from memagg.tests import polling
 pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 GRANT = '5f0c3d1e-7a2b-4c8d-9e6f-1a2b3c4d5e6f'
-MIB = swapping.MIB
+MIB = swapping_guest.MIB
 #: What PING says of each provider's endpoint (fi_info's names).
 PROVIDERS = {'tcp': 'tcp;ofi_rxm', 'shm': 'shm'}
 
@@ -54,7 +54,7 @@ def daemons(request):
     the provider of the test's parameter, and the consumer's, whose export
     sockets QEMU's user may open."""
     with two_hosts.donor_and_consumer(
-            'memagg-fabric-', swapping.SLAB_MB * swapping.SLABS,
+            'memagg-fabric-', swapping_guest.SLAB_MB * swapping_guest.SLABS,
             fabric_provider=request.param,
             socket_user=two_hosts.QEMU_USER) as pair:
         yield request.param, pair
@@ -70,36 +70,32 @@ def test_a_guest_swaps_over_the_fabric_and_survives_the_donors_death(
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
     driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
     guest = vm.Guest(conn, qemu_workdir, 'memagg-fabric-%s' % provider,
-                     memory_mb=swapping.MEMORY_MB)
+                     memory_mb=swapping_guest.MEMORY_MB)
     try:
         guest.start()
-        prepared, _, _ = swapping.attach(conf, donor, consumer, driver,
-                                         GRANT, guest.uuid)
+        prepared, _, _ = swapping_guest.attach(conf, donor, consumer,
+                                               driver, GRANT, guest.uuid)
         assert prepared['endpoint'] == donor.endpoint
         assert donor.endpoint.startswith('rdma://')
         client = consumer.client()
         assert client.export_describe(GRANT)['seal'] == '1'
         dev = guest.wait_swap_disk(base.swap_serial(GRANT), 120)
-        driver.set_balloon(guest.uuid, swapping.BALLOON_MB)
-        checksum = guest.fill(swapping.DATA_MB, timeout=600)
-        swapping.wait_swapped(guest, dev)
+        driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
+        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
+        swapping_guest.wait_swapped(guest, dev)
         assert guest.check(timeout=600) == checksum
         before = client.export_stats(GRANT)
         # Every page went to the donor's memory and came back from it.
-        assert before['write_bytes'] >= swapping.SWAPPED_MB * MIB, before
+        assert before['write_bytes'] >= swapping_guest.SWAPPED_MB * MIB, before
         assert before['reads'] > 0, before
         for key in ('remote_errors', 'degraded_slabs', 'local_reads',
                     'auth_failures'):
             assert before[key] == 0, (key, before)
         assert donor.client().donor_stats()['used'] == (
-            swapping.SLAB_MB * swapping.SLABS * MIB)
+            swapping_guest.SLAB_MB * swapping_guest.SLABS * MIB)
 
         # The donor dies while the guest reads its data back.
-        pswpin = guest.heartbeat()['pswpin']
-        mark = guest.start_check()
-        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
-                         120, interval=0.2,
-                         message='the guest swapping in during its check')
+        mark = swapping_guest.check_swapping_in(guest)
         assert donor.kill() == -9
         assert guest.wait_check(mark, 600) == checksum
         beats = guest.heartbeats()

@@ -43,6 +43,7 @@ from memagg.common import context
 from memagg.db import grants as db_grants
 from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import swapping_guest
 from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests.functional.two_hosts import two_hosts  # noqa: F401
 from memagg.tests.functional.two_hosts import two_hosts_provider  # noqa: F401,E501
@@ -211,11 +212,7 @@ def test_a_guest_swaps_to_the_donor_and_survives_its_death(
 
         # The donor dies while the guest reads its data back.
         beats = guest.heartbeats()
-        pswpin = guest.heartbeat()['pswpin']
-        mark = guest.start_check()
-        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
-                         120, interval=0.2,
-                         message='the guest swapping in during its check')
+        mark = swapping_guest.check_swapping_in(guest)
         hosts.donor.swapd.kill()
         lap('donor killed')
         assert guest.wait_check(mark, 600) == checksum

@@ -149,11 +149,7 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         before = client.export_stats(GRANT)
 
         # SIGKILL while the guest reads its data back through the disk.
-        pswpin = guest.heartbeat()['pswpin']
-        mark = guest.start_check()
-        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
-                         120, interval=0.2,
-                         message='the guest swapping in during its check')
+        mark = swapping_guest.check_swapping_in(guest)
         period = Period(lmc, guest.dom)
         period.start()
         try:
@@ -288,11 +284,7 @@ def test_memagg_compute_restarted_under_a_swapping_guest_changes_nothing(
         swapping_guest.wait_swapped(guest, dev)
 
         # The restart, while the guest reads its data back through the disk.
-        pswpin = guest.heartbeat()['pswpin']
-        mark = guest.start_check()
-        polling.wait_for(lambda: guest.heartbeat()['pswpin'] > pswpin + 256,
-                         120, interval=0.2,
-                         message='the guest swapping in during its check')
+        mark = swapping_guest.check_swapping_in(guest)
         before = consumer.export_stats(grant['uuid'])
         assert hosts.restart_compute(hosts.consumer) == 0
         during = consumer.export_stats(grant['uuid'])
