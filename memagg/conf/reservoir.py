@@ -71,6 +71,33 @@ opts = [
                       'is above this fraction of its limit. At 0.25 a VM '
                       'keeps a quarter of its limit unclaimed before it '
                       'gives any back.'),
+    cfg.StrOpt('tier_policy', default='watermarks',
+               help='How memagg-compute splits each VM\'s remote slabs '
+                    'between donors\' DRAM (L1) and the local copy only '
+                    '(L2) (memagg.tiers entry point): watermarks (each '
+                    'VM\'s L1 allocation is its memagg:weight share of '
+                    'what the host may hold on donors; above its high '
+                    'watermark its coldest slabs are demoted, below its '
+                    'low watermark its hottest L2 slabs promoted, from '
+                    'and into the VMs furthest from their allocations '
+                    'first; a hot L2 slab takes the place of a colder L1 '
+                    'one).'),
+    cfg.FloatOpt('tier_high_watermark', default=1.0, min=0.0, max=1.0,
+                 help='Fraction of a VM\'s L1 allocation above which its '
+                      'coldest L1 slabs are demoted to L2. Must be above '
+                      '0.'),
+    cfg.FloatOpt('tier_low_watermark', default=0.75, min=0.0, max=1.0,
+                 help='Fraction of a VM\'s L1 allocation below which its '
+                      'hottest L2 slabs are promoted to L1 (up to the high '
+                      'watermark). At most tier_high_watermark.'),
+    cfg.IntOpt('tier_batch_slabs', default=8, min=1,
+               help='Most slabs a host moves between the tiers per '
+                    'tier_interval (a promotion copies a slab over the '
+                    'network; a demotion only frees a donor\'s).'),
+    cfg.IntOpt('tier_interval', default=30, min=1,
+               help='Seconds between two plans of moves between the '
+                    'tiers; a slab\'s heat is the swap-ins it served over '
+                    'the last interval.'),
     cfg.IntOpt('prepare_timeout', default=30, min=1,
                help='Seconds memagg-scheduler waits for a compute host to '
                     'answer one call of a grant\'s set-up or tear-down '
