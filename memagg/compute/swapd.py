@@ -306,6 +306,19 @@ class SwapdClient:
                              slabs='all' if slabs is None else list(slabs))
         return int(reply['reclaimed'])
 
+    def export_promote(self, grant, slab):
+        """Move ``grant``'s slab ``slab`` (a dict of index, endpoint,
+        remote_addr, as grant_alloc on the donor gave it), served from
+        the local copy until now, to that donor while the guest runs: its
+        written pages are copied there, then the table says so (saved).
+        The number of pages copied. SwapdError EALREADY when the slab is
+        on a donor; with any error of the copy the slab stays local and
+        the donor's slab is the caller's to free."""
+        reply = self.request('EXPORT_PROMOTE', grant=grant,
+                             slab=slab['index'], endpoint=slab['endpoint'],
+                             addr=slab['remote_addr'])
+        return int(reply['pages'])
+
     def export_rebuild(self, grant):
         """Start the rebuild of adopted export ``grant``'s local copy from
         its donors: {rebuild_left (int, 4 KiB pages still to go through)}.

@@ -433,6 +433,48 @@ static char *do_export_reclaim(const struct sd_control_ctx *c,
     return ret ? reply_err(ret, err) : reply_fmt("OK reclaimed=%u\n", done);
 }
 
+static char *do_export_promote(const struct sd_control_ctx *c,
+                               const struct sd_args *a)
+{
+    static const char *const keys[] = { "grant", "slab", "endpoint", "addr",
+                                        NULL };
+    uint8_t grant[SD_UUID_LEN];
+    char *r = check_keys(a, keys), err[SD_ERRLEN] = "";
+    const char *slab = sd_args_get(a, "slab");
+    const char *endpoint = sd_args_get(a, "endpoint");
+    const char *addr = sd_args_get(a, "addr");
+    const struct sd_transport *t;
+    uint64_t index, at, copied = 0;
+    char host[256];
+    uint16_t port;
+    int ret;
+
+    if (r || get_grant(a, grant, &r)) {
+        return r;
+    }
+    if (!slab || sd_parse_u64(slab, strlen(slab), SD_MAX_SLABS - 1,
+                              &index)) {
+        return reply_err(EINVAL, "slab: must be the index of one slab");
+    }
+    if (!endpoint || strlen(endpoint) >= SD_ENDPOINT_MAX ||
+        sd_endpoint_parse(endpoint, &t, host, sizeof(host), &port)) {
+        return reply_fmt("ERR EINVAL endpoint: '%.64s' must be the "
+                         "donor's tcp://host:port or rdma://host:port\n",
+                         endpoint ? endpoint : "");
+    }
+    if (!addr || sd_parse_u64(addr, strlen(addr), UINT64_MAX, &at)) {
+        return reply_err(EINVAL, "addr: must be the address GRANT_ALLOC "
+                         "gave for the slab on the donor");
+    }
+    ret = sd_exports_promote(c->exports, grant, (uint32_t)index, endpoint,
+                             at, &copied, err, sizeof(err));
+    if (ret == -ENOENT) {
+        return no_export(grant);
+    }
+    return ret ? reply_err(ret, err) :
+                 reply_fmt("OK pages=%llu\n", (unsigned long long)copied);
+}
+
 static char *do_export_rebuild(const struct sd_control_ctx *c,
                                const struct sd_args *a)
 {
@@ -568,6 +610,7 @@ static const struct {
     { "EXPORT_CREATE", do_export_create, 0 },
     { "EXPORT_DESCRIBE", do_export_describe, 0 },
     { "EXPORT_RECLAIM", do_export_reclaim, 0 },
+    { "EXPORT_PROMOTE", do_export_promote, 0 },
     { "EXPORT_REBUILD", do_export_rebuild, 0 },
     { "EXPORT_DROP", do_export_drop, 0 },
     { "EXPORT_LIST", do_export_list, 0 },

@@ -159,6 +159,8 @@ static void export_free(struct sd_export *x)
     free(x->peers);
     free(x->degraded);
     free(x->saved_local);
+    pthread_rwlock_destroy(&x->promo_rw);
+    pthread_mutex_destroy(&x->promo_held_lock);
     pthread_mutex_destroy(&x->lock);
     free(x);
 }
@@ -206,6 +208,7 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
                        size_t errlen)
 {
     struct sd_nbd_backend be;
+    pthread_rwlockattr_t rwa;
     pthread_condattr_t ca;
     struct sd_export *x;
     uint64_t pps;
@@ -223,6 +226,15 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     x->spec = *spec;
     spec->slabs = NULL;
     x->fd = -1;
+    x->promo_slab = SD_PROMO_NONE;
+    /* Writer first: a promotion's switch must not wait out a stream of
+     * requests. */
+    pthread_rwlockattr_init(&rwa);
+    pthread_rwlockattr_setkind_np(
+        &rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&x->promo_rw, &rwa);
+    pthread_rwlockattr_destroy(&rwa);
+    pthread_mutex_init(&x->promo_held_lock, NULL);
     pthread_mutex_init(&x->lock, NULL);
     pthread_mutex_init(&x->rb_lock, NULL);
     pthread_condattr_init(&ca);
@@ -502,8 +514,8 @@ void sd_exports_free(struct sd_exports *xs)
 
 /* The callers below run on the control thread, the only one that drops
  * exports, so x stays valid after xs->lock is released. */
-static struct sd_export *lookup(struct sd_exports *xs,
-                                const uint8_t grant[SD_UUID_LEN])
+struct sd_export *sd_export_lookup(struct sd_exports *xs,
+                                   const uint8_t grant[SD_UUID_LEN])
 {
     struct sd_export *x;
 
@@ -516,7 +528,7 @@ static struct sd_export *lookup(struct sd_exports *xs,
 int sd_exports_describe(struct sd_exports *xs,
                         const uint8_t grant[SD_UUID_LEN], char **text)
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
 
     if (!x) {
         return -ENOENT;
@@ -531,7 +543,7 @@ int sd_exports_rebuild(struct sd_exports *xs,
                        const uint8_t grant[SD_UUID_LEN], uint64_t *left,
                        char *err, size_t errlen)
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
     int ret = 0;
 
     if (!x) {
@@ -572,7 +584,7 @@ int sd_exports_reclaim(struct sd_exports *xs,
                        const uint32_t *idx, size_t n, uint32_t *done,
                        char *err, size_t errlen)
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
     uint32_t i, count = 0;
     uint64_t cursor, pps;
     int ret;
@@ -650,7 +662,7 @@ int sd_exports_stats(struct sd_exports *xs,
                      const uint8_t grant[SD_UUID_LEN],
                      struct sd_export_stats *out)
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
     uint32_t i;
 
     if (!x) {
@@ -685,7 +697,7 @@ int sd_exports_key_offer(struct sd_exports *xs,
                          const uint8_t grant[SD_UUID_LEN],
                          uint8_t pub[SD_KW_PUB_LEN])
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
     int ret = 0;
 
     if (!x) {
@@ -709,7 +721,7 @@ int sd_exports_key_wrap(struct sd_exports *xs,
                         uint8_t blob[SD_KW_BLOB_LEN], char *err,
                         size_t errlen)
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
     int ret;
 
     if (!x) {
@@ -741,7 +753,7 @@ int sd_exports_key_install(struct sd_exports *xs,
                            const uint8_t blob[SD_KW_BLOB_LEN], char *err,
                            size_t errlen)
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
     uint8_t key[SD_KEY_LEN];
     int ret;
 
@@ -785,7 +797,7 @@ int sd_exports_ghost(struct sd_exports *xs,
                      const uint8_t grant[SD_UUID_LEN], size_t max,
                      char **events, uint64_t *dropped)
 {
-    struct sd_export *x = lookup(xs, grant);
+    struct sd_export *x = sd_export_lookup(xs, grant);
     long n;
 
     if (!x) {

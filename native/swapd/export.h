@@ -125,6 +125,20 @@ int sd_exports_reclaim(struct sd_exports *xs,
                        const uint8_t grant[SD_UUID_LEN],
                        const uint32_t *idx, size_t n, uint32_t *done,
                        char *err, size_t errlen);
+/* Move slab (served from the local copy) to the donor at endpoint, into
+ * the slab at addr it has prepared for the grant (GRANT_ALLOC there),
+ * while the guest runs: its written pages are copied there (sealed when
+ * the export is), writes to it wait only while the last few are, reads
+ * never; the table saying the slab is on the donor is saved before any
+ * write goes there.  *copied counts the pages copied.  -EALREADY: the slab
+ * is on a donor; -EBUSY: an adopted export still being rebuilt, or
+ * another promotion of this export running; -ENOKEY: the export waits for
+ * its page key; -EINVAL: no such slab or endpoint; -errno of the donor's
+ * write (the slab stays local: the caller frees the donor's slab). */
+int sd_exports_promote(struct sd_exports *xs,
+                       const uint8_t grant[SD_UUID_LEN], uint32_t slab,
+                       const char *endpoint, uint64_t addr,
+                       uint64_t *copied, char *err, size_t errlen);
 /* Page key handoff for a live migration (sealed exports; see keywrap.h).
  * The destination's adopted export makes an ephemeral X25519 offer when
  * it is created or restored without its key; the source wraps its key

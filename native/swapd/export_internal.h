@@ -15,7 +15,8 @@
 /*
  * Internal to the export files: the registry (export.c), the request path
  * (export_io.c), the donor connections (peer.c), the .conf files
- * (persist.c) and the rebuild of an adopted export (rebuild.c).  The
+ * (persist.c), the rebuild of an adopted export (rebuild.c) and the
+ * promotion of a slab to a donor (promote.c).  The
  * structures they share, and what each gives the others.
  */
 #ifndef MEMAGG_SWAPD_EXPORT_INTERNAL_H
@@ -106,7 +107,21 @@ struct sd_export {
     pthread_cond_t rb_cond;             /* rb_stop, rb_partial */
     pthread_t rb_thread;
     int rb_running;
+
+    /* A promotion of slab promo_slab (SD_PROMO_NONE: none) to a donor
+     * (see promote.c): a write to it marks its pages in promo_dirty (slab
+     * pages) once they are in the local copy; while promo_hold, writes to
+     * it wait in promo_held (linked by backend_priv).  Every request is
+     * submitted under promo_rw shared. */
+    uint32_t promo_slab;                /* atomic */
+    int promo_hold;                     /* set under promo_rw exclusive */
+    struct sd_bitmap promo_dirty;
+    pthread_rwlock_t promo_rw;
+    pthread_mutex_t promo_held_lock;
+    struct sd_nbd_io *promo_held;
 };
+
+#define SD_PROMO_NONE UINT32_MAX
 
 struct sd_exports {
     /* Half of PATH_MAX leaves room for the file names below them. */
@@ -123,6 +138,10 @@ struct sd_exports {
 #define COUNT(x, field, v) __atomic_fetch_add(&(x)->field, (v), \
                                               __ATOMIC_RELAXED)
 #define LOAD(x, field) __atomic_load_n(&(x)->field, __ATOMIC_RELAXED)
+
+/* The export of grant, or NULL. */
+struct sd_export *sd_export_lookup(struct sd_exports *xs,
+                                   const uint8_t grant[SD_UUID_LEN]);
 
 /* ---- peer.c ---- */
 
@@ -226,6 +245,15 @@ static inline int seal_is_zero(const uint8_t *seal)
     }
     return 1;
 }
+
+/* ---- promote.c: called with promo_rw held shared ---- */
+
+/* 1 when nio, a WRITE to the slab being switched, is held until the
+ * promotion ends (it is submitted then); else 0. */
+int sd_promote_hold(struct sd_export *x, struct sd_nbd_io *nio);
+/* Bytes [off, off + len) are in the local copy now: the pages of the slab
+ * being promoted among them are to be copied (again). */
+void sd_promote_written(struct sd_export *x, uint64_t off, uint64_t len);
 
 /* ---- export_io.c ---- */
 

@@ -344,7 +344,8 @@ static struct xreq *xreq_new(struct sd_export *x, struct sd_nbd_io *nio)
         s->io.priv = s;
         memcpy(s->io.grant, x->spec.grant, SD_UUID_LEN);
         memcpy(s->io.key, x->spec.key, SD_KEY_LEN);
-        s->io.remote_addr = x->spec.slabs[first + i].addr;
+        s->io.remote_addr = __atomic_load_n(&x->spec.slabs[first + i].addr,
+                                            __ATOMIC_RELAXED);
         off += s->len;
     }
     return r;
@@ -596,6 +597,7 @@ static void finish_write(struct sd_export *x, struct xreq *r)
             sd_log(LOG_ERR, "export %s: cannot write the local copy %s: %s",
                    x->uuid, x->spec.local, n < 0 ? strerror(errno) : "short");
             set_error(r, n < 0 && errno == ENOSPC ? NBD_ENOSPC : NBD_EIO);
+            sd_promote_written(x, nio->offset, done);
             finish_one(r);
             return;
         }
@@ -612,6 +614,7 @@ static void finish_write(struct sd_export *x, struct xreq *r)
         sd_bitmap_clear(&x->bad, nio->offset / SD_PAGE_SIZE,
                         nio->len / SD_PAGE_SIZE);
     }
+    sd_promote_written(x, nio->offset, nio->len);
     ghost_pages(x, 'o', nio->offset, nio->len);
     finish_one(r);
 }
@@ -660,13 +663,19 @@ static int misaligned(const struct sd_export *x, const struct sd_nbd_io *nio)
 void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
 {
     struct sd_export *x = ctx;
-    struct xreq **reqs = calloc(n, sizeof(*reqs));
+    /* reqs, then a flag per request held by a promotion. */
+    struct xreq **reqs = calloc(n, sizeof(*reqs) + 1);
+    uint8_t *held = reqs ? (uint8_t *)(reqs + n) : NULL;
     struct sd_io **remote = NULL;
     size_t i, nseg = 0, nremote = 0;
 
+    pthread_rwlock_rdlock(&x->promo_rw);
     for (i = 0; reqs && i < n; i++) {
         struct sd_nbd_io *nio = nios[i];
 
+        if ((held[i] = (uint8_t)sd_promote_hold(x, nio))) {
+            continue;
+        }
         if ((nio->type == NBD_CMD_READ || nio->type == NBD_CMD_WRITE) &&
             nio->len && !misaligned(x, nio) &&
             (reqs[i] = xreq_new(x, nio)) != NULL) {
@@ -685,6 +694,9 @@ void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
         struct sd_nbd_io *nio = nios[i];
         struct xreq *r = reqs ? reqs[i] : NULL;
 
+        if (held && held[i]) {
+            continue;
+        }
         if (r && !remote) {
             free(r);            /* planned nothing: out of memory */
             r = NULL;
@@ -715,6 +727,7 @@ void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
             break;
         }
     }
+    pthread_rwlock_unlock(&x->promo_rw);
     free(remote);
     free(reqs);
 }

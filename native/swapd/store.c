@@ -218,6 +218,54 @@ void sd_store_free(struct sd_store *s)
     free(s);
 }
 
+/* Lend again slabs want[0..n) (sorted by idx, pos their place in the
+ * request) of grant g, all freed slabs of its region: as many as
+ * capacity allows, in the request's order, at the addresses they had
+ * (the lock held).  -EEXIST unless g has key and slab_size, its region is
+ * there and each of them is a freed slab of it. */
+static int revive(struct sd_store *s, struct grant *g,
+                  const uint8_t key[SD_KEY_LEN], uint64_t slab_size,
+                  const struct slot *want, size_t n, uint64_t *addrs,
+                  size_t *done)
+{
+    size_t i, k;
+
+    if (!g->base || g->slab_size != slab_size || !sd_key_equal(g->key, key)) {
+        return -EEXIST;
+    }
+    for (i = 0; i < n; i++) {
+        struct slot *sl = find_slot(g, want[i].idx);
+
+        if (!sl || sl->live) {
+            return -EEXIST;
+        }
+    }
+    k = s->used < s->capacity ? (s->capacity - s->used) / slab_size : 0;
+    if (k > n) {
+        k = n;
+    }
+    if (k == 0) {
+        return -ENOMEM;
+    }
+    for (i = 0; i < n; i++) {
+        struct slot *sl = find_slot(g, want[i].idx);
+
+        if (want[i].pos >= k) {
+            continue;
+        }
+        sl->live = 1;
+        g->live++;
+        s->used += slab_size;
+        s->seals += slab_seals(slab_size);
+        s->slabs++;
+        addrs[want[i].pos] = (uint64_t)(uintptr_t)(g->base +
+                                                   (size_t)sl->pos *
+                                                   slab_size);
+    }
+    *done = k;
+    return 0;
+}
+
 int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
                    const uint8_t key[SD_KEY_LEN], uint64_t slab_size,
                    const uint32_t *idx, size_t n, uint64_t *addrs,
@@ -254,8 +302,16 @@ int sd_store_alloc(struct sd_store *s, const uint8_t uuid[SD_UUID_LEN],
 
     pthread_rwlock_wrlock(&s->lock);
     link = find_link(s, uuid);
+    if (*link && !(*link)->base && sd_key_equal((*link)->key, key)) {
+        /* Every slab it had here was freed: lent anew. */
+        struct grant *old = *link;
+
+        *link = old->next;
+        grant_free(s, old);
+        link = find_link(s, uuid);
+    }
     if (*link) {
-        err = -EEXIST;
+        err = revive(s, *link, key, slab_size, g->slots, n, addrs, done);
         goto fail;
     }
     /* Partial: the first k slabs asked for, as many as capacity holds. */

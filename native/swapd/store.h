@@ -43,8 +43,11 @@ void sd_store_free(struct sd_store *store);
 /* Allocate the slabs idx[0..n) of size slab_size for grant, keyed by key.
  * As many as capacity allows, in order: *done of them, with their
  * addresses in addrs[].  0 when at least
- * one was allocated; -ENOMEM when none; -EEXIST when the grant already has
- * slabs here; -EINVAL for a zero or non-page-multiple slab_size. */
+ * one was allocated; -ENOMEM when none; -EINVAL for a zero or
+ * non-page-multiple slab_size.  A grant lent slabs here before gets
+ * again those of them it freed (a slab promoted back after a demotion),
+ * at the addresses they had, or new ones once it freed them all; else
+ * -EEXIST (a slab it holds or never had here, another key or slab size). */
 int sd_store_alloc(struct sd_store *store, const uint8_t grant[SD_UUID_LEN],
                    const uint8_t key[SD_KEY_LEN], uint64_t slab_size,
                    const uint32_t *idx, size_t n, uint64_t *addrs,

@@ -30,6 +30,7 @@ import uuid
 import pytest
 
 from memagg.cmd import swapd as swapd_cmd
+from memagg.compute import swapd
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
 
@@ -243,6 +244,57 @@ def test_data_goes_through_the_donor_and_unwritten_pages_read_zeros(swapds):
     assert not local.exists()
     assert ok(donor.control, 'GRANT_FREE grant=%s' % grant) == {
         'freed': str(SLABS)}
+
+
+def test_a_demoted_slab_is_promoted_back_while_the_guest_writes(swapds):
+    """Both moves between the tiers: slab 1 is demoted (served from the
+    local copy, its donor slab freed), written there, and promoted back
+    (SwapdClient.export_promote) while qemu-io writes to it: the donor
+    lends the slab again and ends with every page; reads come from it."""
+    donor = swapds('donor', capacity_mb=64).start()
+    consumer = swapds('consumer').start()
+    grant, sock, local = grant_and_export(donor, consumer)
+    qemu_io(sock, grant, 'write -P 0xab %d %d' % (SLAB, SLAB))
+    assert ok(consumer.control, 'EXPORT_RECLAIM grant=%s slabs=1'
+              % grant) == {'reclaimed': '1'}
+    assert ok(donor.control, 'GRANT_FREE grant=%s slabs=1' % grant) == {
+        'freed': '1'}
+    qemu_io(sock, grant, 'write -P 0x5a %d 1M' % SLAB)
+    alloc = ok(donor.control, 'GRANT_ALLOC grant=%s key=%s slab_size=%d '
+               'slabs=1' % (grant, KEY, SLAB))
+    index, addr = alloc['slabs'].split(':')
+    # Write i goes to place i % 16 of the slab's second MiB, with pattern
+    # i + 1.
+    writes = 200
+    uri = 'nbd+unix:///memagg-swap-%s?socket=%s' % (grant, sock)
+    writer = subprocess.Popen(
+        ['qemu-io', '-f', 'raw', uri] +
+        [arg for i in range(writes) for arg in (
+            '-c', 'write -P %d %d 64k' % (i + 1,
+                                          SLAB + MIB + (i % 16) * 65536))],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        pages = swapd.SwapdClient(consumer.control).export_promote(
+            grant, {'index': int(index), 'endpoint': alloc['endpoint'],
+                    'remote_addr': int(addr)})
+    finally:
+        out, _ = writer.communicate(timeout=120)
+    assert writer.returncode == 0 and 'failed' not in out.lower(), out
+    assert pages >= SLAB // 4096
+    described = ok(consumer.control, 'EXPORT_DESCRIBE grant=%s' % grant)
+    assert 'local_slabs' not in described, described
+    # What reads back now can only come from the donor.
+    with open(local, 'r+b') as f:
+        f.write(b'\0' * SIZE)
+    qemu_io(sock, grant, 'read -P 0x5a %d 1M' % SLAB,
+            'read -P 0xab %d %d' % (SLAB + 2 * MIB, SLAB - 2 * MIB),
+            # The writer's last pattern in each of its 16 places.
+            *['read -P %d %d 64k' % (max(range(place, writes, 16)) + 1,
+                                     SLAB + MIB + place * 65536)
+              for place in range(16)])
+    stats = ok(consumer.control, 'EXPORT_STATS grant=%s' % grant)
+    assert stats['local_reads'] == '0' and stats['remote_errors'] == '0', (
+        stats)
 
 
 def test_a_wrong_key_is_refused_and_logged_and_costs_no_data(swapds):

@@ -203,6 +203,33 @@ static void test_verbs(const char *dir)
                  "OK reclaimed=0") == 0);
     CHECK(starts(call("EXPORT_RECLAIM grant=" GRANT " slabs=9"),
                  "ERR EINVAL slabs:"));
+    /* Back to a donor: nothing written, nothing to copy (test_promote
+     * copies pages). */
+    CHECK(strcmp(call("EXPORT_PROMOTE grant=" GRANT " slab=1 "
+                      "endpoint=tcp://127.0.0.1:1 addr=4096"),
+                 "OK pages=0") == 0);
+    r = call("EXPORT_DESCRIBE grant=" GRANT);
+    CHECK(strstr(r, " slabs=1@tcp://127.0.0.1:1@4096@0") &&
+          !strstr(r, "local_slabs"));
+    CHECK(starts(call("EXPORT_PROMOTE grant=" GRANT " slab=1 "
+                      "endpoint=tcp://127.0.0.1:1 addr=0"),
+                 "ERR EALREADY slab: slab 1 is on donor"));
+    CHECK(starts(call("EXPORT_PROMOTE grant=" GRANT " slab=9 "
+                      "endpoint=tcp://127.0.0.1:1 addr=0"),
+                 "ERR EINVAL slab: index 9 is beyond"));
+    CHECK(starts(call("EXPORT_PROMOTE grant=" GRANT " slab=one "
+                      "endpoint=tcp://127.0.0.1:1 addr=0"),
+                 "ERR EINVAL slab:"));
+    CHECK(starts(call("EXPORT_PROMOTE grant=" GRANT " slab=1 addr=0"),
+                 "ERR EINVAL endpoint:"));
+    CHECK(starts(call("EXPORT_PROMOTE grant=" GRANT " slab=1 "
+                      "endpoint=tcp://127.0.0.1:1"), "ERR EINVAL addr:"));
+    CHECK(starts(call("EXPORT_PROMOTE grant=" GRANT " slab=1 "
+                      "endpoint=udp://h:1 addr=0"), "ERR EINVAL endpoint: "
+                 "'udp://h:1' must be"));
+    CHECK(starts(call("EXPORT_PROMOTE grant=" OTHER " slab=1 "
+                      "endpoint=tcp://127.0.0.1:1 addr=0"),
+                 "ERR ENOENT grant:"));
     CHECK(starts(call("EXPORT_DROP grant=" GRANT " delete=yes"),
                  "ERR EINVAL delete:"));
     CHECK(strcmp(call("EXPORT_DROP grant=" GRANT " delete=1"), "OK") == 0);

@@ -122,6 +122,43 @@ static void test_alloc(void)
     CHECK(done == 1);
     sd_store_stats(s, &st);
     CHECK(st.used == 4 * SLAB && st.seals == 4 * SEALS && st.grants == 2);
+
+    /* A freed slab is lent again to its grant, at its address, once
+     * there is room; not a slab it holds or never had here, nor under
+     * another key or slab size. */
+    CHECK(sd_store_alloc(s, ga, key, SLAB, idx, 3, addrs, &done) ==
+          -EEXIST);
+    {
+        uint64_t again[2], was[3];
+        uint32_t nine_five[] = { 9, 5 }, seven[] = { 7 };
+        uint8_t other[SD_KEY_LEN];
+
+        make_id(other, sizeof(other), 8);
+        CHECK(sd_store_release(s, gc, NULL, 0) == 0);
+        CHECK(sd_store_alloc(s, ga, key, SLAB, seven, 1, again, &done) ==
+              -EEXIST);
+        CHECK(sd_store_alloc(s, ga, key, SLAB, idx, 1, again, &done) ==
+              -EEXIST);
+        CHECK(sd_store_release(s, ga, nine_five, 2) == 0);
+        CHECK(sd_store_alloc(s, ga, other, SLAB, nine_five, 2, again,
+                             &done) == -EEXIST);
+        CHECK(sd_store_alloc(s, ga, key, 2 * SLAB, nine_five, 2, again,
+                             &done) == -EEXIST);
+        CHECK(sd_store_alloc(s, ga, key, SLAB, nine_five, 2, again,
+                             &done) == 0 && done == 2);
+        /* idx 5 was the region's first slab, 9 its third. */
+        CHECK(sd_store_alloc(s, ga, key, SLAB, idx + 1, 1, was, &done) ==
+              -EEXIST);
+        CHECK(again[1] + 2 * SLAB == again[0]);
+        sd_store_stats(s, &st);
+        CHECK(st.used == 3 * SLAB && st.grants == 1 && st.slabs == 3);
+        /* All freed: the grant is lent new slabs. */
+        CHECK(sd_store_release(s, ga, idx, 3) == 0);
+        CHECK(sd_store_alloc(s, ga, key, SLAB, seven, 1, again, &done) ==
+              0 && done == 1);
+        sd_store_stats(s, &st);
+        CHECK(st.used == SLAB && st.grants == 1 && st.slabs == 1);
+    }
     sd_store_free(s);
 
     /* A slab size no address space holds fails cleanly. */

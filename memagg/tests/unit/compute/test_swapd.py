@@ -236,6 +236,22 @@ def test_list_stats_free_reclaim_and_drop(server, client):
         'EXPORT_DROP grant=%s delete=1\n' % GRANT]
 
 
+def test_export_promote_names_the_slab_and_its_donor(server, client):
+    server.replies['EXPORT_PROMOTE'] = 'OK pages=1024\n'
+    slab = {'index': 3, 'endpoint': 'tcp://10.0.0.2:7440',
+            'remote_addr': 140000, 'rkey': 0}
+
+    assert client.export_promote(GRANT, slab) == 1024
+    assert server.requests == [
+        'EXPORT_PROMOTE grant=%s slab=3 endpoint=tcp://10.0.0.2:7440 '
+        'addr=140000\n' % GRANT]
+    server.replies['EXPORT_PROMOTE'] = (
+        'ERR EALREADY slab: slab 3 is on donor tcp://10.0.0.2:7440 already\n')
+    with pytest.raises(swapd.SwapdError) as caught:
+        client.export_promote(GRANT, slab)
+    assert caught.value.errno_name == 'EALREADY'
+
+
 def test_empty_export_list(server, client):
     server.replies['EXPORT_LIST'] = 'OK grants=\n'
     assert client.export_list() == []
