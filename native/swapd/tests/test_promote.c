@@ -19,7 +19,8 @@
  * a guest writing to the slab throughout loses nothing (the donor ends
  * with every page the local copy has); a sealed export's pages reach the
  * donor as ciphertext; a slab the donor did not prepare stays local, and
- * bad requests are refused with their errno.
+ * bad requests are refused with their errno.  The last two over the
+ * fabric transport too (libfabric's tcp provider).
  * Prints "N passed, N failed".
  */
 #include <errno.h>
@@ -49,6 +50,8 @@
 
 static char tmpdir[64];
 static uint8_t grant_bin[SD_UUID_LEN], key[SD_KEY_LEN];
+/* The donors' transport: "tcp", or "rdma" (libfabric's tcp provider). */
+static const char *scheme = "tcp";
 
 struct donor {
     struct sd_store *store;
@@ -61,9 +64,11 @@ static void donor_start(struct donor *d)
     char err[SD_ERRLEN];
 
     CHECK(sd_store_new(8 * SLAB, &d->store) == 0);
-    CHECK(sd_tcp_server_start(d->store, "127.0.0.1", 0, NULL, &d->server,
-                              err, sizeof(err)) == 0);
-    snprintf(d->endpoint, sizeof(d->endpoint), "tcp://127.0.0.1:%u",
+    CHECK((strcmp(scheme, "rdma") == 0 ?
+           sd_fabric_server_start : sd_tcp_server_start)(
+              d->store, "127.0.0.1", 0, NULL, &d->server, err,
+              sizeof(err)) == 0);
+    snprintf(d->endpoint, sizeof(d->endpoint), "%s://127.0.0.1:%u", scheme,
              sd_server_port(d->server));
 }
 
@@ -377,6 +382,17 @@ int main(void)
     test_promote();
     test_promote_under_writes();
     test_promote_sealed();
+    /* The fabric transport: its one-sided writes carry the copy. */
+    {
+        char prov[64], why[SD_ERRLEN];
+        int hw;
+
+        CHECK(sd_fabric_select("tcp", prov, sizeof(prov), &hw, why,
+                               sizeof(why)) == 0);
+        scheme = "rdma";
+        test_promote_under_writes();
+        test_promote_sealed();
+    }
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd)) {
         fprintf(stderr, "cannot remove %s\n", tmpdir);
