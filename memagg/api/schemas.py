@@ -200,9 +200,13 @@ COMPONENTS = {
         'index': INTEGER, 'donor_host': NAME, 'size_mb': INTEGER,
         'replica_host': {'type': ['string', 'null']},
         'status': {'type': 'string', 'description': (
-            'pending, active, reclaiming (a reclaim took it and has its '
-            'consumer and donor give it up), releasing (the donor has not '
-            'confirmed it freed the slab), released or reclaimed.')},
+            'pending, active (on its donor: the fast tier, L1), '
+            'reclaiming (a reclaim or a demotion took it and has its '
+            'consumer and donor give it up), promoting (a donor is given '
+            'it back and its consumer copies it there), releasing (the '
+            'donor has not confirmed it freed the slab), released or '
+            'reclaimed (in the consumer\'s local copy only: the slow '
+            'tier, L2).')},
         'endpoint': {'type': ['string', 'null'], 'description': (
             'The donor\'s data-path endpoint, e.g. tcp://host:7450. '
             'Since 1.3.')},

@@ -47,7 +47,7 @@ class ComputeManager(service.Manager):
     changes nothing (see memagg.compute.memory and memagg.compute.remote):
     prepare_slabs and attach_grant raise Conflict."""
 
-    target = messaging.Target(version='1.4')
+    target = messaging.Target(version='1.5')
 
     def __init__(self, host=None, driver=None, swapd_client=None):
         super().__init__(host)
@@ -108,6 +108,12 @@ class ComputeManager(service.Manager):
         memory."""
         return self.remote.prepare_slabs(grant_uuid, secret, slab_size_mb,
                                          indexes)
+
+    @messaging.expose
+    def promote_slab(self, ctxt, grant_uuid, slab):
+        """Copy a slab of this host's export to the donor that prepared
+        it (consumer side): {pages}."""
+        return self.remote.promote_slab(grant_uuid, slab)
 
     @messaging.expose
     def free_slabs(self, ctxt, grant_uuid, indexes=None):

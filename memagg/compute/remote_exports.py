@@ -29,8 +29,10 @@ from memagg.drivers.hypervisor import base as hypervisor
 
 LOG = logging.getLogger(__name__)
 
-# Slab states whose slabs no longer hold the grant's pages on a donor.
-_ENDED_SLABS = frozenset(('released', 'reclaimed', 'failed', 'freed'))
+# Slab states whose slabs do not hold the grant's pages on a donor (no
+# longer, or, promoting, not yet).
+_ENDED_SLABS = frozenset(('released', 'reclaimed', 'failed', 'freed',
+                          'promoting'))
 
 _HEX64 = re.compile(r'^[0-9a-fA-F]{64}$')
 # A wrapped page key: native/swapd/keywrap.h's SD_KW_BLOB_LEN bytes.
@@ -148,6 +150,49 @@ class ExportsMixin:
                 grant.remote_mb = max(
                     0, grant.remote_mb - reclaimed * grant.slab_size_mb)
         return {'reclaimed': reclaimed}
+
+    def promote_slab(self, grant_uuid, slab):
+        """Copy slab ``slab`` ({index, endpoint, remote_addr}) of this
+        host's export of ``grant_uuid``, served from its local copy, to
+        the donor that prepared it, while the VM runs: {pages} copied.
+        A slab already on that donor (a promotion asked again) copies
+        nothing; NotFound without an export, Conflict when the slab is on
+        another donor."""
+        self._check_enabled()
+        self._check_manages('Promoting a slab of grant %s' % grant_uuid)
+        remote_grants.check_uuid('grant_uuid', grant_uuid)
+        try:
+            wanted = {'index': int(slab['index']),
+                      'endpoint': str(slab['endpoint']),
+                      'remote_addr': int(slab['remote_addr'])}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise exceptions.InvalidParameter(
+                field='slab', reason='needs index, endpoint and remote_addr '
+                                     '(%s)' % exc)
+        try:
+            pages = self._on_export(
+                lambda uuid: self.client.export_promote(uuid, wanted),
+                grant_uuid)
+        except swapd.SwapdError as exc:
+            if exc.errno_name != 'EALREADY':
+                raise
+            described = self._on_export(self.client.export_describe,
+                                        grant_uuid)
+            there = [s for s in described.get('slabs', ())
+                     if s['index'] == wanted['index']]
+            if not there or (there[0]['endpoint'], there[0]['remote_addr']) \
+                    != (wanted['endpoint'], wanted['remote_addr']):
+                raise exceptions.Conflict(reason=(
+                    'slab %d of grant %s is on another donor: %s'
+                    % (wanted['index'], grant_uuid, exc.message)))
+            pages = 0
+        with self._lock:
+            grant = self._grants.get(grant_uuid)
+            if grant is not None and pages:
+                grant.remote_mb += grant.slab_size_mb
+        LOG.info('Grant %s: slab %d promoted to %s (%d pages copied)',
+                 grant_uuid, wanted['index'], wanted['endpoint'], pages)
+        return {'pages': pages}
 
     def attach_grant(self, grant):
         """Create grant ``grant``'s export (dict of the Scheduler API) and

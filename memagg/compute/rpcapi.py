@@ -33,9 +33,11 @@ class ComputeAPI:
       the migration is over)
     * 1.4 - wrap_page_key, install_page_key (a sealed grant's page key
       follows its VM); grant_status gives sealed, adopt_grant key_offer
+    * 1.5 - promote_slab (tiered remote memory: a slab of the local copy
+      goes to a donor)
     """
 
-    VERSION = '1.4'
+    VERSION = '1.5'
 
     def __init__(self):
         objects.register_all()
@@ -88,6 +90,16 @@ class ComputeAPI:
         return self.client.call(ctxt, 'reclaim_slabs', server=host,
                                 version='1.1', timeout=timeout,
                                 grant_uuid=grant_uuid, indexes=indexes)
+
+    def promote_slab(self, ctxt, host, grant_uuid, slab, timeout=None):
+        """Have consumer ``host`` copy grant ``grant_uuid``'s slab
+        ``slab`` ({index, endpoint, remote_addr}: where its donor prepared
+        it), served from its local copy until now, to that donor while
+        its VM runs: return {pages} (copied). Idempotent: a slab there
+        already is not copied again."""
+        return self.client.call(ctxt, 'promote_slab', server=host,
+                                version='1.5', timeout=timeout,
+                                grant_uuid=grant_uuid, slab=slab)
 
     def adopt_grant(self, ctxt, host, grant, timeout=None):
         """Have ``host``, where ``grant``'s VM is live-migrating, serve

@@ -26,9 +26,10 @@ from memagg.db.sqlalchemy import models
 from memagg.notifications import grant as grant_notifications
 
 
-#: Slab states that hold memory on the donor (reclaiming: a reclaim took
-#: it and frees it on its donor, memagg.scheduler.reservoir).
-SLAB_HOLDING = ('pending', 'active', 'releasing', 'reclaiming')
+#: Slab states that hold memory on the donor (reclaiming: a reclaim or a
+#: demotion took it and frees it on its donor, memagg.scheduler.reservoir;
+#: promoting: a donor is given it back, memagg.scheduler.tier_moves).
+SLAB_HOLDING = ('pending', 'active', 'releasing', 'reclaiming', 'promoting')
 #: Grant states whose memory counts against the VM's cap.
 GRANT_HOLDING = ('pending', 'active')
 
@@ -43,7 +44,7 @@ def grant_get(context, uuid):
     return facade.get_one(context, models.Grant, 'uuid', uuid, 'Grant')
 
 
-def _donors_available(session, consumer_host, reported_since, exclude):
+def donors_available(session, consumer_host, reported_since, exclude):
     """Lock the rows of the hosts that may lend now (reported at or after
     ``reported_since``, active, not ``consumer_host`` nor in ``exclude``)
     in name order; return ``[(name, available_mb)]``, where available is
@@ -86,7 +87,7 @@ def grant_reserve(context, values, reported_since, plan):
     With the instance's and the donors' rows locked, ``plan(instance,
     held_mb, donors)`` is called — ``held_mb`` is what the instance's
     pending and active grants hold, ``donors`` ``[(host, available_mb)]``
-    as in :func:`_donors_available` — and returns ``(assignments, reason)``:
+    as in :func:`donors_available` — and returns ``(assignments, reason)``:
     ``[(host, n_slabs)]`` and why it is less than requested (or None); it
     raises to store nothing. May run again when a concurrent writer wins.
     Returns the grant with its slabs (indexes from 0 in assignment order);
@@ -106,8 +107,8 @@ def grant_reserve(context, values, reported_since, plan):
             models.Grant.instance_uuid == instance.uuid,
             models.Grant.status.in_(GRANT_HOLDING)).with_for_update(
             read=True))
-        donors = _donors_available(session, values['consumer_host'],
-                                   reported_since, ())
+        donors = donors_available(session, values['consumer_host'],
+                                  reported_since, ())
         assignments, reason = plan(instance, held, donors)
         count = sum(n for _, n in assignments)
         grant = models.Grant(**dict(values, status='pending',
@@ -141,8 +142,8 @@ def grant_move_slabs(context, grant_uuid, indexes, reported_since, exclude,
             if slab.index in indexes:
                 grant.slabs.remove(slab)
         session.flush()
-        donors = _donors_available(session, grant.consumer_host,
-                                   reported_since, exclude)
+        donors = donors_available(session, grant.consumer_host,
+                                  reported_since, exclude)
         assignments = select(len(indexes), donors) if donors else []
         grant.slabs.extend(_slab_rows(assignments, indexes,
                                       grant.slab_size_mb))
@@ -352,16 +353,17 @@ def grant_slabs_reclaim_failed(context, grant_uuid, indexes, reason=None):
 def slabs_reclaiming(context):
     """Slabs a reclaim took and has not finished: ``{(grant uuid, donor
     host): [index, ...]}``."""
-    return _slabs_in_status(context, 'reclaiming')
+    return slabs_in_status(context, 'reclaiming')
 
 
 def slabs_releasing(context):
     """Slabs whose donor has not confirmed it freed them: ``{(grant uuid,
     donor host): [index, ...]}``."""
-    return _slabs_in_status(context, 'releasing')
+    return slabs_in_status(context, 'releasing')
 
 
-def _slabs_in_status(context, status):
+def slabs_in_status(context, status):
+    """Slabs in ``status``: ``{(grant uuid, donor host): [index, ...]}``."""
     with facade.reader().using(context) as session:
         rows = session.query(models.Grant.uuid, models.Slab.donor_host,
                              models.Slab.index).join(models.Grant).filter(

@@ -11,9 +11,11 @@
 # under the License.
 
 """How memagg-scheduler shows and checks grants: the form the RPC API
-returns them in, a size as the API and RPC take it, and a grant's slabs by
-donor. Shared by the reservoir (memagg.scheduler.reservoir), the return of
-lent memory (grant_returns) and grants following their VM (grant_moves).
+returns them in, a size as the API and RPC take it, a grant's slabs by
+donor, and a donor's reply to prepare_slabs. Shared by the reservoir
+(memagg.scheduler.reservoir), the return of lent memory (grant_returns),
+grants following their VM (grant_moves) and slabs moving between the
+tiers (tier_moves).
 """
 from memagg.common import exceptions
 
@@ -49,3 +51,22 @@ def by_donor(slabs):
     for slab in slabs:
         result.setdefault(slab.donor_host, []).append(slab.index)
     return result
+
+
+def prepared_slabs(reply, indexes):
+    """``{index: (endpoint, remote_addr, rkey)}`` from a prepare_slabs
+    reply, keeping only slabs that were asked for; ValueError when the
+    reply does not follow the contract."""
+    try:
+        endpoint = reply['endpoint']
+        slabs = reply['slabs']
+        result = {}
+        for slab in slabs:
+            index = int(slab['index'])
+            if index in indexes:
+                result[index] = (str(endpoint), int(slab['remote_addr']),
+                                 int(slab['rkey']))
+        return result
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError('malformed prepare_slabs reply %r: %s' % (
+            reply, exc))

@@ -150,7 +150,7 @@ class SchedulerManager(service.Manager):
     (memagg.scheduler.placement) every [placement] interval seconds.
     """
 
-    target = messaging.Target(version='1.6')
+    target = messaging.Target(version='1.7')
 
     def __init__(self, host=None, executor=None, reservoir=None,
                  placement_job=None, coordinator=None):
@@ -312,6 +312,15 @@ class SchedulerManager(service.Manager):
             'Reclaiming slabs of %s' % donor_host,
             self.reservoir.finish_reclaim, self.admin_context, donor_host,
             slabs)
+
+    @messaging.expose
+    def move_slabs(self, ctxt, grant_uuid, consumer_host, demote, promote):
+        """Move slabs of grant ``grant_uuid`` between the tiers, as its
+        consumer's tier policy asked, on the grants worker (a cast)."""
+        self._grants_worker.submit(
+            'Moving slabs of grant %s' % grant_uuid,
+            self.reservoir.move_slabs, self.admin_context, grant_uuid,
+            consumer_host, demote, promote)
 
     def _plan(self, audit_uuid):
         with self.coordinator.claim('audit-%s' % audit_uuid) as claimed:

@@ -41,8 +41,9 @@ the middle finds the grant pending at its next start and cleans it up
 (:meth:`Reservoir.recover`).
 
 Releases and reclaims, which give lent memory back, are
-memagg.scheduler.grant_returns' job; what a stopped scheduler left
-releasing or reclaiming is carried out at its next start.
+memagg.scheduler.grant_returns' job, moves of slabs between the tiers
+memagg.scheduler.tier_moves'; what a stopped scheduler left releasing,
+reclaiming or promoting is carried out at its next start.
 """
 import datetime
 import math
@@ -64,34 +65,17 @@ from memagg.scheduler import grant_forms
 from memagg.scheduler import grant_returns
 from memagg.scheduler import mode
 from memagg.scheduler import rpcapi
+from memagg.scheduler import tier_moves
 
 LOG = logging.getLogger(__name__)
 
 RemoteMemoryUnavailable = rpcapi.RemoteMemoryUnavailable
 
 
-def _prepared_slabs(reply, indexes):
-    """``{index: (endpoint, remote_addr, rkey)}`` from a prepare_slabs
-    reply, keeping only slabs that were asked for; ValueError when the
-    reply does not follow the contract."""
-    try:
-        endpoint = reply['endpoint']
-        slabs = reply['slabs']
-        result = {}
-        for slab in slabs:
-            index = int(slab['index'])
-            if index in indexes:
-                result[index] = (str(endpoint), int(slab['remote_addr']),
-                                 int(slab['rkey']))
-        return result
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError('malformed prepare_slabs reply %r: %s' % (
-            reply, exc))
-
-
-class Reservoir(grant_returns.ReturnsMixin):
+class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
     """Allocates, releases and reclaims grants (the Scheduler RPC API 1.2
-    calls) with [reservoir]'s options.
+    calls) and moves their slabs between the tiers (1.7) with
+    [reservoir]'s options.
 
     ``compute_api`` is the memagg-compute RPC client (made on first use by
     default); ``selection`` the donor selection plug-in (default: the one
@@ -305,7 +289,7 @@ class Reservoir(grant_returns.ReturnsMixin):
         try:
             reply = self._call('prepare_slabs', ctxt, host, grant.uuid,
                                grant.secret, grant.slab_size_mb, indexes)
-            got = _prepared_slabs(reply, set(indexes))
+            got = grant_forms.prepared_slabs(reply, set(indexes))
         except Exception as exc:
             LOG.warning('Donor %s failed to prepare %d slabs of grant %s: '
                         '%s', host, len(indexes), grant.uuid, exc)
@@ -390,9 +374,9 @@ class Reservoir(grant_returns.ReturnsMixin):
     def recover(self, ctxt, grant_uuids):
         """Clean up the pending grants ``grant_uuids`` a previous run or a
         dead worker left (free their slabs, mark them failed; those another
-        live worker claims are left to it), carry out the releases and
-        reclaims left unfinished, and free again the slabs whose donors did
-        not confirm they freed them."""
+        live worker claims are left to it), carry out the releases,
+        reclaims and promotions left unfinished, and free again the slabs
+        whose donors did not confirm they freed them."""
         for uuid in grant_uuids:
             with self.claim('grant-%s' % uuid) as claimed:
                 if claimed:
@@ -404,6 +388,7 @@ class Reservoir(grant_returns.ReturnsMixin):
         for (uuid, host), indexes in db_grants.slabs_releasing(ctxt).items():
             if self._free(ctxt, host, uuid, indexes):
                 db_grants.slabs_released(ctxt, uuid, host)
+        self.recover_promotions(ctxt)
 
     def _recover_grant(self, ctxt, uuid):
         grant = db_grants.grant_get(ctxt, uuid)

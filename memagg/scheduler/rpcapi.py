@@ -54,9 +54,11 @@ class SchedulerAPI:
       ``memagg.compute.report`` notifications (columnar payload,
       memagg.db.report_columns); the ``report`` cast stays for
       senders pinned below 1.6 by ``[upgrade_levels] scheduler``
+    * 1.7 - move_slabs (tiered remote memory: a consumer's demotions and
+      promotions)
     """
 
-    VERSION = '1.6'
+    VERSION = '1.7'
 
     #: The event type of a report sent as a notification.
     REPORT_EVENT = 'memagg.compute.report'
@@ -147,6 +149,17 @@ class SchedulerAPI:
         (cast); raises like run_audit."""
         self.client.cast(ctxt, 'finish_reclaim', version='1.4', retry=retry,
                          donor_host=donor_host, slabs=slabs)
+
+    def move_slabs(self, ctxt, grant_uuid, consumer_host, demote, promote):
+        """Ask for slabs of grant ``grant_uuid``, consumed by
+        ``consumer_host``, to change tier (cast): ``demote`` (indexes on
+        donors) to its local copy only, ``promote`` (indexes in the local
+        copy only) to donors with room. Raises ServiceUnavailable when the
+        bus cannot be reached."""
+        self.client.cast(ctxt, 'move_slabs', version='1.7',
+                         retry=self.REPORT_RETRY, grant_uuid=grant_uuid,
+                         consumer_host=consumer_host, demote=list(demote),
+                         promote=list(promote))
 
     def _call(self, ctxt, method, timeout, version='1.2', **kwargs):
         try:

@@ -116,3 +116,21 @@ def test_grant_rows_round_trip(conf, ctxt):
         'active', 'active', 'reclaimed']
     assert gmc.release(ctxt, grant['uuid'])['status'] == 'released'
     assert db_grants.grants_in_status(ctxt, ('active', 'pending')) == []
+
+
+def test_slabs_round_trip_between_the_tiers(conf, ctxt):
+    compute = compute_double.ComputeDouble()
+    gmc = reservoir.Reservoir(conf.conf, compute_api=compute,
+                              selection=donors.LargestFirst())
+    grant = gmc.allocate(ctxt, VMS[3], 'c', 192)
+
+    assert gmc.move_slabs(ctxt, grant['uuid'], 'c', demote=[1, 2]) == {
+        'demoted': [1, 2], 'promoted': []}
+    assert db_grants.grant_get(ctxt, grant['uuid']).granted_mb == 64
+    assert gmc.move_slabs(ctxt, grant['uuid'], 'c', demote=[0],
+                          promote=[2]) == {'demoted': [0], 'promoted': [2]}
+    stored = db_grants.grant_get(ctxt, grant['uuid'])
+    assert [s.status for s in stored.slabs] == [
+        'reclaimed', 'reclaimed', 'active']
+    assert stored.granted_mb == 64
+    assert db_grants.reservoir_summary(ctxt)['hosts'][0]['lent_mb'] == 64

@@ -136,6 +136,12 @@ class FakeSwapd:
         self._call('export_reclaim', grant, slabs)
         return 2
 
+    def export_promote(self, grant, slab):
+        self._call('export_promote', grant, slab)
+        if grant not in self.exports:
+            raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
+        return 16384
+
     def grant_alloc(self, grant, key, slab_size, slabs):
         self._call('grant_alloc', grant, key, slab_size, slabs)
         return {'endpoint': 'tcp://10.0.0.2:7450', 'rkey': 77,

@@ -113,6 +113,11 @@ def test_endpoints_answer_over_rpc(node):
     assert api.reclaim_slabs(ctxt, 'node-a', GRANT, timeout=10) == {
         'reclaimed': 2}
     assert ('export_reclaim', GRANT, None) in swapd.calls
+    slab = {'index': 1, 'endpoint': 'tcp://10.0.0.3:7450',
+            'remote_addr': 8192}
+    assert api.promote_slab(ctxt, 'node-a', GRANT, slab, timeout=10) == {
+        'pages': 16384}
+    assert ('export_promote', GRANT, slab) in swapd.calls
 
 
 def test_bad_arguments_come_back_as_an_error_naming_the_field(node):

@@ -180,6 +180,28 @@ def test_free_and_reclaim_slabs_of_unknown_grants_do_nothing(lmc):
     assert lmc.reclaim_slabs(GRANT) == {'reclaimed': 0}
 
 
+def test_promote_slab_copies_it_once_to_its_donor(lmc):
+    lmc.attach_grant(grant_dict())
+    slab = {'index': 1, 'endpoint': 'tcp://h2:7450', 'remote_addr': 8192}
+
+    assert lmc.promote_slab(GRANT, slab) == {'pages': 16384}
+    assert lmc.client.calls[-1] == ('export_promote', GRANT, slab)
+    # Asked again (a scheduler's recovery): the slab is there already.
+    lmc.client.errors['export_promote'] = swapd.SwapdError(
+        'EALREADY', 'slab: slab 1 is on donor tcp://h2:7450 already')
+    lmc.client.exports[GRANT]['slabs'] = [
+        {'index': 0, 'endpoint': 'tcp://h1:7450', 'remote_addr': 4096,
+         'rkey': 0}, dict(slab, rkey=0)]
+    assert lmc.promote_slab(GRANT, slab) == {'pages': 0}
+    with pytest.raises(exceptions.Conflict, match='another donor'):
+        lmc.promote_slab(GRANT, dict(slab, endpoint='tcp://h3:7450'))
+    with pytest.raises(exceptions.InvalidParameter, match='slab'):
+        lmc.promote_slab(GRANT, {'index': 1})
+    del lmc.client.errors['export_promote']
+    with pytest.raises(exceptions.NotFound):
+        lmc.promote_slab(VM, slab)
+
+
 def test_attach_grant_creates_the_export_and_hot_plugs_it(lmc, tmp_path):
     reply = lmc.attach_grant(grant_dict())
     local = str(tmp_path / 'state' / 'local' / VM / (GRANT + '.img'))

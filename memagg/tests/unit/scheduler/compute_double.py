@@ -14,8 +14,8 @@
 ComputeAPI) at the boundary the reservoir and the migration executor call:
 prepare_slabs, free_slabs, attach_grant and reclaim_slabs (1.1),
 adopt_grant, drop_export, grant_status and migration_stats (1.2), and
-rebuild_grant (1.3), wrap_page_key and install_page_key (1.4), with the
-contract's arguments and replies. Each donor
+rebuild_grant (1.3), wrap_page_key and install_page_key (1.4),
+promote_slab (1.5), with the contract's arguments and replies. Each donor
 host keeps the slabs it set up and each consumer its exports, so a test
 can see that nothing leaked."""
 import threading
@@ -27,8 +27,11 @@ class ComputeDouble:
     """``behaviour`` maps a host to how it answers prepare_slabs: ``ok``
     (every slab), an int (that many slabs: out of memory), ``fail``
     (RPCTimeout) or ``malformed`` (a reply without slabs).
-    ``attach_fails`` / ``reclaim_fails`` / ``adopt_fails`` are sets of
-    hosts whose attach_grant / reclaim_slabs / adopt_grant raise.
+    ``attach_fails`` / ``reclaim_fails`` / ``adopt_fails`` /
+    ``promote_fails`` are sets of hosts whose attach_grant /
+    reclaim_slabs / adopt_grant / promote_slab raise. A consumer keeps
+    the slabs it copied to donors in ``promoted`` ({host: {(grant uuid,
+    index): (endpoint, remote_addr)}}).
     ``stored_mb`` and ``copy_left_mb`` map a grant to what grant_status
     and rebuild_grant answer (``copy_left_mb`` a list: one answer per
     call, the last repeated); ``stats`` maps a host to its
@@ -44,6 +47,8 @@ class ComputeDouble:
         self.held = {}      # host -> {(grant, index)}
         self.attached = {}  # grant uuid -> grant dict
         self.adopt_fails = set()
+        self.promote_fails = set()
+        self.promoted = {}
         self.exports = {}   # host -> {grant uuid}
         self.stored_mb = {}
         self.copy_left_mb = {}
@@ -117,6 +122,18 @@ class ComputeDouble:
         if host in self.reclaim_fails:
             self._timeout('reclaim_slabs', host)
         return {'reclaimed': len(indexes or [])}
+
+    def promote_slab(self, ctxt, host, grant_uuid, slab, timeout=None):
+        self._record('promote_slab', host, grant_uuid, slab['index'],
+                     timeout=timeout)
+        if host in self.promote_fails:
+            self._timeout('promote_slab', host)
+        where = (slab['endpoint'], slab['remote_addr'])
+        with self._lock:
+            mine = self.promoted.setdefault(host, {})
+            again = mine.get((grant_uuid, slab['index'])) == where
+            mine[(grant_uuid, slab['index'])] = where
+        return {'pages': 0 if again else 16384}
 
     def holding(self, host=None):
         """Slabs set up and not freed, on ``host`` or everywhere."""

@@ -77,6 +77,22 @@ def test_allocate_release_and_reclaim_over_rpc(scheduler, admin_context,
     assert compute.holding() == set()
 
 
+def test_move_slabs_is_carried_out_on_the_grants_worker(
+        scheduler, admin_context, compute):
+    grant = scheduler.allocate_remote(admin_context, VM_1, 'c', 256,
+                                      timeout=10)
+
+    scheduler.move_slabs(admin_context, grant['uuid'], 'c', [3], [])
+
+    def demoted():
+        return [s.status for s in db_grants.grant_get(
+            admin_context, grant['uuid']).slabs][3] == 'reclaimed'
+    polling.wait_for(demoted, 10, message='slab 3 demoted')
+    scheduler.move_slabs(admin_context, grant['uuid'], 'c', [], [3])
+    polling.wait_for(lambda: not demoted(), 10, message='slab 3 promoted')
+    assert compute.called('promote_slab') == [('c', grant['uuid'], 3)]
+
+
 def test_errors_arrive_typed(scheduler, admin_context, conf):
     with pytest.raises(exceptions.NotFound) as missing:
         scheduler.allocate_remote(admin_context, VM_3, 'c', 64,

@@ -1,0 +1,165 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A grant's slabs between the tiers (ALGORITHMS.md §8): on a donor (L1,
+active) or in the consumer's local copy only (L2, reclaimed).
+
+A demotion is a reclaim its consumer asked for: its slabs go from active
+to reclaiming here, and memagg.scheduler.grant_returns carries it out. A
+promotion gives reclaimed slabs a donor again: they go promoting (holding
+the donor's memory) with the donor chosen while the donors' rows are
+locked, then active once the consumer copied them there, or reclaimed
+again when it did not. Each step is a conditional update of the slab, so
+that of concurrent callers one only moves a slab.
+"""
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from memagg.common import exceptions
+from memagg.db import facade
+from memagg.db import grants as db_grants
+from memagg.db.sqlalchemy import models
+
+
+def _active_grant(session, grant_uuid, consumer_host):
+    """The grant's row, locked shared: the status read is the committed
+    one and a release waits for this transaction. Conflict unless it is
+    active and consumed by ``consumer_host``."""
+    grant = session.query(models.Grant).filter_by(
+        uuid=grant_uuid).with_for_update(read=True).first()
+    if grant is None:
+        raise exceptions.NotFound(resource='Grant', id=grant_uuid)
+    if grant.status != 'active' or grant.consumer_host != consumer_host:
+        raise exceptions.Conflict(reason=(
+            'grant %s is %s on %s: its slabs change tier only while it is '
+            'active on its consumer %s' % (grant_uuid, grant.status,
+                                           grant.consumer_host,
+                                           consumer_host)))
+    return grant
+
+
+def _take(session, grant, indexes, expected, values):
+    """Move the slabs ``indexes`` of ``grant`` in status ``expected`` to
+    ``values``, each in a conditional UPDATE; the indexes moved."""
+    moved = []
+    for index in sorted(set(indexes)):
+        if session.execute(sa.update(models.Slab).where(
+                models.Slab.grant_id == grant.id,
+                models.Slab.index == index,
+                models.Slab.status == expected).values(
+                dict(values, updated_at=timeutils.utcnow())).execution_options(
+                synchronize_session=False)).rowcount == 1:
+            moved.append(index)
+    return moved
+
+
+@facade.retry_on_race
+def slabs_take_for_demotion(context, grant_uuid, consumer_host, indexes):
+    """Take the active slabs ``indexes`` of active grant ``grant_uuid``,
+    consumed by ``consumer_host``, for a demotion: they go reclaiming.
+    Returns ``{donor host: [index, ...]}`` of those taken (a slab a
+    reclaim or release took meanwhile is not). NotFound, or Conflict when
+    the grant is not active on that consumer."""
+    with facade.writer().using(context) as session:
+        grant = _active_grant(session, grant_uuid, consumer_host)
+        donors = {s.index: s.donor_host for s in grant.slabs}
+        taken = {}
+        for index in _take(session, grant, indexes, 'active',
+                           {'status': 'reclaiming'}):
+            taken.setdefault(donors[index], []).append(index)
+        return taken
+
+
+@facade.retry_on_race
+def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
+                          reported_since, select):
+    """Give the reclaimed slabs ``indexes`` of active grant ``grant_uuid``,
+    consumed by ``consumer_host``, donors: with the rows of the hosts that
+    may lend locked (memagg.db.grants.donors_available),
+    ``select(n_slabs, donors)`` returns ``[(host, n)]`` and the slabs, in
+    index order, go promoting on those hosts. Returns ``{donor host:
+    [index, ...]}`` (empty when no donor has room). NotFound, or Conflict
+    when the grant is not active on that consumer."""
+    with facade.writer().using(context) as session:
+        grant = _active_grant(session, grant_uuid, consumer_host)
+        wanted = sorted(s.index for s in grant.slabs
+                        if s.index in set(indexes) and s.status ==
+                        'reclaimed')
+        donors = db_grants.donors_available(session, consumer_host,
+                                            reported_since, ())
+        assignments = select(len(wanted), donors) if (wanted and
+                                                      donors) else []
+        chosen = iter(wanted)
+        taken = {}
+        for host, count in assignments:
+            for _ in range(count):
+                index = next(chosen)
+                if _take(session, grant, [index], 'reclaimed', {
+                        'status': 'promoting', 'donor_host': host,
+                        'endpoint': None, 'remote_addr': None, 'rkey': 0}):
+                    taken.setdefault(host, []).append(index)
+        return taken
+
+
+@facade.retry_on_race
+def slab_promotion_prepared(context, grant_uuid, index, endpoint,
+                            remote_addr):
+    """Record where the donor of promoting slab ``index`` of grant
+    ``grant_uuid`` prepared it, before its consumer copies it there (a
+    recovery finds it there). Returns whether the slab is still
+    promoting."""
+    with facade.writer().using(context) as session:
+        grant = session.query(models.Grant).filter_by(
+            uuid=grant_uuid).first()
+        if grant is None:
+            return False
+        return bool(_take(session, grant, [index], 'promoting', {
+            'status': 'promoting', 'endpoint': endpoint,
+            'remote_addr': remote_addr}))
+
+
+@facade.retry_on_race
+def slabs_promoted(context, grant_uuid, indexes):
+    """The promoting slabs ``indexes`` of grant ``grant_uuid`` are on
+    their donors: active, and back in the grant's ``granted_mb``. Returns
+    the indexes moved."""
+    with facade.writer().using(context) as session:
+        grant = session.query(models.Grant).filter_by(
+            uuid=grant_uuid).with_for_update().first()
+        if grant is None:
+            return []
+        size = {s.index: s.size_mb for s in grant.slabs}
+        moved = _take(session, grant, indexes, 'promoting',
+                      {'status': 'active'})
+        grant.granted_mb += sum(size[i] for i in moved)
+        return moved
+
+
+@facade.retry_on_race
+def slabs_promotion_failed(context, grant_uuid, indexes, reason):
+    """The promoting slabs ``indexes`` of grant ``grant_uuid`` stay in
+    the local copy (reclaimed again; the caller freed them on their
+    donor); ``reason`` becomes the grant's. Returns the indexes moved."""
+    with facade.writer().using(context) as session:
+        grant = session.query(models.Grant).filter_by(
+            uuid=grant_uuid).with_for_update().first()
+        if grant is None:
+            return []
+        grant.reason = reason
+        return _take(session, grant, indexes, 'promoting',
+                     {'status': 'reclaimed'})
+
+
+def slabs_promoting(context):
+    """Promotions under way: ``{(grant uuid, donor host): [index,
+    ...]}``."""
+    return db_grants.slabs_in_status(context, 'promoting')
