@@ -57,7 +57,7 @@ class ComputeManager(service.Manager):
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
         self.remote = remote_mod.RemoteMemory(
             self.driver, self.host, CONF, self.scheduler_api,
-            client=swapd_client)
+            client=swapd_client, weight_of=self.memory.qos_weight)
         self.collector = collector_mod.Collector(self.driver, self.host,
                                                  self.memory, self.remote)
 

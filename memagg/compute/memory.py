@@ -36,6 +36,7 @@ from memagg.conf import compute as conf_compute
 from memagg.drivers.compute_api import base as compute_api
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.local import base as local_base
+from memagg.drivers.local import weights as weights_mod
 from memagg.drivers.wss import base as wss_base
 from memagg.drivers.wss import maxavg as maxavg_mod
 
@@ -177,6 +178,15 @@ class MemoryManager:
             conf, key=compute_api.HOST_RECLAIM_KEY,
             what='host reclaim setting') if self.reclaim.enabled else None)
         self._vms = {}
+
+    def qos_weight(self, uuid):
+        """VM ``uuid``'s memagg:weight as a positive number: class names
+        and an unset weight resolved with [local_policy] weights and
+        default_weight, as the weighted policy resolves them."""
+        params = self.policy.params
+        return weights_mod.resolve_weight(self.qos.weight(uuid),
+                                          params.weights,
+                                          params.default_weight)
 
     def _vm(self, uuid):
         vm = self._vms.get(uuid)

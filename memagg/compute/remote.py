@@ -25,8 +25,10 @@ consumer side). Every period memagg-compute:
 3. once the report is sent, asks the scheduler (act): a grant for each VM
    still short of memory once the host has nothing left for it; the
    reclaim of what this host lends beyond its lendable memory; the release
-   of the grants of VMs gone. A failed request is tried again on a later
-   period, with a doubling wait (backoff).
+   of the grants of VMs gone; every [reservoir] tier_interval, the moves
+   of their slabs between the tiers (memagg.compute.tiers). A failed
+   request is tried again on a later period, with a doubling wait
+   (backoff).
 
 memagg-scheduler calls back (the compute RPC API 1.1): prepare_slabs and
 free_slabs on a donor, attach_grant and reclaim_slabs on the consumer; and
@@ -60,6 +62,7 @@ from memagg.compute import remote_exports
 from memagg.compute import remote_grants
 from memagg.compute import remote_plan
 from memagg.compute import swapd
+from memagg.compute import tiers as tiers_mod
 from memagg.conf import compute as conf_compute
 from memagg.drivers.hypervisor import base as hypervisor
 from memagg.drivers.remote_budget import base as budget_base
@@ -87,7 +90,7 @@ class RemoteMemory(remote_exports.ExportsMixin):
     """
 
     def __init__(self, driver, host, conf, scheduler_api, client=None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, weight_of=None):
         self.driver = driver
         self.host = host
         self.conf = conf
@@ -97,6 +100,10 @@ class RemoteMemory(remote_exports.ExportsMixin):
         self.backoff = backoff_mod.Backoff(conf.swapd.retry_interval, clock)
         self.ghost_params = wss_base.params_from_conf(conf)
         self.remote_budget = budget_base.load(conf)
+        self.tiers = tiers_mod.Tiers(conf, host, self.client, scheduler_api,
+                                     weight_of or (lambda uuid: 1.0),
+                                     clock=clock)
+        self._running = set()
         self.lendable_mb = 0
         self.plan = None
         self._limits = {}       # instance uuid -> remote limit, last period
@@ -203,18 +210,18 @@ class RemoteMemory(remote_exports.ExportsMixin):
             for grant in self._grants.values():
                 if grant.instance_uuid in running:
                     by_instance.setdefault(grant.instance_uuid,
-                                           []).append(grant.uuid)
+                                           []).append(grant)
             for uuid in [u for u in self._trackers if u not in running]:
                 del self._trackers[uuid]
         result = {}
         try:
-            for instance, grant_uuids in by_instance.items():
+            for instance, grants in by_instance.items():
                 tracker = self._trackers.get(instance)
                 if tracker is None:
                     tracker = swap_ghost.new_tracker(self.ghost_params)
                     self._trackers[instance] = tracker
-                for grant_uuid in grant_uuids:
-                    self._drain(grant_uuid, tracker)
+                for grant in grants:
+                    self._drain(grant, tracker)
                 result[instance] = tracker.end_period()
         except swapd.SwapdUnavailable as exc:
             self._down(exc)
@@ -223,7 +230,8 @@ class RemoteMemory(remote_exports.ExportsMixin):
             self._up()
         return result
 
-    def _drain(self, grant_uuid, tracker):
+    def _drain(self, grant, tracker):
+        grant_uuid = grant.uuid
         try:
             events, dropped = self.client.ghost_all(grant_uuid)
         except swapd.SwapdError as exc:
@@ -236,6 +244,7 @@ class RemoteMemory(remote_exports.ExportsMixin):
         tracker.feed([(ghost_mod.SWAP_OUT if kind == swapd.SWAP_OUT
                        else ghost_mod.SWAP_IN, page)
                       for kind, page in events])
+        self.tiers.feed(grant, events)
 
     def plan_period(self, period, domains):
         """Decide this period's Plan (kept for act()); return the lendable
@@ -271,6 +280,7 @@ class RemoteMemory(remote_exports.ExportsMixin):
                       'remote budget by %d MiB: scaled down to it',
                       plan.excess_mb)
         plan.release = self._gone(domains)
+        self._running = {dom.uuid for dom in domains}
         self.plan = plan
         self._limits = plan.limits
         self.lendable_mb = plan.lendable_mb
@@ -325,6 +335,18 @@ class RemoteMemory(remote_exports.ExportsMixin):
         for instance_uuid, size_mb in plan.allocate:
             self._try(('allocate', instance_uuid), self._allocate, ctxt,
                       instance_uuid, size_mb)
+        if self.tiers.due():
+            self._try('tiers', self.tiers.run, ctxt, self._running_grants(),
+                      dict(self._limits))
+
+    def _running_grants(self):
+        """{instance uuid: [Grant, ...]} of the running VMs."""
+        result = {}
+        with self._lock:
+            for grant in self._grants.values():
+                if grant.instance_uuid in self._running:
+                    result.setdefault(grant.instance_uuid, []).append(grant)
+        return result
 
     def resume_paused(self):
         """Resume the VMs paused on an error of their remote-swap disks

@@ -94,6 +94,12 @@ opts = [
                help='Most slabs a host moves between the tiers per '
                     'tier_interval (a promotion copies a slab over the '
                     'network; a demotion only frees a donor\'s).'),
+    cfg.IntOpt('tier_l1_capacity_mb', default=0, min=0,
+               help='Most memory, MiB, this host\'s VMs may hold on '
+                    'donors (L1) in all, shared among them by '
+                    'memagg:weight, none more than its remote limit; 0: '
+                    'the sum of their remote limits (each VM then keeps '
+                    'its own limit, and weights do not matter).'),
     cfg.IntOpt('tier_interval', default=30, min=1,
                help='Seconds between two plans of moves between the '
                     'tiers; a slab\'s heat is the swap-ins it served over '

@@ -46,13 +46,16 @@ class Slab:
 @dataclasses.dataclass(frozen=True)
 class VmTiers:
     """One VM as a tier policy sees it: its QoS ``weight`` (a positive
-    number: memagg:weight, as the weighted local policy resolves it), and
-    its slabs on donors (``l1``) and in the local copy only (``l2``)."""
+    number: memagg:weight, as the weighted local policy resolves it), its
+    slabs on donors (``l1``) and in the local copy only (``l2``), and
+    ``limit``, the most L1 slabs it may hold (its remote limit; None: no
+    limit of its own)."""
 
     uuid: str
     weight: float
     l1: tuple = ()
     l2: tuple = ()
+    limit: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,9 +87,23 @@ class TierParams:
 
 
 def allocations(vms, capacity_slabs):
-    """Each VM's L1 allocation, W / ΣW × capacity (slabs, by uuid)."""
-    total = sum(vm.weight for vm in vms)
-    return {vm.uuid: vm.weight / total * capacity_slabs for vm in vms}
+    """Each VM's L1 allocation (slabs, by uuid): W / ΣW × capacity, but
+    never more than its limit; what a VM cannot take goes to the others
+    by weight (max-min fair)."""
+    shares, left, capacity = {}, list(vms), float(capacity_slabs)
+    while left:
+        total = sum(vm.weight for vm in left)
+        capped = [vm for vm in left if vm.limit is not None
+                  and vm.limit <= vm.weight / total * capacity]
+        if not capped:
+            shares.update({vm.uuid: vm.weight / total * capacity
+                           for vm in left})
+            break
+        for vm in capped:
+            shares[vm.uuid] = float(vm.limit)
+            capacity -= vm.limit
+        left = [vm for vm in left if vm not in capped]
+    return shares
 
 
 class TierPolicy(metaclass=abc.ABCMeta):
@@ -111,6 +128,9 @@ class TierPolicy(metaclass=abc.ABCMeta):
             if not (vm.weight > 0 and math.isfinite(vm.weight)):
                 raise ValueError('weight of VM %s is %r, not a positive '
                                  'number' % (vm.uuid, vm.weight))
+            if vm.limit is not None and vm.limit < 0:
+                raise ValueError('limit of VM %s is %r, negative'
+                                 % (vm.uuid, vm.limit))
             indexes = [s.index for s in vm.l1 + vm.l2]
             if len(set(indexes)) != len(indexes):
                 raise ValueError('VM %s has a slab on both tiers or twice'

@@ -12,9 +12,10 @@
 
 """watermarks: Double-Decker's two-level allocation (ALGORITHMS.md §8).
 
-Each VM's L1 allocation is its weighted share of the host's L1 capacity;
-its high watermark is tier_high_watermark of that share, its low one
-tier_low_watermark, both in whole slabs. Per interval, at most
+Each VM's L1 allocation is its weighted share of the host's L1 capacity
+(never more than its own limit: base.allocations); its high watermark is
+tier_high_watermark of that share, its low one tier_low_watermark, both
+in whole slabs. Per interval, at most
 tier_batch_slabs moves:
 
 1. while a VM is above its high watermark, the VM most over its

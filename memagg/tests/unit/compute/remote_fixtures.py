@@ -196,6 +196,10 @@ class FakeScheduler:
         self._call('reclaim', host, size_mb, timeout=timeout)
         return size_mb
 
+    def move_slabs(self, ctxt, grant_uuid, consumer_host, demote, promote):
+        self._call('move_slabs', grant_uuid, consumer_host, list(demote),
+                   list(promote))
+
 
 class Driver(base.HypervisorDriver):
     def __init__(self):

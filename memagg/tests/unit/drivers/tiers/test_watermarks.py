@@ -44,6 +44,19 @@ def test_allocations_are_weighted_shares_of_the_capacity():
     assert _moves(plan) == ([], [])
 
 
+def test_a_vm_never_gets_more_than_its_limit_the_others_get_it():
+    vms = [base.VmTiers('a', 1.0, limit=2), base.VmTiers('b', 1.0),
+           base.VmTiers('c', 2.0, limit=10)]
+
+    # 12 slabs: a is held to 2; b and c share 10 by weight (3.3, 6.7).
+    shares = _policy().plan(vms, capacity_slabs=12).allocations
+
+    assert shares['a'] == 2.0
+    assert round(shares['b'], 3) == 3.333 and round(shares['c'], 3) == 6.667
+    assert base.allocations([base.VmTiers('a', 1.0, limit=1)], 8) == {
+        'a': 1.0}
+
+
 def test_above_the_high_watermark_the_coldest_slabs_go_from_the_most_over():
     # Shares 4 and 4; a holds 7 (3 over), b holds 5 (1 over).
     vms = [base.VmTiers('a', 1.0, l1=_slabs(5, 0, 9, 1, 7, 2, 8)),
@@ -141,6 +154,7 @@ def test_no_vms_plan_nothing():
     ([base.VmTiers('a', 1.0, l1=_slabs(1), l2=_slabs(1))], 4,
      'slab on both tiers'),
     ([base.VmTiers('a', 1.0)], -1, 'capacity_slabs must not be negative'),
+    ([base.VmTiers('a', 1.0, limit=-1)], 4, 'limit of VM a is -1'),
 ])
 def test_bad_input_is_refused_saying_what(vms, capacity, message):
     with pytest.raises(ValueError, match=message):
