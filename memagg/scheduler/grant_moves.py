@@ -46,6 +46,10 @@ from memagg.scheduler import grant_forms
 LOG = logging.getLogger(__name__)
 
 
+#: Slab states whose pages may be in the consumer's local copy only.
+_NOT_ON_DONORS = frozenset(('reclaimed', 'reclaiming', 'promoting'))
+
+
 def _reason(exc):
     """One line of why a call to a host failed: a remote error's type and
     message, not its traceback."""
@@ -88,6 +92,19 @@ class GrantMove:
             db_migrations.migration_record(self.context, self.migration.id,
                                            remote_mb=0, remote_share=0.0)
             return None
+        for grant in grants:
+            local = sorted(s.index for s in grant.slabs
+                           if s.status in _NOT_ON_DONORS)
+            if local:
+                # Their pages are in the source's local copy only: the
+                # destination, which reads what it lacks from the donors,
+                # would never see them.
+                return ('grant %s has slabs %s in the local copy of %s '
+                        'only (the slow tier, or being moved between the '
+                        'tiers): they cannot follow the VM without a copy '
+                        'of its memory; promote them, or release the '
+                        'grant, and migrate again' % (
+                            grant.uuid, local, self.source))
         remote_mb = 0
         sealed = {}
         for grant in grants:

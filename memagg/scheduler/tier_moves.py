@@ -26,7 +26,9 @@ reservoir (memagg.scheduler.reservoir): a consumer's tier policy
   (``promote_slab``): active. A slab whose donor or consumer failed is
   freed on the donor and stays reclaimed, with the reason.
 
-A scheduler stopped in the middle finds promoting slabs at its next start
+No slab moves while its VM migrates; a migration of a VM with slabs in
+the local copy only is refused (grant_moves). A scheduler stopped in the
+middle finds promoting slabs at its next start
 (:meth:`TierMovesMixin.recover_promotions`): those a donor had prepared
 are copied there again (the consumer's ``promote_slab`` is idempotent),
 the others are freed there and stay reclaimed.
@@ -35,6 +37,7 @@ from oslo_log import log as logging
 
 from memagg.common import exceptions
 from memagg.db import grants as db_grants
+from memagg.db import migrations as db_migrations
 from memagg.db import tier_moves as db_tier_moves
 from memagg.scheduler import grant_forms
 
@@ -59,6 +62,7 @@ class TierMovesMixin:
                          'claims the grant', grant_uuid)
                 return {'demoted': demoted, 'promoted': promoted}
             try:
+                self._check_not_migrating(ctxt, grant_uuid)
                 if demote:
                     demoted = self._demote(ctxt, grant_uuid, consumer_host,
                                            demote)
@@ -72,6 +76,19 @@ class TierMovesMixin:
                      'promoted to donors', grant_uuid, demoted or 'none',
                      consumer_host, promoted or 'none')
         return {'demoted': demoted, 'promoted': promoted}
+
+    @staticmethod
+    def _check_not_migrating(ctxt, grant_uuid):
+        """Conflict while the grant's VM migrates: its destination reads
+        from the donors what its local copy lacks, so no slab may leave
+        them, and one that comes back would not be in its table."""
+        grant = db_grants.grant_get(ctxt, grant_uuid)
+        running = db_migrations.migration_running_for(ctxt,
+                                                      grant.instance_uuid)
+        if running is not None:
+            raise exceptions.Conflict(reason=(
+                'instance %s is in migration %s (%s)' % (
+                    grant.instance_uuid, running.uuid, running.status)))
 
     def _demote(self, ctxt, grant_uuid, consumer_host, indexes):
         taken = db_tier_moves.slabs_take_for_demotion(

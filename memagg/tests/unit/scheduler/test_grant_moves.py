@@ -139,6 +139,23 @@ def test_a_destination_that_cannot_serve_the_grant_stops_the_migration(
     assert compute.exported('c') == {grant['uuid']}
 
 
+def test_a_grant_with_slabs_in_the_local_copy_only_stops_the_migration(
+        reservoir_opts, ctxt, compute, grant):
+    gmc = reservoir.Reservoir(reservoir_opts.conf, compute_api=compute,
+                              selection=donors.LargestFirst())
+    gmc.move_slabs(ctxt, grant['uuid'], 'c', demote=[2])
+    compute.calls.clear()
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova)
+
+    assert row.status == 'failed'
+    assert 'grant %s has slabs [2] in the local copy of c only' % (
+        grant['uuid']) in row.error
+    assert nova.calls == [] and compute.called('adopt_grant') == []
+    assert db_grants.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+
+
 def test_an_unsealed_grant_moves_without_a_page_key(
         reservoir_opts, ctxt, compute, grant):
     compute.unsealed.add(grant['uuid'])

@@ -18,6 +18,7 @@ scheduler left."""
 import pytest
 
 from memagg.common import exceptions
+from memagg.db import migrations as db_migrations
 from memagg.db import tier_moves as db_tier_moves
 from memagg.tests.unit.scheduler import reservoir_cluster
 from memagg.tests.unit.scheduler.reservoir_cluster import VM_1
@@ -139,6 +140,18 @@ def test_moves_of_a_grant_another_host_consumes_are_refused(
     assert gmc.move_slabs(three_hosts, grant['uuid'], 'a', demote=[0]) == {
         'demoted': [], 'promoted': []}
     assert compute.calls == []
+
+
+def test_no_slab_moves_while_its_vm_migrates(three_hosts, gmc, compute,
+                                             grant):
+    db_migrations.migration_request(three_hosts, VM_1, 'c', 'b',
+                                    'operator')
+    compute.calls.clear()
+
+    assert gmc.move_slabs(three_hosts, grant['uuid'], 'c', demote=[0]) == {
+        'demoted': [], 'promoted': []}
+    assert compute.calls == []
+    assert _slabs(three_hosts, grant['uuid'])[0] == (0, 'a', 'active')
 
 
 def test_recovery_copies_prepared_promotions_and_frees_the_rest(
