@@ -1,0 +1,124 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A grant's slabs move between the tiers under a guest that swaps to
+them, and the guest notices nothing (issue 38, points 1 and 5).
+
+A real TCG guest (memagg/demo/image) swaps to four 64 MiB slabs a donor
+memagg-swapd lends over loopback TCP, attached by memagg-compute's own
+code (swapping_guest, as test_swapd_crash_guest). While it reads its data
+back through the disk, memagg-compute demotes every slab (reclaim_slabs:
+served from the local copy, then the donor frees them, as
+memagg-scheduler has it do), and then, the guest reading on, promotes
+them back (the donor lends the grant's slabs again, promote_slab copies
+each there while the guest runs). The sum of the guest's data holds,
+its swap I/O never fails, and afterwards its reads come from the donor
+again.
+
+Fakes: memagg-scheduler (FakeScheduler of the unit tests: the steps it
+takes are made here, with memagg-compute's own calls); the two hosts are
+two memagg-swapd processes on this machine. The guest runs under this
+machine's libvirtd: the host lane.
+"""
+import libvirt
+import pytest
+
+from memagg.demo import guest as vm
+from memagg.drivers.hypervisor import base
+from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests.functional import guest_fixtures
+from memagg.tests.functional import swapping_guest
+from memagg.tests.functional import two_hosts as two_hosts_module
+from memagg.tests import polling
+from memagg.tests.unit.compute import remote_fixtures as helpers
+
+pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
+
+GRANT = '3f1e2d4c-5b6a-4798-8a0b-1c2d3e4f5a6b'
+SLABS = list(range(swapping_guest.SLABS))
+
+
+@pytest.fixture
+def daemons():
+    with two_hosts_module.donor_and_consumer(
+            'memagg-tiers-', swapping_guest.SLAB_MB * swapping_guest.SLABS,
+            socket_user=two_hosts_module.QEMU_USER) as pair:
+        yield pair
+
+
+def _swaps_in(guest, pages):
+    """Wait until the guest has swapped in ``pages`` more pages."""
+    start = guest.heartbeat()['pswpin']
+    polling.wait_for(lambda: guest.heartbeat()['pswpin'] >= start + pages,
+                     300, interval=0.2,
+                     message='%d pages swapped in' % pages)
+
+
+@pytest.mark.timeout(1500)
+def test_slabs_demoted_and_promoted_under_a_swapping_guest(
+        conf, daemons, qemu_workdir):
+    donor, consumer = daemons
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
+    guest = vm.Guest(conn, qemu_workdir, 'memagg-tiers',
+                     memory_mb=swapping_guest.MEMORY_MB)
+    try:
+        guest.start()
+        prepared, _, lmc = swapping_guest.attach(conf, donor, consumer,
+                                                 driver, GRANT, guest.uuid)
+        lender = swapping_guest.remote_memory(conf, donor, driver)
+        dev = guest.wait_swap_disk(base.swap_serial(GRANT), 120)
+        driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
+        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
+        swapping_guest.wait_swapped(guest, dev)
+        client = consumer.client()
+
+        # Demoted while the guest reads its data back: its pages come from
+        # the local copy, and the donor frees the slabs.
+        mark = swapping_guest.check_swapping_in(guest)
+        assert lmc.reclaim_slabs(GRANT, SLABS) == {
+            'reclaimed': len(SLABS)}
+        assert lender.free_slabs(GRANT, SLABS) == {'freed': len(SLABS)}
+        assert client.export_describe(GRANT)['local_slabs'] == SLABS
+        local_reads = client.export_stats(GRANT)['local_reads']
+        _swaps_in(guest, 256)
+        assert client.export_stats(GRANT)['local_reads'] > local_reads
+
+        # Promoted back while it reads on: the donor lends the slabs
+        # again and each is copied there under the guest's I/O.
+        again = lender.prepare_slabs(GRANT, helpers.SECRET,
+                                     swapping_guest.SLAB_MB, SLABS)
+        assert [s['index'] for s in again['slabs']] == SLABS
+        copied = [lmc.promote_slab(GRANT, {
+            'index': s['index'], 'endpoint': again['endpoint'],
+            'remote_addr': s['remote_addr']})['pages']
+            for s in again['slabs']]
+        assert sum(copied) > 0, copied
+        assert 'local_slabs' not in client.export_describe(GRANT)
+        assert guest.wait_check(mark, 600) == checksum
+
+        # Its reads come from the donor again, and its data holds.
+        stats = client.export_stats(GRANT)
+        assert guest.check(timeout=600) == checksum
+        after = client.export_stats(GRANT)
+        assert after['local_reads'] == stats['local_reads'], (stats, after)
+        assert after['reads'] > stats['reads'], (stats, after)
+        assert after['remote_errors'] == 0, after
+        assert guest.dom.state()[0] == libvirt.VIR_DOMAIN_RUNNING
+        print('tiers under a swapping guest: %s pages copied back per '
+              'slab, sum %s kept; stats after %s' % (copied, checksum,
+                                                     after))
+    finally:
+        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
+        guest.destroy()
+        driver.close()
+        conn.close()
