@@ -345,8 +345,12 @@ class SwapdClient:
         stored_pages (4 KiB pages that count as written), sealed (1 when
         its pages are encrypted), key_pending (1 while an adopted sealed
         export waits for its page key), auth_failures (pages from
-        donors that failed their authentication) and frame_auth_failures
-        (donor replies whose frame failed its MAC check on the wire)."""
+        donors that failed their authentication), frame_auth_failures
+        (donor replies whose frame failed its MAC check on the wire), and
+        each tier's ledger in 4 KiB pages, l1_* for slabs on donors and
+        l2_* for those in the local copy only: puts, gets, flushes,
+        moved_in, moved_out, evicts and used (used = puts + moved_in -
+        flushes - moved_out - evicts but for I/O racing a move)."""
         return {k: int(v) for k, v in
                 self.request('EXPORT_STATS', grant=grant).items()}
 

@@ -36,31 +36,39 @@ void sd_bitmap_destroy(struct sd_bitmap *b)
     b->words = NULL;
 }
 
-void sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n)
+uint64_t sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n)
 {
     uint64_t p, end = first + n < b->pages ? first + n : b->pages;
+    uint64_t changed = 0;
 
     for (p = first; p < end; p++) {
+        uint64_t bit = 1ULL << (p % 64), old;
+
         if (p % 64 == 0 && end - p >= 64) {
             /* A whole word: an adopted export sets every page at once. */
-            __atomic_store_n(&b->words[p / 64], UINT64_MAX,
-                             __ATOMIC_RELAXED);
+            old = __atomic_exchange_n(&b->words[p / 64], UINT64_MAX,
+                                      __ATOMIC_RELAXED);
+            changed += 64 - (uint64_t)__builtin_popcountll(old);
             p += 63;
             continue;
         }
-        __atomic_fetch_or(&b->words[p / 64], 1ULL << (p % 64),
-                          __ATOMIC_RELAXED);
+        old = __atomic_fetch_or(&b->words[p / 64], bit, __ATOMIC_RELAXED);
+        changed += !(old & bit);
     }
+    return changed;
 }
 
-void sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n)
+uint64_t sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n)
 {
-    uint64_t p;
+    uint64_t p, changed = 0;
 
     for (p = first; p < first + n && p < b->pages; p++) {
-        __atomic_fetch_and(&b->words[p / 64], ~(1ULL << (p % 64)),
-                           __ATOMIC_RELAXED);
+        uint64_t bit = 1ULL << (p % 64);
+
+        changed += !!(__atomic_fetch_and(&b->words[p / 64], ~bit,
+                                         __ATOMIC_RELAXED) & bit);
     }
+    return changed;
 }
 
 int sd_bitmap_test(const struct sd_bitmap *b, uint64_t page)
@@ -106,6 +114,26 @@ uint64_t sd_bitmap_count(const struct sd_bitmap *b)
             __atomic_load_n(&b->words[w], __ATOMIC_RELAXED));
     }
     return n;
+}
+
+uint64_t sd_bitmap_count_range(const struct sd_bitmap *b, uint64_t first,
+                               uint64_t n)
+{
+    uint64_t p = first, end = first + n < b->pages ? first + n : b->pages;
+    uint64_t count = 0;
+
+    while (p < end) {
+        uint64_t w = __atomic_load_n(&b->words[p / 64], __ATOMIC_RELAXED);
+
+        if (p % 64 == 0 && end - p >= 64) {
+            count += (uint64_t)__builtin_popcountll(w);
+            p += 64;
+            continue;
+        }
+        count += (w >> (p % 64)) & 1;
+        p++;
+    }
+    return count;
 }
 
 int sd_bitmap_load_extents(struct sd_bitmap *b, int fd)

@@ -29,13 +29,16 @@ struct sd_bitmap {
 };
 int sd_bitmap_init(struct sd_bitmap *b, uint64_t pages);
 void sd_bitmap_destroy(struct sd_bitmap *b);
-void sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n);
-void sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n);
+/* Set or clear pages [first, first + n); how many changed. */
+uint64_t sd_bitmap_set(struct sd_bitmap *b, uint64_t first, uint64_t n);
+uint64_t sd_bitmap_clear(struct sd_bitmap *b, uint64_t first, uint64_t n);
 int sd_bitmap_test(const struct sd_bitmap *b, uint64_t page);
 /* 1 when any of pages [first, first + n) is set. */
 int sd_bitmap_any(const struct sd_bitmap *b, uint64_t first, uint64_t n);
-/* How many pages are set. */
+/* How many pages are set, of all or of [first, first + n). */
 uint64_t sd_bitmap_count(const struct sd_bitmap *b);
+uint64_t sd_bitmap_count_range(const struct sd_bitmap *b, uint64_t first,
+                               uint64_t n);
 /* Set the pages of fd's data extents (SEEK_DATA/SEEK_HOLE) below
  * pages * SD_PAGE_SIZE; 0 or -errno. */
 int sd_bitmap_load_extents(struct sd_bitmap *b, int fd);

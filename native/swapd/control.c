@@ -535,8 +535,10 @@ static char *do_export_stats(const struct sd_control_ctx *c,
 {
     static const char *const keys[] = { "grant", NULL };
     struct sd_export_stats st;
+    struct sd_strbuf b = { 0 };
     uint8_t grant[SD_UUID_LEN];
     char *r = check_keys(a, keys);
+    unsigned i;
 
     if (r || get_grant(a, grant, &r)) {
         return r;
@@ -544,12 +546,12 @@ static char *do_export_stats(const struct sd_control_ctx *c,
     if (sd_exports_stats(c->exports, grant, &st)) {
         return no_export(grant);
     }
-    return reply_fmt("OK reads=%llu writes=%llu read_bytes=%llu "
+    sd_strbuf_printf(&b, "OK reads=%llu writes=%llu read_bytes=%llu "
                      "write_bytes=%llu zero_reads=%llu local_reads=%llu "
                      "remote_errors=%llu degraded_slabs=%u clients=%u "
                      "lat_p50_us=%llu lat_p99_us=%llu rebuild_left=%llu "
                      "stored_pages=%llu auth_failures=%llu sealed=%u "
-                     "key_pending=%u frame_auth_failures=%llu\n",
+                     "key_pending=%u frame_auth_failures=%llu",
                      (unsigned long long)st.reads,
                      (unsigned long long)st.writes,
                      (unsigned long long)st.read_bytes,
@@ -565,6 +567,27 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      (unsigned long long)st.auth_failures, st.sealed,
                      st.key_pending,
                      (unsigned long long)st.frame_auth_failures);
+    for (i = 0; i < SD_TIERS; i++) {
+        const struct sd_export_tier *t = &st.tiers[i];
+        unsigned l = i + 1;
+
+        sd_strbuf_printf(&b, " l%u_puts=%llu l%u_gets=%llu "
+                         "l%u_flushes=%llu l%u_moved_in=%llu "
+                         "l%u_moved_out=%llu l%u_evicts=%llu l%u_used=%llu",
+                         l, (unsigned long long)t->puts,
+                         l, (unsigned long long)t->gets,
+                         l, (unsigned long long)t->flushes,
+                         l, (unsigned long long)t->moved_in,
+                         l, (unsigned long long)t->moved_out,
+                         l, (unsigned long long)t->evicts,
+                         l, (unsigned long long)t->used);
+    }
+    sd_strbuf_printf(&b, "\n");
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
 }
 
 static char *do_ghost(const struct sd_control_ctx *c, const struct sd_args *a)

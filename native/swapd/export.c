@@ -311,6 +311,12 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
                 x->spec.local, strerror(-ret));
         goto out;
     }
+    /* What is stored already counts as put, in its slab's tier. */
+    for (i = 0; i < x->spec.nslabs; i++) {
+        ledger_add(x, slab_tier(x, i), LEDGER_PUTS,
+                   sd_bitmap_count_range(&x->written, (uint64_t)i * pps,
+                                         pps));
+    }
 
     /* The table is durable before the socket exists: no write reaches
      * an export a restart would not find. */
@@ -619,6 +625,7 @@ int sd_exports_reclaim(struct sd_exports *xs,
 
         if (x->peers[s] && !__atomic_exchange_n(&x->spec.slabs[s].local, 1,
                                                 __ATOMIC_SEQ_CST)) {
+            ledger_moved(x, s, SD_L2);
             count++;
         }
     }
@@ -690,6 +697,21 @@ int sd_exports_stats(struct sd_exports *xs,
     out->lat_p99_us = sd_hist_percentile(&x->hist, 99);
     out->rebuild_left = rebuild_left(x);
     out->stored_pages = sd_bitmap_count(&x->written);
+    for (i = 0; i < SD_TIERS; i++) {
+        struct sd_export_tier *t = &out->tiers[i];
+
+        t->puts = LOAD(x, ledger[i][LEDGER_PUTS]);
+        t->gets = LOAD(x, ledger[i][LEDGER_GETS]);
+        t->flushes = LOAD(x, ledger[i][LEDGER_FLUSHES]);
+        t->moved_in = LOAD(x, ledger[i][LEDGER_MOVED_IN]);
+        t->moved_out = LOAD(x, ledger[i][LEDGER_MOVED_OUT]);
+    }
+    for (i = 0; i < x->spec.nslabs; i++) {
+        uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE;
+
+        out->tiers[slab_tier(x, i)].used +=
+            sd_bitmap_count_range(&x->written, (uint64_t)i * pps, pps);
+    }
     return 0;
 }
 

@@ -64,6 +64,21 @@
 #define SD_GHOST_RING (1U << 20)        /* events kept per export */
 #define SD_GHOST_DEFAULT_MAX 65536U
 
+/* The tiers of an export's slabs: on a donor (L1) or in the local copy
+ * only (L2). */
+enum { SD_L1, SD_L2, SD_TIERS };
+
+/* One tier's ledger (ALGORITHMS.md §8), in 4 KiB pages since memagg-swapd
+ * started: pages newly stored (puts: a page found in the local copy at a
+ * start counts as one), read (gets), trimmed (flushes), moved in and out
+ * with their slabs, and evicted (none: nothing leaves without a copy).
+ * A read leaves its page stored, as on any disk: the guest frees it by a
+ * TRIM.  So used = puts + moved_in - flushes - moved_out - evicts, but for
+ * writes and trims that race with a move (at most a slab's). */
+struct sd_export_tier {
+    uint64_t puts, gets, flushes, moved_in, moved_out, evicts, used;
+};
+
 struct sd_export_stats {
     uint64_t reads, writes, read_bytes, write_bytes;
     uint64_t zero_reads, local_reads, remote_errors;
@@ -80,6 +95,7 @@ struct sd_export_stats {
                                      * authentication (frame_auth.h) */
     uint32_t sealed;            /* 1 when its pages are sealed */
     uint32_t key_pending;       /* 1 while it waits for its page key */
+    struct sd_export_tier tiers[SD_TIERS];
 };
 
 /* All exports of this host, their peers (donor connections) and where

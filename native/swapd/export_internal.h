@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include "bitmap.h"
+#include "export.h"
 #include "confine.h"
 #include "export_spec.h"
 #include "ghost.h"
@@ -57,6 +58,10 @@ struct peer {
     struct peer *next;
 };
 
+/* What a tier's ledger counts (struct sd_export_tier). */
+enum { LEDGER_PUTS, LEDGER_GETS, LEDGER_FLUSHES, LEDGER_MOVED_IN,
+       LEDGER_MOVED_OUT, LEDGER_N };
+
 struct sd_export {
     struct sd_exports *xs;
     struct sd_export_spec spec;
@@ -76,6 +81,7 @@ struct sd_export {
     uint64_t frame_auth_failures;
     uint32_t clients;
     struct sd_hist hist;
+    uint64_t ledger[SD_TIERS][LEDGER_N];        /* atomic; see ledger_add */
     /* Sealed exports: spec.page_key is usable once key_ready (atomic; an
      * adopted export waits for its key); bad holds the pages the rebuild
      * found altered on their donor, which fail to read until written. */
@@ -196,6 +202,34 @@ static inline uint64_t rebuild_left(struct sd_export *x)
 {
     return x->written.pages -
            __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE);
+}
+
+/* Whether slab is served from the local copy (L2), not a donor (L1). */
+static inline int slab_is_local(struct sd_export *x, uint32_t slab)
+{
+    return !__atomic_load_n(&x->peers[slab], __ATOMIC_RELAXED) ||
+           __atomic_load_n(&x->spec.slabs[slab].local, __ATOMIC_RELAXED);
+}
+
+static inline int slab_tier(struct sd_export *x, uint32_t slab)
+{
+    return slab_is_local(x, slab) ? SD_L2 : SD_L1;
+}
+
+static inline void ledger_add(struct sd_export *x, int tier, int what,
+                              uint64_t pages)
+{
+    __atomic_fetch_add(&x->ledger[tier][what], pages, __ATOMIC_RELAXED);
+}
+
+/* Slab's stored pages moved to tier to, from the other one. */
+static inline void ledger_moved(struct sd_export *x, uint32_t slab, int to)
+{
+    uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE;
+    uint64_t pages = sd_bitmap_count_range(&x->written, slab * pps, pps);
+
+    ledger_add(x, to, LEDGER_MOVED_IN, pages);
+    ledger_add(x, to == SD_L1 ? SD_L2 : SD_L1, LEDGER_MOVED_OUT, pages);
 }
 
 /* Whether the local copy holds the current data of page p (or its zeros):

@@ -82,6 +82,7 @@ static int degrade(struct sd_export *x, uint32_t slab, int status)
     if (!__atomic_exchange_n(&x->spec.slabs[slab].local, 1,
                              __ATOMIC_SEQ_CST)) {
         __atomic_store_n(&x->degraded[slab], 1, __ATOMIC_RELAXED);
+        ledger_moved(x, slab, SD_L2);
         sd_log(LOG_WARNING, "export %s: slab %u on donor %s failed (%s); it "
                "is served from the local copy from now on", x->uuid, slab,
                x->spec.slabs[slab].endpoint, strerror(-status));
@@ -367,12 +368,6 @@ static void ghost_pages(struct sd_export *x, char op, uint64_t off,
     pthread_mutex_unlock(&x->lock);
 }
 
-static int slab_is_local(struct sd_export *x, uint32_t slab)
-{
-    return !x->peers[slab] ||
-           __atomic_load_n(&x->spec.slabs[slab].local, __ATOMIC_RELAXED);
-}
-
 /* A WRITE to an export being rebuilt (see rebuild.c): its whole pages
  * become fresh before anything is written; a first or last page it covers
  * only in part, and the local copy lacks, goes to the donor only. */
@@ -520,6 +515,12 @@ static void submit_remote(struct sd_export *x, struct sd_io **ios, size_t n)
     }
 }
 
+/* The pages a segment touches. */
+static uint64_t seg_pages(const struct seg *s)
+{
+    return (s->off + s->len - 1) / SD_PAGE_SIZE - s->off / SD_PAGE_SIZE + 1;
+}
+
 static void finish_read(struct sd_export *x, struct xreq *r)
 {
     unsigned i;
@@ -533,6 +534,10 @@ static void finish_read(struct sd_export *x, struct xreq *r)
             continue;
         }
         zero = 0;
+        if (s->where != SEG_FAILED) {
+            ledger_add(x, s->where == SEG_LOCAL ? SD_L2 : SD_L1,
+                       LEDGER_GETS, seg_pages(s));
+        }
         if (s->where == SEG_FAILED) {
             memset(s->buf, 0, s->len);
         }
@@ -606,9 +611,15 @@ static void finish_write(struct sd_export *x, struct xreq *r)
     if ((nio->flags & NBD_CMD_FLAG_FUA) && fdatasync(x->fd)) {
         set_error(r, NBD_EIO);
     }
-    sd_bitmap_set(&x->written, nio->offset / SD_PAGE_SIZE,
-                  (nio->offset + nio->len - 1) / SD_PAGE_SIZE -
-                  nio->offset / SD_PAGE_SIZE + 1);
+    for (i = 0; i < r->nseg; i++) {
+        const struct seg *s = &r->seg[i];
+        uint64_t p0 = s->off / SD_PAGE_SIZE;
+
+        ledger_add(x, slab_tier(x, s->io.slab), LEDGER_PUTS,
+                   sd_bitmap_set(&x->written, p0,
+                                 (s->off + s->len - 1) / SD_PAGE_SIZE -
+                                 p0 + 1));
+    }
     if (x->bad.words) {
         /* Whole pages (sealed): the copy has them now. */
         sd_bitmap_clear(&x->bad, nio->offset / SD_PAGE_SIZE,
@@ -625,6 +636,7 @@ static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
 {
     uint64_t first = (nio->offset + SD_PAGE_SIZE - 1) / SD_PAGE_SIZE;
     uint64_t end = (nio->offset + nio->len) / SD_PAGE_SIZE;
+    uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE, p, next;
 
     if (end <= first) {
         return 0;
@@ -635,7 +647,14 @@ static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
         sd_bitmap_set(&x->fresh, first, end - first);
         pthread_mutex_unlock(&x->rb_lock);
     }
-    sd_bitmap_clear(&x->written, first, end - first);
+    for (p = first; p < end; p = next) {
+        uint32_t slab = (uint32_t)(p / pps);
+
+        next = (uint64_t)(slab + 1) * pps < end ? (uint64_t)(slab + 1) * pps
+                                                : end;
+        ledger_add(x, slab_tier(x, slab), LEDGER_FLUSHES,
+                   sd_bitmap_clear(&x->written, p, next - p));
+    }
     if (x->bad.words) {
         sd_bitmap_clear(&x->bad, first, end - first);
     }

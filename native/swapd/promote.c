@@ -219,7 +219,9 @@ static int switch_slab(struct sd_export *x, uint32_t slab, struct peer *p,
     __atomic_store_n(&x->degraded[slab], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&x->spec.slabs[slab].local, 0, __ATOMIC_SEQ_CST);
     ret = sd_export_persist(x);
-    if (ret) {
+    if (ret == 0) {
+        ledger_moved(x, slab, SD_L1);
+    } else {
         __atomic_store_n(&x->spec.slabs[slab].local, 1, __ATOMIC_SEQ_CST);
         __atomic_store_n(&x->peers[slab], was_peer, __ATOMIC_RELEASE);
         memcpy(x->spec.slabs[slab].endpoint, was.endpoint, SD_ENDPOINT_MAX);

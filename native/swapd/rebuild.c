@@ -252,7 +252,12 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
             continue;
         }
         if (page_is_zero(page)) {
-            sd_bitmap_clear(&x->written, first + i, 1);
+            /* Never written after all: the ledger counts it flushed. */
+            ledger_add(x, slab_tier(x, (uint32_t)((first + i) /
+                                                  (x->spec.slab_size /
+                                                   SD_PAGE_SIZE))),
+                       LEDGER_FLUSHES,
+                       sd_bitmap_clear(&x->written, first + i, 1));
             continue;
         }
         ret = pwrite_full(x->fd, page, SD_PAGE_SIZE,
@@ -268,7 +273,11 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
          * zeros written again. */
         for (k = 0; k < i; k++) {
             if (!sd_bitmap_test(&x->fresh, first + k)) {
-                sd_bitmap_set(&x->written, first + k, 1);
+                ledger_add(x, slab_tier(x, (uint32_t)((first + k) /
+                                                      (x->spec.slab_size /
+                                                       SD_PAGE_SIZE))),
+                           LEDGER_PUTS,
+                           sd_bitmap_set(&x->written, first + k, 1));
                 if (fallocate(x->fd, FALLOC_FL_PUNCH_HOLE |
                               FALLOC_FL_KEEP_SIZE,
                               (off_t)((first + k) * SD_PAGE_SIZE),

@@ -296,6 +296,95 @@ static void wait_writes(struct writer *w, uint64_t n)
     CHECK(__atomic_load_n(&w->writes, __ATOMIC_ACQUIRE) >= n);
 }
 
+/* Per tier, what the ledger counts adds up to what is stored. */
+static int ledger_holds(struct sd_exports *xs)
+{
+    struct sd_export_stats st;
+    int t, ok = sd_exports_stats(xs, grant_bin, &st) == 0;
+
+    for (t = 0; ok && t < SD_TIERS; t++) {
+        const struct sd_export_tier *l = &st.tiers[t];
+
+        ok = l->used + l->flushes + l->moved_out + l->evicts ==
+             l->puts + l->moved_in;
+        if (!ok) {
+            fprintf(stderr, "  L%d: used %llu puts %llu in %llu flushes "
+                    "%llu out %llu\n", t + 1, (unsigned long long)l->used,
+                    (unsigned long long)l->puts,
+                    (unsigned long long)l->moved_in,
+                    (unsigned long long)l->flushes,
+                    (unsigned long long)l->moved_out);
+        }
+    }
+    return ok;
+}
+
+/* The ledger of the tiers through writes, reads, trims, a reclaim and a
+ * promotion, and across a restart. */
+static void test_ledger(void)
+{
+    char sock[256], err[SD_ERRLEN];
+    uint8_t *buf = calloc(1, SLAB);
+    struct sd_export_stats st;
+    struct sd_exports *xs;
+    uint64_t addrs[2], copied;
+    uint32_t one = 1;
+    struct donor d;
+    int fd;
+
+    donor_start(&d);
+    prepare(&d, addrs);
+    /* Slabs 1 and 2 on the donor, slab 0 local. */
+    {
+        char slabs[256];
+
+        snprintf(slabs, sizeof(slabs), "1-2@%s@%llu@0", d.endpoint,
+                 (unsigned long long)addrs[0]);
+        xs = export_new(slabs, sock);
+    }
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 0, 16 * SD_PAGE_SIZE, buf) == 0);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB - 4 * SD_PAGE_SIZE,
+                8 * SD_PAGE_SIZE, buf) == 0);       /* across 0 and 1 */
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB, 8 * SD_PAGE_SIZE, buf) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, 16 * SD_PAGE_SIZE, buf) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 8 * SD_PAGE_SIZE, buf) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0);
+    CHECK(st.tiers[SD_L2].puts == 20 && st.tiers[SD_L1].puts == 8);
+    CHECK(st.tiers[SD_L2].gets == 16 && st.tiers[SD_L1].gets == 8);
+    CHECK(st.tiers[SD_L2].used == 20 && st.tiers[SD_L1].used == 8);
+    CHECK(ledger_holds(xs));
+    CHECK(tc_io(fd, NBD_CMD_TRIM, 0, 4 * SD_PAGE_SIZE, NULL) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.tiers[SD_L2].flushes == 4 && st.tiers[SD_L2].used == 16);
+    /* Slab 1 demoted: its 8 pages move to L2; promoted back: to L1. */
+    CHECK(sd_exports_reclaim(xs, grant_bin, &one, 1, &one, err,
+                             sizeof(err)) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.tiers[SD_L1].moved_out == 8 && st.tiers[SD_L2].moved_in == 8 &&
+          st.tiers[SD_L1].used == 0 && st.tiers[SD_L2].used == 24);
+    CHECK(ledger_holds(xs));
+    CHECK(sd_exports_promote(xs, grant_bin, 1, d.endpoint, addrs[0],
+                             &copied, err, sizeof(err)) == 0 && copied == 8);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.tiers[SD_L1].moved_in == 8 && st.tiers[SD_L1].used == 8);
+    CHECK(ledger_holds(xs));
+    CHECK(st.tiers[SD_L1].evicts == 0 && st.tiers[SD_L2].evicts == 0);
+    /* After a restart, what is stored counts as put. */
+    close(fd);
+    sd_exports_free(xs);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs) == 1);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.tiers[SD_L1].puts == 8 && st.tiers[SD_L2].puts == 16);
+    CHECK(ledger_holds(xs));
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    sd_exports_free(xs);
+    donor_stop(&d);
+    free(buf);
+}
+
 static void test_promote_under_writes(void)
 {
     char sock[256], err[SD_ERRLEN];
@@ -319,6 +408,7 @@ static void test_promote_under_writes(void)
                              &copied, err, sizeof(err)) == 0);
     during = __atomic_load_n(&w.writes, __ATOMIC_ACQUIRE) - before;
     CHECK(copied >= PAGES);
+    CHECK(ledger_holds(xs));
     /* The writer goes on after the switch, to both copies. */
     wait_writes(&w, before + during + 100);
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
@@ -380,6 +470,7 @@ int main(void)
     sd_uuid_parse(GRANT, SD_UUID_STRLEN, grant_bin);
     sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
     test_promote();
+    test_ledger();
     test_promote_under_writes();
     test_promote_sealed();
     /* The fabric transport: its one-sided writes carry the copy. */
