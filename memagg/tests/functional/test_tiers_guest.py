@@ -22,7 +22,8 @@ memagg-scheduler has it do), and then, the guest reading on, promotes
 them back (the donor lends the grant's slabs again, promote_slab copies
 each there while the guest runs). The sum of the guest's data holds,
 its swap I/O never fails, and afterwards its reads come from the donor
-again.
+again. Each tier's ledger (EXPORT_STATS' l1_* and l2_*) adds up to what
+the tier stores at every step.
 
 Fakes: memagg-scheduler (FakeScheduler of the unit tests: the steps it
 takes are made here, with memagg-compute's own calls); the two hosts are
@@ -45,6 +46,7 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow, pytest.mark.host]
 
 GRANT = '3f1e2d4c-5b6a-4798-8a0b-1c2d3e4f5a6b'
 SLABS = list(range(swapping_guest.SLABS))
+SLAB_PAGES = swapping_guest.SLAB_MB * swapping_guest.MIB // 4096
 
 
 @pytest.fixture
@@ -53,6 +55,19 @@ def daemons():
             'memagg-tiers-', swapping_guest.SLAB_MB * swapping_guest.SLABS,
             socket_user=two_hosts_module.QEMU_USER) as pair:
         yield pair
+
+
+def _ledger_holds(stats):
+    """Each tier's ledger adds up to what it stores, to within a slab (the
+    counters are read one by one while the guest's I/O goes on)."""
+    for tier in ('l1', 'l2'):
+        counted = (stats[tier + '_puts'] + stats[tier + '_moved_in'] -
+                   stats[tier + '_flushes'] - stats[tier + '_moved_out'] -
+                   stats[tier + '_evicts'])
+        assert abs(stats[tier + '_used'] - counted) <= SLAB_PAGES, (
+            tier, stats)
+        assert stats[tier + '_evicts'] == 0, stats
+    return stats
 
 
 def _swaps_in(guest, pages):
@@ -81,6 +96,9 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
         checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
         swapping_guest.wait_swapped(guest, dev)
         client = consumer.client()
+        stored = _ledger_holds(client.export_stats(GRANT))
+        # All on donors so far.
+        assert stored['l1_used'] > 0 and stored['l2_used'] == 0, stored
 
         # Demoted while the guest reads its data back: its pages come from
         # the local copy, and the donor frees the slabs.
@@ -89,7 +107,10 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
             'reclaimed': len(SLABS)}
         assert lender.free_slabs(GRANT, SLABS) == {'freed': len(SLABS)}
         assert client.export_describe(GRANT)['local_slabs'] == SLABS
-        local_reads = client.export_stats(GRANT)['local_reads']
+        demoted = _ledger_holds(client.export_stats(GRANT))
+        assert demoted['l1_used'] == 0, demoted
+        assert demoted['l2_moved_in'] == demoted['l1_moved_out'] > 0, demoted
+        local_reads = demoted['local_reads']
         _swaps_in(guest, 256)
         assert client.export_stats(GRANT)['local_reads'] > local_reads
 
@@ -107,12 +128,14 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
         assert guest.wait_check(mark, 600) == checksum
 
         # Its reads come from the donor again, and its data holds.
-        stats = client.export_stats(GRANT)
+        stats = _ledger_holds(client.export_stats(GRANT))
+        assert stats['l1_moved_in'] > 0 and stats['l2_used'] == 0, stats
         assert guest.check(timeout=600) == checksum
         after = client.export_stats(GRANT)
         assert after['local_reads'] == stats['local_reads'], (stats, after)
         assert after['reads'] > stats['reads'], (stats, after)
         assert after['remote_errors'] == 0, after
+        _ledger_holds(after)
         assert guest.dom.state()[0] == libvirt.VIR_DOMAIN_RUNNING
         print('tiers under a swapping guest: %s pages copied back per '
               'slab, sum %s kept; stats after %s' % (copied, checksum,
