@@ -64,6 +64,9 @@ VERSIONS = {
              'borrowed_mb and free_reservoir_mb per host; GET '
              '/v1/cloud_usage: the memory of the whole cloud now and over '
              'time.',
+    (1, 13): 'Tiered remote memory: grants show l1_mb (on donors) and '
+             'l2_mb (in the consumer\'s local copy only), their slabs '
+             'their tier.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -55,7 +55,8 @@ _TIMESTAMPS = {'created_at': DATETIME, 'updated_at': _nullable(DATETIME)}
 # Response fields that exist only from a microversion on (component ->
 # field -> version). Views drop them below that version.
 _AUDIT_SINCE = {'auto_execute': (1, 2), 'unplaced': (1, 2)}
-_GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3)}
+_GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3),
+                'l1_mb': (1, 13), 'l2_mb': (1, 13)}
 _MIGRATION_SINCE = {'remote_mb': (1, 6), 'local_copy_left_mb': (1, 6)}
 _SAMPLER_SINCE = {'sampler_backend': (1, 8), 'sampler_error_mb': (1, 8),
                   'sampler_pages': (1, 8), 'warming': (1, 8)}
@@ -71,7 +72,7 @@ FIELDS_SINCE = {
     'AuditDetail': _AUDIT_SINCE,
     'Grant': _GRANT_SINCE,
     'GrantDetail': _GRANT_SINCE,
-    'Slab': {'endpoint': (1, 3)},
+    'Slab': {'endpoint': (1, 3), 'tier': (1, 13)},
     'Migration': _MIGRATION_SINCE,
     'Reclaimed': {'slabs': (1, 9)},
 }
@@ -210,7 +211,13 @@ COMPONENTS = {
         'endpoint': {'type': ['string', 'null'], 'description': (
             'The donor\'s data-path endpoint, e.g. tcp://host:7450. '
             'Since 1.3.')},
-    }, optional=('endpoint',)),
+        'tier': {'type': ['string', 'null'], 'enum': ['l1', 'l2', None],
+                 'description': (
+                     'l1 while its pages are on its donor (active, or '
+                     'reclaiming), l2 while they are in the consumer\'s '
+                     'local copy only (reclaimed, or promoting back); null '
+                     'once the grant gave it up. Since 1.13.')},
+    }, optional=('endpoint', 'tier')),
     'Grant': closed_object(dict({
         'uuid': UUID, 'instance_uuid': UUID, 'consumer_host': NAME,
         'requested_mb': INTEGER,
@@ -230,6 +237,12 @@ COMPONENTS = {
             'Since 1.3.')},
         'reason': {'type': ['string', 'null'], 'description': (
             'Why the grant is partial or failed. Since 1.3.')},
+        'l1_mb': dict(INTEGER, description=(
+            'Of its slabs, MiB on donors (the fast tier). Since 1.13.')),
+        'l2_mb': dict(INTEGER, description=(
+            'Of its slabs, MiB in the consumer\'s local copy only (the '
+            'slow tier: reclaimed or demoted, or being promoted back). '
+            'Since 1.13.')),
     }, **_TIMESTAMPS), optional=tuple(_GRANT_SINCE)),
     'AuditAction': closed_object({
         'sequence': INTEGER, 'action_type': {'type': 'string'},

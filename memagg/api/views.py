@@ -51,9 +51,27 @@ def service(row, version):
                   state='up' if db_services.service_is_up(row) else 'down')
 
 
+#: A slab's tier by its status: where its pages are (None: given up).
+SLAB_TIERS = {'active': 'l1', 'reclaiming': 'l1', 'reclaimed': 'l2',
+              'promoting': 'l2'}
+
+
+def _tier_mb(row, tier):
+    return sum(s.size_mb for s in row.slabs
+               if SLAB_TIERS.get(s.status) == tier)
+
+
+def grant(row, version):
+    """A grant as GET /v1/grants lists it."""
+    return render('Grant', row, version, l1_mb=_tier_mb(row, 'l1'),
+                  l2_mb=_tier_mb(row, 'l2'))
+
+
 def grant_detail(row, version):
     return render('GrantDetail', row, version, slabs=[
-        render('Slab', slab, version) for slab in row.slabs])
+        render('Slab', slab, version, tier=SLAB_TIERS.get(slab.status))
+        for slab in row.slabs], l1_mb=_tier_mb(row, 'l1'),
+        l2_mb=_tier_mb(row, 'l2'))
 
 
 def audit_detail(row, version):

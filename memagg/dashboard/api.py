@@ -81,12 +81,13 @@ def instance_names(memagg, hosts):
 
 def with_donors(memagg, grants):
     """``grants`` (items of GET /v1/grants), each read again with its
-    slabs, and the sorted names of the hosts that lend them under
+    slabs, and the sorted names of the hosts that hold them now (L1) under
     ``donors``."""
     details = []
     for grant in grants:
         detail = memagg.grants.get(grant['uuid'])
-        detail['donors'] = sorted({s['donor_host'] for s in detail['slabs']})
+        detail['donors'] = sorted({s['donor_host'] for s in detail['slabs']
+                                   if s.get('tier', 'l1') == 'l1'})
         details.append(detail)
     return details
 

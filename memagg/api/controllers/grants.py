@@ -49,8 +49,8 @@ def _reservoir():
 def list_grants(query):
     base.enforce(policy.LIST)
     version = base.version()
-    return base.paginate('grants', query, lambda row: views.render(
-        'Grant', row, version))
+    return base.paginate('grants', query, lambda row: views.grant(
+        row, version))
 
 
 @base.route('/v1/grants/{uuid}', 'Show a grant and its slabs.',

@@ -141,6 +141,11 @@ def test_reservoir_lists_the_grant_with_its_donors(
     assert browser.find(row + ' .memagg-donors').text == ', '.join(
         sorted({slab['donor_host'] for slab in grant['slabs']}))
     assert browser.attr(row, 'data-granted-mb') == str(grant['granted_mb'])
+    # Where its slabs are: on donors (L1) or in the local copy only (L2).
+    assert (browser.attr(row + ' .memagg-tiers', 'data-l1-mb'),
+            browser.attr(row + ' .memagg-tiers', 'data-l2-mb')) == (
+        str(grant['l1_mb']), str(grant['l2_mb']))
+    assert grant['l1_mb'] > 0
     assert browser.find(row + ' .memagg-grant-instance').text == \
         admin_api.instances.get(grant['instance_uuid'])['name']
     total = admin_api.reservoir.get()

@@ -147,9 +147,12 @@ def test_reservoir_grants_migrations_services(deployment):
                             'active', '-f', 'value', '-c', 'uuid').split()
     grant = as_json(deployment, 'admin', 'grant', 'show', grant_uuid)
     assert (grant['granted_mb'], grant['slab_size_mb']) == (256, 128)
-    assert [(s['index'], s['donor_host'], s['endpoint'])
+    assert [(s['index'], s['donor_host'], s['endpoint'], s['tier'])
             for s in grant['slabs']] == [
-        (i, 'compute-2', 'tcp://compute-2:7450') for i in range(2)]
+        (i, 'compute-2', 'tcp://compute-2:7450', 'l1') for i in range(2)]
+    listed = as_json(deployment, 'admin', 'grant', 'list', '--long')
+    assert [(g['l1_mb'], g['l2_mb']) for g in listed
+            if g['uuid'] == grant_uuid] == [(256, 0)]
 
     [migration_uuid] = deployment.migrations
     migrations = as_json(deployment, 'admin', 'migration', 'list',

@@ -28,8 +28,8 @@ class ListGrant(base.ListCommand):
 
     columns = ('uuid', 'instance_uuid', 'consumer_host', 'requested_mb',
                'granted_mb', 'status')
-    long_columns = ('slab_size_mb', 'partial', 'reason', 'created_at',
-                    'updated_at')
+    long_columns = ('l1_mb', 'l2_mb', 'slab_size_mb', 'partial', 'reason',
+                    'created_at', 'updated_at')
     filters = ('instance_uuid', 'consumer_host', 'status')
     marker_help = 'this grant UUID (the last of the previous page)'
 
