@@ -13,8 +13,17 @@
 """A TCG guest that swaps to a donor's memagg-swapd through a grant
 memagg-compute's own code attached (RemoteMemory, the libvirt driver's
 hot-plug), memagg-scheduler being FakeScheduler: the sizes and steps of
-test_swapd_crash_guest and test_fabric_guest."""
+test_swapd_crash_guest, test_fabric_guest and test_tiers_guest."""
+import contextlib
+import dataclasses
+
+import libvirt
+
 from memagg.compute import remote
+from memagg.demo import guest as vm
+from memagg.drivers.hypervisor import base
+from memagg.drivers.hypervisor import libvirt_driver
+from memagg.tests.functional import guest_fixtures
 from memagg.tests.unit.compute import remote_fixtures as helpers
 from memagg.tests import polling
 
@@ -54,6 +63,42 @@ def attach(conf, donor, consumer, driver, grant_uuid, instance_uuid):
                 'status': 'prepared'} for s in prepared['slabs']])
     lmc = remote_memory(conf, consumer, driver)
     return prepared, lmc.attach_grant(grant), lmc
+
+
+@dataclasses.dataclass
+class Swapping:
+    """A guest with its grant attached (``guest_on``): the prepare_slabs
+    and attach_grant answers, the consumer's RemoteMemory, the guest's
+    device of the swap disk."""
+
+    guest: vm.Guest
+    driver: libvirt_driver.LibvirtDriver
+    prepared: dict
+    attached: dict
+    lmc: remote.RemoteMemory
+    dev: str
+
+
+@contextlib.contextmanager
+def guest_on(conf, donor, consumer, workdir, name, grant_uuid):
+    """A guest ``name`` under this machine's libvirtd, the grant
+    ``grant_uuid`` of SLABS slabs on ``donor`` attached to it through
+    ``consumer`` (``attach``), its swap disk up: a Swapping. The guest's
+    console tail is printed and the guest destroyed afterwards."""
+    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
+    driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
+    guest = vm.Guest(conn, workdir, name, memory_mb=MEMORY_MB)
+    try:
+        guest.start()
+        prepared, attached, lmc = attach(conf, donor, consumer, driver,
+                                         grant_uuid, guest.uuid)
+        dev = guest.wait_swap_disk(base.swap_serial(grant_uuid), 120)
+        yield Swapping(guest, driver, prepared, attached, lmc, dev)
+    finally:
+        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
+        guest.destroy()
+        driver.close()
+        conn.close()
 
 
 def wait_swapped(guest, dev):

@@ -30,10 +30,6 @@ anything); the two hosts are two memagg-swapd processes on this machine.
 import libvirt
 import pytest
 
-from memagg.demo import guest as vm
-from memagg.drivers.hypervisor import base
-from memagg.drivers.hypervisor import libvirt_driver
-from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import swapping_guest
 from memagg.tests.functional import two_hosts
 from memagg.tests import polling
@@ -67,19 +63,14 @@ def test_a_guest_swaps_over_the_fabric_and_survives_the_donors_death(
     ping = donor.client().ping()
     assert (ping['transport'], ping['fabric']) == ('rdma',
                                                    PROVIDERS[provider]), ping
-    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
-    driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
-    guest = vm.Guest(conn, qemu_workdir, 'memagg-fabric-%s' % provider,
-                     memory_mb=swapping_guest.MEMORY_MB)
-    try:
-        guest.start()
-        prepared, _, _ = swapping_guest.attach(conf, donor, consumer,
-                                               driver, GRANT, guest.uuid)
-        assert prepared['endpoint'] == donor.endpoint
+    with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
+                                 'memagg-fabric-%s' % provider,
+                                 GRANT) as on:
+        guest, driver, dev = on.guest, on.driver, on.dev
+        assert on.prepared['endpoint'] == donor.endpoint
         assert donor.endpoint.startswith('rdma://')
         client = consumer.client()
         assert client.export_describe(GRANT)['seal'] == '1'
-        dev = guest.wait_swap_disk(base.swap_serial(GRANT), 120)
         driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
         checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
         swapping_guest.wait_swapped(guest, dev)
@@ -113,8 +104,3 @@ def test_a_guest_swaps_over_the_fabric_and_survives_the_donors_death(
               'across the donor\'s death; stats before %s, after %s' % (
                   provider, before['write_bytes'] // MIB, checksum, before,
                   after))
-    finally:
-        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
-        guest.destroy()
-        driver.close()
-        conn.close()

@@ -127,16 +127,11 @@ class Period(threading.Thread):
 def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         conf, daemons, qemu_workdir):
     donor, consumer = daemons
-    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
-    driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
-    guest = vm.Guest(conn, qemu_workdir, 'memagg-swapd-crash',
-                     memory_mb=swapping_guest.MEMORY_MB)
-    try:
-        guest.start()
-        _, attached, lmc = swapping_guest.attach(conf, donor, consumer,
-                                                 driver, GRANT, guest.uuid)
+    with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
+                                 'memagg-swapd-crash', GRANT) as on:
+        guest, driver, lmc, dev = on.guest, on.driver, on.lmc, on.dev
+        attached = on.attached
         serial = base.swap_serial(GRANT)
-        dev = guest.wait_swap_disk(serial, 120)
         disk = libvirt_driver.find_disk(
             ElementTree.fromstring(guest.dom.XMLDesc()), serial)
         assert disk.find('driver').get('error_policy') == 'stop'
@@ -182,11 +177,6 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
               '%s, after the restart %s' % (
                   before['write_bytes'] // MIB, checksum, reconnects, paused,
                   before, after))
-    finally:
-        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
-        guest.destroy()
-        driver.close()
-        conn.close()
 
 
 def _qemu_io_across_a_kill(consumer, socket_path, reconnect_delay):

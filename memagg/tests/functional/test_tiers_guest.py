@@ -33,10 +33,6 @@ machine's libvirtd: the host lane.
 import libvirt
 import pytest
 
-from memagg.demo import guest as vm
-from memagg.drivers.hypervisor import base
-from memagg.drivers.hypervisor import libvirt_driver
-from memagg.tests.functional import guest_fixtures
 from memagg.tests.functional import swapping_guest
 from memagg.tests.functional import two_hosts as two_hosts_module
 from memagg.tests import polling
@@ -82,19 +78,13 @@ def _swaps_in(guest, pages):
 def test_slabs_demoted_and_promoted_under_a_swapping_guest(
         conf, daemons, qemu_workdir):
     donor, consumer = daemons
-    conn = libvirt.open(guest_fixtures.ensure_libvirtd())
-    driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
-    guest = vm.Guest(conn, qemu_workdir, 'memagg-tiers',
-                     memory_mb=swapping_guest.MEMORY_MB)
-    try:
-        guest.start()
-        prepared, _, lmc = swapping_guest.attach(conf, donor, consumer,
-                                                 driver, GRANT, guest.uuid)
-        lender = swapping_guest.remote_memory(conf, donor, driver)
-        dev = guest.wait_swap_disk(base.swap_serial(GRANT), 120)
-        driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
+    with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
+                                 'memagg-tiers', GRANT) as on:
+        guest, lmc = on.guest, on.lmc
+        lender = swapping_guest.remote_memory(conf, donor, on.driver)
+        on.driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
         checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
-        swapping_guest.wait_swapped(guest, dev)
+        swapping_guest.wait_swapped(guest, on.dev)
         client = consumer.client()
         stored = _ledger_holds(client.export_stats(GRANT))
         # All on donors so far.
@@ -140,8 +130,3 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
         print('tiers under a swapping guest: %s pages copied back per '
               'slab, sum %s kept; stats after %s' % (copied, checksum,
                                                      after))
-    finally:
-        print('guest console (tail):\n%s' % guest.console_text()[-4000:])
-        guest.destroy()
-        driver.close()
-        conn.close()

@@ -15,6 +15,7 @@ API onto fake-driver computes, with Placement, as memagg reports them."""
 import socket
 
 from nova.scheduler import manager as scheduler_manager
+from nova.tests.functional.api import client
 
 from memagg.common import exceptions
 from memagg.tests.nova_functional import harness
@@ -116,3 +117,24 @@ class BadOptionTest(harness.MemaggNovaTestCase):
                                   scheduler_manager.SchedulerManager)
 
         self.assertIn('[memagg] expected_wss_ratio', str(error))
+
+
+class ExtraSpecTest(harness.MemaggNovaTestCase):
+    """Nova's API checks memagg's flavor extra specs (memagg.nova.
+    extra_specs) from microversion 2.86."""
+
+    def test_a_weight_that_is_not_positive_is_refused_naming_it(self):
+        flavor = self.flavor(1024)
+        self.api.microversion = '2.86'
+        self.api.post_extra_spec(
+            flavor, {'extra_specs': {'memagg:weight': 'gold'}})
+        refused = self.assertRaises(
+            client.OpenStackApiException, self.api.post_extra_spec,
+            flavor, {'extra_specs': {'memagg:weight': '0'}})
+
+        self.assertEqual(400, refused.response.status_code)
+        self.assertIn("memagg:weight = '0' is neither a positive number",
+                      refused.response.text)
+        self.assertEqual(
+            {'memagg:weight': 'gold'},
+            self.api.get_flavor(flavor).get('extra_specs'))
