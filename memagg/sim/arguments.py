@@ -212,6 +212,14 @@ def add_simulation_arguments(group):
              % (reservoir.Settings.penalty,
                 50 * reservoir.Settings.penalty))
     group.add_argument(
+        '--l2-penalty', type=NON_NEGATIVE, metavar='X',
+        help='Model two tiers of remote memory (donors\' DRAM, and the '
+             'local copy on the VM\'s own host: reclaimed slabs stay the '
+             'VM\'s there, what donors cannot lend is granted there, and '
+             'comes back to donors with room), X being the local tier\'s '
+             '--remote-penalty (flash is slower than a donor\'s DRAM: '
+             'e.g. 4 times it). Default: one tier, donors only.')
+    group.add_argument(
         '--host-reclaim', metavar='NAME',
         help='Host reclaim controller, the plug-in memagg-compute runs: '
              'none or senpai (default: [host_reclaim] controller, none). '

@@ -85,7 +85,7 @@ _LOOP_OPTIONS = ('history_length', 'remote_weight')
 RESERVOIR_OPTIONS = ('max_remote_ratio', 'remote_budget', 'tlp_step_percent',
                      'tlp_slack_threshold', 'donor_reserve_mb',
                      'slab_size_mb', 'donor_selection',
-                     'donor_selection_params')
+                     'donor_selection_params', 'tier_batch_slabs')
 
 
 def simulated_options():
@@ -104,7 +104,8 @@ class Config:
     ``consolidation`` holds every option of simulated_options();
     ``round_interval_s`` and ``migration_time_s`` are virtual seconds
     (None: one step); ``reservoir`` holds the RESERVOIR_OPTIONS,
-    ``remote_memory`` (whether VMs borrow at all) and ``remote_penalty``
+    ``remote_memory`` (whether VMs borrow at all), ``l2_penalty`` (None:
+    one tier) and ``remote_penalty``
     (None: no remote memory); ``host_reclaim`` the [host_reclaim] options
     of controller_base.Params, ``controller`` and ``no_balloon`` (the
     share of VMs without a balloon; None: no host reclaim model).
@@ -169,7 +170,9 @@ class Config:
             max_remote_ratio=self.reservoir['max_remote_ratio'],
             donor_reserve_mb=self.reservoir['donor_reserve_mb'],
             slab_size_mb=self.reservoir['slab_size_mb'],
-            penalty=self.reservoir['remote_penalty'])
+            penalty=self.reservoir['remote_penalty'],
+            l2_penalty=self.reservoir['l2_penalty'],
+            tier_batch_slabs=self.reservoir['tier_batch_slabs'])
         return reservoir.Model(settings, *plugins, trace, hosts)
 
     def reclaim_controller(self):
@@ -244,6 +247,7 @@ def _reservoir(conf, args):
     values['remote_penalty'] = (reservoir.Settings.penalty
                                 if args.remote_penalty is None
                                 else args.remote_penalty)
+    values['l2_penalty'] = getattr(args, 'l2_penalty', None)
     return values
 
 

@@ -37,10 +37,11 @@ def _overload(host_steps, active_host_steps, step_s):
 
 def remote_summary(stats, active_steps, step_s):
     """The summary of a run's remote memory (memagg.sim.reservoir.Stats),
-    hosts having been on ``active_steps`` host-steps."""
+    hosts having been on ``active_steps`` host-steps; with ``tiers`` when
+    two were modelled."""
     hours = len(stats.in_use_mb) * step_s / 3600.0
     churn = stats.grants_made + stats.grants_ended
-    return {
+    summary = {
         'in_use_mb': {'mean': float(stats.in_use_mb.mean()),
                       'max': float(stats.in_use_mb.max())},
         'granted_mb': {'mean': float(stats.granted_mb.mean()),
@@ -65,6 +66,15 @@ def remote_summary(stats, active_steps, step_s):
         },
         'penalty_core_seconds': stats.penalty_core_s,
     }
+    if stats.l2_mb is not None:
+        summary['tiers'] = {
+            'l2_mb': {'mean': float(stats.l2_mb.mean()),
+                      'max': int(stats.l2_mb.max())},
+            'demoted_mb': stats.demoted_mb,
+            'promoted_mb': stats.promoted_mb,
+            'l2_granted_mb': stats.l2_granted_mb,
+        }
+    return summary
 
 
 def reclaim_summary(stats, step_s):
@@ -180,6 +190,14 @@ def text(summary_dict):
                    remote['grants']['made'], remote['grants']['ended'],
                    100 * remote['partly_remote']['vm_fraction'],
                    100 * remote['partly_remote']['host_fraction']))
+        tiers = remote and remote.get('tiers')
+        if tiers:
+            lines.append(
+                '       local tier holds mean %.0f MiB (max %d); %d MiB '
+                'demoted there, %d MiB granted there, %d MiB promoted back'
+                % (tiers['l2_mb']['mean'], tiers['l2_mb']['max'],
+                   tiers['demoted_mb'], tiers['l2_granted_mb'],
+                   tiers['promoted_mb']))
         reclaim = s.get('host_reclaim')
         if reclaim:
             lines.append(

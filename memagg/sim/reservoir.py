@@ -48,6 +48,16 @@ overload is counted (memagg.sim.engine):
    remote uses ``penalty`` x f more cores than the trace says (page faults
    served over the network cost CPU time), counted in its host's cpu.
 
+With two tiers (``l2_penalty`` set: memagg-sim --l2-penalty; ALGORITHMS.md
+§8) a VM's remote memory is on donors (L1) or in its host's local copy
+(L2, flash): the slabs a donor reclaims stay the VM's in L2 instead of
+going away, and what a request's donors cannot lend is granted in L2
+(within the VM's cap; the local copy always has room). Each step, before
+step 3, a VM that ran partly remote the step before promotes its L2 back
+to donors with room, at most [reservoir] tier_batch_slabs slabs. A VM
+runs remote first from L1, then from L2; the L2 share costs
+``l2_penalty`` x f more cores.
+
 The plug-ins run only on the hosts short of memory or with a VM that ran
 partly remote the step before and, for a plug-in whose limits depend on
 the period before (tlp), on the hosts whose VMs' limits still move: a
@@ -73,13 +83,16 @@ class Settings:
     """The [reservoir] options the model reads, and ``penalty``: the extra
     cores a VM uses per share of its working set that is remote
     (memagg-sim --remote-penalty); ``seed`` seeds the donor selection's
-    draws, so that a run is repeatable."""
+    draws, so that a run is repeatable; ``l2_penalty`` the same cost for
+    the share in the local copy's tier (None: one tier, donors only)."""
 
     max_remote_ratio: float
     donor_reserve_mb: int
     slab_size_mb: int
     penalty: float = 0.1
     seed: int = 0
+    l2_penalty: float | None = None
+    tier_batch_slabs: int = 8
 
 
 @dataclasses.dataclass
@@ -90,7 +103,9 @@ class Stats:
     hosts with such a VM, VMs running. Totals: grants made and ended
     (released when their VM left, or reclaimed to the last slab), MiB
     granted, released and reclaimed, requests no donor could meet at all,
-    and the extra core-seconds of the penalty."""
+    and the extra core-seconds of the penalty. With two tiers: MiB in L2
+    per step, and MiB demoted (reclaimed into L2), promoted back to donors
+    and granted in L2 at once."""
 
     in_use_mb: np.ndarray
     granted_mb: np.ndarray
@@ -104,6 +119,10 @@ class Stats:
     reclaimed_mb: int = 0
     refused: int = 0
     penalty_core_s: float = 0.0
+    l2_mb: np.ndarray | None = None
+    demoted_mb: int = 0
+    promoted_mb: int = 0
+    l2_granted_mb: int = 0
 
 
 class _Grant:
@@ -133,6 +152,8 @@ class Model:
         self.cap = np.floor(settings.max_remote_ratio
                             * trace.booked_mb).astype(int)
         self.held = np.zeros(trace.vms, dtype=int)
+        self.l2 = np.zeros(trace.vms, dtype=int)   # MiB in the local tier
+        self.tiers = settings.l2_penalty is not None
         self.lent = np.zeros(len(hosts), dtype=int)
         self.grants = {}                        # VM -> [_Grant]
         self.by_donor = collections.defaultdict(list)
@@ -145,7 +166,8 @@ class Model:
             in_use_mb=np.zeros(steps), granted_mb=np.zeros(steps, dtype=int),
             remote_vms=np.zeros(steps, dtype=int),
             remote_hosts=np.zeros(steps, dtype=int),
-            running_vms=np.zeros(steps, dtype=int))
+            running_vms=np.zeros(steps, dtype=int),
+            l2_mb=np.zeros(steps, dtype=int) if self.tiers else None)
 
     # -- grants -----------------------------------------------------------
 
@@ -172,6 +194,9 @@ class Model:
 
     def _release(self, host_of):
         """Step 1: grants of VMs gone, slabs lent by a VM's own host."""
+        gone = np.flatnonzero((self.l2 > 0) & (host_of < 0))
+        self.stats.released_mb += int(self.l2[gone].sum())
+        self.l2[gone] = 0
         for vm in list(self.grants):
             host = host_of[vm]
             for grant in list(self.grants[vm]):
@@ -194,8 +219,13 @@ class Model:
                     break
                 taken = min(wanted, grant.slabs[donor])
                 wanted -= taken
-                self.stats.reclaimed_mb += self._give_back(grant, donor,
-                                                           taken)
+                vm = grant.vm
+                mb = self._give_back(grant, donor, taken)
+                self.stats.reclaimed_mb += mb
+                if self.tiers:
+                    # Demoted: the VM keeps it, in its local copy.
+                    self.l2[vm] += mb
+                    self.stats.demoted_mb += mb
 
     def _grant(self, vm, host, size_mb, room):
         """memagg-scheduler's answer to ``vm`` on ``host`` asking
@@ -204,14 +234,28 @@ class Model:
         updates."""
         slab = self.settings.slab_size_mb
         count = min(math.ceil(size_mb / slab),
-                    max(0, self.cap[vm] - self.held[vm]) // slab)
+                    max(0, self.cap[vm] - self.held[vm] - self.l2[vm])
+                    // slab)
         if count < 1:
             return
         picked = self.selection.select(count, slab, list(room.items()),
                                        host, self.rng)
+        if self.tiers:
+            # What no donor lends is granted in the local copy's tier.
+            unmet = (count - sum(n for _, n in picked)) * slab
+            self.l2[vm] += unmet
+            self.stats.l2_granted_mb += unmet
         if not picked:
-            self.stats.refused += 1
+            if not self.tiers:
+                self.stats.refused += 1
             return
+        self._lend(vm, picked, room)
+        self.stats.grants_made += 1
+
+    def _lend(self, vm, picked, room):
+        """A grant to ``vm`` of ``picked`` ([(donor, slabs)]), taken from
+        ``room``."""
+        slab = self.settings.slab_size_mb
         grant = _Grant(vm, dict(picked))
         self.grants.setdefault(vm, []).append(grant)
         for donor, slabs in picked:
@@ -223,7 +267,27 @@ class Model:
             room[donor] -= mb
             if room[donor] < slab:
                 del room[donor]
-        self.stats.grants_made += 1
+
+    def _promote(self, host_of, lendable):
+        """Before step 3, two tiers: the VMs that ran partly remote the
+        step before move their L2 back to donors with room, at most
+        tier_batch_slabs slabs each."""
+        slab = self.settings.slab_size_mb
+        room = None
+        for vm in [vm for vm in self.remote if self.l2[vm] > 0
+                   and host_of[vm] >= 0]:
+            if room is None:
+                room = self._room(lendable)
+            count = min(int(self.l2[vm]) // slab,
+                        self.settings.tier_batch_slabs)
+            picked = self.selection.select(count, slab, list(room.items()),
+                                           int(host_of[vm]), self.rng)
+            if not picked:
+                continue
+            self._lend(vm, picked, room)
+            mb = sum(n for _, n in picked) * slab
+            self.l2[vm] -= mb
+            self.stats.promoted_mb += mb
 
     # -- a step -----------------------------------------------------------
 
@@ -244,6 +308,8 @@ class Model:
             np.maximum(self.memory - wss - reserved - reserve, 0.0), 0.0)
         if self.lent.any():
             self._reclaim(lendable)
+        if self.tiers and self.l2.any():
+            self._promote(host_of, lendable)
         stats.running_vms[t] = int((host_of >= 0).sum())
         hosts = short.copy()
         for vm in [vm for vm in self.limits if host_of[vm] < 0]:
@@ -260,6 +326,8 @@ class Model:
         else:
             self.remote = {}
         stats.granted_mb[t] = int(self.held.sum())
+        if self.tiers:
+            stats.l2_mb[t] = int(self.l2.sum())
         return uncovered
 
     def _borrow(self, t, host_of, hosts, need, wss, lendable, cpu):
@@ -274,7 +342,7 @@ class Model:
         shares = np.divide(need[where] * used, totals,
                            out=np.zeros(len(vms)), where=totals > 0)
         room = None
-        remote = {}
+        remote, slow = {}, {}
         covered = np.zeros(len(need))
         penalty = np.zeros(len(need))
         cuts = np.flatnonzero(np.diff(where)) + 1
@@ -293,19 +361,26 @@ class Model:
                                 room = self._room(lendable)
                             self._grant(vm, host, size, room)
                 run = min(share, float(self.held[vm]))
-                if run > 0:
+                local = min(share - run, float(self.l2[vm]))
+                if run + local > 0:
                     remote[vm] = run
-                    covered[host] += run
+                    if local > 0:
+                        slow[vm] = local
+                    covered[host] += run + local
             self._remember(members, limits, unsettled | set(remote))
         if remote:
             ran = np.fromiter(remote, dtype=int, count=len(remote))
             mb = np.fromiter(remote.values(), dtype=float, count=len(remote))
             extra = (self.settings.penalty * self.trace.cpu[t, ran] * mb
                      / self.trace.wss_mb[t, ran])
+            if slow:
+                local = np.array([slow.get(vm, 0.0) for vm in remote])
+                extra += (self.settings.l2_penalty * self.trace.cpu[t, ran]
+                          * local / self.trace.wss_mb[t, ran])
             np.add.at(penalty, host_of[ran], extra)
             cpu += penalty
             stats.penalty_core_s += float(extra.sum()) * self.trace.step_s
-            stats.in_use_mb[t] = float(mb.sum())
+            stats.in_use_mb[t] = float(mb.sum()) + sum(slow.values())
             stats.remote_vms[t] = len(remote)
             stats.remote_hosts[t] = int((covered > 0).sum())
         self.remote = remote

@@ -27,6 +27,7 @@ from memagg.sim import cli as sim
 from memagg.sim import config as sim_config
 from memagg.sim import engine
 from memagg.sim import maxavg
+from memagg.sim import report as sim_report
 from memagg.sim import reservoir
 from memagg.sim import trace as sim_trace
 
@@ -158,6 +159,58 @@ def test_grants_are_released_reclaimed_and_asked_again(tmp_path):
     assert list(sim.reservoir.grants) == [0]
 
 
+def test_two_tiers_keep_reclaimed_memory_local_and_promote_it_back(
+        tmp_path):
+    # The steps of the test above, with two tiers. Step 2: h-b takes its
+    # 800 MiB back, and they stay v1's and v2's in h-a's local copy (L2):
+    # h-a is not overloaded, and their L2 share costs the L2 penalty.
+    # Step 3: h-b has room again, and the VMs that ran partly remote
+    # promote their L2 back to it.
+    trace, hosts = _week(
+        tmp_path, [(400, 400), (700, 500), (700, 500), (700, 500),
+                   (400, 0)],
+        b_wss=[100, 100, 950, 100, 100], leaves=3)
+    model = reservoir.Model(
+        reservoir.Settings(max_remote_ratio=0.5, donor_reserve_mb=0,
+                           slab_size_mb=100, penalty=0.0, l2_penalty=0.4),
+        fixed.FixedBudget(), donors.LargestFirst(), trace, hosts)
+    sim = _simulation(trace, hosts, model)
+
+    result = sim.run()
+
+    stats = result.remote
+    assert result.mem_overloaded.tolist() == [0, 0, 0, 0, 0]
+    assert stats.l2_mb.tolist() == [0, 0, 800, 0, 0]
+    assert stats.granted_mb.tolist() == [0, 800, 0, 800, 400]
+    assert (stats.demoted_mb, stats.promoted_mb, stats.l2_granted_mb,
+            stats.refused) == (800, 800, 0, 0)
+    assert stats.in_use_mb[2] == pytest.approx(200)
+    # 0.4 x 1.2 cores x (116.7 / 700) for v1, the same for v2, at step 2.
+    assert stats.penalty_core_s == pytest.approx(0.16 * STEP_S)
+    summary = json.loads(json.dumps(
+        sim_report.remote_summary(result.remote, 10, STEP_S)))['tiers']
+    assert summary['promoted_mb'] == 800 and summary['l2_mb']['max'] == 800
+
+
+def test_with_two_tiers_what_donors_cannot_lend_is_granted_locally(
+        tmp_path):
+    # v3 keeps h-b busy (950 of 1000 MiB): v1 and v2 get their caps in
+    # their host's local copy at once, and h-a is not overloaded.
+    trace, hosts = _week(tmp_path, GROWS, b_wss=[950, 950])
+    model = reservoir.Model(
+        reservoir.Settings(max_remote_ratio=0.5, donor_reserve_mb=0,
+                           slab_size_mb=100, penalty=0.0, l2_penalty=0.4),
+        fixed.FixedBudget(), donors.LargestFirst(), trace, hosts)
+
+    result = _simulation(trace, hosts, model).run()
+
+    assert result.mem_overloaded.tolist() == [0, 0]
+    stats = result.remote
+    assert (stats.l2_granted_mb, stats.refused, stats.grants_made) == (
+        800, 0, 0)
+    assert stats.l2_mb.tolist() == [0, 800]
+
+
 @pytest.mark.parametrize('in_flight', [False, True])
 def test_a_donor_keeps_the_memory_of_migrations_coming_to_it(tmp_path,
                                                              in_flight):
@@ -264,6 +317,13 @@ def test_memagg_sim_reports_remote_memory_and_uses_tlp_when_told(
                                             'host_seconds', 'host_fraction'}
     assert off['settings']['reservoir']['remote_memory'] is False
     assert off['bases']['wss']['remote'] is None
+    # Two tiers when told: the local tier's figures, and the same line in
+    # the report.
+    tiered = summary('tiers', '--l2-penalty', '0.4')
+    assert tiered['settings']['reservoir']['l2_penalty'] == 0.4
+    assert set(tiered['bases']['wss']['remote']['tiers']) == {
+        'l2_mb', 'demoted_mb', 'promoted_mb', 'l2_granted_mb'}
+    assert 'tiers' not in remote
     # The very plug-in memagg-compute loads for [reservoir] remote_budget.
     config = sim_config.configure(
         sim_config.load_config(None), {},
