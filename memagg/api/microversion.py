@@ -66,7 +66,8 @@ VERSIONS = {
              'time.',
     (1, 13): 'Tiered remote memory: grants show l1_mb (on donors) and '
              'l2_mb (in the consumer\'s local copy only), their slabs '
-             'their tier.',
+             'their tier; the reservoir local_tier_mb per host and in '
+             'all.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

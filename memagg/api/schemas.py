@@ -196,7 +196,11 @@ COMPONENTS = {
     'ReservoirHost': closed_object({
         'host': NAME, 'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER,
         'lent_mb': INTEGER, 'borrowed_mb': INTEGER,
-    }),
+        'local_tier_mb': dict(INTEGER, description=(
+            'Memory of active grants to the host\'s instances kept in its '
+            'local copies only (the slow tier: reclaimed or demoted, or '
+            'being promoted back), MiB. Since 1.13.')),
+    }, optional=('local_tier_mb',)),
     'Slab': closed_object({
         'index': INTEGER, 'donor_host': NAME, 'size_mb': INTEGER,
         'replica_host': {'type': ['string', 'null']},
@@ -340,9 +344,14 @@ COMPONENTS['AuditDetail'] = closed_object(dict(
 COMPONENTS['Reservoir'] = closed_object({
     'free_reservoir_mb': INTEGER, 'lendable_mb': INTEGER, 'lent_mb': INTEGER,
     'borrowed_mb': INTEGER,
+    'local_tier_mb': dict(INTEGER, description=(
+        'Memory of active grants kept in their consumers\' local copies '
+        'only (the slow tier), MiB, in all. Since 1.13.')),
     'hosts': {'type': 'array',
               'items': {'$ref': '#/components/schemas/ReservoirHost'}},
-})
+}, optional=('local_tier_mb',))
+FIELDS_SINCE['Reservoir'] = FIELDS_SINCE['ReservoirHost'] = {
+    'local_tier_mb': (1, 13)}
 
 _MB = dict(INTEGER, minimum=0)
 COMPONENTS['HostUsage'] = closed_object({

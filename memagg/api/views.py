@@ -79,6 +79,12 @@ def audit_detail(row, version):
         render('AuditAction', action, version) for action in row.actions])
 
 
-def reservoir(summary):
-    """The reservoir body from memagg.db.grants.reservoir_summary's dict."""
-    return dict(summary, hosts=[dict(h) for h in summary['hosts']])
+def reservoir(summary, version):
+    """The reservoir body at ``version`` from
+    memagg.db.grants.reservoir_summary's dict."""
+    body = {field: summary[field] for field in _fields('Reservoir', version)
+            if field != 'hosts'}
+    host_fields = _fields('ReservoirHost', version)
+    body['hosts'] = [{field: h[field] for field in host_fields}
+                     for h in summary['hosts']]
+    return body

@@ -407,26 +407,42 @@ def lent_mb_by_donor(context):
             .group_by(models.Slab.donor_host).all()}
 
 
+def local_tier_mb_by_consumer(context):
+    """Memory of active grants' slabs in their consumer's local copy only
+    (the slow tier: reclaimed, or being promoted back), in MiB, per
+    consumer host."""
+    with facade.reader().using(context) as session:
+        return {host: int(total or 0) for host, total in session.query(
+            models.Grant.consumer_host, sa.func.sum(models.Slab.size_mb))
+            .join(models.Grant)
+            .filter(models.Grant.status == 'active',
+                    models.Slab.status.in_(('reclaimed', 'promoting')))
+            .group_by(models.Grant.consumer_host).all()}
+
+
 def reservoir_summary(context):
     """Memory the cluster can lend and has lent, in MiB, per host and total.
 
     ``lent_mb`` counts the slabs a host still holds for active grants (not
     those reclaimed), ``borrowed_mb`` the memory granted to a host's
-    instances by active grants.
+    instances by active grants (on donors), ``local_tier_mb`` what their
+    grants keep in its local copies only (the slow tier).
     """
     with facade.reader().using(context) as session:
         hosts = session.query(models.Host).order_by(models.Host.name).all()
         # Both join this transaction: enginefacade nests on one context.
         lent = lent_mb_by_donor(context)
         borrowed = granted_mb_by_consumer(context)
+        local = local_tier_mb_by_consumer(context)
     per_host = [dict(host=h.name, free_reservoir_mb=h.free_reservoir_mb,
                      lendable_mb=h.lendable_mb,
                      lent_mb=int(lent.get(h.name) or 0),
-                     borrowed_mb=int(borrowed.get(h.name) or 0))
+                     borrowed_mb=int(borrowed.get(h.name) or 0),
+                     local_tier_mb=int(local.get(h.name) or 0))
                 for h in hosts]
     totals = {key: sum(h[key] for h in per_host)
               for key in ('free_reservoir_mb', 'lendable_mb', 'lent_mb',
-                          'borrowed_mb')}
+                          'borrowed_mb', 'local_tier_mb')}
     return dict(totals, hosts=per_host)
 
 

@@ -19,9 +19,10 @@ from memagg.db import grants as db_grants
 
 
 @base.route('/v1/reservoir', 'Show the memory reservoir in MiB: free, '
-            'lendable, lent and borrowed, per host and in total.',
+            'lendable, lent and borrowed, and (from 1.13) kept in the '
+            'local tier, per host and in total.',
             schemas.item_response('reservoir', 'Reservoir'))
 def get_reservoir(query):
     base.enforce(policy.GET)
     return {'reservoir': views.reservoir(
-        db_grants.reservoir_summary(base.context()))}
+        db_grants.reservoir_summary(base.context()), base.version())}

@@ -151,6 +151,10 @@ def test_reservoir_lists_the_grant_with_its_donors(
     total = admin_api.reservoir.get()
     assert browser.attr('#memagg-reservoir-total', 'data-free-mb') == str(
         total['free_reservoir_mb'])
+    consumer = grant['consumer_host']
+    assert browser.find('.memagg-reservoir tr[data-host="%s"] '
+                        '.memagg-local-tier' % consumer).text == str(
+        {h['host']: h['local_tier_mb'] for h in total['hosts']}[consumer])
     browser.screenshot('admin-reservoir', [])
 
 
