@@ -65,9 +65,9 @@ VERSIONS = {
              '/v1/cloud_usage: the memory of the whole cloud now and over '
              'time.',
     (1, 13): 'Tiered remote memory: grants show l1_mb (on donors) and '
-             'l2_mb (in the consumer\'s local copy only), their slabs '
-             'their tier; the reservoir local_tier_mb per host and in '
-             'all.',
+             'l2_mb (in the local copy of their consumer only), their '
+             'slabs their tier; the reservoir local_tier_mb per host and '
+             'in all.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)
