@@ -288,6 +288,8 @@ int sd_exports_promote(struct sd_exports *xs,
     pthread_rwlock_wrlock(&x->promo_rw);
     __atomic_store_n(&x->promo_slab, slab, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&x->promo_rw);
+    sd_log(LOG_INFO, "export %s: promoting slab %u to donor %s", x->name,
+           slab, endpoint);
     /* Every write from here marks its pages; those before are in the
      * local copy, and their pages counted as written. */
     for (i = 0; i < pps; i++) {

@@ -16,6 +16,7 @@ hot-plug), memagg-scheduler being FakeScheduler: the sizes and steps of
 test_swapd_crash_guest, test_fabric_guest and test_tiers_guest."""
 import contextlib
 import dataclasses
+import threading
 
 import libvirt
 
@@ -99,6 +100,31 @@ def guest_on(conf, donor, consumer, workdir, name, grant_uuid):
         guest.destroy()
         driver.close()
         conn.close()
+
+
+class Resumer(threading.Thread):
+    """memagg-compute's period, as far as a paused VM goes: resume_paused
+    of ``lmc`` (its RemoteMemory) every ``interval`` s; records the domain
+    states it saw. A VM pauses on its swap disk's error while the
+    consumer's memagg-swapd restarts: libvirt 9.0 cannot ask QEMU to wait
+    for it (reconnect-delay)."""
+
+    def __init__(self, lmc, dom, interval=2):
+        super().__init__(daemon=True)
+        self.lmc = lmc
+        self.dom = dom
+        self.interval = interval
+        self.states = set()
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.wait(self.interval):
+            self.states.add(self.dom.state()[0])
+            self.lmc.resume_paused()
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
 
 
 def wait_swapped(guest, dev):

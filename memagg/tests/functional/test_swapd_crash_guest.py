@@ -56,7 +56,6 @@ with the host's DAMON: they run in the host lane.
 """
 import os
 import subprocess
-import threading
 import xml.etree.ElementTree as ElementTree
 
 import libvirt
@@ -101,28 +100,6 @@ def daemons():
         yield pair
 
 
-class Period(threading.Thread):
-    """memagg-compute's period, as far as a paused VM goes: resume_paused
-    every ``interval`` s; records the domain states it saw."""
-
-    def __init__(self, lmc, dom, interval=2):
-        super().__init__(daemon=True)
-        self.lmc = lmc
-        self.dom = dom
-        self.interval = interval
-        self.states = set()
-        self.stopping = threading.Event()
-
-    def run(self):
-        while not self.stopping.wait(self.interval):
-            self.states.add(self.dom.state()[0])
-            self.lmc.resume_paused()
-
-    def stop(self):
-        self.stopping.set()
-        self.join()
-
-
 @pytest.mark.timeout(1500)
 def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         conf, daemons, qemu_workdir):
@@ -145,7 +122,7 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
 
         # SIGKILL while the guest reads its data back through the disk.
         mark = swapping_guest.check_swapping_in(guest)
-        period = Period(lmc, guest.dom)
+        period = swapping_guest.Resumer(lmc, guest.dom)
         period.start()
         try:
             assert consumer.kill() == -9

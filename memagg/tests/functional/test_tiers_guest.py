@@ -25,11 +25,20 @@ its swap I/O never fails, and afterwards its reads come from the donor
 again. Each tier's ledger (EXPORT_STATS' l1_* and l2_*) adds up to what
 the tier stores at every step.
 
+The second test breaks a promotion in the middle (point 5): the donor
+is stopped (SIGSTOP) once the copy has begun, so the copy waits on it,
+then it dies; later the consumer's memagg-swapd is SIGKILLed the same way
+and started again. Either way the slab stays in the local copy, nothing
+the guest wrote is lost, and the ledger holds.
+
 Fakes: memagg-scheduler (FakeScheduler of the unit tests: the steps it
 takes are made here, with memagg-compute's own calls); the two hosts are
 two memagg-swapd processes on this machine. The guest runs under this
 machine's libvirtd: the host lane.
 """
+import signal
+import threading
+
 import libvirt
 import pytest
 
@@ -130,3 +139,84 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
         print('tiers under a swapping guest: %s pages copied back per '
               'slab, sum %s kept; stats after %s' % (copied, checksum,
                                                      after))
+
+
+def _promote_held(lmc, donor, consumer, lender, index):
+    """Start promoting slab ``index`` into a slab ``lender`` (the donor's
+    RemoteMemory) prepares, with the donor stopped: the copy waits on it.
+    Returns (the promoting thread, what it raised or returned)."""
+    again = lender.prepare_slabs(GRANT, helpers.SECRET,
+                                 swapping_guest.SLAB_MB, [index])
+    [slab] = again['slabs']
+    donor.proc.send_signal(signal.SIGSTOP)
+    outcome = []
+    mark = consumer.log().count('promoting slab %d' % index)
+
+    def promote():
+        try:
+            outcome.append(lmc.promote_slab(GRANT, {
+                'index': index, 'endpoint': again['endpoint'],
+                'remote_addr': slab['remote_addr']}))
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=promote, daemon=True)
+    thread.start()
+    polling.wait_for(
+        lambda: consumer.log().count('promoting slab %d' % index) > mark,
+        60, interval=0.1, message='the promotion of slab %d under way'
+        % index)
+    return thread, outcome
+
+
+@pytest.mark.timeout(1500)
+def test_a_promotion_broken_by_the_donor_or_the_consumer_loses_nothing(
+        conf, daemons, qemu_workdir):
+    donor, consumer = daemons
+    with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
+                                 'memagg-tiers-faults', GRANT) as on:
+        guest, lmc = on.guest, on.lmc
+        lender = swapping_guest.remote_memory(conf, donor, on.driver)
+        on.driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
+        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
+        swapping_guest.wait_swapped(guest, on.dev)
+        assert lmc.reclaim_slabs(GRANT, SLABS) == {
+            'reclaimed': len(SLABS)}
+        assert lender.free_slabs(GRANT, SLABS) == {'freed': len(SLABS)}
+        client = consumer.client()
+
+        # The donor dies in the middle of the copy: the promotion fails,
+        # the slab stays local.
+        thread, outcome = _promote_held(lmc, donor, consumer, lender, 0)
+        assert donor.kill() == -9
+        thread.join(120)
+        assert outcome and isinstance(outcome[0], Exception), outcome
+        assert 0 in client.export_describe(GRANT)['local_slabs']
+        assert guest.check(timeout=600) == checksum
+        _ledger_holds(client.export_stats(GRANT))
+        donor.start()
+
+        # The consumer's memagg-swapd dies in the middle of the copy and
+        # comes back: the table on disk still says the slab is local.
+        thread, outcome = _promote_held(lmc, donor, consumer, lender, 0)
+        resumer = swapping_guest.Resumer(lmc, guest.dom)
+        resumer.start()
+        try:
+            assert consumer.kill() == -9
+            donor.proc.send_signal(signal.SIGCONT)
+            thread.join(120)
+            assert outcome and isinstance(outcome[0], Exception), outcome
+            consumer.start()
+            client = consumer.client()
+            assert 0 in client.export_describe(GRANT)['local_slabs']
+            assert guest.check(timeout=600) == checksum
+        finally:
+            resumer.stop()
+        assert lender.free_slabs(GRANT, [0]) == {'freed': 1}
+        stats = _ledger_holds(client.export_stats(GRANT))
+        assert stats['l1_used'] == 0 and stats['remote_errors'] == 0, stats
+        assert guest.dom.state()[0] == libvirt.VIR_DOMAIN_RUNNING
+        print('promotions broken by the donor and the consumer: sum %s '
+              'kept; the VM paused meanwhile: %s; stats after %s' % (
+                  checksum, libvirt.VIR_DOMAIN_PAUSED in resumer.states,
+                  stats))
