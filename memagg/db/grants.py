@@ -395,29 +395,30 @@ def granted_mb_by_consumer(context):
             .group_by(models.Grant.consumer_host).all()}
 
 
+def _slab_mb_by(context, host_column, statuses):
+    """MiB of active grants' slabs in ``statuses``, per ``host_column``."""
+    with facade.reader().using(context) as session:
+        return {host: int(total or 0) for host, total in session.query(
+            host_column, sa.func.sum(models.Slab.size_mb))
+            .join(models.Grant)
+            .filter(models.Grant.status == 'active',
+                    models.Slab.status.in_(statuses))
+            .group_by(host_column).all()}
+
+
 def lent_mb_by_donor(context):
     """Memory of active grants' slabs each donor still holds (not those
     reclaimed), in MiB, per donor host."""
-    with facade.reader().using(context) as session:
-        return {host: int(total or 0) for host, total in session.query(
-            models.Slab.donor_host, sa.func.sum(models.Slab.size_mb))
-            .join(models.Grant)
-            .filter(models.Grant.status == 'active',
-                    models.Slab.status.in_(('active', 'reclaiming')))
-            .group_by(models.Slab.donor_host).all()}
+    return _slab_mb_by(context, models.Slab.donor_host,
+                       ('active', 'reclaiming'))
 
 
 def local_tier_mb_by_consumer(context):
     """Memory of active grants' slabs in their consumer's local copy only
     (the slow tier: reclaimed, or being promoted back), in MiB, per
     consumer host."""
-    with facade.reader().using(context) as session:
-        return {host: int(total or 0) for host, total in session.query(
-            models.Grant.consumer_host, sa.func.sum(models.Slab.size_mb))
-            .join(models.Grant)
-            .filter(models.Grant.status == 'active',
-                    models.Slab.status.in_(('reclaimed', 'promoting')))
-            .group_by(models.Grant.consumer_host).all()}
+    return _slab_mb_by(context, models.Grant.consumer_host,
+                       ('reclaimed', 'promoting'))
 
 
 def reservoir_summary(context):

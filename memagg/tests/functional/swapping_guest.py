@@ -127,6 +127,16 @@ class Resumer(threading.Thread):
         self.join()
 
 
+def swap_out(on):
+    """Balloon the guest of ``on`` (a Swapping) to BALLOON_MB, have it
+    fill DATA_MB and wait until SWAPPED_MB of it are on the memagg swap
+    disk: the data's sum."""
+    on.driver.set_balloon(on.guest.uuid, BALLOON_MB)
+    checksum = on.guest.fill(DATA_MB, timeout=600)
+    wait_swapped(on.guest, on.dev)
+    return checksum
+
+
 def wait_swapped(guest, dev):
     """Wait until the guest holds SWAPPED_MB on its memagg swap disk."""
     def swapped():

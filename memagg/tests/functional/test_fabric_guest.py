@@ -66,14 +66,12 @@ def test_a_guest_swaps_over_the_fabric_and_survives_the_donors_death(
     with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
                                  'memagg-fabric-%s' % provider,
                                  GRANT) as on:
-        guest, driver, dev = on.guest, on.driver, on.dev
+        guest = on.guest
         assert on.prepared['endpoint'] == donor.endpoint
         assert donor.endpoint.startswith('rdma://')
         client = consumer.client()
         assert client.export_describe(GRANT)['seal'] == '1'
-        driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
-        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
-        swapping_guest.wait_swapped(guest, dev)
+        checksum = swapping_guest.swap_out(on)
         assert guest.check(timeout=600) == checksum
         before = client.export_stats(GRANT)
         # Every page went to the donor's memory and came back from it.

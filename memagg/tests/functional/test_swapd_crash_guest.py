@@ -106,7 +106,7 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
     donor, consumer = daemons
     with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
                                  'memagg-swapd-crash', GRANT) as on:
-        guest, driver, lmc, dev = on.guest, on.driver, on.lmc, on.dev
+        guest, lmc = on.guest, on.lmc
         attached = on.attached
         serial = base.swap_serial(GRANT)
         disk = libvirt_driver.find_disk(
@@ -114,10 +114,8 @@ def test_swapd_sigkilled_under_a_swapping_guest_loses_nothing(
         assert disk.find('driver').get('error_policy') == 'stop'
         assert disk.find('driver').get('rerror_policy') == 'stop'
         reconnects = disk.find('source/reconnect') is not None
-        driver.set_balloon(guest.uuid, BALLOON_MB)
-        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
+        checksum = swapping_guest.swap_out(on)
         client = consumer.client()
-        swapping_guest.wait_swapped(guest, dev)
         before = client.export_stats(GRANT)
 
         # SIGKILL while the guest reads its data back through the disk.

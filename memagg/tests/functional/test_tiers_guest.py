@@ -91,9 +91,7 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
                                  'memagg-tiers', GRANT) as on:
         guest, lmc = on.guest, on.lmc
         lender = swapping_guest.remote_memory(conf, donor, on.driver)
-        on.driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
-        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
-        swapping_guest.wait_swapped(guest, on.dev)
+        checksum = swapping_guest.swap_out(on)
         client = consumer.client()
         stored = _ledger_holds(client.export_stats(GRANT))
         # All on donors so far.
@@ -177,9 +175,7 @@ def test_a_promotion_broken_by_the_donor_or_the_consumer_loses_nothing(
                                  'memagg-tiers-faults', GRANT) as on:
         guest, lmc = on.guest, on.lmc
         lender = swapping_guest.remote_memory(conf, donor, on.driver)
-        on.driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
-        checksum = guest.fill(swapping_guest.DATA_MB, timeout=600)
-        swapping_guest.wait_swapped(guest, on.dev)
+        checksum = swapping_guest.swap_out(on)
         assert lmc.reclaim_slabs(GRANT, SLABS) == {
             'reclaimed': len(SLABS)}
         assert lender.free_slabs(GRANT, SLABS) == {'freed': len(SLABS)}
