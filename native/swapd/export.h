@@ -58,26 +58,12 @@
 #include <sys/types.h>
 
 #include "export_spec.h"
+#include "ledger.h"
 #include "keywrap.h"
 #include "swapd.h"
 
 #define SD_GHOST_RING (1U << 20)        /* events kept per export */
 #define SD_GHOST_DEFAULT_MAX 65536U
-
-/* The tiers of an export's slabs: on a donor (L1) or in the local copy
- * only (L2). */
-enum { SD_L1, SD_L2, SD_TIERS };
-
-/* One tier's ledger (ALGORITHMS.md §8), in 4 KiB pages since memagg-swapd
- * started: pages newly stored (puts: a page found in the local copy at a
- * start counts as one), read (gets), trimmed (flushes), moved in and out
- * with their slabs, and evicted (none: nothing leaves without a copy).
- * A read leaves its page stored, as on any disk: the guest frees it by a
- * TRIM.  So used = puts + moved_in - flushes - moved_out - evicts, but for
- * writes and trims that race with a move (at most a slab's). */
-struct sd_export_tier {
-    uint64_t puts, gets, flushes, moved_in, moved_out, evicts, used;
-};
 
 struct sd_export_stats {
     uint64_t reads, writes, read_bytes, write_bytes;

@@ -29,12 +29,12 @@
 #include <sys/types.h>
 
 #include "bitmap.h"
-#include "export.h"
 #include "confine.h"
 #include "export_spec.h"
 #include "ghost.h"
 #include "hist.h"
 #include "keywrap.h"
+#include "ledger.h"
 #include "nbd.h"
 #include "seal.h"
 #include "swapd.h"

@@ -43,16 +43,17 @@ def test_reservoir_summary_counts_active_slabs_of_active_grants(
 
     summary = db_grants.reservoir_summary(admin_context)
 
+    # The reclaimed slab stays g2's in h3's local copy: its local tier.
     assert summary['hosts'] == [
         dict(host='h1', free_reservoir_mb=1000, lendable_mb=800, lent_mb=512,
-             borrowed_mb=0),
+             borrowed_mb=0, local_tier_mb=0),
         dict(host='h2', free_reservoir_mb=500, lendable_mb=300, lent_mb=256,
-             borrowed_mb=0),
+             borrowed_mb=0, local_tier_mb=0),
         dict(host='h3', free_reservoir_mb=0, lendable_mb=0, lent_mb=0,
-             borrowed_mb=768)]
+             borrowed_mb=768, local_tier_mb=256)]
     assert {k: v for k, v in summary.items() if k != 'hosts'} == dict(
         free_reservoir_mb=1500, lendable_mb=1100, lent_mb=768,
-        borrowed_mb=768)
+        borrowed_mb=768, local_tier_mb=256)
 
 
 def test_granted_memory_counts_active_grants_per_consumer(db):

@@ -84,12 +84,15 @@ def test_move_slabs_is_carried_out_on_the_grants_worker(
 
     scheduler.move_slabs(admin_context, grant['uuid'], 'c', [3], [])
 
-    def demoted():
+    def status():
         return [s.status for s in db_grants.grant_get(
-            admin_context, grant['uuid']).slabs][3] == 'reclaimed'
-    polling.wait_for(demoted, 10, message='slab 3 demoted')
+            admin_context, grant['uuid']).slabs][3]
+    polling.wait_for(lambda: status() == 'reclaimed', 10,
+                     message='slab 3 demoted')
     scheduler.move_slabs(admin_context, grant['uuid'], 'c', [], [3])
-    polling.wait_for(lambda: not demoted(), 10, message='slab 3 promoted')
+    # Active only once the consumer copied it (promoting before).
+    polling.wait_for(lambda: status() == 'active', 10,
+                     message='slab 3 promoted')
     assert compute.called('promote_slab') == [('c', grant['uuid'], 3)]
 
 
