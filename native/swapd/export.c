@@ -313,9 +313,7 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     }
     /* What is stored already counts as put, in its slab's tier. */
     for (i = 0; i < x->spec.nslabs; i++) {
-        ledger_add(x, slab_tier(x, i), LEDGER_PUTS,
-                   sd_bitmap_count_range(&x->written, (uint64_t)i * pps,
-                                         pps));
+        ledger_add(x, slab_tier(x, i), LEDGER_PUTS, slab_stored(x, i));
     }
 
     /* The table is durable before the socket exists: no write reaches
@@ -707,10 +705,7 @@ int sd_exports_stats(struct sd_exports *xs,
         t->moved_out = LOAD(x, ledger[i][LEDGER_MOVED_OUT]);
     }
     for (i = 0; i < x->spec.nslabs; i++) {
-        uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE;
-
-        out->tiers[slab_tier(x, i)].used +=
-            sd_bitmap_count_range(&x->written, (uint64_t)i * pps, pps);
+        out->tiers[slab_tier(x, i)].used += slab_stored(x, i);
     }
     return 0;
 }

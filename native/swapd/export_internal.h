@@ -159,6 +159,9 @@ int sd_peer_get(struct sd_exports *xs, const char *endpoint,
  * only the first *queued were queued. */
 int sd_peer_submit(struct peer *p, struct sd_io **ios, size_t n,
                    size_t *queued);
+/* sd_peer_submit, then wait until every queued io is done (their done and
+ * priv are this call's); 0, or the first io's -errno (or the submit's). */
+int sd_peer_submit_wait(struct peer *p, struct sd_io **ios, size_t n);
 /* Close the connections of xs's peers and free them. */
 void sd_peers_free(struct sd_exports *xs);
 
@@ -222,11 +225,29 @@ static inline void ledger_add(struct sd_export *x, int tier, int what,
     __atomic_fetch_add(&x->ledger[tier][what], pages, __ATOMIC_RELAXED);
 }
 
+static inline uint64_t slab_pages(const struct sd_export *x)
+{
+    return x->spec.slab_size / SD_PAGE_SIZE;
+}
+
+/* The slab page p is in. */
+static inline uint32_t page_slab(const struct sd_export *x, uint64_t p)
+{
+    return (uint32_t)(p / slab_pages(x));
+}
+
+/* The pages of slab that count as written. */
+static inline uint64_t slab_stored(struct sd_export *x, uint32_t slab)
+{
+    return sd_bitmap_count_range(&x->written,
+                                 (uint64_t)slab * slab_pages(x),
+                                 slab_pages(x));
+}
+
 /* Slab's stored pages moved to tier to, from the other one. */
 static inline void ledger_moved(struct sd_export *x, uint32_t slab, int to)
 {
-    uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE;
-    uint64_t pages = sd_bitmap_count_range(&x->written, slab * pps, pps);
+    uint64_t pages = slab_stored(x, slab);
 
     ledger_add(x, to, LEDGER_MOVED_IN, pages);
     ledger_add(x, to == SD_L1 ? SD_L2 : SD_L1, LEDGER_MOVED_OUT, pages);

@@ -613,12 +613,10 @@ static void finish_write(struct sd_export *x, struct xreq *r)
     }
     for (i = 0; i < r->nseg; i++) {
         const struct seg *s = &r->seg[i];
-        uint64_t p0 = s->off / SD_PAGE_SIZE;
 
         ledger_add(x, slab_tier(x, s->io.slab), LEDGER_PUTS,
-                   sd_bitmap_set(&x->written, p0,
-                                 (s->off + s->len - 1) / SD_PAGE_SIZE -
-                                 p0 + 1));
+                   sd_bitmap_set(&x->written, s->off / SD_PAGE_SIZE,
+                                 seg_pages(s)));
     }
     if (x->bad.words) {
         /* Whole pages (sealed): the copy has them now. */
@@ -636,7 +634,7 @@ static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
 {
     uint64_t first = (nio->offset + SD_PAGE_SIZE - 1) / SD_PAGE_SIZE;
     uint64_t end = (nio->offset + nio->len) / SD_PAGE_SIZE;
-    uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE, p, next;
+    uint64_t pps = slab_pages(x), p, next;
 
     if (end <= first) {
         return 0;
@@ -648,7 +646,7 @@ static uint32_t do_trim(struct sd_export *x, struct sd_nbd_io *nio)
         pthread_mutex_unlock(&x->rb_lock);
     }
     for (p = first; p < end; p = next) {
-        uint32_t slab = (uint32_t)(p / pps);
+        uint32_t slab = page_slab(x, p);
 
         next = (uint64_t)(slab + 1) * pps < end ? (uint64_t)(slab + 1) * pps
                                                 : end;

@@ -96,6 +96,56 @@ int sd_peer_submit(struct peer *p, struct sd_io **ios, size_t n,
     return ret;
 }
 
+/* The completion of a batch sd_peer_submit_wait waits for. */
+struct batch_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t pending;
+    int status;                 /* the first error */
+};
+
+static void batch_done(struct sd_io *io, int status)
+{
+    struct batch_wait *w = io->priv;
+
+    pthread_mutex_lock(&w->lock);
+    if (status && !w->status) {
+        w->status = status;
+    }
+    if (--w->pending == 0) {
+        pthread_cond_signal(&w->cond);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+int sd_peer_submit_wait(struct peer *p, struct sd_io **ios, size_t n)
+{
+    struct batch_wait w = { .pending = n };
+    size_t queued = 0, i;
+    int ret;
+
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    for (i = 0; i < n; i++) {
+        ios[i]->done = batch_done;
+        ios[i]->priv = &w;
+    }
+    ret = sd_peer_submit(p, ios, n, &queued);
+    pthread_mutex_lock(&w.lock);
+    w.pending -= n - queued;                /* never to be done() */
+    if (queued < n && !w.status) {
+        w.status = ret ? ret : -EIO;
+    }
+    while (w.pending) {
+        pthread_cond_wait(&w.cond, &w.lock);
+    }
+    ret = w.status;
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    return ret;
+}
+
 void sd_peers_free(struct sd_exports *xs)
 {
     struct peer *p;

@@ -51,36 +51,14 @@
 /* Pages per write to the donor. */
 #define PROMO_RUN 256U
 
-struct promo_io {
-    struct sd_io io;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done;
-    int status;
-};
-
-static void promo_io_done(struct sd_io *io, int status)
-{
-    struct promo_io *w = io->priv;
-
-    pthread_mutex_lock(&w->lock);
-    w->status = status;
-    w->done = 1;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-}
-
 /* Write pages [first, first + n) of the slab (relative) from the local
  * copy to the donor p at addr, sealed when the export is; 0 or -errno. */
 static int copy_run(struct sd_export *x, struct peer *p, uint32_t slab,
                     uint64_t addr, uint64_t first, uint32_t n, char *buf)
 {
-    uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE;
-    uint64_t page = slab * pps + first;
+    uint64_t page = (uint64_t)slab * slab_pages(x) + first;
     size_t len = (size_t)n * SD_PAGE_SIZE, done = 0;
-    struct sd_io *io;
-    struct promo_io w;
-    size_t queued;
+    struct sd_io io, *ios = &io;
     int ret;
 
     while (done < len) {
@@ -99,40 +77,24 @@ static int copy_run(struct sd_export *x, struct peer *p, uint32_t slab,
         }
         done += (size_t)got;
     }
-    memset(&w, 0, sizeof(w));
-    io = &w.io;
-    io->op = SD_OP_WRITE;
-    memcpy(io->grant, x->spec.grant, SD_UUID_LEN);
-    memcpy(io->key, x->spec.key, SD_KEY_LEN);
-    io->slab = slab;
-    io->remote_addr = addr;
-    io->offset = first * SD_PAGE_SIZE;
-    io->len = (uint32_t)len;
-    io->buf = buf;
+    memset(&io, 0, sizeof(io));
+    io.op = SD_OP_WRITE;
+    memcpy(io.grant, x->spec.grant, SD_UUID_LEN);
+    memcpy(io.key, x->spec.key, SD_KEY_LEN);
+    io.slab = slab;
+    io.remote_addr = addr;
+    io.offset = first * SD_PAGE_SIZE;
+    io.len = (uint32_t)len;
+    io.buf = buf;
     if (x->spec.seal) {
-        io->seals = (uint8_t *)buf + len;
+        io.seals = (uint8_t *)buf + len;
         ret = sd_seal_pages(&x->sealer, x->spec.page_key, x->spec.grant,
-                            page, buf, buf, io->seals, n);
+                            page, buf, buf, io.seals, n);
         if (ret) {
             return ret;
         }
     }
-    io->done = promo_io_done;
-    io->priv = &w;
-    pthread_mutex_init(&w.lock, NULL);
-    pthread_cond_init(&w.cond, NULL);
-    ret = sd_peer_submit(p, &io, 1, &queued);
-    if (ret == 0) {
-        pthread_mutex_lock(&w.lock);
-        while (!w.done) {
-            pthread_cond_wait(&w.cond, &w.lock);
-        }
-        pthread_mutex_unlock(&w.lock);
-        ret = w.status;
-    }
-    pthread_cond_destroy(&w.cond);
-    pthread_mutex_destroy(&w.lock);
-    return ret;
+    return sd_peer_submit_wait(p, &ios, 1);
 }
 
 /* Copy the slab's dirty pages, in runs, clearing each run's bits before
@@ -140,7 +102,7 @@ static int copy_run(struct sd_export *x, struct peer *p, uint32_t slab,
 static int copy_dirty(struct sd_export *x, struct peer *p, uint32_t slab,
                       uint64_t addr, char *buf, uint64_t *copied)
 {
-    uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE, i = 0;
+    uint64_t pps = slab_pages(x), i = 0;
     int ret;
 
     while (i < pps) {
@@ -279,7 +241,7 @@ int sd_exports_promote(struct sd_exports *xs,
     if (ret) {
         return ret;
     }
-    pps = x->spec.slab_size / SD_PAGE_SIZE;
+    pps = slab_pages(x);
     buf = malloc((size_t)PROMO_RUN * (SD_PAGE_SIZE + SD_SEAL_LEN));
     if (!buf || sd_bitmap_init(&x->promo_dirty, pps)) {
         free(buf);
@@ -348,7 +310,7 @@ int sd_promote_hold(struct sd_export *x, struct sd_nbd_io *nio)
 void sd_promote_written(struct sd_export *x, uint64_t off, uint64_t len)
 {
     uint32_t slab = __atomic_load_n(&x->promo_slab, __ATOMIC_ACQUIRE);
-    uint64_t pps = x->spec.slab_size / SD_PAGE_SIZE, first, last;
+    uint64_t pps = slab_pages(x), first, last;
 
     if (slab == SD_PROMO_NONE) {
         return;

@@ -102,31 +102,13 @@ static int rb_sleep(struct sd_export *x, uint64_t us)
 /* What the rebuild found in a page of a sealed export's chunk. */
 enum { RB_PAGE_OK, RB_PAGE_BAD };
 
-/* One chunk read from a donor: its ios and their completion. */
+/* One chunk read from a donor: its ios. */
 struct rb_fetch {
     struct sd_io io[REBUILD_CHUNK / REBUILD_IO];
     /* Sealed exports: the chunk's seals, and each page's verdict. */
     uint8_t seals[REBUILD_CHUNK / SD_PAGE_SIZE * SD_SEAL_LEN];
     uint8_t state[REBUILD_CHUNK / SD_PAGE_SIZE];
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    unsigned pending;
-    int status;                 /* the first error */
 };
-
-static void rb_fetch_done(struct sd_io *io, int status)
-{
-    struct rb_fetch *f = io->priv;
-
-    pthread_mutex_lock(&f->lock);
-    if (status && !f->status) {
-        f->status = status;
-    }
-    if (--f->pending == 0) {
-        pthread_cond_signal(&f->cond);
-    }
-    pthread_mutex_unlock(&f->lock);
-}
 
 /* Read [off, off + len) of the export, inside one slab, from the slab's
  * donor into buf; 0 or -errno. */
@@ -136,8 +118,6 @@ static int rb_fetch(struct sd_export *x, struct rb_fetch *f, uint64_t off,
     uint32_t slab = sd_slab_of(off, x->spec.slab_size), i;
     unsigned n = (len + REBUILD_IO - 1) / REBUILD_IO;
     struct sd_io *ios[REBUILD_CHUNK / REBUILD_IO];
-    size_t queued = 0;
-    int ret;
 
     for (i = 0; i < n; i++) {
         struct sd_io *io = &f->io[i];
@@ -157,24 +137,9 @@ static int rb_fetch(struct sd_export *x, struct rb_fetch *f, uint64_t off,
             io->seals = f->seals + (size_t)i * (REBUILD_IO / SD_PAGE_SIZE) *
                         SD_SEAL_LEN;
         }
-        io->done = rb_fetch_done;
-        io->priv = f;
         ios[i] = io;
     }
-    f->pending = n;
-    f->status = 0;
-    ret = sd_peer_submit(x->peers[slab], ios, n, &queued);
-    pthread_mutex_lock(&f->lock);
-    f->pending -= (unsigned)(n - queued);   /* never to be done() */
-    if (queued < n && !f->status) {
-        f->status = ret ? ret : -EIO;
-    }
-    while (f->pending) {
-        pthread_cond_wait(&f->cond, &f->lock);
-    }
-    ret = f->status;
-    pthread_mutex_unlock(&f->lock);
-    return ret;
+    return sd_peer_submit_wait(x->peers[slab], ios, n);
 }
 
 /* pwrite all of buf at off; 0 or -errno. */
@@ -253,9 +218,7 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
         }
         if (page_is_zero(page)) {
             /* Never written after all: the ledger counts it flushed. */
-            ledger_add(x, slab_tier(x, (uint32_t)((first + i) /
-                                                  (x->spec.slab_size /
-                                                   SD_PAGE_SIZE))),
+            ledger_add(x, slab_tier(x, page_slab(x, first + i)),
                        LEDGER_FLUSHES,
                        sd_bitmap_clear(&x->written, first + i, 1));
             continue;
@@ -273,9 +236,7 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
          * zeros written again. */
         for (k = 0; k < i; k++) {
             if (!sd_bitmap_test(&x->fresh, first + k)) {
-                ledger_add(x, slab_tier(x, (uint32_t)((first + k) /
-                                                      (x->spec.slab_size /
-                                                       SD_PAGE_SIZE))),
+                ledger_add(x, slab_tier(x, page_slab(x, first + k)),
                            LEDGER_PUTS,
                            sd_bitmap_set(&x->written, first + k, 1));
                 if (fallocate(x->fd, FALLOC_FL_PUNCH_HOLE |
@@ -342,8 +303,6 @@ void *sd_rebuild_main(void *arg)
     unsigned failures = 0;
     int ret;
 
-    pthread_mutex_init(&f.lock, NULL);
-    pthread_cond_init(&f.cond, NULL);
     while (!buf) {
         buf = aligned_alloc(SD_PAGE_SIZE, REBUILD_CHUNK);
         if (!buf && rb_sleep(x, RECONNECT_INTERVAL_US)) {
@@ -437,8 +396,6 @@ void *sd_rebuild_main(void *arg)
     }
 out:
     free(buf);
-    pthread_cond_destroy(&f.cond);
-    pthread_mutex_destroy(&f.lock);
     return NULL;
 }
 
