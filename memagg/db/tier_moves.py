@@ -91,9 +91,9 @@ def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
     when the grant is not active on that consumer."""
     with facade.writer().using(context) as session:
         grant = _active_grant(session, grant_uuid, consumer_host)
+        asked = set(indexes)
         wanted = sorted(s.index for s in grant.slabs
-                        if s.index in set(indexes) and s.status ==
-                        'reclaimed')
+                        if s.index in asked and s.status == 'reclaimed')
         donors = db_grants.donors_available(session, consumer_host,
                                             reported_since, ())
         assignments = select(len(wanted), donors) if (wanted and

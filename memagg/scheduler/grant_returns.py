@@ -31,7 +31,6 @@ from memagg.common import exceptions
 from memagg.common import retry
 from memagg.db import grants as db_grants
 from memagg.db import hosts as db_hosts
-from memagg.db import migrations as db_migrations
 from memagg.scheduler import grant_forms
 
 LOG = logging.getLogger(__name__)
@@ -48,14 +47,8 @@ def begin_release(ctxt, grant_uuid, consumer_host=None):
     the two hosts then, and its pages are on the donors only)."""
     grant = db_grants.grant_get(ctxt, grant_uuid)
     if grant.status == 'active':
-        migration = db_migrations.migration_running_for(
-            ctxt, grant.instance_uuid)
-        if migration is not None:
-            raise exceptions.Conflict(reason=(
-                'instance %s of grant %s is in migration %s (%s); the grant '
-                'can be released once it ends' % (
-                    grant.instance_uuid, grant_uuid, migration.uuid,
-                    migration.status)))
+        grant_forms.check_not_migrating(
+            ctxt, grant, 'the grant can be released once it ends')
     if consumer_host is not None and consumer_host != grant.consumer_host:
         LOG.info('Grant %s not released for %s: its VM lives on %s',
                  grant_uuid, consumer_host, grant.consumer_host)

@@ -37,7 +37,6 @@ from oslo_log import log as logging
 
 from memagg.common import exceptions
 from memagg.db import grants as db_grants
-from memagg.db import migrations as db_migrations
 from memagg.db import tier_moves as db_tier_moves
 from memagg.scheduler import grant_forms
 
@@ -62,13 +61,18 @@ class TierMovesMixin:
                          'claims the grant', grant_uuid)
                 return {'demoted': demoted, 'promoted': promoted}
             try:
-                self._check_not_migrating(ctxt, grant_uuid)
+                # Its destination reads from the donors what its local copy
+                # lacks: no slab may leave them, and one that comes back
+                # would not be in its table.
+                grant = db_grants.grant_get(ctxt, grant_uuid)
+                grant_forms.check_not_migrating(
+                    ctxt, grant, 'its slabs change tier once it ends')
                 if demote:
                     demoted = self._demote(ctxt, grant_uuid, consumer_host,
                                            demote)
                 if promote:
-                    promoted = self._promote(ctxt, grant_uuid,
-                                             consumer_host, promote)
+                    promoted = self._promote(ctxt, grant, consumer_host,
+                                             promote)
             except (exceptions.NotFound, exceptions.Conflict) as exc:
                 LOG.info('Slabs of grant %s not moved: %s', grant_uuid, exc)
         if demoted or promoted:
@@ -76,19 +80,6 @@ class TierMovesMixin:
                      'promoted to donors', grant_uuid, demoted or 'none',
                      consumer_host, promoted or 'none')
         return {'demoted': demoted, 'promoted': promoted}
-
-    @staticmethod
-    def _check_not_migrating(ctxt, grant_uuid):
-        """Conflict while the grant's VM migrates: its destination reads
-        from the donors what its local copy lacks, so no slab may leave
-        them, and one that comes back would not be in its table."""
-        grant = db_grants.grant_get(ctxt, grant_uuid)
-        running = db_migrations.migration_running_for(ctxt,
-                                                      grant.instance_uuid)
-        if running is not None:
-            raise exceptions.Conflict(reason=(
-                'instance %s is in migration %s (%s)' % (
-                    grant.instance_uuid, running.uuid, running.status)))
 
     def _demote(self, ctxt, grant_uuid, consumer_host, indexes):
         taken = db_tier_moves.slabs_take_for_demotion(
@@ -101,15 +92,14 @@ class TierMovesMixin:
                 demoted += taken_indexes
         return sorted(demoted)
 
-    def _promote(self, ctxt, grant_uuid, consumer_host, indexes):
+    def _promote(self, ctxt, grant, consumer_host, indexes):
         assigned = db_tier_moves.slabs_begin_promotion(
-            ctxt, grant_uuid, consumer_host, indexes,
+            ctxt, grant.uuid, consumer_host, indexes,
             self._reported_since(), self._select(consumer_host))
         if not assigned:
             LOG.info('Grant %s: slabs %s stay in %s\'s local copy: no donor '
-                     'has room', grant_uuid, sorted(indexes), consumer_host)
+                     'has room', grant.uuid, sorted(indexes), consumer_host)
             return []
-        grant = db_grants.grant_get(ctxt, grant_uuid)
         promoted = []
         for donor, donor_indexes in assigned.items():
             promoted += self._promote_on(ctxt, grant, donor, donor_indexes)

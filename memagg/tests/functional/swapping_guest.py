@@ -52,9 +52,11 @@ def attach(conf, donor, consumer, driver, grant_uuid, instance_uuid):
     """SLABS slabs of ``grant_uuid`` prepared on ``donor`` and the grant
     attached to the instance on ``consumer``, as memagg-compute does:
     (the donor's prepare_slabs answer, attach_grant's, the consumer's
-    RemoteMemory)."""
-    prepared = remote_memory(conf, donor, driver).prepare_slabs(
-        grant_uuid, helpers.SECRET, SLAB_MB, list(range(SLABS)))
+    RemoteMemory, the donor's). The consumer's is made last: ``conf``'s
+    [swapd] is the consumer's then."""
+    lender = remote_memory(conf, donor, driver)
+    prepared = lender.prepare_slabs(grant_uuid, helpers.SECRET, SLAB_MB,
+                                    list(range(SLABS)))
     assert len(prepared['slabs']) == SLABS, prepared
     grant = helpers.grant_dict(
         uuid=grant_uuid, instance_uuid=instance_uuid,
@@ -63,20 +65,21 @@ def attach(conf, donor, consumer, driver, grant_uuid, instance_uuid):
                 'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
                 'status': 'prepared'} for s in prepared['slabs']])
     lmc = remote_memory(conf, consumer, driver)
-    return prepared, lmc.attach_grant(grant), lmc
+    return prepared, lmc.attach_grant(grant), lmc, lender
 
 
 @dataclasses.dataclass
 class Swapping:
     """A guest with its grant attached (``guest_on``): the prepare_slabs
-    and attach_grant answers, the consumer's RemoteMemory, the guest's
-    device of the swap disk."""
+    and attach_grant answers, the consumer's and the donor's
+    RemoteMemory, the guest's device of the swap disk."""
 
     guest: vm.Guest
     driver: libvirt_driver.LibvirtDriver
     prepared: dict
     attached: dict
     lmc: remote.RemoteMemory
+    lender: remote.RemoteMemory
     dev: str
 
 
@@ -91,10 +94,10 @@ def guest_on(conf, donor, consumer, workdir, name, grant_uuid):
     guest = vm.Guest(conn, workdir, name, memory_mb=MEMORY_MB)
     try:
         guest.start()
-        prepared, attached, lmc = attach(conf, donor, consumer, driver,
-                                         grant_uuid, guest.uuid)
+        prepared, attached, lmc, lender = attach(
+            conf, donor, consumer, driver, grant_uuid, guest.uuid)
         dev = guest.wait_swap_disk(base.swap_serial(grant_uuid), 120)
-        yield Swapping(guest, driver, prepared, attached, lmc, dev)
+        yield Swapping(guest, driver, prepared, attached, lmc, lender, dev)
     finally:
         print('guest console (tail):\n%s' % guest.console_text()[-4000:])
         guest.destroy()

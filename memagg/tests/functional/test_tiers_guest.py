@@ -89,8 +89,7 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
     donor, consumer = daemons
     with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
                                  'memagg-tiers', GRANT) as on:
-        guest, lmc = on.guest, on.lmc
-        lender = swapping_guest.remote_memory(conf, donor, on.driver)
+        guest, lmc, lender = on.guest, on.lmc, on.lender
         checksum = swapping_guest.swap_out(on)
         client = consumer.client()
         stored = _ledger_holds(client.export_stats(GRANT))
@@ -173,8 +172,7 @@ def test_a_promotion_broken_by_the_donor_or_the_consumer_loses_nothing(
     donor, consumer = daemons
     with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
                                  'memagg-tiers-faults', GRANT) as on:
-        guest, lmc = on.guest, on.lmc
-        lender = swapping_guest.remote_memory(conf, donor, on.driver)
+        guest, lmc, lender = on.guest, on.lmc, on.lender
         checksum = swapping_guest.swap_out(on)
         assert lmc.reclaim_slabs(GRANT, SLABS) == {
             'reclaimed': len(SLABS)}
