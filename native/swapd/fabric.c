@@ -83,6 +83,7 @@
 #define TICK_US 100000
 #define POLL_US 20              /* a polled provider's, while busy */
 #define CQ_BATCH 16
+#define DRAIN_READS 8           /* CQ reads per round of completions */
 #define NO_SLOT UINT32_MAX
 #define MAX_SEGS 4              /* segments per operation: tcp's iov limit */
 #define SEGS (2 * STAGE_SLOTS)  /* a data and a seals segment per slot */
@@ -466,12 +467,12 @@ static void op_done(struct sd_peer *p, struct fop *op, int status,
     p->free_op = (uint32_t)(op - p->ops);
 }
 
-/* Read what the completion queue has: 1 when it had something. */
-static int read_cq(struct sd_peer *p)
+/* Read what the completion queue has, ios it completes going to *done:
+ * 1 when it had something. */
+static int read_cq(struct sd_peer *p, struct fio **done)
 {
     struct fi_cq_entry e[CQ_BATCH];
     struct fi_cq_err_entry err = { 0 };
-    struct fio *done = NULL;
     ssize_t n = fi_cq_read(p->f.cq, e, CQ_BATCH), i;
 
     if (n == -FI_EAVAIL && fi_cq_readerr(p->f.cq, &err, 0) != 1) {
@@ -485,7 +486,7 @@ static int read_cq(struct sd_peer *p)
         struct fop *op = op_of(p, e[i].op_context);
 
         if (op) {
-            op_done(p, op, 0, &done);
+            op_done(p, op, 0, done);
         }
     }
     if (n == -FI_EAVAIL) {
@@ -498,12 +499,11 @@ static int read_cq(struct sd_peer *p)
                  f ? "a read" : "an operation", fi_strerror(err.err));
         kill_peer(p, -ECONNRESET, why);
         if (op) {
-            op_done(p, op, sd_fabric_errno(err.err), &done);
+            op_done(p, op, sd_fabric_errno(err.err), done);
         }
     }
     pump(p);
     pthread_mutex_unlock(&p->lock);
-    complete_list(done, 0);
     return 1;
 }
 
@@ -539,8 +539,19 @@ static void *peer_thread(void *arg)
     uint64_t next_tick = sd_now_us() + TICK_US, drain;
 
     for (;;) {
-        int busy, stalled, dead, status, had = read_cq(p);
-        uint64_t now = sd_now_us();
+        struct fio *done = NULL;
+        int busy, stalled, dead, status, had, reads = 0;
+        uint64_t now;
+
+        /* The queue read until empty (or DRAIN_READS times), then its ios
+         * completed together: one batch of done() calls, so one reply to
+         * an NBD client for several ios, not one per read. */
+        while (reads < DRAIN_READS && read_cq(p, &done)) {
+            reads++;
+        }
+        complete_list(done, 0);
+        had = reads == DRAIN_READS;
+        now = sd_now_us();
 
         pthread_mutex_lock(&p->lock);
         if (p->stopping) {
