@@ -202,7 +202,11 @@ COMPONENTS = {
             'being promoted back), MiB. Since 1.13.')),
     }, optional=('local_tier_mb',)),
     'Slab': closed_object({
-        'index': INTEGER, 'donor_host': NAME, 'size_mb': INTEGER,
+        'index': INTEGER, 'size_mb': INTEGER,
+        'donor_host': dict(NAME, description=(
+            'The host that lends it, lent it last (reclaimed) or, for a '
+            'slab granted in the local tier when the donors were short '
+            '([reservoir] local_tier), the consumer itself.')),
         'replica_host': {'type': ['string', 'null']},
         'status': {'type': 'string', 'description': (
             'pending, active (on its donor: the fast tier, L1), '
@@ -226,8 +230,9 @@ COMPONENTS = {
         'uuid': UUID, 'instance_uuid': UUID, 'consumer_host': NAME,
         'requested_mb': INTEGER,
         'granted_mb': dict(INTEGER, description=(
-            'Memory the grant lends now, MiB: less than requested_mb when '
-            'the grant is partial or slabs were reclaimed.')),
+            'Memory the grant lends now on donors, MiB: less than '
+            'requested_mb when the grant is partial, slabs were reclaimed '
+            'or some are in the local tier (l2_mb).')),
         'status': {'type': 'string', 'description': (
             'pending (being set up), active, releasing (a DELETE was '
             'accepted; memagg-scheduler has the hosts give the memory '
@@ -237,16 +242,16 @@ COMPONENTS = {
         'slab_size_mb': dict(INTEGER, description=(
             'Size of each of its slabs, MiB. Since 1.3.')),
         'partial': {'type': 'boolean', 'description': (
-            'Whether less than requested was granted; reason says why. '
-            'Since 1.3.')},
+            'Whether less than requested was granted, in both tiers; '
+            'reason says why. Since 1.3.')},
         'reason': {'type': ['string', 'null'], 'description': (
             'Why the grant is partial or failed. Since 1.3.')},
         'l1_mb': dict(INTEGER, description=(
             'Of its slabs, MiB on donors (the fast tier). Since 1.13.')),
         'l2_mb': dict(INTEGER, description=(
             'Of its slabs, MiB in the consumer\'s local copy only (the '
-            'slow tier: reclaimed or demoted, or being promoted back). '
-            'Since 1.13.')),
+            'slow tier: reclaimed or demoted, granted there when the '
+            'donors were short, or being promoted back). Since 1.13.')),
     }, **_TIMESTAMPS), optional=tuple(_GRANT_SINCE)),
     'AuditAction': closed_object({
         'sequence': INTEGER, 'action_type': {'type': 'string'},

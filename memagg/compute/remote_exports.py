@@ -33,6 +33,9 @@ LOG = logging.getLogger(__name__)
 # longer, or, promoting, not yet).
 _ENDED_SLABS = frozenset(('released', 'reclaimed', 'failed', 'freed',
                           'promoting'))
+# Slab states of slabs gone from the grant: the others are on a donor or
+# in the local copy only (reclaimed, promoting: the local tier).
+_GONE_SLABS = frozenset(('released', 'failed', 'freed'))
 
 _HEX64 = re.compile(r'^[0-9a-fA-F]{64}$')
 # A wrapped page key: native/swapd/keywrap.h's SD_KW_BLOB_LEN bytes.
@@ -201,7 +204,8 @@ class ExportsMixin:
         fails, an export made by this call is dropped again and the error
         raised. Conflict in observe mode."""
         self._check_enabled()
-        uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
+        uuid, instance, key, slab_size_mb, slabs, count = _grant_fields(
+            grant)
         self._check_manages('Attaching grant %s' % uuid)
         swapd_conf = self.conf.swapd
         serial = hypervisor.swap_serial(uuid)
@@ -218,8 +222,8 @@ class ExportsMixin:
         if uuid in self._swapd(self.client.export_list):
             export = self._existing_export(uuid)
         else:
-            size = ((max(s['index'] for s in slabs) + 1) * slab_size_mb
-                    * remote_grants.MIB)
+            # Slabs in the local tier are those the export does not list.
+            size = count * slab_size_mb * remote_grants.MIB
             try:
                 export = self._swapd(self.client.export_create, uuid, key,
                                      size, slab_size_mb * remote_grants.MIB,
@@ -252,8 +256,9 @@ class ExportsMixin:
                 slab_size_mb=slab_size_mb)
             self._missing.pop(uuid, None)
         self.backoff.succeeded(('allocate', instance))
-        LOG.info('Grant %s of VM %s attached as %s (%d slabs, NBD %s)',
-                 uuid, instance, target, len(slabs), export['socket'])
+        LOG.info('Grant %s of VM %s attached as %s (%d slabs, %d of them '
+                 'in the local tier, NBD %s)', uuid, instance, target, count,
+                 count - len(slabs), export['socket'])
         return {'socket': export['socket'], 'serial': serial,
                 'target_dev': target}
 
@@ -268,7 +273,13 @@ class ExportsMixin:
         the source's grant_status says) adds key_offer, the public key the
         source's wrap_page_key seals the page key for."""
         self._check_enabled()
-        uuid, instance, key, slab_size_mb, slabs = _grant_fields(grant)
+        uuid, instance, key, slab_size_mb, slabs, count = _grant_fields(
+            grant)
+        if len(slabs) < count:
+            raise exceptions.InvalidParameter(
+                field='grant.slabs', reason='an adopted grant has every slab '
+                'on a donor; %d of %d are in the local tier' % (
+                    count - len(slabs), count))
         sealed = grant.get('sealed', False)
         if not isinstance(sealed, bool):
             raise exceptions.InvalidParameter(field='grant.sealed',
@@ -430,9 +441,10 @@ def _pages_mb(pages):
 
 
 def _grant_fields(grant):
-    """(uuid, instance uuid, secret, slab_size_mb, slabs) of a grant dict,
-    its slabs still on donors sorted by index; InvalidParameter naming the
-    field that is wrong."""
+    """(uuid, instance uuid, secret, slab_size_mb, slabs, count) of a grant
+    dict: its slabs still on donors sorted by index, and how many slabs it
+    has, those in the local tier too; InvalidParameter naming the field
+    that is wrong."""
     if not isinstance(grant, dict):
         raise exceptions.InvalidParameter(field='grant',
                                           reason='must be a grant dict')
@@ -451,8 +463,15 @@ def _grant_fields(grant):
             'slab_size_mb'] <= 0:
         raise exceptions.InvalidParameter(
             field='grant.slab_size_mb', reason='must be a positive integer')
-    slabs = []
+    slabs, count = [], 0
     for n, slab in enumerate(grant['slabs'] or ()):
+        if slab.get('status') not in _GONE_SLABS:
+            try:
+                count = max(count, int(slab['index']) + 1)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise exceptions.InvalidParameter(
+                    field='grant.slabs[%d]' % n,
+                    reason='needs an index (%s)' % exc)
         if slab.get('status') in _ENDED_SLABS:
             continue
         try:
@@ -465,9 +484,10 @@ def _grant_fields(grant):
                 field='grant.slabs[%d]' % n,
                 reason='needs index, endpoint, remote_addr and rkey (%s)'
                 % exc)
-    if not slabs:
+    if not count:
         raise exceptions.InvalidParameter(
-            field='grant.slabs', reason='no slab held on a donor')
+            field='grant.slabs', reason='no slab held on a donor or in the '
+                                        'local tier')
     slabs.sort(key=lambda s: s['index'])
     return (grant['uuid'], grant['instance_uuid'], grant['secret'],
-            grant['slab_size_mb'], slabs)
+            grant['slab_size_mb'], slabs, count)

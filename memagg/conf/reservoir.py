@@ -49,6 +49,15 @@ opts = [
                  help='Largest share of a VM\'s booked memory that may be '
                       'held remotely (the per-VM cap); 0 grants no remote '
                       'memory at all.'),
+    cfg.BoolOpt('local_tier', default=True,
+                help='When the donors have no room for all the slabs a '
+                     'grant asks (within the VM\'s cap), give the rest in '
+                     'the local tier (L2: served from the consumer\'s '
+                     'local copy only, which every grant has, until its '
+                     'tier policy promotes them to a donor with room) '
+                     'instead of cutting the grant; false: the grant is '
+                     'cut to what the donors hold (partial), and refused '
+                     'when they hold nothing.'),
     cfg.StrOpt('remote_budget', default='fixed',
                help='How memagg-compute sets each VM\'s remote limit, the '
                     'remote memory it may hold (memagg.remote_budget entry '

@@ -30,8 +30,14 @@ from memagg.notifications import grant as grant_notifications
 #: demotion took it and frees it on its donor, memagg.scheduler.reservoir;
 #: promoting: a donor is given it back, memagg.scheduler.tier_moves).
 SLAB_HOLDING = ('pending', 'active', 'releasing', 'reclaiming', 'promoting')
-#: Grant states whose memory counts against the VM's cap.
+#: Slab states of a grant's slabs, on a donor or in the local tier (L2).
+SLAB_IN_GRANT = SLAB_HOLDING + ('reclaimed',)
+#: Grant states whose slabs count against the VM's cap.
 GRANT_HOLDING = ('pending', 'active')
+#: The place of a grant's slabs a plan gives the local tier (L2): they are
+#: served from the consumer's local copy only, status reclaimed, their
+#: donor_host the consumer, until a promotion gives them a donor.
+LOCAL_TIER = None
 
 #: How GET lists grants: its model, the column a marker names, the
 #: default sort, and the columns a request may filter and sort on.
@@ -68,12 +74,16 @@ def donors_available(session, consumer_host, reported_since, exclude):
     return [(h.name, h.lendable_mb - held.get(h.name, 0)) for h in hosts]
 
 
-def _slab_rows(assignments, indexes, size_mb):
-    """Slab rows for ``assignments`` [(donor, n)], numbered by
-    ``indexes`` in order."""
+def _slab_rows(assignments, indexes, size_mb, consumer_host):
+    """Slab rows for ``assignments`` [(donor or LOCAL_TIER, n)], numbered
+    by ``indexes`` in order: pending on their donors, or reclaimed on
+    ``consumer_host`` (the local tier)."""
     indexes = iter(indexes)
-    return [models.Slab(index=next(indexes), donor_host=host,
-                        size_mb=size_mb, status='pending')
+    return [models.Slab(index=next(indexes), size_mb=size_mb,
+                        donor_host=consumer_host if host is LOCAL_TIER
+                        else host,
+                        status='reclaimed' if host is LOCAL_TIER
+                        else 'pending')
             for host, count in assignments for _ in range(count)]
 
 
@@ -86,9 +96,11 @@ def grant_reserve(context, values, reported_since, plan):
     the clear key, which is stored wrapped (memagg.db.secret_box).
     With the instance's and the donors' rows locked, ``plan(instance,
     held_mb, donors)`` is called — ``held_mb`` is what the instance's
-    pending and active grants hold, ``donors`` ``[(host, available_mb)]``
+    pending and active grants hold, on donors or in the local tier,
+    ``donors`` ``[(host, available_mb)]``
     as in :func:`donors_available` — and returns ``(assignments, reason)``:
-    ``[(host, n_slabs)]`` and why it is less than requested (or None); it
+    ``[(host, n_slabs)]``, host LOCAL_TIER for slabs in the local tier,
+    and why it is less than requested or not all on donors (or None); it
     raises to store nothing. May run again when a concurrent writer wins.
     Returns the grant with its slabs (indexes from 0 in assignment order);
     NotFound when the instance is unknown.
@@ -103,21 +115,23 @@ def grant_reserve(context, values, reported_since, plan):
             raise exceptions.NotFound(resource='Instance',
                                       id=values['instance_uuid'])
         held = sum(size for size, in session.query(
-            models.Grant.granted_mb).filter(
+            models.Slab.size_mb).join(models.Grant).filter(
             models.Grant.instance_uuid == instance.uuid,
-            models.Grant.status.in_(GRANT_HOLDING)).with_for_update(
+            models.Grant.status.in_(GRANT_HOLDING),
+            models.Slab.status.in_(SLAB_IN_GRANT)).with_for_update(
             read=True))
         donors = donors_available(session, values['consumer_host'],
                                   reported_since, ())
         assignments, reason = plan(instance, held, donors)
         count = sum(n for _, n in assignments)
+        lent = sum(n for host, n in assignments if host is not LOCAL_TIER)
         grant = models.Grant(**dict(values, status='pending',
-                                    granted_mb=count * values[
-                                        'slab_size_mb'],
+                                    granted_mb=lent * values['slab_size_mb'],
                                     reason=reason))
         grant.secret = secret  # stored wrapped (memagg.db.secret_box)
         grant.slabs = _slab_rows(assignments, range(count),
-                                 values['slab_size_mb'])
+                                 values['slab_size_mb'],
+                                 values['consumer_host'])
         session.add(grant)
         session.flush()
     grant_notifications.grant_changed(context, grant, None)
@@ -126,12 +140,12 @@ def grant_reserve(context, values, reported_since, plan):
 
 @facade.retry_on_race
 def grant_move_slabs(context, grant_uuid, indexes, reported_since, exclude,
-                     select):
+                     select, local_tier=False):
     """Give the slabs ``indexes`` of pending grant ``grant_uuid`` other
     donors: with the donors' rows locked (not the consumer, not those in
     ``exclude``), ``select(n_slabs, donors)`` returns ``[(host, n)]``; the
-    indexes, in order, go to those hosts and the rest are deleted. Returns
-    the grant."""
+    indexes, in order, go to those hosts and the rest to the local tier
+    with ``local_tier``, else they are deleted. Returns the grant."""
     with facade.writer().using(context) as session:
         grant = session.query(models.Grant).filter_by(
             uuid=grant_uuid).with_for_update().first()
@@ -145,11 +159,20 @@ def grant_move_slabs(context, grant_uuid, indexes, reported_since, exclude,
         donors = donors_available(session, grant.consumer_host,
                                   reported_since, exclude)
         assignments = select(len(indexes), donors) if donors else []
+        left = len(indexes) - sum(n for _, n in assignments)
+        if local_tier and left:
+            assignments = list(assignments) + [(LOCAL_TIER, left)]
         grant.slabs.extend(_slab_rows(assignments, indexes,
-                                      grant.slab_size_mb))
-        grant.granted_mb = sum(s.size_mb for s in grant.slabs)
+                                      grant.slab_size_mb,
+                                      grant.consumer_host))
+        grant.granted_mb = _lent_mb(grant)
         session.flush()
         return grant
+
+
+def _lent_mb(grant):
+    """What ``grant``'s slabs hold on donors, MiB: its ``granted_mb``."""
+    return sum(s.size_mb for s in grant.slabs if s.status in SLAB_HOLDING)
 
 
 def _grant_for_update(session, uuid):
@@ -164,16 +187,18 @@ def _grant_for_update(session, uuid):
 def grant_prepared(context, grant_uuid, prepared, partial, reason):
     """Record what the donors of pending grant ``grant_uuid`` set up:
     ``prepared`` maps slab index -> ``(endpoint, remote_addr, rkey)``;
-    slabs not in it are deleted, ``granted_mb`` is what remains. Returns
-    the grant."""
+    slabs not in it are deleted, but for those in the local tier
+    (reclaimed), and ``granted_mb`` is what remains. Returns the grant."""
     with facade.writer().using(context) as session:
         grant = _grant_for_update(session, grant_uuid)
         for slab in list(grant.slabs):
+            if slab.status == 'reclaimed':
+                continue
             if slab.index not in prepared:
                 grant.slabs.remove(slab)
                 continue
             slab.endpoint, slab.remote_addr, slab.rkey = prepared[slab.index]
-        grant.granted_mb = sum(s.size_mb for s in grant.slabs)
+        grant.granted_mb = _lent_mb(grant)
         grant.partial = partial
         grant.reason = reason
         session.flush()
@@ -386,15 +411,6 @@ def slabs_released(context, grant_uuid, donor_host):
                 slab.status = 'released'
 
 
-def granted_mb_by_consumer(context):
-    """Memory granted by active grants, in MiB, per consumer host."""
-    with facade.reader().using(context) as session:
-        return {host: int(total or 0) for host, total in session.query(
-            models.Grant.consumer_host, sa.func.sum(models.Grant.granted_mb))
-            .filter(models.Grant.status == 'active')
-            .group_by(models.Grant.consumer_host).all()}
-
-
 def _slab_mb_by(context, host_column, statuses):
     """MiB of active grants' slabs in ``statuses``, per ``host_column``."""
     with facade.reader().using(context) as session:
@@ -410,6 +426,14 @@ def lent_mb_by_donor(context):
     """Memory of active grants' slabs each donor still holds (not those
     reclaimed), in MiB, per donor host."""
     return _slab_mb_by(context, models.Slab.donor_host,
+                       ('active', 'reclaiming'))
+
+
+def remote_mb_by_consumer(context):
+    """Memory active grants hold on donors (L1: their slabs active, or
+    being reclaimed), in MiB, per consumer host; their slabs in the local
+    tier are not remote memory."""
+    return _slab_mb_by(context, models.Grant.consumer_host,
                        ('active', 'reclaiming'))
 
 
@@ -433,7 +457,7 @@ def reservoir_summary(context):
         hosts = session.query(models.Host).order_by(models.Host.name).all()
         # Both join this transaction: enginefacade nests on one context.
         lent = lent_mb_by_donor(context)
-        borrowed = granted_mb_by_consumer(context)
+        borrowed = remote_mb_by_consumer(context)
         local = local_tier_mb_by_consumer(context)
     per_host = [dict(host=h.name, free_reservoir_mb=h.free_reservoir_mb,
                      lendable_mb=h.lendable_mb,

@@ -78,7 +78,7 @@ def host_usages(context):
             inst.current_mb, inst.reclaimed_mb).filter(
             inst.status != 'gone').all()
         # Joins this transaction: enginefacade nests on one context.
-        granted = grants.granted_mb_by_consumer(context)
+        granted = grants.remote_mb_by_consumer(context)
         held = {host: int(total or 0) for host, total in session.query(
             models.Slab.donor_host, sa.func.sum(models.Slab.size_mb))
             .filter(models.Slab.status.in_(grants.SLAB_HOLDING))

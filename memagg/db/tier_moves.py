@@ -84,30 +84,47 @@ def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
                           reported_since, select):
     """Give the reclaimed slabs ``indexes`` of active grant ``grant_uuid``,
     consumed by ``consumer_host``, donors: with the rows of the hosts that
-    may lend locked (memagg.db.grants.donors_available),
-    ``select(n_slabs, donors)`` returns ``[(host, n)]`` and the slabs, in
-    index order, go promoting on those hosts. Returns ``{donor host:
-    [index, ...]}`` (empty when no donor has room). NotFound, or Conflict
-    when the grant is not active on that consumer."""
+    may lend locked (memagg.db.grants.donors_available), the slabs, in
+    index order, go promoting on hosts with room. A donor that still lends
+    some of the grant's slabs takes back only those it lent before (it
+    lends them again at their place in the grant's region; memagg-swapd
+    gives a grant one region per donor); ``select(n_slabs, donors)``
+    (``[(host, n)]``) places the others on donors that lend the grant
+    nothing. Returns ``{donor host: [index, ...]}`` (empty when no donor
+    has room). NotFound, or Conflict when the grant is not active on that
+    consumer."""
     with facade.writer().using(context) as session:
         grant = _active_grant(session, grant_uuid, consumer_host)
         asked = set(indexes)
-        wanted = sorted(s.index for s in grant.slabs
+        wanted = sorted((s.index, s.donor_host) for s in grant.slabs
                         if s.index in asked and s.status == 'reclaimed')
+        lending = {s.donor_host for s in grant.slabs
+                   if s.status in db_grants.SLAB_HOLDING}
         donors = db_grants.donors_available(session, consumer_host,
                                             reported_since, ())
-        assignments = select(len(wanted), donors) if (wanted and
-                                                      donors) else []
-        chosen = iter(wanted)
+        room = dict(donors)
+        placed = []
+        for index, host in wanted:
+            if host in lending and room.get(host, 0) >= _size(grant, index):
+                room[host] -= _size(grant, index)
+                placed.append((index, host))
+        left = [index for index, host in wanted if host not in lending]
+        fresh = [(host, mb) for host, mb in donors if host not in lending]
+        chosen = iter(left)
+        for host, count in (select(len(left), fresh) if left and fresh
+                            else []):
+            placed += [(next(chosen), host) for _ in range(count)]
         taken = {}
-        for host, count in assignments:
-            for _ in range(count):
-                index = next(chosen)
-                if _take(session, grant, [index], 'reclaimed', {
-                        'status': 'promoting', 'donor_host': host,
-                        'endpoint': None, 'remote_addr': None, 'rkey': 0}):
-                    taken.setdefault(host, []).append(index)
+        for index, host in sorted(placed):
+            if _take(session, grant, [index], 'reclaimed', {
+                    'status': 'promoting', 'donor_host': host,
+                    'endpoint': None, 'remote_addr': None, 'rkey': 0}):
+                taken.setdefault(host, []).append(index)
         return taken
+
+
+def _size(grant, index):
+    return next(s.size_mb for s in grant.slabs if s.index == index)
 
 
 @facade.retry_on_race

@@ -111,7 +111,7 @@ def collect(context, group=None, memory_basis=WSS, now=None):
     now = now or timeutils.utcnow()
     since = now - datetime.timedelta(seconds=CONF.service_down_time)
     rows = db_hosts.hosts_for_round(context, since)
-    granted = db_grants.granted_mb_by_consumer(context)
+    granted = db_grants.remote_mb_by_consumer(context)
     skipped = {}
     hosts = []
     for row in rows:

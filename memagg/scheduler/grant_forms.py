@@ -19,6 +19,7 @@ grants following their VM (grant_moves) and slabs moving between the
 tiers (tier_moves).
 """
 from memagg.common import exceptions
+from memagg.db import grants as db_grants
 from memagg.db import migrations as db_migrations
 
 
@@ -47,11 +48,12 @@ def check_size(size_mb):
 
 
 def by_donor(slabs):
-    """``{donor: [index, ...]}`` of ``slabs`` (rows), donors in the order
-    of their first slab."""
+    """``{donor: [index, ...]}`` of those of ``slabs`` (rows) that hold a
+    donor's memory, donors in the order of their first slab."""
     result = {}
     for slab in slabs:
-        result.setdefault(slab.donor_host, []).append(slab.index)
+        if slab.status in db_grants.SLAB_HOLDING:
+            result.setdefault(slab.donor_host, []).append(slab.index)
     return result
 
 

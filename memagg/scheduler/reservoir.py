@@ -25,14 +25,19 @@ Allocation (:meth:`Reservoir.allocate`):
    other than the consumer that reported within [DEFAULT]
    service_down_time; its available memory is the lendable memory it
    reported less the slabs it holds. The [reservoir] donor_selection
-   plug-in splits the slabs over the donors. The grant is stored pending.
+   plug-in splits the slabs over the donors. What the donors have no room
+   for goes to the local tier with [reservoir] local_tier (L2: the
+   consumer's local copy only, slabs reclaimed, until a promotion gives
+   them a donor, memagg.scheduler.tier_moves); without it the grant is
+   cut to what they hold. The grant is stored pending.
 3. Each donor prepares its slabs (compute RPC ``prepare_slabs``, within
    [reservoir] prepare_timeout). A donor that fails, or prepares fewer
    slabs than asked (out of memory), is not asked again: the slabs it did
-   not prepare go to other donors while any is left, and what stays
-   unprepared makes the grant partial, with the reason.
+   not prepare go to other donors while any is left, then to the local
+   tier as in step 2; what stays unprepared without it makes the grant
+   partial, with the reason.
 4. The consumer attaches the grant (``attach_grant``): the grant and its
-   slabs become active.
+   slabs on donors become active.
 
 Whatever fails after donors prepared slabs frees them. A grant of nothing
 is deleted, and RemoteMemoryUnavailable says why; a grant the consumer
@@ -232,12 +237,18 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
                 count * slab_mb, cap_text))
         assignments = select(count, donors)
         placed = sum(n for _, n in assignments)
-        if placed == 0:
-            raise RemoteMemoryUnavailable(reason=self._no_donor(
-                instance.host, donors))
-        if placed < count:
-            reasons.append('the donors had room for %d of %d slabs (%s)' % (
-                placed, count, self._describe(donors)))
+        short = (self._no_donor(instance.host, donors) if placed == 0 else
+                 'the donors had room for %d of %d slabs (%s)' % (
+                     placed, count, self._describe(donors)))
+        if placed < count and self.group.local_tier:
+            assignments = list(assignments) + [(db_grants.LOCAL_TIER,
+                                                count - placed)]
+            reasons.append('%s: %d in the local tier (L2)' % (
+                short, count - placed))
+        elif placed == 0:
+            raise RemoteMemoryUnavailable(reason=short)
+        elif placed < count:
+            reasons.append(short)
         return assignments, '; '.join(reasons) or None
 
     def _describe(self, donors):
@@ -270,17 +281,24 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
                 unmet += [i for i in indexes if i not in got]
             pending = {}
             if unmet:
-                moved = db_grants.grant_move_slabs(
+                grant = db_grants.grant_move_slabs(
                     ctxt, grant.uuid, unmet, self._reported_since(), tried,
-                    select)
+                    select, local_tier=self.group.local_tier)
                 pending = grant_forms.by_donor(
-                    s for s in moved.slabs if s.index in unmet)
-        kept = self._keep_contiguous(ctxt, grant.uuid, prepared, notes)
-        if not kept:
+                    s for s in grant.slabs if s.index in unmet)
+                local = [s.index for s in grant.slabs
+                         if s.index in unmet and s.status == 'reclaimed']
+                if local:
+                    notes.append('%d slabs in the local tier (L2)'
+                                 % len(local))
+        local = {s.index for s in grant.slabs if s.status == 'reclaimed'}
+        kept = self._keep_contiguous(ctxt, grant.uuid, prepared, local,
+                                     notes)
+        if not kept and not local:
             reason = '; '.join(notes) or 'no donor prepared a slab'
             self._abandon(ctxt, grant.uuid, prepared, reason, keep_failed)
             raise RemoteMemoryUnavailable(reason=reason)
-        partial = len(kept) < wanted
+        partial = len(kept) + len(local) < wanted
         return db_grants.grant_prepared(ctxt, grant.uuid, kept, partial,
                                         '; '.join(notes) or None)
 
@@ -305,13 +323,14 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
                 host, len(got), len(indexes)))
         return got
 
-    def _keep_contiguous(self, ctxt, grant_uuid, prepared, notes):
-        """The prepared slabs 0..k-1 (a grant maps offsets to slabs by
-        division, so it has no holes); prepared slabs past a hole are
-        freed. Returns {index: (endpoint, remote_addr, rkey)}."""
+    def _keep_contiguous(self, ctxt, grant_uuid, prepared, local, notes):
+        """The prepared slabs of 0..k-1, slabs 0..k-1 prepared or in the
+        local tier (``local``: a grant maps offsets to slabs by division,
+        so it has no holes); prepared slabs past a hole are freed.
+        Returns {index: (endpoint, remote_addr, rkey)}."""
         every = {i: v for slabs in prepared.values() for i, v in slabs.items()}
         count = 0
-        while count in every:
+        while count in every or count in local:
             count += 1
         for host, slabs in prepared.items():
             beyond = sorted(i for i in slabs if i >= count)
@@ -321,7 +340,7 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
                 self._free(ctxt, host, grant_uuid, beyond)
                 for index in beyond:
                     del slabs[index]
-        return {i: every[i] for i in range(count)}
+        return {i: every[i] for i in range(count) if i in every}
 
     def _abandon(self, ctxt, grant_uuid, prepared, reason, keep_failed):
         """Free what donors prepared; fail the grant with ``reason`` when
@@ -356,10 +375,13 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
             raise RemoteMemoryUnavailable(reason=reason)
         grant = db_grants.grant_set_status(ctxt, grant.uuid, 'active',
                                            'active', expected=('pending',))
+        local = sum(1 for s in grant.slabs if s.status == 'reclaimed')
         LOG.info('Grant %s: %d MiB on %s for instance %s on %s%s',
                  grant.uuid, grant.granted_mb,
-                 ', '.join('%s (%d slabs)' % (h, len(i)) for h, i in
-                           grant_forms.by_donor(grant.slabs).items()),
+                 ', '.join(['%s (%d slabs)' % (h, len(i)) for h, i in
+                            grant_forms.by_donor(grant.slabs).items()] +
+                           (['the local tier (%d slabs)' % local]
+                            if local else [])),
                  grant.instance_uuid, grant.consumer_host,
                  ' (partial: %s)' % grant.reason if grant.partial else '')
         return grant_forms.grant_dict(grant)

@@ -50,6 +50,7 @@ pytestmark = [pytest.mark.functional, pytest.mark.slow]
 V13 = {'OpenStack-API-Version': 'memory-aggregation 1.3'}
 V19 = {'OpenStack-API-Version': 'memory-aggregation 1.9'}
 V110 = {'OpenStack-API-Version': 'memory-aggregation 1.10'}
+V113 = {'OpenStack-API-Version': 'memory-aggregation 1.13'}
 VM_1, VM_2, VM_3 = ('%08d-0000-4000-8000-000000000000' % n
                     for n in range(1, 4))
 GRANT_KEYS = {'uuid', 'instance_uuid', 'consumer_host', 'requested_mb',
@@ -237,6 +238,8 @@ def _stored_slabs(ctxt, grant_uuid):
         ctxt, grant_uuid).slabs if s.status == 'active'}
 
 
+# Without the local tier: what the donors cannot hold is cut.
+@pytest.mark.parametrize('hosts', [dict(local_tier=False)], indirect=True)
 def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
     url, stand_ins, _start, _silence = hosts
 
@@ -299,6 +302,59 @@ def test_grants_partial_grants_reclaim_and_release(hosts, admin_context):
                            json={'instance_uuid': VM_3, 'size_mb': 64})
     assert capped.status_code == 409
     assert 'max_remote_ratio' in capped.json()['errors'][0]['detail']
+
+
+def test_what_the_donors_cannot_hold_is_granted_in_the_local_tier(
+        hosts, admin_context):
+    url, stand_ins, _start, _silence = hosts
+
+    # 2048 MiB asked; the donors have 20 slabs: 12 in the local tier.
+    made = requests.post(url + '/v1/grants', headers=V13, timeout=60,
+                         json={'instance_uuid': VM_2, 'size_mb': 2048})
+    assert made.status_code == 201, made.text
+    grant = requests.get('%s/v1/grants/%s' % (url, made.json()['grant'][
+        'uuid']), headers=V113, timeout=10).json()['grant']
+    assert (grant['status'], grant['partial'], grant['granted_mb'],
+            grant['l1_mb'], grant['l2_mb']) == (
+        'active', False, 1280, 1280, 768), grant
+    assert grant['reason'] == (
+        'the donors had room for 20 of 32 slabs (don-a: 1024 MiB available, '
+        'don-b: 256 MiB available): 12 in the local tier (L2)')
+    assert [(s['index'], s['tier'], s['donor_host'])
+            for s in grant['slabs'] if s['tier'] == 'l2'] == [
+        (i, 'l2', 'con') for i in range(20, 32)]
+    # The consumer attached all 32; the donors hold the 20 on them only.
+    attached = stand_ins['con'].attached[grant['uuid']]
+    assert sorted(s['index'] for s in attached['slabs']
+                  if s['status'] == 'reclaimed') == list(range(20, 32))
+    assert _held(stand_ins) == _stored_slabs(admin_context, grant['uuid'])
+    assert len(_held(stand_ins)) == 20
+
+    # No donor room left: the next grant is all in the local tier.
+    second = requests.post(url + '/v1/grants', headers=V13, timeout=60,
+                           json={'instance_uuid': VM_1, 'size_mb': 128})
+    assert second.status_code == 201, second.text
+    local = requests.get('%s/v1/grants/%s' % (url, second.json()['grant'][
+        'uuid']), headers=V113, timeout=10).json()['grant']
+    assert (local['l1_mb'], local['l2_mb'], local['partial']) == (
+        0, 128, False)
+    summary = requests.get(url + '/v1/reservoir', headers=V113,
+                           timeout=10).json()['reservoir']
+    con = [h for h in summary['hosts'] if h['host'] == 'con'][0]
+    assert (con['borrowed_mb'], con['local_tier_mb']) == (1280, 768 + 128)
+
+    # The VM's cap counts both tiers: 2048 MiB held, not a slab more.
+    refused = requests.post(url + '/v1/grants', headers=V13, timeout=60,
+                            json={'instance_uuid': VM_2, 'size_mb': 64})
+    assert refused.status_code == 409
+    assert 'holds 2048 MiB' in refused.json()['errors'][0]['detail']
+
+    for made in (grant, local):
+        gone = requests.delete('%s/v1/grants/%s' % (url, made['uuid']),
+                               headers=V113, timeout=60)
+        assert gone.status_code == 202, gone.text
+    polling.wait_for(lambda: _held(stand_ins) == set(), 30, interval=0.2,
+                     message='every donor slab freed')
 
 
 def test_a_killed_scheduler_cleans_up_its_pending_grant(hosts,
@@ -397,8 +453,10 @@ def test_concurrent_grant_requests_lend_each_slab_once(hosts,
         a.text for a in answers]
     made = [a.json()['grant'] for a in answers if a.status_code == 202]
     assert made and all(g['status'] == 'pending' for g in made)
-    # VM_1's cap: 0.5 x 4096 MiB; the donors lend 20 slabs of 64 MiB.
-    assert sum(g['granted_mb'] for g in made) <= min(2048, 20 * 64)
+    # VM_1's cap: 0.5 x 4096 MiB, on the donors (20 slabs of 64 MiB) and
+    # in the local tier.
+    assert sum(g['granted_mb'] for g in made) <= 20 * 64
+    assert sum(len(g['slabs']) for g in made) * 64 <= 2048
     refused = [a.json()['errors'][0]['detail'] for a in answers
                if a.status_code == 409]
     assert all('No remote memory can be granted' in r for r in refused)
@@ -414,7 +472,8 @@ def test_concurrent_grant_requests_lend_each_slab_once(hosts,
     for grant in grants:
         stored |= _stored_slabs(admin_context, grant.uuid)
     assert _held(stand_ins) == stored
-    assert len(stored) == sum(len(g.slabs) for g in grants)
+    assert len(stored) == sum(1 for g in grants for s in g.slabs
+                              if s.status == 'active')
     assert [len(_calls(stand_ins['con'], 'attach_grant', g.uuid))
             for g in grants] == [1] * len(grants)
 

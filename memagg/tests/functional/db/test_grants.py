@@ -56,10 +56,19 @@ def test_reservoir_summary_counts_active_slabs_of_active_grants(
         borrowed_mb=768, local_tier_mb=256)
 
 
-def test_granted_memory_counts_active_grants_per_consumer(db):
-    rows.insert(models.Grant,
-                dict(consumer_host='h1', granted_mb=256),
-                dict(consumer_host='h1', granted_mb=512),
-                dict(consumer_host='h1', granted_mb=1024, status='released'))
+def test_remote_memory_counts_active_grants_slabs_on_donors(db):
+    g1, g2, g3 = rows.insert(
+        models.Grant, dict(consumer_host='h1', granted_mb=256),
+        dict(consumer_host='h1', granted_mb=768),
+        dict(consumer_host='h1', granted_mb=1024, status='released'))
+    rows.insert(models.Slab,
+                dict(grant_id=g1, index=0, donor_host='h2', size_mb=256),
+                dict(grant_id=g2, index=0, donor_host='h2', size_mb=256,
+                     status='reclaiming'),
+                dict(grant_id=g2, index=1, donor_host='h3', size_mb=256),
+                # In h1's local tier (L2): not remote memory.
+                dict(grant_id=g2, index=2, donor_host='h1', size_mb=256,
+                     status='reclaimed'),
+                dict(grant_id=g3, index=0, donor_host='h2', size_mb=1024))
 
-    assert db_grants.granted_mb_by_consumer(db) == {'h1': 768}
+    assert db_grants.remote_mb_by_consumer(db) == {'h1': 768}

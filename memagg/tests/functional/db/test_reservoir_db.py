@@ -80,6 +80,8 @@ def test_two_allocations_at_once_do_not_overcommit_a_donor(conf, ctxt):
 
     granted = [r['granted_mb'] for r in results if isinstance(r, dict)]
     assert sorted(granted) == [128, 384]
+    # What a had no room for is in the local tier: both have 6 slabs.
+    assert [len(r['slabs']) for r in results] == [6, 6]
     lent = db_grants.reservoir_summary(ctxt)['hosts']
     assert [h['lent_mb'] for h in lent if h['host'] == 'a'] == [512]
     assert len(compute.holding('a')) == 8

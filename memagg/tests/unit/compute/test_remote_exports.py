@@ -219,6 +219,38 @@ def test_attach_grant_creates_the_export_and_hot_plugs_it(lmc, tmp_path):
     assert lmc.grants_by_instance()[VM].target_dev == 'vdb'
 
 
+def _local_tier(index):
+    return {'index': index, 'endpoint': None, 'remote_addr': None,
+            'rkey': None, 'size_mb': 64, 'status': 'reclaimed',
+            'donor_host': 'c'}
+
+
+def test_attach_grant_serves_local_tier_slabs_from_the_local_copy(lmc):
+    # Slab 2 in the local tier: the export covers it, unlisted (local).
+    grant = grant_dict()
+    grant['slabs'].append(_local_tier(2))
+    lmc.attach_grant(grant)
+    create = [c for c in lmc.client.calls if c[0] == 'export_create'][0]
+    assert create[3] == 192 * MIB
+    assert [s['index'] for s in create[6]] == [0, 1]
+    assert lmc.grants_by_instance()[VM].remote_mb == 128
+
+    # All of it in the local tier: an export with no donor.
+    lmc.drop_export(GRANT)
+    lmc.attach_grant(grant_dict(slabs=[_local_tier(0), _local_tier(1)]))
+    create = [c for c in lmc.client.calls if c[0] == 'export_create'][-1]
+    assert (create[3], create[6]) == (128 * MIB, [])
+
+
+def test_a_grant_with_local_tier_slabs_is_not_adopted(lmc):
+    grant = grant_dict()
+    grant['slabs'].append(_local_tier(2))
+    with pytest.raises(exceptions.InvalidParameter) as info:
+        lmc.adopt_grant(grant)
+    assert '1 of 3 are in the local tier' in str(info.value)
+    assert not [c for c in lmc.client.calls if c[0] == 'export_create']
+
+
 def test_attach_grant_asks_for_the_reconnect_delay(conf, lmc):
     assert conf.conf.swapd.reconnect_delay == 30    # the default
     conf.config(reconnect_delay=7, group='swapd')

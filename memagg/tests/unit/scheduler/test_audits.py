@@ -252,7 +252,13 @@ def test_collect_reads_histories_capacity_and_grants(rounds):
                   group='consolidation')
     _host('h1', 4, 8192, [0.1, 0.2, 0.3, 0.4], [(_vm(1), 4096, 2048, 1.5)],
           reserved_mb=1024)
-    rows.insert(models.Grant, dict(consumer_host='h1', granted_mb=2048))
+    (grant,) = rows.insert(models.Grant,
+                           dict(consumer_host='h1', granted_mb=2048))
+    # Its slab in h1's local tier is not remote memory.
+    rows.insert(models.Slab, dict(grant_id=grant, index=0, donor_host='h9',
+                                  size_mb=2048, status='active'),
+                dict(grant_id=grant, index=1, donor_host='h1', size_mb=512,
+                     status='reclaimed'))
     # A VM reported by a 1.0 compute node: no cpu samples.
     db_reports.report_ingest(_ctxt(), dict(name='h2', vcpus=2, memory_mb=4096,
                                            cpu_util=0.25),

@@ -93,6 +93,7 @@ def test_a_cap_of_zero_grants_nothing(conf, three_hosts, gmc, compute):
 
 def test_a_donor_out_of_memory_makes_a_partial_grant(three_hosts, conf,
                                                      compute):
+    conf.config(local_tier=False, group='reservoir')
     compute.behaviour['a'] = 3
     reservoir_cluster.host(three_hosts, 'b', 0)
 
@@ -106,6 +107,30 @@ def test_a_donor_out_of_memory_makes_a_partial_grant(three_hosts, conf,
     assert (stored.granted_mb, stored.partial) == (192, True)
     assert slabs == [(i, 'a', 'active') for i in range(3)]
     assert len(compute.holding('a')) == 3
+
+
+def test_what_no_donor_could_prepare_goes_to_the_local_tier(
+        three_hosts, gmc, compute):
+    compute.behaviour['a'] = 3
+    reservoir_cluster.host(three_hosts, 'b', 0)
+
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 512)
+
+    # granted_mb is what donors lend; not partial: all 8 slabs are there.
+    assert (grant['granted_mb'], grant['partial']) == (192, False)
+    assert grant['reason'] == ('a prepared 3 of 8 slabs (out of memory); 5 '
+                               'slabs in the local tier (L2)')
+    stored, slabs = reservoir_cluster.stored(three_hosts, grant['uuid'])
+    assert slabs == [(i, 'a', 'active') for i in range(3)] + [
+        (i, 'c', 'reclaimed') for i in range(3, 8)]
+    # The consumer attaches all eight: the local ones from its copy.
+    assert [(s['index'], s['status']) for s in compute.attached[
+        grant['uuid']]['slabs']] == [(i, 'pending') for i in range(3)] + [
+        (i, 'reclaimed') for i in range(3, 8)]
+    assert len(compute.holding('a')) == 3
+    # Nothing asked the consumer to prepare or free slabs as a donor.
+    assert not [c for c in compute.calls if c[1] == 'c'
+                and c[0] in ('prepare_slabs', 'free_slabs')]
 
 
 def test_what_a_donor_could_not_prepare_goes_to_another(three_hosts, gmc,
@@ -145,7 +170,8 @@ def test_a_malformed_reply_counts_as_a_failure(three_hosts, gmc, compute):
 
 
 def test_when_every_donor_fails_nothing_is_stored_or_held(three_hosts, gmc,
-                                                          compute):
+                                                          conf, compute):
+    conf.config(local_tier=False, group='reservoir')
     compute.behaviour.update(a=2, b='fail')
     # a prepares 2 of 8; b fails; nothing else: a partial grant...
     grant = gmc.allocate(three_hosts, VM_1, 'c', 512)
@@ -174,6 +200,7 @@ def test_slabs_past_a_hole_are_freed(three_hosts, conf, compute):
             return reply
     holey = Holey()
     reservoir_cluster.host(three_hosts, 'b', 0)
+    conf.config(local_tier=False, group='reservoir')
 
     grant = reservoir_fixtures.make_reservoir(conf, holey).allocate(
         three_hosts, VM_1, 'c', 192)
@@ -182,6 +209,17 @@ def test_slabs_past_a_hole_are_freed(three_hosts, conf, compute):
     assert grant['partial'] is True
     assert ('a', grant['uuid'], [2]) in holey.called('free_slabs')
     assert holey.holding() == {(grant['uuid'], 0)}
+
+    # With the local tier, the refused slab is there: no hole.
+    conf.config(local_tier=True, group='reservoir')
+    grant = reservoir_fixtures.make_reservoir(conf, holey).allocate(
+        three_hosts, VM_1, 'c', 192)
+
+    assert [(s['index'], s['donor_host'], s['status'])
+            for s in grant['slabs']] == [
+        (0, 'a', 'active'), (1, 'c', 'reclaimed'), (2, 'a', 'active')]
+    assert grant['partial'] is False
+    assert ('a', grant['uuid'], [2]) not in holey.called('free_slabs')
 
 
 def test_an_attach_failure_frees_the_slabs_and_fails_the_grant(
@@ -199,7 +237,8 @@ def test_an_attach_failure_frees_the_slabs_and_fails_the_grant(
     assert compute.holding() == set()
 
 
-def test_no_donor_at_all(ctxt, gmc, compute):
+def test_no_donor_at_all(ctxt, gmc, conf, compute):
+    conf.config(local_tier=False, group='reservoir')
     reservoir_cluster.host(ctxt, 'c', 4096, [(VM_1, 4096)])
     reservoir_cluster.host(ctxt, 'old', 4096, age_s=3600)
 
@@ -211,14 +250,41 @@ def test_no_donor_at_all(ctxt, gmc, compute):
     assert compute.calls == []
 
 
-def test_what_donors_lend_is_not_lent_twice(three_hosts, gmc):
-    gmc.allocate(three_hosts, VM_1, 'c', 1536)
+def test_no_donor_at_all_grants_the_local_tier(ctxt, gmc, compute):
+    reservoir_cluster.host(ctxt, 'c', 4096, [(VM_1, 4096)])
+
+    grant = gmc.allocate(ctxt, VM_1, 'c', 128)
+
+    assert (grant['granted_mb'], grant['partial']) == (0, False)
+    assert grant['reason'] == (
+        'no compute host other than c reported lendable memory in the last '
+        '60 s ([DEFAULT] service_down_time): 2 in the local tier (L2)')
+    assert [(s['index'], s['donor_host'], s['status'])
+            for s in grant['slabs']] == [(0, 'c', 'reclaimed'),
+                                         (1, 'c', 'reclaimed')]
+    assert [c[0] for c in compute.calls] == ['attach_grant']
+    # What the local tier holds counts against the VM's cap.
+    grant = gmc.allocate(ctxt, VM_1, 'c', 4096)
+    assert (len(grant['slabs']), grant['partial']) == (30, True)
+    assert 'holds 128 MiB' in grant['reason']
+
+
+def test_what_donors_lend_is_not_lent_twice(three_hosts, gmc, conf,
+                                            compute):
+    conf.config(local_tier=False, group='reservoir')
+    first = gmc.allocate(three_hosts, VM_1, 'c', 1536)
 
     with pytest.raises(rpcapi.RemoteMemoryUnavailable) as error:
         gmc.allocate(three_hosts, VM_2, 'c', 64)
 
     assert 'no donor has room for a slab of 64 MiB (a: 0 MiB available, ' \
         'b: 0 MiB available)' in error.value.message
+
+    # With the local tier, the next grant is all L2: no donor lends more.
+    conf.config(local_tier=True, group='reservoir')
+    grant = gmc.allocate(three_hosts, VM_2, 'c', 128)
+    assert {s['status'] for s in grant['slabs']} == {'reclaimed'}
+    assert compute.holding() == {(first['uuid'], i) for i in range(24)}
 
 
 def test_unknown_or_gone_instances_and_bad_sizes(three_hosts, gmc):

@@ -76,6 +76,36 @@ def test_promotion_gives_a_demoted_slab_a_donor_again(three_hosts, gmc,
     assert compute.holding() == {(grant['uuid'], i) for i in range(4)}
 
 
+def test_a_slab_born_in_the_local_tier_goes_to_a_donor_new_to_the_grant(
+        three_hosts, gmc, compute):
+    # a has room for 2 of the 4 slabs, b none: 2 in the local tier.
+    reservoir_cluster.host(three_hosts, 'a', 128)
+    reservoir_cluster.host(three_hosts, 'b', 0)
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 256)
+    assert _slabs(three_hosts, grant['uuid']) == [
+        (0, 'a', 'active'), (1, 'a', 'active'), (2, 'c', 'reclaimed'),
+        (3, 'c', 'reclaimed')]
+    # a has room again, but lends the grant a region already: a donor
+    # lends a grant's new slabs only when it lends it nothing.
+    reservoir_cluster.host(three_hosts, 'a', 1024)
+    compute.calls.clear()
+    assert gmc.move_slabs(three_hosts, grant['uuid'], 'c',
+                          promote=[2, 3]) == {'demoted': [], 'promoted': []}
+    assert compute.calls == []
+
+    reservoir_cluster.host(three_hosts, 'b', 512)
+    moved = gmc.move_slabs(three_hosts, grant['uuid'], 'c', promote=[3, 2])
+
+    assert moved == {'demoted': [], 'promoted': [2, 3]}
+    assert compute.called('prepare_slabs') == [
+        ('b', grant['uuid'], 64, [2, 3])]
+    assert _slabs(three_hosts, grant['uuid']) == [
+        (0, 'a', 'active'), (1, 'a', 'active'), (2, 'b', 'active'),
+        (3, 'b', 'active')]
+    stored, _ = reservoir_cluster.stored(three_hosts, grant['uuid'])
+    assert stored.granted_mb == 256
+
+
 def test_demote_and_promote_in_one_move(three_hosts, gmc, compute, grant):
     gmc.move_slabs(three_hosts, grant['uuid'], 'c', demote=[2])
 

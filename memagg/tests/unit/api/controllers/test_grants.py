@@ -281,7 +281,9 @@ def test_from_1_10_a_failed_set_up_is_kept_failed_with_the_reason(
 
 
 def test_from_1_10_donors_that_prepare_nothing_fail_the_grant(
-        api, scheduler):
+        api, conf, scheduler):
+    # Without the local tier, which would take the slabs.
+    conf.config(local_tier=False, group='reservoir')
     scheduler.behaviour['host-2'] = 'fail'
 
     made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,

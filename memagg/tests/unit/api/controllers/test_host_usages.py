@@ -89,11 +89,18 @@ def _seed_sums():
                                        lendable_mb=7000, state='standby'),
                              [], [])
     rows.insert(models.Host, dict(name='host-6', memory_mb=4096))
-    rows.insert(models.Grant, dict(consumer_host='host-3', granted_mb=128,
-                                   status='pending'),
-                dict(consumer_host='host-3', granted_mb=64,
-                     status='released'),
-                dict(consumer_host='host-3', granted_mb=32))
+    _, _, active = rows.insert(
+        models.Grant, dict(consumer_host='host-3', granted_mb=128,
+                           status='pending'),
+        dict(consumer_host='host-3', granted_mb=64, status='released'),
+        dict(consumer_host='host-3', granted_mb=96))
+    # On a donor (stale host-4, which lends nothing now), and one slab in
+    # host-3's local tier: not remote memory.
+    rows.insert(models.Slab, dict(grant_id=active, index=0,
+                                  donor_host='host-4', size_mb=32,
+                                  status='active'),
+                dict(grant_id=active, index=1, donor_host='host-3',
+                     size_mb=64, status='reclaimed'))
     (grant_id,) = rows.insert(models.Grant, dict(consumer_host='host-1',
                                                  granted_mb=0))
     rows.insert(models.Slab, dict(grant_id=grant_id, donor_host='host-3',
