@@ -14,11 +14,12 @@
 when the donors are short ([reservoir] local_tier): memagg-compute creates
 its export with only the slabs on donors listed (attach_grant), and real
 memagg-swapd processes serve it. Writes and reads across every slab come
-back whole; the local slabs' pages stay in the local copy (the L2 ledger)
-and never reach the donor; a local slab promoted later onto a slab a
-second donor lends then (one that lends the grant nothing yet: a donor
-lends a grant one region, which takes no new slabs) is read from there,
-with the same data.
+back whole; the local slabs' pages stay in the local copy and never reach
+the donor, each tier's ledger (EXPORT_STATS' l1_* and l2_*) counting
+exactly the pages of the slabs it holds; a local slab promoted later onto
+a slab a second donor lends then (one that lends the grant nothing yet: a
+donor lends a grant one region, which takes no new slabs) is read from
+there, with the same data.
 
 qemu-io is the NBD client; the three memagg-swapd processes stand for the
 donor hosts and the consumer host.
@@ -39,9 +40,10 @@ GRANT = '6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d'
 KEY = '5c' * 32
 # Slabs 0 and 1 on the donor, 2 and 3 in the local tier.
 ON_DONOR, LOCAL = [0, 1], [2, 3]
-PAGES = 64 * 1024 // 4096     # of each write
-WRITES = [(0x11 + slab, slab * SLAB + MIB, 64 * 1024)
-          for slab in ON_DONOR + LOCAL]
+PAGES = SLAB // 4096
+# A sequential write of the whole disk, a byte of its own per slab: each
+# tier's ledger then holds exactly its slabs' pages.
+WRITES = [(0x11 + slab, slab * SLAB, SLAB) for slab in ON_DONOR + LOCAL]
 
 
 def _on_donors(client):
@@ -54,7 +56,7 @@ def _reads():
     return ['read -P 0x%02x %d %d' % w for w in WRITES]
 
 
-def test_a_grant_born_in_the_local_tier_is_served_and_promoted(tmp_path):
+def test_a_grant_born_in_the_local_tier_is_served_and_promoted():
     test_swapd_nbd._require('qemu-io')
     with two_hosts.donor_and_consumer('memagg-l2-', 16) as (donor, consumer):
         lent = donor.client().grant_alloc(GRANT, KEY, SLAB, ON_DONOR)
