@@ -465,25 +465,22 @@ def _grant_fields(grant):
             field='grant.slab_size_mb', reason='must be a positive integer')
     slabs, count = [], 0
     for n, slab in enumerate(grant['slabs'] or ()):
-        if slab.get('status') not in _GONE_SLABS:
-            try:
-                count = max(count, int(slab['index']) + 1)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise exceptions.InvalidParameter(
-                    field='grant.slabs[%d]' % n,
-                    reason='needs an index (%s)' % exc)
-        if slab.get('status') in _ENDED_SLABS:
+        if slab.get('status') in _GONE_SLABS:
             continue
+        on_donor = slab.get('status') not in _ENDED_SLABS
         try:
-            slabs.append({'index': int(slab['index']),
-                          'endpoint': str(slab['endpoint']),
-                          'remote_addr': int(slab['remote_addr']),
-                          'rkey': int(slab['rkey'])})
+            index = int(slab['index'])
+            if on_donor:
+                slabs.append({'index': index,
+                              'endpoint': str(slab['endpoint']),
+                              'remote_addr': int(slab['remote_addr']),
+                              'rkey': int(slab['rkey'])})
         except (KeyError, TypeError, ValueError) as exc:
             raise exceptions.InvalidParameter(
-                field='grant.slabs[%d]' % n,
-                reason='needs index, endpoint, remote_addr and rkey (%s)'
-                % exc)
+                field='grant.slabs[%d]' % n, reason='needs %s (%s)' % (
+                    'index, endpoint, remote_addr and rkey' if on_donor
+                    else 'an index', exc))
+        count = max(count, index + 1)
     if not count:
         raise exceptions.InvalidParameter(
             field='grant.slabs', reason='no slab held on a donor or in the '

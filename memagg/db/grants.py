@@ -123,15 +123,13 @@ def grant_reserve(context, values, reported_since, plan):
         donors = donors_available(session, values['consumer_host'],
                                   reported_since, ())
         assignments, reason = plan(instance, held, donors)
-        count = sum(n for _, n in assignments)
-        lent = sum(n for host, n in assignments if host is not LOCAL_TIER)
-        grant = models.Grant(**dict(values, status='pending',
-                                    granted_mb=lent * values['slab_size_mb'],
-                                    reason=reason))
+        grant = models.Grant(**dict(values, status='pending', reason=reason))
         grant.secret = secret  # stored wrapped (memagg.db.secret_box)
-        grant.slabs = _slab_rows(assignments, range(count),
+        grant.slabs = _slab_rows(assignments,
+                                 range(sum(n for _, n in assignments)),
                                  values['slab_size_mb'],
                                  values['consumer_host'])
+        grant.granted_mb = _lent_mb(grant)
         session.add(grant)
         session.flush()
     grant_notifications.grant_changed(context, grant, None)

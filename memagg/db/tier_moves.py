@@ -96,7 +96,8 @@ def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
     with facade.writer().using(context) as session:
         grant = _active_grant(session, grant_uuid, consumer_host)
         asked = set(indexes)
-        wanted = sorted((s.index, s.donor_host) for s in grant.slabs
+        wanted = sorted((s.index, s.donor_host, s.size_mb)
+                        for s in grant.slabs
                         if s.index in asked and s.status == 'reclaimed')
         lending = {s.donor_host for s in grant.slabs
                    if s.status in db_grants.SLAB_HOLDING}
@@ -104,11 +105,11 @@ def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
                                             reported_since, ())
         room = dict(donors)
         placed = []
-        for index, host in wanted:
-            if host in lending and room.get(host, 0) >= _size(grant, index):
-                room[host] -= _size(grant, index)
+        for index, host, size_mb in wanted:
+            if host in lending and room.get(host, 0) >= size_mb:
+                room[host] -= size_mb
                 placed.append((index, host))
-        left = [index for index, host in wanted if host not in lending]
+        left = [index for index, host, _ in wanted if host not in lending]
         fresh = [(host, mb) for host, mb in donors if host not in lending]
         chosen = iter(left)
         for host, count in (select(len(left), fresh) if left and fresh
@@ -121,10 +122,6 @@ def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
                     'endpoint': None, 'remote_addr': None, 'rkey': 0}):
                 taken.setdefault(host, []).append(index)
         return taken
-
-
-def _size(grant, index):
-    return next(s.size_mb for s in grant.slabs if s.index == index)
 
 
 @facade.retry_on_race

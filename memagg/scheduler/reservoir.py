@@ -237,17 +237,16 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
                 count * slab_mb, cap_text))
         assignments = select(count, donors)
         placed = sum(n for _, n in assignments)
-        short = (self._no_donor(instance.host, donors) if placed == 0 else
-                 'the donors had room for %d of %d slabs (%s)' % (
-                     placed, count, self._describe(donors)))
-        if placed < count and self.group.local_tier:
-            assignments = list(assignments) + [(db_grants.LOCAL_TIER,
-                                                count - placed)]
-            reasons.append('%s: %d in the local tier (L2)' % (
-                short, count - placed))
-        elif placed == 0:
-            raise RemoteMemoryUnavailable(reason=short)
-        elif placed < count:
+        if placed < count:
+            short = (self._no_donor(instance.host, donors) if placed == 0
+                     else 'the donors had room for %d of %d slabs (%s)' % (
+                         placed, count, self._describe(donors)))
+            if self.group.local_tier:
+                assignments = list(assignments) + [(db_grants.LOCAL_TIER,
+                                                    count - placed)]
+                short += ': %d in the local tier (L2)' % (count - placed)
+            elif placed == 0:
+                raise RemoteMemoryUnavailable(reason=short)
             reasons.append(short)
         return assignments, '; '.join(reasons) or None
 
@@ -286,11 +285,10 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
                     select, local_tier=self.group.local_tier)
                 pending = grant_forms.by_donor(
                     s for s in grant.slabs if s.index in unmet)
-                local = [s.index for s in grant.slabs
-                         if s.index in unmet and s.status == 'reclaimed']
-                if local:
-                    notes.append('%d slabs in the local tier (L2)'
-                                 % len(local))
+                to_local = sum(1 for s in grant.slabs
+                               if s.index in unmet and s.status == 'reclaimed')
+                if to_local:
+                    notes.append('%d slabs in the local tier (L2)' % to_local)
         local = {s.index for s in grant.slabs if s.status == 'reclaimed'}
         kept = self._keep_contiguous(ctxt, grant.uuid, prepared, local,
                                      notes)
