@@ -182,7 +182,9 @@ class Collector:
             lendable_mb=(self.remote.lendable_mb
                          if self.remote is not None else 0),
             instances=instances, samples=wss_samples,
-            mem_used_mb=sum(report_obj.resident_mb(i) for i in instances))
+            mem_used_mb=sum(report_obj.resident_mb(i) for i in instances),
+            ledgers=(self.remote.ledgers()
+                     if self.remote is not None else []))
 
     def _host_util(self, info):
         if info.cpu_busy_ns is None:

@@ -69,6 +69,7 @@ from memagg.drivers.remote_budget import base as budget_base
 from memagg.drivers.wss import base as wss_base
 from memagg.drivers.wss import ghost as ghost_mod
 from memagg.drivers.wss import swap_ghost
+from memagg.objects import report as report_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -245,6 +246,33 @@ class RemoteMemory(remote_exports.ExportsMixin):
                        else ghost_mod.SWAP_IN, page)
                       for kind, page in events])
         self.tiers.feed(grant, events)
+
+    def ledgers(self):
+        """The ledger of each grant this host's memagg-swapd exports, per
+        tier (EXPORT_STATS' l1_* and l2_*), for the report: a list of
+        GrantLedger; empty while memagg-swapd does not answer. A grant
+        whose export is gone has none."""
+        if not self.enabled or not self._recovered:
+            return []
+        with self._lock:
+            uuids = sorted(self._grants)
+        ledgers = []
+        try:
+            for uuid in uuids:
+                try:
+                    stats = self.client.export_stats(uuid)
+                except swapd.SwapdError as exc:
+                    LOG.debug('No ledger of grant %s this period: %s',
+                              uuid, exc)
+                    continue
+                ledgers.append(report_obj.GrantLedger(
+                    grant_uuid=uuid,
+                    **{name: stats.get(name, 0)
+                       for name in report_obj.LEDGER_COUNTS}))
+        except swapd.SwapdUnavailable as exc:
+            self._down(exc)
+            return []
+        return ledgers
 
     def plan_period(self, period, domains):
         """Decide this period's Plan (kept for act()); return the lendable

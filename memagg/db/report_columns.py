@@ -21,7 +21,10 @@ about 1 ms to rebuild; this form is plain JSON with a list per field::
      "reported_at": "2026-11-27T20:00:00.000000",
      "host_sample": {"cpu_util": ..., "mem_used_mb": ...},
      "instances": {"uuid": [...], "name": [...], ...},
-     "samples": {"instance_uuid": [...], "sampled_at": [...], ...}}
+     "samples": {"instance_uuid": [...], "sampled_at": [...], ...},
+     "ledgers": {"grant_uuid": [...], "l1_puts": [...], ...}}
+
+Format 1.1 added ``ledgers``: the grants' ledgers (grant_ledgers rows).
 
 ``format`` is MAJOR.MINOR: a minor version only adds columns, which a
 reader of an older minor leaves out; a reader refuses another major.
@@ -35,7 +38,7 @@ from memagg.db import facade
 from memagg.db.sqlalchemy import models
 from memagg.objects import report as report_obj
 
-FORMAT_VERSION = '1.0'
+FORMAT_VERSION = '1.1'
 _MAJOR, _MINOR = (int(part) for part in FORMAT_VERSION.split('.'))
 
 
@@ -79,6 +82,8 @@ def to_payload(report):
         'host_sample': report.host_sample(),
         'instances': _columns(report.instances, report_obj.InstanceReport),
         'samples': samples,
+        'ledgers': _columns(report.ledgers if report.obj_attr_is_set(
+            'ledgers') else [], report_obj.GrantLedger),
     }
 
 
@@ -169,5 +174,7 @@ def from_payload(payload):
         instances=_rows(payload.get('instances', {}), models.Instance,
                         'instances', newer),
         samples=samples,
+        ledgers=_rows(payload.get('ledgers', {}), models.GrantLedger,
+                      'ledgers', newer),
         reported_at=_moment(payload.get('reported_at'), 'reported_at'),
         host_sample=host_sample)

@@ -243,6 +243,44 @@ def _write_hosts(conn, reports, now):
     return {values['name'] for values in new + changed}
 
 
+def _write_ledgers(conn, reports, now):
+    """Store the grants' ledgers of ``reports`` (sorted oldest first):
+    each grant's newest, only from the host its grant names as consumer
+    (a migrated VM's source may still report the grant), and not over a
+    newer report's."""
+    newest = {}
+    for report in reports:
+        for values in report.get('ledgers') or ():
+            newest[values['grant_uuid']] = dict(
+                values, host=report['host']['name'],
+                reported_at=report['reported_at'])
+    if not newest:
+        return
+    grants = models.Grant.__table__
+    consumers = dict(conn.execute(sa.select(
+        grants.c.uuid, grants.c.consumer_host).where(
+        grants.c.uuid.in_(list(newest)))).all())
+    newest = {uuid: values for uuid, values in newest.items()
+              if consumers.get(uuid) == values['host']}
+    if not newest:
+        return
+    table = models.GrantLedger.__table__
+    stored = {row.grant_uuid: row._asdict() for row in conn.execute(
+        sa.select(table).where(table.c.grant_uuid.in_(list(newest))))}
+    new, changed = [], []
+    for uuid, values in newest.items():
+        old = stored.get(uuid)
+        if old is None:
+            new.append(values)
+        elif (_second(old['reported_at']) <= _second(values['reported_at'])
+              and any(old[c] != v for c, v in values.items())):
+            changed.append(dict(old, **values, updated_at=now))
+    if new:
+        _insert(conn, table, new, now)
+    if changed:
+        _update_by_id(conn, table, changed, now)
+
+
 def _second(moment):
     # MariaDB's DATETIME keeps whole seconds (it truncates the rest) and
     # reads back naive UTC: a stored sample and its redelivered copy
@@ -273,18 +311,19 @@ def _insert_new_samples(conn, table, key, rows, now):
 
 
 def report_ingest(context, host, instances, samples, reported_at=None,
-                  host_sample=None):
+                  host_sample=None, ledgers=None):
     """Store one compute node's report: report_ingest_batch of this one.
 
     ``host`` is a dict of Host columns (``name`` required); ``instances`` a
     list of dicts of Instance columns (``uuid`` required) now on that host;
     ``samples`` a list of dicts of WssSample columns; ``host_sample`` a dict
     of HostSample columns (``cpu_util``, ``mem_used_mb``; ``sampled_at``
-    defaults to ``reported_at``), or None.
+    defaults to ``reported_at``), or None; ``ledgers`` a list of dicts of
+    GrantLedger columns (``grant_uuid`` and the counts), or None.
     """
     report_ingest_batch(context, [dict(
         host=host, instances=instances, samples=samples,
-        reported_at=reported_at, host_sample=host_sample)])
+        reported_at=reported_at, host_sample=host_sample, ledgers=ledgers)])
 
 
 @facade.retry_on_race
@@ -292,18 +331,21 @@ def report_ingest_batch(context, reports):
     """Store compute nodes' reports in one transaction.
 
     Each of ``reports`` is a dict of report_ingest's arguments (``host``,
-    ``instances``, ``samples``, optional ``reported_at`` and
-    ``host_sample``). A host takes the state of its newest report in the
+    ``instances``, ``samples``, optional ``reported_at``, ``host_sample``
+    and ``ledgers``). A host takes the state of its newest report in the
     batch (instances it reported before but not then are marked ``gone``),
     unless the database holds a newer report of it; every report's samples
     are stored, but none already stored (same instance, or host, and
     sampled_at, to the second): storing a batch again stores nothing twice.
+    A grant's ledger is its newest report's, from its consumer host only.
 
-    Issues at most eleven statements whatever the number of reports,
-    instances and samples (up to _BATCH rows of each kind): the hosts'
-    read, insert and upsert, the instances' read, the insert of the new
-    ones, the upsert of the changed ones and the update of those gone, the
-    read and the insert of the samples, and of the host samples.
+    Issues at most fifteen statements whatever the number of reports,
+    instances, samples and ledgers (up to _BATCH rows of each kind): the
+    hosts' read, insert and upsert, the instances' read, the insert of the
+    new ones, the upsert of the changed ones and the update of those gone,
+    the read and the insert of the samples, and of the host samples, and,
+    for reports with ledgers, the read of their grants' consumers and the
+    ledgers' read, insert and upsert.
     """
     now = timeutils.utcnow()
     for report in reports:
@@ -316,6 +358,9 @@ def report_ingest_batch(context, reports):
         if report.get('host_sample') is not None:
             facade.check_columns(models.HostSample, report['host_sample'],
                                  'host_sample')
+        if report.get('ledgers'):
+            facade.check_columns(models.GrantLedger,
+                                 set().union(*report['ledgers']), 'ledgers')
     if not reports:
         return
     reports = sorted((dict(report, reported_at=report.get('reported_at')
@@ -339,3 +384,4 @@ def report_ingest_batch(context, reports):
                             'instance_uuid', samples, now)
         _insert_new_samples(conn, models.HostSample.__table__, 'host',
                             host_samples, now)
+        _write_ledgers(conn, reports, now)

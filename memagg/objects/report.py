@@ -146,6 +146,27 @@ class WssSample(base.MemaggObject):
             primitive.pop('cpu_util', None)
 
 
+#: A grant's ledger's counts, per tier (l1 then l2).
+LEDGER_COUNTS = tuple('%s_%s' % (tier, count) for tier in ('l1', 'l2')
+                      for count in ('puts', 'gets', 'flushes', 'moved_in',
+                                    'moved_out', 'evicts', 'used'))
+
+
+@base.MemaggObjectRegistry.register
+class GrantLedger(base.MemaggObject):
+    """The ledger of a grant this host's memagg-swapd serves, per tier
+    (l1_*: slabs on donors, l2_*: in the local copy only), in 4 KiB pages
+    (memagg.compute.swapd.SwapdClient.export_stats)."""
+
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'grant_uuid': fields.UUIDField(),
+        **{name: fields.IntegerField() for name in LEDGER_COUNTS},
+    }
+
+
 @base.MemaggObjectRegistry.register
 class ComputeReport(base.MemaggObject):
     """A compute node's state, its VMs and their new WSS samples.
@@ -162,7 +183,8 @@ class ComputeReport(base.MemaggObject):
     # Version 1.2: InstanceReport 1.2
     # Version 1.3: InstanceReport 1.3, WssSample 1.2
     # Version 1.4: InstanceReport 1.4, WssSample 1.3
-    VERSION = '1.4'
+    # Version 1.5: ledgers
+    VERSION = '1.5'
 
     fields = {
         'host': fields.StringField(),
@@ -176,6 +198,7 @@ class ComputeReport(base.MemaggObject):
         'instances': fields.ListOfObjectsField('InstanceReport', default=[]),
         'samples': fields.ListOfObjectsField('WssSample', default=[]),
         'mem_used_mb': fields.IntegerField(nullable=True, default=None),
+        'ledgers': fields.ListOfObjectsField('GrantLedger', default=[]),
     }
 
     obj_relationships = {
@@ -183,11 +206,15 @@ class ComputeReport(base.MemaggObject):
                       ('1.3', '1.3'), ('1.4', '1.4')],
         'samples': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.1'),
                     ('1.3', '1.2'), ('1.4', '1.3')],
+        'ledgers': [('1.5', '1.0')],
     }
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+        target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 5):
+            primitive.pop('ledgers', None)
+        if target < (1, 1):
             primitive.pop('mem_used_mb', None)
 
     _HOST_COLUMNS = ('memory_mb', 'reserved_mb', 'vcpus', 'cpu_util',

@@ -250,6 +250,11 @@ class Grant(Base):
     slabs: orm.Mapped[list['Slab']] = orm.relationship(
         back_populates='grant', order_by='Slab.index',
         cascade='all, delete-orphan', lazy='selectin')
+    # Written by report ingestion only (memagg.db.reports), never through
+    # the grant.
+    ledger: orm.Mapped['GrantLedger | None'] = orm.relationship(
+        primaryjoin='Grant.uuid == foreign(GrantLedger.grant_uuid)',
+        viewonly=True, uselist=False, lazy='selectin')
 
     @property
     def secret(self):
@@ -264,6 +269,44 @@ class Grant(Base):
         if self.uuid is None:
             raise ValueError("set a grant's uuid before its secret")
         self.wrapped_secret = secret_box.wrap(value, self.uuid)
+
+
+def _count():
+    # Pages over a grant's life: past 2**31 on a busy VM.
+    return orm.mapped_column(sa.BigInteger, nullable=False, default=0)
+
+
+class GrantLedger(Base):
+    """A grant's ledger as its consumer host last reported it: what
+    memagg-swapd counted for its export, per tier (l1_*: slabs on donors,
+    l2_*: in the consumer's local copy only), in 4 KiB pages: the pages
+    first written there (puts), read (gets), discarded (flushes), moved in
+    and out by demotions and promotions, dropped (evicts), and held
+    (used)."""
+
+    __tablename__ = 'grant_ledgers'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    grant_uuid: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), nullable=False, unique=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                              nullable=False)
+    reported_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False)
+    l1_puts: orm.Mapped[int] = _count()
+    l1_gets: orm.Mapped[int] = _count()
+    l1_flushes: orm.Mapped[int] = _count()
+    l1_moved_in: orm.Mapped[int] = _count()
+    l1_moved_out: orm.Mapped[int] = _count()
+    l1_evicts: orm.Mapped[int] = _count()
+    l1_used: orm.Mapped[int] = _count()
+    l2_puts: orm.Mapped[int] = _count()
+    l2_gets: orm.Mapped[int] = _count()
+    l2_flushes: orm.Mapped[int] = _count()
+    l2_moved_in: orm.Mapped[int] = _count()
+    l2_moved_out: orm.Mapped[int] = _count()
+    l2_evicts: orm.Mapped[int] = _count()
+    l2_used: orm.Mapped[int] = _count()
 
 
 class Slab(Base):

@@ -35,10 +35,16 @@ from memagg.objects import report as report_obj
 from memagg.scheduler import report_listener
 from memagg.scheduler import rpcapi
 from memagg.tests import polling
+from memagg.tests.unit.db import rows
 
 pytestmark = [pytest.mark.functional]
 
 INSTANCES = 5
+
+
+def grant_of(node):
+    """The uuid of the grant node ``node``'s report carries the ledger of."""
+    return str(uuid.UUID(int=(1 << 64) + node))
 
 
 def make_report(node, at=None):
@@ -59,7 +65,11 @@ def make_report(node, at=None):
             instance_uuid=u, sampled_at=at, wss_mb=700 + i,
             wss_maxavg_mb=800, current_mb=1536, target_mb=None,
             estimator='sampler', cpu_util=1.0)
-            for i, u in enumerate(uuids)])
+            for i, u in enumerate(uuids)],
+        ledgers=[report_obj.GrantLedger(
+            grant_uuid=grant_of(node),
+            **dict(dict.fromkeys(report_obj.LEDGER_COUNTS, 0), l1_puts=node,
+                   l1_used=node))])
 
 
 def _count(table, **where):
@@ -89,6 +99,7 @@ def test_payload_round_trip():
     instances[1]['sampler_backend'] = None
     assert got['instances'] == instances
     assert got['samples'] == samples
+    assert got['ledgers'] == [ledger.as_dict() for ledger in report.ledgers]
 
 
 def test_payload_newer_minor_read_other_major_refused():
@@ -169,6 +180,9 @@ def test_listener_stores_reports_end_to_end(bus, any_db):
     bus()
     api = rpcapi.SchedulerAPI()
     ctxt = memagg_context.get_admin_context()
+    # The grant of node 5's ledger is node 5's: it is stored.
+    rows.insert(models.Grant, dict(uuid=grant_of(5),
+                                   consumer_host='node-005'))
     for node in range(12):
         api.report(ctxt, make_report(node))
     polling.wait_for(
@@ -183,6 +197,9 @@ def test_listener_stores_reports_end_to_end(bus, any_db):
                 int=7 * 1000 + 3)))).one()
     assert (row.wss_mb, row.sampler_backend, row.sampler_error_mb) == (
         702, 'damon', 3.5)
+    assert _count(models.GrantLedger) == 1
+    assert _count(models.GrantLedger, grant_uuid=grant_of(5),
+                  host='node-005', l1_used=5) == 1
 
 
 class _OldScheduler:

@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from memagg.db import facade as db_facade
+from memagg.db import grants as db_grants
 from memagg.db import hosts as db_hosts
 from memagg.db import instances as db_instances
 from memagg.db import listings as db_listings
@@ -243,6 +244,50 @@ def test_a_report_stores_its_sampler_beside_one_from_an_older_node(
             admin_context, 'wss_samples', filters={'instance_uuid': uuid})
         for row in (instance, sample):
             assert {k: getattr(row, k) for k in expected} == expected
+
+
+def _ledger(grant, used):
+    return dict(dict.fromkeys(objects_report.LEDGER_COUNTS, 0),
+                grant_uuid=grant, l1_puts=used, l1_used=used,
+                l1_gets=3 * used)
+
+
+def test_a_grants_ledger_is_its_consumers_newest_report(admin_context,
+                                                        any_db):
+    """A grant's ledger is the newest report's of its consumer host: not a
+    late report's, not another host's (a migrated VM's source), not one
+    of a grant the database does not hold; a report's ledgers take the
+    same statements whatever their number."""
+    mine, theirs, unknown = ('00000000-0000-0000-0009-00000000000%d' % n
+                             for n in (1, 2, 3))
+    rows.insert(models.Grant, dict(uuid=mine, consumer_host='host-1'),
+                dict(uuid=theirs, consumer_host='host-2'))
+
+    now = rows.ago(seconds=0)
+
+    def ingest(seconds, *ledgers):
+        return _round_trips(lambda: db_reports.report_ingest(
+            admin_context, dict(name='host-1'), [], [],
+            reported_at=now - datetime.timedelta(seconds=seconds),
+            ledgers=list(ledgers)))
+
+    first = ingest(30, _ledger(mine, 100), _ledger(theirs, 7),
+                   _ledger(unknown, 9))
+    ingest(20, _ledger(mine, 200))
+    # A late report does not take the ledger back.
+    ingest(25, _ledger(mine, 150))
+    table = models.GrantLedger.__table__
+    with db_facade.get_engine().connect() as conn:
+        [row] = conn.execute(sa.select(table)).all()
+    assert (row.grant_uuid, row.host, row.l1_used, row.l1_gets,
+            row.reported_at) == (mine, 'host-1', 200, 600,
+                                 now - datetime.timedelta(seconds=20))
+    ledger = db_grants.grant_get(admin_context, mine).ledger
+    assert (ledger.l1_puts, ledger.l2_used) == (200, 0)
+    assert db_grants.grant_get(admin_context, theirs).ledger is None
+    # Past the hosts' and instances' statements: the grants' consumers,
+    # the ledgers' read and their insert (SQLite's BEGIN aside).
+    assert len(first) <= 9 + 3
 
 
 def _at(minutes):

@@ -62,6 +62,14 @@ def period(reservoir_mb, *results):
                                    reservoir_mb=reservoir_mb)
 
 
+#: EXPORT_STATS' ledger of FakeSwapd's exports: 2560 pages written, 2048
+#: of them on donors, the rest demoted.
+LEDGER = dict(l1_puts=2560, l1_gets=900, l1_flushes=0, l1_moved_in=0,
+              l1_moved_out=512, l1_evicts=0, l1_used=2048, l2_puts=0,
+              l2_gets=40, l2_flushes=0, l2_moved_in=512, l2_moved_out=0,
+              l2_evicts=0, l2_used=512)
+
+
 class FakeSwapd:
     """SwapdClient's methods over an in-test state; ``down`` makes every
     call raise SwapdUnavailable, ``errors[method]`` raise that SwapdError.
@@ -122,9 +130,9 @@ class FakeSwapd:
         self._call('export_stats', grant)
         if grant not in self.exports:
             raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
-        return {'reads': 5, 'stored_pages': 2560, 'rebuild_left': 257,
-                'sealed': int(self.exports[grant]['sealed']),
-                'key_pending': int(self.exports[grant]['key_pending'])}
+        return dict(LEDGER, reads=5, stored_pages=2560, rebuild_left=257,
+                    sealed=int(self.exports[grant]['sealed']),
+                    key_pending=int(self.exports[grant]['key_pending']))
 
     def export_rebuild(self, grant):
         self._call('export_rebuild', grant)

@@ -31,8 +31,9 @@ from memagg.compute import swapd
 from memagg.tests.unit.compute.remote_fixtures import (dom, donor, Driver,
                                                        FakeScheduler,
                                                        FakeSwapd, GRANT,
-                                                       grant_dict, MIB, period,
-                                                       result, SECRET, VM, VM2)
+                                                       grant_dict, LEDGER, MIB,
+                                                       period, result, SECRET,
+                                                       VM, VM2)
 
 
 def test_ghost_events_feed_the_vms_tracker(lmc):
@@ -77,6 +78,25 @@ def test_recover_finds_exports_and_their_vms_without_dropping_any(lmc):
     lmc.ghost_periods([dom(VM)])
     assert lmc.grants_by_instance()[VM].uuid == GRANT
     assert not [c for c in lmc.client.calls if c[0] == 'export_drop']
+
+
+def test_the_report_carries_each_exported_grants_ledger(lmc):
+    other = '9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a'
+    lmc.client.exports = {uuid: {
+        'local': remote_grants.local_copy_path('/s', vm, uuid),
+        'sealed': True, 'key_pending': False}
+        for uuid, vm in ((GRANT, VM), (other, VM2))}
+    # Nothing before memagg-swapd has answered once.
+    lmc.client.down = True
+    assert lmc.ledgers() == []
+    lmc.client.down = False
+    lmc.recover()
+    # The second export went away since: its grant has no ledger.
+    del lmc.client.exports[other]
+    [ledger] = lmc.ledgers()
+    assert ledger.as_dict() == dict(LEDGER, grant_uuid=GRANT)
+    lmc.client.down = True
+    assert lmc.ledgers() == []
 
 
 def test_a_short_vm_gets_a_grant_asked_once_and_retried_with_backoff(
@@ -234,6 +254,7 @@ def test_the_ghost_reaches_the_estimator_and_lendable_the_report(lmc, conf):
     assert instance.estimator.startswith('swap_ghost')
     # The VM is short (WSS above its maximum): nothing lendable.
     assert report.lendable_mb == 0
+    assert [ledger.grant_uuid for ledger in report.ledgers] == [GRANT]
     assert lmc.plan.allocate == []      # it has a grant already
 
 

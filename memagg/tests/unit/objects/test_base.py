@@ -28,7 +28,8 @@ from memagg.objects import base
 EXPECTED_FINGERPRINTS = {
     'ActionPayload': '1.0-239c715251e79a15769a111ccc5b8f92',
     'AuditPayload': '1.0-f1001ffabb8f0183df216a403acb3867',
-    'ComputeReport': '1.4-d16c7c9686fd9af4b7c4a40d9cc92663',
+    'ComputeReport': '1.5-0b833bc1bda64d8c67c19005130b11ef',
+    'GrantLedger': '1.0-ce0aded1f5723460147290ab6c791739',
     'GrantPayload': '1.0-c2d0f1669f76719e078177c199274f05',
     'MigrationPayload': '1.0-69ff8df514a8e0bf5770e2efad6b13ed',
     'InstanceReport': '1.4-1a5c363e6bd6aaf0d35c449fa1abd6b4',

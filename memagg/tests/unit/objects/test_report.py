@@ -29,6 +29,11 @@ SAMPLER = dict(sampler_backend='damon_paddr', sampler_error_mb=12.5,
 HISTORY_RECLAIM = dict(reclaimed_mb=300, promotion_rate=120.5)
 RECLAIM = dict(HISTORY_RECLAIM, promotion_rate_pct=0.067,
                promotion_slo=358.4, reclaim_mechanism='madvise')
+GRANT = '0b7c3e9a-2f41-4d8e-9a6b-5c1d2e3f4a5b'
+LEDGER = dict(l1_puts=300, l1_gets=120, l1_flushes=0, l1_moved_in=0,
+              l1_moved_out=44, l1_evicts=0, l1_used=256, l2_puts=10,
+              l2_gets=3, l2_flushes=0, l2_moved_in=44, l2_moved_out=0,
+              l2_evicts=0, l2_used=54)
 
 
 def _report():
@@ -45,7 +50,8 @@ def _report():
             wss_maxavg_mb=None, current_mb=1024, target_mb=None,
             estimator='badis/V/sampler', cpu_util=1.0, **SAMPLER,
             **HISTORY_RECLAIM)],
-        mem_used_mb=700)
+        mem_used_mb=700,
+        ledgers=[report.GrantLedger(grant_uuid=GRANT, **LEDGER)])
 
 
 def test_report_survives_the_rpc_serializer():
@@ -54,7 +60,7 @@ def test_report_survives_the_rpc_serializer():
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     primitive = serializer.serialize_entity(ctxt, _report())
     assert primitive['memagg_object.name'] == 'ComputeReport'
-    assert primitive['memagg_object.version'] == '1.4'
+    assert primitive['memagg_object.version'] == '1.5'
     again = serializer.deserialize_entity(ctxt, primitive)
     # Field by field: ovo's == also compares the order of the changed-field
     # list, which follows string hashing and so varies between runs.
@@ -62,6 +68,15 @@ def test_report_survives_the_rpc_serializer():
     assert again.as_dict() == _report().as_dict()
     assert again.instances[0].uuid == UUID
     assert again.samples[0].sampled_at == NOW
+    assert again.ledgers[0].as_dict() == dict(LEDGER, grant_uuid=GRANT)
+
+
+@pytest.mark.parametrize('version', ['1.0', '1.3', '1.4'])
+def test_a_receiver_before_1_5_gets_no_ledgers(version):
+    data = _report().obj_to_primitive(
+        target_version=version)['memagg_object.data']
+    assert 'ledgers' not in data
+    assert data['instances'][0]['memagg_object.data']['wss_mb'] == 700
 
 
 def test_to_db_values_names_only_columns():
