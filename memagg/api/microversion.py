@@ -68,6 +68,9 @@ VERSIONS = {
              'l2_mb (in the local copy of their consumer only), their '
              'slabs their tier; the reservoir local_tier_mb per host and '
              'in all.',
+    (1, 14): 'A grant shows its statistics: its ledger per tier (puts, '
+             'gets, flushes, moved_in, moved_out, evicts and used, in 4 KiB '
+             'pages) as its consumer host last reported it.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

@@ -57,6 +57,7 @@ _TIMESTAMPS = {'created_at': DATETIME, 'updated_at': _nullable(DATETIME)}
 _AUDIT_SINCE = {'auto_execute': (1, 2), 'unplaced': (1, 2)}
 _GRANT_SINCE = {'partial': (1, 3), 'reason': (1, 3), 'slab_size_mb': (1, 3),
                 'l1_mb': (1, 13), 'l2_mb': (1, 13)}
+_GRANT_DETAIL_SINCE = dict(_GRANT_SINCE, statistics=(1, 14))
 _MIGRATION_SINCE = {'remote_mb': (1, 6), 'local_copy_left_mb': (1, 6)}
 _SAMPLER_SINCE = {'sampler_backend': (1, 8), 'sampler_error_mb': (1, 8),
                   'sampler_pages': (1, 8), 'warming': (1, 8)}
@@ -71,7 +72,7 @@ FIELDS_SINCE = {
     'Audit': _AUDIT_SINCE,
     'AuditDetail': _AUDIT_SINCE,
     'Grant': _GRANT_SINCE,
-    'GrantDetail': _GRANT_SINCE,
+    'GrantDetail': _GRANT_DETAIL_SINCE,
     'Slab': {'endpoint': (1, 3), 'tier': (1, 13)},
     'Migration': _MIGRATION_SINCE,
     'Reclaimed': {'slabs': (1, 9)},
@@ -323,10 +324,40 @@ COMPONENTS = {
 }
 
 # Details only the single-item GET shows.
+_LEDGER_COUNTS = {
+    'puts': 'Pages first written to the tier.',
+    'gets': 'Pages read from it.',
+    'flushes': 'Pages discarded there (the guest trimmed them).',
+    'moved_in': 'Pages a demotion or a promotion moved into it.',
+    'moved_out': 'Pages a demotion or a promotion moved out of it.',
+    'evicts': 'Pages dropped from it without a copy elsewhere (0 but '
+              'for a fault).',
+    'used': 'Pages the tier holds: puts + moved_in - flushes - moved_out '
+            '- evicts, but for I/O racing a move when counted.',
+}
+COMPONENTS['TierLedger'] = closed_object({
+    name: dict(INTEGER, minimum=0, description=text)
+    for name, text in _LEDGER_COUNTS.items()})
+COMPONENTS['GrantStatistics'] = closed_object({
+    'host': dict(NAME, description=(
+        'The consumer host whose memagg-swapd counted them.')),
+    'reported_at': dict(DATETIME, description=(
+        'When the host reported them (each collect_interval).')),
+    'l1': dict({'$ref': '#/components/schemas/TierLedger'}),
+    'l2': dict({'$ref': '#/components/schemas/TierLedger'}),
+})
 COMPONENTS['GrantDetail'] = closed_object(dict(
     COMPONENTS['Grant']['properties'],
-    slabs={'type': 'array', 'items': {'$ref': '#/components/schemas/Slab'}}),
-    optional=tuple(_GRANT_SINCE))
+    slabs={'type': 'array', 'items': {'$ref': '#/components/schemas/Slab'}},
+    statistics={
+        'oneOf': [{'$ref': '#/components/schemas/GrantStatistics'},
+                  {'type': 'null'}],
+        'description': (
+            'The grant\'s ledger per tier, in 4 KiB pages, as its consumer '
+            'host last reported it: l1 for its slabs on donors, l2 for '
+            'those in the local copy only; null before the first report. '
+            'Since 1.14.')}),
+    optional=tuple(_GRANT_DETAIL_SINCE))
 COMPONENTS['Reclaimed'] = closed_object({
     'reclaimed_mb': dict(INTEGER, description=(
         'Memory the host lent that this reclaim took, MiB (whole slabs; '

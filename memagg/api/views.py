@@ -14,6 +14,8 @@
 import datetime
 import functools
 
+import sqlalchemy as sa
+
 from memagg.api import schemas
 from memagg.db import services as db_services
 
@@ -67,11 +69,27 @@ def grant(row, version):
                   l2_mb=_tier_mb(row, 'l2'))
 
 
+def _statistics(row):
+    """A grant's statistics from its grant_ledgers row (None: no report
+    yet)."""
+    # A grant made by this request (POST) was not read with its ledger: it
+    # has none yet.
+    if 'ledger' in sa.inspect(row).unloaded or row.ledger is None:
+        return None
+    ledger = row.ledger
+    tiers = {tier: {count: getattr(ledger, '%s_%s' % (tier, count))
+                    for count in schemas.COMPONENTS['TierLedger'][
+                        'properties']}
+             for tier in ('l1', 'l2')}
+    return dict(tiers, host=ledger.host,
+                reported_at=_value(ledger.reported_at))
+
+
 def grant_detail(row, version):
     return render('GrantDetail', row, version, slabs=[
         render('Slab', slab, version, tier=SLAB_TIERS.get(slab.status))
         for slab in row.slabs], l1_mb=_tier_mb(row, 'l1'),
-        l2_mb=_tier_mb(row, 'l2'))
+        l2_mb=_tier_mb(row, 'l2'), statistics=_statistics(row))
 
 
 def audit_detail(row, version):

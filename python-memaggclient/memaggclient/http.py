@@ -35,7 +35,7 @@ SERVICE_TYPE = 'memory-aggregation'
 #: it installs without the server, and an older client keeps to the
 #: versions it was written for against a newer API.
 MIN_VERSION = (1, 0)
-MAX_VERSION = (1, 13)
+MAX_VERSION = (1, 14)
 
 _VERSION_RE = re.compile(r'^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$')
 

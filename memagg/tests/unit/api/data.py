@@ -118,7 +118,14 @@ def load():
             dest_host='host-1', status='completed', attempts=1,
             bytes_transferred=1 << 30, duration_s=1.5, downtime_ms=40.0,
             remote_share=0.25)
-        session.add_all([grant, audit, migration])
+        # Its consumer's last report: 352 MiB written, on its donor.
+        ledger = models.GrantLedger(
+            grant_uuid=GRANT, host='host-1', reported_at=T0,
+            l1_puts=90112, l1_gets=41230, l1_flushes=0, l1_moved_in=0,
+            l1_moved_out=0, l1_evicts=0, l1_used=90112, l2_puts=0,
+            l2_gets=0, l2_flushes=0, l2_moved_in=0, l2_moved_out=0,
+            l2_evicts=0, l2_used=0)
+        session.add_all([grant, ledger, audit, migration])
     return ctx
 
 

@@ -214,6 +214,28 @@ def test_grant_fields_of_1_3(api):
     assert listed['partial'] is False
 
 
+def test_from_1_14_a_grant_shows_its_ledger_per_tier(api, scheduler):
+    def shown(version, uuid=data.GRANT):
+        return api.get('/v1/grants/' + uuid, headers={
+            microversion.HEADER: 'memory-aggregation ' + version}).json[
+            'grant']
+
+    assert 'statistics' not in shown('1.13')
+    statistics = shown('1.14')['statistics']
+    assert (statistics['host'], statistics['l1']['puts'],
+            statistics['l1']['used'], statistics['l2']['used']) == (
+        'host-1', 90112, 90112, 0)
+    assert statistics['reported_at'].endswith('Z')
+    # Not in the list, and null before the consumer's first report.
+    assert 'statistics' not in api.get('/v1/grants', headers={
+        microversion.HEADER: 'memory-aggregation 1.14'}).json['grants'][0]
+    made = _post(api, '/v1/grants', {'instance_uuid': data.INSTANCE_A,
+                                     'size_mb': 64}, headers={
+        microversion.HEADER: 'memory-aggregation 1.14'}).json['grant']
+    assert made['statistics'] is None
+    assert shown('1.14', made['uuid'])['statistics'] is None
+
+
 def test_an_unanswering_scheduler_is_503(api, conf, fake_rpc):
     conf.config(rpc_response_timeout=1)
 
