@@ -48,22 +48,27 @@ def remote_memory(conf, daemon, driver):
                                client=daemon.client())
 
 
-def attach(conf, donor, consumer, driver, grant_uuid, instance_uuid):
-    """SLABS slabs of ``grant_uuid`` prepared on ``donor`` and the grant
-    attached to the instance on ``consumer``, as memagg-compute does:
-    (the donor's prepare_slabs answer, attach_grant's, the consumer's
-    RemoteMemory, the donor's). The consumer's is made last: ``conf``'s
-    [swapd] is the consumer's then."""
+def attach(conf, donor, consumer, driver, grant_uuid, instance_uuid,
+           slab_mb=SLAB_MB, slabs=SLABS, local=()):
+    """``slabs`` slabs of ``slab_mb`` of ``grant_uuid``, those not in
+    ``local`` prepared on ``donor``, those in ``local`` in the local tier
+    (as memagg-scheduler grants them when the donors are short), and the
+    grant attached to the instance on ``consumer``, as memagg-compute
+    does: (the donor's prepare_slabs answer, attach_grant's, the
+    consumer's RemoteMemory, the donor's). The consumer's is made last:
+    ``conf``'s [swapd] is the consumer's then."""
     lender = remote_memory(conf, donor, driver)
-    prepared = lender.prepare_slabs(grant_uuid, helpers.SECRET, SLAB_MB,
-                                    list(range(SLABS)))
-    assert len(prepared['slabs']) == SLABS, prepared
+    on_donor = [index for index in range(slabs) if index not in local]
+    prepared = lender.prepare_slabs(grant_uuid, helpers.SECRET, slab_mb,
+                                    on_donor)
+    assert len(prepared['slabs']) == len(on_donor), prepared
     grant = helpers.grant_dict(
-        uuid=grant_uuid, instance_uuid=instance_uuid,
-        granted_mb=SLAB_MB * SLABS,
+        uuid=grant_uuid, instance_uuid=instance_uuid, slab_size_mb=slab_mb,
+        granted_mb=slab_mb * len(on_donor),
         slabs=[{'index': s['index'], 'endpoint': prepared['endpoint'],
                 'remote_addr': s['remote_addr'], 'rkey': s['rkey'],
-                'status': 'prepared'} for s in prepared['slabs']])
+                'status': 'prepared'} for s in prepared['slabs']]
+        + [{'index': index, 'status': 'reclaimed'} for index in local])
     lmc = remote_memory(conf, consumer, driver)
     return prepared, lmc.attach_grant(grant), lmc, lender
 
@@ -84,18 +89,19 @@ class Swapping:
 
 
 @contextlib.contextmanager
-def guest_on(conf, donor, consumer, workdir, name, grant_uuid):
+def guest_on(conf, donor, consumer, workdir, name, grant_uuid, **layout):
     """A guest ``name`` under this machine's libvirtd, the grant
-    ``grant_uuid`` of SLABS slabs on ``donor`` attached to it through
-    ``consumer`` (``attach``), its swap disk up: a Swapping. The guest's
-    console tail is printed and the guest destroyed afterwards."""
+    ``grant_uuid`` of SLABS slabs on ``donor`` (or as ``layout``, attach's
+    slab_mb, slabs and local, says) attached to it through ``consumer``
+    (``attach``), its swap disk up: a Swapping. The guest's console tail
+    is printed and the guest destroyed afterwards."""
     conn = libvirt.open(guest_fixtures.ensure_libvirtd())
     driver = libvirt_driver.LibvirtDriver(guest_fixtures.URI)
     guest = vm.Guest(conn, workdir, name, memory_mb=MEMORY_MB)
     try:
         guest.start()
         prepared, attached, lmc, lender = attach(
-            conf, donor, consumer, driver, grant_uuid, guest.uuid)
+            conf, donor, consumer, driver, grant_uuid, guest.uuid, **layout)
         dev = guest.wait_swap_disk(base.swap_serial(grant_uuid), 120)
         yield Swapping(guest, driver, prepared, attached, lmc, lender, dev)
     finally:

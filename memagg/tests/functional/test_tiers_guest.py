@@ -25,7 +25,17 @@ its swap I/O never fails, and afterwards its reads come from the donor
 again. Each tier's ledger (EXPORT_STATS' l1_* and l2_*) adds up to what
 the tier stores at every step.
 
-The second test breaks a promotion in the middle (point 5): the donor
+The second test drives a deterministic sequential workload (point 4):
+the guest writes a fixed amount of data that goes to its swap disk in
+order, a grant whose first half is on the donor and second half in the
+local tier (as memagg-scheduler grants it when the donors are short),
+and every report memagg-compute makes meanwhile (RemoteMemory.ledgers,
+what its collector puts in the report) reconciles with the slabs each
+tier holds: no tier holds more than its slabs, the local tier takes
+pages only once the donor's slabs are full, and at the end both tiers
+hold what the guest swapped out, to within a slab.
+
+The third test breaks a promotion in the middle (point 5): the donor
 is stopped (SIGSTOP) once the copy has begun, so the copy waits on it,
 then it dies; later the consumer's memagg-swapd is SIGKILLed the same way
 and started again. Either way the slab stays in the local copy, nothing
@@ -136,6 +146,130 @@ def test_slabs_demoted_and_promoted_under_a_swapping_guest(
         print('tiers under a swapping guest: %s pages copied back per '
               'slab, sum %s kept; stats after %s' % (copied, checksum,
                                                      after))
+
+
+# The sequential workload's grant: 8 slabs of 16 MiB, 0-3 on the donor
+# (L1), 4-7 in the local tier (L2); the guest swaps out past L1.
+SEQ_SLAB_MB = 16
+SEQ_SLABS = 8
+SEQ_LOCAL = list(range(4, 8))
+SEQ_SLAB_PAGES = SEQ_SLAB_MB * swapping_guest.MIB // 4096
+# Ballooned to BALLOON_MB the guest keeps about 40 MiB of it in RAM: some
+# 80 MiB go to the disk, past L1 (64 MiB), well short of its 128 (the
+# guest would meet the OOM killer).
+SEQ_DATA_MB = 120
+
+
+def _reconciles(ledger):
+    """One report's ledger (a GrantLedger) against the slabs each tier
+    holds: the counts add up, no tier holds more than its slabs, and the
+    local tier has pages only once the donor's slabs are full, to within
+    a slab; nothing moved or was dropped. The ledger, as a dict."""
+    stats = ledger.as_dict()
+    held = {'l1': SEQ_SLABS - len(SEQ_LOCAL), 'l2': len(SEQ_LOCAL)}
+    for tier, slabs in held.items():
+        counted = stats[tier + '_puts'] - stats[tier + '_flushes']
+        assert abs(stats[tier + '_used'] - counted) <= SEQ_SLAB_PAGES, (
+            tier, stats)
+        assert stats[tier + '_used'] <= slabs * SEQ_SLAB_PAGES, (tier, stats)
+        for count in ('moved_in', 'moved_out', 'evicts'):
+            assert stats['%s_%s' % (tier, count)] == 0, (tier, stats)
+    if stats['l2_used']:
+        assert stats['l1_used'] >= (held['l1'] - 1) * SEQ_SLAB_PAGES, stats
+    return stats
+
+
+class _Reports(threading.Thread):
+    """memagg-compute's reports of the grant's ledger, one every
+    ``interval`` s until stopped, each checked by ``_reconciles``: the
+    ledgers seen, and the first failure."""
+
+    def __init__(self, lmc, interval=0.2):
+        super().__init__(daemon=True)
+        self.lmc = lmc
+        self.interval = interval
+        self.seen = []
+        self.failure = None
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.wait(self.interval):
+            try:
+                [ledger] = self.lmc.ledgers()
+                self.seen.append(_reconciles(ledger))
+            except AssertionError as exc:
+                self.failure = exc
+                return
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
+        if self.failure is not None:
+            raise self.failure
+
+
+def _swap_used_pages(guest, dev):
+    """The pages the guest holds on ``dev`` once two heartbeats in a row
+    agree (its swap-out is over)."""
+    last = []
+
+    def settled():
+        beat = guest.heartbeat()
+        used = beat['swaps'].get(dev, {}).get('used_kb') if beat else None
+        seen = (beat['n'], used) if beat else None
+        if seen and (not last or last[-1][0] != seen[0]):
+            last.append(seen)
+        return (len(last) >= 2 and last[-1][1] == last[-2][1]
+                and last[-1][1])
+    return polling.wait_for(settled, 300, interval=0.5,
+                            message='the guest\'s swap use settled') // 4
+
+
+@pytest.mark.timeout(1500)
+def test_the_ledger_reconciles_with_the_slabs_held_at_every_report(
+        conf, daemons, qemu_workdir):
+    donor, consumer = daemons
+    with swapping_guest.guest_on(conf, donor, consumer, qemu_workdir,
+                                 'memagg-tiers-ledger', GRANT,
+                                 slab_mb=SEQ_SLAB_MB, slabs=SEQ_SLABS,
+                                 local=SEQ_LOCAL) as on:
+        guest, lmc = on.guest, on.lmc
+        described = consumer.client().export_describe(GRANT)
+        assert sorted(set(s['index'] for s in described['slabs'])
+                      - set(described.get('local_slabs', ()))) == [
+            index for index in range(SEQ_SLABS)
+            if index not in SEQ_LOCAL], described
+        # What memagg-compute's period does before its report.
+        lmc.recover()
+        reports = _Reports(lmc)
+        reports.start()
+        try:
+            on.driver.set_balloon(guest.uuid, swapping_guest.BALLOON_MB)
+            checksum = guest.fill(SEQ_DATA_MB, timeout=600, cold=True)
+            polling.wait_for(
+                lambda: reports.seen and reports.seen[-1]['l2_used']
+                >= SEQ_SLAB_PAGES // 2, 300, interval=0.5,
+                message='the local tier holding half a slab')
+            swapped = _swap_used_pages(guest, on.dev)
+        finally:
+            reports.stop()
+        [ledger] = lmc.ledgers()
+        stats = _reconciles(ledger)
+        # Both tiers hold what the guest swapped out (and the swap
+        # header), the donor's slabs full.
+        held = stats['l1_used'] + stats['l2_used']
+        assert abs(held - swapped) <= SEQ_SLAB_PAGES, (swapped, stats)
+        assert stats['l1_used'] >= 3 * SEQ_SLAB_PAGES, stats
+        assert guest.check(timeout=600) == checksum
+        [ledger] = lmc.ledgers()
+        after = _reconciles(ledger)
+        assert after['l1_gets'] > stats['l1_gets'], (stats, after)
+        assert after['l2_gets'] > stats['l2_gets'], (stats, after)
+        print('ledger of a sequential workload over both tiers: %d '
+              'reports reconciled; %d pages swapped out, held %d on the '
+              'donor and %d in the local tier; after the read back %s' % (
+                  len(reports.seen), swapped, stats['l1_used'],
+                  stats['l2_used'], after))
 
 
 def _promote_held(lmc, donor, consumer, lender, index):
