@@ -70,7 +70,8 @@ VERSIONS = {
              'in all.',
     (1, 14): 'A grant shows its statistics: its ledger per tier (puts, '
              'gets, flushes, moved_in, moved_out, evicts and used, in 4 KiB '
-             'pages) as its consumer host last reported it.',
+             'pages) as its consumer host last reported it; instances show '
+             'l1_share_mb, their L1 allocation by the tier policy.',
 }
 MIN_VERSION = min(VERSIONS)
 MAX_VERSION = max(VERSIONS)

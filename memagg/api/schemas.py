@@ -66,7 +66,8 @@ _RECLAIM_SINCE = {'reclaimed_mb': (1, 11), 'promotion_rate': (1, 11),
                   'reclaim_mechanism': (1, 11)}
 FIELDS_SINCE = {
     'Instance': dict({'remote_mb': (1, 1), 'wss_maxavg_mb': (1, 1),
-                      'local_policy': (1, 7)}, **_SAMPLER_SINCE,
+                      'local_policy': (1, 7), 'l1_share_mb': (1, 14)},
+                     **_SAMPLER_SINCE,
                      **_RECLAIM_SINCE),
     'WssSample': dict(_SAMPLER_SINCE, **_RECLAIM_SINCE),
     'Audit': _AUDIT_SINCE,
@@ -184,9 +185,14 @@ COMPONENTS = {
         'remote_mb': dict(INTEGER, description=(
             'Memory of the instance held remotely (grants), MiB. '
             'Since 1.1.')),
+        'l1_share_mb': dict(_nullable(INTEGER), description=(
+            'Its L1 allocation, MiB: its memagg:weight share of the '
+            'memory on donors its host may use, by the tier policy\'s last '
+            'plan; a donor that needs memory back takes it first from the '
+            'instances most over theirs. Null before a plan. Since 1.14.')),
     }, **_SAMPLER, **_RECLAIM, **_TIMESTAMPS), optional=(
-        'host', 'remote_mb', 'wss_maxavg_mb', 'local_policy', *_SAMPLER,
-        *_RECLAIM)),
+        'host', 'remote_mb', 'wss_maxavg_mb', 'local_policy', 'l1_share_mb',
+        *_SAMPLER, *_RECLAIM)),
     'WssSample': closed_object(dict({
         'id': INTEGER, 'host': _HOST, 'sampled_at': DATETIME,
         'wss_mb': INTEGER, 'wss_maxavg_mb': _nullable(INTEGER),

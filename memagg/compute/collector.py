@@ -135,6 +135,8 @@ class Collector:
 
     def _report(self, now, info, domains, period, samples):
         results = period.vms if period is not None else {}
+        shares = self.remote.tiers.shares_mb if self.remote is not None \
+            else {}
         instances, wss_samples = [], []
         wall_ns = time.monotonic_ns()
         domain_cpu = {}
@@ -155,7 +157,8 @@ class Collector:
                 wss_maxavg_mb=result.wss_maxavg_mb if result else None,
                 estimator=result.estimator if result else None,
                 local_policy=result.local_policy if result else None,
-                cpu_util=cpu_util, vcpus=dom.vcpus, **sampler, **reclaim))
+                cpu_util=cpu_util, vcpus=dom.vcpus,
+                l1_share_mb=shares.get(dom.uuid), **sampler, **reclaim))
             if samples and result is not None and result.wss_mb is not None:
                 wss_samples.append(report_obj.WssSample(
                     instance_uuid=dom.uuid, sampled_at=now,

@@ -94,6 +94,9 @@ class Tiers:
         self.slab_mb = conf.reservoir.slab_size_mb
         self.l1_capacity_mb = conf.reservoir.tier_l1_capacity_mb
         self.heat = SlabHeat()
+        # Each VM's L1 allocation (MiB, by uuid) of the last plan, for the
+        # report: memagg-scheduler reclaims from the VMs most over theirs.
+        self.shares_mb = {}
         self._clock = clock
         self._next = clock() + self.interval
 
@@ -131,6 +134,8 @@ class Tiers:
         if self.l1_capacity_mb:
             capacity = min(capacity, self.l1_capacity_mb // slab_mb)
         plan = self.policy.plan(vms, capacity)
+        self.shares_mb = {uuid: int(round(share * slab_mb))
+                          for uuid, share in plan.allocations.items()}
         moves = {}
         for kind, chosen in (('demote', plan.demote),
                              ('promote', plan.promote)):

@@ -293,26 +293,40 @@ def grants_in_status(context, statuses):
 @facade.retry_on_race
 def slabs_take_for_reclaim(context, donor_host, size_mb):
     """Take at least ``size_mb`` MiB of the active slabs ``donor_host``
-    lends to active grants, the newest grants' first (their highest
-    indexes first), whole slabs: each goes from active to reclaiming in a
-    conditional UPDATE, so a slab a concurrent reclaim or release took is
-    skipped and no slab is taken twice. Returns ``({grant uuid: [index,
-    ...]}, MiB)`` of what this call took, the newest grants first, indexes
-    in order."""
+    lends to active grants, whole slabs, from the VMs most over their L1
+    allocation first: what a VM holds on donors (active slabs) less its
+    share by its host's tier policy (instances' l1_share_mb; none known
+    counts as 0), one slab at a time, so that each slab taken lowers its
+    VM's excess (Double-Decker's victim); of one VM's, its newest grants'
+    first, their highest indexes first, and so between VMs of equal
+    excess. Each slab goes from active to reclaiming in a conditional
+    UPDATE, so a slab a concurrent reclaim or release took is skipped and
+    no slab is taken twice. Returns ``({grant uuid: [index, ...]}, MiB)``
+    of what this call took, indexes in order."""
     taken, total = {}, 0
     with facade.writer().using(context) as session:
         rows = session.query(models.Slab.id, models.Slab.index,
                              models.Slab.size_mb, models.Grant.id,
-                             models.Grant.uuid).join(models.Grant).filter(
+                             models.Grant.uuid,
+                             models.Grant.instance_uuid).join(
+            models.Grant).filter(
             models.Slab.donor_host == donor_host,
             models.Slab.status == 'active',
             models.Grant.status == 'active').order_by(
             models.Grant.created_at.desc(), models.Grant.id.desc(),
             models.Slab.index.desc()).all()
+        queues = {}
+        for order, row in enumerate(rows):
+            queues.setdefault(row.instance_uuid, []).append((order, row))
+        excess = _l1_excess(session, list(queues))
         locked = {}
-        for slab_id, index, slab_mb, grant_id, grant_uuid in rows:
-            if total >= size_mb:
-                break
+        while total < size_mb and queues:
+            vm = max(queues, key=lambda uuid: (excess[uuid],
+                                               -queues[uuid][0][0]))
+            _, (slab_id, index, slab_mb, grant_id, grant_uuid,
+                _) = queues[vm].pop(0)
+            if not queues[vm]:
+                del queues[vm]
             if grant_id not in locked:
                 # A shared lock on the grant's row: a release, which
                 # updates it, waits for this transaction, and the status
@@ -329,8 +343,28 @@ def slabs_take_for_reclaim(context, donor_host, size_mb):
                     synchronize_session=False)).rowcount == 1:
                 taken.setdefault(grant_uuid, []).append(index)
                 total += slab_mb
+                excess[vm] -= slab_mb
     return ({uuid: sorted(indexes) for uuid, indexes in taken.items()},
             total)
+
+
+def _l1_excess(session, instance_uuids):
+    """{instance uuid: MiB it holds on donors (its active grants' active
+    slabs) over its L1 share (l1_share_mb, 0 when not known)}."""
+    if not instance_uuids:
+        return {}
+    held = dict(session.query(
+        models.Grant.instance_uuid, sa.func.sum(models.Slab.size_mb)).join(
+        models.Slab).filter(
+        models.Grant.instance_uuid.in_(instance_uuids),
+        models.Grant.status == 'active',
+        models.Slab.status == 'active').group_by(
+        models.Grant.instance_uuid).all())
+    shares = dict(session.query(
+        models.Instance.uuid, models.Instance.l1_share_mb).filter(
+        models.Instance.uuid.in_(instance_uuids)).all())
+    return {uuid: int(held.get(uuid) or 0) - (shares.get(uuid) or 0)
+            for uuid in instance_uuids}
 
 
 @facade.retry_on_race

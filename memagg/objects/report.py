@@ -79,7 +79,8 @@ class InstanceReport(base.MemaggObject):
     # Version 1.3: sampler_backend, sampler_error_mb, sampler_pages, warming
     # Version 1.4: reclaimed_mb, promotion_rate, promotion_rate_pct,
     #              promotion_slo, reclaim_mechanism
-    VERSION = '1.4'
+    # Version 1.5: l1_share_mb
+    VERSION = '1.5'
 
     fields = {
         'uuid': fields.UUIDField(),
@@ -94,6 +95,9 @@ class InstanceReport(base.MemaggObject):
         'cpu_util': fields.FloatField(),
         'vcpus': fields.IntegerField(default=0),
         'local_policy': fields.StringField(nullable=True, default=None),
+        # Its L1 allocation by the tier policy's last plan, MiB (None:
+        # none planned yet).
+        'l1_share_mb': fields.IntegerField(nullable=True, default=None),
         **_sampler_fields(),
         **_reclaim_fields(),
     }
@@ -101,6 +105,8 @@ class InstanceReport(base.MemaggObject):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 5):
+            primitive.pop('l1_share_mb', None)
         if target < (1, 4):
             _pop_reclaim_fields(primitive)
         if target < (1, 3):
@@ -183,7 +189,7 @@ class ComputeReport(base.MemaggObject):
     # Version 1.2: InstanceReport 1.2
     # Version 1.3: InstanceReport 1.3, WssSample 1.2
     # Version 1.4: InstanceReport 1.4, WssSample 1.3
-    # Version 1.5: ledgers
+    # Version 1.5: ledgers; InstanceReport 1.5
     VERSION = '1.5'
 
     fields = {
@@ -203,7 +209,7 @@ class ComputeReport(base.MemaggObject):
 
     obj_relationships = {
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.2'),
-                      ('1.3', '1.3'), ('1.4', '1.4')],
+                      ('1.3', '1.3'), ('1.4', '1.4'), ('1.5', '1.5')],
         'samples': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.1'),
                     ('1.3', '1.2'), ('1.4', '1.3')],
         'ledgers': [('1.5', '1.0')],

@@ -64,7 +64,9 @@ def begin_release(ctxt, grant_uuid, consumer_host=None):
 
 def begin_reclaim(ctxt, donor_host, size_mb):
     """Take at least ``size_mb`` MiB (whole slabs) of what ``donor_host``
-    lends, newest grants first, for a reclaim: the slabs go reclaiming,
+    lends, from the VMs most over their L1 share first (as
+    db_grants.slabs_take_for_reclaim), for a reclaim: the slabs go
+    reclaiming,
     each taken by one caller only (Reservoir.finish_reclaim carries the
     reclaim out). Returns ``({grant uuid: [index, ...]}, MiB)``; raises
     InvalidParameter for a bad size, NotFound for an unknown host."""
@@ -186,10 +188,10 @@ class ReturnsMixin:
 
     def reclaim(self, ctxt, donor_host, size_mb):
         """Take back at least ``size_mb`` MiB (whole slabs) that
-        ``donor_host`` lends, newest grants first, now (each host asked
-        once): each consumer reclaims its slabs, then the donor frees
-        them. Returns the MiB reclaimed (less when the host lends less, or
-        a consumer failed)."""
+        ``donor_host`` lends, from the VMs most over their L1 share first,
+        now (each host asked once): each consumer reclaims its slabs, then
+        the donor frees them. Returns the MiB reclaimed (less when the host
+        lends less, or a consumer failed)."""
         taken, _mb = begin_reclaim(ctxt, donor_host, size_mb)
         reclaimed = self.finish_reclaim(ctxt, donor_host, taken, attempts=1)
         LOG.info('Reclaimed %d MiB of %d MiB asked for by %s', reclaimed,

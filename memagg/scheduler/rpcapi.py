@@ -205,7 +205,8 @@ class SchedulerAPI:
 
     def reclaim(self, ctxt, donor_host, size_mb, timeout=None):
         """Take up to ``size_mb`` MiB lent by ``donor_host`` back (whole
-        slabs, newest grants first); return the MiB reclaimed. Raises
+        slabs, from the VMs most over their L1 share first); return the
+        MiB reclaimed. Raises
         NotFound for an unknown host."""
         return self._call(ctxt, 'reclaim', timeout, donor_host=donor_host,
                           size_mb=size_mb)

@@ -40,8 +40,10 @@ def get_host(name, query):
 
 
 @base.route('/v1/hosts/{name}/reclaim', 'Take back memory the host lends: '
-            'whole slabs, newest grants first; their instances\' pages go '
-            'to their hosts\' local copies first. Answers at once with '
+            'whole slabs, from the instances most over their L1 share '
+            'first (l1_share_mb), of one instance its newest grants first; '
+            'their instances\' pages go to their hosts\' local copies '
+            'first. Answers at once with '
             'what the reclaim took (reclaiming); memagg-scheduler carries '
             'it out. A slab is taken by one reclaim only. Since 1.3.',
             schemas.ref('Reclaimed'), method='POST',

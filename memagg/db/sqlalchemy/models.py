@@ -165,6 +165,10 @@ class Instance(SamplerWindow, Reclaimed, Base):
         sa.Double, nullable=True)
     reclaim_mechanism: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255), nullable=True)
+    # Its L1 allocation by its host's tier policy (MiB; NULL: none
+    # planned): memagg-scheduler reclaims from the VMs most over theirs.
+    l1_share_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
 
 
 class WssSample(SamplerWindow, Reclaimed, Base):

@@ -87,7 +87,8 @@ def load():
             [dict(uuid=uuid, name='vm-' + uuid[:4], project_id=project,
                   booked_mb=4096, current_mb=2048, wss_mb=1005,
                   wss_maxavg_mb=1100, remote_mb=512, estimator='badis',
-                  local_policy='cmms/equal', **sampler(SAMPLES - 1),
+                  local_policy='cmms/equal', l1_share_mb=384,
+                  **sampler(SAMPLES - 1),
                   **RECLAIM)
              for uuid, project in instances], samples)
     db_services.service_heartbeat(ctx, 'host-1', 'memagg-compute', 'compute')

@@ -255,6 +255,11 @@ def test_the_ghost_reaches_the_estimator_and_lendable_the_report(lmc, conf):
     # The VM is short (WSS above its maximum): nothing lendable.
     assert report.lendable_mb == 0
     assert [ledger.grant_uuid for ledger in report.ledgers] == [GRANT]
+    # No tier plan yet: no L1 share to report.
+    assert instance.l1_share_mb is None
+    lmc.tiers.shares_mb = {VM: 320}
+    [instance] = collector.run_period().instances
+    assert instance.l1_share_mb == 320
     assert lmc.plan.allocate == []      # it has a grant already
 
 

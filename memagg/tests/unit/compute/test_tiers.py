@@ -108,6 +108,8 @@ def test_shares_follow_the_weights_within_the_host_bound(conf, clock):
     plan = planner.run(None, grants, {VM: 256, VM2: 256})
 
     assert plan.allocations == {VM: 3.0, VM2: 1.0}
+    # What the report carries of them, MiB.
+    assert planner.shares_mb == {VM: 192, VM2: 64}
     assert _moves(scheduler) == [(GRANT2, 'node-a', [0], [])]
     # Without a host bound, each VM keeps its own limit.
     conf.config(tier_l1_capacity_mb=0, group='reservoir')

@@ -82,15 +82,36 @@ def test_concurrent_reclaims_take_each_slab_once(grants, admin_context):
         admin_context, g).slabs} == {'reclaiming'}
 
 
-def test_a_reclaim_takes_the_newest_grants_slabs_first(grants,
-                                                       admin_context):
+def _vm_of(grant_uuid, admin_context):
+    return db_grants.grant_get(admin_context, grant_uuid).instance_uuid
+
+
+def test_a_reclaim_takes_from_the_vms_most_over_their_share_first(
+        grants, admin_context):
+    """Without shares a VM's excess is all it holds on donors: the newer
+    grant's VM (768 MiB) gives a slab, then, even with the older's (512),
+    its newer slab, then the older's VM one; a slab at a time, the
+    highest indexes first."""
     older, newer = grants
 
     assert db_grants.slabs_take_for_reclaim(admin_context, 'host-2',
                                             600) == (
-        {newer: [0, 1, 2]}, 768)
+        {newer: [1, 2], older: [1]}, 768)
     assert db_grants.slabs_take_for_reclaim(admin_context, 'host-2',
-                                            1) == ({older: [1]}, 256)
+                                            1) == ({newer: [0]}, 256)
+
+
+def test_a_vm_within_its_share_gives_slabs_last(grants, admin_context):
+    older, newer = grants
+    # The newer grant's VM may keep all three of its slabs on donors, the
+    # older's none of its two.
+    rows.insert(models.Instance,
+                dict(uuid=_vm_of(newer, admin_context), l1_share_mb=768),
+                dict(uuid=_vm_of(older, admin_context), l1_share_mb=0))
+
+    assert db_grants.slabs_take_for_reclaim(admin_context, 'host-2',
+                                            600) == (
+        {older: [0, 1], newer: [2]}, 768)
 
 
 def test_a_grant_being_released_lends_no_slab_to_a_reclaim(

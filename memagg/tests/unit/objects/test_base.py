@@ -32,7 +32,7 @@ EXPECTED_FINGERPRINTS = {
     'GrantLedger': '1.0-ce0aded1f5723460147290ab6c791739',
     'GrantPayload': '1.0-c2d0f1669f76719e078177c199274f05',
     'MigrationPayload': '1.0-69ff8df514a8e0bf5770e2efad6b13ed',
-    'InstanceReport': '1.4-1a5c363e6bd6aaf0d35c449fa1abd6b4',
+    'InstanceReport': '1.5-2b72d43cfd4db3e59a69b5c7d141a09e',
     'WssSample': '1.3-e307aa6cd0ef770a926d628f647380d6',
 }
 

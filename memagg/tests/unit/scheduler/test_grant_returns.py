@@ -63,8 +63,8 @@ def test_a_donor_that_does_not_free_is_freed_again_at_recovery(
         three_hosts, grant['uuid']).slabs} == {'released'}
 
 
-def test_reclaim_takes_the_newest_grants_slabs_first(three_hosts, gmc,
-                                                     compute):
+def test_reclaim_takes_from_the_vm_most_over_its_share_first(three_hosts,
+                                                             gmc, compute):
     older = gmc.allocate(three_hosts, VM_1, 'c', 512)
     newer = gmc.allocate(three_hosts, VM_2, 'c', 256)
     assert {s['donor_host'] for s in older['slabs'] + newer['slabs']} == \
@@ -72,14 +72,15 @@ def test_reclaim_takes_the_newest_grants_slabs_first(three_hosts, gmc,
 
     reclaimed = gmc.reclaim(three_hosts, 'a', 300)
 
-    # 300 MiB: the newer grant's 4 slabs, then the older one's last slab.
+    # 300 MiB, no share known: VM_1's last 4 slabs (512 MiB held against
+    # VM_2's 256), then, the two even, the newer grant's last.
     assert reclaimed == 320
-    assert compute.called('reclaim_slabs') == [
-        ('c', newer['uuid'], [0, 1, 2, 3]), ('c', older['uuid'], [7])]
-    assert ('a', older['uuid'], [7]) in compute.called('free_slabs')
+    assert sorted(compute.called('reclaim_slabs')) == sorted([
+        ('c', older['uuid'], [4, 5, 6, 7]), ('c', newer['uuid'], [3])])
+    assert ('a', newer['uuid'], [3]) in compute.called('free_slabs')
     old, slabs = reservoir_cluster.stored(three_hosts, older['uuid'])
-    assert old.granted_mb == 448 and slabs[7] == (7, 'a', 'reclaimed')
-    assert db_grants.grant_get(three_hosts, newer['uuid']).granted_mb == 0
+    assert old.granted_mb == 256 and slabs[7] == (7, 'a', 'reclaimed')
+    assert db_grants.grant_get(three_hosts, newer['uuid']).granted_mb == 192
     assert len(compute.holding('a')) == 7
 
 

@@ -40,7 +40,14 @@ def test_instance_fields_gated_by_microversion(api):
     assert {k: new[k] for k in SAMPLER} == data.sampler(data.SAMPLES - 1)
     assert {k: v for k, v in new.items()
             if k not in ('remote_mb', 'wss_maxavg_mb', 'local_policy',
-                         *SAMPLER, *RECLAIM)} == old
+                         'l1_share_mb', *SAMPLER, *RECLAIM)} == old
+
+
+def test_instances_show_their_l1_share_from_1_14(api):
+    url = '/v1/instances/' + data.INSTANCE_A
+    v113, v114 = (_get(api, url, v)['instance'] for v in ('1.13', '1.14'))
+    assert 'l1_share_mb' not in v113
+    assert v114['l1_share_mb'] == 384
 
 
 def _get(api, url, version):

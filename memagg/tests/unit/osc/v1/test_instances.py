@@ -128,8 +128,9 @@ def test_decimals_are_rounded_in_a_table_only(make_client):
 
 
 def test_instance_show_has_host_reclaim_from_1_11(make_client):
-    shown, older = _show(make_client), _show(make_client, '1.10')
+    shown, older = _show(make_client, '1.11'), _show(make_client, '1.10')
 
     assert {k: shown[k] for k in data.RECLAIM} == data.RECLAIM
     assert not set(data.RECLAIM) & set(older)
     assert {k: v for k, v in shown.items() if k not in data.RECLAIM} == older
+    assert _show(make_client)['l1_share_mb'] == 384

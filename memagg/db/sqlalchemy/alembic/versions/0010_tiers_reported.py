@@ -11,8 +11,9 @@
 # under the License.
 
 
-"""Grants' ledgers per tier, as their consumer hosts report them (issue
-38): one row per grant, the newest report's.
+"""What compute nodes report of the two tiers (issue 38): grants' ledgers
+per tier, one row per grant, the newest report's; instances' L1
+allocations by their host's tier policy.
 
 Revision ID: 0010
 Revises: 0009
@@ -43,3 +44,7 @@ def upgrade():
         sa.Column('created_at', sa.DateTime(), nullable=False),
         sa.Column('updated_at', sa.DateTime(), nullable=True),
     )
+    # Nullable without a default: NULL until the host's tier policy plans.
+    with op.batch_alter_table('instances') as batch:
+        batch.add_column(sa.Column('l1_share_mb', sa.Integer(),
+                                   nullable=True))
