@@ -339,7 +339,8 @@ class SwapdClient:
     def export_stats(self, grant):
         """``grant``'s export counters (ints): reads, writes, read_bytes,
         write_bytes, zero_reads, local_reads, remote_errors,
-        degraded_slabs, clients, lat_p50_us, lat_p99_us, rebuild_left
+        degraded_slabs, clients, lat_p50_us, lat_p99_us (and
+        read_lat_p50_us, read_lat_p99_us of reads alone), rebuild_left
         (4 KiB pages an adopted export's rebuild has still to go through,
         all of them until ``export_rebuild``; 0 when none),
         stored_pages (4 KiB pages that count as written), sealed (1 when

@@ -693,6 +693,8 @@ int sd_exports_stats(struct sd_exports *xs,
     }
     out->lat_p50_us = sd_hist_percentile(&x->hist, 50);
     out->lat_p99_us = sd_hist_percentile(&x->hist, 99);
+    out->read_lat_p50_us = sd_hist_percentile(&x->read_hist, 50);
+    out->read_lat_p99_us = sd_hist_percentile(&x->read_hist, 99);
     out->rebuild_left = rebuild_left(x);
     out->stored_pages = sd_bitmap_count(&x->written);
     for (i = 0; i < SD_TIERS; i++) {

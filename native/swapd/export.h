@@ -70,6 +70,7 @@ struct sd_export_stats {
     uint64_t zero_reads, local_reads, remote_errors;
     uint32_t degraded_slabs, clients;
     uint64_t lat_p50_us, lat_p99_us;
+    uint64_t read_lat_p50_us, read_lat_p99_us; /* reads alone */
     uint64_t rebuild_left;      /* pages an adopted export's rebuild has
                                  * still to go through (all of them while
                                  * it waits for EXPORT_REBUILD); 0 when

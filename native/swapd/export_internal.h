@@ -81,6 +81,7 @@ struct sd_export {
     uint64_t frame_auth_failures;
     uint32_t clients;
     struct sd_hist hist;
+    struct sd_hist read_hist;                   /* reads alone */
     uint64_t ledger[SD_TIERS][LEDGER_N];        /* atomic; see ledger_add */
     /* Sealed exports: spec.page_key is usable once key_ready (atomic; an
      * adopted export waits for its key); bad holds the pages the rebuild

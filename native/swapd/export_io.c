@@ -164,6 +164,7 @@ static void finish_one(struct xreq *r)
 {
     struct sd_export *x = r->x;
     struct sd_nbd_io *nio = r->nio;
+    uint64_t took;
     unsigned i;
 
     if (__atomic_sub_fetch(&r->pending, 1, __ATOMIC_ACQ_REL)) {
@@ -176,17 +177,19 @@ static void finish_one(struct xreq *r)
         }
         pthread_mutex_unlock(&x->rb_lock);
     }
+    took = sd_now_us() - r->start_us;
     if (nio->type == NBD_CMD_READ) {
         COUNT(x, reads, 1);
         COUNT(x, read_bytes, nio->len);
         if (r->touched_local) {
             COUNT(x, local_reads, 1);
         }
+        sd_hist_add(&x->read_hist, took);
     } else {
         COUNT(x, writes, 1);
         COUNT(x, write_bytes, nio->len);
     }
-    sd_hist_add(&x->hist, sd_now_us() - r->start_us);
+    sd_hist_add(&x->hist, took);
     nio->done(nio, r->error);
     /* Not in seg_done: the submitting thread may still be in the send
      * of a bounce buffer when the donor's reply comes back. */
