@@ -170,7 +170,9 @@ class RemoteMemory(remote_exports.ExportsMixin):
                 found[uuid] = remote_grants.Grant(
                     uuid=uuid, instance_uuid=instance,
                     serial=hypervisor.swap_serial(uuid),
-                    remote_mb=len(on_donors) * slab_mb, slab_size_mb=slab_mb)
+                    remote_mb=len(on_donors) * slab_mb,
+                    size_mb=described.get('size', 0) // remote_grants.MIB,
+                    slab_size_mb=slab_mb)
         except swapd.SwapdUnavailable as exc:
             self._down(exc)
             return
@@ -320,8 +322,11 @@ class RemoteMemory(remote_exports.ExportsMixin):
         held = {}
         with self._lock:
             for grant in self._grants.values():
-                held[grant.instance_uuid] = (held.get(grant.instance_uuid, 0)
-                                             + grant.remote_mb)
+                # Both tiers: memagg-scheduler cuts a request to what the
+                # VM's cap leaves of all its slabs.
+                held[grant.instance_uuid] = (
+                    held.get(grant.instance_uuid, 0)
+                    + (grant.size_mb or grant.remote_mb))
         swap_ins, self._swap_ins = self._swap_ins, {}
         return {dom.uuid: remote_plan.RemoteUse(
                     held_mb=held.get(dom.uuid, 0),

@@ -253,7 +253,7 @@ class ExportsMixin:
                 uuid=uuid, instance_uuid=instance, socket=export['socket'],
                 serial=serial, target_dev=target,
                 remote_mb=len(slabs) * slab_size_mb,
-                slab_size_mb=slab_size_mb)
+                size_mb=count * slab_size_mb, slab_size_mb=slab_size_mb)
             self._missing.pop(uuid, None)
         self.backoff.succeeded(('allocate', instance))
         LOG.info('Grant %s of VM %s attached as %s (%d slabs, %d of them '
@@ -320,6 +320,7 @@ class ExportsMixin:
                 uuid=uuid, instance_uuid=instance, socket=export['socket'],
                 serial=hypervisor.swap_serial(uuid),
                 remote_mb=len(slabs) * slab_size_mb,
+                size_mb=len(slabs) * slab_size_mb,
                 slab_size_mb=slab_size_mb)
             self._missing.pop(uuid, None)
         LOG.info('Grant %s of VM %s adopted for its live migration (%d '

@@ -33,8 +33,9 @@ _UUID = re.compile(r'^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$')
 class Grant:
     """A grant with an export on this host (the consumer side).
     ``instance_uuid`` is None when it cannot be told; ``remote_mb``: MiB of
-    its slabs still on donors (0 when not known), ``slab_size_mb`` their
-    size."""
+    its slabs still on donors (0 when not known), ``size_mb`` of all its
+    slabs, in the local tier too (what its VM's cap counts; 0 when not
+    known), ``slab_size_mb`` their size."""
 
     uuid: str
     instance_uuid: str | None
@@ -42,6 +43,7 @@ class Grant:
     serial: str | None = None
     target_dev: str | None = None
     remote_mb: int = 0
+    size_mb: int = 0
     slab_size_mb: int = 0
 
 

@@ -27,9 +27,11 @@ from memagg.drivers.remote_budget import fixed as budget_fixed
 @dataclasses.dataclass
 class RemoteUse:
     """What memagg-compute knows of one VM's remote memory in a period:
-    ``held_mb``, MiB its grants hold on donors; ``swap_ins``, this period's
-    swap-ins of its exports (the swap ghost); ``limit_mb``, its remote
-    limit of the period before (None for a VM new to the policy)."""
+    ``held_mb``, MiB its grants hold, on donors and in the local tier
+    (what memagg-scheduler counts against its cap); ``swap_ins``, this
+    period's swap-ins of its exports (the swap ghost); ``limit_mb``, its
+    remote limit of the period before (None for a VM new to the policy).
+    """
 
     held_mb: int = 0
     swap_ins: int = 0

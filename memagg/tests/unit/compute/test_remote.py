@@ -329,19 +329,26 @@ def test_what_a_vm_holds_follows_attach_reclaim_and_recovery(tlp_lmc):
     lmc.attach_grant(grant_dict())
     lmc.plan_period(calm, [dom(VM)])
     assert lmc.plan.limits == {VM: 128}
-    # Both slabs reclaimed to the local copy: it holds nothing remotely;
-    # slack 128 above 32: 128 - 2.56 -> 125.
+    # Both slabs reclaimed to the local copy: none on donors, but still
+    # the VM's, in the local tier, as its cap counts them: no slack.
     lmc.reclaim_slabs(GRANT, [0, 1])
+    assert lmc.grants_by_instance()[VM].remote_mb == 0
+    lmc.plan_period(calm, [dom(VM)])
+    assert lmc.plan.limits == {VM: 128}
+    # Released: it holds nothing; slack 128 above 32: 128 - 2.56 -> 125.
+    lmc.drop_export(GRANT)
     lmc.plan_period(calm, [dom(VM)])
     assert lmc.plan.limits == {VM: 125}
     # A restarted memagg-compute finds the grant's slabs in its export:
-    # slab 1 of 0-2 is served locally, two on donors, 128 MiB.
+    # slab 1 of 0-2 is served locally, two on donors: 128 MiB there, 192
+    # in all.
     lmc.client.exports = {GRANT: {
         'local': remote_grants.local_copy_path('/s', VM, GRANT),
-        'slab_size': 64 * MIB,
+        'slab_size': 64 * MIB, 'size': 192 * MIB,
         'slabs': [{'index': i} for i in range(3)], 'local_slabs': [1]}}
     restarted = remote.RemoteMemory(Driver(), 'node-a', lmc.conf,
                                     FakeScheduler(), client=lmc.client)
     restarted.recover()
+    assert restarted.grants_by_instance()[VM].remote_mb == 128
     restarted.plan_period(calm, [dom(VM)])
-    assert restarted.plan.limits == {VM: 128}
+    assert restarted.plan.limits == {VM: 192}
