@@ -26,7 +26,9 @@ overload is counted (memagg.sim.engine):
    is reserved for migrations in flight), less [reservoir]
    donor_reserve_mb; nothing while the host is off or short of memory
    itself (local needs first). A donor lending more than that reclaims
-   the difference, in whole slabs, from its newest grants first.
+   the difference, in whole slabs, from the VMs most over their L1
+   share (their limit) first, a slab at a time, of one VM its newest
+   grants first.
 3. A host whose VMs' working sets W exceed its memory M is short by
    W - M, and each of its VMs by its share, w / W of it (the local policy
    squeezes its VMs alike). Each VM's remote limit comes from the
@@ -66,6 +68,7 @@ operations.
 """
 import collections
 import dataclasses
+import heapq
 import math
 import random
 
@@ -210,22 +213,40 @@ class Model:
 
     def _reclaim(self, lendable):
         """Step 2: each donor lending more than ``lendable`` takes the
-        excess back, in whole slabs, newest grants first."""
+        excess back, in whole slabs, from the VMs most over their L1
+        share first (what they hold on donors less their limit, the share
+        of memagg-compute's tier policy without a host bound), a slab at a
+        time; of one VM's, its newest grants first (as
+        memagg.db.grants.slabs_take_for_reclaim)."""
         slab = self.settings.slab_size_mb
         for donor in np.flatnonzero(self.lent > lendable).tolist():
             wanted = math.ceil((self.lent[donor] - lendable[donor]) / slab)
-            for grant in reversed(list(self.by_donor[donor])):
-                if wanted <= 0:
-                    break
-                taken = min(wanted, grant.slabs[donor])
-                wanted -= taken
-                vm = grant.vm
-                mb = self._give_back(grant, donor, taken)
+            newest = {}                 # VM -> its grants here, oldest first
+            for order, grant in enumerate(self.by_donor[donor]):
+                newest.setdefault(grant.vm, []).append((order, grant))
+            heap = [(-self._excess(vm), -grants[-1][0], vm)
+                    for vm, grants in newest.items()]
+            heapq.heapify(heap)
+            while wanted > 0 and heap:
+                _, _, vm = heapq.heappop(heap)
+                grants = newest[vm]
+                grant = grants[-1][1]
+                mb = self._give_back(grant, donor, 1)
+                wanted -= 1
+                if donor not in grant.slabs:
+                    grants.pop()
+                if grants:
+                    heapq.heappush(heap, (-self._excess(vm),
+                                          -grants[-1][0], vm))
                 self.stats.reclaimed_mb += mb
                 if self.tiers:
                     # Demoted: the VM keeps it, in its local copy.
                     self.l2[vm] += mb
                     self.stats.demoted_mb += mb
+
+    def _excess(self, vm):
+        """MiB ``vm`` holds on donors beyond its limit (its L1 share)."""
+        return int(self.held[vm]) - self.limits.get(vm, int(self.held[vm]))
 
     def _grant(self, vm, host, size_mb, room):
         """memagg-scheduler's answer to ``vm`` on ``host`` asking

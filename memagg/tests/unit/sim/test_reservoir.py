@@ -16,6 +16,7 @@ enough to follow by hand, through the simulation loop (rounds only at step
 import json
 
 from oslo_config import cfg
+import numpy as np
 import pytest
 
 from memagg.conf import consolidation as conf_consolidation
@@ -157,6 +158,25 @@ def test_grants_are_released_reclaimed_and_asked_again(tmp_path):
     assert stats.remote_vms.tolist() == [0, 2, 0, 2, 0]
     assert sim.reservoir.lent.tolist() == [0, 400]
     assert list(sim.reservoir.grants) == [0]
+
+
+def test_a_donor_takes_back_from_the_vm_most_over_its_share_first(
+        tmp_path):
+    # h-b lends v1 300 MiB and then v2 300 MiB (the newer grant); v1's
+    # limit, its L1 share, is 100: 200 over, v2 at its own use. 200 MiB
+    # taken back come from v1, a slab at a time, not from the newest
+    # grant; 200 more, both at their share by then, from the newest, v2's.
+    trace, hosts = _week(tmp_path, [(400, 400), (400, 400)])
+    model = _model(trace, hosts)
+    for vm in (0, 1):
+        model._lend(vm, [(1, 3)], {1: 1000})
+    model.limits[0] = 100
+
+    model._reclaim(np.array([1000, 400]))
+    assert model.held.tolist()[:2] == [100, 300]
+    model._reclaim(np.array([1000, 200]))
+    assert model.held.tolist()[:2] == [100, 100]
+    assert model.stats.reclaimed_mb == 400
 
 
 def test_two_tiers_keep_reclaimed_memory_local_and_promote_it_back(
