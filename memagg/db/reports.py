@@ -214,19 +214,15 @@ def _write_instances(conn, reports, hosts, now):
             status='gone', updated_at=now))
 
 
-def _write_hosts(conn, reports, now):
-    """Insert or upsert (by id, as a row lock only) the hosts rows of
-    ``reports`` (sorted oldest first), each from its host's newest report;
-    return the names of the hosts written. A host whose stored report is
-    newer than this batch's is left as it is: a redelivered or late report
-    must not take its state back."""
-    table = models.Host.__table__
-    newest = {}
-    for report in reports:
-        newest[report['host']['name']] = dict(
-            report['host'], reported_at=report['reported_at'])
-    stored = {row.name: row._asdict() for row in conn.execute(
-        sa.select(table).where(table.c.name.in_(list(newest))))}
+def _write_newest(conn, table, key, newest, now):
+    """Insert the rows of ``newest`` ({``key`` value: column values with
+    reported_at}) that ``table`` lacks, and upsert (by id, as a row lock
+    only) those whose stored row is not of a newer report; return the
+    ``key`` values written. A redelivered or late report must not take a
+    row's state back."""
+    column = table.c[key]
+    stored = {row[key]: row for row in (r._asdict() for r in conn.execute(
+        sa.select(table).where(column.in_(list(newest)))))}
     new, changed = [], []
     for name, values in newest.items():
         old = stored.get(name)
@@ -240,7 +236,18 @@ def _write_hosts(conn, reports, now):
         _insert(conn, table, new, now)
     if changed:
         _update_by_id(conn, table, changed, now)
-    return {values['name'] for values in new + changed}
+    return {values[key] for values in new + changed}
+
+
+def _write_hosts(conn, reports, now):
+    """Store the hosts rows of ``reports`` (sorted oldest first), each
+    from its host's newest report unless the stored one is newer; return
+    the names of the hosts written."""
+    newest = {}
+    for report in reports:
+        newest[report['host']['name']] = dict(
+            report['host'], reported_at=report['reported_at'])
+    return _write_newest(conn, models.Host.__table__, 'name', newest, now)
 
 
 def _write_ledgers(conn, reports, now):
@@ -262,23 +269,9 @@ def _write_ledgers(conn, reports, now):
         grants.c.uuid.in_(list(newest)))).all())
     newest = {uuid: values for uuid, values in newest.items()
               if consumers.get(uuid) == values['host']}
-    if not newest:
-        return
-    table = models.GrantLedger.__table__
-    stored = {row.grant_uuid: row._asdict() for row in conn.execute(
-        sa.select(table).where(table.c.grant_uuid.in_(list(newest))))}
-    new, changed = [], []
-    for uuid, values in newest.items():
-        old = stored.get(uuid)
-        if old is None:
-            new.append(values)
-        elif (_second(old['reported_at']) <= _second(values['reported_at'])
-              and any(old[c] != v for c, v in values.items())):
-            changed.append(dict(old, **values, updated_at=now))
-    if new:
-        _insert(conn, table, new, now)
-    if changed:
-        _update_by_id(conn, table, changed, now)
+    if newest:
+        _write_newest(conn, models.GrantLedger.__table__, 'grant_uuid',
+                      newest, now)
 
 
 def _second(moment):

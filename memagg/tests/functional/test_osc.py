@@ -240,12 +240,13 @@ def test_version_1_0_hides_later_fields(deployment):
 
 def test_host_reclaim_shows_from_1_11(deployment):
     """instance show, instance list --long and instance wss list --long
-    show host reclaim at the default version (1.11 for this client) and
-    hide it at 1.10."""
+    show host reclaim from 1.11 (and at the client's default, its latest)
+    and hide it at 1.10."""
     uuid_ = deployment.instances['member'][1]
     reclaim = ('reclaimed_mb', 'promotion_rate', 'promotion_slo',
                'reclaim_mechanism')
-    shown = as_json(deployment, 'admin', 'instance', 'show', uuid_)
+    shown = as_json(deployment, 'admin', '--os-memagg-api-version=1.11',
+                    'instance', 'show', uuid_)
     assert (shown['reclaimed_mb'], shown['promotion_rate'],
             shown['reclaim_mechanism']) == (256, 4.0, 'madvise')
     assert shown['promotion_slo'] == pytest.approx(0.002 * 1228 * 256)
