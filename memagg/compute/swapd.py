@@ -339,7 +339,9 @@ class SwapdClient:
     def export_stats(self, grant):
         """``grant``'s export counters (ints): reads, writes, read_bytes,
         write_bytes, zero_reads, local_reads, remote_errors,
-        degraded_slabs, clients, lat_p50_us, lat_p99_us (and
+        degraded_slabs, clients, remote_read_bytes and remote_write_bytes
+        (bytes read from and written to donors, promotions' copies too),
+        lat_p50_us, lat_p99_us (and
         read_lat_p50_us, read_lat_p99_us of reads alone), rebuild_left
         (4 KiB pages an adopted export's rebuild has still to go through,
         all of them until ``export_rebuild``; 0 when none),

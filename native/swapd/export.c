@@ -678,6 +678,8 @@ int sd_exports_stats(struct sd_exports *xs,
     out->writes = LOAD(x, writes);
     out->read_bytes = LOAD(x, read_bytes);
     out->write_bytes = LOAD(x, write_bytes);
+    out->remote_read_bytes = LOAD(x, remote_read_bytes);
+    out->remote_write_bytes = LOAD(x, remote_write_bytes);
     out->zero_reads = LOAD(x, zero_reads);
     out->local_reads = LOAD(x, local_reads);
     out->remote_errors = LOAD(x, remote_errors);

@@ -67,6 +67,8 @@
 
 struct sd_export_stats {
     uint64_t reads, writes, read_bytes, write_bytes;
+    uint64_t remote_read_bytes;     /* of pages read from donors */
+    uint64_t remote_write_bytes;    /* written to them, promotions too */
     uint64_t zero_reads, local_reads, remote_errors;
     uint32_t degraded_slabs, clients;
     uint64_t lat_p50_us, lat_p99_us;

@@ -77,6 +77,7 @@ struct sd_export {
                                          * disk says it is local */
     struct sd_nbd_server *nbd;
     uint64_t reads, writes, read_bytes, write_bytes;
+    uint64_t remote_read_bytes, remote_write_bytes;
     uint64_t zero_reads, local_reads, remote_errors, auth_failures;
     uint64_t frame_auth_failures;
     uint32_t clients;

@@ -305,6 +305,12 @@ static void seg_done(struct sd_io *io, int status)
     } else {
         int opened = io->op == SD_OP_READ && io->seals ? open_seg(r, s) : 0;
 
+        if (io->op == SD_OP_READ) {
+            COUNT(x, remote_read_bytes, io->len);
+        } else {
+            COUNT(x, remote_write_bytes, io->len);
+        }
+
         if (opened < 0 ||
             (opened == 0 && s->overlay && overlay_local(r, s))) {
             set_error(r, NBD_EIO);

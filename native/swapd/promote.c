@@ -94,7 +94,11 @@ static int copy_run(struct sd_export *x, struct peer *p, uint32_t slab,
             return ret;
         }
     }
-    return sd_peer_submit_wait(p, &ios, 1);
+    ret = sd_peer_submit_wait(p, &ios, 1);
+    if (ret == 0) {
+        COUNT(x, remote_write_bytes, len);
+    }
+    return ret;
 }
 
 /* Copy the slab's dirty pages, in runs, clearing each run's bits before

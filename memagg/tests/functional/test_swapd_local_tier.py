@@ -80,6 +80,9 @@ def test_a_grant_born_in_the_local_tier_is_served_and_promoted():
         assert (stats['l1_puts'], stats['l2_puts']) == (2 * PAGES,
                                                         2 * PAGES), stats
         assert stats['remote_errors'] == 0, stats
+        # Only the donor's slabs' bytes crossed to it, written then read.
+        assert (stats['remote_write_bytes'], stats['remote_read_bytes']) == (
+            2 * SLAB, 2 * SLAB), stats
 
         # The donor that lends slabs 0-1 takes no new slab of the grant.
         with pytest.raises(swapd.SwapdError) as refused:
@@ -106,6 +109,8 @@ def _promote_and_read(client, export, again):
     assert copied == PAGES
     assert _on_donors(client) == ON_DONOR + [2]
     before = client.export_stats(GRANT)
+    # The promotion's copy counts as bytes written to donors.
+    assert before['remote_write_bytes'] == 3 * SLAB, before
     test_swapd_nbd.qemu_io(export['socket'], GRANT, *_reads())
     after = client.export_stats(GRANT)
     assert (after['l1_used'], after['l2_used']) == (3 * PAGES,
@@ -114,4 +119,6 @@ def _promote_and_read(client, export, again):
     # Slab 2's reads now go to the donor: 3 of the 4 slabs' reads.
     assert (after['l1_gets'] - before['l1_gets'],
             after['l2_gets'] - before['l2_gets']) == (3 * PAGES, PAGES)
+    assert after['remote_read_bytes'] - before['remote_read_bytes'] == \
+        3 * SLAB, after
     assert after['remote_errors'] == 0, after
