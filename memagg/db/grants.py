@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from memagg.common import exceptions
 from memagg.db import facade
+from memagg.db import migrations as db_migrations
 from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
 from memagg.notifications import grant as grant_notifications
@@ -299,10 +300,11 @@ def slabs_take_for_reclaim(context, donor_host, size_mb):
     counts as 0), one slab at a time, so that each slab taken lowers its
     VM's excess (Double-Decker's victim); of one VM's, its newest grants'
     first, their highest indexes first, and so between VMs of equal
-    excess. Each slab goes from active to reclaiming in a conditional
-    UPDATE, so a slab a concurrent reclaim or release took is skipped and
-    no slab is taken twice. Returns ``({grant uuid: [index, ...]}, MiB)``
-    of what this call took, indexes in order."""
+    excess; none of a VM that migrates. Each slab goes from active to
+    reclaiming in a conditional UPDATE, so a slab a concurrent reclaim or
+    release took is skipped and no slab is taken twice. Returns
+    ``({grant uuid: [index, ...]}, MiB)`` of what this call took, indexes
+    in order."""
     taken, total = {}, 0
     with facade.writer().using(context) as session:
         rows = session.query(models.Slab.id, models.Slab.index,
@@ -328,12 +330,15 @@ def slabs_take_for_reclaim(context, donor_host, size_mb):
             if not queues[vm]:
                 del queues[vm]
             if grant_id not in locked:
-                # A shared lock on the grant's row: a release, which
-                # updates it, waits for this transaction, and the status
-                # read is the committed one, not the snapshot's.
+                # A shared lock on the grant's row: a release or a
+                # migration's look at its slabs, which lock it, waits for
+                # this transaction, and the status read is the committed
+                # one, not the snapshot's. A migrating VM's slabs stay on
+                # their donors: its destination reads them there.
                 locked[grant_id] = session.query(models.Grant.status).filter(
                     models.Grant.id == grant_id).with_for_update(
-                    read=True).scalar() == 'active'
+                    read=True).scalar() == 'active' and (
+                    db_migrations.migration_busy_locked(session, vm) is None)
             if not locked[grant_id]:
                 continue
             if session.execute(sa.update(models.Slab).where(

@@ -100,9 +100,7 @@ def migration_request(context, instance_uuid, source_host, dest_host,
             uuid=instance_uuid).with_for_update().first()
         if instance is None:
             raise exceptions.NotFound(resource='Instance', id=instance_uuid)
-        busy = session.query(models.Migration).filter(
-            models.Migration.instance_uuid == instance_uuid,
-            models.Migration.status.in_(MIGRATION_BUSY)).first()
+        busy = _busy(session, instance_uuid).first()
         if busy is not None:
             raise exceptions.Conflict(reason=(
                 'instance %s already has migration %s %s; wait until it '
@@ -236,9 +234,23 @@ def migrations_since(context, since):
             models.Migration.created_at, models.Migration.id).all()
 
 
+def _busy(session, instance_uuid):
+    return session.query(models.Migration).filter(
+        models.Migration.instance_uuid == instance_uuid,
+        models.Migration.status.in_(MIGRATION_BUSY))
+
+
 def migration_running_for(context, instance_uuid):
     """The migration of ``instance_uuid`` queued or running, or None."""
     with facade.reader().using(context) as session:
-        return session.query(models.Migration).filter(
-            models.Migration.instance_uuid == instance_uuid,
-            models.Migration.status.in_(MIGRATION_BUSY)).first()
+        return _busy(session, instance_uuid).first()
+
+
+def migration_busy_locked(session, instance_uuid):
+    """In the caller's transaction, the migration of ``instance_uuid``
+    queued or running, or None, read with a shared lock: the committed
+    row, not the transaction's snapshot, so that a move of the VM's slabs
+    checked this way and a migration's look at them
+    (memagg.db.tier_moves.slabs_of_migrating_instance) cannot both miss
+    the other."""
+    return _busy(session, instance_uuid).with_for_update(read=True).first()

@@ -27,13 +27,18 @@ import sqlalchemy as sa
 from memagg.common import exceptions
 from memagg.db import facade
 from memagg.db import grants as db_grants
+from memagg.db import migrations as db_migrations
 from memagg.db.sqlalchemy import models
 
 
-def _active_grant(session, grant_uuid, consumer_host):
+def _active_grant(session, grant_uuid, consumer_host, migration_id=None):
     """The grant's row, locked shared: the status read is the committed
-    one and a release waits for this transaction. Conflict unless it is
-    active and consumed by ``consumer_host``."""
+    one, and a release or a migration's look at the slabs waits for this
+    transaction. Conflict unless it is active and consumed by
+    ``consumer_host``, and while its VM is in a migration other than
+    ``migration_id`` (the one that may move them: its destination reads
+    from the donors what its local copy lacks, so no slab may leave them,
+    and one that comes back later would not be in its table)."""
     grant = session.query(models.Grant).filter_by(
         uuid=grant_uuid).with_for_update(read=True).first()
     if grant is None:
@@ -44,6 +49,12 @@ def _active_grant(session, grant_uuid, consumer_host):
             'active on its consumer %s' % (grant_uuid, grant.status,
                                            grant.consumer_host,
                                            consumer_host)))
+    busy = db_migrations.migration_busy_locked(session, grant.instance_uuid)
+    if busy is not None and busy.id != migration_id:
+        raise exceptions.Conflict(reason=(
+            'instance %s of grant %s is in migration %s (%s); its slabs '
+            'change tier once it ends' % (grant.instance_uuid, grant_uuid,
+                                          busy.uuid, busy.status)))
     return grant
 
 
@@ -81,7 +92,7 @@ def slabs_take_for_demotion(context, grant_uuid, consumer_host, indexes):
 
 @facade.retry_on_race
 def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
-                          reported_since, select):
+                          reported_since, select, migration_id=None):
     """Give the reclaimed slabs ``indexes`` of active grant ``grant_uuid``,
     consumed by ``consumer_host``, donors: with the rows of the hosts that
     may lend locked (memagg.db.grants.donors_available), the slabs, in
@@ -92,9 +103,10 @@ def slabs_begin_promotion(context, grant_uuid, consumer_host, indexes,
     (``[(host, n)]``) places the others on donors that lend the grant
     nothing. Returns ``{donor host: [index, ...]}`` (empty when no donor
     has room). NotFound, or Conflict when the grant is not active on that
-    consumer."""
+    consumer or its VM is in a migration other than ``migration_id``."""
     with facade.writer().using(context) as session:
-        grant = _active_grant(session, grant_uuid, consumer_host)
+        grant = _active_grant(session, grant_uuid, consumer_host,
+                              migration_id)
         asked = set(indexes)
         wanted = sorted((s.index, s.donor_host, s.size_mb)
                         for s in grant.slabs
@@ -177,3 +189,34 @@ def slabs_promoting(context):
     """Promotions under way: ``{(grant uuid, donor host): [index,
     ...]}``."""
     return db_grants.slabs_in_status(context, 'promoting')
+
+
+#: Slab states of an active grant while a move between the tiers is
+#: under way.
+MOVING = ('reclaiming', 'promoting')
+
+
+def slabs_of_migrating_instance(context, instance_uuid, consumer_host):
+    """Where the slabs of ``instance_uuid``'s active grants consumed by
+    ``consumer_host`` are, for its migration: ``{grant uuid: {slab status:
+    [index, ...]}}``. The grants' rows are locked exclusively first, so a
+    move whose transaction took slabs before the migration was queued has
+    committed and shows here (as MOVING), and one after sees the
+    migration and is refused (``_active_grant``, and the reclaims of
+    memagg.db.grants.slabs_take_for_reclaim)."""
+    with facade.writer().using(context) as session:
+        grants = session.query(models.Grant).filter(
+            models.Grant.instance_uuid == instance_uuid,
+            models.Grant.consumer_host == consumer_host,
+            models.Grant.status == 'active').order_by(
+            models.Grant.id).with_for_update().all()
+        states = {}
+        for grant in grants:
+            where = states.setdefault(grant.uuid, {})
+            # A locking read too: the committed rows, not a snapshot
+            # taken before the locks were granted.
+            for slab in session.query(models.Slab).filter_by(
+                    grant_id=grant.id).order_by(
+                    models.Slab.index).with_for_update(read=True):
+                where.setdefault(slab.status, []).append(slab.index)
+        return states

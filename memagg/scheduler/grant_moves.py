@@ -14,9 +14,12 @@
 (ALGORITHMS.md §5).
 
 A VM's pages on donors never cross the wire: before Nova is asked, the
-destination's memagg-compute has its memagg-swapd serve each of the VM's
-grants from the same donors (compute RPC adopt_grant: the slab table and
-key, nothing else), at the socket path the domain's XML names. When the
+moves of its slabs between the tiers under way end (none starts while it
+migrates), its slabs in the source's local copy only (the slow tier) are
+promoted to donors, and then the destination's memagg-compute has its
+memagg-swapd serve each of the VM's grants from the same donors (compute
+RPC adopt_grant: the slab table and key, nothing else), at the socket
+path the domain's XML names. When the
 migration succeeded, the grant's consumer becomes the destination, the
 destination starts rebuilding its durability copy from the donors in the
 background (rebuild_grant: not before, as the rebuild would compete with
@@ -41,13 +44,10 @@ from memagg.compute import rpcapi as compute_rpcapi
 from memagg.db import grants as db_grants
 from memagg.db import instances as db_instances
 from memagg.db import migrations as db_migrations
+from memagg.db import tier_moves as db_tier_moves
 from memagg.scheduler import grant_forms
 
 LOG = logging.getLogger(__name__)
-
-
-#: Slab states whose pages may be in the consumer's local copy only.
-_NOT_ON_DONORS = frozenset(('reclaimed', 'reclaiming', 'promoting'))
 
 
 def _reason(exc):
@@ -58,16 +58,35 @@ def _reason(exc):
     return str(exc)
 
 
+def _slabs_in(states, statuses):
+    """``{grant uuid: [index, ...]}`` of the slabs in ``statuses``, of
+    ``states`` as memagg.db.tier_moves.slabs_of_migrating_instance gives
+    them; grants without any left out."""
+    found = {}
+    for uuid, where in states.items():
+        indexes = sorted(i for status in statuses
+                         for i in where.get(status, ()))
+        if indexes:
+            found[uuid] = indexes
+    return found
+
+
 class GrantMove:
     """The grants of one migration's VM, from its source to its
     destination. ``compute`` is the compute RPC API (ComputeAPI 1.3);
-    each call is bounded by ``conf``'s [reservoir] prepare_timeout."""
+    each call is bounded by ``conf``'s [reservoir] prepare_timeout.
+    ``promote(context, grant_uuid, consumer_host, migration_id)`` promotes
+    a grant's slabs in the local copy only to donors and returns the
+    indexes on donors (Reservoir.promote_for_migration); None: such slabs
+    keep the VM where it is."""
 
-    def __init__(self, context, migration, conf, compute=None):
+    def __init__(self, context, migration, conf, compute=None,
+                 promote=None):
         self.context = context
         self.migration = migration
         self.conf = conf
         self._compute = compute
+        self._promote = promote
         self.vm = migration.instance_uuid
         self.source = migration.source_host
         self.dest = migration.dest_host
@@ -92,19 +111,10 @@ class GrantMove:
             db_migrations.migration_record(self.context, self.migration.id,
                                            remote_mb=0, remote_share=0.0)
             return None
-        for grant in grants:
-            local = sorted(s.index for s in grant.slabs
-                           if s.status in _NOT_ON_DONORS)
-            if local:
-                # Their pages are in the source's local copy only: the
-                # destination, which reads what it lacks from the donors,
-                # would never see them.
-                return ('grant %s has slabs %s in the local copy of %s '
-                        'only (the slow tier, or being moved between the '
-                        'tiers): they cannot follow the VM without a copy '
-                        'of its memory; promote them, or release the '
-                        'grant, and migrate again' % (
-                            grant.uuid, local, self.source))
+        problem = self._onto_donors()
+        if problem is not None:
+            return problem
+        grants = self._grants(self.source)
         remote_mb = 0
         sealed = {}
         for grant in grants:
@@ -127,6 +137,53 @@ class GrantMove:
         LOG.info('Migration %s: %s serves the %d grant(s) of %s (%d MiB '
                  'on donors)', self.migration.uuid, self.dest, len(grants),
                  self.vm, remote_mb)
+        return None
+
+    def _onto_donors(self):
+        """Have every slab of the VM's grants on a donor: the destination
+        reads from the donors what its local copy lacks, so a page in the
+        source's local copy only would never reach it. Waits for the moves
+        between the tiers under way (none starts while the VM migrates),
+        then promotes the slabs in the local copy only. Returns None, or
+        why the VM cannot go (after [consolidation] migration_timeout s
+        of moves under way, or slabs no donor has room for)."""
+        opts = self.conf.consolidation
+        deadline = time.monotonic() + opts.migration_timeout
+        while True:
+            states = db_tier_moves.slabs_of_migrating_instance(
+                self.context, self.vm, self.source)
+            moving = _slabs_in(states, db_tier_moves.MOVING)
+            if not moving:
+                break
+            if time.monotonic() >= deadline:
+                return ('slabs %s of the VM\'s grants were still moving '
+                        'between the tiers after %d s; migrate again once '
+                        'they are moved' % (moving, opts.migration_timeout))
+            LOG.info('Migration %s waits for slabs %s to finish moving '
+                     'between the tiers', self.migration.uuid, moving)
+            time.sleep(opts.poll_interval)
+        stranded = _slabs_in(states, ('pending', 'releasing'))
+        if stranded:
+            # A reclaim whose donor did not free them: their pages are in
+            # the local copy only, and they are freed there at the next
+            # scheduler start; no promotion takes them.
+            return ('slabs %s of the VM\'s grants are in the local copy of '
+                    '%s only, waiting to be freed on their donors; migrate '
+                    'again once memagg-scheduler has freed them' % (
+                        stranded, self.source))
+        for uuid, local in _slabs_in(states, ('reclaimed',)).items():
+            on_donors = (self._promote(self.context, uuid, self.source,
+                                       self.migration.id)
+                         if self._promote is not None else [])
+            left = sorted(set(local) - set(on_donors))
+            if left:
+                return ('grant %s has slabs %s in the local copy of %s '
+                        'only (the slow tier) and no donor took them: they '
+                        'cannot follow the VM without a copy of its memory; '
+                        'free memory on donors, or release the grant, and '
+                        'migrate again' % (uuid, left, self.source))
+            LOG.info('Migration %s: slabs %s of grant %s promoted to donors '
+                     'first', self.migration.uuid, local, uuid)
         return None
 
     def _adopt(self, grant, sealed):

@@ -163,6 +163,7 @@ class SchedulerManager(service.Manager):
         self.executor.claim = self.coordinator.claim
         self.reservoir = reservoir or reservoir_mod.Reservoir(CONF)
         self.reservoir.claim = self.coordinator.claim
+        self.executor.promote = self.reservoir.promote_for_migration
         self.placement_job = placement_job or placement.load(CONF)
         # Grant clean-up has a thread of its own: it must not wait behind
         # a plan's execution.

@@ -109,11 +109,16 @@ class Executor:
         #: (memagg.common.coordination): with several workers, what one
         #: runs is not resumed by another.
         self.claim = coordination.no_claim
+        #: Promotes a migrating VM's slabs in the local copy only
+        #: (Reservoir.promote_for_migration); None: they keep it where
+        #: it is.
+        self.promote = None
 
     def grant_move(self, context, migration):
         """The GrantMove of ``migration``'s VM."""
         return grant_moves.GrantMove(context, migration, self.conf,
-                                     compute=self.compute_rpc)
+                                     compute=self.compute_rpc,
+                                     promote=self.promote)
 
     def follow_copy(self, context, migration, left):
         """Follow the rebuild of ``migration``'s durability copy on its

@@ -26,8 +26,10 @@ reservoir (memagg.scheduler.reservoir): a consumer's tier policy
   (``promote_slab``): active. A slab whose donor or consumer failed is
   freed on the donor and stays reclaimed, with the reason.
 
-No slab moves while its VM migrates; a migration of a VM with slabs in
-the local copy only is refused (grant_moves). A scheduler stopped in the
+No slab moves while its VM migrates (the DB refuses), but for the
+migration's own promotions: it waits for the moves under way, then
+promotes the slabs still in the local copy only before the VM goes
+(grant_moves). A scheduler stopped in the
 middle finds promoting slabs at its next start
 (:meth:`TierMovesMixin.recover_promotions`): those a donor had prepared
 are copied there again (the consumer's ``promote_slab`` is idempotent),
@@ -61,12 +63,8 @@ class TierMovesMixin:
                          'claims the grant', grant_uuid)
                 return {'demoted': demoted, 'promoted': promoted}
             try:
-                # Its destination reads from the donors what its local copy
-                # lacks: no slab may leave them, and one that comes back
-                # would not be in its table.
+                # The DB refuses either move while the VM migrates.
                 grant = db_grants.grant_get(ctxt, grant_uuid)
-                grant_forms.check_not_migrating(
-                    ctxt, grant, 'its slabs change tier once it ends')
                 if demote:
                     demoted = self._demote(ctxt, grant_uuid, consumer_host,
                                            demote)
@@ -92,10 +90,28 @@ class TierMovesMixin:
                 demoted += taken_indexes
         return sorted(demoted)
 
-    def _promote(self, ctxt, grant, consumer_host, indexes):
+    def promote_for_migration(self, ctxt, grant_uuid, consumer_host,
+                              migration_id):
+        """Promote every slab of active grant ``grant_uuid`` that is in
+        ``consumer_host``'s local copy only, for migration
+        ``migration_id`` of its VM (the only mover of its slabs while it
+        runs: memagg.scheduler.grant_moves), to donors with room. Returns
+        the indexes now on donors; ``[]`` when another worker claims the
+        grant."""
+        with self.claim('grant-%s' % grant_uuid) as claimed:
+            if not claimed:
+                return []
+            grant = db_grants.grant_get(ctxt, grant_uuid)
+            local = [s.index for s in grant.slabs if s.status == 'reclaimed']
+            return self._promote(ctxt, grant, consumer_host, local,
+                                 migration_id) if local else []
+
+    def _promote(self, ctxt, grant, consumer_host, indexes,
+                 migration_id=None):
         assigned = db_tier_moves.slabs_begin_promotion(
             ctxt, grant.uuid, consumer_host, indexes,
-            self._reported_since(), self._select(consumer_host))
+            self._reported_since(), self._select(consumer_host),
+            migration_id)
         if not assigned:
             LOG.info('Grant %s: slabs %s stay in %s\'s local copy: no donor '
                      'has room', grant.uuid, sorted(indexes), consumer_host)

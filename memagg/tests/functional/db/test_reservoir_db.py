@@ -13,15 +13,19 @@
 """The reservoir's DB calls on SQLite, MariaDB and PostgreSQL (real
 servers): two allocations at once never lend a donor's memory twice nor
 pass a VM's cap, because the reservation locks the instance's and the
-donors' rows (memagg-compute is stood in for at its RPC client: the
-point here is the database)."""
+donors' rows, and no move between the tiers takes a migrating VM's
+slabs but its migration's own (memagg-compute is stood in for at its RPC
+client: the point here is the database)."""
 import concurrent.futures
 import threading
 
 import pytest
 
+from memagg.common import exceptions
 from memagg.db import grants as db_grants
 from memagg.db import listings as db_listings
+from memagg.db import migrations as db_migrations
+from memagg.db import tier_moves as db_tier_moves
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import reservoir
 from memagg.scheduler import rpcapi
@@ -136,3 +140,37 @@ def test_slabs_round_trip_between_the_tiers(conf, ctxt):
         'reclaimed', 'reclaimed', 'active']
     assert stored.granted_mb == 64
     assert db_grants.reservoir_summary(ctxt)['hosts'][0]['lent_mb'] == 64
+
+
+def test_a_migrating_vm_s_slabs_move_for_its_migration_only(conf, ctxt):
+    """Once a VM's migration is queued, no demotion, promotion or reclaim
+    takes its slabs (its destination reads them on their donors), but the
+    promotions of that migration; the migration's look at them reads the
+    committed states."""
+    compute = compute_double.ComputeDouble()
+    gmc = reservoir.Reservoir(conf.conf, compute_api=compute,
+                              selection=donors.LargestFirst())
+    grant = gmc.allocate(ctxt, VMS[2], 'c', 192)
+    uuid = grant['uuid']
+    gmc.move_slabs(ctxt, uuid, 'c', demote=[1])
+    _, migration = db_migrations.migration_request(ctxt, VMS[2], 'c', 'd',
+                                                   'operator')
+
+    with pytest.raises(exceptions.Conflict, match='in migration %s' %
+                       migration.uuid):
+        db_tier_moves.slabs_take_for_demotion(ctxt, uuid, 'c', [0])
+    with pytest.raises(exceptions.Conflict, match='in migration %s' %
+                       migration.uuid):
+        db_tier_moves.slabs_begin_promotion(
+            ctxt, uuid, 'c', [1], gmc._reported_since(), gmc._select('c'))
+    assert db_grants.slabs_take_for_reclaim(ctxt, 'a', 512) == ({}, 0)
+    assert db_tier_moves.slabs_of_migrating_instance(ctxt, VMS[2], 'c') == {
+        uuid: {'active': [0, 2], 'reclaimed': [1]}}
+
+    assert db_tier_moves.slabs_begin_promotion(
+        ctxt, uuid, 'c', [1], gmc._reported_since(), gmc._select('c'),
+        migration.id) == {'a': [1]}
+    assert db_tier_moves.slabs_of_migrating_instance(ctxt, VMS[2], 'c') == {
+        uuid: {'active': [0, 2], 'promoting': [1]}}
+    # Another consumer's view holds none of its grants.
+    assert db_tier_moves.slabs_of_migrating_instance(ctxt, VMS[2], 'd') == {}

@@ -14,6 +14,8 @@
 grant_moves), run by the plan executor on SQLite, with Nova replaced by
 the executor tests' FakeNova and memagg-compute at its RPC client by
 ComputeDouble; the real data path is in memagg/tests/functional."""
+import threading
+
 import oslo_messaging as messaging
 import pytest
 
@@ -21,6 +23,7 @@ from memagg.common import exceptions
 from memagg.db import audits as db_audits
 from memagg.db import grants as db_grants
 from memagg.db import migrations as db_migrations
+from memagg.db import tier_moves as db_tier_moves
 from memagg.drivers.compute_api import none
 from memagg.drivers.reservoir import donors
 from memagg.scheduler import migration
@@ -57,10 +60,14 @@ def grant(reservoir_opts, ctxt, compute):
     return granted
 
 
-def _migrate(conf, ctxt, compute, nova, vm=VM_1, dest='d'):
+def _migrate(conf, ctxt, compute, nova, vm=VM_1, dest='d', promote=None):
+    """Migrate ``vm`` to ``dest``; ``promote``, a Reservoir, promotes its
+    slabs in the local copy only, as memagg-scheduler's does."""
     audit = migration_fixtures.make_audit(
         ctxt, [migration_fixtures.migrate(vm, 'c', dest)])
     executor = migration.Executor(conf.conf, nova, compute_rpc=compute)
+    if promote is not None:
+        executor.promote = promote.promote_for_migration
     executor.execute(ctxt, audit)
     return migration_fixtures.migrations_by_vm(ctxt, audit)[vm]
 
@@ -139,21 +146,100 @@ def test_a_destination_that_cannot_serve_the_grant_stops_the_migration(
     assert compute.exported('c') == {grant['uuid']}
 
 
-def test_a_grant_with_slabs_in_the_local_copy_only_stops_the_migration(
+def _reservoir(conf, compute):
+    return reservoir.Reservoir(conf.conf, compute_api=compute,
+                               selection=donors.LargestFirst())
+
+
+def test_slabs_in_the_local_copy_only_go_to_donors_before_the_vm(
         reservoir_opts, ctxt, compute, grant):
-    gmc = reservoir.Reservoir(reservoir_opts.conf, compute_api=compute,
-                              selection=donors.LargestFirst())
-    gmc.move_slabs(ctxt, grant['uuid'], 'c', demote=[2])
+    gmc = _reservoir(reservoir_opts, compute)
+    gmc.move_slabs(ctxt, grant['uuid'], 'c', demote=[2, 3])
     compute.calls.clear()
     nova = migration_fixtures.FakeNova({VM_1: 'c'})
 
-    row = _migrate(reservoir_opts, ctxt, compute, nova)
+    def in_order(method, host):
+        if method == 'adopt_grant':
+            # The destination is given a table of slabs on donors only.
+            assert [s.status for s in db_grants.grant_get(
+                ctxt, grant['uuid']).slabs] == ['active'] * 4
+            assert len(compute.called('promote_slab')) == 2
+    compute.hook = in_order
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova, promote=gmc)
+
+    assert (row.status, row.error) == ('succeeded', None)
+    assert compute.called('promote_slab') == [('c', grant['uuid'], 2),
+                                              ('c', grant['uuid'], 3)]
+    assert len(compute.holding('a')) == 4
+    moved = db_grants.grant_get(ctxt, grant['uuid'])
+    assert moved.consumer_host == 'd' and moved.granted_mb == 256
+
+
+def test_slabs_no_donor_takes_keep_the_vm_on_its_source(
+        reservoir_opts, ctxt, compute, grant):
+    gmc = _reservoir(reservoir_opts, compute)
+    gmc.move_slabs(ctxt, grant['uuid'], 'c', demote=[2])
+    # a now lends nothing more.
+    reservoir_cluster.host(ctxt, 'a', 0)
+    compute.calls.clear()
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova, promote=gmc)
 
     assert row.status == 'failed'
-    assert 'grant %s has slabs [2] in the local copy of c only' % (
-        grant['uuid']) in row.error
+    assert ('grant %s has slabs [2] in the local copy of c only (the slow '
+            'tier) and no donor took them' % grant['uuid']) in row.error
     assert nova.calls == [] and compute.called('adopt_grant') == []
-    assert db_grants.grant_get(ctxt, grant['uuid']).consumer_host == 'c'
+    stored = db_grants.grant_get(ctxt, grant['uuid'])
+    assert stored.consumer_host == 'c'
+    assert stored.slabs[2].status == 'reclaimed'
+
+
+def test_a_move_under_way_ends_before_the_vm_goes(
+        reservoir_opts, ctxt, compute, grant):
+    """A demotion that took its slab before the migration was queued (the
+    DB refuses one after) is carried out first; the migration then
+    promotes the slab again and goes."""
+    gmc = _reservoir(reservoir_opts, compute)
+    assert db_tier_moves.slabs_take_for_demotion(
+        ctxt, grant['uuid'], 'c', [1]) == {'a': [1]}
+    compute.calls.clear()
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
+    ended = []
+    thread = threading.Thread(target=lambda: ended.append(_migrate(
+        reservoir_opts, ctxt, compute, nova, promote=gmc)), daemon=True)
+    thread.start()
+    polling.wait_for(
+        lambda: db_migrations.migration_running_for(ctxt, VM_1) is not None
+        and compute.called('grant_status') == [], 10, interval=0.05,
+        message='the migration waiting for the demotion')
+    assert db_grants.grant_get(ctxt, grant['uuid']).slabs[1].status == (
+        'reclaiming')
+
+    gmc.finish_reclaim(ctxt, 'a', {grant['uuid']: [1]})
+    thread.join(30)
+
+    assert (ended[0].status, ended[0].error) == ('succeeded', None)
+    assert [c[0] for c in compute.calls[:4]] == [
+        'reclaim_slabs', 'free_slabs', 'prepare_slabs', 'promote_slab']
+    assert [s.status for s in db_grants.grant_get(
+        ctxt, grant['uuid']).slabs] == ['active'] * 4
+
+
+def test_a_move_that_does_not_end_keeps_the_vm_on_its_source(
+        reservoir_opts, ctxt, compute, grant):
+    reservoir_opts.config(group='consolidation', migration_timeout=1)
+    db_tier_moves.slabs_take_for_demotion(ctxt, grant['uuid'], 'c', [1])
+    nova = migration_fixtures.FakeNova({VM_1: 'c'})
+
+    row = _migrate(reservoir_opts, ctxt, compute, nova,
+                   promote=_reservoir(reservoir_opts, compute))
+
+    assert row.status == 'failed'
+    assert ("slabs {'%s': [1]} of the VM's grants were still moving between "
+            "the tiers after 1 s" % grant['uuid']) in row.error
+    assert nova.calls == [] and compute.called('adopt_grant') == []
 
 
 def test_an_unsealed_grant_moves_without_a_page_key(
