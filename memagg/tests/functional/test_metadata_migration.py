@@ -25,6 +25,11 @@ memory, what memagg lends out): most of that goes to the donor through
 host A's export once. The migration is asked for as POST /v1/migrations
 asks (a one-action plan, cast to memagg-scheduler).
 
+A guest whose grant has slabs in host A's local copy only (the slow
+tier), with a promotion or a demotion held in the middle while its
+migration is asked for, migrates once the move ended and its slabs were
+promoted to the donor (issue 38, point 5).
+
 QEMU 7.2's TCG now and then misses writes of a guest busy while it
 migrates (test_live_migration_hosts.py): the guest is paused before the
 migration and resumed on its destination, as Nova live-migrates a paused
@@ -37,6 +42,7 @@ touch this module's guests.
 """
 import contextlib
 import os
+import signal
 import threading
 import time
 
@@ -85,9 +91,16 @@ def overrides():
     # held at BUDGET_MB, never below: at 64 MiB, before its swap disk was
     # on, a fresh guest (little WSS) ran out of memory probing the
     # hot-plugged disk and panicked (a CI run).
+    #
+    # A control call answers within a minute (not the default 10 s), and
+    # the scheduler's calls to a host too: the tier moves test holds a
+    # move in the middle with host A's memagg-swapd stopped while the
+    # migration is asked for. Slabs move between the tiers only when a
+    # test asks: host A's tier policy runs once an hour.
     consumer = dict(two_hosts.budget(BUDGET_MB, 'memagg-metamig-',
                                      min_guest_mb=BUDGET_MB),
-                    swapd={'auto_grant': False})
+                    swapd={'auto_grant': False, 'control_timeout': 60},
+                    reservoir={'tier_interval': 3600})
     return {
         # Host A's memagg-compute estimates from the balloon's statistics:
         # it holds the guest at BUDGET_MB whatever it estimates, and its
@@ -102,7 +115,8 @@ def overrides():
         'scheduler': {'consolidation': {'max_retries': 0,
                                         'poll_interval': 0.5,
                                         'migration_timeout':
-                                        MIGRATION_TIMEOUT}},
+                                        MIGRATION_TIMEOUT},
+                      'reservoir': {'prepare_timeout': 60}},
     }
 
 
@@ -469,3 +483,89 @@ def test_the_guest_stays_on_host_a_when_host_b_loses_its_swapd(
     assert (kept.status, kept.consumer_host) == ('active', hosts.a.name)
     assert grant.uuid in hosts.a.swapd.client().export_list()
     assert hosts.donor.swapd.client().donor_stats()['used'] == lent
+
+
+def _slab_status(ctxt, grant_uuid, index):
+    return db_grants.grant_get(ctxt, grant_uuid).slabs[index].status
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize('move', ['promotion', 'demotion'])
+def test_a_guest_migrates_in_the_middle_of_a_move_between_the_tiers(
+        memagg, hypervisors, nova, guest, move):
+    """A guest on remote swap has two of its grant's four slabs in host
+    A's local copy only (demoted: the slow tier). memagg-scheduler starts
+    promoting one of them (or demoting one more), and is held in the
+    middle: host A's memagg-swapd, which copies the slab to the donor (or
+    starts serving it from its local copy), is stopped (SIGSTOP). The
+    guest's migration to host B is asked for meanwhile: it waits for the
+    move, which ends once the memagg-swapd runs again, then promotes the
+    slabs still in A's local copy only, and only then has B adopt the
+    grant. The guest's data is whole on B, read through B's export from
+    the donor, which holds every slab again; no page was lost."""
+    hosts = memagg
+    ctxt = context.get_admin_context()
+    clock = _Clock()
+    double = nova()
+    double.add_server(guest.uuid, hosts.a.name)
+    grant, checksum, _ = _on_remote_swap(hosts, guest, clock)
+    assert [s.status for s in grant.slabs] == ['active'] * 4
+    donor = hosts.donor.swapd.client()
+    scheduler = scheduler_rpcapi.SchedulerAPI()
+    _set_paused(hypervisors.a, guest.uuid, True)
+
+    scheduler.move_slabs(ctxt, grant.uuid, hosts.a.name, [2, 3], [])
+    polling.wait_for(
+        lambda: [s.status for s in db_grants.grant_get(
+            ctxt, grant.uuid).slabs] == ['active'] * 2 + ['reclaimed'] * 2,
+        60, interval=0.2, message='slabs 2 and 3 in host A\'s local copy')
+    assert donor.donor_stats()['used'] == GUEST_MB * MIB // 2
+    clock.lap('two slabs demoted')
+
+    held, moving = (2, 'promoting') if move == 'promotion' else (
+        1, 'reclaiming')
+    swapd = hosts.a.swapd.proc
+    swapd.send_signal(signal.SIGSTOP)
+    try:
+        if move == 'promotion':
+            scheduler.move_slabs(ctxt, grant.uuid, hosts.a.name, [], [held])
+            # Prepared on the donor: the copy is host A's to make.
+            polling.wait_for(
+                lambda: db_grants.grant_get(ctxt, grant.uuid).slabs[
+                    held].endpoint, 60, interval=0.2,
+                message='slab %d prepared on the donor' % held)
+        else:
+            scheduler.move_slabs(ctxt, grant.uuid, hosts.a.name, [held], [])
+            polling.wait_for(
+                lambda: _slab_status(ctxt, grant.uuid, held) == moving, 60,
+                interval=0.2, message='slab %d reclaiming' % held)
+        migration = _migrate(hosts, guest)
+        polling.wait_for(
+            lambda: 'Migration %s waits for slabs' % migration.uuid
+            in hosts.scheduler.log(), 60, interval=0.2,
+            message='the migration waiting for the %s' % move)
+        assert _slab_status(ctxt, grant.uuid, held) == moving
+        clock.lap('migration waiting')
+    finally:
+        swapd.send_signal(signal.SIGCONT)
+
+    row = _ended(migration.uuid)
+    clock.lap('migrated')
+    assert (row.status, row.error) == ('succeeded', None), hosts.logs()
+    moved = db_grants.grant_get(ctxt, grant.uuid)
+    assert moved.consumer_host == hosts.b.name
+    assert [(s.status, s.donor_host) for s in moved.slabs] == [
+        ('active', hosts.donor.name)] * 4
+    assert donor.donor_stats()['used'] == GUEST_MB * MIB
+    _set_paused(hypervisors.b, guest.uuid, False)
+    guest.follow(hypervisors.b)
+
+    assert _check(hosts, hypervisors.b, guest) == checksum
+    clock.lap('checked on B')
+    stats = hosts.b.swapd.client().export_stats(grant.uuid)
+    assert stats['reads'] > 0 and stats['remote_errors'] == 0, stats
+    assert stats['l2_used'] == 0, stats
+    print('migration in the middle of a %s: %s; B read %.1f MiB back '
+          '(%d reads); timings %s' % (
+              move, row.status, stats['read_bytes'] / MIB, stats['reads'],
+              clock.laps))
