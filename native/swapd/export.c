@@ -142,9 +142,7 @@ static struct sd_export *find(struct sd_exports *xs,
 static void export_free(struct sd_export *x)
 {
     sd_rebuild_stop(x);
-    if (x->fd >= 0) {
-        close(x->fd);
-    }
+    sd_local_close(&x->lc);
     sd_bitmap_destroy(&x->written);
     sd_bitmap_destroy(&x->fresh);
     sd_bitmap_destroy(&x->bad);
@@ -225,7 +223,7 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     x->xs = xs;
     x->spec = *spec;
     spec->slabs = NULL;
-    x->fd = -1;
+    x->lc.fd = -1;
     x->promo_slab = SD_PROMO_NONE;
     /* Writer first: a promotion's switch must not wait out a stream of
      * requests. */
@@ -288,10 +286,10 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     if (ret < 0) {
         goto out;
     }
-    x->fd = ret;
-    if (fstat(x->fd, &st) ||
+    sd_local_open(&x->lc, ret, 1, x->uuid);
+    if (fstat(x->lc.fd, &st) ||
         ((uint64_t)st.st_size < x->spec.size &&
-         ftruncate(x->fd, (off_t)x->spec.size))) {
+         ftruncate(x->lc.fd, (off_t)x->spec.size))) {
         ret = sd_fail(err, errlen, -errno, "local: cannot use %s as the "
                       "durability copy: %s", x->spec.local, strerror(errno));
         goto out;
@@ -300,9 +298,9 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
      * hand-over); a new copy is one hole.  An adopted export's pages not
      * rebuilt yet are on the donors: written; those the copy holds there
      * are the current ones (see rebuild.c). */
-    ret = sd_bitmap_load_extents(&x->written, x->fd);
+    ret = sd_bitmap_load_extents(&x->written, x->lc.fd);
     if (ret == 0 && x->spec.adopt) {
-        ret = sd_bitmap_load_extents(&x->fresh, x->fd);
+        ret = sd_bitmap_load_extents(&x->fresh, x->lc.fd);
         sd_bitmap_set(&x->written, x->rb_cursor,
                       x->written.pages - x->rb_cursor);
     }
@@ -482,7 +480,7 @@ int sd_exports_drop(struct sd_exports *xs, const uint8_t grant[SD_UUID_LEN],
     if (delete_local) {
         /* Only the file the export used, should its name have been
          * replaced meanwhile. */
-        ret = fstat(x->fd, &st) ?
+        ret = fstat(x->lc.fd, &st) ?
               sd_fail(err, sizeof(err), -errno, "local: %s",
                       strerror(errno)) :
               sd_confine_unlink(&xs->local, "local", x->spec.local, &st, err,

@@ -35,6 +35,7 @@
 #include "hist.h"
 #include "keywrap.h"
 #include "ledger.h"
+#include "local.h"
 #include "nbd.h"
 #include "seal.h"
 #include "swapd.h"
@@ -69,7 +70,7 @@ struct sd_export {
     char name[64];
     char sock[PATH_MAX];
     char conf[PATH_MAX];
-    int fd;                             /* the local durability copy */
+    struct sd_local lc;                 /* the local durability copy */
     struct sd_bitmap written;
     struct peer **peers;                /* per slab; NULL: no donor */
     uint8_t *degraded;                  /* per slab, for the counter */

@@ -648,8 +648,8 @@ static void transmission(struct conn *c)
         pthread_mutex_unlock(&c->lock);
 
         r = calloc(1, sizeof(*r));
-        if (r && bytes) {
-            r->io.buf = malloc(bytes);
+        if (r && bytes && posix_memalign(&r->io.buf, SD_PAGE_SIZE, bytes)) {
+            r->io.buf = NULL;
         }
         if (!r || (bytes && !r->io.buf)) {
             free(r);

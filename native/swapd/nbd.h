@@ -137,7 +137,9 @@ struct sd_nbd_io {
     uint16_t flags;
     uint64_t offset;
     uint32_t len;
-    void *buf;              /* READ: to fill; WRITE: the data; else NULL */
+    void *buf;              /* READ: to fill; WRITE: the data; else
+                             * NULL.  SD_PAGE_SIZE-aligned, for direct
+                             * I/O (local.h) */
     void (*done)(struct sd_nbd_io *io, uint32_t error);
     void *priv;             /* the server's */
     void *backend_priv;     /* the backend's, while it holds the io */

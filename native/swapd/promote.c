@@ -57,25 +57,12 @@ static int copy_run(struct sd_export *x, struct peer *p, uint32_t slab,
                     uint64_t addr, uint64_t first, uint32_t n, char *buf)
 {
     uint64_t page = (uint64_t)slab * slab_pages(x) + first;
-    size_t len = (size_t)n * SD_PAGE_SIZE, done = 0;
+    size_t len = (size_t)n * SD_PAGE_SIZE;
     struct sd_io io, *ios = &io;
     int ret;
 
-    while (done < len) {
-        ssize_t got = pread(x->fd, buf + done, len - done,
-                            (off_t)(page * SD_PAGE_SIZE + done));
-
-        if (got < 0 && errno == EINTR) {
-            continue;
-        }
-        if (got < 0) {
-            return -errno;
-        }
-        if (got == 0) {
-            memset(buf + done, 0, len - done);      /* past its end */
-            break;
-        }
-        done += (size_t)got;
+    if ((ret = sd_local_read(&x->lc, buf, len, page * SD_PAGE_SIZE))) {
+        return ret;
     }
     memset(&io, 0, sizeof(io));
     io.op = SD_OP_WRITE;
@@ -246,7 +233,9 @@ int sd_exports_promote(struct sd_exports *xs,
         return ret;
     }
     pps = slab_pages(x);
-    buf = malloc((size_t)PROMO_RUN * (SD_PAGE_SIZE + SD_SEAL_LEN));
+    /* Aligned: the local copy is read into it with direct I/O. */
+    buf = aligned_alloc(SD_PAGE_SIZE, (size_t)PROMO_RUN *
+                        (SD_PAGE_SIZE + SD_SEAL_LEN));
     if (!buf || sd_bitmap_init(&x->promo_dirty, pps)) {
         free(buf);
         return sd_fail(err, errlen, -ENOMEM, "out of memory");

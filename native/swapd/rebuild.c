@@ -142,25 +142,6 @@ static int rb_fetch(struct sd_export *x, struct rb_fetch *f, uint64_t off,
     return sd_peer_submit_wait(x->peers[slab], ios, n);
 }
 
-/* pwrite all of buf at off; 0 or -errno. */
-static int pwrite_full(int fd, const char *buf, size_t len, off_t off)
-{
-    while (len) {
-        ssize_t n = pwrite(fd, buf, len, off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return n < 0 ? -errno : -EIO;
-        }
-        buf += n;
-        len -= (size_t)n;
-        off += n;
-    }
-    return 0;
-}
-
 /* Open the pages of a sealed export's chunk [off, off + len) read by the
  * rebuild, in place, each page's verdict in f->state.  A page with
  * neither data nor seal is one the source never wrote (zeros); a fresh
@@ -189,6 +170,16 @@ static void rb_open(struct sd_export *x, struct rb_fetch *f, uint64_t off,
     }
 }
 
+/* Whether page i of the chunk read from the donor (buf) goes into the
+ * local copy: not fresh, not found altered, not zeros. */
+static int rb_wanted(struct sd_export *x, uint64_t first, uint64_t i,
+                     const char *buf, const uint8_t *state)
+{
+    return !sd_bitmap_test(&x->fresh, first + i) &&
+           !(state && state[i] == RB_PAGE_BAD) &&
+           !page_is_zero(buf + i * SD_PAGE_SIZE);
+}
+
 /* Put the chunk [off, off + len) read from the donor (buf) into the local
  * copy, but for its fresh pages, and move rb_cursor past it.  -EAGAIN when
  * a write of part of a page may have raced the read (gen: rb_partial_gen
@@ -197,7 +188,7 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
                      const char *buf, const uint8_t *state, uint64_t gen,
                      uint64_t *copied)
 {
-    uint64_t first = off / SD_PAGE_SIZE, n = len / SD_PAGE_SIZE, i, k;
+    uint64_t first = off / SD_PAGE_SIZE, n = len / SD_PAGE_SIZE, i, j, k;
     int ret = 0;
 
     pthread_mutex_lock(&x->rb_lock);
@@ -205,9 +196,8 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
         pthread_mutex_unlock(&x->rb_lock);
         return -EAGAIN;
     }
-    for (i = 0; i < n && ret == 0; i++) {
-        const char *page = buf + i * SD_PAGE_SIZE;
-
+    for (i = 0; i < n && ret == 0; i = j) {
+        j = i + 1;
         if (sd_bitmap_test(&x->fresh, first + i)) {
             continue;
         }
@@ -216,19 +206,25 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
             sd_bitmap_set(&x->bad, first + i, 1);
             continue;
         }
-        if (page_is_zero(page)) {
+        if (page_is_zero(buf + i * SD_PAGE_SIZE)) {
             /* Never written after all: the ledger counts it flushed. */
             ledger_add(x, slab_tier(x, page_slab(x, first + i)),
                        LEDGER_FLUSHES,
                        sd_bitmap_clear(&x->written, first + i, 1));
             continue;
         }
-        ret = pwrite_full(x->fd, page, SD_PAGE_SIZE,
-                          (off_t)((first + i) * SD_PAGE_SIZE));
-        if (ret == 0 && state) {
-            sd_bitmap_clear(&x->bad, first + i, 1);
+        /* The run of pages to copy from i: one write (a direct one is
+         * a trip to the disk each). */
+        while (j < n && rb_wanted(x, first, j, buf, state)) {
+            j++;
         }
-        *copied += ret == 0;
+        ret = sd_local_write(&x->lc, buf + i * SD_PAGE_SIZE,
+                             (size_t)(j - i) * SD_PAGE_SIZE,
+                             (first + i) * SD_PAGE_SIZE);
+        if (ret == 0 && state) {
+            sd_bitmap_clear(&x->bad, first + i, j - i);
+        }
+        *copied += ret == 0 ? j - i : 0;
     }
     if (ret) {
         /* Pages past rb_cursor that the copy holds count as fresh after a
@@ -239,7 +235,7 @@ static int rb_commit(struct sd_export *x, uint64_t off, uint32_t len,
                 ledger_add(x, slab_tier(x, page_slab(x, first + k)),
                            LEDGER_PUTS,
                            sd_bitmap_set(&x->written, first + k, 1));
-                if (fallocate(x->fd, FALLOC_FL_PUNCH_HOLE |
+                if (fallocate(x->lc.fd, FALLOC_FL_PUNCH_HOLE |
                               FALLOC_FL_KEEP_SIZE,
                               (off_t)((first + k) * SD_PAGE_SIZE),
                               SD_PAGE_SIZE)) {
@@ -263,7 +259,7 @@ static void rb_slab_done(struct sd_export *x, uint32_t slab)
     int ret;
 
     for (;;) {
-        ret = fdatasync(x->fd) ? -errno : 0;
+        ret = sd_local_sync(&x->lc);
         if (ret == 0) {
             pthread_mutex_lock(&x->lock);
             x->spec.rebuilt = slab + 1;
