@@ -43,7 +43,7 @@ from memagg.common import context as memagg_context
 from memagg.conf import CONF
 from memagg.db import audits as db_audits
 from memagg.db import facade as db_facade
-from memagg.db import grants as db_grants
+from memagg.db import grant_secrets as db_grant_secrets
 from memagg.db import migration
 from memagg.db import samples as db_samples
 from memagg.db import secret_box
@@ -116,7 +116,7 @@ class GrantSecretsCommands:
             old_keys = [secret_box.load_key(path, '--old-key-file')
                         for path in old_key_files]
             migration.require_schema()
-            result = db_grants.grant_secrets_rewrap(
+            result = db_grant_secrets.grant_secrets_rewrap(
                 memagg_context.get_admin_context(), old_keys, batch_size)
         except secret_box.KeyFileError as error:
             raise cli.UsageError(str(error))

@@ -29,7 +29,7 @@ from memagg.common import cli
 from memagg.common import context as memagg_context
 from memagg.conf import CONF
 from memagg.db import facade as db_facade
-from memagg.db import grants as db_grants
+from memagg.db import grant_secrets as db_grant_secrets
 from memagg.db import listings as db_listings
 from memagg.db import migration
 from memagg.db import secret_box
@@ -109,7 +109,7 @@ class Checks(upgradecheck.UpgradeCommands):
                 return Result(Code.WARNING, 'Not checked: the grants table '
                               'needs the schema at head (see Database '
                               'schema).')
-            counts = db_grants.grant_secret_key_ids(
+            counts = db_grant_secrets.grant_secret_key_ids(
                 memagg_context.get_admin_context())
         except _DB_ERRORS as error:
             return Result(Code.FAILURE, db_facade.describe_error(error))

@@ -187,7 +187,9 @@ class Collector:
             instances=instances, samples=wss_samples,
             mem_used_mb=sum(report_obj.resident_mb(i) for i in instances),
             ledgers=(self.remote.ledgers()
-                     if self.remote is not None else []))
+                     if self.remote is not None else []),
+            local_room_mb=(self.remote.local_room_mb()
+                           if self.remote is not None else None))
 
     def _host_util(self, info):
         if info.cpu_busy_ns is None:

@@ -276,6 +276,19 @@ class RemoteMemory(remote_exports.ExportsMixin):
             return []
         return ledgers
 
+    def local_room_mb(self):
+        """MiB this host's local copies' filesystem can take for new
+        grants ([swapd] local_copy_reserve_mb kept free, the copies of
+        its grants counted at their full size), for the report; None
+        without memagg-swapd."""
+        if not self.enabled:
+            return None
+        with self._lock:
+            grants = list(self._grants.values())
+        return remote_grants.local_room_mb(
+            self.conf.swapd.state_dir, self.conf.swapd.local_copy_reserve_mb,
+            grants)
+
     def plan_period(self, period, domains):
         """Decide this period's Plan (kept for act()); return the lendable
         memory to report."""

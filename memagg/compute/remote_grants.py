@@ -54,6 +54,30 @@ def local_copy_path(state_dir, instance_uuid, grant_uuid):
                         grant_uuid + '.img')
 
 
+def local_room_mb(state_dir, reserve_mb, grants):
+    """MiB the filesystem of the local copies under ``state_dir`` can
+    still take for new grants: its free space (for an unprivileged user)
+    less ``reserve_mb`` and less what the copies of ``grants`` (Grant,
+    with ``size_mb``) may still grow by (a copy is a sparse file that
+    grows as its pages are first written); at least 0. None when the
+    filesystem cannot be read."""
+    try:
+        fs = os.statvfs(os.path.join(state_dir, 'local'))
+    except OSError:
+        return None
+    room = fs.f_bavail * fs.f_frsize // MIB - reserve_mb
+    for grant in grants:
+        try:
+            held = os.stat(local_copy_path(state_dir, grant.instance_uuid,
+                                           grant.uuid)).st_blocks * 512
+        except (OSError, TypeError):
+            held = 0    # not written yet, or its VM not known
+        # A grant noted from allocate_remote's answer knows its size
+        # only once attached.
+        room -= max(0, (grant.size_mb or grant.remote_mb) - held // MIB)
+    return max(0, room)
+
+
 def instance_of_local_copy(path):
     """The instance uuid in a path made by local_copy_path, or None."""
     parts = os.path.normpath(path or '').split(os.sep)

@@ -64,6 +64,14 @@ opts = [
                     'durability copies of this host\'s remote-swap disks '
                     '(local/<instance>/<grant>.img). Needs as much disk as '
                     'the VMs\' grants.'),
+    cfg.IntOpt('local_copy_reserve_mb', default=1024, min=0,
+               help='Disk space, MiB, memagg-compute keeps free on the '
+                    'filesystem of the local copies (state_dir): the room '
+                    'it reports for new grants, which memagg-scheduler '
+                    'does not grant beyond (every page of a grant, on a '
+                    'donor or not, is copied there), is that filesystem\'s '
+                    'free space less this and less what the copies of its '
+                    'grants may still grow by.'),
     cfg.Opt('listen', type=Endpoint(), default='tcp://$my_ip:7450',
             help='Where memagg-swapd serves this host\'s donated slabs: '
                  'the management network only. Other hosts\' memagg-swapd '

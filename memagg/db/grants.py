@@ -22,7 +22,6 @@ import sqlalchemy as sa
 from memagg.common import exceptions
 from memagg.db import facade
 from memagg.db import migrations as db_migrations
-from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
 from memagg.notifications import grant as grant_notifications
 
@@ -75,6 +74,25 @@ def donors_available(session, consumer_host, reported_since, exclude):
     return [(h.name, h.lendable_mb - held.get(h.name, 0)) for h in hosts]
 
 
+def local_room(session, consumer_host):
+    """MiB ``consumer_host``'s local copies may still take for a new
+    grant: the room it last reported (hosts.local_room_mb) less the slabs
+    of its grants made since, whose copies that report did not count;
+    None when it reported none. Its row is not locked (the donors' rows
+    are, in name order): two reservations at once for one host may both
+    count the same room, which its next report corrects."""
+    host = session.query(models.Host).filter_by(name=consumer_host).first()
+    if host is None or host.local_room_mb is None:
+        return None
+    since = sum(size for size, in session.query(models.Slab.size_mb).join(
+        models.Grant).filter(
+        models.Grant.consumer_host == consumer_host,
+        models.Grant.status.in_(GRANT_HOLDING),
+        models.Grant.created_at >= host.reported_at,
+        models.Slab.status.in_(SLAB_IN_GRANT)).with_for_update(read=True))
+    return max(0, host.local_room_mb - since)
+
+
 def _slab_rows(assignments, indexes, size_mb, consumer_host):
     """Slab rows for ``assignments`` [(donor or LOCAL_TIER, n)], numbered
     by ``indexes`` in order: pending on their donors, or reclaimed on
@@ -96,10 +114,12 @@ def grant_reserve(context, values, reported_since, plan):
     ``consumer_host``, ``requested_mb``, ``slab_size_mb``) and ``secret``,
     the clear key, which is stored wrapped (memagg.db.secret_box).
     With the instance's and the donors' rows locked, ``plan(instance,
-    held_mb, donors)`` is called — ``held_mb`` is what the instance's
-    pending and active grants hold, on donors or in the local tier,
-    ``donors`` ``[(host, available_mb)]``
-    as in :func:`donors_available` — and returns ``(assignments, reason)``:
+    held_mb, donors, local_room_mb)`` is called — ``held_mb`` is what the
+    instance's pending and active grants hold, on donors or in the local
+    tier, ``donors`` ``[(host, available_mb)]`` as in
+    :func:`donors_available`, ``local_room_mb`` what the consumer's local
+    copies may still take (:func:`local_room`) — and returns
+    ``(assignments, reason)``:
     ``[(host, n_slabs)]``, host LOCAL_TIER for slabs in the local tier,
     and why it is less than requested or not all on donors (or None); it
     raises to store nothing. May run again when a concurrent writer wins.
@@ -123,7 +143,9 @@ def grant_reserve(context, values, reported_since, plan):
             read=True))
         donors = donors_available(session, values['consumer_host'],
                                   reported_since, ())
-        assignments, reason = plan(instance, held, donors)
+        assignments, reason = plan(instance, held, donors,
+                                   local_room(session,
+                                              values['consumer_host']))
         grant = models.Grant(**dict(values, status='pending', reason=reason))
         grant.secret = secret  # stored wrapped (memagg.db.secret_box)
         grant.slabs = _slab_rows(assignments,
@@ -506,75 +528,3 @@ def reservoir_summary(context):
               for key in ('free_reservoir_mb', 'lendable_mb', 'lent_mb',
                           'borrowed_mb', 'local_tier_mb')}
     return dict(totals, hosts=per_host)
-
-
-def grant_secret_key_ids(context):
-    """How many stored grant secrets each key wraps: ``{key id: count}``,
-    the key id None counting those stored in clear."""
-    column = models.Grant.wrapped_secret
-    key_id = sa.case((column.like(secret_box.PREFIX + '%'), sa.func.substr(
-        column, len(secret_box.PREFIX) + 1, secret_box.KEY_ID_CHARS)),
-        else_=None)
-    with facade.reader().using(context) as session:
-        return dict(session.query(key_id, sa.func.count()).group_by(
-            key_id).all())
-
-
-def grant_secrets_rewrap(context, old_keys, batch_size=100):
-    """Wrap with the current key ([database] secret_key_file) every stored
-    grant secret that is not under it: those under one of ``old_keys``
-    (secret_box.Key) and those stored in clear before secrets were
-    wrapped. ``batch_size`` grants per transaction, in id order; a value
-    already under the current key is left, so a second run changes
-    nothing, and one that changed meanwhile is left for the next run.
-
-    Returns a dict: ``rewrapped`` (from an old key), ``wrapped`` (clear
-    before), ``current`` (left as they were) and ``failed``, ``[(grant
-    uuid, why)]`` for the values no key given opens (another key, or
-    altered). Raises secret_box.KeyFileError when the current key cannot
-    be read.
-    """
-    current = secret_box.current_key()
-    keys = [current] + list(old_keys)
-    result = dict(rewrapped=0, wrapped=0, current=0, failed=[])
-    last_id = 0
-    while True:
-        with facade.writer().using(context) as session:
-            batch = session.query(
-                models.Grant.id, models.Grant.uuid,
-                models.Grant.wrapped_secret).filter(
-                models.Grant.id > last_id).order_by(
-                models.Grant.id).limit(batch_size).all()
-            for grant_id, uuid, stored in batch:
-                kind = _rewrap_one(session, current, keys, grant_id, uuid,
-                                   stored, result['failed'])
-                if kind:
-                    result[kind] += 1
-        if len(batch) < batch_size:
-            return result
-        last_id = batch[-1][0]
-
-
-def _rewrap_one(session, current, keys, grant_id, uuid, stored, failed):
-    """Store grant ``grant_id``'s secret under ``current`` unless it is
-    already; the kind of value it was (a key of grant_secrets_rewrap's
-    result), or None when it failed or changed meanwhile."""
-    key_id = secret_box.key_id_of(stored)
-    if key_id == current.key_id:
-        return 'current'
-    try:
-        clear = (secret_box.unwrap(stored, uuid, keys) if key_id
-                 else stored)
-    except secret_box.SecretUnavailable as error:
-        failed.append((uuid, str(error)))
-        return None
-    # Conditional: a value another run rewrapped meanwhile stays.
-    wrapped = secret_box.wrap(clear, uuid, current)
-    changed = session.execute(sa.update(models.Grant).where(
-        models.Grant.id == grant_id,
-        models.Grant.wrapped_secret == stored).values(
-        wrapped_secret=wrapped).execution_options(
-        synchronize_session=False)).rowcount
-    if not changed:
-        return None
-    return 'rewrapped' if key_id else 'wrapped'

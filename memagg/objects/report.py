@@ -190,7 +190,8 @@ class ComputeReport(base.MemaggObject):
     # Version 1.3: InstanceReport 1.3, WssSample 1.2
     # Version 1.4: InstanceReport 1.4, WssSample 1.3
     # Version 1.5: ledgers; InstanceReport 1.5
-    VERSION = '1.5'
+    # Version 1.6: local_room_mb
+    VERSION = '1.6'
 
     fields = {
         'host': fields.StringField(),
@@ -205,11 +206,15 @@ class ComputeReport(base.MemaggObject):
         'samples': fields.ListOfObjectsField('WssSample', default=[]),
         'mem_used_mb': fields.IntegerField(nullable=True, default=None),
         'ledgers': fields.ListOfObjectsField('GrantLedger', default=[]),
+        # MiB its local copies' filesystem can take for new grants (None:
+        # not known).
+        'local_room_mb': fields.IntegerField(nullable=True, default=None),
     }
 
     obj_relationships = {
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.2'),
-                      ('1.3', '1.3'), ('1.4', '1.4'), ('1.5', '1.5')],
+                      ('1.3', '1.3'), ('1.4', '1.4'), ('1.5', '1.5'),
+                      ('1.6', '1.5')],
         'samples': [('1.0', '1.0'), ('1.1', '1.1'), ('1.2', '1.1'),
                     ('1.3', '1.2'), ('1.4', '1.3')],
         'ledgers': [('1.5', '1.0')],
@@ -218,20 +223,24 @@ class ComputeReport(base.MemaggObject):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 6):
+            primitive.pop('local_room_mb', None)
         if target < (1, 5):
             primitive.pop('ledgers', None)
         if target < (1, 1):
             primitive.pop('mem_used_mb', None)
 
     _HOST_COLUMNS = ('memory_mb', 'reserved_mb', 'vcpus', 'cpu_util',
-                     'free_reservoir_mb', 'lendable_mb')
+                     'free_reservoir_mb', 'lendable_mb', 'local_room_mb')
 
     def to_db_values(self):
         """Return (host, instances, samples) as memagg.db.reports.report_ingest
         takes them: dicts of column values.
         """
         host = {'name': self.host}
-        host.update({key: getattr(self, key) for key in self._HOST_COLUMNS})
+        # A sender from before 1.6 says nothing of its local room: NULL.
+        host.update({key: getattr(self, key) if self.obj_attr_is_set(key)
+                     else None for key in self._HOST_COLUMNS})
         instances = [i.as_dict() for i in self.instances]
         samples = [s.as_dict() for s in self.samples]
         return host, instances, samples

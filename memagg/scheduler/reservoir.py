@@ -156,8 +156,9 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
         wanted = math.ceil(size_mb / slab_mb)
         select = self._select(consumer_host)
 
-        def plan(instance, held_mb, donors):
-            return self._plan(instance, held_mb, donors, wanted, select)
+        def plan(instance, held_mb, donors, local_room_mb):
+            return self._plan(instance, held_mb, donors, wanted, select,
+                              local_room_mb)
 
         return db_grants.grant_reserve(ctxt, dict(
             uuid=grant_uuid or uuidutils.generate_uuid(),
@@ -212,8 +213,12 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
             raise
         return self._attach(ctxt, grant)
 
-    def _plan(self, instance, held_mb, donors, wanted, select):
-        """The reservation of a grant (see memagg.db.grants.grant_reserve)."""
+    def _plan(self, instance, held_mb, donors, wanted, select,
+              local_room_mb=None):
+        """The reservation of a grant (see memagg.db.grants.grant_reserve):
+        within the VM's cap and the room of its host's local copies
+        (``local_room_mb``, None: not known), on donors with room, the
+        rest in the local tier."""
         slab_mb = self.group.slab_size_mb
         ratio = self.group.max_remote_ratio
         if instance.status == 'gone':
@@ -235,6 +240,20 @@ class Reservoir(grant_returns.ReturnsMixin, tier_moves.TierMovesMixin):
         if count < wanted:
             reasons.append('cut to %d MiB by the cap: %s' % (
                 count * slab_mb, cap_text))
+        if local_room_mb is not None and local_room_mb // slab_mb < count:
+            # Every page of a grant, on a donor or not, is copied there:
+            # a copy that cannot grow fails the guest's writes.
+            room_text = (
+                '%s has room for %d MiB more of local copies (its local '
+                'tier; [swapd] local_copy_reserve_mb kept free)' % (
+                    instance.host, local_room_mb))
+            if local_room_mb < slab_mb:
+                raise RemoteMemoryUnavailable(reason='%s: not a slab (%d '
+                                              'MiB) more' % (room_text,
+                                                             slab_mb))
+            count = local_room_mb // slab_mb
+            reasons.append('cut to %d MiB: %s' % (count * slab_mb,
+                                                  room_text))
         assignments = select(count, donors)
         placed = sum(n for _, n in assignments)
         if placed < count:

@@ -80,6 +80,11 @@ class Host(Base):
         sa.Integer, nullable=False, default=0)
     lendable_mb: orm.Mapped[int] = orm.mapped_column(
         sa.Integer, nullable=False, default=0)
+    # MiB the filesystem of its local copies can take for new grants
+    # (memagg.compute.remote.RemoteMemory.local_room_mb); NULL: not known
+    # (a sender from before, or no memagg-swapd).
+    local_room_mb: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, nullable=True)
     # 'active', or 'standby' once a plan powered it off: rounds count a
     # standby host as one they may wake.
     state: orm.Mapped[str] = orm.mapped_column(

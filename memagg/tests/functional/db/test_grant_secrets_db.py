@@ -20,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from memagg.db import facade as db_facade
+from memagg.db import grant_secrets as db_grant_secrets
 from memagg.db import grants as db_grants
 from memagg.db import migration
 from memagg.db import secret_box
@@ -58,11 +59,11 @@ def test_a_clear_secret_from_before_0009_is_wrapped_by_the_rewrap(
             dict(uuid=grant_uuid, secret=SECRET, at=T0))
 
     migration.upgrade('head')
-    result = db_grants.grant_secrets_rewrap(admin_context, [])
+    result = db_grant_secrets.grant_secrets_rewrap(admin_context, [])
 
     assert result == dict(rewrapped=0, wrapped=1, current=0, failed=[])
     column = test_grants.stored(grant_uuid)
     assert len(column) > 128 and SECRET not in column
     assert db_grants.grant_get(admin_context, grant_uuid).secret == SECRET
-    assert db_grants.grant_secret_key_ids(admin_context) == {
+    assert db_grant_secrets.grant_secret_key_ids(admin_context) == {
         secret_box.current_key().key_id: 1}

@@ -174,3 +174,19 @@ def test_a_migrating_vm_s_slabs_move_for_its_migration_only(conf, ctxt):
         uuid: {'active': [0, 2], 'promoting': [1]}}
     # Another consumer's view holds none of its grants.
     assert db_tier_moves.slabs_of_migrating_instance(ctxt, VMS[2], 'd') == {}
+
+
+def test_grants_stay_within_the_room_of_their_hosts_local_copies(conf, ctxt):
+    reservoir_cluster.host(ctxt, 'c', 0, [(vm, 4096) for vm in VMS],
+                           local_room_mb=160)
+    gmc = reservoir.Reservoir(conf.conf,
+                              compute_api=compute_double.ComputeDouble(),
+                              selection=donors.LargestFirst())
+
+    first = gmc.allocate(ctxt, VMS[0], 'c', 64)
+    second = gmc.allocate(ctxt, VMS[1], 'c', 256)
+
+    assert (first['granted_mb'], second['granted_mb']) == (64, 64)
+    assert 'c has room for 96 MiB more of local copies' in second['reason']
+    with pytest.raises(rpcapi.RemoteMemoryUnavailable, match='not a slab'):
+        gmc.allocate(ctxt, VMS[2], 'c', 64)

@@ -19,6 +19,7 @@ hand-made periods test_remote_plan.py's; the fakes are in
 remote_fixtures.py.
 """
 import logging
+import os
 
 import pytest
 
@@ -234,7 +235,13 @@ def test_disabled_host_lends_nothing_and_refuses_slabs(lmc, conf):
     assert lmc.client.calls == []
 
 
-def test_the_ghost_reaches_the_estimator_and_lendable_the_report(lmc, conf):
+def test_the_ghost_reaches_the_estimator_and_lendable_the_report(
+        lmc, conf, monkeypatch):
+    os.makedirs(os.path.join(conf.conf.swapd.state_dir, 'local'),
+                exist_ok=True)
+    # The machine's free space is other tests' to change: 10 GiB here.
+    monkeypatch.setattr(remote_grants.os, 'statvfs', lambda path: (
+        os.statvfs_result((4096, 4096, 0, 0, 10240 * 256, 0, 0, 0, 0, 255))))
     conf.config(estimator='swap_ghost', group='wss')
     conf.config(reserved_host_memory_mb=0, group='compute')
     stats = {'actual': 1024 * 1024, 'available': 1024 * 1024,
@@ -255,6 +262,10 @@ def test_the_ghost_reaches_the_estimator_and_lendable_the_report(lmc, conf):
     # The VM is short (WSS above its maximum): nothing lendable.
     assert report.lendable_mb == 0
     assert [ledger.grant_uuid for ledger in report.ledgers] == [GRANT]
+    # The room for new grants' copies: the state directory's filesystem
+    # (10 GiB free, as statvfs says below) less the reserve and the
+    # grant's copy, 128 MiB not written yet.
+    assert report.local_room_mb == 10240 - 1024 - 128
     # No tier plan yet: no L1 share to report.
     assert instance.l1_share_mb is None
     lmc.tiers.shares_mb = {VM: 320}

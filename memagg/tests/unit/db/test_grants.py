@@ -20,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from memagg.db import facade as db_facade
+from memagg.db import grant_secrets as db_grant_secrets
 from memagg.db import grants as db_grants
 from memagg.db import secret_box
 from memagg.db.sqlalchemy import models
@@ -137,8 +138,8 @@ def test_rewrap_moves_old_key_and_clear_values_to_the_current_key(
     conf.config(secret_key_file=new_path, group='database')
     under_new = reserve(admin_context, 'ab' * 32)
 
-    result = db_grants.grant_secrets_rewrap(admin_context, [old],
-                                            batch_size=2)
+    result = db_grant_secrets.grant_secrets_rewrap(admin_context, [old],
+                                                   batch_size=2)
 
     assert result == dict(rewrapped=5, wrapped=1, current=1, failed=[])
     for n, grant in enumerate(under_old):
@@ -151,7 +152,7 @@ def test_rewrap_moves_old_key_and_clear_values_to_the_current_key(
                                under_new.uuid).secret == 'ab' * 32
     # Idempotent: a second run finds everything under the current key.
     before = {g.uuid: stored(g.uuid) for g in under_old}
-    again = db_grants.grant_secrets_rewrap(admin_context, [old])
+    again = db_grant_secrets.grant_secrets_rewrap(admin_context, [old])
     assert again == dict(rewrapped=0, wrapped=0, current=7, failed=[])
     assert {g.uuid: stored(g.uuid) for g in under_old} == before
 
@@ -164,7 +165,7 @@ def test_rewrap_without_the_old_key_reports_what_it_could_not_open(
     secret_box.create_key_file(new_path)
     conf.config(secret_key_file=new_path, group='database')
 
-    result = db_grants.grant_secrets_rewrap(admin_context, [])
+    result = db_grant_secrets.grant_secrets_rewrap(admin_context, [])
 
     assert result['rewrapped'] == result['wrapped'] == 0
     [(grant_uuid, why)] = result['failed']

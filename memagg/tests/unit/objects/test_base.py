@@ -28,7 +28,7 @@ from memagg.objects import base
 EXPECTED_FINGERPRINTS = {
     'ActionPayload': '1.0-239c715251e79a15769a111ccc5b8f92',
     'AuditPayload': '1.0-f1001ffabb8f0183df216a403acb3867',
-    'ComputeReport': '1.5-0b833bc1bda64d8c67c19005130b11ef',
+    'ComputeReport': '1.6-3115e3419c745c694505deb9eac2d776',
     'GrantLedger': '1.0-ce0aded1f5723460147290ab6c791739',
     'GrantPayload': '1.0-c2d0f1669f76719e078177c199274f05',
     'MigrationPayload': '1.0-69ff8df514a8e0bf5770e2efad6b13ed',

@@ -51,7 +51,8 @@ def _report():
             estimator='badis/V/sampler', cpu_util=1.0, **SAMPLER,
             **HISTORY_RECLAIM)],
         mem_used_mb=700,
-        ledgers=[report.GrantLedger(grant_uuid=GRANT, **LEDGER)])
+        ledgers=[report.GrantLedger(grant_uuid=GRANT, **LEDGER)],
+        local_room_mb=20480)
 
 
 def test_report_survives_the_rpc_serializer():
@@ -60,7 +61,7 @@ def test_report_survives_the_rpc_serializer():
     ctxt = context.RequestContext(project_id='p1', roles=['admin'])
     primitive = serializer.serialize_entity(ctxt, _report())
     assert primitive['memagg_object.name'] == 'ComputeReport'
-    assert primitive['memagg_object.version'] == '1.5'
+    assert primitive['memagg_object.version'] == '1.6'
     again = serializer.deserialize_entity(ctxt, primitive)
     # Field by field: ovo's == also compares the order of the changed-field
     # list, which follows string hashing and so varies between runs.
@@ -79,11 +80,20 @@ def test_a_receiver_before_1_5_gets_no_ledgers(version):
     assert data['instances'][0]['memagg_object.data']['wss_mb'] == 700
 
 
+@pytest.mark.parametrize('version', ['1.0', '1.5'])
+def test_a_sender_before_1_6_stores_its_local_room_as_unknown(version):
+    primitive = _report().obj_to_primitive(target_version=version)
+    assert 'local_room_mb' not in primitive['memagg_object.data']
+    older = report.ComputeReport.obj_from_primitive(primitive)
+    host, _, _ = older.to_db_values()
+    assert host['local_room_mb'] is None and host['lendable_mb'] == 0
+
+
 def test_to_db_values_names_only_columns():
     host, instances, samples = _report().to_db_values()
     assert host == dict(name='node1', memory_mb=4096, reserved_mb=512,
                         vcpus=4, cpu_util=0.25, free_reservoir_mb=1000,
-                        lendable_mb=0)
+                        lendable_mb=0, local_room_mb=20480)
     assert instances[0]['uuid'] == UUID and instances[0]['wss_mb'] == 700
     assert instances[0]['vcpus'] == 2
     assert {k: instances[0][k] for k in SAMPLER} == SAMPLER

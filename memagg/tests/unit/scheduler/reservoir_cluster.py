@@ -24,14 +24,15 @@ VM_2 = '10000000-0000-4000-8000-000000000002'
 VM_3 = '10000000-0000-4000-8000-000000000003'
 
 
-def host(ctxt, name, lendable_mb, vms=(), age_s=0):
+def host(ctxt, name, lendable_mb, vms=(), age_s=0, local_room_mb=None):
     """Host ``name`` lending ``lendable_mb``, reported ``age_s`` seconds
-    ago, with ``vms`` [(uuid, booked_mb)]."""
+    ago, with ``vms`` [(uuid, booked_mb)] and ``local_room_mb`` for new
+    grants' local copies (None: not known)."""
     at = timeutils.utcnow() - datetime.timedelta(seconds=age_s)
     db_reports.report_ingest(
         ctxt, dict(name=name, memory_mb=65536, vcpus=8,
                    free_reservoir_mb=lendable_mb + 1024,
-                   lendable_mb=lendable_mb),
+                   lendable_mb=lendable_mb, local_room_mb=local_room_mb),
         [dict(uuid=uuid, name='vm-' + uuid[-1], booked_mb=booked,
               current_mb=booked) for uuid, booked in vms], [],
         reported_at=at)

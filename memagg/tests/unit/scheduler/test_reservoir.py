@@ -80,6 +80,53 @@ def test_the_cap_counts_what_the_vm_already_holds(three_hosts, gmc):
     assert 'holds 512 MiB' in str(error.value)
 
 
+def _vms_of_c():
+    return [(VM_1, 4096), (VM_2, 1024)]
+
+
+def test_a_grant_is_cut_to_the_room_of_its_hosts_local_copies(
+        three_hosts, gmc):
+    reservoir_cluster.host(three_hosts, 'c', 4096, _vms_of_c(),
+                           local_room_mb=200)
+
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 512)
+
+    assert (grant['granted_mb'], grant['partial']) == (192, True)
+    assert ('cut to 192 MiB: c has room for 200 MiB more of local copies'
+            in grant['reason'])
+
+
+def test_grants_made_since_the_report_count_against_the_room(
+        three_hosts, gmc):
+    reservoir_cluster.host(three_hosts, 'c', 4096, _vms_of_c(),
+                           local_room_mb=256)
+    assert gmc.allocate(three_hosts, VM_1, 'c', 128)['granted_mb'] == 128
+
+    grant = gmc.allocate(three_hosts, VM_2, 'c', 256)
+
+    assert (grant['granted_mb'], grant['partial']) == (128, True)
+    assert 'c has room for 128 MiB more' in grant['reason']
+    # The next report counts those copies itself: the room is its own.
+    reservoir_cluster.host(three_hosts, 'c', 4096, _vms_of_c(),
+                           local_room_mb=64)
+    assert gmc.allocate(three_hosts, VM_2, 'c', 64)['granted_mb'] == 64
+
+
+def test_a_host_whose_local_copies_have_no_room_gets_no_grant(
+        three_hosts, gmc, compute):
+    reservoir_cluster.host(three_hosts, 'c', 4096, _vms_of_c(),
+                           local_room_mb=32)
+
+    with pytest.raises(rpcapi.RemoteMemoryUnavailable) as error:
+        gmc.allocate(three_hosts, VM_1, 'c', 64)
+
+    assert ('c has room for 32 MiB more of local copies (its local tier; '
+            '[swapd] local_copy_reserve_mb kept free): not a slab (64 MiB) '
+            'more') in error.value.message
+    assert db_listings.list_resources(three_hosts, 'grants') == []
+    assert compute.calls == []
+
+
 def test_a_cap_of_zero_grants_nothing(conf, three_hosts, gmc, compute):
     conf.config(max_remote_ratio=0.0, group='reservoir')
 
