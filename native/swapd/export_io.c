@@ -54,6 +54,7 @@ struct seg {
                                  * the pages the copy has come from it */
     char *bounce;               /* sealed: a WRITE's ciphertext and seals,
                                  * a READ's seals; freed with the request */
+    struct sd_local_op op;      /* its part of the local copy's I/O */
 };
 
 #define NO_PAGE UINT64_MAX
@@ -116,6 +117,21 @@ static int copy_read(struct xreq *r, char *buf, size_t len, uint64_t off)
 static int local_read(struct xreq *r, struct seg *s)
 {
     return copy_read(r, s->buf, s->len, s->off);
+}
+
+/* The outcome of a local op of r's, done in a batch: 0 or -errno
+ * (logged). */
+static int local_done(struct xreq *r, const struct sd_local_op *op)
+{
+    if (!op->write) {
+        __atomic_store_n(&r->touched_local, 1, __ATOMIC_RELAXED);
+    }
+    if (op->ret) {
+        sd_log(LOG_ERR, "export %s: cannot %s the local copy %s: %s",
+               r->x->uuid, op->write ? "write" : "read", r->x->spec.local,
+               strerror(-op->ret));
+    }
+    return op->ret;
 }
 
 /* The pages of a donor's read of a degraded slab that the local copy has
@@ -546,7 +562,7 @@ static void finish_read(struct sd_export *x, struct xreq *r)
         if (s->where == SEG_FAILED) {
             memset(s->buf, 0, s->len);
         }
-        if (s->where == SEG_LOCAL && local_read(r, s)) {
+        if (s->where == SEG_LOCAL && local_done(r, &s->op)) {
             set_error(r, NBD_EIO);
         }
     }
@@ -558,16 +574,18 @@ static void finish_read(struct sd_export *x, struct xreq *r)
     finish_one(r);
 }
 
-/* The local copy of a WRITE, after its donor ios are on their way (the
- * reply waits for both: r->pending holds it until finish_one). */
-static void finish_write(struct sd_export *x, struct xreq *r)
+/* The local copy's I/O of a READ or WRITE, into b, after its donor ios
+ * are on their way: a READ's segments the copy serves; all of a WRITE but
+ * a page in r->skip (on the donor only: adoption). */
+static void start_local(struct sd_export *x, struct xreq *r,
+                        struct sd_local_batch *b)
 {
     struct sd_nbd_io *nio = r->nio;
-    uint64_t off = nio->offset, end = nio->offset + nio->len;
+    int write = nio->type == NBD_CMD_WRITE;
+    uint64_t lo = nio->offset, hi = nio->offset + nio->len;
     unsigned i;
-    int ret = 0;
 
-    for (i = 0; i < r->nseg; i++) {
+    for (i = 0; write && i < r->nseg; i++) {
         const struct seg *s = &r->seg[i];
 
         /* A slab that has a donor but is local (degraded, reclaimed):
@@ -581,20 +599,39 @@ static void finish_write(struct sd_export *x, struct xreq *r)
             set_error(r, NBD_EIO);
         }
     }
-    /* A first or last page in r->skip is on the donor only (adoption). */
-    if (r->skip[0] != NO_PAGE) {
-        off = (r->skip[0] + 1) * SD_PAGE_SIZE;
+    if (write && r->skip[0] != NO_PAGE) {
+        lo = (r->skip[0] + 1) * SD_PAGE_SIZE;
     }
-    if (r->skip[1] != NO_PAGE) {
-        end = r->skip[1] * SD_PAGE_SIZE;
+    if (write && r->skip[1] != NO_PAGE) {
+        hi = r->skip[1] * SD_PAGE_SIZE;
     }
-    if (off < end) {
-        ret = sd_local_write(&x->lc, (char *)nio->buf + (off - nio->offset),
-                             (size_t)(end - off), off);
+    for (i = 0; i < r->nseg; i++) {
+        struct seg *s = &r->seg[i];
+        uint64_t off = s->off > lo ? s->off : lo;
+        uint64_t end = s->off + s->len < hi ? s->off + s->len : hi;
+
+        if ((write || s->where == SEG_LOCAL) && off < end) {
+            s->op.buf = s->buf + (off - s->off);
+            s->op.len = (size_t)(end - off);
+            s->op.off = off;
+            s->op.write = write;
+            sd_local_batch_add(b, &s->op);
+        }
+    }
+}
+
+/* A WRITE once its local I/O is done (the reply waits for its donor ios
+ * too: r->pending holds it until finish_one). */
+static void finish_write(struct sd_export *x, struct xreq *r)
+{
+    struct sd_nbd_io *nio = r->nio;
+    unsigned i;
+    int ret = 0;
+
+    for (i = 0; i < r->nseg && ret == 0; i++) {
+        ret = local_done(r, &r->seg[i].op);
     }
     if (ret) {
-        sd_log(LOG_ERR, "export %s: cannot write the local copy %s: %s",
-               x->uuid, x->spec.local, strerror(-ret));
         set_error(r, ret == -ENOSPC ? NBD_ENOSPC : NBD_EIO);
         /* Some of it may be in the copy: a promotion copies it again. */
         sd_promote_written(x, nio->offset, nio->len);
@@ -667,9 +704,27 @@ static int misaligned(const struct sd_export *x, const struct sd_nbd_io *nio)
            (nio->offset % SD_PAGE_SIZE || nio->len % SD_PAGE_SIZE);
 }
 
+/* Requests [from, to) of a burst whose local I/O is in b: once it is
+ * done, each goes on (reqs[i] is NULL for the others). */
+static void finish_local(struct sd_export *x, struct xreq **reqs,
+                         size_t from, size_t to, struct sd_local_batch *b)
+{
+    size_t i;
+
+    sd_local_batch_wait(b);
+    for (i = from; reqs && i < to; i++) {
+        if (reqs[i] && reqs[i]->nio->type == NBD_CMD_READ) {
+            finish_read(x, reqs[i]);
+        } else if (reqs[i]) {
+            finish_write(x, reqs[i]);
+        }
+    }
+}
+
 /* A burst of requests: first every donor io of its READs and WRITEs goes
  * out (one send per donor), then, in order, the local work of each and
- * the other commands. */
+ * the other commands; the local I/O of the READs and WRITEs between two
+ * other commands goes to the disk together (sd_local_batch). */
 void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
 {
     struct sd_export *x = ctx;
@@ -677,7 +732,8 @@ void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
     struct xreq **reqs = calloc(n, sizeof(*reqs) + 1);
     uint8_t *held = reqs ? (uint8_t *)(reqs + n) : NULL;
     struct sd_io **remote = NULL;
-    size_t i, nseg = 0, nremote = 0;
+    size_t i, nseg = 0, nremote = 0, first = 0;
+    struct sd_local_batch batch;
 
     pthread_rwlock_rdlock(&x->promo_rw);
     for (i = 0; reqs && i < n; i++) {
@@ -700,6 +756,7 @@ void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
         }
         submit_remote(x, remote, nremote);
     }
+    sd_local_batch_init(&batch, &x->lc);
     for (i = 0; i < n; i++) {
         struct sd_nbd_io *nio = nios[i];
         struct xreq *r = reqs ? reqs[i] : NULL;
@@ -709,14 +766,16 @@ void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
         }
         if (r && !remote) {
             free(r);            /* planned nothing: out of memory */
-            r = NULL;
+            reqs[i] = r = NULL;
         }
         switch (nio->type) {
         case NBD_CMD_FLUSH:
-            nio->done(nio, sd_local_sync(&x->lc) ? NBD_EIO : 0);
-            break;
         case NBD_CMD_TRIM:
-            nio->done(nio, do_trim(x, nio));
+            /* After the reads and writes before it, as they came. */
+            finish_local(x, reqs, first, i, &batch);
+            first = i + 1;
+            nio->done(nio, nio->type == NBD_CMD_TRIM ? do_trim(x, nio) :
+                           sd_local_sync(&x->lc) ? NBD_EIO : 0);
             break;
         case NBD_CMD_READ:
         case NBD_CMD_WRITE:
@@ -726,10 +785,8 @@ void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
                 nio->done(nio, NBD_EINVAL);
             } else if (!r) {
                 nio->done(nio, NBD_ENOMEM);
-            } else if (nio->type == NBD_CMD_READ) {
-                finish_read(x, r);
             } else {
-                finish_write(x, r);
+                start_local(x, r, &batch);
             }
             break;
         default:
@@ -737,6 +794,7 @@ void sd_export_submit(void *ctx, struct sd_nbd_io **nios, size_t n)
             break;
         }
     }
+    finish_local(x, reqs, first, n, &batch);
     pthread_rwlock_unlock(&x->promo_rw);
     free(remote);
     free(reqs);

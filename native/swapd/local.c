@@ -22,8 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
+
+#include <linux/aio_abi.h>
 
 #include "local.h"
 
@@ -347,4 +350,162 @@ int sd_local_sync(struct sd_local *lc)
                       POSIX_FADV_DONTNEED);
     }
     return ret;
+}
+
+/* Each thread's AIO context for its batches, made at its first batch and
+ * destroyed when the thread ends; 0 when none could be made (its batches
+ * then go an op at a time). */
+static pthread_key_t aio_key;
+static pthread_once_t aio_once = PTHREAD_ONCE_INIT;
+static int aio_key_ok, aio_warned;
+static __thread aio_context_t aio_ctx;
+static __thread int aio_tried;
+
+static void aio_end(void *ctx)
+{
+    syscall(__NR_io_destroy, (aio_context_t)(uintptr_t)ctx);
+}
+
+static void aio_key_make(void)
+{
+    aio_key_ok = pthread_key_create(&aio_key, aio_end) == 0;
+}
+
+static aio_context_t thread_aio(void)
+{
+    if (aio_tried) {
+        return aio_ctx;
+    }
+    aio_tried = 1;
+    pthread_once(&aio_once, aio_key_make);
+    if (!aio_key_ok || syscall(__NR_io_setup, SD_LOCAL_BATCH, &aio_ctx)) {
+        /* aio-max-nr reached, most likely: slower, never wrong. */
+        if (!__atomic_exchange_n(&aio_warned, 1, __ATOMIC_RELAXED)) {
+            sd_log(LOG_WARNING, "cannot set up Linux AIO (%s): the local "
+                   "copies' I/O goes a request at a time on some "
+                   "connections", aio_key_ok ? strerror(errno)
+                                             : "no thread key");
+        }
+        aio_ctx = 0;
+    } else if (pthread_setspecific(aio_key, (void *)(uintptr_t)aio_ctx)) {
+        syscall(__NR_io_destroy, aio_ctx);
+        aio_ctx = 0;
+    }
+    return aio_ctx;
+}
+
+void sd_local_batch_init(struct sd_local_batch *b, struct sd_local *lc)
+{
+    b->lc = lc;
+    b->n = 0;
+}
+
+static int overlap(const struct sd_local_op *a, const struct sd_local_op *b)
+{
+    return (a->write || b->write) && a->off < b->off + b->len &&
+           b->off < a->off + a->len;
+}
+
+void sd_local_batch_add(struct sd_local_batch *b, struct sd_local_op *op)
+{
+    struct sd_local *lc = b->lc;
+    unsigned i;
+
+    op->ret = 0;
+    if (!op->len) {
+        return;
+    }
+    for (i = 0; i < b->n; i++) {
+        if (overlap(op, b->op[i])) {
+            sd_local_batch_wait(b);
+            break;
+        }
+    }
+    if (!lc->direct || (op->off | op->len | (uintptr_t)op->buf) % PAGE ||
+        !thread_aio()) {
+        op->ret = op->write ? sd_local_write(lc, op->buf, op->len, op->off)
+                            : sd_local_read(lc, op->buf, op->len, op->off);
+        return;
+    }
+    if (b->n == SD_LOCAL_BATCH) {
+        sd_local_batch_wait(b);
+    }
+    b->op[b->n++] = op;
+}
+
+/* An op's AIO result res: a short read is the end of the file, the rest
+ * of a short write is written again (its error then comes out). */
+static void op_done(struct sd_local *lc, struct sd_local_op *op, long res)
+{
+    if (res < 0) {
+        op->ret = (int)res;
+    } else if (op->write) {
+        op->ret = pwrite_full(lc->fd, op->buf + res, op->len - (size_t)res,
+                              op->off + (uint64_t)res);
+    } else {
+        memset(op->buf + res, 0, op->len - (size_t)res);
+        op->ret = 0;
+    }
+}
+
+void sd_local_batch_wait(struct sd_local_batch *b)
+{
+    struct iocb cb[SD_LOCAL_BATCH], *cbp[SD_LOCAL_BATCH];
+    struct io_event ev[SD_LOCAL_BATCH];
+    struct sd_local *lc = b->lc;
+    unsigned i, sent = 0, done = 0;
+    int writes = 0;
+    long k;
+
+    if (!b->n) {
+        return;
+    }
+    for (i = 0; i < b->n; i++) {
+        memset(&cb[i], 0, sizeof(cb[i]));
+        cb[i].aio_data = i;
+        cb[i].aio_lio_opcode = b->op[i]->write ? IOCB_CMD_PWRITE
+                                               : IOCB_CMD_PREAD;
+        cb[i].aio_fildes = (uint32_t)lc->fd;
+        cb[i].aio_buf = (uintptr_t)b->op[i]->buf;
+        cb[i].aio_nbytes = b->op[i]->len;
+        cb[i].aio_offset = (int64_t)b->op[i]->off;
+        cbp[i] = &cb[i];
+        writes |= b->op[i]->write;
+    }
+    /* Whole-page writes, shared: see local.h. */
+    if (writes) {
+        pthread_rwlock_rdlock(&lc->rmw);
+    }
+    while (sent < b->n && b->n > 1) {
+        k = syscall(__NR_io_submit, aio_ctx, (long)(b->n - sent),
+                    cbp + sent);
+        if (k <= 0 && !(k < 0 && errno == EINTR)) {
+            break;
+        }
+        sent += k > 0 ? (unsigned)k : 0;
+    }
+    for (i = sent; i < b->n; i++) {
+        /* Alone (a pread or pwrite waits less than AIO does), or not
+         * taken (EAGAIN): done here. */
+        b->op[i]->ret = direct_pages(lc, b->op[i]->write, b->op[i]->buf,
+                                     b->op[i]->len, b->op[i]->off);
+    }
+    while (done < sent) {
+        k = syscall(__NR_io_getevents, aio_ctx, (long)(sent - done),
+                    (long)(sent - done), ev, NULL);
+        if (k < 0 && errno != EINTR) {
+            /* The kernel still writes into the ops' buffers, which the
+             * caller frees next: nothing safe is left to do. */
+            sd_log(LOG_CRIT, "io_getevents failed: %s", strerror(errno));
+            abort();
+        }
+        for (i = 0; k > 0 && i < (unsigned)k; i++) {
+            op_done(lc, b->op[ev[i].data], (long)ev[i].res);
+        }
+        done += k > 0 ? (unsigned)k : 0;
+    }
+    if (writes) {
+        pthread_rwlock_unlock(&lc->rmw);
+    }
+    b->n = 0;
 }

@@ -87,4 +87,36 @@ int sd_local_write(struct sd_local *lc, const void *buf, size_t len,
 /* fdatasync: every write before the call is durable; 0 or -errno. */
 int sd_local_sync(struct sd_local *lc);
 
+/*
+ * The local I/O of a burst of requests (export_io.c), so that a direct
+ * copy has it on the disk at once, not one request after the other: the
+ * reads and writes of whole pages into aligned buffers wait in the batch
+ * and go out together at sd_local_batch_wait (Linux AIO, the calling
+ * thread's context), the others are done as they are added.  An op that
+ * overlaps a waiting one, one of the two a write, waits for it first:
+ * the copy sees a burst's I/O of one page in its order.
+ */
+#define SD_LOCAL_BATCH 64
+
+struct sd_local_op {
+    char *buf;
+    size_t len;
+    uint64_t off;
+    int write;
+    int ret;                    /* once done: 0 or -errno */
+};
+
+struct sd_local_batch {
+    struct sd_local *lc;
+    struct sd_local_op *op[SD_LOCAL_BATCH];
+    unsigned n;
+};
+
+void sd_local_batch_init(struct sd_local_batch *b, struct sd_local *lc);
+/* Do op (its buffer, range and direction set), now or at the next wait;
+ * op stays the caller's until then. */
+void sd_local_batch_add(struct sd_local_batch *b, struct sd_local_op *op);
+/* Until every op added is done. */
+void sd_local_batch_wait(struct sd_local_batch *b);
+
 #endif

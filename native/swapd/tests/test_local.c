@@ -411,6 +411,101 @@ static void test_unaligned(void)
     free(buf);
 }
 
+/* One request of test_burst's and what its reply must bring. */
+struct breq {
+    uint16_t type;
+    uint64_t off;
+    uint32_t len;
+    uint32_t gen;               /* its data's or the read's (0: zeros) */
+    uint32_t gen5;              /* a read's page 5 */
+};
+
+/* Append request h of q to out at *at (with a WRITE's data). */
+static void burst_put(uint8_t *out, size_t *at, const struct breq *q,
+                      uint64_t h)
+{
+    uint64_t k;
+
+    tc_encode_request(out + *at, 0, q->type, h, q->off, q->len);
+    *at += 28;
+    for (k = 0; q->type == NBD_CMD_WRITE && k < q->len / PAGE; k++) {
+        fill(out + *at, q->off / PAGE + k, q->gen);
+        *at += PAGE;
+    }
+}
+
+/* Whether a READ's data is as q says. */
+static int burst_data_ok(const struct breq *q, const uint8_t *data)
+{
+    uint8_t want[PAGE];
+    uint64_t k, p;
+
+    for (k = 0; k < q->len / PAGE; k++) {
+        p = q->off / PAGE + k;
+        memset(want, 0, PAGE);
+        if (q->gen) {
+            fill(want, p, p == 5 ? q->gen5 : q->gen);
+        }
+        if (memcmp(data + k * PAGE, want, PAGE)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Requests sent in one go reach the copy in bursts, their local I/O
+ * batched: more writes than a batch holds, a page written twice, reads
+ * of pages written just before, a TRIM between a write and a read of its
+ * page; each sees the ones before it, as one at a time would. */
+static void test_burst(void)
+{
+    static struct breq q[110];
+    uint8_t *out = malloc(128 * (28 + PAGE)), *data = malloc(100 * PAGE);
+    uint64_t p, h;
+    size_t at = 0, nq = 0, i;
+    struct sd_exports *xs;
+    char sock[256];
+    int fd, ok = 1;
+
+    xs = registry(tmpdir);
+    CHECK(create(xs, tmpdir, sock) == 0);
+    fd = open_export(sock);
+    for (p = 0; p < 160; p++) {
+        fill(data, p, 1);
+        ok &= tc_io(fd, NBD_CMD_WRITE, p * PAGE, PAGE, data) == 0;
+    }
+    CHECK(ok);
+    for (p = 0; p < 100; p++) {
+        q[nq++] = (struct breq){ NBD_CMD_WRITE, p * PAGE, PAGE, 2, 0 };
+    }
+    q[nq++] = (struct breq){ NBD_CMD_WRITE, 5 * PAGE, PAGE, 3, 0 };
+    q[nq++] = (struct breq){ NBD_CMD_READ, 5 * PAGE, PAGE, 3, 3 };
+    q[nq++] = (struct breq){ NBD_CMD_WRITE, 150 * PAGE, PAGE, 2, 0 };
+    q[nq++] = (struct breq){ NBD_CMD_TRIM, 150 * PAGE, PAGE, 0, 0 };
+    q[nq++] = (struct breq){ NBD_CMD_READ, 150 * PAGE, PAGE, 0, 0 };
+    q[nq++] = (struct breq){ NBD_CMD_READ, 100 * PAGE, 20 * PAGE, 1, 1 };
+    q[nq++] = (struct breq){ NBD_CMD_READ, 0, 100 * PAGE, 2, 3 };
+    for (i = 0; i < nq; i++) {
+        burst_put(out, &at, &q[i], i);
+    }
+    tc_send(fd, out, at);
+    for (i = 0; i < nq; i++) {
+        if (tc_reply(fd, &h) || h >= nq) {
+            tc_die("burst reply");
+        }
+        if (q[h].type == NBD_CMD_READ) {
+            ok &= sd_read_full(fd, data, q[h].len) == 0 &&
+                  burst_data_ok(&q[h], data);
+        }
+    }
+    CHECK(ok);
+    close(fd);
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    sd_exports_free(xs);
+    free(out);
+    free(data);
+}
+
 /* A file of n pages for sd_local, made anew. */
 static int local_file(const char *name, uint64_t pages, char *path)
 {
@@ -564,6 +659,7 @@ int main(void)
     test_measure();
     test_export_uncached();
     test_unaligned();
+    test_burst();
     test_unaligned_buffer();
     test_buffered();
     test_ramfs_fallback();
