@@ -279,6 +279,20 @@ class Guest:
             raise GuestError(match.group(0))
         return match.group(2)
 
+    def hold(self, mb, hot_mb, timeout=300):
+        """Start a process in the guest with ``mb`` MiB of random data in
+        anonymous memory, whose last ``hot_mb`` MiB it reads again and
+        again while the rest stays idle; the data's sum once written."""
+        mark = len(self.console_text())
+        self.send('hold %d %d' % (mb, hot_mb))
+        match = self.wait_console(
+            r'MEMAGG (?:HELD \d+ mb=(\d+) sum=([0-9a-f]{16})'
+            r'|HOLD-FAILED[^\r\n]*)',
+            timeout, after=mark)
+        if match.group(1) != str(mb):
+            raise GuestError(match.group(0))
+        return match.group(2)
+
     def run_rule(self, timeout=60):
         """Run the guest rule's script over every disk again; return
         (exit status, its log on one line)."""

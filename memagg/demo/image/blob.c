@@ -17,10 +17,20 @@
  *
  *   blob write MIB FILE   writes MIB MiB of pseudo-random bytes to FILE
  *   blob sum FILE         reads FILE again
+ *   blob hold MIB HOT     writes MIB MiB of pseudo-random bytes to its own
+ *                         anonymous memory, in order, then reads its last
+ *                         HOT MiB again and again (one word per page)
+ *                         until killed
  *
- * Both print "mb=<N> sum=<16 hex digits>": N the file's size in whole MiB,
- * the sum a 64-bit hash of all its bytes. Exit status 1 on an I/O error
- * (with its reason on stderr), 2 on a bad command line.
+ * Each prints "mb=<N> sum=<16 hex digits>": N the data's size in whole
+ * MiB, the sum a 64-bit hash of all its bytes (hold: once written). Exit
+ * status 1 on an I/O or memory error (with its reason on stderr), 2 on a
+ * bad command line.
+ *
+ * hold is a process whose oldest data is idle and whose newest is its
+ * working set, in anonymous memory: a page of it swapped in keeps its
+ * swap slot while it stays clean (tmpfs frees the slot at every swap-in,
+ * so its pages land somewhere new each time they go out).
  *
  * Why not dd from /dev/urandom and md5sum: the guest is emulated (TCG),
  * where ChaCha20 and MD5 took most of its one vCPU's time in a fill or a
@@ -36,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MIB (1024 * 1024)
@@ -122,6 +133,21 @@ static uint64_t next(uint64_t st[4])
     return out;
 }
 
+static int seed(uint64_t st[4])
+{
+    int rnd = open("/dev/urandom", O_RDONLY);
+
+    if (rnd < 0)
+        return fail("cannot open", "/dev/urandom");
+    if (read(rnd, st, 4 * sizeof(*st)) != (ssize_t)(4 * sizeof(*st))) {
+        close(rnd);
+        return fail("cannot read", "/dev/urandom");
+    }
+    close(rnd);
+    st[0] |= 1;  /* xoshiro's state must not be all zeros */
+    return 0;
+}
+
 static int write_all(int fd, const unsigned char *buf, size_t len)
 {
     while (len > 0) {
@@ -142,19 +168,11 @@ static int blob_write(long mib, const char *path, uint64_t *words)
     unsigned char *buf = (unsigned char *)words;
     uint64_t st[4];
     struct sum s;
-    int fd, rnd;
+    int fd;
     long m;
 
-    rnd = open("/dev/urandom", O_RDONLY);
-    if (rnd < 0)
-        return fail("cannot open", "/dev/urandom");
-    if (read(rnd, st, sizeof(st)) != (ssize_t)sizeof(st)) {
-        close(rnd);
-        return fail("cannot read", "/dev/urandom");
-    }
-    close(rnd);
-    st[0] |= 1;  /* xoshiro's state must not be all zeros */
-
+    if (seed(st))
+        return 1;
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0)
         return fail("cannot create", path);
@@ -210,9 +228,60 @@ static int blob_sum(const char *path, unsigned char *buf)
     return 0;
 }
 
+static int blob_hold(long mib, long hot, uint64_t st[4])
+{
+    size_t len = (size_t)mib * MIB, first = (size_t)(mib - hot) * MIB;
+    unsigned char *mem;
+    uint64_t sink = 0;
+    struct sum s;
+    size_t off;
+
+    mem = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return fail("cannot map", "anonymous memory");
+    /* 4 KiB pages: each goes out to swap and comes back on its own. */
+    madvise(mem, len, MADV_NOHUGEPAGE);
+    sum_init(&s);
+    for (off = 0; off < len; off += MIB) {
+        uint64_t *words = (uint64_t *)(mem + off);
+        size_t i;
+
+        for (i = 0; i < MIB / sizeof(uint64_t); i++)
+            words[i] = next(st);
+        sum_update(&s, mem + off, MIB);
+    }
+    report(&s);
+    fflush(stdout);
+    for (;;) {
+        for (off = first; off < len; off += 4096)
+            sink += *(volatile uint64_t *)(mem + off);
+        /* Never true: keeps the reads from being optimised away. */
+        if (sink == 1)
+            putchar('.');
+    }
+}
+
+/* A whole number of MiB from 0 to 65536 in arg, or -1 (said why). */
+static long mib_arg(const char *what, const char *arg)
+{
+    char *end;
+    long mib;
+
+    errno = 0;
+    mib = strtol(arg, &end, 10);
+    if (errno || *end || end == arg || mib < 0 || mib > 65536) {
+        fprintf(stderr, "blob: %s must be a whole number from 0 to "
+                "65536, not '%s'\n", what, arg);
+        return -1;
+    }
+    return mib;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: blob write MIB FILE | blob sum FILE\n");
+    fprintf(stderr, "usage: blob write MIB FILE | blob sum FILE | "
+            "blob hold MIB HOT\n");
     return 2;
 }
 
@@ -221,17 +290,22 @@ int main(int argc, char **argv)
     static uint64_t buf[MIB / sizeof(uint64_t)];
 
     if (argc == 4 && strcmp(argv[1], "write") == 0) {
-        char *end;
-        long mib;
+        long mib = mib_arg("MIB", argv[2]);
 
-        errno = 0;
-        mib = strtol(argv[2], &end, 10);
-        if (errno || *end || end == argv[2] || mib < 0 || mib > 65536) {
-            fprintf(stderr, "blob: MIB must be a whole number from 0 to "
-                    "65536, not '%s'\n", argv[2]);
+        return mib < 0 ? 2 : blob_write(mib, argv[3], buf);
+    }
+    if (argc == 4 && strcmp(argv[1], "hold") == 0) {
+        long mib = mib_arg("MIB", argv[2]), hot = mib_arg("HOT", argv[3]);
+        uint64_t st[4];
+
+        if (mib < 0 || hot < 0)
+            return 2;
+        if (hot > mib) {
+            fprintf(stderr, "blob: HOT (%ld) must not exceed MIB (%ld)\n",
+                    hot, mib);
             return 2;
         }
-        return blob_write(mib, argv[3], buf);
+        return seed(st) ? 1 : blob_hold(mib, hot, st);
     }
     if (argc == 3 && strcmp(argv[1], "sum") == 0)
         return blob_sum(argv[2], (unsigned char *)buf);

@@ -39,7 +39,10 @@
 # reader waits while a check reads the data. Both are /bin/blob (blob.c:
 # dd from /dev/urandom and md5sum took most of the emulated vCPU). "rule"
 # runs the guest rule's script over every disk again and answers "MEMAGG
-# RULE rc=<status> <log>".
+# RULE rc=<status> <log>". "hold N H" starts a process with N MiB of random
+# data in anonymous memory whose last H MiB it reads again and again (its
+# hot set; the rest is idle), and answers "MEMAGG HELD <seq> mb=<N>
+# sum=<sum>" once the data is written (or "MEMAGG HOLD-FAILED <seq> ...").
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -198,6 +201,24 @@ while :; do
                 rm -f /reader-paused
             else
                 say "CHECK-FAILED $seq no data (fill first)"
+            fi
+            ;;
+        hold)
+            seq=$((seq + 1))
+            # Anonymous memory: blob keeps running, its hot part read
+            # again and again; its first line says the data is written.
+            rm -f /run-held
+            # One page per swap-in (no swap readahead): each is one 4 KiB
+            # read of the swap disk, counted where it was served.
+            echo 0 >/proc/sys/vm/page-cluster
+            blob hold "$arg" "$mode" >/run-held 2>&1 &
+            while [ -e /proc/$! ] && ! grep -q 'sum=' /run-held; do
+                usleep 100000
+            done
+            if grep -q 'sum=' /run-held; then
+                say "HELD $seq $(cat /run-held)"
+            else
+                say "HOLD-FAILED $seq $arg $(cat /run-held)"
             fi
             ;;
         rule)
