@@ -485,8 +485,8 @@ void sd_local_batch_wait(struct sd_local_batch *b)
         sent += k > 0 ? (unsigned)k : 0;
     }
     for (i = sent; i < b->n; i++) {
-        /* Alone (a pread or pwrite waits less than AIO does), or not
-         * taken (EAGAIN): done here. */
+        /* Alone (one pread or pwrite, not io_submit and io_getevents),
+         * or not taken (EAGAIN): done here. */
         b->op[i]->ret = direct_pages(lc, b->op[i]->write, b->op[i]->buf,
                                      b->op[i]->len, b->op[i]->off);
     }
