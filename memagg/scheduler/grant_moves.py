@@ -178,9 +178,11 @@ class GrantMove:
             left = sorted(set(local) - set(on_donors))
             if left:
                 return ('grant %s has slabs %s in the local copy of %s '
-                        'only (the slow tier) and no donor took them: they '
-                        'cannot follow the VM without a copy of its memory; '
-                        'free memory on donors, or release the grant, and '
+                        'only (the slow tier) that could not be promoted '
+                        'to a donor (no donor had room, or the copy failed, '
+                        'as memagg-scheduler\'s log says): they cannot '
+                        'follow the VM without a copy of its memory; free '
+                        'memory on donors, or release the grant, and '
                         'migrate again' % (uuid, left, self.source))
             LOG.info('Migration %s: slabs %s of grant %s promoted to donors '
                      'first', self.migration.uuid, local, uuid)

@@ -529,11 +529,15 @@ def test_a_guest_migrates_in_the_middle_of_a_move_between_the_tiers(
     try:
         if move == 'promotion':
             scheduler.move_slabs(ctxt, grant.uuid, hosts.a.name, [], [held])
-            # Prepared on the donor: the copy is host A's to make.
-            polling.wait_for(
-                lambda: db_grants.grant_get(ctxt, grant.uuid).slabs[
-                    held].endpoint, 60, interval=0.2,
-                message='slab %d prepared on the donor' % held)
+
+            # Prepared on the donor: the copy is host A's to make. (A
+            # reclaimed slab keeps its old endpoint: a promotion clears
+            # it, then records the donor's.)
+            def prepared():
+                slab = db_grants.grant_get(ctxt, grant.uuid).slabs[held]
+                return slab.status == moving and slab.endpoint
+            polling.wait_for(prepared, 60, interval=0.2,
+                             message='slab %d prepared on the donor' % held)
         else:
             scheduler.move_slabs(ctxt, grant.uuid, hosts.a.name, [held], [])
             polling.wait_for(

@@ -189,7 +189,8 @@ def test_slabs_no_donor_takes_keep_the_vm_on_its_source(
 
     assert row.status == 'failed'
     assert ('grant %s has slabs [2] in the local copy of c only (the slow '
-            'tier) and no donor took them' % grant['uuid']) in row.error
+            'tier) that could not be promoted to a donor' % grant['uuid']
+            ) in row.error
     assert nova.calls == [] and compute.called('adopt_grant') == []
     stored = db_grants.grant_get(ctxt, grant['uuid'])
     assert stored.consumer_host == 'c'
