@@ -206,7 +206,6 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
                        size_t errlen)
 {
     struct sd_nbd_backend be;
-    pthread_rwlockattr_t rwa;
     pthread_condattr_t ca;
     struct sd_export *x;
     uint64_t pps;
@@ -227,11 +226,7 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     x->promo_slab = SD_PROMO_NONE;
     /* Writer first: a promotion's switch must not wait out a stream of
      * requests. */
-    pthread_rwlockattr_init(&rwa);
-    pthread_rwlockattr_setkind_np(
-        &rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&x->promo_rw, &rwa);
-    pthread_rwlockattr_destroy(&rwa);
+    sd_rwlock_init_writer_first(&x->promo_rw);
     pthread_mutex_init(&x->promo_held_lock, NULL);
     pthread_mutex_init(&x->lock, NULL);
     pthread_mutex_init(&x->rb_lock, NULL);

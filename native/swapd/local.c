@@ -29,6 +29,7 @@
 #include <linux/aio_abi.h>
 
 #include "local.h"
+#include "util.h"
 
 #define PAGE SD_PAGE_SIZE
 /* A bounce buffer is at most this long: a longer request whose buffer
@@ -72,18 +73,13 @@ void sd_local_open(struct sd_local *lc, int fd, int direct,
                    const char *name)
 {
     const char *why = direct ? dio_misfit(fd) : "asked for (a test)";
-    pthread_rwlockattr_t rwa;
     int flags;
 
     memset(lc, 0, sizeof(*lc));
     lc->fd = fd;
     /* Writer first: a read-modify-write must not wait out a stream of
      * whole-page writes. */
-    pthread_rwlockattr_init(&rwa);
-    pthread_rwlockattr_setkind_np(
-        &rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&lc->rmw, &rwa);
-    pthread_rwlockattr_destroy(&rwa);
+    sd_rwlock_init_writer_first(&lc->rmw);
     pthread_mutex_init(&lc->wb_lock, NULL);
     if (!why && ((flags = fcntl(fd, F_GETFL)) < 0 ||
                  fcntl(fd, F_SETFL, flags | O_DIRECT))) {

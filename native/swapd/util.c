@@ -13,7 +13,8 @@
  */
 
 /* Helpers shared by the daemon's modules: keys, hex, uuids, numbers,
- * error messages, strings. */
+ * error messages, strings, locks. */
+#define _GNU_SOURCE             /* writer-first rwlocks */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -200,6 +201,17 @@ uint64_t sd_now_us(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+void sd_rwlock_init_writer_first(pthread_rwlock_t *lock)
+{
+    pthread_rwlockattr_t attr;
+
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(
+        &attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
 }
 
 int sd_write_full(int fd, const void *buf, size_t len)

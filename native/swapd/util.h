@@ -14,12 +14,13 @@
 
 /*
  * Small helpers of the daemon: hex and uuid text, the errno names the
- * control protocol speaks, a monotonic clock, whole-buffer I/O, error
- * messages and a growing string.
+ * control protocol speaks, a monotonic clock, writer-first locks,
+ * whole-buffer I/O, error messages and a growing string.
  */
 #ifndef MEMAGG_SWAPD_UTIL_H
 #define MEMAGG_SWAPD_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,10 @@ const char *sd_errno_name(int err);
 
 /* Microseconds of CLOCK_MONOTONIC. */
 uint64_t sd_now_us(void);
+
+/* Initialise lock so that a waiting writer goes before new readers: a
+ * writer's switch must not wait out a stream of readers. */
+void sd_rwlock_init_writer_first(pthread_rwlock_t *lock);
 
 /* Write or read all len bytes (retrying on EINTR and short counts);
  * 0, -errno, or for reads -ECONNRESET at end of file. */
