@@ -269,26 +269,26 @@ class Guest:
     def fill(self, mb, timeout=300, cold=False):
         """Write ``mb`` MiB of random data in the guest; its sum. The
         guest's reader re-reads it with its hot set unless ``cold``."""
-        mark = len(self.console_text())
-        self.send('fill %d%s' % (mb, ' cold' if cold else ''))
-        match = self.wait_console(
-            r'MEMAGG (?:FILLED \d+ mb=(\d+) sum=([0-9a-f]{16})'
-            r'|FILL-FAILED[^\r\n]*)',
-            timeout, after=mark)
-        if match.group(1) != str(mb):
-            raise GuestError(match.group(0))
-        return match.group(2)
+        line = 'fill %d' % mb + (' cold' if cold else '')
+        return self._data_command(line, 'FILLED', 'FILL-FAILED', mb,
+                                  timeout)
 
     def hold(self, mb, hot_mb, timeout=300):
         """Start a process in the guest with ``mb`` MiB of random data in
         anonymous memory, whose last ``hot_mb`` MiB it reads again and
         again while the rest stays idle; the data's sum once written."""
+        return self._data_command('hold %d %d' % (mb, hot_mb), 'HELD',
+                                  'HOLD-FAILED', mb, timeout)
+
+    def _data_command(self, line, done, failed, mb, timeout):
+        """Send ``line``, a command that writes ``mb`` MiB of random data,
+        and wait for its answer ``done`` (with the data's size and sum) or
+        ``failed``; the sum. GuestError unless ``mb`` MiB were written."""
         mark = len(self.console_text())
-        self.send('hold %d %d' % (mb, hot_mb))
+        self.send(line)
         match = self.wait_console(
-            r'MEMAGG (?:HELD \d+ mb=(\d+) sum=([0-9a-f]{16})'
-            r'|HOLD-FAILED[^\r\n]*)',
-            timeout, after=mark)
+            r'MEMAGG (?:%s \d+ mb=(\d+) sum=([0-9a-f]{16})|%s[^\r\n]*)'
+            % (done, failed), timeout, after=mark)
         if match.group(1) != str(mb):
             raise GuestError(match.group(0))
         return match.group(2)
