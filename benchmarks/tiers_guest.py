@@ -203,19 +203,15 @@ def _qmp(dom, command, **arguments):
     return reply['return']
 
 
-def _swap_disk_id(dom, serial):
-    """The qdev id of the swap disk (serial ``serial``)."""
-    for device in _qmp(dom, 'query-block'):
-        qdev = device.get('qdev', '')
-        inserted = device.get('inserted') or {}
-        if serial in json.dumps(inserted) or serial in qdev:
-            return qdev
-    # libvirt names hot-plugged disks virtio-diskN: the last one.
-    disks = [d.get('qdev', '') for d in _qmp(dom, 'query-block')
+def _swap_disk_id(dom):
+    """The qdev id of the guest's swap disk: its only disk (libvirt names
+    a hot-plugged one virtio-diskN)."""
+    disks = [d['qdev'] for d in _qmp(dom, 'query-block')
              if 'virtio-disk' in d.get('qdev', '')]
-    if not disks:
-        raise RuntimeError('no swap disk in QEMU\'s query-block')
-    return sorted(disks)[-1]
+    if len(disks) != 1:
+        raise RuntimeError('not one virtio disk in QEMU\'s query-block: %s'
+                           % disks)
+    return disks[0]
 
 
 def _read_histogram(dom, qdev):
@@ -307,7 +303,7 @@ def _measure(placement, args, on, consumer, grant_uuid):
                          args.warmup, args.warmup + 60, interval=0.5,
                          message='the warm-up')
         dom = on.guest.dom
-        qdev = _swap_disk_id(dom, on.dev)
+        qdev = _swap_disk_id(dom)
         _qmp(dom, 'block-latency-histogram-set', id=qdev,
              **{'boundaries-read': BOUNDS_NS})
         before = client.export_stats(grant_uuid)
