@@ -114,6 +114,7 @@ class RemoteMemory(remote_exports.ExportsMixin):
         self._missing = {}      # grant uuid -> periods its VM was missing
         self._recovered = False
         self._swapd_down = False
+        self._stale = set()     # grant uuids with stale slabs, last period
         self._lock = threading.Lock()
 
     @property
@@ -280,14 +281,42 @@ class RemoteMemory(remote_exports.ExportsMixin):
         """MiB this host's local copies' filesystem can take for new
         grants ([swapd] local_copy_reserve_mb kept free, the copies of
         its grants counted at their full size), for the report; None
-        without memagg-swapd."""
+        without memagg-swapd. 0 while a copy has stale slabs: its device
+        failed or filled under a write, so no grant grows onto it."""
         if not self.enabled:
             return None
         with self._lock:
             grants = list(self._grants.values())
+        stale = self._stale_copies(grants)
+        if stale != self._stale:
+            if stale:
+                LOG.warning('The local copies of grants %s missed writes '
+                            '(stale slabs: their device failed or filled; '
+                            'see memagg-swapd\'s log): no room is reported '
+                            'for new grants while they stay', sorted(stale))
+            else:
+                LOG.info('No local copy has stale slabs any more')
+            self._stale = stale
+        if stale:
+            return 0
         return remote_grants.local_room_mb(
             self.conf.swapd.state_dir, self.conf.swapd.local_copy_reserve_mb,
             grants)
+
+    def _stale_copies(self, grants):
+        """The uuids of ``grants`` whose export has stale slabs (those of
+        the last period while memagg-swapd does not answer)."""
+        stale = set()
+        for grant in grants:
+            try:
+                if self.client.export_stats(grant.uuid).get('stale_slabs'):
+                    stale.add(grant.uuid)
+            except swapd.SwapdError as exc:
+                LOG.debug('No stale slabs of grant %s known: %s', grant.uuid,
+                          exc)
+            except swapd.SwapdUnavailable:
+                return self._stale
+        return stale
 
     def plan_period(self, period, domains):
         """Decide this period's Plan (kept for act()); return the lendable

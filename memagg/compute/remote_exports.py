@@ -135,7 +135,9 @@ class ExportsMixin:
     def reclaim_slabs(self, grant_uuid, indexes=None):
         """Serve slabs ``indexes`` (all when None) of this host's export
         of ``grant_uuid`` from its local copy from now on: {reclaimed}.
-        An unknown export reclaims nothing."""
+        An unknown export reclaims nothing; Conflict when a slab's local
+        copy lacks pages only its donor has (a stale slab, or an adopted
+        export's not rebuilt yet): its donor must keep it."""
         self._check_enabled()
         remote_grants.check_uuid('grant_uuid', grant_uuid)
         indexes = _check_indexes('indexes', indexes)
@@ -143,6 +145,8 @@ class ExportsMixin:
             reclaimed = self._swapd(self.client.export_reclaim, grant_uuid,
                                     indexes)
         except swapd.SwapdError as exc:
+            if exc.errno_name == 'EBUSY':
+                raise exceptions.Conflict(reason=exc.message)
             if exc.errno_name != 'ENOENT':
                 raise
             reclaimed = 0

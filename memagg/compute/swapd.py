@@ -287,7 +287,9 @@ class SwapdClient:
     def export_describe(self, grant):
         """What EXPORT_CREATE took for ``grant``: {grant, key, size,
         slab_size, local, slabs: [slab dicts], local_slabs: [indexes]
-        (only when some are)}."""
+        (only when some are), stale_slabs: [indexes] (slabs whose local
+        copy missed writes, its device having failed or filled: only their
+        donors have all of their data; only when some are)}."""
         reply = self.request('EXPORT_DESCRIBE', grant=grant)
         for key in ('size', 'slab_size'):
             if key in reply:
@@ -295,8 +297,9 @@ class SwapdClient:
         reply['slabs'] = [slab for spec in _list(reply.get('slabs', ''))
                           for slab in parse_slab_spec(
                               spec, reply.get('slab_size', 0))]
-        if 'local_slabs' in reply:
-            reply['local_slabs'] = _ints(reply['local_slabs'])
+        for key in ('local_slabs', 'stale_slabs'):
+            if key in reply:
+                reply[key] = _ints(reply[key])
         return reply
 
     def export_reclaim(self, grant, slabs=None):
@@ -339,7 +342,9 @@ class SwapdClient:
     def export_stats(self, grant):
         """``grant``'s export counters (ints): reads, writes, read_bytes,
         write_bytes, zero_reads, local_reads, remote_errors,
-        degraded_slabs, clients, remote_read_bytes and remote_write_bytes
+        degraded_slabs, stale_slabs (slabs whose local copy missed writes:
+        see export_describe), clients, remote_read_bytes and
+        remote_write_bytes
         (bytes read from and written to donors, promotions' copies too),
         lat_p50_us, lat_p99_us (and
         read_lat_p50_us, read_lat_p99_us of reads alone), rebuild_left

@@ -17,7 +17,8 @@ Every [reservoir] tier_interval seconds the [reservoir] tier_policy
 plug-in plans which slabs move, from each slab's heat (the swap-ins it
 served since the last plan, counted from the swap events drained from
 memagg-swapd every period: :meth:`Tiers.feed`), where each slab is
-(EXPORT_DESCRIBE) and each VM's QoS weight. The host's L1 capacity is
+(EXPORT_DESCRIBE; a stale slab, whose local copy missed writes, stays
+where it is) and each VM's QoS weight. The host's L1 capacity is
 [reservoir] tier_l1_capacity_mb, or what its VMs' remote limits allow
 when that is less (or 0), in slabs; no VM's share is more than its own
 limit. The moves go to
@@ -60,11 +61,12 @@ class SlabHeat:
             self._seq += 1
             self._last[key] = self._seq
 
-    def slab(self, grant_uuid, index, number):
+    def slab(self, grant_uuid, index, number, pinned=False):
         """Slab ``index`` of the grant, as policy Slab ``number``."""
         key = (grant_uuid, index)
         return tiers_base.Slab(index=number, heat=self._counts.get(key, 0),
-                               last_seen=float(self._last.get(key, 0)))
+                               last_seen=float(self._last.get(key, 0)),
+                               pinned=pinned)
 
     def restart(self, grant_uuids):
         """A new interval: counts start again; what is kept of the grants
@@ -170,12 +172,14 @@ class Tiers:
                 continue
             count = described['size'] // max(described['slab_size'], 1)
             local = set(described.get('local_slabs', ()))
+            stale = set(described.get('stale_slabs', ()))
             on_donor = {s['index'] for s in described['slabs']} - local
             for index in range(count):
                 number = len(slabs)
                 slabs[number] = (grant.uuid, index)
                 (l1 if index in on_donor else l2).append(
-                    self.heat.slab(grant.uuid, index, number))
+                    self.heat.slab(grant.uuid, index, number,
+                                   pinned=index in stale))
         return tiers_base.VmTiers(uuid=instance,
                                   weight=self.weight_of(instance),
                                   l1=tuple(l1), l2=tuple(l2)), slabs

@@ -103,6 +103,13 @@ opts = [
                help='Most slabs a host moves between the tiers per '
                     'tier_interval (a promotion copies a slab over the '
                     'network; a demotion only frees a donor\'s).'),
+    cfg.FloatOpt('tier_exchange_ratio', default=2.0, min=1.0,
+                 help='How much hotter an L2 slab must be than a VM\'s '
+                      'coldest L1 slab to take its place: at least this '
+                      'many times the L1 slab\'s swap-ins plus one, over '
+                      'the last tier_interval. Above 1, slabs of about '
+                      'the same heat do not swap places back and forth '
+                      'every interval.'),
     cfg.IntOpt('tier_l1_capacity_mb', default=0, min=0,
                help='Most memory, MiB, this host\'s VMs may hold on '
                     'donors (L1) in all, shared among them by '

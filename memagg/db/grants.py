@@ -253,6 +253,22 @@ def grant_set_status(context, grant_uuid, status, slab_status,
 
 
 @facade.retry_on_race
+def grant_release_refused(context, grant_uuid, reason):
+    """Put releasing grant ``grant_uuid`` back to active, its slabs as they
+    are, with ``reason``: its consumer refused to take its pages back, so
+    its donors keep them. Returns ``(won, grant)``; won False when the
+    grant is not releasing."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        if grant.status != 'releasing':
+            return False, grant
+        grant.status, grant.reason = 'active', reason
+        session.flush()
+    grant_notifications.grant_changed(context, grant, 'releasing')
+    return True, grant
+
+
+@facade.retry_on_race
 def grant_compare_and_set(context, grant_uuid, expected, status):
     """Move grant ``grant_uuid`` from status ``expected`` to ``status``
     (facade.compare_and_set). Returns ``(won, grant)``, the grant as it is

@@ -12,15 +12,33 @@
 
 """How memagg-scheduler shows and checks grants: the form the RPC API
 returns them in, a size as the API and RPC take it, a grant's slabs by
-donor, a donor's reply to prepare_slabs, and the check that no VM's
-migration is under way. Shared by the reservoir
+donor, a donor's reply to prepare_slabs, the check that no VM's
+migration is under way, and what a host's failed call says. Shared by the
+reservoir
 (memagg.scheduler.reservoir), the return of lent memory (grant_returns),
 grants following their VM (grant_moves) and slabs moving between the
 tiers (tier_moves).
 """
+import oslo_messaging as messaging
+
 from memagg.common import exceptions
 from memagg.db import grants as db_grants
 from memagg.db import migrations as db_migrations
+
+
+def remote_reason(exc):
+    """One line of why a call to a host failed: a remote error's type and
+    message, not its traceback."""
+    if isinstance(exc, messaging.RemoteError):
+        return '%s: %s' % (exc.exc_type, exc.value)
+    return str(exc)
+
+
+def refused(exc):
+    """Whether a host answered a call with Conflict: it refused, rather
+    than failed to answer."""
+    return isinstance(exc, exceptions.Conflict) or (
+        isinstance(exc, messaging.RemoteError) and exc.exc_type == 'Conflict')
 
 
 def grant_dict(grant):

@@ -37,7 +37,6 @@ them again from the DB.
 import time
 
 from oslo_log import log as logging
-import oslo_messaging as messaging
 
 from memagg.common import exceptions
 from memagg.compute import rpcapi as compute_rpcapi
@@ -48,14 +47,6 @@ from memagg.db import tier_moves as db_tier_moves
 from memagg.scheduler import grant_forms
 
 LOG = logging.getLogger(__name__)
-
-
-def _reason(exc):
-    """One line of why a call to a host failed: a remote error's type and
-    message, not its traceback."""
-    if isinstance(exc, messaging.RemoteError):
-        return '%s: %s' % (exc.exc_type, exc.value)
-    return str(exc)
 
 
 def _slabs_in(states, statuses):
@@ -133,7 +124,8 @@ class GrantMove:
             except Exception as exc:
                 self.abandon()
                 return ('destination %s could not serve grant %s from its '
-                        'donors: %s' % (self.dest, grant.uuid, _reason(exc)))
+                        'donors: %s' % (self.dest, grant.uuid,
+                                        grant_forms.remote_reason(exc)))
         LOG.info('Migration %s: %s serves the %d grant(s) of %s (%d MiB '
                  'on donors)', self.migration.uuid, self.dest, len(grants),
                  self.vm, remote_mb)
@@ -219,7 +211,8 @@ class GrantMove:
                 continue
             except Exception as exc:
                 return ('destination %s no longer serves grant %s: %s'
-                        % (self.dest, grant.uuid, _reason(exc)))
+                        % (self.dest, grant.uuid,
+                           grant_forms.remote_reason(exc)))
         return None
 
     def _record_share(self, remote_mb):

@@ -129,9 +129,11 @@ class ReturnsMixin:
         won, grant = begin_release(ctxt, grant_uuid, consumer_host)
         if not won:
             return grant_forms.grant_dict(grant)
-        return self.finish_release(ctxt, grant_uuid, attempts=1)
+        return self.finish_release(ctxt, grant_uuid, attempts=1,
+                                   vm_gone=consumer_host is not None)
 
-    def finish_release(self, ctxt, grant_uuid, attempts=None):
+    def finish_release(self, ctxt, grant_uuid, attempts=None,
+                       vm_gone=False):
         """Carry out the release of grant ``grant_uuid``, which
         :func:`begin_release` made releasing: the consumer reclaims every
         slab, the donors free theirs, each host asked up to ``attempts``
@@ -139,7 +141,10 @@ class ReturnsMixin:
         released, or failed with the reason when a host never answered
         (slabs a donor did not confirm freeing stay releasing and are
         freed again by :meth:`recover`). A grant that is not releasing is
-        left as it is. Returns the grant dict."""
+        left as it is. A consumer that refuses (its local copy lacks pages
+        only the donors have) keeps the grant, active again with the
+        reason; but not when ``vm_gone``: the consumer asked, its VM is
+        gone, and nobody will read the pages. Returns the grant dict."""
         attempts = self._attempts(attempts)
         with self.claim('grant-%s' % grant_uuid) as claimed:
             grant = db_grants.grant_get(ctxt, grant_uuid)
@@ -150,6 +155,8 @@ class ReturnsMixin:
                 self._ask('reclaim_slabs', ctxt, grant.consumer_host,
                           attempts, grant_uuid, None)
             except Exception as exc:
+                if grant_forms.refused(exc) and not vm_gone:
+                    return self._release_refused(ctxt, grant, exc)
                 # Its local copy holds every page written: freeing the
                 # donors loses nothing even when the consumer did not hear
                 # of it.
@@ -182,6 +189,17 @@ class ReturnsMixin:
             LOG.warning('Grant %s: %s', grant_uuid, reason)
         else:
             LOG.info('Grant %s released', grant_uuid)
+        return grant_forms.grant_dict(grant)
+
+    def _release_refused(self, ctxt, grant, exc):
+        """The consumer answered that its local copy lacks pages only the
+        donors have: they keep the grant, active again with the reason."""
+        reason = ('release refused by consumer %s: %s; the grant stays '
+                  'active, its donors keep its slabs' % (
+                      grant.consumer_host, grant_forms.remote_reason(exc)))
+        LOG.warning('Grant %s: %s', grant.uuid, reason)
+        won, grant = db_grants.grant_release_refused(ctxt, grant.uuid,
+                                                     reason)
         return grant_forms.grant_dict(grant)
 
     # -- reclaim ----------------------------------------------------------

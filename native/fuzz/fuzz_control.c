@@ -20,8 +20,8 @@
  * ENODEV here, so the fuzzer creates no files).  The
  * export-table parser also gets the input after a valid grant, key, size,
  * slab_size and local, so the fuzzer reaches slabs= (ranges), local_slabs=,
- * adopt=, rebuilt=, rebuild_started=, seal= and page_key= without finding
- * a uuid and 64 hex digits first.  The local= of the input, and the input
+ * stale_slabs=, adopt=, rebuilt=, rebuild_started=, seal= and page_key=
+ * without finding a uuid and 64 hex digits first.  The local= of the input, and the input
  * itself, go through the confinement of local copies (confine.c): its
  * text check, and its walk in a fixture directory with a file, a
  * directory, symlinks out of it, a fifo and a hard link, standing for

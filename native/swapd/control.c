@@ -553,7 +553,8 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      "stored_pages=%llu auth_failures=%llu sealed=%u "
                      "key_pending=%u frame_auth_failures=%llu "
                      "read_lat_p50_us=%llu read_lat_p99_us=%llu "
-                     "remote_read_bytes=%llu remote_write_bytes=%llu",
+                     "remote_read_bytes=%llu remote_write_bytes=%llu "
+                     "stale_slabs=%u",
                      (unsigned long long)st.reads,
                      (unsigned long long)st.writes,
                      (unsigned long long)st.read_bytes,
@@ -572,7 +573,8 @@ static char *do_export_stats(const struct sd_control_ctx *c,
                      (unsigned long long)st.read_lat_p50_us,
                      (unsigned long long)st.read_lat_p99_us,
                      (unsigned long long)st.remote_read_bytes,
-                     (unsigned long long)st.remote_write_bytes);
+                     (unsigned long long)st.remote_write_bytes,
+                     st.stale_slabs);
     for (i = 0; i < SD_TIERS; i++) {
         const struct sd_export_tier *t = &st.tiers[i];
         unsigned l = i + 1;

@@ -157,6 +157,7 @@ static void export_free(struct sd_export *x)
     free(x->peers);
     free(x->degraded);
     free(x->saved_local);
+    free(x->saved_stale);
     pthread_rwlock_destroy(&x->promo_rw);
     pthread_mutex_destroy(&x->promo_held_lock);
     pthread_mutex_destroy(&x->lock);
@@ -248,7 +249,8 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     x->peers = calloc(x->spec.nslabs, sizeof(*x->peers));
     x->degraded = calloc(x->spec.nslabs, 1);
     x->saved_local = calloc(x->spec.nslabs, 1);
-    if (!x->peers || !x->degraded || !x->saved_local ||
+    x->saved_stale = calloc(x->spec.nslabs, 1);
+    if (!x->peers || !x->degraded || !x->saved_local || !x->saved_stale ||
         sd_bitmap_init(&x->written,
                        x->spec.size / SD_PAGE_SIZE) ||
         (x->spec.adopt && sd_bitmap_init(&x->fresh, x->written.pages)) ||
@@ -260,6 +262,7 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
     x->rb_cursor = x->spec.adopt ? x->spec.rebuilt * pps : x->written.pages;
     for (i = 0; restoring && i < x->spec.nslabs; i++) {
         x->saved_local[i] = (uint8_t)x->spec.slabs[i].local;  /* as read */
+        x->saved_stale[i] = (uint8_t)x->spec.slabs[i].stale;
     }
     for (i = 0; i < x->spec.nslabs; i++) {
         if (x->spec.slabs[i].endpoint[0] &&
@@ -298,6 +301,12 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
         ret = sd_bitmap_load_extents(&x->fresh, x->lc.fd);
         sd_bitmap_set(&x->written, x->rb_cursor,
                       x->written.pages - x->rb_cursor);
+    }
+    /* A stale slab's pages its copy missed are on its donor only. */
+    for (i = 0; ret == 0 && i < x->spec.nslabs; i++) {
+        if (x->spec.slabs[i].stale) {
+            sd_bitmap_set(&x->written, (uint64_t)i * pps, pps);
+        }
     }
     if (ret) {
         sd_fail(err, errlen, ret, "local: cannot map the data of %s: %s",
@@ -602,6 +611,12 @@ int sd_exports_reclaim(struct sd_exports *xs,
     for (i = 0; i < (n ? n : x->spec.nslabs); i++) {
         uint32_t s = n ? idx[i] : i;
 
+        if (x->peers[s] && slab_stale(x, s) && !slab_is_local(x, s)) {
+            return sd_fail(err, errlen, -EBUSY, "slabs: slab %u is stale in "
+                           "the local copy %s, which missed writes to it "
+                           "(see the log): only its donor has them, so it "
+                           "stays there", s, x->spec.local);
+        }
         if (x->peers[s] && (uint64_t)(s + 1) * pps > cursor) {
             return sd_fail(err, errlen, -EBUSY, "slabs: slab %u of this "
                            "adopted export is not rebuilt from its donor yet "
@@ -685,6 +700,8 @@ int sd_exports_stats(struct sd_exports *xs,
     for (i = 0; i < x->spec.nslabs; i++) {
         out->degraded_slabs += __atomic_load_n(&x->degraded[i],
                                                __ATOMIC_RELAXED);
+        out->stale_slabs += (uint32_t)__atomic_load_n(&x->spec.slabs[i].stale,
+                                                      __ATOMIC_RELAXED);
     }
     out->lat_p50_us = sd_hist_percentile(&x->hist, 50);
     out->lat_p99_us = sd_hist_percentile(&x->hist, 99);

@@ -27,6 +27,14 @@
  * are the local copy's data extents, in the page cache before the reply,
  * so a crash of the process loses none of them.
  *
+ * A write the local copy cannot take (its device failed or filled) stands
+ * when its slab is on a donor: the slab turns stale (the table on disk
+ * says so before the reply; EXPORT_DESCRIBE and the .conf list it in
+ * stale_slabs=), is read from its donor from then on, after a restart too,
+ * and may not leave it (reclaim and promotion refuse it with -EBUSY);
+ * should the donor fail too, its reads and writes fail with NBD_EIO.  A
+ * write to a local slab the copy cannot take fails.
+ *
  * An adopted export (EXPORT_CREATE adopt=1, the destination of a live
  * migration) takes over a table whose pages are on the donors while its
  * local copy starts empty: every page counts as written and is read from
@@ -71,6 +79,8 @@ struct sd_export_stats {
     uint64_t remote_write_bytes;    /* written to them, promotions too */
     uint64_t zero_reads, local_reads, remote_errors;
     uint32_t degraded_slabs, clients;
+    uint32_t stale_slabs;       /* slabs whose local copy missed writes
+                                 * (its device failed or filled) */
     uint64_t lat_p50_us, lat_p99_us;
     uint64_t read_lat_p50_us, read_lat_p99_us; /* reads alone */
     uint64_t rebuild_left;      /* pages an adopted export's rebuild has

@@ -76,6 +76,8 @@ struct sd_export {
     uint8_t *degraded;                  /* per slab, for the counter */
     uint8_t *saved_local;               /* per slab, atomic: the .conf on
                                          * disk says it is local */
+    uint8_t *saved_stale;               /* per slab, atomic: the .conf on
+                                         * disk says it is stale */
     struct sd_nbd_server *nbd;
     uint64_t reads, writes, read_bytes, write_bytes;
     uint64_t remote_read_bytes, remote_write_bytes;
@@ -172,13 +174,14 @@ void sd_peers_free(struct sd_exports *xs);
 
 /* Write the export's table to its .conf file durably (temp file, fsync,
  * rename, fsync of the directory), with the state of its rebuild while it
- * is adopted; then mark the slabs it saved as local in saved_local.
- * Called with x->lock held. */
+ * is adopted and its stale slabs; then mark the slabs it saved as local
+ * in saved_local, as stale in saved_stale.  Called with x->lock held. */
 int sd_export_persist(struct sd_export *x);
-/* Make sure the .conf on disk says slab is local, saving the table when
- * it does not yet: a write that skipped the slab's donor is acknowledged
- * only then, or a restart would read the slab's pages from the donor's
- * stale copy.  0 or -errno (the table could not be saved). */
+/* Make sure the .conf on disk says slab is local, and stale, when it is,
+ * saving the table when it does not yet: a write that skipped the slab's
+ * donor, or its local copy, is acknowledged only then, or a restart would
+ * read the slab's pages from the copy that missed it.  0 or -errno (the
+ * table could not be saved). */
 int sd_export_table_sync(struct sd_export *x, uint32_t slab);
 /* The request line an export's .conf at path holds (malloc'd, without its
  * newline); 0 or -errno. */
@@ -256,12 +259,19 @@ static inline void ledger_moved(struct sd_export *x, uint32_t slab, int to)
     ledger_add(x, to == SD_L1 ? SD_L2 : SD_L1, LEDGER_MOVED_OUT, pages);
 }
 
+/* Whether slab's local copy missed writes: its donor alone has them. */
+static inline int slab_stale(struct sd_export *x, uint32_t slab)
+{
+    return __atomic_load_n(&x->spec.slabs[slab].stale, __ATOMIC_SEQ_CST);
+}
+
 /* Whether the local copy holds the current data of page p (or its zeros):
- * always but while an adopted export is rebuilt. */
+ * always but while an adopted export is rebuilt, and in a stale slab. */
 static inline int local_has(struct sd_export *x, uint64_t p)
 {
-    return p < __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE) ||
-           sd_bitmap_test(&x->fresh, p);
+    return !slab_stale(x, page_slab(x, p)) &&
+           (p < __atomic_load_n(&x->rb_cursor, __ATOMIC_ACQUIRE) ||
+            sd_bitmap_test(&x->fresh, p));
 }
 
 static inline int local_has_range(struct sd_export *x, uint64_t off,

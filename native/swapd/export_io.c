@@ -228,10 +228,11 @@ void sd_export_auth_failed(struct sd_export *x, uint64_t page,
 
 /* Whether page p of a sealed read from a donor is not to be opened: a
  * page the overlay replaces, a page never written (zeroed here: a TRIM
- * leaves the donor's copy behind), or, while an adopted export counts
- * every page as written, a page with neither data nor seal (never
- * written by the source). */
-static int seal_skip(struct xreq *r, struct seg *s, uint64_t i, int adopting)
+ * leaves the donor's copy behind), or, while every page of its slab
+ * counts as written (an adopted export's rebuild, a stale slab after a
+ * restart), a page with neither data nor seal (never written). */
+static int seal_skip(struct xreq *r, struct seg *s, uint64_t i,
+                     int all_written)
 {
     struct sd_export *x = r->x;
     uint64_t p = s->off / SD_PAGE_SIZE + i;
@@ -244,7 +245,7 @@ static int seal_skip(struct xreq *r, struct seg *s, uint64_t i, int adopting)
         memset(page, 0, SD_PAGE_SIZE);
         return 1;
     }
-    return adopting && seal_is_zero(s->io.seals + i * SD_SEAL_LEN) &&
+    return all_written && seal_is_zero(s->io.seals + i * SD_SEAL_LEN) &&
            page_is_zero(page);
 }
 
@@ -256,10 +257,11 @@ static int open_seg(struct xreq *r, struct seg *s)
     struct sd_export *x = r->x;
     uint64_t p0 = s->off / SD_PAGE_SIZE, n = s->len / SD_PAGE_SIZE;
     uint64_t i = 0, j, bad = 0;
-    int adopting = rebuilding(x), ret = 0, served;
+    int all_written = rebuilding(x) || slab_stale(x, s->io.slab);
+    int ret = 0, served;
 
     while (i < n && ret == 0) {
-        for (j = i; j < n && !seal_skip(r, s, j, adopting); j++) {
+        for (j = i; j < n && !seal_skip(r, s, j, all_written); j++) {
             continue;
         }
         if (j > i) {
@@ -296,9 +298,13 @@ static void seg_done(struct sd_io *io, int status)
             /* The transport refused its reply's tags (frame_auth.h). */
             COUNT(x, frame_auth_failures, 1);
         }
-        if (degrade(x, io->slab, status) && io->op == SD_OP_WRITE) {
-            /* Its donor missed it, and a restart would read the donor. */
+        if (io->op == SD_OP_WRITE &&
+            (degrade(x, io->slab, status) || slab_stale(x, io->slab))) {
+            /* Its donor missed it, and a restart would read the donor;
+             * or the slab's local copy misses writes the donor had. */
             set_error(r, NBD_EIO);
+        } else if (io->op == SD_OP_READ) {
+            degrade(x, io->slab, status);
         }
         /* A write is in the local copy before its reply; a read comes
          * from it.  But for an adopted export's pages the copy lacks yet:
@@ -482,6 +488,11 @@ static void plan(struct sd_export *x, struct xreq *r, struct sd_io **remote,
                    x->spec.slabs[s->io.slab].endpoint);
             set_error(r, NBD_EIO);
             s->where = SEG_LOCAL;
+        } else if (local && write && slab_stale(x, s->io.slab)) {
+            /* Its donor failed after its copy missed writes: this write
+             * could not be read back. */
+            set_error(r, NBD_EIO);
+            s->where = SEG_FAILED;
         } else if (local && (write || local_has_range(x, s->off, s->len))) {
             s->where = SEG_LOCAL;
         } else if (x->spec.seal && (ret = seal_remote(x, s, write))) {
@@ -620,16 +631,46 @@ static void start_local(struct sd_export *x, struct xreq *r,
     }
 }
 
+/* A segment of a WRITE that its local copy could not take (the device
+ * failed or filled) but that went to its donor: the donor keeps it and
+ * the slab is stale from now on (its reads need the donor, it may not
+ * leave it; the table on disk says so).  0 when the write stands, or
+ * -EIO: the table cannot be saved, or the donor failed too. */
+static int copy_missed(struct sd_export *x, const struct seg *s, int error)
+{
+    uint32_t slab = s->io.slab;
+
+    if (!__atomic_exchange_n(&x->spec.slabs[slab].stale, 1,
+                             __ATOMIC_SEQ_CST)) {
+        sd_log(LOG_WARNING, "export %s: slab %u is stale in the local copy "
+               "%s (%s): only donor %s has all of its data from now on",
+               x->uuid, slab, x->spec.local, strerror(-error),
+               x->spec.slabs[slab].endpoint);
+    }
+    if (sd_export_table_sync(x, slab)) {
+        return -EIO;
+    }
+    /* A donor failing meanwhile degraded the slab (seg_done). */
+    return slab_is_local(x, slab) ? -EIO : 0;
+}
+
 /* A WRITE once its local I/O is done (the reply waits for its donor ios
- * too: r->pending holds it until finish_one). */
+ * too: r->pending holds it until finish_one).  A segment its local copy
+ * missed stands when its donor has it (copy_missed). */
 static void finish_write(struct sd_export *x, struct xreq *r)
 {
     struct sd_nbd_io *nio = r->nio;
     unsigned i;
     int ret = 0;
 
-    for (i = 0; i < r->nseg && ret == 0; i++) {
-        ret = local_done(r, &r->seg[i].op);
+    for (i = 0; i < r->nseg; i++) {
+        const struct seg *s = &r->seg[i];
+        int err = local_done(r, &s->op);
+
+        if (err && (s->where != SEG_REMOTE || copy_missed(x, s, err)) &&
+            ret == 0) {
+            ret = err;
+        }
     }
     if (ret) {
         set_error(r, ret == -ENOSPC ? NBD_ENOSPC : NBD_EIO);

@@ -175,6 +175,37 @@ static int parse_adopt(const struct sd_args *a, struct sd_export_spec *spec,
     return 0;
 }
 
+/* stale_slabs=: slabs whose local copy missed writes, each on a donor. */
+static int parse_stale(const struct sd_args *a, struct sd_export_spec *spec,
+                       char *err, size_t errlen)
+{
+    const char *s = sd_args_get(a, "stale_slabs");
+    uint32_t *idx = NULL;
+    size_t n, i;
+
+    if (!s) {
+        return 0;
+    }
+    if (sd_parse_index_list(s, spec->nslabs, &idx, &n)) {
+        return sd_fail(err, errlen, -EINVAL, "stale_slabs: must be slab "
+                       "indexes below %u, comma-separated, each once",
+                       spec->nslabs);
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t slab = idx[i];
+
+        if (!spec->slabs[slab].endpoint[0]) {
+            free(idx);
+            return sd_fail(err, errlen, -EINVAL, "stale_slabs: slab %u has "
+                           "no donor, but only its donor has the writes its "
+                           "local copy missed", slab);
+        }
+        spec->slabs[slab].stale = 1;
+    }
+    free(idx);
+    return 0;
+}
+
 int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
                          char *err, size_t errlen)
 {
@@ -259,7 +290,7 @@ int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
         free(idx);
     }
     ret = parse_adopt(a, spec, s != NULL, err, errlen);
-    if (ret) {
+    if (ret || (ret = parse_stale(a, spec, err, errlen))) {
         goto out;
     }
     s = sd_args_get(a, "seal");
@@ -349,6 +380,14 @@ char *sd_export_spec_format(const struct sd_export_spec *spec)
         /* Degrade and reclaim change it while the table is saved. */
         if (spec->slabs[i].endpoint[0] &&
             __atomic_load_n(&spec->slabs[i].local, __ATOMIC_RELAXED)) {
+            sd_strbuf_printf(&b, "%s%u", sep, i);
+            sep = ",";
+        }
+    }
+    sep = " stale_slabs=";
+    for (i = 0; i < spec->nslabs; i++) {
+        /* A failed write to the local copy sets it while it is saved. */
+        if (__atomic_load_n(&spec->slabs[i].stale, __ATOMIC_RELAXED)) {
             sd_strbuf_printf(&b, "%s%u", sep, i);
             sep = ",";
         }

@@ -36,6 +36,10 @@ struct sd_export_slab {
                                          * memory keys come only over the
                                          * fabric transport's handshake */
     int local;                          /* served by the local copy only */
+    int stale;                          /* the local copy missed writes to
+                                         * it (its device failed or
+                                         * filled): only its donor has all
+                                         * of its data */
 };
 
 /* An export's table: what EXPORT_CREATE takes and EXPORT_DESCRIBE gives. */
@@ -68,7 +72,9 @@ struct sd_export_spec {
  * rebuild has started when rebuilt= is given (a .conf written before
  * EXPORT_REBUILD existed, when it always ran) and waits otherwise (a new
  * adoption).  seal=0|1 asks for sealed pages; page_key=<64 hex> (a
- * sealed export's .conf only) is its key.  -EINVAL with err naming the
+ * sealed export's .conf only) is its key.  stale_slabs=<i,...> names the
+ * slabs whose local copy missed writes (what the .conf and
+ * EXPORT_DESCRIBE say; each has a donor).  -EINVAL with err naming the
  * field and the fix. */
 int sd_export_spec_parse(const struct sd_args *args,
                          struct sd_export_spec *spec,

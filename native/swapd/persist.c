@@ -55,12 +55,15 @@ int sd_export_persist(struct sd_export *x)
     uint32_t i;
     int fd, ret = 0;
 
-    /* The slabs local before the table is formatted are in what is
-     * saved: a slab turns local (degrade, reclaim) at any time, but never
-     * back. */
+    /* The slabs local (stale) before the table is formatted are in what
+     * is saved: a slab turns local (degrade, reclaim) or stale (a write
+     * its local copy missed) at any time; it stops being local only in a
+     * promotion, which holds x->lock, and stays stale. */
     for (i = 0; snap && i < x->spec.nslabs; i++) {
-        snap[i] = (uint8_t)__atomic_load_n(&x->spec.slabs[i].local,
-                                           __ATOMIC_SEQ_CST);
+        snap[i] = (uint8_t)(__atomic_load_n(&x->spec.slabs[i].local,
+                                            __ATOMIC_SEQ_CST) |
+                            __atomic_load_n(&x->spec.slabs[i].stale,
+                                            __ATOMIC_SEQ_CST) << 1);
     }
     line = snap ? sd_export_spec_format(&x->spec) : NULL;
     if (!line) {
@@ -109,8 +112,11 @@ int sd_export_persist(struct sd_export *x)
                strerror(-ret));
     }
     for (i = 0; ret == 0 && i < x->spec.nslabs; i++) {
-        if (snap[i]) {
+        if (snap[i] & 1) {
             __atomic_store_n(&x->saved_local[i], 1, __ATOMIC_RELEASE);
+        }
+        if (snap[i] & 2) {
+            __atomic_store_n(&x->saved_stale[i], 1, __ATOMIC_RELEASE);
         }
     }
     OPENSSL_cleanse(pkey, sizeof(pkey));
@@ -119,17 +125,26 @@ int sd_export_persist(struct sd_export *x)
     return ret;
 }
 
+/* Whether the .conf on disk says what slab's flags do (local, stale). */
+static int slab_saved(struct sd_export *x, uint32_t slab)
+{
+    return (!__atomic_load_n(&x->spec.slabs[slab].local, __ATOMIC_SEQ_CST) ||
+            __atomic_load_n(&x->saved_local[slab], __ATOMIC_ACQUIRE)) &&
+           (!__atomic_load_n(&x->spec.slabs[slab].stale, __ATOMIC_SEQ_CST) ||
+            __atomic_load_n(&x->saved_stale[slab], __ATOMIC_ACQUIRE));
+}
+
 int sd_export_table_sync(struct sd_export *x, uint32_t slab)
 {
     int ret = 0;
 
-    if (__atomic_load_n(&x->saved_local[slab], __ATOMIC_ACQUIRE)) {
+    if (slab_saved(x, slab)) {
         return 0;
     }
     /* A degrade or reclaim saving the table holds the lock: once it is
      * ours, that save is done, or failed and is tried again here. */
     pthread_mutex_lock(&x->lock);
-    if (!__atomic_load_n(&x->saved_local[slab], __ATOMIC_ACQUIRE)) {
+    if (!slab_saved(x, slab)) {
         ret = sd_export_persist(x);
     }
     pthread_mutex_unlock(&x->lock);

@@ -211,6 +211,11 @@ int sd_exports_promote(struct sd_exports *xs,
         return sd_fail(err, errlen, -EALREADY, "slab: slab %u is on donor "
                        "%s already", slab, x->spec.slabs[slab].endpoint);
     }
+    if (slab_stale(x, slab)) {
+        return sd_fail(err, errlen, -EBUSY, "slab: slab %u is stale in the "
+                       "local copy, which missed writes its failed donor "
+                       "had: there is nothing current to promote", slab);
+    }
     if (rebuilding(x)) {
         return sd_fail(err, errlen, -EBUSY, "slab: this adopted export's "
                        "local copy is still rebuilt from its donors; "

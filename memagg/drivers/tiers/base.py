@@ -36,11 +36,14 @@ class Slab:
     """One remote slab of a VM: its ``index`` in the VM's grant, its
     ``heat`` (swap-ins it served over the last interval, from swapd's
     ghost ring) and ``last_seen`` (when it last served one, any clock;
-    larger is more recent), which breaks ties of heat."""
+    larger is more recent), which breaks ties of heat. A ``pinned`` slab
+    stays in its tier: its local copy missed writes (memagg-swapd's
+    stale_slabs), so only its donor has all of its data."""
 
     index: int
     heat: int = 0
     last_seen: float = 0.0
+    pinned: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +87,7 @@ class TierParams:
     tier_high_watermark: float = 1.0
     tier_low_watermark: float = 0.75
     tier_batch_slabs: int = 8
+    tier_exchange_ratio: float = 2.0
 
 
 def allocations(vms, capacity_slabs):

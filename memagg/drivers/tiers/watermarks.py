@@ -23,25 +23,33 @@ tier_batch_slabs moves:
 2. while a VM that started the interval below its low watermark is below
    its high one, with L1 free on the host and a hot L2 slab, the VM most
    under its allocation promotes its hottest L2 slab;
-3. then, in the other VMs, a hot L2 slab hotter than the VM's coldest L1
-   slab takes that slab's place (a demotion and a promotion), the VM with
-   the largest difference first, so a hot subset ends up on L1 whatever
-   tier its slabs were first given.
+3. then, in the other VMs, an L2 slab at least tier_exchange_ratio times
+   hotter than the VM's coldest L1 slab (its swap-ins plus one) takes
+   that slab's place (a demotion and a promotion), the VM with the
+   largest difference first, so a hot subset ends up on L1 whatever tier
+   its slabs were first given, while slabs of about the same heat stay
+   where they are.
 
 Heat is swap-ins over the last interval, ties broken by recency; a slab
-with none is never promoted.
+with none is never promoted. A pinned slab never moves.
 """
 import math
 
 from memagg.drivers.tiers import base
 
 
+# Pinned slabs last: a VM's first slab is the one it would move.
 def _coldest_first(slab):
-    return (slab.heat, slab.last_seen, slab.index)
+    return (slab.pinned, slab.heat, slab.last_seen, slab.index)
 
 
 def _hottest_first(slab):
-    return (-slab.heat, -slab.last_seen, slab.index)
+    return (slab.pinned, -slab.heat, -slab.last_seen, slab.index)
+
+
+def _movable(slabs):
+    """The first of ``slabs`` when it may move, else None."""
+    return slabs[0] if slabs and not slabs[0].pinned else None
 
 
 class Watermarks(base.TierPolicy):
@@ -72,7 +80,8 @@ class Watermarks(base.TierPolicy):
             return shares[u] - len(l1[u])
 
         while budget:
-            above = [u for u in l1 if len(l1[u]) > high[u]]
+            above = [u for u in l1 if len(l1[u]) > high[u]
+                     and _movable(l1[u])]
             if not above:
                 break
             u = most(above, over)
@@ -83,7 +92,7 @@ class Watermarks(base.TierPolicy):
         free = math.floor(capacity_slabs) - sum(len(s) for s in l1.values())
         while budget and free > 0:
             wanting = [u for u in starving if len(l1[u]) < high[u]
-                       and l2[u] and l2[u][0].heat > 0]
+                       and _movable(l2[u]) and l2[u][0].heat > 0]
             if not wanting:
                 break
             u = most(wanting, under)
@@ -93,12 +102,15 @@ class Watermarks(base.TierPolicy):
             budget -= 1
             free -= 1
 
+        ratio = self.params.tier_exchange_ratio
+
         def gain(u):
             return l2[u][0].heat - l1[u][0].heat
 
         while budget >= 2:
-            hotter = [u for u in l1 if u not in starving and l1[u]
-                      and l2[u] and gain(u) > 0]
+            hotter = [u for u in l1 if u not in starving
+                      and _movable(l1[u]) and _movable(l2[u])
+                      and l2[u][0].heat >= ratio * (l1[u][0].heat + 1)]
             if not hotter:
                 break
             u = most(hotter, gain)

@@ -21,10 +21,18 @@ a slab a second donor lends then (one that lends the grant nothing yet: a
 donor lends a grant one region, which takes no new slabs) is read from
 there, with the same data.
 
+A local copy whose filesystem fills (a 6 MiB tmpfs under a 16 MiB disk):
+writes to slabs on the donor stand there, the slab turning stale (its
+copy missed them); writes to local slabs fail with ENOSPC; nothing
+written reads back wrong, across a crash of the consumer's memagg-swapd,
+and once the donor dies too, the stale slab's reads fail rather than
+serve what its copy has.
+
 qemu-io is the NBD client; the three memagg-swapd processes stand for the
 donor hosts and the consumer host.
 """
 import os
+import subprocess
 
 import pytest
 
@@ -122,3 +130,73 @@ def _promote_and_read(client, export, again):
     assert after['remote_read_bytes'] - before['remote_read_bytes'] == \
         3 * SLAB, after
     assert after['remote_errors'] == 0, after
+
+
+def _qemu_io_fails(sock, command):
+    """Run one qemu-io command on the export, which must fail: its
+    output."""
+    proc = subprocess.run(
+        ['qemu-io', '-f', 'raw', 'nbd+unix:///memagg-swap-%s?socket=%s'
+         % (GRANT, sock), '-c', command],
+        capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert 'failed' in out.lower(), out
+    return out
+
+
+def test_a_local_copy_that_fills_leaves_writes_on_the_donor():
+    test_swapd_nbd._require('qemu-io')
+    with two_hosts.donor_and_consumer('memagg-full-', 16) as (donor,
+                                                              consumer):
+        full = consumer.local_copy('full')
+        os.makedirs(full)
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=6m',
+                        'memagg-test-full', full], check=True)
+        try:
+            _fill_the_copy(donor, consumer, os.path.join(full, 'copy.img'))
+        finally:
+            # Lazily: the consumer still holds the copy open.
+            subprocess.run(['umount', '-l', full], check=True)
+
+
+def _fill_the_copy(donor, consumer, local):
+    lent = donor.client().grant_alloc(GRANT, KEY, SLAB, ON_DONOR)
+    table = [{'index': s['index'], 'endpoint': lent['endpoint'],
+              'remote_addr': s['remote_addr'], 'rkey': lent['rkey']}
+             for s in lent['slabs']]
+    client = consumer.client()
+    sock = client.export_create(GRANT, KEY, 4 * SLAB, SLAB, local,
+                                table)['socket']
+    # Slab 0 fits in the copy, slab 1 only in part: both stand.
+    written = ['write -P 0x%02x %d %d' % w for w in WRITES[:2]]
+    test_swapd_nbd.qemu_io(sock, GRANT, *written)
+    stats = client.export_stats(GRANT)
+    assert (stats['stale_slabs'], stats['remote_errors']) == (1, 0), stats
+    assert client.export_describe(GRANT)['stale_slabs'] == [1]
+    # A local slab has nowhere else to go.
+    assert 'No space left' in _qemu_io_fails(sock, 'write -P 0x13 %d 1M'
+                                             % (2 * SLAB))
+    reads = _reads()[:2]
+    test_swapd_nbd.qemu_io(sock, GRANT, *reads)
+    # Slab 1 may not leave its donor, which alone has all of it.
+    with pytest.raises(swapd.SwapdError) as refused:
+        client.export_reclaim(GRANT, [1])
+    assert refused.value.errno_name == 'EBUSY'
+    assert 'stale' in refused.value.message
+
+    # A crash of the consumer's memagg-swapd: restored, still stale.
+    consumer.kill()
+    consumer.start()
+    client = consumer.client()
+    assert client.export_describe(GRANT)['stale_slabs'] == [1]
+    test_swapd_nbd.qemu_io(sock, GRANT, *reads)
+
+    # The donor dies: slab 0 comes from the copy; slab 1's reads fail,
+    # never the copy's incomplete pages in their place.
+    donor.kill()
+    test_swapd_nbd.qemu_io(sock, GRANT, reads[0])
+    assert 'Input/output error' in _qemu_io_fails(
+        sock, 'read -P 0x12 %d %d' % (SLAB, SLAB))
+    assert client.export_stats(GRANT)['remote_errors'] >= 1
+    client.export_drop(GRANT, delete=True)
+    donor.start()       # both stop cleanly at the end

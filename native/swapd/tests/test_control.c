@@ -187,7 +187,7 @@ static void test_verbs(const char *dir)
                   "lat_p99_us=0 rebuild_left=0 stored_pages=0 "
                   "auth_failures=0 sealed=0 key_pending=0 frame_auth_failures=0 "
                   "read_lat_p50_us=0 read_lat_p99_us=0 "
-                  "remote_read_bytes=0 remote_write_bytes=0 "
+                  "remote_read_bytes=0 remote_write_bytes=0 stale_slabs=0 "
                   "l1_puts=0 l1_gets=0 l1_flushes=0 l1_moved_in=0 "
                   "l1_moved_out=0 l1_evicts=0 l1_used=0 l2_puts=0 l2_gets=0 "
                   "l2_flushes=0 l2_moved_in=0 l2_moved_out=0 l2_evicts=0 "

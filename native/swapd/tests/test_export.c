@@ -36,7 +36,9 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -330,6 +332,24 @@ static void test_spec(void)
                      "slab_size=262144 local=/tmp/x slabs= local_slabs=9",
                      &spec, err) == -EINVAL &&
           strncmp(err, "local_slabs:", 12) == 0);
+    /* stale_slabs: each on a donor; formatted back. */
+    CHECK(parse_spec("grant=" GRANT " key=" KEY " size=1048576 "
+                     "slab_size=262144 local=/tmp/x slabs=0@tcp://h:1@0@0 "
+                     "stale_slabs=1", &spec, err) == -EINVAL &&
+          strstr(err, "stale_slabs: slab 1 has no donor"));
+    CHECK(parse_spec("grant=" GRANT " key=" KEY " size=1048576 "
+                     "slab_size=262144 local=/tmp/x slabs=0@tcp://h:1@0@0 "
+                     "stale_slabs=0,0", &spec, err) == -EINVAL &&
+          strncmp(err, "stale_slabs:", 12) == 0);
+    CHECK(parse_spec("grant=" GRANT " key=" KEY " size=1048576 "
+                     "slab_size=262144 local=/tmp/x slabs=0-1@tcp://h:1@0@0 "
+                     "local_slabs=1 stale_slabs=0,1", &spec, err) == 0 &&
+          spec.slabs[0].stale && spec.slabs[1].stale &&
+          !spec.slabs[2].stale);
+    text = sd_export_spec_format(&spec);
+    CHECK(text && strstr(text, " local_slabs=1 stale_slabs=0,1"));
+    free(text);
+    sd_export_spec_free(&spec);
     test_spec_ranges();
     test_spec_adopt();
 
@@ -765,6 +785,95 @@ static void test_crash_after_degrade(void)
     CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
     sd_exports_free(xs);
     sd_server_stop(server);
+    sd_store_free(store);
+}
+
+/* The local copy's device fails (RLIMIT_FSIZE makes writes past slab 0
+ * fail with EFBIG): a write to a slab on a donor stands there and the
+ * slab turns stale (the table on disk says so first); a write to a local
+ * slab fails.  A stale slab reads from its donor, stays there (no
+ * reclaim), still does after a restart, and once its donor is gone its
+ * reads fail rather than serve the old copy. */
+static void test_local_copy_fails(void)
+{
+    uint8_t key[SD_KEY_LEN], old[4096], new[4096], back[4096];
+    uint8_t zero[4096] = { 0 };
+    char sock[256], err[SD_ERRLEN], slabs[512];
+    uint32_t idx[3] = { 0, 1, 2 }, n;
+    struct sd_export_stats st;
+    struct sd_server *server;
+    struct sd_exports *xs;
+    struct sd_store *store;
+    struct rlimit was, small;
+    uint64_t addrs[3];
+    uint16_t port;
+    size_t done;
+    int fd;
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    memset(old, 0x31, sizeof(old));
+    memset(new, 0x4c, sizeof(new));
+    CHECK(sd_store_new(4 * SLAB, &store) == 0);
+    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &server, err,
+                              sizeof(err)) == 0);
+    port = sd_server_port(server);
+    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 3, addrs,
+                         &done) == 0 && done == 3);
+    /* Slabs 0-2 on the donor (L1), slab 3 local (L2). */
+    snprintf(slabs, sizeof(slabs), "0-2@tcp://127.0.0.1:%u@%llu@0", port,
+             (unsigned long long)addrs[0]);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(create(xs, tmpdir, slabs, "", sock) == 0);
+    fd = open_export(sock);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB, 4096, old) == 0);
+
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK(getrlimit(RLIMIT_FSIZE, &was) == 0);
+    small = was;
+    small.rlim_cur = SLAB;
+    CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB, 4096, new) == 0);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
+          st.stale_slabs == 1 && st.degraded_slabs == 0);
+    CHECK(conf_says(" stale_slabs=1"));
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 3 * SLAB, 4096, new) != 0);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, 0, 4096, new) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 4096, back) == 0 &&
+          memcmp(back, new, 4096) == 0);
+    CHECK(sd_exports_reclaim(xs, grant_bin, &idx[1], 1, &n, err,
+                             sizeof(err)) == -EBUSY && strstr(err, "stale"));
+    CHECK(sd_exports_reclaim(xs, grant_bin, &idx[2], 1, &n, err,
+                             sizeof(err)) == 0 && n == 1);
+    CHECK(setrlimit(RLIMIT_FSIZE, &was) == 0);
+    signal(SIGXFSZ, SIG_DFL);
+
+    /* A crash: restarted, slab 1 is still stale and read from its donor
+     * (its copy holds the old page); a page of it never written there
+     * reads as zeros. */
+    sd_exports_free(xs);
+    close(fd);
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(sd_exports_restore(xs) == 1);
+    fd = open_export(sock);
+    CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 && st.stale_slabs == 1);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 4096, back) == 0 &&
+          memcmp(back, new, 4096) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB + 5 * 4096, 4096, back) == 0 &&
+          memcmp(back, zero, 4096) == 0);
+
+    /* The donor goes: slab 0 is served from its copy, slab 1's reads and
+     * writes fail. */
+    sd_server_stop(server);
+    CHECK(tc_io(fd, NBD_CMD_READ, 0, 4096, back) == 0 &&
+          memcmp(back, new, 4096) == 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 4096, back) != 0);
+    CHECK(tc_io(fd, NBD_CMD_WRITE, SLAB, 4096, new) != 0);
+    CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 4096, back) != 0);
+    close(fd);
+    CHECK(sd_exports_drop(xs, grant_bin, 1) == 0);
+    sd_exports_free(xs);
     sd_store_free(store);
 }
 
@@ -1568,6 +1677,7 @@ int main(void)
     test_burst_two_donors();
     test_wrong_key();
     test_crash_after_degrade();
+    test_local_copy_fails();
     test_adopt();
     test_sealed_export();
     test_key_handoff();

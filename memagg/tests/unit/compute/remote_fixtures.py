@@ -132,7 +132,9 @@ class FakeSwapd:
             raise swapd.SwapdError('ENOENT', 'grant %s: no export' % grant)
         return dict(LEDGER, reads=5, stored_pages=2560, rebuild_left=257,
                     sealed=int(self.exports[grant]['sealed']),
-                    key_pending=int(self.exports[grant]['key_pending']))
+                    key_pending=int(self.exports[grant]['key_pending']),
+                    stale_slabs=len(self.exports[grant].get('stale_slabs',
+                                                            ())))
 
     def export_rebuild(self, grant):
         self._call('export_rebuild', grant)

@@ -266,6 +266,11 @@ def test_the_ghost_reaches_the_estimator_and_lendable_the_report(
     # (10 GiB free, as statvfs says below) less the reserve and the
     # grant's copy, 128 MiB not written yet.
     assert report.local_room_mb == 10240 - 1024 - 128
+    # The copy's device failed under a write: no room while it is stale.
+    lmc.client.exports[GRANT]['stale_slabs'] = [1]
+    assert collector.run_period().local_room_mb == 0
+    del lmc.client.exports[GRANT]['stale_slabs']
+    assert collector.run_period().local_room_mb == 10240 - 1024 - 128
     # No tier plan yet: no L1 share to report.
     assert instance.l1_share_mb is None
     lmc.tiers.shares_mb = {VM: 320}

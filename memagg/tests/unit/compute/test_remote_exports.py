@@ -180,6 +180,15 @@ def test_free_and_reclaim_slabs_of_unknown_grants_do_nothing(lmc):
     assert lmc.reclaim_slabs(GRANT) == {'reclaimed': 0}
 
 
+def test_a_slab_only_its_donor_has_in_full_is_not_reclaimed(lmc):
+    # memagg-swapd refuses (EBUSY): a stale slab, or one not rebuilt yet.
+    lmc.client.errors['export_reclaim'] = swapd.SwapdError(
+        'EBUSY', 'slabs: slab 1 is stale in the local copy')
+    with pytest.raises(exceptions.Conflict) as info:
+        lmc.reclaim_slabs(GRANT, [1])
+    assert 'slab 1 is stale' in str(info.value)
+
+
 def test_promote_slab_copies_it_once_to_its_donor(lmc):
     lmc.attach_grant(grant_dict())
     slab = {'index': 1, 'endpoint': 'tcp://h2:7450', 'remote_addr': 8192}

@@ -173,7 +173,7 @@ def test_export_describe_round_trips_the_slab_table(server, client):
     server.replies['EXPORT_DESCRIBE'] = (
         'OK grant=%s key=%s size=268435456 slab_size=67108864 '
         'local=/l/a.img slabs=0@tcp://h1:7450@4096@7,1-3@tcp://h2:7450@8192@9'
-        ' local_slabs=0,2\n' % (GRANT, KEY))
+        ' local_slabs=0,2 stale_slabs=1,3\n' % (GRANT, KEY))
     described = client.export_describe(GRANT)
     assert described['size'] == 256 << 20
     assert described['local'] == '/l/a.img'
@@ -184,6 +184,7 @@ def test_export_describe_round_trips_the_slab_table(server, client):
                                      'rkey': 9}
     assert len(described['slabs']) == 4
     assert described['local_slabs'] == [0, 2]
+    assert described['stale_slabs'] == [1, 3]
 
 
 def test_export_stats_are_ints_with_the_rebuild(server, client):

@@ -95,6 +95,20 @@ def test_a_hot_local_slab_takes_the_place_of_a_cold_one(conf, clock):
     assert _moves(scheduler) == []
 
 
+def test_a_stale_slab_stays_on_its_donor(conf, clock):
+    planner, client, scheduler = _tiers(conf, clock)
+    # Slab 0, the coldest on donors, is stale: its local copy missed
+    # writes, so the next coldest makes room for the hot local slab.
+    _export(client, GRANT, 4, local=[2, 3])
+    client.exports[GRANT]['stale_slabs'] = [0]
+    grant = _grant(GRANT, VM)
+    planner.feed(grant, _swap_ins(1, 2) + _swap_ins(2, 9))
+
+    planner.run(None, {VM: [grant]}, {VM: 128})
+
+    assert _moves(scheduler) == [(GRANT, 'node-a', [1], [2])]
+
+
 def test_shares_follow_the_weights_within_the_host_bound(conf, clock):
     grants = {VM: [_grant(GRANT, VM)], VM2: [_grant(GRANT2, VM2)]}
 

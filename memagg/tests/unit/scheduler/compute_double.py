@@ -20,6 +20,8 @@ host keeps the slabs it set up and each consumer its exports, so a test
 can see that nothing leaked."""
 import threading
 
+import oslo_messaging as messaging
+
 from memagg.common import exceptions
 
 
@@ -29,7 +31,8 @@ class ComputeDouble:
     (RPCTimeout) or ``malformed`` (a reply without slabs).
     ``attach_fails`` / ``reclaim_fails`` / ``adopt_fails`` /
     ``promote_fails`` are sets of hosts whose attach_grant /
-    reclaim_slabs / adopt_grant / promote_slab raise. A consumer keeps
+    reclaim_slabs / adopt_grant / promote_slab raise; consumers in
+    ``reclaim_refuses`` refuse reclaim_slabs (Conflict). A consumer keeps
     the slabs it copied to donors in ``promoted`` ({host: {(grant uuid,
     index): (endpoint, remote_addr)}}).
     ``stored_mb`` and ``copy_left_mb`` map a grant to what grant_status
@@ -42,6 +45,7 @@ class ComputeDouble:
         self.behaviour = dict(behaviour or {})
         self.attach_fails = set()
         self.reclaim_fails = set()
+        self.reclaim_refuses = set()
         self.free_fails = set()
         self.calls = []
         self.held = {}      # host -> {(grant, index)}
@@ -121,6 +125,11 @@ class ComputeDouble:
                      timeout=timeout)
         if host in self.reclaim_fails:
             self._timeout('reclaim_slabs', host)
+        if host in self.reclaim_refuses:
+            # What oslo.messaging hands over of the Conflict memagg-compute
+            # raises when memagg-swapd refuses (EBUSY).
+            raise messaging.RemoteError(
+                'Conflict', 'slabs: slab 1 is stale in the local copy')
         return {'reclaimed': len(indexes or [])}
 
     def promote_slab(self, ctxt, host, grant_uuid, slab, timeout=None):

@@ -45,6 +45,41 @@ def test_release_hands_pages_back_then_frees_donors_once(three_hosts, gmc,
         gmc.release(three_hosts, VM_3)
 
 
+def test_a_consumer_that_refuses_keeps_the_grant_on_its_donors(
+        three_hosts, gmc, compute):
+    # Its local copy missed writes to a slab (stale): only the donors have
+    # them, so nothing is freed and the grant is active again.
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    compute.reclaim_refuses.add('c')
+    compute.calls.clear()
+
+    kept = gmc.release(three_hosts, grant['uuid'])
+
+    assert kept['status'] == 'active'
+    assert 'release refused by consumer c: Conflict: slabs: slab 1 is ' \
+        'stale' in kept['reason']
+    assert {s['status'] for s in kept['slabs']} == {'active'}
+    assert compute.called('free_slabs') == []
+    assert len(compute.holding('a')) == 2
+    # Released once the consumer takes the pages back.
+    compute.reclaim_refuses.clear()
+    assert gmc.release(three_hosts, grant['uuid'])['status'] == 'released'
+    assert compute.holding() == set()
+
+
+def test_a_refusal_does_not_keep_the_grant_of_a_vm_that_is_gone(
+        three_hosts, gmc, compute):
+    grant = gmc.allocate(three_hosts, VM_1, 'c', 128)
+    compute.reclaim_refuses.add('c')
+
+    # Its consumer asks: the VM is gone, nobody reads its pages.
+    released = gmc.release(three_hosts, grant['uuid'], consumer_host='c')
+
+    assert released['status'] == 'failed'
+    assert 'consumer c did not reclaim the slabs' in released['reason']
+    assert compute.holding() == set()
+
+
 def test_a_donor_that_does_not_free_is_freed_again_at_recovery(
         three_hosts, gmc, compute):
     grant = gmc.allocate(three_hosts, VM_1, 'c', 128)

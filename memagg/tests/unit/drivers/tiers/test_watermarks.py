@@ -12,18 +12,19 @@
 
 """The watermarks tier policy: shares by weight, demotions above the high
 watermark from the VM most over its allocation, promotions below the low
-one into the VM most under it, hot L2 slabs in place of colder L1 ones,
-and at most a batch of moves per interval."""
+one into the VM most under it, hot L2 slabs in place of much colder L1
+ones, pinned slabs left where they are, and at most a batch of moves per
+interval."""
 import pytest
 
 from memagg.drivers.tiers import base
 from memagg.drivers.tiers import watermarks
 
 
-def _policy(high=1.0, low=0.75, batch=8):
+def _policy(high=1.0, low=0.75, batch=8, ratio=2.0):
     return watermarks.Watermarks(base.TierParams(
         tier_high_watermark=high, tier_low_watermark=low,
-        tier_batch_slabs=batch))
+        tier_batch_slabs=batch, tier_exchange_ratio=ratio))
 
 
 def _slabs(*heats, start=0):
@@ -117,6 +118,40 @@ def test_a_hot_l2_slab_takes_the_place_of_a_colder_l1_one():
     plan = _policy().plan(vms, capacity_slabs=4)
 
     assert _moves(plan) == ([('a', 1), ('a', 3)], [('a', 4), ('a', 6)])
+
+
+def test_slabs_of_about_the_same_heat_stay_where_they_are():
+    # Ratio 2: an L2 slab takes an L1 slab's place only with at least
+    # twice its swap-ins plus one.
+    vms = [base.VmTiers('a', 1.0, l1=_slabs(4, 1, 0),
+                        l2=_slabs(9, 3, 1, start=3))]
+
+    plan = _policy().plan(vms, capacity_slabs=3)
+
+    # 9 >= 2 * (0 + 1) takes slab 2's place; then 3 >= 2 * (1 + 1) does
+    # not quite; 1 against 4 never.
+    assert _moves(plan) == ([('a', 2)], [('a', 3)])
+    assert _moves(_policy(ratio=1.0).plan(vms, capacity_slabs=3)) == (
+        [('a', 2), ('a', 1)], [('a', 3), ('a', 4)])
+
+
+def test_a_pinned_slab_never_moves():
+    # Slab 0 (coldest, L1) and slab 5 (hottest, L2) are pinned: their
+    # local copies missed writes.
+    vms = [base.VmTiers('a', 1.0, l1=(base.Slab(0, heat=0, pinned=True),)
+                        + _slabs(2, 3, start=1),
+                        l2=(base.Slab(5, heat=50, pinned=True),)
+                        + _slabs(20, start=6))]
+
+    # Over its share of 2: slab 1, not 0, goes; then slab 6, not 5,
+    # takes the place of slab 2.
+    plan = _policy().plan(vms, capacity_slabs=2)
+
+    assert _moves(plan) == ([('a', 1), ('a', 2)], [('a', 6)])
+    # A VM whose L1 slabs are all pinned demotes nothing.
+    pinned = [base.VmTiers('a', 1.0, l1=(base.Slab(0, pinned=True),
+                                         base.Slab(1, pinned=True)))]
+    assert _moves(_policy().plan(pinned, capacity_slabs=0)) == ([], [])
 
 
 def test_the_batch_bounds_the_moves_of_an_interval():
