@@ -253,6 +253,37 @@ def grant_set_status(context, grant_uuid, status, slab_status,
 
 
 @facade.retry_on_race
+def grant_begin_release(context, grant_uuid, consumer_host=None):
+    """Move grant ``grant_uuid`` from active to releasing, in one
+    transaction that locks its row and reads its VM's migration with a
+    locking read: of concurrent callers one only wins, and a migration
+    queued before cannot be missed (its look at the grants,
+    memagg.db.tier_moves.slabs_of_migrating_instance, locks them first, so
+    one queued after sees the grant releasing). Returns ``(won, grant)``:
+    won False when the grant is not active, or with ``consumer_host`` one
+    consumed by another host. Conflict while the VM migrates (its
+    destination reads from the donors what its local copy lacks)."""
+    with facade.writer().using(context) as session:
+        grant = _grant_for_update(session, grant_uuid)
+        if grant.status != 'active':
+            return False, grant
+        busy = db_migrations.migration_busy_locked(session,
+                                                   grant.instance_uuid)
+        if busy is not None:
+            raise exceptions.Conflict(reason=(
+                'instance %s of grant %s is in migration %s (%s); the grant '
+                'can be released once it ends' % (
+                    grant.instance_uuid, grant_uuid, busy.uuid,
+                    busy.status)))
+        if consumer_host is not None and consumer_host != grant.consumer_host:
+            return False, grant
+        grant.status = 'releasing'
+        session.flush()
+    grant_notifications.grant_changed(context, grant, 'active')
+    return True, grant
+
+
+@facade.retry_on_race
 def grant_release_refused(context, grant_uuid, reason):
     """Put releasing grant ``grant_uuid`` back to active, its slabs as they
     are, with ``reason``: its consumer refused to take its pages back, so

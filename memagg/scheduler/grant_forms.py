@@ -12,18 +12,15 @@
 
 """How memagg-scheduler shows and checks grants: the form the RPC API
 returns them in, a size as the API and RPC take it, a grant's slabs by
-donor, a donor's reply to prepare_slabs, the check that no VM's
-migration is under way, and what a host's failed call says. Shared by the
-reservoir
-(memagg.scheduler.reservoir), the return of lent memory (grant_returns),
-grants following their VM (grant_moves) and slabs moving between the
-tiers (tier_moves).
+donor, a donor's reply to prepare_slabs, and what a host's failed call
+says. Shared by the reservoir (memagg.scheduler.reservoir), the return of
+lent memory (grant_returns), grants following their VM (grant_moves) and
+slabs moving between the tiers (tier_moves).
 """
 import oslo_messaging as messaging
 
 from memagg.common import exceptions
 from memagg.db import grants as db_grants
-from memagg.db import migrations as db_migrations
 
 
 def remote_reason(exc):
@@ -73,19 +70,6 @@ def by_donor(slabs):
         if slab.status in db_grants.SLAB_HOLDING:
             result.setdefault(slab.donor_host, []).append(slab.index)
     return result
-
-
-def check_not_migrating(ctxt, grant, then):
-    """Conflict while ``grant``'s VM migrates (the VM is missing from one
-    of the two hosts then, and its destination reads from the donors what
-    its local copy lacks); ``then`` says what can happen once it ends."""
-    migration = db_migrations.migration_running_for(ctxt,
-                                                    grant.instance_uuid)
-    if migration is not None:
-        raise exceptions.Conflict(reason=(
-            'instance %s of grant %s is in migration %s (%s); %s' % (
-                grant.instance_uuid, grant.uuid, migration.uuid,
-                migration.status, then)))
 
 
 def prepared_slabs(reply, indexes):

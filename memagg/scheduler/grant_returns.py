@@ -37,24 +37,21 @@ LOG = logging.getLogger(__name__)
 
 
 def begin_release(ctxt, grant_uuid, consumer_host=None):
-    """Make active grant ``grant_uuid`` releasing, in one compare-and-set:
-    of concurrent callers one only wins, and only the winner has the
-    release carried out (Reservoir.finish_release). Returns ``(won,
-    grant)``; a grant that is not active, or with ``consumer_host`` one
-    consumed by another host (its VM was live-migrated there), is left as
-    it is (won False). Raises NotFound, or Conflict while the grant is
-    still being set up or its VM migrates (the VM is missing from one of
-    the two hosts then, and its pages are on the donors only)."""
-    grant = db_grants.grant_get(ctxt, grant_uuid)
-    if grant.status == 'active':
-        grant_forms.check_not_migrating(
-            ctxt, grant, 'the grant can be released once it ends')
-    if consumer_host is not None and consumer_host != grant.consumer_host:
+    """Make active grant ``grant_uuid`` releasing, in one transaction
+    (db_grants.grant_begin_release): of concurrent callers one only wins,
+    and only the winner has the release carried out
+    (Reservoir.finish_release). Returns ``(won, grant)``; a grant that is
+    not active, or with ``consumer_host`` one consumed by another host
+    (its VM was live-migrated there), is left as it is (won False).
+    Raises NotFound, or Conflict while the grant is still being set up or
+    its VM migrates (the VM is missing from one of the two hosts then,
+    and its pages are on the donors only)."""
+    won, grant = db_grants.grant_begin_release(ctxt, grant_uuid,
+                                               consumer_host)
+    if not won and grant.status == 'active':
         LOG.info('Grant %s not released for %s: its VM lives on %s',
                  grant_uuid, consumer_host, grant.consumer_host)
         return False, grant
-    won, grant = db_grants.grant_compare_and_set(ctxt, grant_uuid, 'active',
-                                                 'releasing')
     if not won and grant.status == 'pending':
         raise exceptions.Conflict(reason=(
             'grant %s is pending: it can be released once it is active'

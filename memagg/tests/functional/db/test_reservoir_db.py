@@ -13,9 +13,10 @@
 """The reservoir's DB calls on SQLite, MariaDB and PostgreSQL (real
 servers): two allocations at once never lend a donor's memory twice nor
 pass a VM's cap, because the reservation locks the instance's and the
-donors' rows, and no move between the tiers takes a migrating VM's
-slabs but its migration's own (memagg-compute is stood in for at its RPC
-client: the point here is the database)."""
+donors' rows, no move between the tiers takes a migrating VM's slabs
+but its migration's own, and no release begins while it migrates
+(memagg-compute is stood in for at its RPC client: the point here is the
+database)."""
 import concurrent.futures
 import threading
 
@@ -174,6 +175,30 @@ def test_a_migrating_vm_s_slabs_move_for_its_migration_only(conf, ctxt):
         uuid: {'active': [0, 2], 'promoting': [1]}}
     # Another consumer's view holds none of its grants.
     assert db_tier_moves.slabs_of_migrating_instance(ctxt, VMS[2], 'd') == {}
+    # Nor is it released, whoever asks.
+    for asking in (None, 'c', 'd'):
+        with pytest.raises(exceptions.Conflict, match='in migration %s' %
+                           migration.uuid):
+            db_grants.grant_begin_release(ctxt, uuid, asking)
+    assert db_grants.grant_get(ctxt, uuid).status == 'active'
+
+
+def test_a_release_begins_once_for_its_consumer(conf, ctxt):
+    compute = compute_double.ComputeDouble()
+    gmc = reservoir.Reservoir(conf.conf, compute_api=compute,
+                              selection=donors.LargestFirst())
+    uuid = gmc.allocate(ctxt, VMS[3], 'c', 64)['uuid']
+
+    won, grant = db_grants.grant_begin_release(ctxt, uuid, 'd')
+    assert (won, grant.status) == (False, 'active')
+    won, grant = db_grants.grant_begin_release(ctxt, uuid, 'c')
+    assert (won, grant.status) == (True, 'releasing')
+    won, grant = db_grants.grant_begin_release(ctxt, uuid)
+    assert (won, grant.status) == (False, 'releasing')
+    # A refusal of its consumer puts it back, with the reason.
+    won, grant = db_grants.grant_release_refused(ctxt, uuid, 'kept')
+    assert (won, grant.status, grant.reason) == (True, 'active', 'kept')
+    assert db_grants.grant_release_refused(ctxt, uuid, 'again')[0] is False
 
 
 def test_grants_stay_within_the_room_of_their_hosts_local_copies(conf, ctxt):
