@@ -393,6 +393,19 @@ static int open_export(const char *sock)
 
 static uint8_t grant_bin[SD_UUID_LEN];
 
+/* A new registry of exports in tmpdir, its one export restored from its
+ * .conf (a restart). */
+static struct sd_exports *restored(void)
+{
+    struct sd_exports *xs = NULL;
+    char err[SD_ERRLEN];
+
+    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
+                         sizeof(err)) == 0);
+    CHECK(xs && sd_exports_restore(xs) == 1);
+    return xs;
+}
+
 static void test_local_export_and_restart(void)
 {
     char sock[256], err[SD_ERRLEN], *text;
@@ -438,9 +451,7 @@ static void test_local_export_and_restart(void)
     sd_exports_free(xs);
     CHECK(tc_reply(fd, &dropped) == -1);
     close(fd);
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
-    CHECK(sd_exports_restore(xs) == 1);
+    xs = restored();
     fd = open_export(sock);
     memset(buf, 0, 8192);
     CHECK(tc_io(fd, NBD_CMD_READ, SLAB - 4096, 4096, buf) == 0 &&
@@ -705,6 +716,32 @@ static int conf_says(const char *text)
     return has;
 }
 
+/* A donor: a store of 16 slabs behind a TCP server on 127.0.0.1, lending
+ * GRANT's slabs 0 to n - 1 (n <= 4) under KEY at consecutive addresses;
+ * their table entry goes into slabs.  Returns its port. */
+static uint16_t donor_lending(uint32_t n, struct sd_store **store,
+                              struct sd_server **server, char *slabs,
+                              size_t len)
+{
+    uint32_t idx[4] = { 0, 1, 2, 3 };
+    uint8_t key[SD_KEY_LEN];
+    char err[SD_ERRLEN];
+    uint64_t addrs[4];
+    uint16_t port;
+    size_t done;
+
+    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
+    CHECK(sd_store_new(16 * SLAB, store) == 0);
+    CHECK(sd_tcp_server_start(*store, "127.0.0.1", 0, NULL, server, err,
+                              sizeof(err)) == 0);
+    port = sd_server_port(*server);
+    CHECK(sd_store_alloc(*store, grant_bin, key, SLAB, idx, n, addrs,
+                         &done) == 0 && done == n);
+    snprintf(slabs, len, "0-%u@tcp://127.0.0.1:%u@%llu@0", n - 1, port,
+             (unsigned long long)addrs[0]);
+    return port;
+}
+
 /* A crash (the registry goes without saving anything) after writes that
  * skipped a donor: the donor was down, so the slab degraded, and the
  * table on disk said so before the write's reply.  Restarted with the
@@ -714,28 +751,19 @@ static int conf_says(const char *text)
  * reclaim) rather than acknowledging it; the next write saves it. */
 static void test_crash_after_degrade(void)
 {
-    uint8_t key[SD_KEY_LEN], old[4096], new[4096], back[4096];
+    uint8_t old[4096], new[4096], back[4096];
     char sock[256], err[SD_ERRLEN], slabs[512], tmp[256];
     uint32_t idx[2] = { 0, 1 }, n;
     struct sd_export_stats st;
     struct sd_server *server;
     struct sd_exports *xs;
     struct sd_store *store;
-    uint64_t addrs[2];
     uint16_t port;
-    size_t done;
     int fd;
 
-    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
     memset(old, 0x0d, sizeof(old));
     memset(new, 0x7e, sizeof(new));
-    CHECK(sd_store_new(4 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &server, err,
-                              sizeof(err)) == 0);
-    port = sd_server_port(server);
-    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 2, addrs, &done) == 0 && done == 2);
-    snprintf(slabs, sizeof(slabs), "0-1@tcp://127.0.0.1:%u@%llu@0", port,
-             (unsigned long long)addrs[0]);
+    port = donor_lending(2, &store, &server, slabs, sizeof(slabs));
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
     CHECK(create(xs, tmpdir, slabs, "", sock) == 0);
@@ -755,9 +783,7 @@ static void test_crash_after_degrade(void)
     close(fd);
     CHECK(sd_tcp_server_start(store, "127.0.0.1", port, NULL, &server, err,
                               sizeof(err)) == 0);
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
-    CHECK(sd_exports_restore(xs) == 1);
+    xs = restored();
     fd = open_export(sock);
     CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 4096, back) == 0 &&
           memcmp(back, new, 4096) == 0);
@@ -796,8 +822,7 @@ static void test_crash_after_degrade(void)
  * reads fail rather than serve the old copy. */
 static void test_local_copy_fails(void)
 {
-    uint8_t key[SD_KEY_LEN], old[4096], new[4096], back[4096];
-    uint8_t zero[4096] = { 0 };
+    uint8_t old[4096], new[4096], back[4096], zero[4096] = { 0 };
     char sock[256], err[SD_ERRLEN], slabs[512];
     uint32_t idx[3] = { 0, 1, 2 }, n;
     struct sd_export_stats st;
@@ -805,23 +830,12 @@ static void test_local_copy_fails(void)
     struct sd_exports *xs;
     struct sd_store *store;
     struct rlimit was, small;
-    uint64_t addrs[3];
-    uint16_t port;
-    size_t done;
     int fd;
 
-    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
     memset(old, 0x31, sizeof(old));
     memset(new, 0x4c, sizeof(new));
-    CHECK(sd_store_new(4 * SLAB, &store) == 0);
-    CHECK(sd_tcp_server_start(store, "127.0.0.1", 0, NULL, &server, err,
-                              sizeof(err)) == 0);
-    port = sd_server_port(server);
-    CHECK(sd_store_alloc(store, grant_bin, key, SLAB, idx, 3, addrs,
-                         &done) == 0 && done == 3);
     /* Slabs 0-2 on the donor (L1), slab 3 local (L2). */
-    snprintf(slabs, sizeof(slabs), "0-2@tcp://127.0.0.1:%u@%llu@0", port,
-             (unsigned long long)addrs[0]);
+    donor_lending(3, &store, &server, slabs, sizeof(slabs));
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
     CHECK(create(xs, tmpdir, slabs, "", sock) == 0);
@@ -853,9 +867,7 @@ static void test_local_copy_fails(void)
      * reads as zeros. */
     sd_exports_free(xs);
     close(fd);
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
-    CHECK(sd_exports_restore(xs) == 1);
+    xs = restored();
     fd = open_export(sock);
     CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 && st.stale_slabs == 1);
     CHECK(tc_io(fd, NBD_CMD_READ, SLAB, 4096, back) == 0 &&
@@ -1080,9 +1092,7 @@ static void test_adopt(void)
     close(fd);
     /* A restart keeps it waiting. */
     sd_exports_free(xs);
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
-    CHECK(sd_exports_restore(xs) == 1);
+    xs = restored();
     CHECK(conf_has(" adopt=1 rebuilt=0 rebuild_started=0", 1));
     fd = open_export(sock);
     CHECK(tc_io(fd, NBD_CMD_READ, 2 * SLAB, (uint32_t)SLAB, got) == 0 &&
@@ -1158,9 +1168,7 @@ static void test_adopt(void)
                    1));
     conf_make_old();
     CHECK(conf_has(" local_slabs=0,1 adopt=1 rebuilt=1\n", 1));
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
-    CHECK(sd_exports_restore(xs) == 1);
+    xs = restored();
     CHECK(sd_exports_stats(xs, grant_bin, &st) == 0 &&
           st.rebuild_left == 3 * PPS);
     fd = open_export(sock);
@@ -1274,34 +1282,12 @@ static int conf_page_key(char *hex)
  * (its .conf with the key, as after a restart): the altered page fails
  * with EIO, never-written pages read zeros, and the rebuild leaves the
  * altered page out of the local copy. */
-/* A donor on loopback lending slabs 0-3 of grant_bin under KEY: its store
- * and server (*port), and the slabs= argument that names them. */
-static void donor_of_four(struct sd_store **store, struct sd_server **server,
-                          uint16_t *port, char *slabs, size_t len)
-{
-    uint32_t idx[4] = { 0, 1, 2, 3 };
-    char err[SD_ERRLEN];
-    uint8_t key[SD_KEY_LEN];
-    uint64_t addrs[4];
-    size_t done;
-
-    sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
-    CHECK(sd_store_new(16 * SLAB, store) == 0);
-    CHECK(sd_tcp_server_start(*store, "127.0.0.1", 0, NULL, server, err,
-                              sizeof(err)) == 0);
-    *port = sd_server_port(*server);
-    CHECK(sd_store_alloc(*store, grant_bin, key, SLAB, idx, 4, addrs, &done) == 0 && done == 4);
-    snprintf(slabs, len, "0-3@tcp://127.0.0.1:%u@%llu@0", *port,
-             (unsigned long long)addrs[0]);
-}
-
 static void test_sealed_export(void)
 {
     uint8_t key[SD_KEY_LEN], *buf = malloc(2 * SLAB), *back = malloc(SLAB);
     uint8_t seals[2 * SD_SEAL_LEN];
     char sock[256], err[SD_ERRLEN], slabs[512], line[1024], path[256];
     char hex[65], *text;
-    uint16_t port;
     struct sd_export_stats st;
     struct sd_export_spec spec;
     struct sd_server *server;
@@ -1340,7 +1326,7 @@ static void test_sealed_export(void)
     sd_exports_free(xs);
     unlink(sock);
 
-    donor_of_four(&store, &server, &port, slabs, sizeof(slabs));
+    donor_lending(4, &store, &server, slabs, sizeof(slabs));
     CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
                          sizeof(err)) == 0);
     CHECK(create(xs, tmpdir, slabs, " seal=1", sock) == 0);
@@ -1397,9 +1383,7 @@ static void test_sealed_export(void)
      * open again. */
     sd_exports_free(xs);
     close(fd);
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
-    CHECK(sd_exports_restore(xs) == 1);
+    xs = restored();
     fd = open_export(sock);
     CHECK(tc_io(fd, NBD_CMD_READ, SLAB / 2, 8192, back) == 0 &&
           memcmp(back, buf, 8192) == 0);
@@ -1423,9 +1407,7 @@ static void test_sealed_export(void)
                 tmpdir, slabs, hex);
         fclose(f);
     }
-    CHECK(sd_exports_new(tmpdir, tmpdir, (uid_t)-1, (gid_t)-1, &xs, err,
-                         sizeof(err)) == 0);
-    CHECK(sd_exports_restore(xs) == 1);
+    xs = restored();
     fd = open_export(sock);
     CHECK(tc_io(fd, NBD_CMD_READ, p * 4096, 4096, back) == NBD_EIO);
     CHECK(tc_io(fd, NBD_CMD_READ, SLAB / 2, 8192, back) == 0 &&
@@ -1470,7 +1452,6 @@ static void test_key_handoff(void)
     uint8_t pub[SD_KW_PUB_LEN], blob[SD_KW_BLOB_LEN];
     char sock[2][256], err[SD_ERRLEN], slabs[512];
     char dir[2][128];
-    uint16_t port;
     struct sd_export_stats st;
     struct sd_server *server;
     struct sd_exports *xs[2];
@@ -1478,7 +1459,7 @@ static void test_key_handoff(void)
     int fd[2], i;
 
     sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
-    donor_of_four(&store, &server, &port, slabs, sizeof(slabs));
+    donor_lending(4, &store, &server, slabs, sizeof(slabs));
     for (i = 0; i < 2; i++) {
         snprintf(dir[i], sizeof(dir[i]), "%s/%s", tmpdir, i ? "dst" : "src");
         CHECK(sd_exports_new(dir[i], dir[i], (uid_t)-1, (gid_t)-1, &xs[i],
@@ -1574,7 +1555,7 @@ static void test_sealed_overlay(void)
     int fd, i;
 
     sd_hex_decode(KEY, 64, key, SD_KEY_LEN);
-    donor_of_four(&store, &server, &port, slabs, sizeof(slabs));
+    port = donor_lending(4, &store, &server, slabs, sizeof(slabs));
     /* The source writes slab 1 sealed. */
     snprintf(dir[0], sizeof(dir[0]), "%s/ova", tmpdir);
     snprintf(dir[1], sizeof(dir[1]), "%s/ovb", tmpdir);
