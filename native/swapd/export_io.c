@@ -311,9 +311,12 @@ static void seg_done(struct sd_io *io, int status)
          * only the donor has them. */
         if (io->op == SD_OP_READ && !local_has_range(x, s->off, s->len)) {
             sd_log(LOG_ERR, "export %s: cannot read %u bytes at %llu: only "
-                   "donor %s has them until the rebuild reaches them (%s)",
-                   x->uuid, s->len, (unsigned long long)s->off,
-                   x->spec.slabs[io->slab].endpoint, strerror(-status));
+                   "donor %s has them, %s (%s)", x->uuid, s->len,
+                   (unsigned long long)s->off,
+                   x->spec.slabs[io->slab].endpoint,
+                   slab_stale(x, io->slab) ? "the slab being stale in the "
+                   "local copy" : "until the rebuild reaches them",
+                   strerror(-status));
             set_error(r, NBD_EIO);
         } else if (io->op == SD_OP_READ && local_read(r, s)) {
             set_error(r, NBD_EIO);

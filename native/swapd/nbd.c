@@ -34,6 +34,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "batch.h"
 #include "nbd.h"
 #include "util.h"
@@ -754,6 +756,10 @@ static void *conn_thread(void *arg)
     struct sd_nbd_server *s = c->server;
 
     serve(c);
+    /* The backend may have used OpenSSL here (a donor connection's nonce
+     * draws from this thread's random generator): freed now, not by the
+     * thread's exit after the server's stop has counted it gone. */
+    OPENSSL_thread_stop();
     pthread_mutex_lock(&s->lock);
     for (pp = &s->conns; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
