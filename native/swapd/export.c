@@ -302,19 +302,17 @@ static int export_open(struct sd_exports *xs, struct sd_export_spec *spec,
         sd_bitmap_set(&x->written, x->rb_cursor,
                       x->written.pages - x->rb_cursor);
     }
-    /* A stale slab's pages its copy missed are on its donor only. */
-    for (i = 0; ret == 0 && i < x->spec.nslabs; i++) {
-        if (x->spec.slabs[i].stale) {
-            sd_bitmap_set(&x->written, (uint64_t)i * pps, pps);
-        }
-    }
     if (ret) {
         sd_fail(err, errlen, ret, "local: cannot map the data of %s: %s",
                 x->spec.local, strerror(-ret));
         goto out;
     }
-    /* What is stored already counts as put, in its slab's tier. */
+    /* What is stored already counts as put, in its slab's tier; a stale
+     * slab's pages its copy missed are on its donor only. */
     for (i = 0; i < x->spec.nslabs; i++) {
+        if (x->spec.slabs[i].stale) {
+            sd_bitmap_set(&x->written, (uint64_t)i * pps, pps);
+        }
         ledger_add(x, slab_tier(x, i), LEDGER_PUTS, slab_stored(x, i));
     }
 

@@ -15,6 +15,7 @@
 /* The export table's parser and format: pure, fuzzed with the control
  * protocol. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,34 +176,52 @@ static int parse_adopt(const struct sd_args *a, struct sd_export_spec *spec,
     return 0;
 }
 
-/* stale_slabs=: slabs whose local copy missed writes, each on a donor. */
-static int parse_stale(const struct sd_args *a, struct sd_export_spec *spec,
-                       char *err, size_t errlen)
+/* The int flag at offset off (local, stale) of struct sd_export_slab; one
+ * helper for the parser, which sets it, and the format, which reads it. */
+static int *slab_flag(const struct sd_export_slab *slab, size_t off)
 {
-    const char *s = sd_args_get(a, "stale_slabs");
-    uint32_t *idx = NULL;
+    return (int *)((char *)slab + off);
+}
+
+/* <name>=<i,...>: sets the flag at off of each slab listed (indexes below
+ * nslabs, each once); 0, setting nothing, when absent.  -EINVAL with err
+ * naming the field. */
+static int parse_slab_flags(const struct sd_args *a, const char *name,
+                            size_t off, struct sd_export_spec *spec,
+                            char *err, size_t errlen)
+{
+    const char *s = sd_args_get(a, name);
+    uint32_t *idx;
     size_t n, i;
 
     if (!s) {
         return 0;
     }
     if (sd_parse_index_list(s, spec->nslabs, &idx, &n)) {
-        return sd_fail(err, errlen, -EINVAL, "stale_slabs: must be slab "
-                       "indexes below %u, comma-separated, each once",
+        return sd_fail(err, errlen, -EINVAL, "%s: must be slab indexes "
+                       "below %u, comma-separated, each once", name,
                        spec->nslabs);
     }
     for (i = 0; i < n; i++) {
-        uint32_t slab = idx[i];
-
-        if (!spec->slabs[slab].endpoint[0]) {
-            free(idx);
-            return sd_fail(err, errlen, -EINVAL, "stale_slabs: slab %u has "
-                           "no donor, but only its donor has the writes its "
-                           "local copy missed", slab);
-        }
-        spec->slabs[slab].stale = 1;
+        *slab_flag(&spec->slabs[idx[i]], off) = 1;
     }
     free(idx);
+    return 0;
+}
+
+/* A stale slab's writes its local copy missed are on its donor only. */
+static int check_stale(const struct sd_export_spec *spec, char *err,
+                       size_t errlen)
+{
+    uint32_t i;
+
+    for (i = 0; i < spec->nslabs; i++) {
+        if (spec->slabs[i].stale && !spec->slabs[i].endpoint[0]) {
+            return sd_fail(err, errlen, -EINVAL, "stale_slabs: slab %u has "
+                           "no donor, but only its donor has the writes its "
+                           "local copy missed", i);
+        }
+    }
     return 0;
 }
 
@@ -210,8 +229,7 @@ int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
                          char *err, size_t errlen)
 {
     const char *s;
-    uint32_t *idx = NULL, i;
-    size_t n;
+    uint32_t i;
     int ret;
 
     memset(spec, 0, sizeof(*spec));
@@ -275,22 +293,15 @@ int sd_export_spec_parse(const struct sd_args *a, struct sd_export_spec *spec,
         }
         s += len + (comma ? 1 : 0);
     }
-    s = sd_args_get(a, "local_slabs");
-    if (s) {
-        ret = sd_parse_index_list(s, spec->nslabs, &idx, &n);
-        if (ret) {
-            ret = sd_fail(err, errlen, -EINVAL, "local_slabs: must be slab "
-                          "indexes below %u, comma-separated, each once",
-                          spec->nslabs);
-            goto out;
-        }
-        for (i = 0; i < n; i++) {
-            spec->slabs[idx[i]].local = 1;
-        }
-        free(idx);
-    }
-    ret = parse_adopt(a, spec, s != NULL, err, errlen);
-    if (ret || (ret = parse_stale(a, spec, err, errlen))) {
+    if ((ret = parse_slab_flags(a, "local_slabs",
+                                offsetof(struct sd_export_slab, local), spec,
+                                err, errlen)) ||
+        (ret = parse_adopt(a, spec, sd_args_get(a, "local_slabs") != NULL,
+                           err, errlen)) ||
+        (ret = parse_slab_flags(a, "stale_slabs",
+                                offsetof(struct sd_export_slab, stale), spec,
+                                err, errlen)) ||
+        (ret = check_stale(spec, err, errlen))) {
         goto out;
     }
     s = sd_args_get(a, "seal");
@@ -337,6 +348,26 @@ static int continues_run(const struct sd_export_spec *spec, uint32_t j)
            s->addr == prev->addr + spec->slab_size;
 }
 
+/* <name><i>,<j>,... of the slabs with a donor whose flag at off is set;
+ * nothing when none is.  Read atomically: degrade, reclaim and a write
+ * the local copy missed set them while the table is saved. */
+static void format_slab_flags(struct sd_strbuf *b,
+                              const struct sd_export_spec *spec,
+                              const char *name, size_t off)
+{
+    const char *sep = name;
+    uint32_t i;
+
+    for (i = 0; i < spec->nslabs; i++) {
+        if (spec->slabs[i].endpoint[0] &&
+            __atomic_load_n(slab_flag(&spec->slabs[i], off),
+                            __ATOMIC_RELAXED)) {
+            sd_strbuf_printf(b, "%s%u", sep, i);
+            sep = ",";
+        }
+    }
+}
+
 char *sd_export_spec_format(const struct sd_export_spec *spec)
 {
     struct sd_strbuf b = { 0 };
@@ -374,24 +405,12 @@ char *sd_export_spec_format(const struct sd_export_spec *spec)
         sep = ",";
     }
     /* Slabs with a donor that are nonetheless local (degraded or
-     * reclaimed): the donor's copy is stale or gone. */
-    sep = " local_slabs=";
-    for (i = 0; i < spec->nslabs; i++) {
-        /* Degrade and reclaim change it while the table is saved. */
-        if (spec->slabs[i].endpoint[0] &&
-            __atomic_load_n(&spec->slabs[i].local, __ATOMIC_RELAXED)) {
-            sd_strbuf_printf(&b, "%s%u", sep, i);
-            sep = ",";
-        }
-    }
-    sep = " stale_slabs=";
-    for (i = 0; i < spec->nslabs; i++) {
-        /* A failed write to the local copy sets it while it is saved. */
-        if (__atomic_load_n(&spec->slabs[i].stale, __ATOMIC_RELAXED)) {
-            sd_strbuf_printf(&b, "%s%u", sep, i);
-            sep = ",";
-        }
-    }
+     * reclaimed): the donor's copy is stale or gone.  Then those whose
+     * local copy is. */
+    format_slab_flags(&b, spec, " local_slabs=",
+                      offsetof(struct sd_export_slab, local));
+    format_slab_flags(&b, spec, " stale_slabs=",
+                      offsetof(struct sd_export_slab, stale));
     if (spec->seal) {
         sd_strbuf_printf(&b, " seal=1");
     }

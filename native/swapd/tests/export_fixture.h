@@ -33,6 +33,7 @@
 #include "export.h"
 #include "export_spec.h"
 #include "nbd_client.h"
+#include "scratch_dir.h"
 #include "store.h"
 #include "transport.h"
 #include "util.h"
@@ -51,9 +52,8 @@ static uint8_t grant_bin[SD_UUID_LEN];
  * cannot be made. */
 static inline int fixture_start(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/sd-export-test-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
+    if (scratch_dir_make(tmpdir, sizeof(tmpdir),
+                         "/tmp/sd-export-test-XXXXXX")) {
         return 1;
     }
     sd_log_level = LOG_WARNING;
@@ -63,12 +63,7 @@ static inline int fixture_start(void)
 
 static inline void fixture_end(void)
 {
-    char cmd[128];
-
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    if (system(cmd)) {
-        fprintf(stderr, "cannot remove %s\n", tmpdir);
-    }
+    scratch_dir_remove(tmpdir);
 }
 
 /* Parse "EXPORT_CREATE args" into spec; the error text in err. */

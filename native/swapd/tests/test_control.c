@@ -34,6 +34,7 @@
 #include "check.h"
 #include "control.h"
 #include "export.h"
+#include "scratch_dir.h"
 #include "store.h"
 #include "util.h"
 
@@ -579,10 +580,9 @@ static void test_main_options(void)
 
 int main(void)
 {
-    char dir[] = "/tmp/sd-control-test-XXXXXX", cmd[128];
+    char dir[64];
 
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (scratch_dir_make(dir, sizeof(dir), "/tmp/sd-control-test-XXXXXX")) {
         return 2;
     }
     sd_log_level = LOG_WARNING;
@@ -594,9 +594,6 @@ int main(void)
     test_main_options();
     sd_exports_free(ctx.exports);
     sd_store_free(ctx.store);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd)) {
-        fprintf(stderr, "cannot remove %s\n", dir);
-    }
+    scratch_dir_remove(dir);
     return check_summary();
 }

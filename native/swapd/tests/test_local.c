@@ -53,6 +53,7 @@
 #include "export_spec.h"
 #include "local.h"
 #include "nbd_client.h"
+#include "scratch_dir.h"
 #include "util.h"
 
 #define GRANT "0a1b2c3d-0000-4000-8000-00000000d1ec"
@@ -647,11 +648,8 @@ static void test_ramfs_fallback(void)
 
 int main(void)
 {
-    char cmd[128];
-
-    snprintf(tmpdir, sizeof(tmpdir), "/var/tmp/sd-local-test-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
+    if (scratch_dir_make(tmpdir, sizeof(tmpdir),
+                         "/var/tmp/sd-local-test-XXXXXX")) {
         return 2;
     }
     sd_log_level = LOG_WARNING;
@@ -663,9 +661,6 @@ int main(void)
     test_unaligned_buffer();
     test_buffered();
     test_ramfs_fallback();
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    if (system(cmd)) {
-        fprintf(stderr, "cannot remove %s\n", tmpdir);
-    }
+    scratch_dir_remove(tmpdir);
     return check_summary();
 }

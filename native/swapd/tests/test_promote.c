@@ -37,6 +37,7 @@
 #include "export.h"
 #include "export_spec.h"
 #include "nbd_client.h"
+#include "scratch_dir.h"
 #include "store.h"
 #include "transport.h"
 #include "util.h"
@@ -460,11 +461,8 @@ static void test_promote_sealed(void)
 
 int main(void)
 {
-    char cmd[128];
-
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/sd-promote-test-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
+    if (scratch_dir_make(tmpdir, sizeof(tmpdir),
+                         "/tmp/sd-promote-test-XXXXXX")) {
         return 2;
     }
     sd_log_level = LOG_ERR;
@@ -485,9 +483,6 @@ int main(void)
         test_promote_under_writes();
         test_promote_sealed();
     }
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    if (system(cmd)) {
-        fprintf(stderr, "cannot remove %s\n", tmpdir);
-    }
+    scratch_dir_remove(tmpdir);
     return check_summary();
 }
