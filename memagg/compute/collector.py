@@ -174,6 +174,11 @@ class Collector:
             reservoir = period.reservoir_mb
         else:
             reservoir = info.free_memory_mb - reserved
+        # ledgers() reads the exports' stats, local_room_mb() what they
+        # said of the local copies.
+        ledgers = self.remote.ledgers() if self.remote is not None else []
+        local_room_mb = (self.remote.local_room_mb()
+                         if self.remote is not None else None)
         return report_obj.ComputeReport(
             host=self.host, reported_at=now, memory_mb=info.memory_mb,
             reserved_mb=reserved, vcpus=info.vcpus,
@@ -186,10 +191,7 @@ class Collector:
                          if self.remote is not None else 0),
             instances=instances, samples=wss_samples,
             mem_used_mb=sum(report_obj.resident_mb(i) for i in instances),
-            ledgers=(self.remote.ledgers()
-                     if self.remote is not None else []),
-            local_room_mb=(self.remote.local_room_mb()
-                           if self.remote is not None else None))
+            ledgers=ledgers, local_room_mb=local_room_mb)
 
     def _host_util(self, info):
         if info.cpu_busy_ns is None:

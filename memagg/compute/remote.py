@@ -114,7 +114,7 @@ class RemoteMemory(remote_exports.ExportsMixin):
         self._missing = {}      # grant uuid -> periods its VM was missing
         self._recovered = False
         self._swapd_down = False
-        self._stale = set()     # grant uuids with stale slabs, last period
+        self._stale = set()     # grant uuids with stale slabs: ledgers()
         self._lock = threading.Lock()
 
     @property
@@ -254,12 +254,13 @@ class RemoteMemory(remote_exports.ExportsMixin):
         """The ledger of each grant this host's memagg-swapd exports, per
         tier (EXPORT_STATS' l1_* and l2_*), for the report: a list of
         GrantLedger; empty while memagg-swapd does not answer. A grant
-        whose export is gone has none."""
+        whose export is gone has none. The same stats say which grants'
+        local copies have stale slabs (for :meth:`local_room_mb`)."""
         if not self.enabled or not self._recovered:
             return []
         with self._lock:
             uuids = sorted(self._grants)
-        ledgers = []
+        ledgers, stale = [], set()
         try:
             for uuid in uuids:
                 try:
@@ -268,6 +269,8 @@ class RemoteMemory(remote_exports.ExportsMixin):
                     LOG.debug('No ledger of grant %s this period: %s',
                               uuid, exc)
                     continue
+                if stats.get('stale_slabs'):
+                    stale.add(uuid)
                 ledgers.append(report_obj.GrantLedger(
                     grant_uuid=uuid,
                     **{name: stats.get(name, 0)
@@ -275,48 +278,39 @@ class RemoteMemory(remote_exports.ExportsMixin):
         except swapd.SwapdUnavailable as exc:
             self._down(exc)
             return []
+        self._note_stale(stale)
         return ledgers
+
+    def _note_stale(self, stale):
+        """Keep the uuids of the grants whose local copies have stale
+        slabs, saying when they change."""
+        if stale == self._stale:
+            return
+        if stale:
+            LOG.warning('The local copies of grants %s missed writes (stale '
+                        'slabs: their device failed or filled; see '
+                        'memagg-swapd\'s log): no room is reported for new '
+                        'grants while they stay', sorted(stale))
+        else:
+            LOG.info('No local copy has stale slabs any more')
+        self._stale = stale
 
     def local_room_mb(self):
         """MiB this host's local copies' filesystem can take for new
         grants ([swapd] local_copy_reserve_mb kept free, the copies of
         its grants counted at their full size), for the report; None
-        without memagg-swapd. 0 while a copy has stale slabs: its device
-        failed or filled under a write, so no grant grows onto it."""
+        without memagg-swapd. 0 while a copy has stale slabs (as the
+        report's :meth:`ledgers` found them): its device failed or filled
+        under a write, so no grant grows onto it."""
         if not self.enabled:
             return None
+        if self._stale:
+            return 0
         with self._lock:
             grants = list(self._grants.values())
-        stale = self._stale_copies(grants)
-        if stale != self._stale:
-            if stale:
-                LOG.warning('The local copies of grants %s missed writes '
-                            '(stale slabs: their device failed or filled; '
-                            'see memagg-swapd\'s log): no room is reported '
-                            'for new grants while they stay', sorted(stale))
-            else:
-                LOG.info('No local copy has stale slabs any more')
-            self._stale = stale
-        if stale:
-            return 0
         return remote_grants.local_room_mb(
             self.conf.swapd.state_dir, self.conf.swapd.local_copy_reserve_mb,
             grants)
-
-    def _stale_copies(self, grants):
-        """The uuids of ``grants`` whose export has stale slabs (those of
-        the last period while memagg-swapd does not answer)."""
-        stale = set()
-        for grant in grants:
-            try:
-                if self.client.export_stats(grant.uuid).get('stale_slabs'):
-                    stale.add(grant.uuid)
-            except swapd.SwapdError as exc:
-                LOG.debug('No stale slabs of grant %s known: %s', grant.uuid,
-                          exc)
-            except swapd.SwapdUnavailable:
-                return self._stale
-        return stale
 
     def plan_period(self, period, domains):
         """Decide this period's Plan (kept for act()); return the lendable

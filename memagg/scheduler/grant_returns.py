@@ -195,8 +195,7 @@ class ReturnsMixin:
                   'active, its donors keep its slabs' % (
                       grant.consumer_host, grant_forms.remote_reason(exc)))
         LOG.warning('Grant %s: %s', grant.uuid, reason)
-        won, grant = db_grants.grant_release_refused(ctxt, grant.uuid,
-                                                     reason)
+        _, grant = db_grants.grant_release_refused(ctxt, grant.uuid, reason)
         return grant_forms.grant_dict(grant)
 
     # -- reclaim ----------------------------------------------------------

@@ -48,8 +48,8 @@ def _hottest_first(slab):
 
 
 def _movable(slabs):
-    """The first of ``slabs`` when it may move, else None."""
-    return slabs[0] if slabs and not slabs[0].pinned else None
+    """Whether the first of ``slabs`` may move."""
+    return bool(slabs) and not slabs[0].pinned
 
 
 class Watermarks(base.TierPolicy):
