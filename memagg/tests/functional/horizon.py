@@ -115,7 +115,26 @@ class Browser:
         self.account = account
 
     def open(self, path):
+        """Load ``path`` and wait for the requests its scripts make."""
         self.driver.get(self.url + path)
+        self.settle()
+
+    def settle(self):
+        """Wait until the page's scripts have no request in flight.
+
+        Horizon fetches its header (/header/) once a page has loaded, and
+        every request of a logged-in user saves the whole session (its
+        middleware refreshes the expiry): a form posted while that fetch
+        is in flight can have what it stored in the session (a server
+        filter's text) overwritten by the fetch's older copy, and the
+        page it redirects to forgets it.
+        """
+        polling.wait_for(
+            lambda: self.driver.execute_script(
+                'return !window.jQuery || (jQuery.active === 0 && '
+                '!(window.horizon && horizon.ajax && '
+                'horizon.ajax._queue.length))'),
+            PAGE_TIMEOUT, message="the page's requests to end")
 
     def find(self, css):
         return self.driver.find_element('css selector', css)
