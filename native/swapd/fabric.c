@@ -161,6 +161,16 @@ struct sd_peer {
     int stopping;
 };
 
+/* Wake the peer's thread from sd_fabric_wait(). */
+static void wake_thread(struct sd_peer *p)
+{
+    uint64_t one = 1;
+
+    if (write(p->wake, &one, sizeof(one)) < 0) {
+        sd_log(LOG_DEBUG, "donor %s: cannot wake its thread", p->name);
+    }
+}
+
 /* ---- slots and queue (peer->lock held) ---- */
 
 static char *stage_of(struct sd_peer *p, const struct slot *s)
@@ -628,7 +638,7 @@ static void key_done(struct sd_io *kio, int status)
     struct fio *fail = NULL, *f;
     struct sd_fkey k;
     const char *why;
-    int drop = 1;
+    int drop = 1, wake = 0;
 
     if (status == 0 && sd_fkey_parse(g->kbuf, sizeof(g->kbuf), &k, &why)) {
         sd_log(LOG_WARNING, "donor %s: a malformed KEY reply (%s)", p->name,
@@ -663,6 +673,9 @@ static void key_done(struct sd_io *kio, int status)
             }
         }
         pump(p);
+        /* An idle thread waits for submit() only: the ios just posted
+         * would wait for its next tick to progress and complete. */
+        wake = p->idle;
     } else {
         /* Forgotten: a later io of the grant asks again. */
         for (link = &p->grants; *link != g; link = &(*link)->next) {
@@ -671,6 +684,9 @@ static void key_done(struct sd_io *kio, int status)
         fail = g->waiting;
     }
     pthread_mutex_unlock(&p->lock);
+    if (wake) {
+        wake_thread(p);
+    }
     if (drop) {
         free(g);
     }
@@ -870,7 +886,7 @@ static int submit_one(struct sd_peer *p, struct sd_io *io, uint64_t now)
 static int fabric_submit(struct sd_peer *p, struct sd_io **ios, size_t n,
                          size_t *queued)
 {
-    uint64_t now = sd_now_us(), one = 1;
+    uint64_t now = sd_now_us();
     int rc = 0, wake;
 
     for (*queued = 0; *queued < n; (*queued)++) {
@@ -883,8 +899,8 @@ static int fabric_submit(struct sd_peer *p, struct sd_io **ios, size_t n,
     pump(p);
     wake = p->idle;
     pthread_mutex_unlock(&p->lock);
-    if (wake && write(p->wake, &one, sizeof(one)) < 0) {
-        sd_log(LOG_DEBUG, "donor %s: cannot wake its thread", p->name);
+    if (wake) {
+        wake_thread(p);
     }
     return rc;
 }
@@ -901,8 +917,6 @@ static int fabric_alive(struct sd_peer *p)
 
 static void fabric_close(struct sd_peer *p)
 {
-    uint64_t one = 1;
-
     if (!p) {
         return;
     }
@@ -910,9 +924,7 @@ static void fabric_close(struct sd_peer *p)
     p->alive = 0;
     p->stopping = 1;
     pthread_mutex_unlock(&p->lock);
-    if (write(p->wake, &one, sizeof(one)) < 0) {
-        sd_log(LOG_DEBUG, "donor %s: cannot wake its thread", p->name);
-    }
+    wake_thread(p);
     if (!pthread_equal(pthread_self(), p->thread)) {
         pthread_join(p->thread, NULL);
     }
