@@ -36,6 +36,7 @@ import subprocess
 import uuid
 
 from memagg.cmd import swapd as swapd_cmd
+from memagg.tests.functional import nova_catalog
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import nova_libvirt
 from memagg.tests.functional import service_procs
@@ -52,13 +53,13 @@ def migrating_nova(keystone, contract, hypervisors, libvirt_options=None):
         migrator = nova_libvirt.LiveMigrator(hypervisors.by_name,
                                              libvirt_options)
         stack.callback(migrator.close)
-        project_id, user_id = nova_double.admin_ids(keystone)
+        project_id, user_id = nova_catalog.admin_ids(keystone)
         double = nova_double.NovaDouble(keystone, contract, project_id,
                                         user_id, migrator=migrator)
         stack.callback(double.close)
         for host in hypervisors.by_name:
             double.add_service(host)
-        stack.enter_context(nova_double.in_catalog(keystone, [
+        stack.enter_context(nova_catalog.in_catalog(keystone, [
             ('compute', 'nova', double.compute_url)]))
         yield double
 
@@ -115,7 +116,7 @@ class MigrationHosts(two_hosts.TwoHosts):
         overrides = dict(overrides or {})
         scheduler = two_hosts.TwoHosts._merge(
             {'compute': {'compute_api_driver': 'nova'},
-             'nova': nova_double.nova_options(keystone)},
+             'nova': nova_catalog.nova_options(keystone)},
             overrides.get('scheduler', {}))
         overrides['scheduler'] = scheduler
         super().__init__(root, mysql_db, rabbit_url, overrides,

@@ -32,10 +32,8 @@ test_nova_execution.py):
 The double answers the calls memagg's nova compute API driver makes
 (through openstacksdk) and checks both directions against the JSON schemas
 that the installed ``nova`` package attaches to its API controllers, each
-for the microversion of the request, exactly as Nova picks them
-(``nova.api.validation``: the ``request_body_schemas``,
-``request_query_schemas`` and ``response_body_schemas`` of the controller
-method, with their microversion ranges):
+for the microversion of the request, exactly as Nova picks them (Nova's
+contract: memagg.tests.functional.nova_contract):
 
 * GET /servers/{id}: the response against ``servers.show``
   (nova/api/openstack/compute/schemas/servers.py ``show_response*``);
@@ -50,10 +48,6 @@ method, with their microversion ranges):
 A request Nova would reject is answered 400 as Nova would, and a response
 real Nova could not send is answered 500; both are kept in ``violations``
 for the test to assert there are none.
-
-Importing nova registers nova's options in the global oslo.config CONF,
-where some clash with memagg's, so a child interpreter reads the schemas
-and passes them as JSON.
 
 Only tokens that Keystone (the real one of the ``keystone`` fixture)
 confirms are accepted. A live migration is simulated: once accepted the
@@ -81,181 +75,30 @@ Nova's API shows the zeros its monitor saves (at the start, and
 disk_*_bytes for a non-block migration) while its own response schema
 asks for at least 1 (Nova only logs a warning by default); the double
 shows null instead, which both allow.
+
+The servers, services and migrations the double keeps, and the body in
+which it shows a server, are memagg.tests.functional.nova_resources;
+memagg.tests.functional.nova_catalog puts the double in the real
+Keystone's catalog and configures memagg for it.
 """
 import collections
-import contextlib
-import dataclasses
 import datetime
 import http.server
 import itertools
 import json
 import re
-import subprocess
-import sys
 import threading
 import urllib.parse
 import uuid
 
 import jsonschema
-from keystoneauth1 import loading as ks_loading
 import libvirt
-from oslo_config import cfg
-import pytest
 import requests
 
-from memagg.conf import compute as compute_conf
-from memagg.conf import nova as nova_conf_module
-from memagg.demo import keystone as demo_keystone
+from memagg.tests.functional import nova_contract
 from memagg.tests.functional import nova_libvirt
+from memagg.tests.functional import nova_resources
 from memagg.tests.unit.api import live
-
-# Endpoint name -> (module of nova.api.openstack.compute, controller class,
-# method) whose schemas the double applies.
-ENDPOINTS = {
-    'servers.show': ('servers', 'ServersController', 'show'),
-    'migrate_server.migrate_live': (
-        'migrate_server', 'MigrateServerController', '_migrate_live'),
-    'server_migrations.index': (
-        'server_migrations', 'ServerMigrationsController', 'index'),
-    'server_migrations.delete': (
-        'server_migrations', 'ServerMigrationsController', 'delete'),
-    'services.index': ('services', 'ServiceController', 'index'),
-    'services.update': ('services', 'ServiceController', 'update'),
-}
-REQUEST_BODY = 'request_body'
-REQUEST_QUERY = 'request_query'
-RESPONSE_BODY = 'response_body'
-
-_DUMP_SCHEMAS = """
-import importlib, json, sys
-from nova.api.openstack import api_version_request
-
-
-def bound(version):
-    return None if version.is_null() else version.get_string()
-
-
-out = {}
-for name, (module, cls, method) in json.loads(sys.argv[1]).items():
-    func = getattr(getattr(importlib.import_module(
-        'nova.api.openstack.compute.' + module), cls), method)
-    out[name] = {}
-    for kind in ('request_body', 'request_query', 'response_body'):
-        schemas = getattr(func, kind + '_schemas', None)
-        if schemas is not None:
-            out[name][kind] = [[bound(low), bound(high), schema]
-                               for schema, low, high in schemas._schemas]
-json.dump({'max': api_version_request.max_api_version().get_string(),
-           'schemas': out}, sys.stdout)
-"""
-
-
-def version(text):
-    """(major, minor) of a microversion such as '2.53'."""
-    major, minor = text.split('.')
-    return int(major), int(minor)
-
-
-def version_text(value):
-    return '%d.%d' % value
-
-
-class NovaContract:
-    """Nova's newest microversion and its controllers' schemas, as the
-    installed nova package declares them."""
-
-    def __init__(self, max_version, schemas):
-        self.max_version = max_version
-        self.schemas = schemas
-
-    def schema(self, endpoint, kind, at):
-        """The ``kind`` schema of ``endpoint`` in force at microversion
-        ``at`` ((major, minor)), or None when Nova declares none."""
-        for low, high, schema in self.schemas[endpoint].get(kind, []):
-            if ((low is None or version(low) <= at)
-                    and (high is None or at <= version(high))):
-                return schema
-        return None
-
-    def check(self, endpoint, kind, at, document):
-        """Raise jsonschema.ValidationError when ``document`` breaks the
-        schema; AssertionError when Nova declares none for ``at``."""
-        schema = self.schema(endpoint, kind, at)
-        if schema is None:
-            raise AssertionError('Nova declares no %s schema of %s at %s'
-                                 % (kind, endpoint, version_text(at)))
-        jsonschema.Draft202012Validator(
-            schema, format_checker=jsonschema.FormatChecker()).validate(
-            document)
-
-
-def load_contract():
-    """The NovaContract of the installed nova package (read in a child
-    interpreter); skips when nova is not installed."""
-    pytest.importorskip('nova', reason='the nova package provides Nova\'s '
-                                       'API schemas')
-    endpoints = {name: list(spec) for name, spec in ENDPOINTS.items()}
-    out = subprocess.run(
-        [sys.executable, '-c', _DUMP_SCHEMAS, json.dumps(endpoints)],
-        capture_output=True, text=True, timeout=180, check=True,
-        stdin=subprocess.DEVNULL).stdout
-    contract = json.loads(out)
-    return NovaContract(contract['max'], contract['schemas'])
-
-
-@dataclasses.dataclass
-class Server:
-    """A server of the double: where it runs and what it is doing."""
-
-    id: str
-    host: str
-    status: str = 'ACTIVE'
-    task_state: str = None
-    vm_state: str = 'active'
-    extra_specs: dict = dataclasses.field(default_factory=dict)
-    image_id: str = None
-    image_properties: dict = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass
-class Service:
-    """A nova-compute service of the double."""
-
-    host: str
-    id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
-    status: str = 'enabled'
-    disabled_reason: str = None
-
-
-@dataclasses.dataclass
-class Migration:
-    """A live migration in progress in the double."""
-
-    id: int
-    uuid: str
-    source: str
-    dest: str
-    outcome: str
-    looks_left: int
-    copied: int = 0
-    held: bool = False
-    # A real migration (nova_libvirt.LiveMigration) and the statistics
-    # its monitor saved.
-    live: object = None
-    saved: dict = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass
-class Finished:
-    """A real live migration that ended: the migration record's status
-    (nova_libvirt.COMPLETED, ERROR, CANCELLED) and libvirt's result."""
-
-    server_id: str
-    migration_id: int
-    source: str
-    dest: str
-    status: str
-    result: object
 
 
 # What a live-migrate call of a server does, in turn (default: succeed):
@@ -269,76 +112,11 @@ MIGRATION_TOTAL_BYTES = 1 << 30
 # Where the double serves Nova's API; its root lists the versions.
 COMPUTE_ROOT = '/compute'
 COMPUTE_PATH = COMPUTE_ROOT + '/v2.1'
-_TIME = '2024-05-01T12:00:00Z'
 
 
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime(
         '%Y-%m-%dT%H:%M:%SZ')
-
-
-def server_body(server, at, compute_url, project_id, user_id):
-    """The body of GET /servers/{id} that Nova's API gives an admin at
-    microversion ``at`` for ``server``."""
-    link = [{'rel': 'self',
-             'href': '%s/servers/%s' % (compute_url, server.id)}]
-    body = {
-        'accessIPv4': '', 'accessIPv6': '', 'addresses': {},
-        'config_drive': '', 'created': _TIME,
-        'flavor': {'id': '42', 'links': [{
-            'rel': 'bookmark', 'href': compute_url + '/flavors/42'}]},
-        'hostId': 'a' * 56, 'id': server.id,
-        'image': '' if not server.image_id else {
-            'id': server.image_id, 'links': [{
-                'rel': 'bookmark',
-                'href': compute_url + '/images/' + server.image_id}]},
-        'key_name': None, 'links': link, 'metadata': {},
-        'name': 'vm-' + server.id[:8],
-        'os-extended-volumes:volumes_attached': [],
-        'status': server.status, 'tenant_id': project_id,
-        'updated': _TIME, 'user_id': user_id,
-        'OS-DCF:diskConfig': 'MANUAL',
-        'OS-EXT-AZ:availability_zone': 'nova',
-        # Admin-only extended attributes, shown to memagg's account.
-        'OS-EXT-SRV-ATTR:host': server.host,
-        'OS-EXT-SRV-ATTR:hypervisor_hostname': server.host,
-        'OS-EXT-SRV-ATTR:instance_name': 'instance-00000001',
-        'OS-EXT-STS:power_state': 1,
-        'OS-EXT-STS:task_state': server.task_state,
-        'OS-EXT-STS:vm_state': server.vm_state,
-        'OS-SRV-USG:launched_at': _TIME, 'OS-SRV-USG:terminated_at': None,
-    }
-    if server.status in ('ACTIVE', 'MIGRATING'):
-        body['progress'] = 0
-    if server.status == 'ERROR':
-        body['fault'] = {'code': 500, 'created': _TIME,
-                         'message': 'live migration failed'}
-    additions = [
-        ((2, 3), {'OS-EXT-SRV-ATTR:reservation_id': 'r-00000001',
-                  'OS-EXT-SRV-ATTR:launch_index': 0,
-                  'OS-EXT-SRV-ATTR:root_device_name': '/dev/vda'}),
-        ((2, 9), {'locked': False}),
-        ((2, 16), {'host_status': 'UP'}),
-        ((2, 19), {'description': None}),
-        ((2, 26), {'tags': []}),
-        ((2, 63), {'trusted_image_certificates': None}),
-        ((2, 71), {'server_groups': []}),
-        ((2, 73), {'locked_reason': None}),
-        ((2, 90), {'OS-EXT-SRV-ATTR:hostname': 'vm'}),
-        ((2, 96), {'pinned_availability_zone': None}),
-        ((2, 100), {'scheduler_hints': {}}),
-    ]
-    for since, fields in additions:
-        if at >= since:
-            body.update(fields)
-    if at >= (2, 47):
-        body['flavor'] = {
-            'disk': 1, 'ephemeral': 0, 'original_name': 'm1.small',
-            'ram': 2048, 'swap': 0, 'vcpus': 1,
-            'extra_specs': dict(server.extra_specs)}
-    if at >= (2, 98) and server.image_id:
-        body['image']['properties'] = dict(server.image_properties)
-    return body
 
 
 _FAULT_KEYS = {400: 'badRequest', 404: 'itemNotFound',
@@ -406,11 +184,12 @@ class NovaDouble:
 
     def add_server(self, server_id, host, **fields):
         with self.lock:
-            self.servers[server_id] = Server(server_id, host, **fields)
+            self.servers[server_id] = nova_resources.Server(
+                server_id, host, **fields)
 
     def add_service(self, host, **fields):
         with self.lock:
-            self.services[host] = Service(host, **fields)
+            self.services[host] = nova_resources.Service(host, **fields)
 
     def release(self, server_id):
         """Let a held migration of ``server_id`` end (on its
@@ -479,7 +258,7 @@ class NovaDouble:
         if path.startswith(COMPUTE_PATH + '/'):
             at = self._microversion(headers)
             answered = {'OpenStack-API-Version': 'compute '
-                        + version_text(at),
+                        + nova_contract.version_text(at),
                         'Vary': 'OpenStack-API-Version'}
             status, body = self._nova(method, path[len(COMPUTE_PATH):],
                                       query, body, at)
@@ -510,7 +289,8 @@ class NovaDouble:
     def _microversion(self, headers):
         requested = headers.get('OpenStack-API-Version', '')
         text = requested.replace('compute', '').strip() or '2.1'
-        return min(version(text), version(self.max_version))
+        return min(nova_contract.version(text),
+                   nova_contract.version(self.max_version))
 
     def _checked(self, endpoint, kind, at, document):
         """None, or the error answer when ``document`` breaks Nova's
@@ -519,9 +299,9 @@ class NovaDouble:
             self.contract.check(endpoint, kind, at, document)
         except (jsonschema.ValidationError, AssertionError) as exc:
             message = getattr(exc, 'message', str(exc))
-            self.violations.append((endpoint, kind, version_text(at),
-                                    message))
-            if kind == RESPONSE_BODY:
+            self.violations.append((endpoint, kind,
+                                    nova_contract.version_text(at), message))
+            if kind == nova_contract.RESPONSE_BODY:
                 return _error(500, 'the double broke Nova\'s contract: %s'
                               % message)
             return _error(400, 'Invalid input for %s: %s'
@@ -529,8 +309,8 @@ class NovaDouble:
         return None
 
     def _respond(self, endpoint, at, status, body):
-        return self._checked(endpoint, RESPONSE_BODY, at, body) or (
-            status, body)
+        return self._checked(endpoint, nova_contract.RESPONSE_BODY, at,
+                             body) or (status, body)
 
     def _nova(self, method, path, query, body, at):
         match = re.fullmatch(r'/servers/([0-9a-f-]+)(/action|/migrations)?'
@@ -569,16 +349,16 @@ class NovaDouble:
                 self._end_migration(server_id)
         self.served_versions.add(at)
         return self._respond('servers.show', at, 200, {
-            'server': server_body(self.servers[server_id], at,
-                                  self.compute_url, self.project_id,
-                                  self.user_id)})
+            'server': nova_resources.server_body(
+                self.servers[server_id], at, self.compute_url,
+                self.project_id, self.user_id)})
 
     def _action(self, server_id, body, at):
-        self.actions.append((server_id, version_text(at), body))
+        self.actions.append((server_id, nova_contract.version_text(at), body))
         if not isinstance(body, dict) or list(body) != ['os-migrateLive']:
             return _error(400, 'the double serves os-migrateLive only')
-        error = self._checked('migrate_server.migrate_live', REQUEST_BODY,
-                              at, body)
+        error = self._checked('migrate_server.migrate_live',
+                              nova_contract.REQUEST_BODY, at, body)
         if error:
             return error
         server = self.servers[server_id]
@@ -600,7 +380,7 @@ class NovaDouble:
         if self.migrator is not None:
             return self._migrate_for_real(server, dest, at)
         self.accepted[server_id] += 1
-        self.migrations[server_id] = Migration(
+        self.migrations[server_id] = nova_resources.Migration(
             id=next(self._ids), uuid=str(uuid.uuid4()), source=server.host,
             dest=dest, outcome=outcome, looks_left=self.polls,
             held=outcome == HOLD)
@@ -615,7 +395,7 @@ class NovaDouble:
             self.refusals[server.id] += 1
             return _error(400, 'No valid host was found. Host %s cannot '
                           'take the instance.' % dest)
-        move = Migration(
+        move = nova_resources.Migration(
             id=next(self._ids), uuid=str(uuid.uuid4()), source=server.host,
             dest=dest, outcome=REAL, looks_left=0)
         try:
@@ -646,8 +426,9 @@ class NovaDouble:
                 return
             del self.migrations[live.uuid]
             result = live.result
-            self.finished.append(Finished(live.uuid, move.id, move.source,
-                                          move.dest, result.status, result))
+            self.finished.append(nova_resources.Finished(
+                live.uuid, move.id, move.source, move.dest, result.status,
+                result))
             server = self.servers[live.uuid]
             server.status, server.task_state = 'ACTIVE', None
             if result.status == nova_libvirt.COMPLETED:
@@ -667,7 +448,8 @@ class NovaDouble:
         if move is None or move.id != migration_id:
             return _error(404, 'Migration %s for instance %s not found'
                           % (migration_id, server_id))
-        self.aborts.append((server_id, migration_id, version_text(at)))
+        self.aborts.append((server_id, migration_id,
+                            nova_contract.version_text(at)))
         if move.live is not None:
             # Nova casts the abort to the source's compute.
             threading.Thread(target=self._abort_job, args=(move.live,),
@@ -701,7 +483,7 @@ class NovaDouble:
                 'disk_total_bytes': None, 'disk_processed_bytes': None,
                 'disk_remaining_bytes': None}
             item = {
-                'created_at': _TIME, 'updated_at': _now(),
+                'created_at': nova_resources.TIME, 'updated_at': _now(),
                 'dest_compute': move.dest, 'dest_host': None,
                 'dest_node': move.dest, 'id': move.id,
                 'server_uuid': server_id, 'source_compute': move.source,
@@ -733,7 +515,8 @@ class NovaDouble:
         return body
 
     def _services(self, query, at):
-        error = self._checked('services.index', REQUEST_QUERY, at, query)
+        error = self._checked('services.index', nova_contract.REQUEST_QUERY,
+                              at, query)
         if error:
             return error
         with self.lock:
@@ -746,9 +529,10 @@ class NovaDouble:
 
     def _update_service(self, service_id, body, at):
         with self.lock:
-            self.service_updates.append((service_id, version_text(at),
-                                         body))
-            error = self._checked('services.update', REQUEST_BODY, at, body)
+            self.service_updates.append((
+                service_id, nova_contract.version_text(at), body))
+            error = self._checked('services.update',
+                                  nova_contract.REQUEST_BODY, at, body)
             if error:
                 return error
             found = [s for s in self.services.values() if s.id == service_id]
@@ -766,69 +550,3 @@ class NovaDouble:
                     if body['status'] == 'disabled' else None)
             return self._respond('services.update', at, 200, {
                 'service': self._service_body(service, at)})
-
-
-@contextlib.contextmanager
-def in_catalog(keystone, entries):
-    """Register ``entries`` ((service type, name, URL)) in Keystone's
-    catalog, public and internal, in the fixture's region; remove them on
-    exit."""
-    admin = demo_keystone.Admin(keystone)
-    services = []
-    try:
-        for service_type, name, url in entries:
-            service = admin.call('POST', '/services', json={'service': {
-                'type': service_type, 'name': name}})['service']['id']
-            services.append(service)
-            for interface in ('public', 'internal'):
-                admin.call('POST', '/endpoints', json={'endpoint': {
-                    'service_id': service, 'interface': interface,
-                    'url': url, 'region_id': demo_keystone.REGION}})
-        yield
-    finally:
-        for service in services:
-            for endpoint in admin.call(
-                    'GET', '/endpoints',
-                    params={'service_id': service})['endpoints']:
-                admin.call('DELETE', '/endpoints/' + endpoint['id'])
-            admin.call('DELETE', '/services/' + service)
-
-
-def admin_ids(keystone):
-    """(project id, user id) of the fixture's admin."""
-    admin = demo_keystone.Admin(keystone)
-    account = keystone.admin
-    return (account.project_id or admin.find('project',
-                                             account.project_name),
-            account.user_id or admin.find('user', account.username))
-
-
-def nova_options(keystone):
-    """The [nova] options of memagg authenticating as Keystone's admin
-    (Nova's default policy lets admins show any project's servers,
-    live-migrate them and update services)."""
-    account = keystone.admin
-    return {'auth_type': 'password', 'region_name': demo_keystone.REGION,
-            'timeout': 10, 'auth_url': keystone.auth_url,
-            'username': account.username, 'password': account.password,
-            'project_name': account.project_name,
-            'user_domain_id': 'default', 'project_domain_id': 'default'}
-
-
-def nova_conf(monkeypatch, keystone, modules):
-    """A ConfigOpts with [compute] compute_api_driver = nova and [nova]
-    from nova_options(), plus the groups of ``modules`` (memagg.conf
-    modules). Private, with its own [nova] OptGroup, since loading the
-    password plug-in registers required options there."""
-    monkeypatch.setattr(nova_conf_module, 'GROUP', cfg.OptGroup('nova'))
-    conf = cfg.ConfigOpts()
-    for module in (compute_conf, nova_conf_module) + tuple(modules):
-        module.register_opts(conf)
-    conf([], project='memagg', default_config_files=[])
-    conf.set_override('compute_api_driver', 'nova', group='compute')
-    # The plug-in's options exist once it is loaded; register them to set.
-    conf.register_opts(
-        ks_loading.get_auth_plugin_conf_options('password'), group='nova')
-    for name, value in nova_options(keystone).items():
-        conf.set_override(name, value, group='nova')
-    return conf

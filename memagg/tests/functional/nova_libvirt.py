@@ -16,7 +16,7 @@ makes it.
 
 What comes from Nova's own code (the installed ``nova`` package, run in a
 child interpreter: importing nova registers options in the global
-oslo.config CONF that clash with memagg's, as in nova_double):
+oslo.config CONF that clash with memagg's, as in nova_contract):
 
 * the migration flags: ``LibvirtDriver._parse_migration_flags``
   (nova/virt/libvirt/driver.py) with Nova's default [libvirt] options and

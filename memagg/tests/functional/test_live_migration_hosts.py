@@ -42,6 +42,8 @@ from memagg.drivers.compute_api import base
 from memagg.tests.functional import hypervisor_hosts
 from memagg.tests.functional.hypervisor_hosts import hypervisors_fixture  # noqa: F401,E501
 from memagg.tests.functional import migration_hosts
+from memagg.tests.functional import nova_catalog
+from memagg.tests.functional import nova_contract
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import nova_libvirt
 from memagg.tests import polling
@@ -65,7 +67,7 @@ MIGRATION_TIMEOUT = 120
 
 @pytest.fixture(scope='module')
 def contract():
-    return nova_double.load_contract()
+    return nova_contract.load_contract()
 
 
 @pytest.fixture
@@ -86,7 +88,7 @@ def nova(keystone, contract, hypervisors, monkeypatch):
         def make(libvirt_options=None):
             double = stack.enter_context(migration_hosts.migrating_nova(
                 keystone, contract, hypervisors, libvirt_options))
-            conf = nova_double.nova_conf(monkeypatch, keystone, ())
+            conf = nova_catalog.nova_conf(monkeypatch, keystone, ())
             return double, base.load(conf)
         yield make
 
@@ -307,15 +309,15 @@ def test_the_double_aborts_a_simulated_migration(keystone, contract,
                                                  monkeypatch):
     """Without a migrator, an abort sends the server back to its source
     at the next look (memagg's driver finds the migration to abort)."""
-    project_id, user_id = nova_double.admin_ids(keystone)
+    project_id, user_id = nova_catalog.admin_ids(keystone)
     double = nova_double.NovaDouble(keystone, contract, project_id, user_id)
     server = '6f1c2a9e-0d7b-4c1e-9a55-2b8d3c4e5f60'
     double.add_server(server, 'h1')
     double.behaviours[server] = [nova_double.HOLD]
     try:
-        with nova_double.in_catalog(keystone, [
+        with nova_catalog.in_catalog(keystone, [
                 ('compute', 'nova', double.compute_url)]):
-            api = base.load(nova_double.nova_conf(monkeypatch, keystone, ()))
+            api = base.load(nova_catalog.nova_conf(monkeypatch, keystone, ()))
             api.live_migrate(server, 'h2')
             assert api.get_server_state(server).task_state == 'migrating'
             assert api.abort_live_migration(server) is True
@@ -327,4 +329,4 @@ def test_the_double_aborts_a_simulated_migration(keystone, contract,
         double.close()
     assert double.violations == []
     [(aborted, _, at)] = double.aborts
-    assert aborted == server and nova_double.version(at) >= (2, 24)
+    assert aborted == server and nova_contract.version(at) >= (2, 24)

@@ -60,7 +60,7 @@ from memagg.scheduler import rpcapi as scheduler_rpcapi
 from memagg.tests.functional import hypervisor_hosts
 from memagg.tests.functional.hypervisor_hosts import hypervisors_fixture  # noqa: F401,E501
 from memagg.tests.functional import migration_hosts
-from memagg.tests.functional import nova_double
+from memagg.tests.functional import nova_contract
 from memagg.tests.functional import nova_libvirt
 from memagg.tests.functional import two_hosts
 from memagg.tests.functional.two_hosts import two_hosts_root  # noqa: F401
@@ -127,7 +127,7 @@ def nova(keystone, hypervisors):
     with contextlib.ExitStack() as stack:
         def make(libvirt_options=None):
             return stack.enter_context(migration_hosts.migrating_nova(
-                keystone, nova_double.load_contract(), hypervisors,
+                keystone, nova_contract.load_contract(), hypervisors,
                 libvirt_options))
         yield make
 

@@ -19,8 +19,9 @@ killed executor, transient answers on demand: see
 memagg.tests.functional.nova_double), so they serve a Nova compute API
 double over real HTTP on loopback (memagg.tests.functional.nova_double)
 whose request validation uses Nova's own JSON schemas, imported from the
-installed ``nova`` package (in a child interpreter) and applied for each
-request's microversion exactly as Nova's controllers apply them:
+installed ``nova`` package (in a child interpreter:
+memagg.tests.functional.nova_contract) and applied for each request's
+microversion exactly as Nova's controllers apply them:
 
 * every os-migrateLive body memagg sends is validated with
   nova/api/openstack/compute/schemas/migrate_server.py (``migrate_live*``,
@@ -54,6 +55,8 @@ from memagg.drivers.compute_api import base
 from memagg.scheduler import migration
 from memagg.scheduler import plans
 from memagg.scheduler import states
+from memagg.tests.functional import nova_catalog
+from memagg.tests.functional import nova_contract
 from memagg.tests.functional import nova_double
 from memagg.tests.functional import service_procs
 from memagg.tests import polling
@@ -83,14 +86,14 @@ CONSOLIDATION = dict(poll_interval=0.1, max_retries=2, migration_timeout=60,
 
 @pytest.fixture(scope='module')
 def contract():
-    return nova_double.load_contract()
+    return nova_contract.load_contract()
 
 
 @pytest.fixture
 def double(keystone, contract):
     """A Nova double with VMs A and B on h1 and C on h5, h4's compute
     service disabled (on standby), registered in Keystone's catalog."""
-    project_id, user_id = nova_double.admin_ids(keystone)
+    project_id, user_id = nova_catalog.admin_ids(keystone)
     nova = nova_double.NovaDouble(keystone, contract, project_id, user_id)
     for host in HOSTS:
         nova.add_service(host)
@@ -99,7 +102,7 @@ def double(keystone, contract):
     for server_id, host in ((VM_A, 'h1'), (VM_B, 'h1'), (VM_C, 'h5')):
         nova.add_server(server_id, host)
     try:
-        with nova_double.in_catalog(keystone, [
+        with nova_catalog.in_catalog(keystone, [
                 ('compute', 'nova', nova.compute_url)]):
             yield nova
     finally:
@@ -108,8 +111,8 @@ def double(keystone, contract):
 
 @pytest.fixture
 def exec_conf(monkeypatch, keystone):
-    conf = nova_double.nova_conf(monkeypatch, keystone,
-                                 (consolidation_conf,))
+    conf = nova_catalog.nova_conf(monkeypatch, keystone,
+                                  (consolidation_conf,))
     for name, value in CONSOLIDATION.items():
         conf.set_override(name, value, group='consolidation')
     return conf
@@ -154,7 +157,7 @@ def test_a_plan_is_executed_through_nova(double, exec_conf, audit,
         for vm, dest in DESTINATIONS.items())
     assert double.accepted == {VM_A: 1, VM_B: 1, VM_C: 1}
     # The services, named by id at 2.53 or later.
-    updates = [(body, nova_double.version(at) >= (2, 53))
+    updates = [(body, nova_contract.version(at) >= (2, 53))
                for _, at, body in double.service_updates]
     assert updates == [
         ({'status': 'enabled'}, True),
@@ -282,7 +285,7 @@ def test_a_killed_executor_is_resumed_without_restarting_a_migration(
     config = service_procs.write_config(tmp_path / 'memagg.conf', {
         'database': {'connection': sqlite_db},
         'compute': {'compute_api_driver': 'nova'},
-        'nova': nova_double.nova_options(keystone),
+        'nova': nova_catalog.nova_options(keystone),
         'consolidation': CONSOLIDATION,
     })
     log_path = tmp_path / 'executor.log'

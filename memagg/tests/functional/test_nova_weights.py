@@ -14,13 +14,13 @@
 
 Nova cannot run here, so the test serves a Nova and Glance double over real
 HTTP on loopback (memagg.tests.functional.nova_double). The double is
-checked against Nova's own contract: every GET /servers/{id} body it sends
-is first validated against the response schema that the installed ``nova``
-package declares for the requested microversion
-(nova/api/openstack/compute/schemas/servers.py, show_response*, as
-ServersController.show applies them), so a body real Nova could not send
-fails the test. Glance has no installed schema here; its bodies follow the
-Image API v2 reference by hand.
+checked against Nova's own contract (memagg.tests.functional.nova_contract):
+every GET /servers/{id} body it sends is first validated against the
+response schema that the installed ``nova`` package declares for the
+requested microversion (nova/api/openstack/compute/schemas/servers.py,
+show_response*, as ServersController.show applies them), so a body real
+Nova could not send fails the test. Glance has no installed schema here;
+its bodies follow the Image API v2 reference by hand.
 
 openstacksdk authenticates against the real Keystone of the ``keystone``
 fixture with the [nova] keystoneauth options and finds Nova and Glance
@@ -42,6 +42,8 @@ from memagg.conf import wss as wss_conf
 from memagg.drivers.compute_api import base
 from memagg.drivers.compute_api import nova as nova_driver
 from memagg.drivers.hypervisor import base as hypervisor
+from memagg.tests.functional import nova_catalog
+from memagg.tests.functional import nova_contract
 from memagg.tests.functional import nova_double
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
@@ -74,7 +76,7 @@ IMAGE_PATH = '/image'
 
 @pytest.fixture(scope='module')
 def contract():
-    return nova_double.load_contract()
+    return nova_contract.load_contract()
 
 
 class NovaGlanceDouble(nova_double.NovaDouble):
@@ -120,14 +122,14 @@ class NovaGlanceDouble(nova_double.NovaDouble):
 def double(keystone, contract):
     """The Nova and Glance double, registered in Keystone's catalog as the
     compute and image services of RegionOne, and removed at the end."""
-    project_id, user_id = nova_double.admin_ids(keystone)
+    project_id, user_id = nova_catalog.admin_ids(keystone)
     nova = NovaGlanceDouble(keystone, contract, project_id, user_id)
     for server_id, (extra_specs, image_id) in SERVERS.items():
         nova.add_server(server_id, 'node', extra_specs=extra_specs,
                         image_id=image_id,
                         image_properties=IMAGES.get(image_id, {}))
     try:
-        with nova_double.in_catalog(keystone, [
+        with nova_catalog.in_catalog(keystone, [
                 ('compute', 'nova', nova.compute_url),
                 ('image', 'glance', nova.image_url)]):
             yield nova
@@ -139,9 +141,9 @@ def double(keystone, contract):
 def nova_conf_opts(monkeypatch, keystone):
     """A ConfigOpts of memagg-compute with [nova] pointing at the real
     Keystone as its admin."""
-    return nova_double.nova_conf(monkeypatch, keystone,
-                                 (wss_conf, local_policy_conf,
-                                  host_reclaim_conf))
+    return nova_catalog.nova_conf(monkeypatch, keystone,
+                                  (wss_conf, local_policy_conf,
+                                   host_reclaim_conf))
 
 
 @pytest.mark.parametrize('max_version', [None, '2.60'])
@@ -171,7 +173,7 @@ def test_weights_follow_flavor_then_image_then_default(
     # openstacksdk negotiated a microversion with embedded flavors, and
     # every body was checked against Nova's schema for it.
     assert len(double.served_versions) == 1
-    assert (2, 47) <= double.served_versions.pop() <= nova_double.version(
+    assert (2, 47) <= double.served_versions.pop() <= nova_contract.version(
         double.max_version)
     assert double.violations == []
 
