@@ -44,14 +44,15 @@ def _require(tool):
 
 
 def _assert_all_passed(out):
-    """Every test program ran (the sampler's and each swapd
-    tests/test_*.c) and none failed a check."""
+    """Every test program ran (each tests/test_*.c, the sampler's, and
+    each swapd/tests/test_*.c) and none failed a check."""
+    sampler_tests = sorted((NATIVE / 'tests').glob('test_*.c'))
     swapd_tests = sorted((NATIVE / 'swapd' / 'tests').glob('test_*.c'))
-    assert swapd_tests
-    for test in swapd_tests:
+    assert sampler_tests and swapd_tests
+    for test in sampler_tests + swapd_tests:
         assert '%s\n' % test.stem in out, test.name
     results = re.findall(r'^(\d+) passed, (\d+) failed$', out, re.M)
-    assert len(results) == 1 + len(swapd_tests), out
+    assert len(results) == len(sampler_tests) + len(swapd_tests), out
     assert all(int(passed) > 0 and failed == '0'
                for passed, failed in results), out
 
