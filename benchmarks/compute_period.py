@@ -45,7 +45,6 @@ import cProfile
 import os
 import pstats
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -62,6 +61,7 @@ from memagg.tests.functional import guest_fixtures
 from memagg.demo import guest as vm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _sigterm  # noqa: E402
 import _wss_tool  # noqa: E402
 
 
@@ -153,7 +153,7 @@ def period_conf(period):
     run time; returns the fixture, to set more options on. A SIGTERM (a
     timeout) exits, so that the caller's cleanup still destroys its
     guests."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    _sigterm.exit_on_sigterm()
     conf = config_fixture.Config(CONF)
     conf.setUp()
     CONF([], project='memagg', default_config_files=[])

@@ -57,7 +57,6 @@ import heapq
 import multiprocessing
 import os
 import pathlib
-import signal
 import sys
 import tempfile
 import threading
@@ -83,6 +82,7 @@ from memagg.tests import polling
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _gauges  # noqa: E402
+import _sigterm  # noqa: E402
 
 
 def make_report(node, instances, age=0):
@@ -415,8 +415,7 @@ def fleet_phase(args, workdir, db_url, server, workers, path):
 def fleet(args):
     CONF([], project='memagg', default_config_files=[])
     # A SIGTERM stops the schedulers and drops the database, as ^C does.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(
-        'stopped by SIGTERM'))
+    _sigterm.exit_on_sigterm()
     server = service_procs.RABBIT_SERVER + '/'
     results = []
     with tempfile.TemporaryDirectory() as tmp, \

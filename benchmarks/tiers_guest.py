@@ -93,6 +93,9 @@ from memagg.tests.functional import two_hosts
 from memagg.tests.unit.compute import remote_fixtures as helpers
 from memagg.tests import polling
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _sigterm  # noqa: E402
+
 PLACEMENTS = ('unlimited', 'all-l2', 'static', 'tiers')
 MIB = 1024 * 1024
 # QEMU's read latency histogram bounds, ns.
@@ -424,6 +427,7 @@ def verdicts(results):
 
 def main(argv=None):
     args = parse_args(argv)
+    _sigterm.exit_on_sigterm()
     workdir = tempfile.mkdtemp(prefix='memagg-tiersbench-', dir='/var/tmp')
     results = []
     try:
